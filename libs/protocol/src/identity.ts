@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/**
+ * Header names of the identity contract (design brief §10). Lower case, as
+ * Node presents incoming headers.
+ *
+ * `class` and `process` may come from clients. `sessionId` and `principal`
+ * are set by the gateway only; the gateway strips them from client requests
+ * so that no client can adopt a session id or pose as a principal.
+ */
+export const IDENTITY_HEADERS = {
+  class: 'x-switchyard-class',
+  process: 'x-switchyard-process',
+  sessionId: 'x-switchyard-session-id',
+  principal: 'x-switchyard-principal',
+} as const;
+
+/** Header carrying a runtime's self-description on `/api/runtime/connect`. */
+export const RUNTIME_INFO_HEADER = 'x-runtime-info';
+
+/** MCP session header (legacy protocol generation). */
+export const MCP_SESSION_HEADER = 'mcp-session-id';
+
+/** Class used when a request names none. */
+export const DEFAULT_CLASS = 'default';
+
+/** Longest identity value accepted, in characters. */
+export const IDENTITY_VALUE_LENGTH_MAX = 128;
+
+/** Identity values: 1–128 visible ASCII characters from `[A-Za-z0-9._:@-]`. */
+export const IDENTITY_VALUE_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export const identityValueSchema = z
+  .string()
+  .max(IDENTITY_VALUE_LENGTH_MAX)
+  .regex(IDENTITY_VALUE_PATTERN, 'must be 1-128 characters from [A-Za-z0-9._:@-]');
+
+/** True when `value` is a well-formed identity value. */
+export function isIdentityValue(value: unknown): value is string {
+  return typeof value === 'string' && IDENTITY_VALUE_PATTERN.test(value);
+}
+
+/** The three parts that place a request: which sandbox kind, which sandbox, which session. */
+export interface Identity {
+  readonly class: string;
+  readonly process: string;
+  readonly thread: string;
+}

@@ -1,0 +1,53 @@
+export {
+  IDENTITY_HEADERS,
+  RUNTIME_INFO_HEADER,
+  MCP_SESSION_HEADER,
+  DEFAULT_CLASS,
+  IDENTITY_VALUE_LENGTH_MAX,
+  IDENTITY_VALUE_PATTERN,
+  identityValueSchema,
+  isIdentityValue,
+} from './identity.ts';
+export type { Identity } from './identity.ts';
+export {
+  RUNTIME_LIMITS,
+  metadataSchema,
+  weightSchema,
+  runtimeInfoSchema,
+  runtimeSchema,
+  threadRefSchema,
+  runtimeStateSchema,
+} from './runtime.ts';
+export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState } from './runtime.ts';
+export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';
+export type { RuntimeOp, ClusterOp } from './ops.ts';
+export { snapshotSchema } from './snapshot.ts';
+export type { Snapshot } from './snapshot.ts';
+export {
+  RULE_OPS,
+  ruleSchema,
+  VERSION_RULE_KEY,
+  loadBalanceSchema,
+  LOAD_BALANCE_DEFAULTS,
+  scheduleRequestSchema,
+} from './schedule.ts';
+export type {
+  RuleOp,
+  Rule,
+  LoadBalance,
+  ScheduleRequestInput,
+  ScheduleRequest,
+  ScheduleSource,
+  TraceStep,
+  Unschedulable,
+  ScheduleDecision,
+  ScheduleResponse,
+} from './schedule.ts';
+export { partSchema, syncMessageSchema } from './epoch.ts';
+export type { Part, SyncMessage, CommitBody } from './epoch.ts';
+export { WATCH_EVENTS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
+export type { WatchSnapshot, WatchDelta } from './watch.ts';
+export { ERROR_CODES, SwitchyardError, jsonRpcError, statusOf } from './errors.ts';
+export type { ErrorCode, JsonRpcId, JsonRpcErrorBody } from './errors.ts';
+export { parseWith } from './validate.ts';
+export type { Parsed } from './validate.ts';

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { identityValueSchema } from './identity.ts';
+
+/** Limits on self-described runtime fields; a runtime past them is refused. */
+export const RUNTIME_LIMITS = {
+  classesMax: 64,
+  metadataEntriesMax: 64,
+  metadataValueLengthMax: 256,
+  weightDimensionsMax: 16,
+  versionLengthMax: 64,
+  addressLengthMax: 256,
+} as const;
+
+const metadataKeySchema = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[A-Za-z0-9._/-]+$/, 'must be 1-63 characters from [A-Za-z0-9._/-]');
+
+export const metadataSchema = z
+  .record(metadataKeySchema, z.string().max(RUNTIME_LIMITS.metadataValueLengthMax))
+  .refine((m) => Object.keys(m).length <= RUNTIME_LIMITS.metadataEntriesMax, {
+    message: `at most ${RUNTIME_LIMITS.metadataEntriesMax} entries`,
+  });
+
+/** Idle weight per dimension (e.g. `{sandboxes: 12}`): how much more work a runtime takes. */
+export const weightSchema = z
+  .record(metadataKeySchema, z.number().finite().min(0).max(1e12))
+  .refine((w) => Object.keys(w).length <= RUNTIME_LIMITS.weightDimensionsMax, {
+    message: `at most ${RUNTIME_LIMITS.weightDimensionsMax} dimensions`,
+  });
+
+/**
+ * What a runtime says about itself when it connects (`X-Runtime-Info`,
+ * base64url JSON). `limits` is its capacity per weight dimension.
+ */
+export const runtimeInfoSchema = z.strictObject({
+  id: identityValueSchema,
+  classes: z.array(identityValueSchema).min(1).max(RUNTIME_LIMITS.classesMax),
+  metadata: metadataSchema.default({}),
+  version: z.string().max(RUNTIME_LIMITS.versionLengthMax).default('0.0.0'),
+  limits: weightSchema.default({}),
+  /** Optional address a gateway may dial directly (`http://host:port`), bypassing the tunnel. */
+  address: z.string().max(RUNTIME_LIMITS.addressLengthMax).optional(),
+});
+export type RuntimeInfo = z.infer<typeof runtimeInfoSchema>;
+
+/** A runtime as the scheduler sees it. */
+export const runtimeSchema = z.strictObject({
+  id: identityValueSchema,
+  classes: z.array(identityValueSchema).max(RUNTIME_LIMITS.classesMax),
+  metadata: metadataSchema,
+  version: z.string().max(RUNTIME_LIMITS.versionLengthMax),
+  idleWeight: weightSchema,
+  available: z.boolean(),
+  /** Scheduler replica that holds this runtime's tunnel. */
+  owner: identityValueSchema,
+  /**
+   * Connection generation, increasing per reconnect. When two replicas
+   * report the same runtime, the higher generation wins (ties: owner id).
+   */
+  generation: z.number().int().min(0),
+  address: z.string().max(RUNTIME_LIMITS.addressLengthMax).optional(),
+});
+export type Runtime = z.infer<typeof runtimeSchema>;
+
+/** A runtime together with what it hosts: processes and `process/thread` pairs. */
+export const threadRefSchema = z.strictObject({ process: identityValueSchema, thread: identityValueSchema });
+export type ThreadRef = z.infer<typeof threadRefSchema>;
+
+export const runtimeStateSchema = z.strictObject({
+  runtime: runtimeSchema,
+  processes: z.array(identityValueSchema).max(1_000_000),
+  threads: z.array(threadRefSchema).max(10_000_000),
+});
+export type RuntimeState = z.infer<typeof runtimeStateSchema>;

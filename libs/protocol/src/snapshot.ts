@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { runtimeStateSchema } from './runtime.ts';
+
+/**
+ * The cluster state of one epoch, in wire form. Runtimes appear in any order;
+ * consumers must not depend on it (the scheduling index sorts by id).
+ */
+export const snapshotSchema = z.strictObject({
+  epoch: z.number().int().min(0),
+  term: z.number().int().min(0),
+  runtimes: z.array(runtimeStateSchema).max(100_000),
+});
+export type Snapshot = z.infer<typeof snapshotSchema>;

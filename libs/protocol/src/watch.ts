@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { runtimeOpSchema } from './ops.ts';
+import { identityValueSchema } from './identity.ts';
+import { metadataSchema, threadRefSchema, weightSchema } from './runtime.ts';
+
+/** SSE event names on a runtime's `GET /watch`. */
+export const WATCH_EVENTS = { snapshot: 'snapshot', delta: 'delta' } as const;
+
+/** `snapshot` event data: the runtime's whole state. */
+export const watchSnapshotSchema = z.strictObject({
+  processes: z.array(identityValueSchema).max(1_000_000),
+  threads: z.array(threadRefSchema).max(10_000_000),
+  idleWeight: weightSchema,
+  metadata: metadataSchema,
+});
+export type WatchSnapshot = z.infer<typeof watchSnapshotSchema>;
+
+/** `delta` event data: ordered, coalesced ops since the previous event. */
+export const watchDeltaSchema = z.strictObject({ ops: z.array(runtimeOpSchema).max(100_000) });
+export type WatchDelta = z.infer<typeof watchDeltaSchema>;
