@@ -5,8 +5,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const deepImport = {
-  group: ['@switchyard/*/*', '!@switchyard/*/internal'],
-  message: 'Import a lib through its public entry (or its /internal entry), never its files.',
+  group: ['@switchyard/*/*', '!@switchyard/*/internal', '!@switchyard/*/testing'],
+  message: 'Import a lib through its public entry (or its /internal or /testing entry), never its files.',
 };
 const crossPackage = {
   regex: '^(\\.\\./){2,}',

@@ -1,0 +1,68 @@
+import type { Clock, Timer } from './index.ts';
+
+interface Pending {
+  readonly at: number;
+  readonly seq: number;
+  readonly fn: () => void;
+  cancelled: boolean;
+}
+
+/**
+ * A clock that moves only when told. Timers fire in due order (ties in
+ * creation order) as `advance` passes them; microtasks queued by a timer run
+ * before the next timer fires, so promise chains behave as with real time.
+ */
+export class ManualClock implements Clock {
+  #now: number;
+  #seq = 0;
+  #pending: Pending[] = [];
+
+  constructor(startMs = 1_700_000_000_000) {
+    this.#now = startMs;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, delayMs: number): Timer {
+    const entry: Pending = { at: this.#now + Math.max(0, delayMs), seq: this.#seq++, fn, cancelled: false };
+    this.#pending.push(entry);
+    return { cancel: () => void (entry.cancelled = true) };
+  }
+
+  /** Number of timers not yet fired or cancelled. */
+  get pendingTimers(): number {
+    return this.#pending.filter((p) => !p.cancelled).length;
+  }
+
+  /** Moves time forward by `ms`, firing every timer that falls due on the way. */
+  async advance(ms: number): Promise<void> {
+    const target = this.#now + ms;
+    for (;;) {
+      await flushMicrotasks();
+      const next = this.#nextDue(target);
+      if (!next) break;
+      this.#pending.splice(this.#pending.indexOf(next), 1);
+      this.#now = next.at;
+      next.fn();
+    }
+    this.#now = target;
+    await flushMicrotasks();
+  }
+
+  #nextDue(limit: number): Pending | undefined {
+    this.#pending = this.#pending.filter((p) => !p.cancelled);
+    let best: Pending | undefined;
+    for (const p of this.#pending) {
+      if (p.at > limit) continue;
+      if (!best || p.at < best.at || (p.at === best.at && p.seq < best.seq)) best = p;
+    }
+    return best;
+  }
+}
+
+/** Lets every queued promise continuation run (several turns, for chains). */
+export async function flushMicrotasks(turns = 20): Promise<void> {
+  for (let i = 0; i < turns; i++) await Promise.resolve();
+}
