@@ -55,6 +55,8 @@ export const runtimeSchema = z.strictObject({
   available: z.boolean(),
   /** Scheduler replica that holds this runtime's tunnel. */
   owner: identityValueSchema,
+  /** Base URL of the owner replica (`http://host:port`), so any replica or gateway can reach the tunnel in one hop. */
+  ownerUrl: z.string().max(RUNTIME_LIMITS.addressLengthMax).optional(),
   /**
    * Connection generation, increasing per reconnect. When two replicas
    * report the same runtime, the higher generation wins (ties: owner id).
