@@ -1,1 +1,13 @@
-export {};
+export { createTunnelEndpoint } from './endpoint.ts';
+export type { TunnelEndpoint, TunnelEndpointOptions } from './endpoint.ts';
+export type { Tunnel } from './tunnel.ts';
+export { dialTunnel } from './dialer.ts';
+export type { DialTunnelOptions, TunnelDialer } from './dialer.ts';
+export { proxyToTunnel } from './proxy.ts';
+export type { ProxyOptions } from './proxy.ts';
+export { createH2Fetch } from './fetch.ts';
+export type { OpenStream } from './fetch.ts';
+export { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
+export type { BackoffOptions } from './backoff.ts';
+export { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS } from './defaults.ts';
+export type { TunnelLogger } from './defaults.ts';

@@ -1,0 +1,82 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { RUNTIME_INFO_HEADER, parseWith, runtimeInfoSchema } from '@switchyard/protocol';
+import type { RuntimeInfo } from '@switchyard/protocol';
+
+/** Why a connect request was refused, as written back on the raw socket. */
+export interface Refusal {
+  readonly status: 400 | 401 | 431 | 503;
+  readonly body: { readonly error: string; readonly field?: string; readonly detail?: string };
+}
+
+export type Admission =
+  { readonly ok: true; readonly info: RuntimeInfo } | { readonly ok: false; readonly refusal: Refusal };
+
+const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+
+/**
+ * Constant-time membership of `presented` among `tokens`: both sides are
+ * hashed to equal length and every candidate is compared, so neither timing
+ * nor an early exit reveals which token (or which prefix) matched.
+ */
+export function tokenMatches(presented: string, tokens: readonly string[]): boolean {
+  const digest = sha256(presented);
+  let match = false;
+  for (const token of tokens) match = timingSafeEqual(digest, sha256(token)) || match;
+  return match && tokens.length > 0;
+}
+
+/** Total bytes of the request's header names and values, as received. */
+export function headerBytes(req: IncomingMessage): number {
+  let total = 0;
+  for (const part of req.rawHeaders) total += Buffer.byteLength(part) + 2;
+  return total;
+}
+
+/** Checks size, credentials and self-description of a connect request, in that order. */
+export function admit(req: IncomingMessage, tokens: readonly string[], headerBytesMax: number): Admission {
+  if (headerBytes(req) > headerBytesMax) {
+    return refuse(431, { error: 'request headers too large', detail: `limit is ${headerBytesMax} bytes` });
+  }
+  const auth = req.headers.authorization ?? '';
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+  if (!bearer || !tokenMatches(bearer[1]!, tokens)) return refuse(401, { error: 'invalid or missing join token' });
+  const raw = req.headers[RUNTIME_INFO_HEADER];
+  if (typeof raw !== 'string' || raw === '') {
+    return refuse(400, { error: 'missing X-Runtime-Info header', field: 'X-Runtime-Info' });
+  }
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    return refuse(400, { error: 'X-Runtime-Info is not base64url JSON', field: 'X-Runtime-Info' });
+  }
+  const parsed = parseWith(runtimeInfoSchema, decoded);
+  if (!parsed.ok) {
+    const field = parsed.error.split(':')[0] ?? '(root)';
+    return refuse(400, { error: 'invalid X-Runtime-Info', field: `X-Runtime-Info.${field}`, detail: parsed.error });
+  }
+  return { ok: true, info: parsed.value };
+}
+
+export function refuse(status: Refusal['status'], body: Refusal['body']): Admission {
+  return { ok: false, refusal: { status, body } };
+}
+
+const REASONS: Record<Refusal['status'], string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  431: 'Request Header Fields Too Large',
+  503: 'Service Unavailable',
+};
+
+/** Answers a refused upgrade with a plain HTTP response on the raw socket, then closes it. */
+export function writeRefusal(socket: Duplex, refusal: Refusal): void {
+  const body = JSON.stringify(refusal.body);
+  const extra = refusal.status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '';
+  socket.end(
+    `HTTP/1.1 ${refusal.status} ${REASONS[refusal.status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+      `${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,55 @@
+import type http2 from 'node:http2';
+
+/**
+ * HTTP/2 tuning shared by both ends of the tunnel. Node's defaults (10 MB of
+ * session memory, 64 KiB windows) trip ENHANCE_YOUR_CALM under many streams and
+ * cap one stream far below the link; these were measured on loopback.
+ */
+export const H2_TUNING = {
+  /** Per-session memory budget in megabytes (nghttp2 buffers, headers, outbound queue). */
+  maxSessionMemoryMb: 256,
+  /** Window each new stream starts with: what a paused reader may leave buffered. */
+  streamWindowBytes: 2 * 1024 * 1024,
+  /** Connection-wide receive window, shared by every stream of the session. */
+  sessionWindowBytes: 64 * 1024 * 1024,
+  /** Largest DATA frame; bigger frames mean fewer WebSocket messages per byte. */
+  maxFrameBytes: 256 * 1024,
+  /** Streams one tunnel may carry at once (the runtime advertises it). */
+  maxConcurrentStreams: 4096,
+  /** Header list bound per request, in bytes. */
+  maxHeaderListBytes: 64 * 1024,
+} as const;
+
+/** SETTINGS both sides advertise. */
+export function h2Settings(): http2.Settings {
+  return {
+    initialWindowSize: H2_TUNING.streamWindowBytes,
+    maxFrameSize: H2_TUNING.maxFrameBytes,
+    maxConcurrentStreams: H2_TUNING.maxConcurrentStreams,
+    maxHeaderListSize: H2_TUNING.maxHeaderListBytes,
+    enablePush: false,
+  };
+}
+
+/** Liveness and admission defaults (milliseconds and bytes). */
+export const TUNNEL_DEFAULTS = {
+  pingIntervalMs: 5_000,
+  /** Largest total size of the connect request's headers. */
+  headerBytesMax: 16 * 1024,
+  /** Largest WebSocket message accepted; HTTP/2 frames are far smaller. */
+  wsPayloadBytesMax: 4 * 1024 * 1024,
+  /** Time a GOAWAY'd session gets to finish before it is destroyed. */
+  closeGraceMs: 1_000,
+} as const;
+
+/** Where runtimes dial in. */
+export const CONNECT_PATH = '/api/runtime/connect';
+
+/** Minimal structured logger; pino fits it. */
+export interface TunnelLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export const silentLogger: TunnelLogger = { info() {}, warn() {}, error() {} };

@@ -1,0 +1,147 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type WebSocket from 'ws';
+import { systemClock } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
+import { SwitchyardError } from '@switchyard/protocol';
+import { admit, writeRefusal } from './admission.ts';
+import { TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
+import type { TunnelLogger } from './defaults.ts';
+import { openClientTunnel } from './tunnel.ts';
+import type { Tunnel } from './tunnel.ts';
+
+export interface TunnelEndpointOptions {
+  /** Join tokens currently accepted; read on every connect so rotation needs no restart. */
+  readonly tokens: () => readonly string[];
+  /** Most runtimes connected at once; one more is answered 503. A reconnect of a connected id does not count. */
+  readonly maxRuntimes: number;
+  /** Liveness probe period. Default 5000 ms. */
+  readonly pingIntervalMs?: number;
+  /** How long a probe may go unanswered before the tunnel is declared dead. Default = pingIntervalMs. */
+  readonly pingTimeoutMs?: number;
+  /** Largest total size of the connect request's headers; past it 431. Default 16 KiB. */
+  readonly headerBytesMax?: number;
+  readonly logger?: TunnelLogger;
+  readonly clock?: Clock;
+  /** Called when a tunnel is accepted (after a replaced one was told to close). */
+  readonly onTunnel?: (tunnel: Tunnel) => void;
+  /** Called once per tunnel when it closes, with the reason. */
+  readonly onTunnelClosed?: (tunnel: Tunnel, reason: string) => void;
+}
+
+/**
+ * The scheduler's side of `/api/runtime/connect`: authenticates runtimes,
+ * upgrades them to WebSocket and holds one HTTP/2 tunnel per runtime id.
+ * Events are the `onTunnel`/`onTunnelClosed` option callbacks.
+ */
+export interface TunnelEndpoint {
+  /** Call from an `http.Server` `'upgrade'` listener for `/api/runtime/connect`. Never throws. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** The open tunnel of a runtime, if any. */
+  get(runtimeId: string): Tunnel | undefined;
+  list(): Tunnel[];
+  /** GOAWAY to every tunnel, then destroy; refuses new connections. Idempotent. */
+  close(): void;
+}
+
+/**
+ * Creates the endpoint. Guarantees: at most `maxRuntimes` tunnels, at most one
+ * per runtime id (a newer connection replaces and closes the older), join
+ * tokens are compared in constant time and never logged. Refusals are plain
+ * HTTP responses with a JSON body: 401 bad token, 400 bad `X-Runtime-Info`
+ * (naming the field), 431 headers too large, 503 full or closing.
+ */
+export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndpoint {
+  if (!Number.isInteger(options.maxRuntimes) || options.maxRuntimes < 1) {
+    throw new SwitchyardError('invalid_request', 'maxRuntimes must be a positive integer');
+  }
+  return new Endpoint(options);
+}
+
+class Endpoint implements TunnelEndpoint {
+  readonly #o: TunnelEndpointOptions;
+  readonly #clock: Clock;
+  readonly #logger: TunnelLogger;
+  readonly #pingIntervalMs: number;
+  readonly #pingTimeoutMs: number;
+  readonly #tunnels = new Map<string, Tunnel>();
+  readonly #wss: WebSocketServer;
+  #generation: number;
+  #closed = false;
+
+  constructor(o: TunnelEndpointOptions) {
+    this.#o = o;
+    this.#clock = o.clock ?? systemClock;
+    this.#logger = o.logger ?? silentLogger;
+    this.#pingIntervalMs = o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
+    this.#pingTimeoutMs = o.pingTimeoutMs ?? this.#pingIntervalMs;
+    // Microseconds of wall time: a restarted scheduler still hands out higher generations.
+    this.#generation = this.#clock.now() * 1000;
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      perMessageDeflate: false,
+      maxPayload: TUNNEL_DEFAULTS.wsPayloadBytesMax,
+    });
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => {});
+    const remote = req.socket.remoteAddress;
+    if (this.#closed) return writeRefusal(socket, { status: 503, body: { error: 'endpoint closing' } });
+    const admission = admit(req, this.#o.tokens(), this.#o.headerBytesMax ?? TUNNEL_DEFAULTS.headerBytesMax);
+    if (!admission.ok) {
+      const { status, body } = admission.refusal;
+      this.#logger.warn({ remote, status, error: body.error, field: body.field }, 'runtime connect refused');
+      return writeRefusal(socket, admission.refusal);
+    }
+    const { info } = admission;
+    const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
+    if (others >= this.#o.maxRuntimes) {
+      this.#logger.warn(
+        { remote, runtime: info.id, maxRuntimes: this.#o.maxRuntimes },
+        'runtime connect refused: full',
+      );
+      return writeRefusal(socket, { status: 503, body: { error: 'runtime capacity reached' } });
+    }
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, info));
+  }
+
+  get(runtimeId: string): Tunnel | undefined {
+    return this.#tunnels.get(runtimeId);
+  }
+
+  list(): Tunnel[] {
+    return [...this.#tunnels.values()];
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const tunnel of this.#tunnels.values()) tunnel.close('endpoint closed');
+    this.#wss.close();
+  }
+
+  #accept(ws: WebSocket, info: Tunnel['info']): void {
+    if (this.#closed) return void ws.terminate();
+    this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
+    const tunnel = openClientTunnel({
+      ws,
+      info,
+      generation: this.#generation,
+      clock: this.#clock,
+      pingIntervalMs: this.#pingIntervalMs,
+      pingTimeoutMs: this.#pingTimeoutMs,
+      logger: this.#logger,
+    });
+    const previous = this.#tunnels.get(info.id);
+    this.#tunnels.set(info.id, tunnel);
+    previous?.close('replaced by a newer connection');
+    this.#logger.info({ runtime: info.id, generation: tunnel.generation }, 'tunnel open');
+    void tunnel.whenClosed.then((reason) => {
+      if (this.#tunnels.get(info.id) === tunnel) this.#tunnels.delete(info.id);
+      this.#o.onTunnelClosed?.(tunnel, reason);
+    });
+    this.#o.onTunnel?.(tunnel);
+  }
+}

@@ -1,0 +1,51 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) plus those HTTP/2 forbids outright;
+ * they describe one connection and must not cross the tunnel.
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'http2-settings',
+  'host',
+]);
+
+/** True when `name` (lower case) may be forwarded to the next hop. */
+export function isEndToEnd(name: string, connectionTokens: ReadonlySet<string> = new Set()): boolean {
+  return !HOP_BY_HOP.has(name) && !name.startsWith('proxy-') && !name.startsWith(':') && !connectionTokens.has(name);
+}
+
+/** Header names the `Connection` header marks as hop-by-hop for this hop. */
+export function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+  const value = headers.connection;
+  const tokens = new Set<string>();
+  for (const token of (Array.isArray(value) ? value.join(',') : (value ?? '')).split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name) tokens.add(name);
+  }
+  return tokens;
+}
+
+/** Copies the end-to-end headers of an HTTP/1.1 request or HTTP/2 response. */
+export function endToEndHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const tokens = connectionTokens(headers);
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && isEndToEnd(name, tokens)) out[name] = value;
+  }
+  return out;
+}
+
+/** `TE: trailers` is the one TE value HTTP/2 allows; anything else is dropped. */
+export function allowsTrailers(headers: IncomingHttpHeaders): boolean {
+  const te = headers.te;
+  return typeof te === 'string' && te.split(',').some((t) => t.trim().toLowerCase() === 'trailers');
+}

@@ -1,0 +1,149 @@
+import http2 from 'node:http2';
+import type WebSocket from 'ws';
+import type { Clock, Timer } from '@switchyard/clock';
+import { SwitchyardError } from '@switchyard/protocol';
+import type { RuntimeInfo } from '@switchyard/protocol';
+import { H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
+import type { TunnelLogger } from './defaults.ts';
+import { createH2Fetch } from './fetch.ts';
+import { Heartbeat } from './heartbeat.ts';
+import { byteStream, probe } from './wire.ts';
+
+/**
+ * One runtime's live tunnel, as the scheduler holds it. The scheduler is the
+ * HTTP/2 client: every request into the runtime is a stream on `session`.
+ *
+ * Guarantees: once `closed` is true it stays true, `whenClosed` has resolved
+ * with the reason, and `request`/`fetch` fail at once with
+ * `SwitchyardError('upstream_unavailable')`. When the peer dies (liveness
+ * timeout, transport error) every open stream errors at the same moment.
+ * Not guaranteed: that a request which was sent reached the runtime.
+ */
+export interface Tunnel {
+  readonly runtimeId: string;
+  readonly info: RuntimeInfo;
+  /** Increases with every accepted connection in this process, and across restarts (it starts from the wall clock). */
+  readonly generation: number;
+  /** Clock time (ms) the tunnel was accepted. */
+  readonly connectedAt: number;
+  /** Last HTTP/2 ping round trip; undefined until the first ping is answered. */
+  readonly rttMs: number | undefined;
+  readonly session: http2.ClientHttp2Session;
+  readonly closed: boolean;
+  /** Resolves with the close reason; never rejects. */
+  readonly whenClosed: Promise<string>;
+  /** Opens a stream into the runtime; `:scheme`/`:authority` default to http/runtime. */
+  request(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream;
+  /** Minimal WHATWG fetch over this tunnel (see `createH2Fetch`); usable as the `eventsource` package's `fetch`. */
+  readonly fetch: typeof fetch;
+  /** GOAWAY, then destroy after a short grace. Idempotent. */
+  close(reason?: string): void;
+}
+
+export interface ClientTunnelOptions {
+  readonly ws: WebSocket;
+  readonly info: RuntimeInfo;
+  readonly generation: number;
+  readonly clock: Clock;
+  readonly pingIntervalMs: number;
+  readonly pingTimeoutMs: number;
+  readonly logger: TunnelLogger;
+}
+
+/** Builds the scheduler side of an accepted WebSocket. */
+export function openClientTunnel(options: ClientTunnelOptions): Tunnel {
+  return new ClientTunnel(options);
+}
+
+class ClientTunnel implements Tunnel {
+  readonly runtimeId: string;
+  readonly info: RuntimeInfo;
+  readonly generation: number;
+  readonly connectedAt: number;
+  readonly session: http2.ClientHttp2Session;
+  readonly whenClosed: Promise<string>;
+  readonly fetch: typeof fetch;
+  rttMs: number | undefined;
+  closed = false;
+  readonly #ws: WebSocket;
+  readonly #clock: Clock;
+  readonly #logger: TunnelLogger;
+  readonly #heartbeat: Heartbeat;
+  #resolveClosed!: (reason: string) => void;
+  #graceTimer: Timer | undefined;
+
+  constructor(o: ClientTunnelOptions) {
+    this.runtimeId = o.info.id;
+    this.info = o.info;
+    this.generation = o.generation;
+    this.connectedAt = o.clock.now();
+    this.#ws = o.ws;
+    this.#clock = o.clock;
+    this.#logger = o.logger;
+    this.whenClosed = new Promise((resolve) => (this.#resolveClosed = resolve));
+    const stream = byteStream(o.ws);
+    this.session = http2.connect('http://runtime', {
+      createConnection: () => stream,
+      settings: h2Settings(),
+      maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+      peerMaxConcurrentStreams: H2_TUNING.maxConcurrentStreams,
+    });
+    this.session.once('connect', () => this.session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
+    this.session.on('error', (error) => this.#die(`session error: ${error.message}`));
+    // The runtime is draining: no new streams, but those in flight may finish.
+    this.session.once('goaway', () => this.close('runtime sent GOAWAY'));
+    this.session.once('close', () => this.#die('session closed'));
+    o.ws.once('close', (code) => this.#die(`websocket closed (${code})`));
+    this.#heartbeat = new Heartbeat({
+      clock: o.clock,
+      intervalMs: o.pingIntervalMs,
+      timeoutMs: o.pingTimeoutMs,
+      probe: () => probe(this.session, o.ws),
+      onRtt: (rttMs) => (this.rttMs = rttMs),
+      onDead: (reason) => this.#die(reason),
+    });
+    this.fetch = createH2Fetch((headers) => this.request(headers));
+  }
+
+  request(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream {
+    if (this.closed || this.session.closed || this.session.destroyed) {
+      throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} is closed`);
+    }
+    try {
+      return this.session.request({ ':scheme': 'http', ':authority': 'runtime', ...headers }, options);
+    } catch (error) {
+      throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} refused a stream`, {
+        cause: error,
+      });
+    }
+  }
+
+  close(reason = 'closed'): void {
+    if (this.closed) return;
+    this.#markClosed(reason);
+    // GOAWAY lets streams in flight finish; the grace timer bounds how long.
+    this.session.close(() => this.#teardown());
+    this.#graceTimer = this.#clock.setTimeout(() => this.#teardown(), TUNNEL_DEFAULTS.closeGraceMs);
+  }
+
+  /** The peer is gone or broken: fail every stream now, no grace. */
+  #die(reason: string): void {
+    if (!this.closed) this.#markClosed(reason);
+    this.#teardown(reason);
+  }
+
+  #markClosed(reason: string): void {
+    this.closed = true;
+    this.#heartbeat.stop();
+    this.#logger.info({ runtime: this.runtimeId, generation: this.generation, reason }, 'tunnel closed');
+    this.#resolveClosed(reason);
+  }
+
+  #teardown(reason = 'tunnel closed'): void {
+    this.#graceTimer?.cancel();
+    if (!this.session.destroyed) {
+      this.session.destroy(new SwitchyardError('upstream_unavailable', `runtime ${this.runtimeId}: ${reason}`));
+    }
+    this.#ws.terminate();
+  }
+}

@@ -1,0 +1,38 @@
+import type http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
+import { createWebSocketStream } from 'ws';
+import type WebSocket from 'ws';
+
+/**
+ * Turns an open WebSocket into the byte stream HTTP/2 runs on. Binary frames
+ * only; the socket is closed when the stream ends or fails.
+ */
+export function byteStream(ws: WebSocket): Duplex {
+  ws.binaryType = 'nodebuffer';
+  const stream = createWebSocketStream(ws, { allowHalfOpen: false });
+  // createWebSocketStream re-emits socket errors on the stream; an unhandled one would crash the process.
+  stream.on('error', () => {});
+  return stream;
+}
+
+/**
+ * One liveness round: an HTTP/2 PING (answered by the peer's HTTP/2 stack) and
+ * a WebSocket ping (answered by its WebSocket layer, and keeps middleboxes from
+ * idling the connection out). Resolves with the HTTP/2 round trip in ms.
+ */
+export function probe(session: http2.Http2Session, ws: WebSocket): Promise<number> {
+  const h2 = new Promise<number>((resolve, reject) => {
+    try {
+      const sent = session.ping((error, durationMs) => (error ? reject(error) : resolve(durationMs)));
+      if (!sent) reject(new Error('too many outstanding pings'));
+    } catch (error) {
+      reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  });
+  const pong = new Promise<void>((resolve, reject) => {
+    if (ws.readyState !== ws.OPEN) return reject(new Error('websocket not open'));
+    ws.once('pong', () => resolve());
+    ws.ping();
+  });
+  return Promise.all([h2, pong]).then(([rttMs]) => rttMs);
+}

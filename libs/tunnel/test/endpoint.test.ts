@@ -1,0 +1,221 @@
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type http2 from 'node:http2';
+import { EventSource } from 'eventsource';
+import { SwitchyardError } from '@switchyard/protocol';
+import type { TunnelDialer } from '../src/index.ts';
+import { TOKEN, encodeInfo, httpRequest, readStream, runtimeInfo, startRuntime, startScheduler } from './helpers.ts';
+import type { Scheduler } from './helpers.ts';
+
+/** Sends a raw upgrade request and returns the status and JSON body of the refusal. */
+function connect(scheduler: Scheduler, headers: http.OutgoingHttpHeaders): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${scheduler.url}/api/runtime/connect`, {
+      agent: false,
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        ...headers,
+      },
+    });
+    req.once('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, body: '' });
+    });
+    req.once('response', (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+const hello = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
+  res.setHeader('content-type', 'text/plain');
+  res.end(`hello ${req.method} ${req.url}`);
+};
+
+describe('tunnel endpoint admission', () => {
+  let scheduler: Scheduler;
+  const dialers: TunnelDialer[] = [];
+  before(async () => {
+    scheduler = await startScheduler({ maxRuntimes: 2, headerBytesMax: 4096 });
+  });
+  afterEach(() => {
+    for (const d of dialers.splice(0)) d.close();
+  });
+  after(() => scheduler.close());
+
+  it('accepts a runtime and carries requests through its tunnel', async () => {
+    const { dialer, tunnel } = await startRuntime(scheduler, 'rt-a', hello);
+    dialers.push(dialer);
+    assert.equal(scheduler.endpoint.get('rt-a'), tunnel);
+    assert.deepEqual(tunnel.info.classes, ['demo']);
+    assert.ok(tunnel.generation > Date.now() * 999, 'generation starts from the wall clock');
+    const reply = await readStream(tunnel.request({ ':method': 'GET', ':path': '/x?y=1' }));
+    assert.deepEqual(reply, { status: 200, body: 'hello GET /x?y=1' });
+    const viaProxy = await httpRequest(`${scheduler.url}/proxy/rt-a/p`, { method: 'POST', body: 'abc' });
+    assert.equal(viaProxy.body, 'hello POST /p');
+  });
+
+  it('serves fetch with streaming bodies in both directions', async () => {
+    const { dialer, tunnel } = await startRuntime(scheduler, 'rt-f', (req, res) => {
+      res.setHeader('x-len', req.headers['content-length'] ?? 'chunked');
+      req.pipe(res);
+    });
+    dialers.push(dialer);
+    const upload = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('part1-'));
+        c.enqueue(new TextEncoder().encode('part2'));
+        c.close();
+      },
+    });
+    const res = await tunnel.fetch('http://runtime/echo', {
+      method: 'POST',
+      body: upload,
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'part1-part2');
+    const aborted = new AbortController();
+    aborted.abort();
+    await assert.rejects(tunnel.fetch('http://runtime/', { signal: aborted.signal }), { name: 'AbortError' });
+  });
+
+  it('lets the eventsource package read an SSE stream through fetch', async () => {
+    const { dialer, tunnel } = await startRuntime(scheduler, 'rt-sse', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: 1\nevent: snapshot\ndata: {"n":1}\n\n');
+      res.write('id: 2\nevent: delta\ndata: {"n":2}\n\n');
+    });
+    dialers.push(dialer);
+    const source = new EventSource('http://runtime/watch', { fetch: tunnel.fetch });
+    try {
+      const seen: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        source.addEventListener('snapshot', (e) => seen.push(`snapshot:${e.data}:${e.lastEventId}`));
+        source.addEventListener('delta', (e) => {
+          seen.push(`delta:${e.data}:${e.lastEventId}`);
+          resolve();
+        });
+        source.onerror = (e) => reject(new Error(`eventsource error ${e.message}`));
+      });
+      assert.deepEqual(seen, ['snapshot:{"n":1}:1', 'delta:{"n":2}:2']);
+    } finally {
+      source.close();
+    }
+  });
+
+  const refusals: { name: string; headers: http.OutgoingHttpHeaders; status: number; mention: RegExp }[] = [
+    {
+      name: 'a wrong token is refused with 401',
+      headers: { authorization: 'Bearer not-the-token-secret-xyz', 'x-runtime-info': encodeInfo(runtimeInfo('r1')) },
+      status: 401,
+      mention: /join token/,
+    },
+    {
+      name: 'a missing token is refused with 401',
+      headers: { 'x-runtime-info': encodeInfo(runtimeInfo('r1')) },
+      status: 401,
+      mention: /join token/,
+    },
+    {
+      name: 'info that is not base64url JSON is refused with 400 naming the header',
+      headers: { authorization: `Bearer ${TOKEN}`, 'x-runtime-info': '!!!not-json' },
+      status: 400,
+      mention: /X-Runtime-Info/,
+    },
+    {
+      name: 'info with a bad id is refused with 400 naming the id field',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo({ ...runtimeInfo('r1'), id: 'bad id!' }),
+      },
+      status: 400,
+      mention: /X-Runtime-Info\.id/,
+    },
+    {
+      name: 'info without classes is refused with 400 naming the classes field',
+      headers: { authorization: `Bearer ${TOKEN}`, 'x-runtime-info': encodeInfo({ id: 'r1' }) },
+      status: 400,
+      mention: /X-Runtime-Info\.classes/,
+    },
+    {
+      name: 'missing info is refused with 400',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      status: 400,
+      mention: /X-Runtime-Info/,
+    },
+    {
+      name: 'oversized headers are refused with 431',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo({ ...runtimeInfo('r1'), metadata: { big: 'x'.repeat(250) } }),
+        'x-padding': 'p'.repeat(5000),
+      },
+      status: 431,
+      mention: /too large/,
+    },
+  ];
+  for (const c of refusals) {
+    it(c.name, async () => {
+      const reply = await connect(scheduler, c.headers);
+      assert.equal(reply.status, c.status);
+      assert.match(reply.body, c.mention);
+      assert.equal(scheduler.endpoint.get('r1'), undefined);
+    });
+  }
+
+  it('never writes a presented token into the logs', async () => {
+    await connect(scheduler, { authorization: 'Bearer not-the-token-secret-xyz' });
+    const text = JSON.stringify(scheduler.logs);
+    assert.ok(
+      scheduler.logs.some((l) => l.msg.includes('refused')),
+      'refusals are logged',
+    );
+    assert.doesNotMatch(text, /not-the-token-secret-xyz/);
+    assert.doesNotMatch(text, new RegExp(TOKEN));
+  });
+
+  it('answers 503 past maxRuntimes but lets a connected runtime reconnect', async () => {
+    for (const id of ['cap-1', 'cap-2']) dialers.push((await startRuntime(scheduler, id, hello)).dialer);
+    const full = await connect(scheduler, {
+      authorization: `Bearer ${TOKEN}`,
+      'x-runtime-info': encodeInfo(runtimeInfo('cap-3')),
+    });
+    assert.equal(full.status, 503);
+    assert.match(full.body, /capacity/);
+    const again = await connect(scheduler, {
+      authorization: `Bearer ${TOKEN}`,
+      'x-runtime-info': encodeInfo(runtimeInfo('cap-1')),
+    });
+    assert.equal(again.status, 101);
+  });
+
+  it('replaces the first tunnel when the same runtime id connects again', async () => {
+    const first = await startRuntime(scheduler, 'rt-dup', hello);
+    dialers.push(first.dialer);
+    const closed = new Promise<string>((resolve) =>
+      scheduler.events.on('closed', (t, reason: string) => t === first.tunnel && resolve(reason)),
+    );
+    const second = await startRuntime(scheduler, 'rt-dup', hello);
+    dialers.push(second.dialer);
+    assert.match(await closed, /replaced/);
+    assert.equal(first.tunnel.closed, true);
+    assert.ok(second.tunnel.generation > first.tunnel.generation);
+    assert.equal(scheduler.endpoint.get('rt-dup'), second.tunnel);
+    assert.throws(
+      () => first.tunnel.request({ ':path': '/' }),
+      (e: unknown) => {
+        return e instanceof SwitchyardError && e.code === 'upstream_unavailable';
+      },
+    );
+    assert.equal((await readStream(second.tunnel.request({ ':path': '/' }))).status, 200);
+  });
+});

@@ -1,0 +1,128 @@
+// Test scaffolding: a real scheduler HTTP server hosting the endpoint, and
+// in-process runtimes dialing it. Everything listens on 127.0.0.1:0.
+import { EventEmitter, once } from 'node:events';
+import http from 'node:http';
+import type http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { RuntimeInfo } from '@switchyard/protocol';
+import { createTunnelEndpoint, dialTunnel, proxyToTunnel } from '../src/index.ts';
+import type { DialTunnelOptions, Tunnel, TunnelDialer, TunnelEndpoint, TunnelEndpointOptions } from '../src/index.ts';
+
+export const TOKEN = 'join-token-0123456789abcdef';
+
+export interface LogLine {
+  readonly level: string;
+  readonly obj: object;
+  readonly msg: string;
+}
+
+export function captureLogger(): { logger: TunnelEndpointOptions['logger'] & object; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const push = (level: string) => (obj: object, msg: string) => void lines.push({ level, obj, msg });
+  return { logger: { info: push('info'), warn: push('warn'), error: push('error') }, lines };
+}
+
+export function runtimeInfo(id: string): RuntimeInfo {
+  return { id, classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} };
+}
+
+export function encodeInfo(info: unknown): string {
+  return Buffer.from(JSON.stringify(info)).toString('base64url');
+}
+
+export interface Scheduler {
+  readonly endpoint: TunnelEndpoint;
+  readonly server: http.Server;
+  readonly port: number;
+  readonly url: string;
+  readonly events: EventEmitter;
+  readonly logs: LogLine[];
+  /** Resolves with the next tunnel accepted for `runtimeId`. */
+  nextTunnel(runtimeId: string): Promise<Tunnel>;
+  close(): Promise<void>;
+}
+
+/** A scheduler: the endpoint on `/api/runtime/connect`, the proxy on `/proxy/:runtime/*`. */
+export async function startScheduler(options: Partial<TunnelEndpointOptions> = {}, port = 0): Promise<Scheduler> {
+  const events = new EventEmitter();
+  events.setMaxListeners(100);
+  const { logger, lines } = captureLogger();
+  const endpoint = createTunnelEndpoint({
+    tokens: () => [TOKEN],
+    maxRuntimes: 8,
+    logger,
+    ...options,
+    onTunnel: (t) => events.emit('tunnel', t),
+    onTunnelClosed: (t, reason) => events.emit('closed', t, reason),
+  });
+  const server = http.createServer((req, res) => {
+    const match = /^\/proxy\/([^/]+)(\/.*)$/.exec(req.url ?? '');
+    if (!match) return void res.writeHead(404).end();
+    proxyToTunnel(endpoint.get(match[1]!), req, res, match[2]!, { runtimeId: match[1]! });
+  });
+  server.on('upgrade', (req, socket, head) => endpoint.handleUpgrade(req, socket, head));
+  server.listen(port, '127.0.0.1');
+  await once(server, 'listening');
+  const actual = (server.address() as AddressInfo).port;
+  return {
+    endpoint,
+    server,
+    port: actual,
+    url: `http://127.0.0.1:${actual}`,
+    events,
+    logs: lines,
+    nextTunnel: (runtimeId) =>
+      new Promise((resolve) => {
+        const listener = (t: Tunnel): void => {
+          if (t.runtimeId !== runtimeId) return;
+          events.off('tunnel', listener);
+          resolve(t);
+        };
+        events.on('tunnel', listener);
+      }),
+    async close() {
+      endpoint.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Dials `scheduler` as runtime `id` and waits until the scheduler holds the tunnel. */
+export async function startRuntime(
+  scheduler: Scheduler,
+  id: string,
+  handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+  options: Partial<DialTunnelOptions> = {},
+): Promise<{ dialer: TunnelDialer; tunnel: Tunnel }> {
+  const accepted = scheduler.nextTunnel(id);
+  const dialer = dialTunnel({ url: scheduler.url, token: TOKEN, info: runtimeInfo(id), handler, ...options });
+  return { dialer, tunnel: await accepted };
+}
+
+/** Reads a whole HTTP/2 response stream. */
+export async function readStream(stream: http2.ClientHttp2Stream): Promise<{ status: number; body: string }> {
+  const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return { status: Number(headers[':status']), body: Buffer.concat(chunks).toString('utf8') };
+}
+
+/** A plain HTTP/1.1 request; resolves with status, headers and body. */
+export function httpRequest(
+  url: string,
+  init: { method?: string; headers?: http.OutgoingHttpHeaders; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.once('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.once('error', reject);
+    });
+    req.once('error', reject);
+    req.end(init.body);
+  });
+}
