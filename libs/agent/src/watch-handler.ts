@@ -1,0 +1,189 @@
+import type { ServerResponse } from 'node:http';
+import { systemClock } from '@switchyard/clock';
+import type { Clock, Timer } from '@switchyard/clock';
+import { SwitchyardError } from '@switchyard/protocol';
+import type { AnyRequest, AnyResponse, RequestHandler } from './http.ts';
+import { sendError } from './http.ts';
+import { PING, deltaEvent, parseLastEventId, snapshotEvent } from './sse.ts';
+import type { RuntimeBatch, RuntimeStateStore } from './store.ts';
+
+export interface WatchHandlerOptions {
+  /** A full snapshot is sent this often on every stream. Default 30,000 ms. */
+  readonly snapshotIntervalMs?: number;
+  /** A `: ping` comment is sent after this long without traffic. Default 15,000 ms. */
+  readonly keepAliveMs?: number;
+  /** Time source of both timers. Default: the system clock. */
+  readonly clock?: Clock;
+  /** Streams open at once; one more gets 503. Default 64. */
+  readonly watchersMax?: number;
+  /** Bytes a slow client may leave unsent before its stream is dropped. Default 1 MiB. */
+  readonly bufferBytesMax?: number;
+}
+
+export const WATCH_DEFAULTS = {
+  snapshotIntervalMs: 30_000,
+  keepAliveMs: 15_000,
+  watchersMax: 64,
+  bufferBytesMax: 1024 * 1024,
+} as const;
+
+/** The `/watch` handler, plus `close()` to end every open stream. */
+export interface WatchHandler extends RequestHandler {
+  /** Ends every open stream and answers later requests with 503. Idempotent. */
+  close(): void;
+  /** Streams open now. */
+  readonly watcherCount: number;
+}
+
+interface Settings {
+  readonly clock: Clock;
+  readonly snapshotIntervalMs: number;
+  readonly keepAliveMs: number;
+  readonly bufferBytesMax: number;
+}
+
+/**
+ * Serves a runtime's state as SSE (mount it at `GET /watch`; the path is not
+ * checked). Works on `node:http` and `node:http2` compat objects alike.
+ *
+ * Every stream opens with a `snapshot` event, or, when `Last-Event-ID` names a
+ * batch still in the store's history, with the missed `delta` events; then
+ * one `delta` per batch, a `snapshot` every `snapshotIntervalMs` and `: ping`
+ * comments when idle. Each event's `id` is the store's `seq`. A client whose
+ * unsent bytes pass `bufferBytesMax` is disconnected; it resumes from the last
+ * event it got (or a snapshot) when it reconnects. Not guaranteed: delivery of
+ * events written before a disconnect.
+ */
+export function createWatchHandler(store: RuntimeStateStore, options: WatchHandlerOptions = {}): WatchHandler {
+  const settings: Settings = {
+    clock: options.clock ?? systemClock,
+    snapshotIntervalMs: options.snapshotIntervalMs ?? WATCH_DEFAULTS.snapshotIntervalMs,
+    keepAliveMs: options.keepAliveMs ?? WATCH_DEFAULTS.keepAliveMs,
+    bufferBytesMax: options.bufferBytesMax ?? WATCH_DEFAULTS.bufferBytesMax,
+  };
+  const watchersMax = options.watchersMax ?? WATCH_DEFAULTS.watchersMax;
+  const watchers = new Set<Watcher>();
+  let closed = false;
+
+  const handler = (req: AnyRequest, res: AnyResponse): void => {
+    if (req.method !== 'GET') {
+      sendError(res, new SwitchyardError('method_not_allowed', 'use GET'), { allow: 'GET' });
+      return;
+    }
+    if (closed) {
+      sendError(res, new SwitchyardError('not_ready', 'watch is closed'));
+      return;
+    }
+    if (watchers.size >= watchersMax) {
+      sendError(res, new SwitchyardError('capacity_exhausted', `at most ${watchersMax} watchers`), {
+        'retry-after': '1',
+      });
+      return;
+    }
+    const watcher = new Watcher(store, res, settings, () => watchers.delete(watcher));
+    watchers.add(watcher);
+    watcher.start(parseLastEventId(req.headers['last-event-id']));
+  };
+  return Object.assign(handler, {
+    close(): void {
+      if (closed) return;
+      closed = true;
+      for (const watcher of [...watchers]) watcher.end();
+    },
+    get watcherCount(): number {
+      return watchers.size;
+    },
+  });
+}
+
+/** One open stream. */
+class Watcher {
+  readonly #store: RuntimeStateStore;
+  readonly #res: AnyResponse;
+  readonly #settings: Settings;
+  readonly #onDone: () => void;
+  #unsubscribe: (() => void) | undefined;
+  #snapshotTimer: Timer | undefined;
+  #pingTimer: Timer | undefined;
+  #lastWriteMs = 0;
+  #done = false;
+
+  constructor(store: RuntimeStateStore, res: AnyResponse, settings: Settings, onDone: () => void) {
+    this.#store = store;
+    this.#res = res;
+    this.#settings = settings;
+    this.#onDone = onDone;
+  }
+
+  start(lastSeq: number | undefined): void {
+    this.#res.on('close', () => this.#cleanup());
+    (this.#res as ServerResponse).writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    // Sends the headers now even when nothing else is due, so the client sees the stream open.
+    this.#write(PING);
+    const missed = lastSeq === undefined ? undefined : this.#store.batchesSince(lastSeq);
+    if (missed === undefined) this.#sendSnapshot();
+    else for (const batch of missed) this.#sendBatch(batch);
+    // Replay and subscription happen in one tick, so no batch falls between them.
+    if (!this.#done) this.#unsubscribe = this.#store.subscribe((batch) => this.#sendBatch(batch));
+    this.#scheduleSnapshot();
+    this.#schedulePing(this.#settings.keepAliveMs);
+  }
+
+  /** Ends the stream politely (server shutdown). */
+  end(): void {
+    if (this.#done) return;
+    this.#res.end();
+    this.#cleanup();
+  }
+
+  #sendBatch(batch: RuntimeBatch): void {
+    this.#write(deltaEvent(batch.seq, batch.ops));
+  }
+
+  #sendSnapshot(): void {
+    // snapshot() flushes first: a pending batch reaches this stream before the snapshot that includes it.
+    const snapshot = this.#store.snapshot();
+    this.#write(snapshotEvent(this.#store.seq, snapshot));
+  }
+
+  #write(text: string): void {
+    if (this.#done) return;
+    (this.#res as ServerResponse).write(text);
+    this.#lastWriteMs = this.#settings.clock.now();
+    if (this.#res.writableLength > this.#settings.bufferBytesMax) {
+      // Buffering without limit would let one stuck client exhaust memory.
+      this.#res.destroy();
+      this.#cleanup();
+    }
+  }
+
+  #scheduleSnapshot(): void {
+    if (this.#done) return;
+    this.#snapshotTimer = this.#settings.clock.setTimeout(() => {
+      this.#sendSnapshot();
+      this.#scheduleSnapshot();
+    }, this.#settings.snapshotIntervalMs);
+  }
+
+  #schedulePing(delayMs: number): void {
+    if (this.#done) return;
+    this.#pingTimer = this.#settings.clock.setTimeout(() => {
+      const { clock, keepAliveMs } = this.#settings;
+      if (clock.now() - this.#lastWriteMs >= keepAliveMs) this.#write(PING);
+      this.#schedulePing(Math.max(1, keepAliveMs - (clock.now() - this.#lastWriteMs)));
+    }, delayMs);
+  }
+
+  #cleanup(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#unsubscribe?.();
+    this.#snapshotTimer?.cancel();
+    this.#pingTimer?.cancel();
+    this.#onDone();
+  }
+}

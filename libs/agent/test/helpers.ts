@@ -1,0 +1,113 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from '../src/index.ts';
+
+/** A real HTTP server on 127.0.0.1, port 0, whose handler can be swapped between cases. */
+export interface TestServer {
+  readonly url: string;
+  handler: RequestHandler;
+  close(): Promise<void>;
+}
+
+export async function startServer(handler: RequestHandler): Promise<TestServer> {
+  const server: Server = createServer((req, res) => state.handler(req, res));
+  const state: TestServer = {
+    url: '',
+    handler,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  Object.assign(state, { url: `http://127.0.0.1:${port}` });
+  return state;
+}
+
+export interface SseEvent {
+  readonly event: string;
+  readonly id: string | undefined;
+  readonly data: string;
+}
+
+/** Reads raw SSE frames (comments included, as event `:`) from a fetch response, for wire-level assertions. */
+export class SseReader {
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #decoder = new TextDecoder();
+  #buffer = '';
+
+  constructor(response: Response) {
+    this.#reader = response.body!.getReader();
+  }
+
+  /** The next frame; rejects when the stream ends first. */
+  async next(): Promise<SseEvent> {
+    for (;;) {
+      const end = this.#buffer.indexOf('\n\n');
+      if (end >= 0) {
+        const frame = this.#buffer.slice(0, end);
+        this.#buffer = this.#buffer.slice(end + 2);
+        return parseFrame(frame);
+      }
+      const { done, value } = await this.#reader.read();
+      if (done) throw new Error('stream ended');
+      this.#buffer += this.#decoder.decode(value, { stream: true });
+    }
+  }
+
+  /** The next frame that is not a comment. */
+  async nextEvent(): Promise<SseEvent> {
+    for (;;) {
+      const frame = await this.next();
+      if (frame.event !== ':') return frame;
+    }
+  }
+
+  async cancel(): Promise<void> {
+    await this.#reader.cancel().catch(() => undefined);
+  }
+}
+
+function parseFrame(frame: string): SseEvent {
+  if (frame.startsWith(':')) return { event: ':', id: undefined, data: frame.slice(1).trim() };
+  let event = 'message';
+  let id: string | undefined;
+  const data: string[] = [];
+  for (const line of frame.split('\n')) {
+    const colon = line.indexOf(':');
+    const field = line.slice(0, colon);
+    const value = line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'event') event = value;
+    else if (field === 'id') id = value;
+    else if (field === 'data') data.push(value);
+  }
+  return { event, id, data: data.join('\n') };
+}
+
+/** A promise with its resolver, for waiting on callbacks instead of sleeping. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Resolves when `predicate` holds, re-checked whenever `poke` is called. */
+export class Waiter {
+  #waits: { predicate: () => boolean; resolve: () => void }[] = [];
+
+  until(predicate: () => boolean): Promise<void> {
+    if (predicate()) return Promise.resolve();
+    return new Promise((resolve) => this.#waits.push({ predicate, resolve }));
+  }
+
+  poke(): void {
+    this.#waits = this.#waits.filter((w) => {
+      if (!w.predicate()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+}

@@ -1,0 +1,254 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { RuntimeOp } from '@switchyard/protocol';
+import { SwitchyardError } from '@switchyard/protocol';
+import { RuntimeMirror, RuntimeStateStore } from '../src/index.ts';
+import type { RuntimeBatch } from '../src/index.ts';
+
+function setup(options: { historyBatchesMax?: number; pendingKeysMax?: number } = {}) {
+  const clock = new ManualClock();
+  const store = new RuntimeStateStore({ clock, seqStart: 0, ...options });
+  const batches: RuntimeBatch[] = [];
+  store.subscribe((b) => batches.push(b));
+  return { clock, store, batches };
+}
+
+type Step = (s: RuntimeStateStore) => unknown;
+
+const COALESCING: { name: string; before?: Step; steps: Step[]; ops: RuntimeOp[] }[] = [
+  {
+    name: 'an add then a remove of the same process cancel',
+    steps: [(s) => s.addProcess('p1'), (s) => s.removeProcess('p1')],
+    ops: [],
+  },
+  {
+    name: 'a remove then an add of an existing process cancel',
+    before: (s) => s.addProcess('p1'),
+    steps: [(s) => s.removeProcess('p1'), (s) => s.addProcess('p1')],
+    ops: [],
+  },
+  {
+    name: 'an add then a remove of the same thread cancel',
+    before: (s) => s.addProcess('p1'),
+    steps: [(s) => s.addThread('p1', 't1'), (s) => s.removeThread('p1', 't1')],
+    ops: [],
+  },
+  {
+    name: 'adding a thread to a new process adds the process first',
+    steps: [(s) => s.addThread('p1', 't1')],
+    ops: [
+      { op: 'process.add', process: 'p1' },
+      { op: 'thread.add', process: 'p1', thread: 't1' },
+    ],
+  },
+  {
+    name: 'removing a process removes its threads without a thread op each',
+    before: (s) => (s.addThread('p1', 't1'), s.addThread('p1', 't2')),
+    steps: [(s) => s.removeProcess('p1')],
+    ops: [{ op: 'process.remove', process: 'p1' }],
+  },
+  {
+    name: 'a process removed and re-added with a new thread loses only its old threads',
+    before: (s) => s.addThread('p1', 't1'),
+    steps: [(s) => s.removeProcess('p1'), (s) => s.addThread('p1', 't2')],
+    ops: [
+      { op: 'thread.remove', process: 'p1', thread: 't1' },
+      { op: 'thread.add', process: 'p1', thread: 't2' },
+    ],
+  },
+  {
+    name: 'repeated weights keep the last',
+    steps: [(s) => s.setIdleWeight({ sandboxes: 3 }), (s) => s.setIdleWeight({ sandboxes: 2, cpu: 1 })],
+    ops: [{ op: 'weight', idleWeight: { cpu: 1, sandboxes: 2 } }],
+  },
+  {
+    name: 'a weight set back to its flushed value emits nothing',
+    before: (s) => s.setIdleWeight({ sandboxes: 3 }),
+    steps: [(s) => s.setIdleWeight({ sandboxes: 1 }), (s) => s.setIdleWeight({ sandboxes: 3 })],
+    ops: [],
+  },
+  {
+    name: 'repeated metadata keeps the last',
+    steps: [(s) => s.setMetadata({ zone: 'a' }), (s) => s.setMetadata({ zone: 'b' })],
+    ops: [{ op: 'metadata', metadata: { zone: 'b' } }],
+  },
+  {
+    name: 'adding an existing process emits nothing',
+    before: (s) => s.addProcess('p1'),
+    steps: [(s) => s.addProcess('p1')],
+    ops: [],
+  },
+  {
+    name: 'removing an absent thread emits nothing',
+    before: (s) => s.addProcess('p1'),
+    steps: [(s) => s.removeThread('p1', 'nope'), (s) => s.removeProcess('p2')],
+    ops: [],
+  },
+  {
+    name: 'removals come before additions whatever the call order',
+    before: (s) => s.addThread('old', 't1'),
+    steps: [(s) => s.addProcess('new'), (s) => s.removeThread('old', 't1'), (s) => s.removeProcess('old')],
+    ops: [
+      { op: 'process.remove', process: 'old' },
+      { op: 'process.add', process: 'new' },
+    ],
+  },
+];
+
+describe('RuntimeStateStore coalescing', () => {
+  for (const c of COALESCING) {
+    it(c.name, async () => {
+      const { clock, store, batches } = setup();
+      c.before?.(store);
+      store.flush();
+      const seqBefore = store.seq;
+      const mirror = new RuntimeMirror();
+      mirror.applySnapshot(store.snapshot());
+      batches.length = 0;
+      for (const step of c.steps) step(store);
+      await clock.advance(5);
+      assert.deepEqual(
+        batches.map((b) => b.ops),
+        c.ops.length === 0 ? [] : [c.ops],
+      );
+      assert.equal(store.seq, seqBefore + (c.ops.length === 0 ? 0 : 1));
+      mirror.applyOps(c.ops);
+      assert.deepEqual(mirror.state(), store.snapshot());
+    });
+  }
+});
+
+describe('RuntimeStateStore feed', () => {
+  it('flushes once after the flush delay, not before', async () => {
+    const { clock, store, batches } = setup();
+    store.addProcess('a');
+    await clock.advance(2);
+    store.addProcess('b');
+    await clock.advance(2);
+    assert.equal(batches.length, 0);
+    await clock.advance(1);
+    assert.deepEqual(batches, [
+      {
+        seq: 1,
+        ops: [
+          { op: 'process.add', process: 'a' },
+          { op: 'process.add', process: 'b' },
+        ],
+      },
+    ]);
+  });
+
+  it('numbers batches with increasing seq starting after seqStart', async () => {
+    const { clock, store, batches } = setup();
+    for (const pid of ['a', 'b', 'c']) {
+      store.addProcess(pid);
+      await clock.advance(5);
+    }
+    assert.deepEqual(
+      batches.map((b) => b.seq),
+      [1, 2, 3],
+    );
+  });
+
+  it('flushes early when too many keys are pending', () => {
+    const { store, batches } = setup({ pendingKeysMax: 3 });
+    for (const pid of ['a', 'b', 'c']) store.addProcess(pid);
+    assert.equal(batches.length, 1);
+    assert.equal(batches[0]!.ops.length, 3);
+  });
+
+  it('snapshot() flushes pending changes so it matches seq', () => {
+    const { store, batches } = setup();
+    store.addProcess('a');
+    const snap = store.snapshot();
+    assert.deepEqual(snap.processes, ['a']);
+    assert.equal(store.seq, 1);
+    assert.equal(batches.length, 1);
+  });
+
+  it('keeps only the newest historyBatchesMax batches for resumes', () => {
+    const { store } = setup({ historyBatchesMax: 3 });
+    for (const pid of ['a', 'b', 'c', 'd', 'e']) {
+      store.addProcess(pid);
+      store.flush();
+    }
+    assert.equal(store.seq, 5);
+    assert.deepEqual(
+      store.batchesSince(2)?.map((b) => b.seq),
+      [3, 4, 5],
+    );
+    assert.deepEqual(store.batchesSince(5), []);
+    assert.equal(store.batchesSince(1), undefined, 'older than the history');
+    assert.equal(store.batchesSince(6), undefined, 'from the future (another life of the runtime)');
+  });
+
+  it('seq defaults to the clock so a restarted runtime numbers above its previous life', () => {
+    const clock = new ManualClock(1_000);
+    assert.equal(new RuntimeStateStore({ clock }).seq, 1_000);
+  });
+
+  it('unsubscribe stops delivery and close() is idempotent', async () => {
+    const { clock, store } = setup();
+    const seen: number[] = [];
+    const off = store.subscribe((b) => seen.push(b.seq));
+    store.addProcess('a');
+    await clock.advance(5);
+    off();
+    store.addProcess('b');
+    await clock.advance(5);
+    assert.deepEqual(seen, [1]);
+    store.close();
+    store.close();
+    assert.throws(() => store.subscribe(() => undefined), SwitchyardError);
+  });
+
+  it('a throwing subscriber does not keep the batch from the others', () => {
+    const errors: unknown[] = [];
+    const store = new RuntimeStateStore({ seqStart: 0, onListenerError: (e) => errors.push(e) });
+    const seen: number[] = [];
+    store.subscribe(() => {
+      throw new Error('boom');
+    });
+    store.subscribe((b) => seen.push(b.seq));
+    store.addProcess('a');
+    store.flush();
+    assert.deepEqual(seen, [1]);
+    assert.equal(errors.length, 1);
+    store.close();
+  });
+});
+
+describe('RuntimeStateStore validation and limits', () => {
+  const CASES: { name: string; run: (s: RuntimeStateStore) => unknown; code: string; field?: string }[] = [
+    { name: 'rejects a bad process id', run: (s) => s.addProcess('a b'), code: 'bad_identity', field: 'process' },
+    { name: 'rejects an empty thread id', run: (s) => s.addThread('p', ''), code: 'bad_identity', field: 'thread' },
+    { name: 'rejects a negative weight', run: (s) => s.setIdleWeight({ x: -1 }), code: 'invalid_request' },
+    {
+      name: 'rejects a non-string metadata value',
+      run: (s) => s.setMetadata({ k: 1 as unknown as string }),
+      code: 'invalid_request',
+    },
+    {
+      name: 'refuses a process past processesMax',
+      run: (s) => (s.addProcess('a'), s.addProcess('b'), s.addProcess('c')),
+      code: 'capacity_exhausted',
+    },
+    {
+      name: 'refuses a thread past threadsMax',
+      run: (s) => (s.addThread('a', '1'), s.addThread('a', '2'), s.addThread('a', '3')),
+      code: 'capacity_exhausted',
+    },
+  ];
+  for (const c of CASES) {
+    it(c.name, () => {
+      const store = new RuntimeStateStore({ seqStart: 0, processesMax: 2, threadsMax: 2 });
+      assert.throws(
+        () => c.run(store),
+        (e: unknown) =>
+          e instanceof SwitchyardError && e.code === c.code && (c.field === undefined || e.message.startsWith(c.field)),
+      );
+      store.close();
+    });
+  }
+});
