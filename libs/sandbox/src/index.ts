@@ -1,1 +1,16 @@
-export {};
+export { createSandboxHost, SANDBOX_DEFAULTS } from './host.ts';
+export type { SandboxHost } from './host.ts';
+export type {
+  EngineConfig,
+  HostRequest,
+  HostResponse,
+  HostStats,
+  Logger,
+  MeteringEvent,
+  MeteringSink,
+  SandboxHostOptions,
+  StateReporter,
+} from './types.ts';
+export type { Engine, EngineContext, SandboxInstance } from './engine.ts';
+export { logMeteringSink, redisMeteringSink } from './metering.ts';
+export type { RedisMeteringSinkOptions } from './metering.ts';

@@ -1,0 +1,211 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import {
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  type McpHttpHandler,
+} from '@modelcontextprotocol/server';
+import {
+  DEFAULT_CLASS,
+  IDENTITY_HEADERS,
+  MCP_SESSION_HEADER,
+  SwitchyardError,
+  isIdentityValue,
+} from '@switchyard/protocol';
+import type { Sandbox, SandboxRegistry } from './registry.ts';
+import type { Session, SessionTable } from './sessions.ts';
+import type { Logger, StateReporter } from './types.ts';
+import { errorResponse, onResponseDone, readJson, requestIdOf, responseForError } from './wire.ts';
+
+export interface EndpointDeps {
+  readonly registry: SandboxRegistry;
+  readonly sessions: SessionTable;
+  readonly reporter: StateReporter;
+  readonly logger: Logger;
+  /** Class used when a request names none; undefined when `default` is not configured. */
+  readonly defaultClass: string | undefined;
+}
+
+const SERVER_INFO = { name: 'switchyard-sandbox', version: '0.1.0' };
+
+/** Builds the SDK server one session or one request talks to, with the sandbox's surface installed. */
+export function serverFor(sandbox: Sandbox): { server: McpServer; detach: () => void } {
+  const server = new McpServer(SERVER_INFO, { capabilities: sandbox.instance.capabilities });
+  const detach = sandbox.instance.register(server);
+  return { server, detach };
+}
+
+function header(request: Request, name: string): string | undefined {
+  return request.headers.get(name) ?? undefined;
+}
+
+/** Reads and checks an identity header; absent is fine, malformed is the client's error. */
+function identityHeader(request: Request, name: string): string | undefined {
+  const value = header(request, name);
+  if (value === undefined) return undefined;
+  if (!isIdentityValue(value))
+    throw new SwitchyardError('bad_identity', `${name}: must be 1-128 characters from [A-Za-z0-9._:@-]`);
+  return value;
+}
+
+/**
+ * The runtime's `/mcp` endpoint as a fetch face: legacy sessions on one SDK
+ * transport each, 2026-07-28 requests through the SDK's per-request handler
+ * with the sandbox chosen by `X-Switchyard-Process`.
+ */
+export class McpEndpoint {
+  readonly #deps: EndpointDeps;
+  readonly #current = new AsyncLocalStorage<Sandbox>();
+  readonly #modern: McpHttpHandler;
+
+  constructor(deps: EndpointDeps) {
+    this.#deps = deps;
+    this.#modern = createMcpHandler(
+      () => {
+        // The SDK builds a server per modern request inside our fetch, so the
+        // request's sandbox is the one in the async context.
+        const sandbox = this.#current.getStore();
+        if (!sandbox) throw new SwitchyardError('internal', 'modern request outside a sandbox context');
+        const { server, detach } = serverFor(sandbox);
+        server.server.onclose = detach;
+        return server;
+      },
+      {
+        legacy: 'reject',
+        onerror: (error) =>
+          deps.logger.debug({ event: 'mcp.modern_error', err: String(error) }, 'modern request error'),
+      },
+    );
+  }
+
+  readonly fetch = async (request: Request): Promise<Response> => {
+    let id: ReturnType<typeof requestIdOf> = null;
+    try {
+      const path = new URL(request.url).pathname;
+      if (path !== '/mcp') return errorResponse('not_found', `no route for ${path}`);
+      if (!['POST', 'GET', 'DELETE'].includes(request.method)) {
+        return errorResponse('method_not_allowed', `${request.method} not allowed on /mcp`);
+      }
+      if (request.method === 'POST' && !(await isLegacyRequest(request))) return await this.#modernFetch(request);
+      return await this.#legacyFetch(request, (value) => (id = value));
+    } catch (error) {
+      if (!(error instanceof SwitchyardError)) {
+        this.#deps.logger.error({ event: 'mcp.failed', err: String(error) }, 'mcp request failed');
+      }
+      return responseForError(error, id);
+    }
+  };
+
+  async close(): Promise<void> {
+    await this.#modern.close();
+  }
+
+  #className(request: Request): string {
+    const named = identityHeader(request, IDENTITY_HEADERS.class);
+    const className = named ?? this.#deps.defaultClass;
+    if (className === undefined) {
+      throw new SwitchyardError(
+        'invalid_request',
+        `no ${IDENTITY_HEADERS.class} header and no "${DEFAULT_CLASS}" class`,
+      );
+    }
+    return className;
+  }
+
+  async #modernFetch(request: Request): Promise<Response> {
+    const className = this.#className(request);
+    const named = identityHeader(request, IDENTITY_HEADERS.process);
+    const { registry } = this.#deps;
+    let sandbox: Sandbox;
+    try {
+      sandbox = await registry.acquire(className, named ?? randomUUID(), { ephemeral: named === undefined });
+    } catch (error) {
+      return responseForError(error, requestIdOf(await readJson(request).catch(() => null)));
+    }
+    let response: Response;
+    try {
+      response = await this.#current.run(sandbox, () => this.#modern.fetch(request));
+    } catch (error) {
+      registry.release(sandbox);
+      throw error;
+    }
+    return onResponseDone(response, request.signal, () => registry.release(sandbox));
+  }
+
+  async #legacyFetch(request: Request, setId: (id: ReturnType<typeof requestIdOf>) => void): Promise<Response> {
+    const sessionId = header(request, MCP_SESSION_HEADER);
+    if (sessionId !== undefined) {
+      const session = this.#deps.sessions.get(sessionId);
+      if (!session) return errorResponse('session_not_found', `session not found`);
+      return this.#inSession(session, request);
+    }
+    if (request.method !== 'POST') {
+      return errorResponse('method_not_allowed', `${request.method} /mcp needs an ${MCP_SESSION_HEADER} header`);
+    }
+    const body = await readJson(request);
+    setId(requestIdOf(body));
+    if (!isInitializeRequest(body)) {
+      return errorResponse('session_required', `${MCP_SESSION_HEADER} header required`, requestIdOf(body));
+    }
+    return this.#initialize(request);
+  }
+
+  async #inSession(session: Session, request: Request): Promise<Response> {
+    const end = this.#deps.sessions.begin(session);
+    let response: Response;
+    try {
+      response = await session.transport.handleRequest(request);
+    } catch (error) {
+      end();
+      throw error;
+    }
+    if (request.method === 'DELETE' && response.ok) {
+      end();
+      this.#deps.sessions.close(session.id, 'deleted');
+      return response;
+    }
+    return onResponseDone(response, request.signal, end);
+  }
+
+  async #initialize(request: Request): Promise<Response> {
+    const { sessions, registry, reporter } = this.#deps;
+    const className = this.#className(request);
+    const named = identityHeader(request, IDENTITY_HEADERS.process);
+    const adopted = identityHeader(request, IDENTITY_HEADERS.sessionId);
+    const sessionId = adopted ?? randomUUID();
+    if (sessions.has(sessionId)) throw new SwitchyardError('invalid_request', 'session id already in use');
+    if (sessions.full) throw new SwitchyardError('capacity_exhausted', 'session limit reached');
+    const sandbox = await registry.acquire(className, named ?? sessionId, {
+      ephemeral: named === undefined,
+      forgiveDeath: true,
+    });
+    const { server, detach } = serverFor(sandbox);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sessionId });
+    const session: Session = {
+      id: sessionId,
+      sandbox,
+      server,
+      transport,
+      detach,
+      inflight: 0,
+      idle: undefined,
+      closed: false,
+    };
+    try {
+      await server.connect(transport);
+    } catch (error) {
+      detach();
+      registry.release(sandbox);
+      throw error;
+    }
+    sessions.add(session);
+    reporter.addThread(sandbox.id, sessionId);
+    const response = await this.#inSession(session, request);
+    // A refused initialize leaves no session behind.
+    if (transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
+    return response;
+  }
+}

@@ -1,0 +1,61 @@
+import type { McpServer, ServerCapabilities } from '@modelcontextprotocol/server';
+import type { Logger } from './types.ts';
+
+/** What an engine knows when it makes an instance (before it is bound to a sandbox id). */
+export interface EngineContext {
+  readonly runtimeId: string;
+  readonly className: string;
+  readonly logger: Logger;
+  /** Called by builtin tools when a running call is cancelled by its client. */
+  readonly onCancelled: (tool: string) => void;
+}
+
+/**
+ * One live sandbox. It serves any number of SDK servers at once (one per
+ * legacy session or stateless request): `register` installs its tools,
+ * resources and prompts on a server and returns a detach function.
+ */
+export interface SandboxInstance {
+  /** Capabilities a server needs before `register` (declared at construction). */
+  readonly capabilities: ServerCapabilities;
+  /** Binds the instance to its sandbox id; called once, before the first `register`. */
+  bind(sandboxId: string): void;
+  register(server: McpServer): () => void;
+  /** True once the instance can no longer serve (e.g. its child exited). */
+  readonly dead: boolean;
+  /** Calls `listener` once when the instance dies on its own. */
+  onDead(listener: () => void): void;
+  /** Frees everything (children, connections). Idempotent. */
+  destroy(reason: string): Promise<void>;
+}
+
+/** Makes sandbox instances of one class. */
+export interface Engine {
+  create(ctx: EngineContext): Promise<SandboxInstance>;
+  /** Releases engine-wide resources (e.g. a warm pool). Idempotent. */
+  close?(): Promise<void>;
+}
+
+/** Shared plumbing for the "dies once" part of an instance. */
+export class DeathFlag {
+  #dead = false;
+  #listeners: (() => void)[] = [];
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  onDead(listener: () => void): void {
+    if (this.#dead) queueMicrotask(listener);
+    else if (this.#listeners.length < 16) this.#listeners.push(listener);
+  }
+
+  /** Marks dead and notifies once; later calls do nothing. */
+  kill(): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const l of listeners) l();
+  }
+}

@@ -1,0 +1,135 @@
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { systemClock } from '@switchyard/clock';
+import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
+import { builtinEngine } from './builtin.ts';
+import type { Engine, EngineContext } from './engine.ts';
+import { McpEndpoint } from './endpoint.ts';
+import { httpEngine } from './http-engine.ts';
+import { withWarmPool } from './warm-pool.ts';
+import { logMeteringSink, withMetering } from './metering.ts';
+import { SandboxRegistry, type ClassRuntime } from './registry.ts';
+import { restFetch } from './rest.ts';
+import { SessionTable } from './sessions.ts';
+import { stdioEngine } from './stdio-engine.ts';
+import type { EngineConfig, HostRequest, HostResponse, HostStats, SandboxHostOptions } from './types.ts';
+
+/** Defaults of {@link SandboxHostOptions} and {@link EngineConfig}. */
+export const SANDBOX_DEFAULTS = {
+  /** Seconds a sandbox outlives its last session. */
+  expireSeconds: 300,
+  /** Legacy sessions open at once. */
+  sessionsMax: 10_000,
+  /** Largest `/mcp` or REST body, bytes. */
+  bodyBytesMax: 4 * 1024 * 1024,
+} as const;
+
+/** A runtime's sandboxes and the MCP and REST endpoints in front of them. */
+export interface SandboxHost {
+  /** Serves `/mcp` (POST/GET/DELETE) on node `http` or `http2` compat request/response objects. */
+  handleMcp(req: HostRequest, res: HostResponse): Promise<void>;
+  /** Serves the REST parity routes (`/weight`, `/sandboxes/:id…`, `/sessions/:id/toolcall`). */
+  handleRest(req: HostRequest, res: HostResponse): Promise<void>;
+  /** Current counts; cheap. */
+  stats(): HostStats;
+  /** Closes sessions, destroys sandboxes and warm pools, kills children. Idempotent. */
+  close(): Promise<void>;
+}
+
+function baseEngine(config: EngineConfig, clock: SandboxHostOptions['clock'] & object): Engine {
+  switch (config.engine) {
+    case 'builtin':
+      return builtinEngine(clock);
+    case 'stdio':
+      return stdioEngine(config);
+    case 'http':
+      return httpEngine(config);
+  }
+}
+
+/**
+ * Creates a sandbox host. Guarantees: each legacy session and each stateless
+ * request runs against exactly one sandbox; the reporter sees every process
+ * and thread added before it is removed; the idle weight `{sandboxes:
+ * sandboxesMax − active}` is reported on every change. Not guaranteed:
+ * sandboxes survive a host restart (they are in-process or children).
+ */
+export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
+  const clock = options.clock ?? systemClock;
+  const { logger, reporter } = options;
+  const meter = options.meter ?? logMeteringSink(logger);
+  let cancelled = 0;
+  const onCancelled = (): void => void cancelled++;
+  const pools: Engine[] = [];
+  const classes = new Map<string, ClassRuntime>();
+  for (const [className, config] of Object.entries(options.classes)) {
+    const ctx: EngineContext = { runtimeId: options.runtimeId, className, logger, onCancelled };
+    let engine = baseEngine(config, clock);
+    if ((config.warmPool ?? 0) > 0) {
+      engine = withWarmPool(engine, config.warmPool!, ctx);
+      pools.push(engine);
+    }
+    engine = withMetering(engine, meter, clock);
+    classes.set(className, { engine, expireMs: (config.expireSeconds ?? SANDBOX_DEFAULTS.expireSeconds) * 1000 });
+  }
+  const defaultClass = classes.has(DEFAULT_CLASS) ? DEFAULT_CLASS : undefined;
+
+  const sessions: SessionTable = new SessionTable({
+    sessionsMax: options.sessionsMax ?? SANDBOX_DEFAULTS.sessionsMax,
+    idleMs: options.sessionIdleMs,
+    clock,
+    onClosed(session, reason) {
+      logger.debug({ event: 'session.closed', session: session.id, reason }, 'session closed');
+      session.detach();
+      void session.transport.close().catch(() => undefined);
+      void session.server.close().catch(() => undefined);
+      reporter.removeThread(session.sandbox.id, session.id);
+      registry.release(session.sandbox);
+    },
+  });
+  const registry: SandboxRegistry = new SandboxRegistry({
+    runtimeId: options.runtimeId,
+    classes,
+    sandboxesMax: options.sandboxesMax,
+    reporter,
+    logger,
+    clock,
+    onCancelled,
+    onRemoved: (sandbox) => sessions.closeForSandbox(sandbox.id, 'sandbox_removed'),
+  });
+  const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass });
+  const nodeOpts = {
+    maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,
+    onerror: (error: Error) => logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
+  };
+  const mcp = toNodeHandler({ fetch: endpoint.fetch }, nodeOpts);
+  const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
+  let closing: Promise<void> | undefined;
+
+  return {
+    async handleMcp(req, res) {
+      if (closing) return rejectClosed(res);
+      await mcp(req, res);
+    },
+    async handleRest(req, res) {
+      if (closing) return rejectClosed(res);
+      await rest(req, res);
+    },
+    stats: () => ({ sandboxes: registry.size, sessions: sessions.size, cancelled }),
+    close() {
+      closing ??= (async () => {
+        sessions.closeAll('closed');
+        await endpoint.close();
+        await registry.close();
+        await Promise.all(pools.map((p) => p.close?.()));
+        await meter.close?.();
+      })();
+      return closing;
+    },
+  };
+}
+
+function rejectClosed(res: HostResponse): void {
+  const error = new SwitchyardError('not_ready', 'runtime is shutting down');
+  res.writeHead(error.status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: error.message } }));
+}

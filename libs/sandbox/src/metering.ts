@@ -1,0 +1,97 @@
+import { Redis } from 'ioredis';
+import type { Clock } from '@switchyard/clock';
+import type { Engine, SandboxInstance } from './engine.ts';
+import type { Logger, MeteringEvent, MeteringSink } from './types.ts';
+
+/** Writes each metering event as one info log line (`event: 'metering'`). The default sink. */
+export function logMeteringSink(logger: Logger): MeteringSink {
+  return { record: (e) => logger.info({ ...e, event: 'metering', lifecycle: e.event }, `sandbox ${e.event}`) };
+}
+
+export interface RedisMeteringSinkOptions {
+  /** `redis://host:port/db`. */
+  readonly url: string;
+  /** Stream key events are appended to with XADD. */
+  readonly stream: string;
+  /** Approximate stream length kept (`MAXLEN ~`). Default 100 000. */
+  readonly streamLengthMax?: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`).
+ * Fire-and-forget: a failed write is logged, never thrown; ioredis queues
+ * writes while it reconnects (bounded by its offline queue).
+ */
+export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink & { close(): Promise<void> } {
+  const redis = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  const lengthMax = opts.streamLengthMax ?? 100_000;
+  redis.on('error', (error: Error) =>
+    opts.logger?.warn({ event: 'metering.redis_error', err: error.message }, 'redis'),
+  );
+  let closed = false;
+  return {
+    record(e: MeteringEvent): void {
+      if (closed) return;
+      const fields = ['event', e.event, 'class', e.class, 'process', e.process, 'reason', e.reason];
+      redis
+        .xadd(opts.stream, 'MAXLEN', '~', lengthMax, '*', ...fields, 'durationMs', String(Math.round(e.durationMs)))
+        .catch((error: unknown) => opts.logger?.warn({ event: 'metering.write_failed', err: String(error) }, 'xadd'));
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/**
+ * Decorates an engine so every instance reports `start` (on bind, with the
+ * time it took to get ready; reason `warm` if it came from a pool) and
+ * `recycle` (on destroy, with its lifetime and the destroy reason).
+ */
+export function withMetering(engine: Engine, sink: MeteringSink, clock: Clock): Engine {
+  return {
+    async create(ctx) {
+      const startedAt = clock.now();
+      const inner = await engine.create(ctx);
+      return meteredInstance(inner, ctx.className, sink, clock, startedAt);
+    },
+    close: () => engine.close?.() ?? Promise.resolve(),
+  };
+}
+
+function meteredInstance(
+  inner: SandboxInstance,
+  className: string,
+  sink: MeteringSink,
+  clock: Clock,
+  startedAt: number,
+): SandboxInstance {
+  let process = '';
+  let boundAt = 0;
+  let recycled = false;
+  return {
+    capabilities: inner.capabilities,
+    get dead() {
+      return inner.dead;
+    },
+    onDead: (l) => inner.onDead(l),
+    register: (server) => inner.register(server),
+    bind(sandboxId) {
+      inner.bind(sandboxId);
+      process = sandboxId;
+      boundAt = clock.now();
+      const reason = (inner as { warm?: boolean }).warm ? 'warm' : 'created';
+      sink.record({ event: 'start', class: className, process, reason, durationMs: boundAt - startedAt });
+    },
+    async destroy(reason) {
+      if (!recycled && process !== '') {
+        recycled = true;
+        sink.record({ event: 'recycle', class: className, process, reason, durationMs: clock.now() - boundAt });
+      }
+      await inner.destroy(reason);
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import type { Client } from '@modelcontextprotocol/client';
+import type { McpServer, ServerCapabilities, ServerContext } from '@modelcontextprotocol/server';
+import { DeathFlag, type SandboxInstance } from './engine.ts';
+
+/** Upper bound on one forwarded upstream request (tool calls may run long and reset it on progress). */
+const UPSTREAM_TIMEOUT_MS = 10 * 60_000;
+
+type Params = Record<string, unknown> | undefined;
+
+/**
+ * A sandbox that is an upstream MCP server reached through an SDK client:
+ * it re-exposes the upstream tools, resources, prompts and completions on
+ * every server registered with it, forwards list-changed notifications to
+ * all of them, and relays progress — awaiting the relays before returning a
+ * result, since the modern era drops notifications sent after the result.
+ */
+export class ProxyInstance implements SandboxInstance {
+  readonly capabilities: ServerCapabilities;
+  readonly #client: Client;
+  readonly #death = new DeathFlag();
+  readonly #servers = new Set<McpServer>();
+  readonly #cleanup: () => Promise<void>;
+  #destroyed = false;
+
+  constructor(client: Client, cleanup: () => Promise<void>) {
+    this.#client = client;
+    this.#cleanup = cleanup;
+    const upstream = client.getServerCapabilities() ?? {};
+    const caps: ServerCapabilities = {};
+    if (upstream.tools) caps.tools = { listChanged: true };
+    if (upstream.resources) caps.resources = { listChanged: true };
+    if (upstream.prompts) caps.prompts = { listChanged: true };
+    if (upstream.completions) caps.completions = {};
+    this.capabilities = caps;
+    client.onclose = () => {
+      if (!this.#destroyed) this.#death.kill();
+    };
+    const fanOut = (send: (s: McpServer) => void) => () => {
+      for (const s of this.#servers) if (s.isConnected()) send(s);
+    };
+    client.setNotificationHandler(
+      'notifications/tools/list_changed',
+      fanOut((s) => s.sendToolListChanged()),
+    );
+    client.setNotificationHandler(
+      'notifications/resources/list_changed',
+      fanOut((s) => s.sendResourceListChanged()),
+    );
+    client.setNotificationHandler(
+      'notifications/prompts/list_changed',
+      fanOut((s) => s.sendPromptListChanged()),
+    );
+  }
+
+  get dead(): boolean {
+    return this.#death.dead;
+  }
+
+  onDead(listener: () => void): void {
+    this.#death.onDead(listener);
+  }
+
+  bind(): void {
+    // The upstream server does not know its sandbox id; nothing to bind.
+  }
+
+  register(server: McpServer): () => void {
+    const s = server.server;
+    const c = this.#client;
+    const opts = (ctx: ServerContext) => ({ signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS });
+    if (this.capabilities.tools) {
+      s.setRequestHandler('tools/list', (req, ctx) => c.listTools(req.params as Params, opts(ctx)));
+      s.setRequestHandler('tools/call', (req, ctx) => this.#callTool(req.params, ctx));
+    }
+    if (this.capabilities.resources) {
+      s.setRequestHandler('resources/list', (req, ctx) => c.listResources(req.params as Params, opts(ctx)));
+      s.setRequestHandler('resources/templates/list', (req, ctx) =>
+        c.listResourceTemplates(req.params as Params, opts(ctx)),
+      );
+      s.setRequestHandler('resources/read', (req, ctx) => c.readResource(req.params, opts(ctx)));
+    }
+    if (this.capabilities.prompts) {
+      s.setRequestHandler('prompts/list', (req, ctx) => c.listPrompts(req.params as Params, opts(ctx)));
+      s.setRequestHandler('prompts/get', (req, ctx) => c.getPrompt(req.params, opts(ctx)));
+    }
+    if (this.capabilities.completions) {
+      s.setRequestHandler('completion/complete', (req, ctx) => c.complete(req.params, opts(ctx)));
+    }
+    this.#servers.add(server);
+    return () => void this.#servers.delete(server);
+  }
+
+  async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
+    const token = ctx.mcpReq._meta?.progressToken;
+    // One tail promise keeps relays in order without an unbounded list.
+    let relayed: Promise<void> = Promise.resolve();
+    const onprogress =
+      token === undefined
+        ? undefined
+        : (p: { progress: number; total?: number; message?: string }) => {
+            relayed = relayed.then(() =>
+              ctx.mcpReq
+                .notify({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+                .catch(() => undefined),
+            );
+          };
+    const result = await this.#client.callTool(params, {
+      signal: ctx.mcpReq.signal,
+      timeout: UPSTREAM_TIMEOUT_MS,
+      resetTimeoutOnProgress: true,
+      onprogress,
+    });
+    await relayed;
+    return result;
+  }
+
+  async destroy(): Promise<void> {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    this.#servers.clear();
+    await this.#client.close().catch(() => undefined);
+    await this.#cleanup();
+  }
+}

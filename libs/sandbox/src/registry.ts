@@ -1,0 +1,188 @@
+import { SwitchyardError } from '@switchyard/protocol';
+import type { Clock, Timer } from '@switchyard/clock';
+import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
+import type { Logger, StateReporter } from './types.ts';
+
+/** One live sandbox and who holds it. */
+export interface Sandbox {
+  readonly id: string;
+  readonly className: string;
+  readonly instance: SandboxInstance;
+  /** Destroy as soon as the last holder leaves (a sandbox made for one request or session). */
+  readonly ephemeral: boolean;
+  refs: number;
+  expiry: Timer | undefined;
+}
+
+export interface ClassRuntime {
+  readonly engine: Engine;
+  readonly expireMs: number;
+}
+
+export interface RegistryOptions {
+  readonly runtimeId: string;
+  readonly classes: ReadonlyMap<string, ClassRuntime>;
+  readonly sandboxesMax: number;
+  readonly reporter: StateReporter;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly onCancelled: (tool: string) => void;
+  /** Told when a sandbox goes away, so sessions bound to it can be closed. */
+  readonly onRemoved: (sandbox: Sandbox) => void;
+}
+
+/** Ids of sandboxes that died on their own, remembered so the next stateless caller hears of it once. */
+const TOMBSTONES_MAX = 1024;
+
+/**
+ * Reference-counted sandboxes, bounded by `sandboxesMax`. A sandbox is
+ * destroyed `expireMs` after its last holder leaves; it is reported to the
+ * state store on creation and removal, and the idle weight follows every
+ * change.
+ */
+export class SandboxRegistry {
+  readonly #opts: RegistryOptions;
+  readonly #sandboxes = new Map<string, Sandbox>();
+  readonly #creating = new Map<string, Promise<Sandbox>>();
+  readonly #tombstones = new Set<string>();
+  #closed = false;
+
+  constructor(opts: RegistryOptions) {
+    this.#opts = opts;
+    this.#reportWeight();
+  }
+
+  get size(): number {
+    return this.#sandboxes.size;
+  }
+
+  get(id: string): Sandbox | undefined {
+    return this.#sandboxes.get(id);
+  }
+
+  list(): Sandbox[] {
+    return [...this.#sandboxes.values()];
+  }
+
+  /** Idle weight: sandboxes this runtime can still take. */
+  idleWeight(): Record<string, number> {
+    const active = this.#sandboxes.size + this.#creating.size;
+    return { sandboxes: Math.max(0, this.#opts.sandboxesMax - active) };
+  }
+
+  /**
+   * Takes a reference on sandbox `id` of `className`, creating it if needed.
+   * Throws `not_found` for an unknown class, `capacity_exhausted` at the
+   * limit, `upstream_unavailable` once for a sandbox that died (unless
+   * `forgiveDeath`), and a class mismatch as `invalid_request`.
+   */
+  async acquire(className: string, id: string, opts: { ephemeral?: boolean; forgiveDeath?: boolean } = {}) {
+    if (this.#closed) throw new SwitchyardError('not_ready', 'runtime is shutting down');
+    const cls = this.#opts.classes.get(className);
+    if (!cls) throw new SwitchyardError('not_found', `unknown sandbox class "${className}"`);
+    if (this.#tombstones.delete(id) && !opts.forgiveDeath) {
+      throw new SwitchyardError('upstream_unavailable', `sandbox "${id}" died; the next request creates it again`);
+    }
+    let sandbox = this.#sandboxes.get(id) ?? (await this.#creating.get(id));
+    if (sandbox && (sandbox.instance.dead || !this.#sandboxes.has(id))) sandbox = undefined;
+    if (!sandbox) sandbox = await this.#create(className, cls, id, opts.ephemeral ?? false);
+    if (sandbox.className !== className) {
+      throw new SwitchyardError('invalid_request', `sandbox "${id}" is of class "${sandbox.className}"`);
+    }
+    sandbox.refs++;
+    sandbox.expiry?.cancel();
+    sandbox.expiry = undefined;
+    return sandbox;
+  }
+
+  /** Drops a reference; the last one starts the expiry timer. */
+  release(sandbox: Sandbox): void {
+    if (sandbox.refs > 0) sandbox.refs--;
+    if (sandbox.refs > 0 || this.#sandboxes.get(sandbox.id) !== sandbox) return;
+    const expireMs = sandbox.ephemeral ? 0 : (this.#opts.classes.get(sandbox.className)?.expireMs ?? 0);
+    if (expireMs === 0) {
+      void this.destroy(sandbox.id, 'expired');
+      return;
+    }
+    sandbox.expiry = this.#opts.clock.setTimeout(() => void this.destroy(sandbox.id, 'expired'), expireMs);
+  }
+
+  /** Removes and frees a sandbox now, whoever holds it. */
+  async destroy(id: string, reason: string): Promise<boolean> {
+    const sandbox = this.#sandboxes.get(id);
+    if (!sandbox) return false;
+    this.#remove(sandbox);
+    await sandbox.instance.destroy(reason).catch((error: unknown) => {
+      this.#opts.logger.warn({ event: 'sandbox.destroy_failed', sandbox: id, err: String(error) }, 'destroy failed');
+    });
+    return true;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([...this.#creating.values()]);
+    await Promise.all([...this.#sandboxes.keys()].map((id) => this.destroy(id, 'closed')));
+  }
+
+  async #create(className: string, cls: ClassRuntime, id: string, ephemeral: boolean): Promise<Sandbox> {
+    const pending = this.#creating.get(id);
+    if (pending) return pending;
+    if (this.#sandboxes.size + this.#creating.size >= this.#opts.sandboxesMax) {
+      throw new SwitchyardError('capacity_exhausted', `sandbox limit reached (${this.#opts.sandboxesMax})`);
+    }
+    const promise = this.#start(className, cls, id, ephemeral);
+    this.#creating.set(id, promise);
+    this.#reportWeight();
+    try {
+      return await promise;
+    } finally {
+      this.#creating.delete(id);
+      this.#reportWeight();
+    }
+  }
+
+  async #start(className: string, cls: ClassRuntime, id: string, ephemeral: boolean): Promise<Sandbox> {
+    const { runtimeId, logger, onCancelled } = this.#opts;
+    const ctx: EngineContext = { runtimeId, className, logger, onCancelled };
+    let instance: SandboxInstance;
+    try {
+      instance = await cls.engine.create(ctx);
+    } catch (error) {
+      logger.warn({ event: 'sandbox.start_failed', class: className, sandbox: id, err: String(error) }, 'start failed');
+      throw new SwitchyardError('upstream_unavailable', `sandbox "${id}" could not start`, { cause: error });
+    }
+    instance.bind(id);
+    const sandbox: Sandbox = { id, className, instance, ephemeral, refs: 0, expiry: undefined };
+    if (this.#closed) {
+      await instance.destroy('closed');
+      throw new SwitchyardError('not_ready', 'runtime is shutting down');
+    }
+    this.#sandboxes.set(id, sandbox);
+    this.#opts.reporter.addProcess(id);
+    instance.onDead(() => this.#died(sandbox));
+    logger.debug({ event: 'sandbox.created', class: className, sandbox: id }, 'sandbox created');
+    return sandbox;
+  }
+
+  #died(sandbox: Sandbox): void {
+    if (this.#sandboxes.get(sandbox.id) !== sandbox) return;
+    this.#opts.logger.warn({ event: 'sandbox.died', sandbox: sandbox.id }, 'sandbox died');
+    if (this.#tombstones.size >= TOMBSTONES_MAX) this.#tombstones.delete(this.#tombstones.values().next().value!);
+    this.#tombstones.add(sandbox.id);
+    void this.destroy(sandbox.id, 'dead');
+  }
+
+  #remove(sandbox: Sandbox): void {
+    sandbox.expiry?.cancel();
+    sandbox.expiry = undefined;
+    this.#sandboxes.delete(sandbox.id);
+    this.#opts.reporter.removeProcess(sandbox.id);
+    this.#reportWeight();
+    this.#opts.onRemoved(sandbox);
+  }
+
+  #reportWeight(): void {
+    this.#opts.reporter.setIdleWeight(this.idleWeight());
+  }
+}

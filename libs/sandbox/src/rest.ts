@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import { DEFAULT_CLASS, IDENTITY_HEADERS, SwitchyardError, isIdentityValue, parseWith } from '@switchyard/protocol';
+import type { SandboxRegistry, Sandbox } from './registry.ts';
+import type { SessionTable } from './sessions.ts';
+import { callSandboxTool } from './toolcall.ts';
+import { responseForError, readJson } from './wire.ts';
+
+const toolCallSchema = z.strictObject({
+  name: z.string().min(1).max(256),
+  arguments: z.record(z.string(), z.unknown()).default({}),
+});
+
+const createSchema = z.strictObject({ class: z.string().optional() }).default({});
+
+export interface RestDeps {
+  readonly registry: SandboxRegistry;
+  readonly sessions: SessionTable;
+  readonly defaultClass: string | undefined;
+}
+
+function describe(sandbox: Sandbox): object {
+  return { id: sandbox.id, class: sandbox.className, refs: sandbox.refs, dead: sandbox.instance.dead };
+}
+
+function notFound(what: string): never {
+  throw new SwitchyardError('not_found', `${what} not found`);
+}
+
+async function parseBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
+  const text = await request.clone().text();
+  const parsed = parseWith(schema, text.length === 0 ? undefined : await readJson(request));
+  if (!parsed.ok) throw new SwitchyardError('invalid_request', parsed.error);
+  return parsed.value;
+}
+
+/**
+ * REST parity for non-MCP callers: `GET /weight`, `GET|POST|DELETE
+ * /sandboxes/:id`, `POST /sandboxes/:id/toolcall`, `POST
+ * /sessions/:session/toolcall`. Errors are JSON-RPC error bodies with the
+ * registry's HTTP status.
+ */
+export function restFetch(deps: RestDeps): (request: Request) => Promise<Response> {
+  return async (request) => {
+    try {
+      return await route(deps, request);
+    } catch (error) {
+      return responseForError(error);
+    }
+  };
+}
+
+async function route(deps: RestDeps, request: Request): Promise<Response> {
+  const { registry, sessions } = deps;
+  const parts = new URL(request.url).pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const m = request.method;
+  if (parts.length === 1 && parts[0] === 'weight' && m === 'GET') return Response.json(registry.idleWeight());
+  if (parts[0] === 'sandboxes' && parts.length >= 2) {
+    const id = parts[1]!;
+    if (!isIdentityValue(id))
+      throw new SwitchyardError('bad_identity', 'sandbox id: must be 1-128 characters from [A-Za-z0-9._:@-]');
+    if (parts.length === 2 && m === 'GET')
+      return Response.json(describe(registry.get(id) ?? notFound(`sandbox "${id}"`)));
+    if (parts.length === 2 && m === 'DELETE') {
+      if (!(await registry.destroy(id, 'deleted'))) notFound(`sandbox "${id}"`);
+      return new Response(null, { status: 204 });
+    }
+    if (parts.length === 2 && m === 'POST') {
+      const body = await parseBody(request, createSchema);
+      const className = body.class ?? request.headers.get(IDENTITY_HEADERS.class) ?? deps.defaultClass ?? DEFAULT_CLASS;
+      const sandbox = await registry.acquire(className, id, { forgiveDeath: true });
+      // Created for later sessions: hold no reference, so it expires unless used.
+      registry.release(sandbox);
+      return Response.json(describe(sandbox), { status: 201 });
+    }
+    if (parts.length === 3 && parts[2] === 'toolcall' && m === 'POST') {
+      const sandbox = registry.get(id) ?? notFound(`sandbox "${id}"`);
+      return toolCall(registry, sandbox, request);
+    }
+  }
+  if (parts[0] === 'sessions' && parts.length === 3 && parts[2] === 'toolcall' && m === 'POST') {
+    const session = sessions.get(parts[1]!) ?? notFound('session');
+    return toolCall(registry, session.sandbox, request);
+  }
+  throw new SwitchyardError('not_found', `no route for ${m} ${new URL(request.url).pathname}`);
+}
+
+async function toolCall(registry: SandboxRegistry, sandbox: Sandbox, request: Request): Promise<Response> {
+  const { name, arguments: args } = await parseBody(request, toolCallSchema);
+  // Hold a reference for the call so expiry cannot pull the sandbox away mid-call.
+  const held = await registry.acquire(sandbox.className, sandbox.id);
+  try {
+    return Response.json(await callSandboxTool(held, name, args, request.signal));
+  } finally {
+    registry.release(held);
+  }
+}

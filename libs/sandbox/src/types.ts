@@ -1,0 +1,100 @@
+import type { Clock } from '@switchyard/clock';
+
+/** Minimal pino-compatible logger: `(fields, message)`. */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+/**
+ * Where the host reports what it holds (implemented by the runtime state
+ * store). Calls are synchronous and must not throw; ordering per key is the
+ * order of events (add before remove).
+ */
+export interface StateReporter {
+  addProcess(pid: string): void;
+  removeProcess(pid: string): void;
+  addThread(pid: string, tid: string): void;
+  removeThread(pid: string, tid: string): void;
+  setIdleWeight(weight: Record<string, number>): void;
+}
+
+/** A sandbox lifecycle event for billing or audit. */
+export interface MeteringEvent {
+  readonly event: 'start' | 'recycle';
+  readonly class: string;
+  readonly process: string;
+  /** Why: `created`/`warm` for start; `expired`, `dead`, `deleted`, `closed` for recycle. */
+  readonly reason: string;
+  /** start: time to make the sandbox ready; recycle: its lifetime. */
+  readonly durationMs: number;
+}
+
+/** Receives metering events. `record` must not throw or block. */
+export interface MeteringSink {
+  record(event: MeteringEvent): void;
+  close?(): Promise<void>;
+}
+
+interface EngineCommon {
+  /** Seconds a sandbox lives on after its last session leaves. Default 300. */
+  readonly expireSeconds?: number;
+  /** Pre-started sandboxes kept ready for this class. Default 0 (no pool). */
+  readonly warmPool?: number;
+}
+
+/** How sandboxes of one class are made. */
+export type EngineConfig = EngineCommon &
+  (
+    | { readonly engine: 'builtin' }
+    | {
+        readonly engine: 'stdio';
+        readonly command: string;
+        readonly args?: readonly string[];
+        readonly env?: Readonly<Record<string, string>>;
+        readonly cwd?: string;
+      }
+    | { readonly engine: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
+  );
+
+export interface SandboxHostOptions {
+  readonly runtimeId: string;
+  /** Sandbox classes this runtime serves; `default` is used when a request names none. */
+  readonly classes: Readonly<Record<string, EngineConfig>>;
+  /** Most sandboxes alive at once (warm-pool sandboxes not counted). */
+  readonly sandboxesMax: number;
+  /** A legacy session with no request for this long is closed. */
+  readonly sessionIdleMs: number;
+  /** Most legacy sessions open at once. Default 10 000. */
+  readonly sessionsMax?: number;
+  readonly reporter: StateReporter;
+  readonly logger: Logger;
+  /** Lifecycle event sink. Default: `logMeteringSink(logger)`. */
+  readonly meter?: MeteringSink;
+  /** Default `systemClock`. */
+  readonly clock?: Clock;
+}
+
+/** Counters for tests and probes. */
+export interface HostStats {
+  readonly sandboxes: number;
+  readonly sessions: number;
+  /** Tool calls cancelled by the client while running (builtin `sleep`). */
+  readonly cancelled: number;
+}
+
+/** Structural request/response shapes: node `http` and `http2` compat objects both fit. */
+export interface HostRequest extends AsyncIterable<unknown> {
+  method?: string;
+  url?: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+export interface HostResponse {
+  writeHead(statusCode: number, headers?: Record<string, string>): unknown;
+  write(chunk: string | Uint8Array): unknown;
+  end(chunk?: string | Uint8Array): unknown;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  destroyed?: boolean;
+}

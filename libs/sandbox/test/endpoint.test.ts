@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import { FLAVOURS, connect, type TestClient } from './fixtures/clients.ts';
+import { RecordingReporter, captureLogger, serveHttp1, serveHttp2, type Served } from './fixtures/harness.ts';
+
+const SERVERS = [
+  { name: 'node http', serve: serveHttp1 },
+  { name: 'http2 (h2c)', serve: serveHttp2 },
+];
+
+for (const { name: serverName, serve } of SERVERS) {
+  describe(`builtin sandboxes over ${serverName}`, () => {
+    let host: SandboxHost;
+    let served: Served;
+    let reporter: RecordingReporter;
+    const open: TestClient[] = [];
+    const client = async (flavour: (typeof FLAVOURS)[number], headers: Record<string, string> = {}) => {
+      const c = await connect(flavour, served.url, served.fetch, headers);
+      open.push(c);
+      return c;
+    };
+
+    before(async () => {
+      reporter = new RecordingReporter();
+      host = createSandboxHost({
+        runtimeId: 'rt-1',
+        classes: { default: { engine: 'builtin' }, demo: { engine: 'builtin' } },
+        sandboxesMax: 50,
+        sessionIdleMs: 60_000,
+        reporter,
+        logger: captureLogger(),
+      });
+      served = await serve(host);
+    });
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((c) => c.close()));
+    });
+    after(async () => {
+      await served.close();
+      await host.close();
+    });
+
+    for (const flavour of FLAVOURS) {
+      it(`${flavour}: lists the demo tools, echoes and names itself`, async () => {
+        const c = await client(flavour, { 'x-switchyard-class': 'demo', 'x-switchyard-process': `who-${flavour}` });
+        assert.deepEqual(await c.listToolNames(), ['counter', 'echo', 'sleep', 'whoami']);
+        assert.equal(await c.callText('echo', { text: 'hello' }), 'hello');
+        assert.deepEqual(JSON.parse(await c.callText('whoami')), {
+          runtime: 'rt-1',
+          sandbox: `who-${flavour}`,
+          class: 'demo',
+        });
+      });
+
+      it(`${flavour}: two clients on one process share a counter, another process does not`, async () => {
+        const a = await client(flavour, { 'x-switchyard-process': `shared-${flavour}` });
+        const b = await client(flavour, { 'x-switchyard-process': `shared-${flavour}` });
+        const other = await client(flavour, { 'x-switchyard-process': `other-${flavour}` });
+        assert.equal(await a.callText('counter'), '1');
+        assert.equal(await b.callText('counter'), '2');
+        assert.equal(await a.callText('counter'), '3');
+        assert.equal(await other.callText('counter'), '1');
+      });
+    }
+
+    it('a legacy session adopts the gateway-minted session id and reports it as a thread', async () => {
+      const c = await client('v2-legacy', {
+        'x-switchyard-session-id': 'gw-minted-1',
+        'x-switchyard-process': 'p-adopt',
+      });
+      assert.equal(c.sessionId, 'gw-minted-1');
+      assert.equal(await c.callText('counter'), '1');
+      assert.ok(reporter.threads.has('p-adopt/gw-minted-1'));
+      assert.ok(reporter.processes.has('p-adopt'));
+      await c.close();
+      open.splice(open.indexOf(c), 1);
+      assert.ok(!reporter.threads.has('p-adopt/gw-minted-1'), 'DELETE removes the thread');
+    });
+
+    it('stateless requests record the process but no thread', async () => {
+      const before = reporter.events.filter((e) => e.startsWith('+t')).length;
+      const c = await client('v2-modern', { 'x-switchyard-process': 'p-stateless' });
+      assert.equal(await c.callText('echo', { text: 'x' }), 'x');
+      assert.ok(reporter.processes.has('p-stateless'));
+      assert.equal(reporter.events.filter((e) => e.startsWith('+t')).length, before);
+    });
+  });
+}
