@@ -1,0 +1,121 @@
+import type { ScheduleDecision, ScheduleRequest, TraceStep } from '@switchyard/protocol';
+import type { Candidate } from './candidate.ts';
+import { compareIds } from './canonical.ts';
+import { indexClassEntries, indexEntry } from './cluster-index.ts';
+import type { ClusterIndex } from './cluster-index.ts';
+import {
+  REASONS,
+  STAGES,
+  affinityFilter,
+  availabilityFilter,
+  excludeFilter,
+  processSelectorFilter,
+  processStickyFilter,
+} from './filters.ts';
+import type { Filter, FilterContext } from './filters.ts';
+import { deterministicSelector } from './selector.ts';
+
+/** Inputs to `schedule` besides the snapshot and the request. */
+export interface ScheduleOptions {
+  /**
+   * Placements decided since the snapshot was taken and not yet reported
+   * back by their runtime: process id → runtime id. They count as holders,
+   * so a burst of requests for a new process lands on one runtime before the
+   * next epoch shows it there. Entries naming unknown runtimes are ignored.
+   */
+  readonly pending?: ReadonlyMap<string, string>;
+}
+
+const FILTERS: readonly Filter[] = [
+  excludeFilter,
+  processStickyFilter,
+  availabilityFilter,
+  affinityFilter,
+  processSelectorFilter,
+];
+
+function holdersOf(index: ClusterIndex, request: ScheduleRequest, options: ScheduleOptions | undefined) {
+  const holders = index.holdersOf(request.processId);
+  const pending = options?.pending?.get(request.processId);
+  if (pending === undefined || holders.includes(pending) || indexEntry(index, pending) === undefined) return holders;
+  return [...holders, pending].sort(compareIds);
+}
+
+function step(stage: string, before: number, after: readonly Candidate[], explain: boolean, note?: string): TraceStep {
+  const out: { stage: string; before: number; after: number; candidates?: string[]; note?: string } = {
+    stage,
+    before,
+    after: after.length,
+  };
+  if (explain) out.candidates = after.map((c) => c.id);
+  if (note !== undefined) out.note = note;
+  return out;
+}
+
+/** The thread fast path: an existing session goes back to the runtime serving it, if it still can. */
+function fromThread(index: ClusterIndex, request: ScheduleRequest, explain: boolean): ScheduleDecision | TraceStep {
+  const threadId = request.threadId!;
+  let note = 'no thread entry';
+  for (const id of index.holdersOf(request.processId)) {
+    const entry = indexEntry(index, id)!;
+    if (!entry.hasThread(request.processId, threadId)) continue;
+    if (!entry.runtime.available) note = `thread on ${id}, which is unavailable`;
+    else if (request.exclude?.includes(id)) note = `thread on ${id}, which is excluded`;
+    else {
+      const trace = [step(STAGES.threadFastPath, 1, [entry], explain)];
+      return { ok: true, runtime: id, source: 'thread', trace };
+    }
+  }
+  return step(STAGES.threadFastPath, 0, [], explain, note);
+}
+
+/**
+ * Decides which runtime serves a request, from one snapshot.
+ *
+ * Order: thread fast path → Class → Exclude → ProcessSticky → Availability →
+ * Affinity → ProcessSelector → DeterministicSelector (see each stage's doc).
+ * `request` must have passed `scheduleRequestSchema` (defaults applied).
+ *
+ * Guarantees: pure and deterministic — the same snapshot facts and request
+ * give the same decision on every replica, whatever the insertion order;
+ * never throws for a valid request; failures are values naming the stage
+ * that emptied the set and a `REASONS` code. The trace has one step per
+ * stage run, with candidate ids only when `request.explain` is set.
+ *
+ * Not guaranteed: that the runtime still has room when traffic arrives, or
+ * that a new process placed twice in one epoch without `pending` lands on
+ * the same runtime if weights differ between the two calls.
+ */
+export function schedule(index: ClusterIndex, request: ScheduleRequest, options?: ScheduleOptions): ScheduleDecision {
+  const explain = request.explain === true;
+  const trace: TraceStep[] = [];
+  if (request.threadId !== undefined) {
+    const fast = fromThread(index, request, explain);
+    if ('ok' in fast) return fast;
+    trace.push(fast);
+  }
+  let candidates: readonly Candidate[] = indexClassEntries(index, request.class);
+  trace.push(step(STAGES.class, index.counts().runtimes, candidates, explain));
+  if (candidates.length === 0) {
+    const message = `${STAGES.class}: no runtime serves class ${request.class}`;
+    return { ok: false, unschedulable: { stage: STAGES.class, code: REASONS.noRuntimeForClass, message }, trace };
+  }
+  const context: FilterContext = { request, holders: holdersOf(index, request, options) };
+  for (const filter of FILTERS) {
+    const status = filter.filter(candidates, context);
+    if (!status.ok) {
+      trace.push(step(filter.stage, candidates.length, [], explain));
+      return { ok: false, unschedulable: { stage: filter.stage, code: status.code, message: status.message }, trace };
+    }
+    trace.push(step(filter.stage, candidates.length, status.candidates, explain, status.note));
+    candidates = status.candidates;
+  }
+  const picked = deterministicSelector.select(candidates, context);
+  if (!picked.ok) {
+    const unschedulable = { stage: deterministicSelector.stage, code: picked.code, message: picked.message };
+    return { ok: false, unschedulable, trace };
+  }
+  trace.push(step(deterministicSelector.stage, candidates.length, [picked.candidate], explain, picked.note));
+  const id = picked.candidate.id;
+  return { ok: true, runtime: id, source: context.holders.includes(id) ? 'process' : 'pipeline', trace };
+}
