@@ -1,1 +1,8 @@
-export {};
+export { createGateway } from './gateway.ts';
+export type { Gateway, GatewayStats } from './gateway.ts';
+export { GATEWAY_DEFAULTS } from './options.ts';
+export type { GatewayOptions, GatewayLogger, IdentityOptions, RouteCacheOptions, AuthOptions } from './options.ts';
+export { parseStrategy } from './identity.ts';
+export type { IdentityStrategy } from './identity.ts';
+export { SUPPORTED_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION } from './wire.ts';
+export { REDIS_ROUTE_PREFIX } from './route-cache.ts';

@@ -1,0 +1,69 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import type { AuthOptions } from './options.ts';
+
+/** Turns an `Authorization` header into a principal; undefined when auth is off. */
+export type Authenticator = (authorization: string | undefined) => Promise<string | undefined>;
+
+/** The challenge sent with every 401 (RFC 6750). */
+export function bearerChallenge(error?: 'invalid_token'): string {
+  return error ? `Bearer realm="switchyard", error="${error}"` : 'Bearer realm="switchyard"';
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** A stable label for a secret: never the secret, short enough for headers and logs. */
+function label(prefix: string, secret: string): string {
+  return `${prefix}:${digest(secret).toString('hex').slice(0, 24)}`;
+}
+
+function bearerToken(authorization: string | undefined): string {
+  const match = authorization === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
+  if (!match) throw new SwitchyardError('unauthorized', 'Unauthorized: a bearer token is required');
+  return match[1]!;
+}
+
+/**
+ * Builds the authenticator for a mode. Bearer tokens are compared as SHA-256
+ * digests with timingSafeEqual, so neither content nor length leaks through
+ * timing. JWT subjects that are not identity values are replaced by a label.
+ */
+export function createAuthenticator(options: AuthOptions): Authenticator {
+  if (options.mode === 'none') return async () => undefined;
+  if (options.mode === 'bearer') {
+    const known = (options.tokens ?? []).map((t) => ({ digest: digest(t), principal: label('token', t) }));
+    return async (authorization) => {
+      const presented = digest(bearerToken(authorization));
+      let principal: string | undefined;
+      for (const k of known) if (timingSafeEqual(k.digest, presented)) principal = k.principal;
+      if (!principal) throw new SwitchyardError('unauthorized', 'Unauthorized: unknown token');
+      return principal;
+    };
+  }
+  const jwks = createRemoteJWKSet(new URL(options.jwksUrl!));
+  const verifyOptions = {
+    ...(options.issuer ? { issuer: options.issuer } : {}),
+    ...(options.audience ? { audience: options.audience } : {}),
+  };
+  return async (authorization) => {
+    const token = bearerToken(authorization);
+    let sub: string | undefined;
+    try {
+      sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;
+    } catch (cause) {
+      // A JWKS we cannot fetch is our failure, not the client's: only token
+      // verdicts (jose's ERR_JWT_*, ERR_JWS_*, ERR_JWKS_NO_MATCHING_KEY …) are 401s.
+      const code = String((cause as { code?: unknown }).code ?? '');
+      const verdict = /^ERR_JW[TSEK]/.test(code) && code !== 'ERR_JWKS_TIMEOUT' && code !== 'ERR_JWKS_INVALID';
+      if (!verdict) {
+        throw new SwitchyardError('not_ready', 'Authentication backend unavailable', { cause });
+      }
+      throw new SwitchyardError('unauthorized', 'Unauthorized: invalid token', { cause });
+    }
+    if (!sub) throw new SwitchyardError('unauthorized', 'Unauthorized: token has no subject');
+    return isIdentityValue(sub) ? sub : label('sub', sub);
+  };
+}

@@ -1,0 +1,41 @@
+import type { Dispatcher } from 'undici';
+import { sleep } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
+import { GATEWAY_DEFAULTS } from './options.ts';
+import { callUpstream, discard, isConnectFailure } from './upstream.ts';
+import type { UpstreamCall, UpstreamResponse } from './upstream.ts';
+
+/** What became of one attempt at a runtime. */
+export type Attempt =
+  | { readonly kind: 'response'; readonly upstream: UpstreamResponse }
+  /** The request never left: safe to send elsewhere. */
+  | { readonly kind: 'unreachable'; readonly error: unknown }
+  /** The runtime or its tunnel is gone (404 from the runtime, 502 from the proxy); body discarded. */
+  | { readonly kind: 'gone'; readonly status: number };
+
+/**
+ * Dials the runtime, once more after GATEWAY_DEFAULTS.dialRetryDelayMs when
+ * the connection could not be made (no byte was written, so nothing is
+ * replayed). Errors after the request left are rethrown: they are never retried.
+ */
+export async function attempt(
+  dispatcher: Dispatcher,
+  clock: Clock,
+  call: UpstreamCall,
+  goneStatuses: ReadonlySet<number>,
+): Promise<Attempt> {
+  for (let dial = 0; ; dial++) {
+    try {
+      const upstream = await callUpstream(dispatcher, call);
+      if (goneStatuses.has(upstream.statusCode)) {
+        await discard(upstream);
+        return { kind: 'gone', status: upstream.statusCode };
+      }
+      return { kind: 'response', upstream };
+    } catch (error) {
+      if (!isConnectFailure(error) || call.signal.aborted) throw error;
+      if (dial >= 1) return { kind: 'unreachable', error };
+      await sleep(clock, GATEWAY_DEFAULTS.dialRetryDelayMs, call.signal);
+    }
+  }
+}

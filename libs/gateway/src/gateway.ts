@@ -1,0 +1,222 @@
+import express from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
+import { Agent } from 'undici';
+import { SwitchyardError } from '@switchyard/protocol';
+import { createAuthenticator, bearerChallenge } from './auth.ts';
+import { readBody } from './body.ts';
+import { parseStrategy } from './identity.ts';
+import { ConcurrencyLimiter, headerBytes } from './limits.ts';
+import { createMetrics, noMetrics } from './metrics.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
+import type { GatewayOptions } from './options.ts';
+import { RouteCache } from './route-cache.ts';
+import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
+import type { Routed, RoutingContext } from './routing.ts';
+import { SchedulerClient } from './scheduler-client.ts';
+import {
+  STATELESS_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  inspectBody,
+  sendError,
+  sendFailure,
+} from './wire.ts';
+
+/** Counters since start; cheap to read, for probes and tests. */
+export interface GatewayStats {
+  readonly requests: number;
+  readonly inFlight: number;
+  readonly sseOpen: number;
+  readonly routeCacheEntries: number;
+  readonly routeCacheHits: number;
+  readonly routeCacheMisses: number;
+  readonly schedules: number;
+  readonly upstreamErrors: number;
+}
+
+export interface Gateway {
+  /** Express 5 app serving `/mcp` and `/mcp/:class/:process`; mount it or `listen` it. */
+  readonly app: Express;
+  /** Idempotent: cuts open upstream streams, closes the undici agents and Redis. */
+  close(): Promise<void>;
+  stats(): GatewayStats;
+}
+
+function headerValue(req: Request, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Builds the gateway. Throws SwitchyardError('invalid_request') for invalid
+ * options (including identity strategies). Guarantees: every error is a
+ * JSON-RPC body with the registry's status; `Authorization`, `Cookie` and
+ * client `X-Switchyard-*` headers other than class and process never reach a
+ * runtime; bodies are bounded. Not guaranteed: exactly-once delivery (a
+ * request that reached a runtime and failed is reported, never replayed).
+ */
+export function createGateway(options: GatewayOptions): Gateway {
+  const o = resolveOptions(options);
+  const chains = {
+    class: o.identity.class.map(parseStrategy),
+    process: o.identity.process.map(parseStrategy),
+    thread: o.identity.thread.map(parseStrategy),
+  };
+  const counts = { requests: 0, sseOpen: 0, hits: 0, misses: 0, schedules: 0, upstreamErrors: 0 };
+  const exported = o.metrics ? createMetrics(o.metrics.registry, o.metrics.prefix) : noMetrics;
+  const metrics: GatewayMetrics = {
+    ...exported,
+    upstreamError: (reason) => (counts.upstreamErrors++, exported.upstreamError(reason)),
+    scheduleLatency: (s, outcome) => (counts.schedules++, exported.scheduleLatency(s, outcome)),
+    routeLookup: (result, tier) => {
+      if (result === 'hit') counts.hits++;
+      else if (tier === 'memory' || o.routeCache.redisUrl) counts.misses++;
+      exported.routeLookup(result, tier);
+    },
+    sseOpened: () => (counts.sseOpen++, exported.sseOpened()),
+    sseClosed: () => (counts.sseOpen--, exported.sseClosed()),
+  };
+  const agentOptions = {
+    keepAliveTimeout: Math.min(o.idleTimeoutMs, 60_000),
+    connectTimeout: GATEWAY_DEFAULTS.connectTimeoutMs,
+  };
+  const upstreamAgent = new Agent(agentOptions);
+  const schedulerAgent = new Agent(agentOptions);
+  const cache = new RouteCache({
+    maxEntries: o.routeCache.maxEntries,
+    ttlMs: o.routeCache.ttlMs,
+    ...(o.routeCache.redisUrl ? { redisUrl: o.routeCache.redisUrl } : {}),
+    logger: o.logger,
+    onLookup: (result, tier) => metrics.routeLookup(result, tier),
+  });
+  const scheduler = new SchedulerClient({
+    schedulers: o.schedulers,
+    dispatcher: schedulerAgent,
+    clock: o.clock,
+    logger: o.logger,
+    timeoutMs: GATEWAY_DEFAULTS.connectTimeoutMs,
+    onLatency: (s, outcome) => metrics.scheduleLatency(s, outcome),
+  });
+  const ctx: RoutingContext = {
+    dispatcher: upstreamAgent,
+    scheduler,
+    cache,
+    clock: o.clock,
+    logger: o.logger,
+    metrics,
+    upstreamMode: o.upstreamMode,
+    idleTimeoutMs: o.idleTimeoutMs,
+    chains,
+    defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
+  };
+  const authenticate = createAuthenticator(o.auth);
+  const limiter = new ConcurrencyLimiter(o.principalConcurrencyMax, GATEWAY_DEFAULTS.principalsTrackedMax);
+  let closed = false;
+  let closing: Promise<void> | undefined;
+
+  async function handle(req: Request, res: Response): Promise<void> {
+    counts.requests++;
+    res.on('finish', () => metrics.request(req.method, res.statusCode));
+    if (closed) throw new SwitchyardError('not_ready', 'Gateway is shutting down');
+    if (headerBytes(req) > o.headerBytesMax) {
+      sendError(res, 'invalid_request', 'Request headers too large', null, {}, 431);
+      return;
+    }
+    const origin = headerValue(req, 'origin');
+    if (origin !== undefined && !o.allowedOrigins.has(origin))
+      throw new SwitchyardError('forbidden', 'Origin not allowed');
+    if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
+      throw new SwitchyardError('method_not_allowed', 'Method not allowed');
+    }
+    const version = headerValue(req, 'mcp-protocol-version');
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(version)) {
+      throw new SwitchyardError('unsupported_protocol_version', 'Unsupported MCP-Protocol-Version');
+    }
+    let principal: string | undefined;
+    try {
+      principal = await authenticate(headerValue(req, 'authorization'));
+    } catch (error) {
+      if (error instanceof SwitchyardError && error.code === 'unauthorized') {
+        const token = headerValue(req, 'authorization') !== undefined;
+        sendError(res, 'unauthorized', error.message, null, {
+          'WWW-Authenticate': bearerChallenge(token ? 'invalid_token' : undefined),
+        });
+        return;
+      }
+      throw error;
+    }
+    const release = limiter.acquire(principal ?? `ip:${req.socket.remoteAddress ?? 'unknown'}`);
+    if (!release) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
+    const abort = new AbortController();
+    // The client going away is the cancellation signal: abort upstream at once.
+    res.on('close', () => {
+      release();
+      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+    });
+    const base = { req, res, signal: abort.signal, ...(principal ? { principal } : {}) };
+    const sessionId = sessionIdOf(req);
+    if (req.method !== 'POST') {
+      if (sessionId === undefined)
+        throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
+      await routeSession(ctx, base, sessionId);
+      return;
+    }
+    const body = await readBody(req, o.bodyBytesMax, abort.signal);
+    const info = inspectBody(body);
+    const r: Routed = { ...base, body, info };
+    try {
+      if (info.claimedVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(info.claimedVersion)) {
+        throw new SwitchyardError('unsupported_protocol_version', 'Unsupported protocol version');
+      }
+      if (version === STATELESS_PROTOCOL_VERSION || info.claimedVersion === STATELESS_PROTOCOL_VERSION) {
+        await routeStateless(ctx, r);
+      } else if (sessionId !== undefined) {
+        await routeSession(ctx, r, sessionId);
+      } else if (info.isInitialize) {
+        await routeInitialize(ctx, r);
+      } else {
+        throw new SwitchyardError('session_required', 'Bad Request: Mcp-Session-Id header is required');
+      }
+    } catch (error) {
+      (error as { rpcId?: unknown }).rpcId = info.id;
+      throw error;
+    }
+  }
+
+  const app = express();
+  app.disable('x-powered-by');
+  const entry = (req: Request, res: Response, next: NextFunction): void => {
+    handle(req, res).catch(next);
+  };
+  app.all('/mcp', entry);
+  app.all('/mcp/:class/:process', entry);
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const id = ((error as { rpcId?: unknown } | null)?.rpcId ?? null) as string | number | null;
+    if (!(error instanceof SwitchyardError) && res.writableEnded === false && !req.destroyed) {
+      o.logger.error({ err: (error as Error)?.message, path: req.path }, 'gateway request failed');
+    }
+    if (error instanceof SwitchyardError && error.code === 'body_too_large') res.setHeader('Connection', 'close');
+    sendFailure(res, error, id);
+  });
+
+  return {
+    app,
+    stats: () => ({
+      requests: counts.requests,
+      inFlight: limiter.inFlight,
+      sseOpen: counts.sseOpen,
+      routeCacheEntries: cache.size,
+      routeCacheHits: counts.hits,
+      routeCacheMisses: counts.misses,
+      schedules: counts.schedules,
+      upstreamErrors: counts.upstreamErrors,
+    }),
+    close() {
+      closed = true;
+      closing ??= Promise.allSettled([upstreamAgent.destroy(), schedulerAgent.destroy(), cache.close()]).then(
+        () => undefined,
+      );
+      return closing;
+    },
+  };
+}

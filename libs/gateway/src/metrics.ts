@@ -1,0 +1,67 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Registry } from 'prom-client';
+
+/** Everything the gateway counts. Labels are bounded sets: no session, process or principal labels. */
+export interface GatewayMetrics {
+  request(method: string, code: number): void;
+  upstreamError(reason: UpstreamErrorReason): void;
+  scheduleLatency(seconds: number, outcome: 'ok' | 'unschedulable' | 'error'): void;
+  routeLookup(result: 'hit' | 'miss', tier: 'memory' | 'redis'): void;
+  sseOpened(): void;
+  sseClosed(): void;
+}
+
+export type UpstreamErrorReason = 'connect' | 'gone' | 'stream' | 'timeout' | 'scheduler' | 'aborted';
+
+const noop = (): void => {};
+export const noMetrics: GatewayMetrics = {
+  request: noop,
+  upstreamError: noop,
+  scheduleLatency: noop,
+  routeLookup: noop,
+  sseOpened: noop,
+  sseClosed: noop,
+};
+
+const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
+
+/** Registers the gateway's metrics on `registry` under `prefix`. */
+export function createMetrics(registry: Registry, prefix: string): GatewayMetrics {
+  const registers = [registry];
+  const requests = new Counter({
+    name: `${prefix}requests_total`,
+    help: 'Requests by HTTP method and status code',
+    labelNames: ['method', 'code'],
+    registers,
+  });
+  const upstreamErrors = new Counter({
+    name: `${prefix}upstream_errors_total`,
+    help: 'Upstream failures by reason',
+    labelNames: ['reason'],
+    registers,
+  });
+  const schedule = new Histogram({
+    name: `${prefix}schedule_duration_seconds`,
+    help: 'Latency of scheduler calls, failover included',
+    labelNames: ['outcome'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  });
+  const lookups = new Counter({
+    name: `${prefix}route_cache_lookups_total`,
+    help: 'Route cache lookups by result (hit, miss) and tier (memory, redis)',
+    labelNames: ['result', 'tier'],
+    registers,
+  });
+  const sse = new Gauge({ name: `${prefix}sse_streams_open`, help: 'Open SSE response streams', registers });
+  return {
+    // Unknown methods collapse into one label value so clients cannot grow the series set.
+    request: (method, code) =>
+      requests.inc({ method: HTTP_METHODS.has(method) ? method : 'OTHER', code: String(code) }),
+    upstreamError: (reason) => upstreamErrors.inc({ reason }),
+    scheduleLatency: (seconds, outcome) => schedule.observe({ outcome }, seconds),
+    routeLookup: (result, tier) => lookups.inc({ result, tier }),
+    sseOpened: () => sse.inc(),
+    sseClosed: () => sse.dec(),
+  };
+}

@@ -1,0 +1,165 @@
+import type { Registry } from 'prom-client';
+import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
+import { systemClock } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
+
+/** Minimal pino-compatible logger; the gateway never passes secrets to it. */
+export interface GatewayLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+/** Identity strategies per part, each a chain tried in order (first value wins). */
+export interface IdentityOptions {
+  /** Default `['path:class', 'header:X-Switchyard-Class', 'default:<defaultClass>']` (path on `/mcp/:class/:process`). */
+  readonly class?: readonly string[];
+  /** Default `['path:process', 'header:X-Switchyard-Process']`; when the chain yields nothing, process = thread. */
+  readonly process?: readonly string[];
+  /**
+   * Thread of a stateless request. Default `['random']` (a fresh id per request).
+   * A legacy session's thread is always its `Mcp-Session-Id`.
+   */
+  readonly thread?: readonly string[];
+}
+
+export interface RouteCacheOptions {
+  /** Entries kept in memory. Default 100_000. */
+  readonly maxEntries?: number;
+  /** Time to live, renewed on use. Default 15 min. */
+  readonly ttlMs?: number;
+  /** Shared cache for gateway replicas (`redis://host:port`); off when absent. */
+  readonly redisUrl?: string;
+}
+
+export interface AuthOptions {
+  readonly mode: 'none' | 'bearer' | 'jwt';
+  /** Accepted static tokens (`bearer`). */
+  readonly tokens?: readonly string[];
+  /** JWKS endpoint (`jwt`). */
+  readonly jwksUrl?: string;
+  readonly issuer?: string;
+  readonly audience?: string;
+}
+
+export interface GatewayOptions {
+  /** Scheduler replica base URLs (`http://host:port`); tried in order with failover. */
+  readonly schedulers: readonly string[];
+  /** `proxy` (default): through the tunnel owner; `direct`: the runtime's advertised address when it has one. */
+  readonly upstreamMode?: 'proxy' | 'direct';
+  readonly identity?: IdentityOptions;
+  /** Class when no strategy yields one. Default `default`. */
+  readonly defaultClass?: string;
+  readonly routeCache?: RouteCacheOptions;
+  /** Default `{mode: 'none'}`. */
+  readonly auth?: AuthOptions;
+  /** Origins accepted when a request carries `Origin`. Default none (any Origin → 403). */
+  readonly allowedOrigins?: readonly string[];
+  /** Largest request body. Default 4 MiB. */
+  readonly bodyBytesMax?: number;
+  /** Largest total of request header names and values. Default 16 KiB. */
+  readonly headerBytesMax?: number;
+  /** In-flight requests (open streams included) per principal. Default 256. */
+  readonly principalConcurrencyMax?: number;
+  /** Upstream idle timeout (headers, non-SSE bodies, keep-alive sockets). Default 5 min. */
+  readonly idleTimeoutMs?: number;
+  readonly logger?: GatewayLogger;
+  readonly metrics?: { readonly registry: Registry; readonly prefix?: string };
+  /** Time seam for backoff sleeps. Default the system clock. */
+  readonly clock?: Clock;
+}
+
+/** Every default in one place, units in the names. */
+export const GATEWAY_DEFAULTS = {
+  upstreamMode: 'proxy',
+  defaultClass: DEFAULT_CLASS,
+  routeCacheEntriesMax: 100_000,
+  routeCacheTtlMs: 15 * 60_000,
+  bodyBytesMax: 4 * 1024 * 1024,
+  headerBytesMax: 16 * 1024,
+  principalConcurrencyMax: 256,
+  /** Distinct principals tracked at once by the concurrency limiter. */
+  principalsTrackedMax: 100_000,
+  idleTimeoutMs: 5 * 60_000,
+  metricsPrefix: 'switchyard_gateway_',
+  /** Scheduler failover: rounds over every replica, backoff between rounds. */
+  scheduleRoundsMax: 4,
+  scheduleBackoffStartMs: 20,
+  scheduleBackoffMaxMs: 1_000,
+  /** One more dial of the same upstream after a connect failure. */
+  dialRetryDelayMs: 50,
+  /** Reschedules of an `initialize` or stateless request whose runtime could not be dialled. */
+  rescheduleMax: 2,
+  connectTimeoutMs: 5_000,
+} as const;
+
+const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() {} };
+
+export interface ResolvedOptions {
+  readonly schedulers: readonly string[];
+  readonly upstreamMode: 'proxy' | 'direct';
+  readonly identity: Required<IdentityOptions>;
+  readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
+  readonly auth: AuthOptions;
+  readonly allowedOrigins: ReadonlySet<string>;
+  readonly bodyBytesMax: number;
+  readonly headerBytesMax: number;
+  readonly principalConcurrencyMax: number;
+  readonly idleTimeoutMs: number;
+  readonly logger: GatewayLogger;
+  readonly metrics?: { readonly registry: Registry; readonly prefix: string };
+  readonly clock: Clock;
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new SwitchyardError('invalid_request', `${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+/** Applies defaults and validates once; throws SwitchyardError('invalid_request') naming the bad option. */
+export function resolveOptions(options: GatewayOptions): ResolvedOptions {
+  if (options.schedulers.length === 0) throw new SwitchyardError('invalid_request', 'schedulers must not be empty');
+  for (const url of options.schedulers) {
+    if (!URL.canParse(url)) throw new SwitchyardError('invalid_request', `scheduler URL is invalid: ${url}`);
+  }
+  const auth = options.auth ?? { mode: 'none' };
+  if (auth.mode === 'bearer' && !(auth.tokens && auth.tokens.length > 0)) {
+    throw new SwitchyardError('invalid_request', 'auth.tokens must list at least one token in bearer mode');
+  }
+  if (auth.mode === 'jwt' && !(auth.jwksUrl && URL.canParse(auth.jwksUrl))) {
+    throw new SwitchyardError('invalid_request', 'auth.jwksUrl must be a URL in jwt mode');
+  }
+  const defaultClass = options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass;
+  const d = GATEWAY_DEFAULTS;
+  return {
+    schedulers: options.schedulers.map((s) => s.replace(/\/+$/, '')),
+    upstreamMode: options.upstreamMode ?? d.upstreamMode,
+    identity: {
+      class: options.identity?.class ?? ['path:class', 'header:X-Switchyard-Class', `default:${defaultClass}`],
+      process: options.identity?.process ?? ['path:process', 'header:X-Switchyard-Process'],
+      thread: options.identity?.thread ?? ['random'],
+    },
+    routeCache: {
+      maxEntries: positive('routeCache.maxEntries', options.routeCache?.maxEntries ?? d.routeCacheEntriesMax),
+      ttlMs: positive('routeCache.ttlMs', options.routeCache?.ttlMs ?? d.routeCacheTtlMs),
+      ...(options.routeCache?.redisUrl ? { redisUrl: options.routeCache.redisUrl } : {}),
+    },
+    auth,
+    allowedOrigins: new Set(options.allowedOrigins ?? []),
+    bodyBytesMax: positive('bodyBytesMax', options.bodyBytesMax ?? d.bodyBytesMax),
+    headerBytesMax: positive('headerBytesMax', options.headerBytesMax ?? d.headerBytesMax),
+    principalConcurrencyMax: positive(
+      'principalConcurrencyMax',
+      options.principalConcurrencyMax ?? d.principalConcurrencyMax,
+    ),
+    idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? d.idleTimeoutMs),
+    logger: options.logger ?? silentLogger,
+    ...(options.metrics
+      ? { metrics: { registry: options.metrics.registry, prefix: options.metrics.prefix ?? d.metricsPrefix } }
+      : {}),
+    clock: options.clock ?? systemClock,
+  };
+}

@@ -1,0 +1,127 @@
+import { LRUCache } from 'lru-cache';
+import { Redis } from 'ioredis';
+import type { GatewayLogger } from './options.ts';
+
+/** Where a thread (legacy session) or a named process is served. */
+export interface Route {
+  readonly runtime: string;
+  /** Full upstream MCP endpoint, e.g. `http://owner/api/proxy/<runtime>/mcp`. */
+  readonly url: string;
+  /** Principal the session is bound to; absent when auth is off. */
+  readonly principal?: string;
+}
+
+export interface RouteCacheConfig {
+  readonly maxEntries: number;
+  readonly ttlMs: number;
+  readonly redisUrl?: string;
+  readonly logger: GatewayLogger;
+  readonly onLookup?: (result: 'hit' | 'miss', tier: 'memory' | 'redis') => void;
+}
+
+/** Shared key prefix in Redis; other replicas read the same keys. */
+export const REDIS_ROUTE_PREFIX = 'switchyard:route:';
+const REDIS_COMMAND_TIMEOUT_MS = 500;
+
+function isRoute(value: unknown): value is Route {
+  const v = value as Partial<Route> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.runtime === 'string' &&
+    typeof v.url === 'string' &&
+    (v.principal === undefined || typeof v.principal === 'string')
+  );
+}
+
+/**
+ * Bounded LRU with a TTL renewed on use, optionally backed by Redis. Redis
+ * is a cache too: when it fails, lookups fall back to a miss (the caller
+ * reschedules) and writes are dropped with a warning, never an error.
+ */
+export class RouteCache {
+  readonly #memory: LRUCache<string, Route>;
+  readonly #redis: Redis | undefined;
+  readonly #ttlMs: number;
+  readonly #config: RouteCacheConfig;
+  #closed = false;
+
+  constructor(config: RouteCacheConfig) {
+    this.#config = config;
+    this.#ttlMs = config.ttlMs;
+    this.#memory = new LRUCache<string, Route>({ max: config.maxEntries, ttl: config.ttlMs, updateAgeOnGet: true });
+    if (config.redisUrl) {
+      this.#redis = new Redis(config.redisUrl, {
+        lazyConnect: false,
+        maxRetriesPerRequest: 1,
+        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+        enableOfflineQueue: true,
+      });
+      // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
+      this.#redis.on('error', (error: Error) => config.logger.warn({ err: error.message }, 'route cache redis error'));
+    }
+  }
+
+  async get(key: string): Promise<Route | undefined> {
+    const local = this.#memory.get(key);
+    if (local) {
+      this.#config.onLookup?.('hit', 'memory');
+      return local;
+    }
+    if (!this.#redis || this.#closed) {
+      this.#config.onLookup?.('miss', 'memory');
+      return undefined;
+    }
+    try {
+      const text = await this.#redis.getex(REDIS_ROUTE_PREFIX + key, 'PX', this.#ttlMs);
+      const parsed: unknown = text ? JSON.parse(text) : undefined;
+      if (isRoute(parsed)) {
+        this.#memory.set(key, parsed);
+        this.#config.onLookup?.('hit', 'redis');
+        return parsed;
+      }
+    } catch (error) {
+      this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis read failed');
+    }
+    this.#config.onLookup?.('miss', 'redis');
+    return undefined;
+  }
+
+  async set(key: string, route: Route): Promise<void> {
+    this.#memory.set(key, route);
+    if (!this.#redis || this.#closed) return;
+    try {
+      await this.#redis.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
+    } catch (error) {
+      this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis write failed');
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    this.#memory.delete(key);
+    if (!this.#redis || this.#closed) return;
+    try {
+      await this.#redis.del(REDIS_ROUTE_PREFIX + key);
+    } catch (error) {
+      this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis delete failed');
+    }
+  }
+
+  get size(): number {
+    return this.#memory.size;
+  }
+
+  /** Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#memory.clear();
+    if (this.#redis) {
+      try {
+        await this.#redis.quit();
+      } catch {
+        this.#redis.disconnect();
+      }
+    }
+  }
+}

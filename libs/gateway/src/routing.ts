@@ -1,0 +1,213 @@
+import type { Request, Response } from 'express';
+import type { Dispatcher } from 'undici';
+import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import type { Clock } from '@switchyard/clock';
+import { randomId, resolvePart } from './identity.ts';
+import type { IdentitySource, IdentityStrategy } from './identity.ts';
+import { GATEWAY_DEFAULTS } from './options.ts';
+import type { GatewayLogger } from './options.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { Route, RouteCache } from './route-cache.ts';
+import type { Placement, SchedulerClient } from './scheduler-client.ts';
+import { attempt } from './forward.ts';
+import type { Attempt } from './forward.ts';
+import { isEventStream, relayResponse, upstreamHeaders } from './upstream.ts';
+import type { UpstreamResponse } from './upstream.ts';
+import { sendError } from './wire.ts';
+import type { MessageInfo } from './wire.ts';
+
+/** Everything a routed request needs; built once per gateway. */
+export interface RoutingContext {
+  readonly dispatcher: Dispatcher;
+  readonly scheduler: SchedulerClient;
+  readonly cache: RouteCache;
+  readonly clock: Clock;
+  readonly logger: GatewayLogger;
+  readonly metrics: GatewayMetrics;
+  readonly upstreamMode: 'proxy' | 'direct';
+  readonly idleTimeoutMs: number;
+  readonly chains: {
+    readonly class: readonly IdentityStrategy[];
+    readonly process: readonly IdentityStrategy[];
+    readonly thread: readonly IdentityStrategy[];
+  };
+  readonly defaultClass: string;
+}
+
+/** One request after the security gates: who sent it and what it carries. */
+export interface Routed {
+  readonly req: Request;
+  readonly res: Response;
+  readonly principal?: string;
+  readonly body?: Buffer;
+  readonly info?: MessageInfo;
+  readonly signal: AbortSignal;
+}
+
+const LEGACY_GONE = new Set([404, 502]);
+const STATELESS_GONE = new Set([502]);
+const threadKey = (thread: string): string => `thread:${thread}`;
+const processKey = (cls: string, process: string): string => `process:${cls}/${process}`;
+
+function source(r: Routed, sessionId?: string): IdentitySource {
+  return {
+    headers: r.req.headers,
+    query: r.req.query as Record<string, unknown>,
+    params: (r.req.params ?? {}) as Record<string, string | undefined>,
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    ...(r.principal !== undefined ? { principal: r.principal } : {}),
+  };
+}
+
+function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
+  const base = ctx.upstreamMode === 'direct' && p.address ? p.address : p.proxyUrl;
+  return { runtime: p.runtime, url: `${base.replace(/\/+$/, '')}/mcp`, ...(principal ? { principal } : {}) };
+}
+
+async function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): Promise<void> {
+  const sse = isEventStream(upstream);
+  if (sse) ctx.metrics.sseOpened();
+  try {
+    const outcome = await relayResponse(upstream, r.res, ctx.idleTimeoutMs);
+    if (outcome === 'broken') ctx.metrics.upstreamError(r.signal.aborted ? 'aborted' : 'stream');
+  } finally {
+    if (sse) ctx.metrics.sseClosed();
+  }
+}
+
+function call(
+  ctx: RoutingContext,
+  r: Routed,
+  route: Route,
+  asserted: Parameters<typeof upstreamHeaders>[1],
+  gone: ReadonlySet<number>,
+): Promise<Attempt> {
+  const method = r.req.method as 'GET' | 'POST' | 'DELETE';
+  return attempt(
+    ctx.dispatcher,
+    ctx.clock,
+    {
+      url: route.url,
+      method,
+      headers: upstreamHeaders(r.req.headers, asserted),
+      ...(r.body ? { body: r.body } : {}),
+      signal: r.signal,
+      idleTimeoutMs: ctx.idleTimeoutMs,
+    },
+    gone,
+  );
+}
+
+function classOf(ctx: RoutingContext, src: IdentitySource): string {
+  return resolvePart('class', ctx.chains.class, src) ?? ctx.defaultClass;
+}
+
+/**
+ * A request of a legacy session (`Mcp-Session-Id` present): route from the
+ * cache, else ask the scheduler (its thread fast path knows the session).
+ * A lost runtime is a 404 so the client re-initializes; DELETE evicts.
+ */
+export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: string): Promise<void> {
+  const id = r.info?.id ?? null;
+  if (!isIdentityValue(sessionId)) throw new SwitchyardError('session_not_found', 'Session not found');
+  const src = source(r, sessionId);
+  const cls = classOf(ctx, src);
+  const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
+  let route = await ctx.cache.get(threadKey(sessionId));
+  if (route && route.principal !== r.principal) throw new SwitchyardError('session_not_found', 'Session not found');
+  if (!route) {
+    const placement = await ctx.scheduler.schedule(
+      { class: cls, processId: process, threadId: sessionId, sticky: true },
+      r.signal,
+    );
+    route = routeOf(ctx, placement, r.principal);
+    await ctx.cache.set(threadKey(sessionId), route);
+  }
+  const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
+  const result = await call(ctx, r, route, asserted, LEGACY_GONE);
+  if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(threadKey(sessionId));
+  if (result.kind !== 'response') {
+    ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
+    ctx.logger.info({ runtime: route.runtime, outcome: result.kind }, 'session lost with its runtime');
+    sendError(r.res, 'session_not_found', 'Session not found: its runtime is gone, re-initialize', id);
+    return;
+  }
+  await relay(ctx, r, result.upstream);
+}
+
+/**
+ * Legacy `initialize` without a session: mint the session id, place it, and
+ * forward with `X-Switchyard-Session-Id` so the runtime adopts it. A runtime
+ * that cannot be dialled or is gone is excluded and the request rescheduled.
+ */
+export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<void> {
+  const sessionId = randomId();
+  const src = source(r, sessionId);
+  const cls = classOf(ctx, src);
+  const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
+  const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
+  const exclude: string[] = [];
+  for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
+    const placement = await ctx.scheduler.schedule(
+      { class: cls, processId: process, threadId: sessionId, sticky: true, ...(exclude.length ? { exclude } : {}) },
+      r.signal,
+    );
+    const route = routeOf(ctx, placement, r.principal);
+    const result = await call(ctx, r, route, asserted, LEGACY_GONE);
+    if (result.kind === 'response') {
+      // Recorded before the client sees the session id, so its next request finds the route.
+      if (result.upstream.statusCode < 300) await ctx.cache.set(threadKey(sessionId), route);
+      await relay(ctx, r, result.upstream);
+      return;
+    }
+    ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
+    ctx.logger.warn({ runtime: placement.runtime, outcome: result.kind }, 'initialize rescheduled');
+    exclude.push(placement.runtime);
+  }
+  throw new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
+}
+
+/**
+ * A stateless (2026-07-28) request: placed per request by process identity.
+ * Without one the process is the request's own fresh thread, so such
+ * requests spread. Named processes are cached; a runtime that cannot be
+ * dialled is evicted and the request rescheduled (nothing was sent).
+ */
+export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<void> {
+  const src = source(r);
+  const thread = resolvePart('thread', ctx.chains.thread, src) ?? randomId();
+  const cls = classOf(ctx, src);
+  const named = resolvePart('process', ctx.chains.process, src);
+  const process = named ?? thread;
+  const key = named ? processKey(cls, named) : undefined;
+  const asserted = { class: cls, process, ...(r.principal ? { principal: r.principal } : {}) };
+  const exclude: string[] = [];
+  for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
+    let route = key && round === 0 ? await ctx.cache.get(key) : undefined;
+    if (!route) {
+      const placement = await ctx.scheduler.schedule(
+        { class: cls, processId: process, threadId: thread, sticky: true, ...(exclude.length ? { exclude } : {}) },
+        r.signal,
+      );
+      route = routeOf(ctx, placement);
+      if (key) await ctx.cache.set(key, route);
+    }
+    const result = await call(ctx, r, route, asserted, STATELESS_GONE);
+    if (result.kind === 'response') {
+      await relay(ctx, r, result.upstream);
+      return;
+    }
+    if (key) await ctx.cache.delete(key);
+    ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
+    // A 502 may have come after the proxy read the body: a tool call is never sent twice.
+    if (result.kind === 'gone' && r.info?.method === 'tools/call') break;
+    exclude.push(route.runtime);
+  }
+  throw new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
+}
+
+/** The session header, if any (first value when repeated). */
+export function sessionIdOf(req: Request): string | undefined {
+  const value = req.headers[MCP_SESSION_HEADER];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,112 @@
+import type { Response } from 'express';
+import { ERROR_CODES, SwitchyardError, jsonRpcError } from '@switchyard/protocol';
+import type { ErrorCode, JsonRpcId } from '@switchyard/protocol';
+
+/** Protocol revisions the gateway passes through; anything else in `MCP-Protocol-Version` is a 400. */
+export const SUPPORTED_PROTOCOL_VERSIONS: ReadonlySet<string> = new Set([
+  '2025-03-26',
+  '2025-06-18',
+  '2025-11-25',
+  '2026-07-28',
+]);
+
+/** The stateless revision: no sessions, routed per request. */
+export const STATELESS_PROTOCOL_VERSION = '2026-07-28';
+
+/** Where SDK v2 clients put a modern request's protocol version claim. */
+const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
+
+/** What routing needs from a POST body; parsed once, never trusted further. */
+export interface MessageInfo {
+  /** Id of a single request, for error bodies; null otherwise. */
+  readonly id: JsonRpcId;
+  /** Method of a single message, or of the first request of a batch. */
+  readonly method?: string;
+  readonly isInitialize: boolean;
+  /** Protocol version claimed inside the body (`params._meta`), if any. */
+  readonly claimedVersion?: string;
+}
+
+function asId(value: unknown): JsonRpcId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? value : null;
+}
+
+function messageOf(value: unknown): { id: JsonRpcId; method?: string; claimed?: string } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { id: null };
+  const m = value as Record<string, unknown>;
+  const params = typeof m.params === 'object' && m.params !== null ? (m.params as Record<string, unknown>) : {};
+  const meta =
+    typeof params._meta === 'object' && params._meta !== null ? (params._meta as Record<string, unknown>) : {};
+  const claimed = meta[PROTOCOL_VERSION_META_KEY];
+  return {
+    id: asId(m.id),
+    ...(typeof m.method === 'string' ? { method: m.method } : {}),
+    ...(typeof claimed === 'string' ? { claimed } : {}),
+  };
+}
+
+/**
+ * Reads routing facts from a JSON body. Throws SwitchyardError('parse_error')
+ * for bytes that are not JSON and ('invalid_request') for JSON that is not a
+ * message or a non-empty batch.
+ */
+export function inspectBody(body: Buffer): MessageInfo {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch (cause) {
+    throw new SwitchyardError('parse_error', 'Parse error: the body is not valid JSON', { cause });
+  }
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) throw new SwitchyardError('invalid_request', 'Invalid request: empty batch');
+    const messages = parsed.map(messageOf);
+    const first = messages.find((m) => m.method !== undefined);
+    return {
+      id: null,
+      ...(first?.method !== undefined ? { method: first.method } : {}),
+      isInitialize: messages.some((m) => m.method === 'initialize'),
+      ...(first?.claimed !== undefined ? { claimedVersion: first.claimed } : {}),
+    };
+  }
+  if (typeof parsed !== 'object' || parsed === null) {
+    throw new SwitchyardError('invalid_request', 'Invalid request: expected a JSON-RPC message');
+  }
+  const m = messageOf(parsed);
+  return {
+    id: m.id,
+    ...(m.method !== undefined ? { method: m.method } : {}),
+    isInitialize: m.method === 'initialize',
+    ...(m.claimed !== undefined ? { claimedVersion: m.claimed } : {}),
+  };
+}
+
+/**
+ * Answers with a JSON-RPC error body. `status` overrides the registry's only
+ * where HTTP has a more precise status than the registry knows (431).
+ * Does nothing once headers are out: the stream is then cut instead.
+ */
+export function sendError(
+  res: Response,
+  code: ErrorCode,
+  message: string,
+  id: JsonRpcId = null,
+  extraHeaders: Readonly<Record<string, string>> = {},
+  status: number = ERROR_CODES[code].status,
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  for (const [name, value] of Object.entries(extraHeaders)) res.setHeader(name, value);
+  res.status(status).json(jsonRpcError(code, message, id));
+}
+
+/** Maps any thrown value to a response; unknown failures are 500 -32603, never blamed on the client. */
+export function sendFailure(res: Response, error: unknown, id: JsonRpcId = null): void {
+  if (error instanceof SwitchyardError) {
+    const headers: Record<string, string> = error.code === 'method_not_allowed' ? { Allow: 'POST' } : {};
+    sendError(res, error.code, error.message, id, headers);
+    return;
+  }
+  sendError(res, 'internal', 'Internal error', id);
+}

@@ -1,0 +1,82 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connectV2, startHarness, textOf } from './harness.ts';
+import type { Harness } from './harness.ts';
+
+describe('legacy sessions through the gateway', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness(3);
+  });
+  after(() => h.close());
+
+  it('keeps a v2 session on one runtime: the per-sandbox counter counts up', async () => {
+    const client = await connectV2(h.url);
+    try {
+      const values: string[] = [];
+      for (let i = 0; i < 3; i++) values.push(textOf(await client.callTool({ name: 'counter', arguments: {} })));
+      assert.deepEqual(values, ['1', '2', '3']);
+      const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
+      assert.match(who.sandbox, /^[0-9a-f]{32}$/, 'the process defaults to the minted session id');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('serves a v1 SDK client: echo round-trips', async () => {
+    const client = new ClientV1({ name: 'v1', version: '1.0.0' });
+    await client.connect(new TransportV1(new URL(h.url)));
+    try {
+      const result = await client.callTool({ name: 'echo', arguments: { text: 'hello v1' } });
+      assert.equal(textOf(result), 'hello v1');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('keeps 50 concurrent sessions apart and spreads them over the runtimes', async () => {
+    const clients = await Promise.all(Array.from({ length: 50 }, () => connectV2(h.url)));
+    try {
+      const results = await Promise.all(
+        clients.map(async (c, i) => {
+          const echoed = textOf(await c.callTool({ name: 'echo', arguments: { text: `s${i}` } }));
+          const first = textOf(await c.callTool({ name: 'counter', arguments: {} }));
+          const second = textOf(await c.callTool({ name: 'counter', arguments: {} }));
+          const who = JSON.parse(textOf(await c.callTool({ name: 'whoami', arguments: {} }))) as { runtime: string };
+          return { echoed, first, second, runtime: who.runtime };
+        }),
+      );
+      results.forEach((r, i) => assert.deepEqual([r.echoed, r.first, r.second], [`s${i}`, '1', '2']));
+      assert.ok(new Set(results.map((r) => r.runtime)).size >= 2, 'sessions land on more than one runtime');
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+
+  it('delivers server notifications on the GET stream', async () => {
+    const client = await connectV2(h.url);
+    try {
+      const received = new Promise<string>((resolve) => {
+        client.setNotificationHandler('notifications/message', (n) => resolve(String(n.params.data)));
+      });
+      // The standalone GET stream opens after initialize; wait until the gateway relays one.
+      for (let i = 0; i < 200 && h.gateway.stats().sseOpen === 0; i++) await new Promise((r) => setImmediate(r));
+      assert.ok(h.gateway.stats().sseOpen >= 1, 'a GET stream is open through the gateway');
+      await Promise.all(h.runtimes.map((r) => r.notifyAll('ping-from-runtime')));
+      assert.equal(await received, 'ping-from-runtime');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('ends the session on DELETE: the route is evicted', async () => {
+    const client = await connectV2(h.url);
+    const transport = client.transport as unknown as { terminateSession(): Promise<void>; sessionId?: string };
+    const before = h.gateway.stats().routeCacheEntries;
+    await transport.terminateSession();
+    assert.equal(h.gateway.stats().routeCacheEntries, before - 1);
+    await client.close();
+  });
+});
