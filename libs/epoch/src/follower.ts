@@ -1,0 +1,198 @@
+import type { Clock, Timer } from '@switchyard/clock';
+import type { Part, RuntimeState, SyncMessage } from '@switchyard/protocol';
+import { EpochHistory } from './history.ts';
+import { EPOCH_DEFAULTS, checkInt } from './options.ts';
+import type { ApplyFn, DiffFn, EpochRef, EpochSink, RejectInfo, SyncConnection } from './types.ts';
+
+export interface EpochFollowerOptions {
+  readonly replicaId: string;
+  readonly clock: Clock;
+  /** This replica's part. Must return a value that is not mutated afterwards (it is the base of the next delta). */
+  readonly localPart: () => readonly RuntimeState[];
+  readonly diff: DiffFn;
+  /** Applies a commit's delta to the previous epoch's state (kept for `snapshotAt`). */
+  readonly apply: ApplyFn;
+  readonly sink: EpochSink;
+  readonly keepEpochs?: number;
+  /** After `notifyChange`, wait this long before reporting the part. */
+  readonly debounceMs?: number;
+  readonly connectionsMax?: number;
+  /** A message was fenced off (lower term) or malformed; an `error` also went back to its sender. */
+  readonly onReject?: (info: RejectInfo) => void;
+}
+
+type Commit = Extract<SyncMessage, { type: 'commit' }>;
+
+/**
+ * Follower side of epoch sync. Answers announces with its part (a delta
+ * against the version it last sent on the current connection, full after
+ * an attach, a new term or a `resync part`), and feeds commits to the sink.
+ *
+ * Guarantees:
+ * - fencing: once a term is seen, nothing of a lower term reaches the sink,
+ *   whichever connection it arrives on; it is reported through `onReject`
+ *   and answered with `error`;
+ * - the sink sees epochs in order: a delta only when its base is the
+ *   sink's latest epoch of the same term, else a `resync snapshot` is sent
+ *   (once per gap) and deltas are dropped until a snapshot arrives.
+ *
+ * Not guaranteed: that the part reaches the leader (a refused send is
+ * retried at the next announce). Connections stay open until `stop()` or
+ * until more than `connectionsMax` are attached (the oldest is closed).
+ */
+export class EpochFollower {
+  readonly #o: EpochFollowerOptions & { keepEpochs: number; debounceMs: number; connectionsMax: number };
+  readonly #history: EpochHistory;
+  readonly #conns = new Set<SyncConnection>();
+  #current: SyncConnection | undefined;
+  #term = -1;
+  #announce: { term: number; epoch: number } | undefined;
+  #sent: { states: readonly RuntimeState[]; version: number } | undefined;
+  #version = 0;
+  #awaitingSnapshot = false;
+  #debounce: Timer | undefined;
+  #stopped = false;
+
+  constructor(options: EpochFollowerOptions) {
+    const { keepEpochs, debounceMs, connectionsMax } = EPOCH_DEFAULTS;
+    this.#o = { keepEpochs, debounceMs, connectionsMax, ...options };
+    checkInt('debounceMs', this.#o.debounceMs, 0);
+    checkInt('connectionsMax', this.#o.connectionsMax, 1);
+    this.#history = new EpochHistory(this.#o.keepEpochs);
+  }
+
+  /** Highest term seen; -1 before any message. */
+  get term(): number {
+    return this.#term;
+  }
+
+  latest(): EpochRef | undefined {
+    return this.#history.latest();
+  }
+
+  /** A copy of an epoch's state, if it is among the last `keepEpochs`. */
+  snapshotAt(epoch: number): RuntimeState[] | undefined {
+    return this.#history.at(epoch);
+  }
+
+  /** Makes `conn` the current leader's connection; earlier ones stay open but only commits pass there (fenced). */
+  attach(conn: SyncConnection): void {
+    if (this.#stopped) return conn.close(1001, 'follower stopped');
+    this.#conns.add(conn);
+    if (this.#conns.size > this.#o.connectionsMax) {
+      const oldest = this.#conns.values().next().value!;
+      this.#conns.delete(oldest);
+      oldest.close(1000, 'superseded');
+    }
+    this.#current = conn;
+    this.#announce = undefined;
+    this.#sent = undefined;
+    this.#awaitingSnapshot = false;
+    conn.onMessage((msg) => {
+      if (this.#conns.has(conn)) this.#handle(conn, msg);
+    });
+    conn.onClose(() => {
+      this.#conns.delete(conn);
+      if (this.#current === conn) this.#current = undefined;
+    });
+  }
+
+  /** Reports the part to the leader soon (after `debounceMs`) instead of waiting for the next announce. */
+  notifyChange(): void {
+    if (this.#stopped || this.#debounce) return;
+    this.#debounce = this.#o.clock.setTimeout(() => {
+      this.#debounce = undefined;
+      this.#sendCollect();
+    }, this.#o.debounceMs);
+  }
+
+  /** Closes every connection and clears timers. Idempotent. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#debounce?.cancel();
+    for (const conn of this.#conns) conn.close(1001, 'follower stopped');
+    this.#conns.clear();
+    this.#current = undefined;
+  }
+
+  #handle(conn: SyncConnection, msg: SyncMessage): void {
+    if (msg.term < this.#term) {
+      const epoch = 'epoch' in msg ? msg.epoch : 0;
+      return this.#reject(conn, msg.type, msg.term, epoch, `term ${msg.term} is below ${this.#term}`);
+    }
+    if (msg.term > this.#term) {
+      this.#term = msg.term;
+      this.#sent = undefined; // a new leader has none of our part
+    }
+    switch (msg.type) {
+      case 'announce':
+        if (conn !== this.#current) return;
+        this.#announce = { term: msg.term, epoch: msg.epoch };
+        return this.#sendCollect();
+      case 'commit':
+        return this.#commit(conn, msg);
+      case 'resync':
+        if (msg.what === 'part' && conn === this.#current) {
+          this.#sent = undefined;
+          this.#sendCollect();
+        }
+        return;
+      default:
+        // `error` from a leader needs no answer; `collect` is not for followers.
+        return;
+    }
+  }
+
+  #commit(conn: SyncConnection, msg: Commit): void {
+    const latest = this.#history.latest();
+    const sameTerm = latest?.term === msg.term;
+    if (msg.body.kind === 'snapshot') {
+      const { snapshot } = msg.body;
+      if (snapshot.epoch !== msg.epoch || snapshot.term !== msg.term) {
+        return this.#reject(conn, 'commit', msg.term, msg.epoch, 'snapshot epoch or term differs from its commit');
+      }
+      if (sameTerm && msg.epoch < latest.epoch) return; // older than what we have from this leader
+      this.#history.record(msg, snapshot.runtimes);
+      this.#awaitingSnapshot = false;
+      this.#o.sink.snapshot(msg.epoch, msg.term, snapshot.runtimes);
+      return;
+    }
+    const { baseEpoch, ops } = msg.body;
+    if (sameTerm && msg.epoch <= latest.epoch) return; // a repeat
+    const base = sameTerm && baseEpoch === latest.epoch ? this.#history.latestStates() : undefined;
+    if (!base) {
+      if (!this.#awaitingSnapshot)
+        this.#awaitingSnapshot = conn.send({ type: 'resync', term: msg.term, what: 'snapshot' });
+      return;
+    }
+    this.#history.record(msg, this.#o.apply(base, ops));
+    this.#o.sink.delta(msg.epoch, msg.term, baseEpoch, ops);
+  }
+
+  #sendCollect(): void {
+    const conn = this.#current;
+    const announce = this.#announce;
+    if (!conn || !announce || this.#stopped) return;
+    const states = this.#o.localPart();
+    let part: Part;
+    let version: number;
+    if (!this.#sent) {
+      version = ++this.#version;
+      part = { kind: 'full', runtimes: [...states] };
+    } else {
+      const ops = this.#o.diff(this.#sent.states, states);
+      version = ops.length > 0 ? ++this.#version : this.#sent.version;
+      part = { kind: 'delta', base: this.#sent.version, ops };
+    }
+    const { term, epoch } = announce;
+    if (conn.send({ type: 'collect', term, epoch, replica: this.#o.replicaId, version, part })) {
+      this.#sent = { states, version };
+    }
+  }
+
+  #reject(conn: SyncConnection, type: SyncMessage['type'], term: number, epoch: number, reason: string): void {
+    this.#o.onReject?.({ type, term, epoch, reason });
+    conn.send({ type: 'error', term: Math.max(this.#term, 0), epoch, reason });
+  }
+}

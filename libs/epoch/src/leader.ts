@@ -1,0 +1,329 @@
+import type { Clock, Timer } from '@switchyard/clock';
+import type { RuntimeState, SyncMessage } from '@switchyard/protocol';
+import { messageBytes } from './encode.ts';
+import { EpochHistory } from './history.ts';
+import { EPOCH_DEFAULTS, checkInt } from './options.ts';
+import { effectivePart, makeRoom, newSlot } from './slots.ts';
+import type { FollowerSlot } from './slots.ts';
+import type { ApplyFn, DiffFn, EpochRef, EpochSink, MergeFn, SyncConnection } from './types.ts';
+
+/** Reported after each new epoch. `bytes` is the size of the delta commit (the snapshot for the first epoch). */
+export interface CommitInfo {
+  readonly epoch: number;
+  readonly term: number;
+  readonly bytes: number;
+  /** From the announce of the oldest cycle this commit concludes to the commit. */
+  readonly durationMs: number;
+}
+
+export interface EpochLeaderOptions {
+  readonly replicaId: string;
+  /** Leadership term (the lease's transition count); every message carries it. */
+  readonly term: number;
+  readonly clock: Clock;
+  /** The leader's own part. Must return a value that is not mutated afterwards. */
+  readonly localPart: () => readonly RuntimeState[];
+  readonly merge: MergeFn;
+  readonly diff: DiffFn;
+  /** Applies a follower's part delta to its previous part. */
+  readonly apply: ApplyFn;
+  /** The leader's own view of the commits. */
+  readonly sink?: EpochSink;
+  readonly cycleIntervalMs?: number;
+  readonly debounceMs?: number;
+  readonly cycleTimeoutMs?: number;
+  readonly maxInFlight?: number;
+  readonly keepEpochs?: number;
+  readonly staleAfterMs?: number;
+  readonly followersMax?: number;
+  /** Highest epoch number seen before this term; the first commit is `startEpoch + 1`. Default 0. */
+  readonly startEpoch?: number;
+  readonly onCommit?: (info: CommitInfo) => void;
+  /** A follower sent `error` (e.g. it fenced this leader off: `term` above ours). */
+  readonly onFollowerError?: (replica: string, term: number, reason: string) => void;
+}
+
+interface Cycle {
+  readonly token: number;
+  readonly startedMs: number;
+  readonly waiting: Set<string>;
+  readonly timer: Timer;
+}
+
+/**
+ * Leader side of epoch sync for one term. Each cycle announces to the
+ * attached followers, waits for their collects (at most `cycleTimeoutMs`),
+ * merges their parts with its own and commits the result as the next epoch.
+ *
+ * Guarantees:
+ * - epochs are numbered `startEpoch + 1, +2, …` without holes; every
+ *   follower gets, for one epoch number, either the same delta against the
+ *   previous epoch or a snapshot equal to that epoch's state;
+ * - a cycle whose merge equals the previous epoch commits nothing (no new
+ *   number for no change); followers waiting for a snapshot get the latest
+ *   epoch's instead;
+ * - a follower silent for `staleAfterMs` has its runtimes committed with
+ *   `available: false` (attached or not) until it reports again;
+ * - a follower whose connection refuses a message (backpressure) gets no
+ *   more deltas and receives a snapshot once its connection accepts again;
+ * - at most `maxInFlight` cycles wait at once; a collect that answers a
+ *   later cycle also answers the earlier ones, which commit together.
+ *
+ * Not guaranteed: that a follower ever catches up (a dead one just goes
+ * stale), or anything across terms — fencing is the followers' job.
+ * The leader owns attached connections and closes them on `stop()`.
+ */
+export class EpochLeader {
+  readonly #o: Required<Omit<EpochLeaderOptions, 'sink' | 'onCommit' | 'onFollowerError'>> & EpochLeaderOptions;
+  readonly #history: EpochHistory;
+  readonly #slots = new Map<string, FollowerSlot>();
+  #cycles: Cycle[] = [];
+  #token: number;
+  #tick: Timer | undefined;
+  #debounce: Timer | undefined;
+  #promptPending = false;
+  #stopped = false;
+  #snapshotMsg: Extract<SyncMessage, { type: 'commit' }> | undefined;
+
+  constructor(options: EpochLeaderOptions) {
+    this.#o = { ...EPOCH_DEFAULTS, startEpoch: 0, ...options };
+    for (const key of [
+      'cycleIntervalMs',
+      'debounceMs',
+      'cycleTimeoutMs',
+      'staleAfterMs',
+      'term',
+      'startEpoch',
+    ] as const) {
+      checkInt(key, this.#o[key], 0);
+    }
+    checkInt('maxInFlight', this.#o.maxInFlight, 1);
+    checkInt('followersMax', this.#o.followersMax, 1);
+    this.#history = new EpochHistory(this.#o.keepEpochs);
+    this.#token = this.#o.startEpoch;
+    this.#armTick();
+  }
+
+  /** Number of cycles announced and not yet committed. */
+  get inFlight(): number {
+    return this.#cycles.length;
+  }
+
+  /** The newest committed epoch, undefined before the first commit. */
+  latest(): EpochRef | undefined {
+    return this.#history.latest();
+  }
+
+  /** A copy of an epoch's state, if it is among the last `keepEpochs`. */
+  snapshotAt(epoch: number): RuntimeState[] | undefined {
+    return this.#history.at(epoch);
+  }
+
+  /**
+   * Adds a follower's connection. A second connection for the same replica
+   * replaces the first. The follower gets the latest epoch as a snapshot at
+   * once and must send a full part before deltas are accepted.
+   */
+  attach(conn: SyncConnection, replica: string): void {
+    if (this.#stopped) return conn.close(1001, 'leader stopped');
+    let slot = this.#slots.get(replica);
+    if (!slot) {
+      if (!makeRoom(this.#slots, this.#o.followersMax)) return conn.close(1013, 'too many followers');
+      slot = newSlot(replica, this.#o.clock.now());
+      this.#slots.set(replica, slot);
+    }
+    const previous = slot.conn;
+    Object.assign(slot, { conn, partVersion: undefined, detachedAtMs: undefined, needsSnapshot: true });
+    const attached = slot;
+    conn.onMessage((msg) => {
+      if (attached.conn === conn && !this.#stopped) this.#handle(attached, conn, msg);
+    });
+    conn.onClose(() => {
+      if (attached.conn === conn) this.#detach(attached);
+    });
+    previous?.close(1000, 'replaced by a new connection');
+    this.#sendSnapshot(slot);
+    this.notifyChange();
+  }
+
+  /** Asks for a cycle soon: after `debounceMs`, so a burst of changes makes one cycle. */
+  notifyChange(): void {
+    if (this.#stopped || this.#debounce) return;
+    this.#debounce = this.#o.clock.setTimeout(() => {
+      this.#debounce = undefined;
+      this.#startCycle();
+    }, this.#o.debounceMs);
+  }
+
+  /** Stops all cycles and timers and closes every follower connection. Idempotent. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#tick?.cancel();
+    this.#debounce?.cancel();
+    for (const cycle of this.#cycles) cycle.timer.cancel();
+    this.#cycles = [];
+    for (const slot of this.#slots.values()) slot.conn?.close(1001, 'leader stopped');
+    this.#slots.clear();
+  }
+
+  #armTick(): void {
+    this.#tick = this.#o.clock.setTimeout(() => {
+      this.#startCycle();
+      if (!this.#stopped) this.#armTick();
+    }, this.#o.cycleIntervalMs);
+  }
+
+  #detach(slot: FollowerSlot): void {
+    slot.conn = undefined;
+    slot.detachedAtMs = this.#o.clock.now();
+    for (const cycle of this.#cycles) cycle.waiting.delete(slot.replica);
+    this.#commitReady();
+  }
+
+  #startCycle(): void {
+    if (this.#stopped) return;
+    if (this.#cycles.length >= this.#o.maxInFlight) {
+      this.#promptPending = true;
+      return;
+    }
+    this.#token = Math.max(this.#token, this.#history.latest()?.epoch ?? 0) + 1;
+    const announce: SyncMessage = { type: 'announce', term: this.#o.term, epoch: this.#token };
+    const waiting = new Set<string>();
+    for (const slot of this.#slots.values()) {
+      if (slot.conn?.send(announce)) waiting.add(slot.replica);
+    }
+    const cycle: Cycle = {
+      token: this.#token,
+      startedMs: this.#o.clock.now(),
+      waiting,
+      timer: this.#o.clock.setTimeout(() => this.#conclude(this.#cycles.indexOf(cycle)), this.#o.cycleTimeoutMs),
+    };
+    this.#cycles.push(cycle);
+    this.#commitReady();
+  }
+
+  #handle(slot: FollowerSlot, conn: SyncConnection, msg: SyncMessage): void {
+    const { term } = this.#o;
+    switch (msg.type) {
+      case 'collect': {
+        if (msg.term !== term) return;
+        if (msg.replica !== slot.replica) {
+          conn.send({ type: 'error', term, epoch: msg.epoch, reason: `collect names replica ${msg.replica}` });
+          return;
+        }
+        const changed = this.#takePart(slot, conn, msg);
+        const answered = this.#cycles.some((c) => c.token <= msg.epoch && c.waiting.has(slot.replica));
+        for (const cycle of this.#cycles) if (cycle.token <= msg.epoch) cycle.waiting.delete(slot.replica);
+        // An unsolicited collect is how a follower reports a change between cycles.
+        if (changed && !answered) this.notifyChange();
+        this.#commitReady();
+        return;
+      }
+      case 'resync':
+        if (msg.what === 'snapshot') {
+          slot.needsSnapshot = true;
+          this.#sendSnapshot(slot);
+        }
+        return;
+      case 'error':
+        this.#o.onFollowerError?.(slot.replica, msg.term, msg.reason);
+        return;
+      default:
+        conn.send({ type: 'error', term, epoch: msg.epoch, reason: `unexpected ${msg.type} from a follower` });
+    }
+  }
+
+  /** Stores the part a collect carries; returns whether it changed. */
+  #takePart(slot: FollowerSlot, conn: SyncConnection, msg: Extract<SyncMessage, { type: 'collect' }>): boolean {
+    slot.lastCollectMs = this.#o.clock.now();
+    if (msg.part.kind === 'full') {
+      slot.part = msg.part.runtimes;
+      slot.partVersion = msg.version;
+      return true;
+    }
+    if (slot.partVersion !== msg.part.base || slot.part === undefined) {
+      // Without the base the delta means nothing; keep the old part until a full one comes.
+      conn.send({ type: 'resync', term: this.#o.term, what: 'part' });
+      return false;
+    }
+    slot.partVersion = msg.version;
+    if (msg.part.ops.length === 0) return false;
+    slot.part = this.#o.apply(slot.part, msg.part.ops);
+    return true;
+  }
+
+  /** Concludes the newest cycle every follower has answered, with all before it. */
+  #commitReady(): void {
+    for (let i = this.#cycles.length - 1; i >= 0; i--) {
+      if (this.#cycles[i]!.waiting.size === 0) return this.#conclude(i);
+    }
+  }
+
+  #conclude(index: number): void {
+    if (index < 0 || this.#stopped) return;
+    const done = this.#cycles.splice(0, index + 1);
+    for (const cycle of done) cycle.timer.cancel();
+    this.#commit(done[0]!.startedMs);
+    if (this.#promptPending) {
+      this.#promptPending = false;
+      this.#startCycle();
+    }
+  }
+
+  #commit(startedMs: number): void {
+    const { clock, term, staleAfterMs } = this.#o;
+    const now = clock.now();
+    const parts = [this.#o.localPart()];
+    for (const slot of this.#slots.values()) if (slot.part) parts.push(effectivePart(slot, now, staleAfterMs));
+    const next = this.#o.merge(parts);
+    const base = this.#history.latest();
+    const prev = this.#history.latestStates();
+    if (!base || !prev) return this.#commitFirst(next, startedMs);
+    const ops = this.#o.diff(prev, next);
+    if (ops.length > 0) {
+      const epoch = base.epoch + 1;
+      this.#history.record({ epoch, term }, next);
+      this.#snapshotMsg = undefined;
+      this.#o.sink?.delta(epoch, term, base.epoch, ops);
+      const delta: SyncMessage = { type: 'commit', term, epoch, body: { kind: 'delta', baseEpoch: base.epoch, ops } };
+      for (const slot of this.#slots.values()) {
+        if (slot.conn && !slot.needsSnapshot && !slot.conn.send(delta)) slot.needsSnapshot = true;
+      }
+      this.#o.onCommit?.({ epoch, term, bytes: messageBytes(delta), durationMs: clock.now() - startedMs });
+    }
+    for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
+  }
+
+  #commitFirst(states: readonly RuntimeState[], startedMs: number): void {
+    const epoch = this.#o.startEpoch + 1;
+    const { term } = this.#o;
+    this.#history.record({ epoch, term }, states);
+    this.#o.sink?.snapshot(epoch, term, states);
+    for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
+    const bytes = messageBytes(this.#latestSnapshot({ epoch, term }));
+    this.#o.onCommit?.({ epoch, term, bytes, durationMs: this.#o.clock.now() - startedMs });
+  }
+
+  /** Sends the latest epoch as a snapshot if the slot waits for one and its connection accepts it. */
+  #sendSnapshot(slot: FollowerSlot): void {
+    const latest = this.#history.latest();
+    if (!slot.needsSnapshot || !slot.conn || !latest) return;
+    if (slot.conn.send(this.#latestSnapshot(latest))) slot.needsSnapshot = false;
+  }
+
+  /** The snapshot commit of the latest epoch, built once and shared by every follower that needs it. */
+  #latestSnapshot(latest: EpochRef): SyncMessage {
+    if (this.#snapshotMsg?.epoch !== latest.epoch) {
+      const runtimes = this.#history.latestStates() as RuntimeState[];
+      const snapshot = { epoch: latest.epoch, term: latest.term, runtimes };
+      this.#snapshotMsg = {
+        type: 'commit',
+        term: latest.term,
+        epoch: latest.epoch,
+        body: { kind: 'snapshot', snapshot },
+      };
+    }
+    return this.#snapshotMsg;
+  }
+}

@@ -1,0 +1,52 @@
+import type { ClusterOp, RuntimeState, SyncMessage } from '@switchyard/protocol';
+
+/** An epoch number together with the leadership term that committed it. */
+export interface EpochRef {
+  readonly epoch: number;
+  readonly term: number;
+}
+
+/**
+ * Receives committed epochs in order. `delta` ops apply to the state of
+ * `baseEpoch`, which the sink saw last; `snapshot` replaces everything.
+ */
+export interface EpochSink {
+  snapshot(epoch: number, term: number, states: readonly RuntimeState[]): void;
+  delta(epoch: number, term: number, baseEpoch: number, ops: readonly ClusterOp[]): void;
+}
+
+/** Merges the parts of every replica into one cluster state (`mergeParts` of the scheduling lib). */
+export type MergeFn = (parts: ReadonlyArray<readonly RuntimeState[]>) => RuntimeState[];
+/** Ops that turn `prev` into `next` (`diffStates` of the scheduling lib). */
+export type DiffFn = (prev: readonly RuntimeState[], next: readonly RuntimeState[]) => ClusterOp[];
+/** Applies ops to a state and returns the new state (a `ClusterIndex` round trip). Must not mutate `states`. */
+export type ApplyFn = (states: readonly RuntimeState[], ops: readonly ClusterOp[]) => RuntimeState[];
+
+/**
+ * One end of an epoch sync channel. Messages arrive in the order they were
+ * sent, or the channel closes; nothing is retried underneath.
+ */
+export interface SyncConnection {
+  /**
+   * Queues `msg`. Returns false, without queueing, when the connection is
+   * closed or its send buffer is over its bound (backpressure); the caller
+   * decides what to do instead.
+   */
+  send(msg: SyncMessage): boolean;
+  /** Registers the handler of validated inbound messages (one handler; a later call replaces it). */
+  onMessage(cb: (msg: SyncMessage) => void): void;
+  /** Registers the close handler; it runs once, after which `send` returns false. */
+  onClose(cb: (code: number, reason: string) => void): void;
+  /** Closes the connection; idempotent. */
+  close(code: number, reason: string): void;
+  /** Bytes queued but not yet written to the peer. */
+  readonly bufferedBytes: number;
+}
+
+/** What a follower reports through `onReject` when it fences off a message. */
+export interface RejectInfo {
+  readonly type: SyncMessage['type'];
+  readonly term: number;
+  readonly epoch: number;
+  readonly reason: string;
+}

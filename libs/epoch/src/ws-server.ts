@@ -1,0 +1,117 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer } from 'ws';
+import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { WS_SYNC_DEFAULTS, wsSyncConnection } from './ws-connection.ts';
+import type { SyncConnection } from './types.ts';
+
+/** Largest inbound frame by default: a full part or snapshot of a large fleet fits. */
+export const SYNC_PAYLOAD_BYTES_MAX = 64 * 1024 * 1024;
+
+const SYNC_PATH = /^\/api\/sync\/([^/]+)$/;
+
+export interface SyncServerOptions {
+  /** A follower connected to `GET /api/sync/:replica`; typically `leader.attach(conn, replica)`. */
+  readonly onConnection: (conn: SyncConnection, replica: string) => void;
+  readonly bufferedBytesMax?: number;
+  readonly payloadBytesMax?: number;
+}
+
+export interface SyncServer {
+  /**
+   * Takes an HTTP upgrade if its path is `/api/sync/:replica` and returns
+   * true; returns false, touching nothing, for any other path. A bad
+   * replica id is answered 400 and the socket closed.
+   */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Closes every sync connection (1001) and stops accepting. Idempotent. */
+  close(): void;
+}
+
+/** The leader side of `/api/sync/:replica`, to be wired to an HTTP server's `upgrade` event. No authentication. */
+export function createSyncServer(options: SyncServerOptions): SyncServer {
+  const wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX,
+  });
+  const bufferedBytesMax = options.bufferedBytesMax ?? WS_SYNC_DEFAULTS.bufferedBytesMax;
+  let closed = false;
+  return {
+    handleUpgrade(req, socket, head) {
+      const match = SYNC_PATH.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
+      if (!match) return false;
+      let replica = '';
+      try {
+        replica = decodeURIComponent(match[1]!);
+      } catch {
+        // falls through to the 400 below
+      }
+      if (closed || !isIdentityValue(replica)) {
+        const status = closed ? '503 Service Unavailable' : '400 Bad Request';
+        socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        return true;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        options.onConnection(wsSyncConnection(ws, { bufferedBytesMax }), replica);
+      });
+      return true;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const ws of wss.clients) ws.close(1001, 'server closing');
+      wss.close();
+    },
+  };
+}
+
+export interface ConnectSyncOptions {
+  readonly bufferedBytesMax?: number;
+  readonly payloadBytesMax?: number;
+  /** Default 10 s. */
+  readonly handshakeTimeoutMs?: number;
+}
+
+/**
+ * Opens the follower side: `baseUrl` is the leader's `http(s)://` or
+ * `ws(s)://` origin (with an optional path prefix). Rejects with an
+ * `upstream_unavailable` SwitchyardError when the handshake fails.
+ */
+export function connectSync(
+  baseUrl: string,
+  replica: string,
+  options: ConnectSyncOptions = {},
+): Promise<SyncConnection> {
+  if (!isIdentityValue(replica)) {
+    return Promise.reject(new SwitchyardError('bad_identity', `replica id ${JSON.stringify(replica)} is not valid`));
+  }
+  const url = new URL(baseUrl);
+  url.protocol = url.protocol.replace(/^http/, 'ws');
+  url.pathname = `${url.pathname.replace(/\/$/, '')}/api/sync/${replica}`;
+  const ws = new WebSocket(url, {
+    perMessageDeflate: false,
+    maxPayload: options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX,
+    handshakeTimeout: options.handshakeTimeoutMs ?? 10_000,
+  });
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (detail: string, cause?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      ws.terminate();
+      reject(
+        new SwitchyardError('upstream_unavailable', `sync connection to ${url.origin} failed: ${detail}`, { cause }),
+      );
+    };
+    // Kept after a failure: terminate() during the handshake emits one more 'error'.
+    ws.on('error', (error) => fail(error.message, error));
+    ws.on('unexpected-response', (_req, res) => fail(`HTTP ${res.statusCode}`));
+    ws.once('open', () => {
+      settled = true;
+      ws.removeAllListeners('error');
+      ws.removeAllListeners('unexpected-response');
+      resolve(wsSyncConnection(ws, options));
+    });
+  });
+}

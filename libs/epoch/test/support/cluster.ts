@@ -1,0 +1,142 @@
+import { ManualClock } from '@switchyard/clock/testing';
+import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
+import { EpochFollower, EpochLeader } from '@switchyard/epoch';
+import type { EpochFollowerOptions, EpochLeaderOptions, EpochSink, RejectInfo } from '@switchyard/epoch';
+import { MemoryLink, canonicalStates, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+
+/** A runtime state owned by `owner` with the given `process/thread` pairs. */
+export function runtimeState(id: string, owner: string, threads: readonly string[] = [], generation = 1): RuntimeState {
+  const refs = threads.map((t) => {
+    const [process, thread] = t.split('/') as [string, string];
+    return { process, thread };
+  });
+  return {
+    runtime: {
+      id,
+      classes: ['default'],
+      metadata: {},
+      version: '1.0.0',
+      idleWeight: { sandboxes: 4 },
+      available: true,
+      owner,
+      generation,
+    },
+    processes: [...new Set(refs.map((r) => r.process))],
+    threads: refs,
+  };
+}
+
+export interface Applied {
+  readonly epoch: number;
+  readonly term: number;
+  readonly kind: 'snapshot' | 'delta';
+  readonly state: string;
+}
+
+/** A sink that keeps the state it was fed, and a canonical record per epoch. */
+export class RecordingSink implements EpochSink {
+  states: RuntimeState[] = [];
+  readonly applied: Applied[] = [];
+
+  snapshot(epoch: number, term: number, states: readonly RuntimeState[]): void {
+    this.states = [...states];
+    this.applied.push({ epoch, term, kind: 'snapshot', state: canonicalStates(this.states) });
+  }
+
+  delta(epoch: number, term: number, _baseEpoch: number, ops: readonly ClusterOp[]): void {
+    this.states = referenceApply(this.states, ops);
+    this.applied.push({ epoch, term, kind: 'delta', state: canonicalStates(this.states) });
+  }
+
+  get last(): Applied | undefined {
+    return this.applied.at(-1);
+  }
+}
+
+export interface FollowerNode {
+  readonly replica: string;
+  part: RuntimeState[];
+  readonly sink: RecordingSink;
+  readonly follower: EpochFollower;
+  readonly rejects: RejectInfo[];
+  link: MemoryLink;
+}
+
+export interface Cluster {
+  readonly clock: ManualClock;
+  readonly leader: EpochLeader;
+  readonly leaderSink: RecordingSink;
+  leaderPart: RuntimeState[];
+  readonly nodes: Map<string, FollowerNode>;
+  /** Connects (or reconnects) a follower to the leader over a fresh link. */
+  connect(replica: string): MemoryLink;
+  stop(): void;
+}
+
+/** A leader with followers on memory links; every part starts with one runtime `<replica>-r1`. */
+export function startCluster(
+  replicas: readonly string[],
+  leaderOptions: Partial<EpochLeaderOptions> = {},
+  followerOptions: Partial<EpochFollowerOptions> = {},
+): Cluster {
+  const clock = new ManualClock();
+  const leaderSink = new RecordingSink();
+  const nodes = new Map<string, FollowerNode>();
+  const cluster: Cluster = {
+    clock,
+    leaderSink,
+    leaderPart: [runtimeState('leader-r1', 'leader', ['p1/t1'])],
+    nodes,
+    leader: new EpochLeader({
+      replicaId: 'leader',
+      term: 1,
+      clock,
+      localPart: () => cluster.leaderPart,
+      merge: referenceMerge,
+      diff: referenceDiff,
+      apply: referenceApply,
+      sink: leaderSink,
+      ...leaderOptions,
+    }),
+    connect(replica) {
+      const node = nodes.get(replica)!;
+      node.link = new MemoryLink();
+      node.follower.attach(node.link.b);
+      cluster.leader.attach(node.link.a, replica);
+      return node.link;
+    },
+    stop() {
+      cluster.leader.stop();
+      for (const node of nodes.values()) node.follower.stop();
+    },
+  };
+  for (const replica of replicas) {
+    const sink = new RecordingSink();
+    const rejects: RejectInfo[] = [];
+    const node: FollowerNode = {
+      replica,
+      part: [runtimeState(`${replica}-r1`, replica, ['p1/t1'])],
+      sink,
+      rejects,
+      link: new MemoryLink(),
+      follower: new EpochFollower({
+        replicaId: replica,
+        clock,
+        localPart: () => node.part,
+        diff: referenceDiff,
+        apply: referenceApply,
+        sink,
+        onReject: (info) => rejects.push(info),
+        ...followerOptions,
+      }),
+    };
+    nodes.set(replica, node);
+    cluster.connect(replica);
+  }
+  return cluster;
+}
+
+/** The runtime ids of a state with their availability, sorted: `['a-r1:up', 'b-r1:down']`. */
+export function availability(states: readonly RuntimeState[]): string[] {
+  return states.map((s) => `${s.runtime.id}:${s.runtime.available ? 'up' : 'down'}`).sort();
+}
