@@ -1,0 +1,207 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { INITIALIZE, connectV2, post, startHarness, stopServer, textOf } from './harness.ts';
+import type { Harness } from './harness.ts';
+
+const ALICE = 'alice-token-0123456789';
+const BOB = 'bob-token-9876543210';
+const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+describe('gateway security with bearer auth', () => {
+  let h: Harness;
+  let aliceSession: string;
+  before(async () => {
+    h = await startHarness(1, {
+      auth: { mode: 'bearer', tokens: [ALICE, BOB] },
+      allowedOrigins: ['https://app.example'],
+      bodyBytesMax: 2048,
+      headerBytesMax: 4096,
+      principalConcurrencyMax: 2,
+    });
+    const init = await post(h.url, INITIALIZE, auth(ALICE));
+    assert.equal(init.status, 200);
+    aliceSession = init.headers.get('mcp-session-id')!;
+  });
+  after(() => h.close());
+
+  const list = { jsonrpc: '2.0', id: 5, method: 'tools/list' };
+  const cases: { name: string; body: unknown; headers: () => Record<string, string>; status: number; rpc: number }[] = [
+    {
+      name: 'rejects a request without a token with 401',
+      body: INITIALIZE,
+      headers: () => ({}),
+      status: 401,
+      rpc: -32001,
+    },
+    {
+      name: 'rejects an unknown token with 401',
+      body: INITIALIZE,
+      headers: () => auth('nope'),
+      status: 401,
+      rpc: -32001,
+    },
+    {
+      name: 'rejects a foreign Origin with 403',
+      body: INITIALIZE,
+      headers: () => ({ ...auth(ALICE), origin: 'https://evil.example' }),
+      status: 403,
+      rpc: -32000,
+    },
+    {
+      name: 'rejects malformed JSON with 400 -32700',
+      body: '{"jsonrpc":',
+      headers: () => auth(ALICE),
+      status: 400,
+      rpc: -32700,
+    },
+    {
+      name: 'requires a session for a non-initialize request (400)',
+      body: list,
+      headers: () => auth(ALICE),
+      status: 400,
+      rpc: -32000,
+    },
+    {
+      name: 'rejects an unsupported MCP-Protocol-Version with 400',
+      body: INITIALIZE,
+      headers: () => ({ ...auth(ALICE), 'mcp-protocol-version': '1999-01-01' }),
+      status: 400,
+      rpc: -32000,
+    },
+    {
+      name: 'rejects a bad process identity with 400 naming the part',
+      body: INITIALIZE,
+      headers: () => ({ ...auth(ALICE), 'x-switchyard-process': 'bad value!' }),
+      status: 400,
+      rpc: -32600,
+    },
+    {
+      name: "hides another principal's session behind 404",
+      body: list,
+      headers: () => ({ ...auth(BOB), 'mcp-session-id': aliceSession }),
+      status: 404,
+      rpc: -32001,
+    },
+    {
+      name: 'rejects a body over bodyBytesMax with 413',
+      body: { ...list, pad: 'x'.repeat(4096) },
+      headers: () => auth(ALICE),
+      status: 413,
+      rpc: -32000,
+    },
+    {
+      name: 'rejects headers over headerBytesMax with 431',
+      body: list,
+      headers: () => ({ ...auth(ALICE), 'x-big': 'y'.repeat(5000) }),
+      status: 431,
+      rpc: -32600,
+    },
+    {
+      name: 'serves the owner of the session (200)',
+      body: list,
+      headers: () => ({ ...auth(ALICE), 'mcp-session-id': aliceSession, origin: 'https://app.example' }),
+      status: 200,
+      rpc: 0,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const res = await post(h.url, c.body, c.headers());
+      assert.equal(res.status, c.status);
+      const body = res.json as { error?: { code: number } };
+      if (c.rpc !== 0) assert.equal(body.error?.code, c.rpc);
+      if (c.status === 401) assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm="switchyard"/);
+    });
+  }
+
+  it('names the offending identity part in the 400 message', async () => {
+    const res = await post(h.url, INITIALIZE, { ...auth(ALICE), 'x-switchyard-class': 'no spaces' });
+    assert.match((res.json as { error: { message: string } }).error.message, /invalid class identity/);
+  });
+
+  it('never forwards Authorization or a forged principal/session header to the runtime', async () => {
+    const client = await connectV2(h.url, 'legacy', {
+      ...auth(ALICE),
+      'X-Switchyard-Principal': 'root',
+      'X-Switchyard-Session-Id': 'forged-session',
+      Cookie: 'secret=1',
+    });
+    try {
+      const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
+      assert.equal(who.authorization, '');
+      assert.match(who.principal, /^token:[0-9a-f]{24}$/);
+      for (const seen of h.runtimes[0]!.seen) {
+        assert.equal(seen.headers.authorization, undefined);
+        assert.equal(seen.headers.cookie, undefined);
+        assert.notEqual(seen.headers['x-switchyard-principal'], 'root');
+        assert.notEqual(seen.headers['x-switchyard-session-id'], 'forged-session');
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('answers 429 past principalConcurrencyMax and frees the slot afterwards', async () => {
+    const client = await connectV2(h.url, 'modern', auth(BOB));
+    try {
+      const slow = [1, 2].map(() => client.callTool({ name: 'sleep', arguments: { ms: 400 } }));
+      for (let i = 0; i < 400 && h.runtimes[0]!.running.count < 2; i++) await new Promise((r) => setTimeout(r, 5));
+      const limited = await post(h.url, INITIALIZE, auth(BOB));
+      assert.equal(limited.status, 429);
+      await Promise.all(slow);
+      assert.equal((await post(h.url, INITIALIZE, auth(BOB))).status, 200);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('gateway JWT auth against a local JWKS', () => {
+  let h: Harness;
+  let jwks: Server;
+  let sign: (sub: string, audience?: string) => Promise<string>;
+  before(async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
+    jwks = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })),
+    );
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`;
+    sign = (sub, audience = 'switchyard') =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setSubject(sub)
+        .setIssuer('https://issuer.test')
+        .setAudience(audience)
+        .setExpirationTime('5m')
+        .sign(privateKey);
+    h = await startHarness(1, {
+      auth: { mode: 'jwt', jwksUrl, issuer: 'https://issuer.test', audience: 'switchyard' },
+    });
+  });
+  after(async () => {
+    await h.close();
+    await stopServer(jwks);
+  });
+
+  it('accepts a valid token and forwards its subject as the principal', async () => {
+    const client = await connectV2(h.url, 'legacy', auth(await sign('user-42')));
+    try {
+      const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
+      assert.deepEqual([who.principal, who.authorization], ['user-42', '']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('rejects a token for another audience with 401 and an invalid_token challenge', async () => {
+    const res = await post(h.url, INITIALIZE, auth(await sign('user-42', 'other')));
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  });
+});
