@@ -1,1 +1,23 @@
-export {};
+export { loadConfig } from './config/load.ts';
+export type { LoadConfigOptions, LoadConfigWithDerive } from './config/load.ts';
+export { ConfigError } from './config/error.ts';
+export { configFields, envNameOf, ENV_PREFIX } from './config/fields.ts';
+export type { ConfigField, ConfigMeta, FieldKind } from './config/fields.ts';
+export { REDACTED, redactConfig, printableConfig, helpText, markdownReference } from './config/render.ts';
+export { createLogger, ALWAYS_REDACTED, LOG_CENSOR, LOG_LEVELS } from './logger.ts';
+export type { Logger, LoggerOptions } from './logger.ts';
+export { createMetrics, metricsHandler } from './metrics.ts';
+export type { AppName, Metrics } from './metrics.ts';
+export { createLifecycle } from './lifecycle.ts';
+export type {
+  Lifecycle,
+  LifecycleOptions,
+  LifecycleLogger,
+  LifecycleState,
+  ShutdownHook,
+  ShutdownResult,
+  SignalSource,
+  Handler,
+} from './lifecycle.ts';
+export { listen, closeServer } from './http.ts';
+export type { CloseServerOptions, CloseResult } from './http.ts';

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { LOG_LEVELS } from '@switchyard/service';
+
+/** Identity sources of design brief §2. */
+const STRATEGY =
+  /^(default:[A-Za-z0-9._:@-]{1,128}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})$/;
+const strategy = (fallback: string, text: string) =>
+  z
+    .string()
+    .regex(STRATEGY, 'must be default:<v>, random, mcp-session, principal, header:<name>, query:<name> or path:<name>')
+    .default(fallback)
+    .describe(text);
+
+const authSchema = z
+  .object({
+    mode: z
+      .enum(['none', 'bearer', 'jwt'])
+      .default('none')
+      .describe('Client authentication: none, static bearer tokens, or JWT.'),
+    tokens: z
+      .array(z.string().min(16))
+      .default([])
+      .meta({ secret: true })
+      .describe('Accepted bearer tokens (mode bearer).'),
+    tokensFile: z.string().optional().describe('File of bearer tokens, one per line (mode bearer).'),
+    jwksUrl: z.url().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
+    issuer: z.string().optional().describe('Required JWT `iss` (mode jwt).'),
+    audience: z.string().optional().describe('Required JWT `aud` (mode jwt).'),
+  })
+  .superRefine((a, ctx) => {
+    if (a.mode === 'bearer' && a.tokens.length === 0 && !a.tokensFile) {
+      ctx.addIssue({ code: 'custom', message: 'mode bearer needs tokens or tokensFile' });
+    }
+    if (a.mode === 'jwt' && !a.jwksUrl) ctx.addIssue({ code: 'custom', message: 'mode jwt needs jwksUrl' });
+  });
+
+/** Options of the gateway (`switchyard-gateway`). */
+export const gatewayConfigSchema = z.object({
+  host: z.string().default('0.0.0.0').describe('Address the /mcp listener binds.'),
+  port: z.number().int().min(0).max(65535).default(8080).describe('Port of the listener (0 picks a free port).'),
+  schedulers: z.array(z.url()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
+  upstreamMode: z
+    .enum(['proxy', 'direct'])
+    .default('proxy')
+    .describe('`proxy` sends traffic through the scheduler tunnel; `direct` dials a runtime address when it has one.'),
+  identity: z
+    .object({
+      class: strategy('header:X-Switchyard-Class', 'Where the class of a request comes from.'),
+      process: strategy(
+        'header:X-Switchyard-Process',
+        'Where the process (sandbox) id comes from; falls back to the thread.',
+      ),
+      thread: strategy('mcp-session', 'Where the thread id comes from.'),
+    })
+    .prefault({})
+    .describe('Identity strategies.'),
+  defaultClass: z.string().min(1).default('default').describe('Class used when the class source yields nothing.'),
+  routeCache: z
+    .object({
+      maxEntries: z.number().int().min(1).default(100000).describe('Most routes kept in the in-process LRU.'),
+      ttlMs: z.number().int().min(1).default(900000).describe('How long a cached route lives.'),
+      redisUrl: z.string().optional().meta({ secret: true }).describe('Redis URL of a route cache shared by replicas.'),
+    })
+    .prefault({})
+    .describe('Route cache.'),
+  auth: authSchema.prefault({}).describe('Client authentication.'),
+  allowedOrigins: z
+    .array(z.string())
+    .default([])
+    .describe('Browser origins allowed to call /mcp; empty allows none (requests without Origin pass).'),
+  bodyBytesMax: z
+    .number()
+    .int()
+    .min(1)
+    .default(4 * 1024 * 1024)
+    .describe('Largest request body accepted.'),
+  headerBytesMax: z
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024)
+    .describe('Largest request header block accepted.'),
+  principalConcurrencyMax: z.number().int().min(1).default(64).describe('Most concurrent requests per principal.'),
+  idleTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .default(600000)
+    .describe('Idle time after which a stream is closed (above the scheduler and runtime ones).'),
+  logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
+  drainDelayMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(5000)
+    .describe('On SIGTERM, time spent unready before listeners close.'),
+});
+
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;

@@ -1,0 +1,84 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { LOG_LEVELS } from '@switchyard/service';
+
+const classSchema = z
+  .object({
+    engine: z.enum(['builtin', 'stdio', 'http']).describe('How sandboxes of this class run.'),
+    command: z.string().optional().describe('Executable to spawn per sandbox (engine stdio).'),
+    args: z.array(z.string()).optional().describe('Arguments of command (engine stdio).'),
+    env: z.record(z.string(), z.string()).optional().describe('Extra environment of command (engine stdio).'),
+    url: z.url().optional().describe('Remote MCP server URL (engine http).'),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta({ secret: true })
+      .describe('Headers sent to url (engine http).'),
+    expireSeconds: z.number().int().min(0).default(300).describe('Sandbox lifetime after its last session leaves.'),
+    warmPool: z.number().int().min(0).max(1000).default(0).describe('Sandboxes kept started ahead of demand.'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.engine === 'stdio' && !c.command) ctx.addIssue({ code: 'custom', message: 'engine stdio needs command' });
+    if (c.engine === 'http' && !c.url) ctx.addIssue({ code: 'custom', message: 'engine http needs url' });
+  });
+
+/** Options of a runtime (`switchyard-runtime`). */
+export const runtimeConfigSchema = z.object({
+  runtimeId: z
+    .string()
+    .regex(/^[A-Za-z0-9._:@-]{1,128}$/)
+    .default(() => hostname())
+    .meta({ defaultText: 'the host name' })
+    .describe('Stable id of this runtime.'),
+  schedulerUrl: z.url().describe('Base URL of a scheduler replica (or its Service) to dial.'),
+  joinToken: z.string().optional().meta({ secret: true }).describe('Token presented to the scheduler when joining.'),
+  joinTokenFile: z.string().optional().describe('File holding the join token (for mounted Secrets).'),
+  classes: z
+    .record(z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/), classSchema)
+    .prefault({ demo: { engine: 'builtin' } })
+    .describe('Sandbox classes this runtime serves: name → engine settings.'),
+  sandboxesMax: z.number().int().min(1).default(100).describe('Most sandboxes alive at once (the idle-weight limit).'),
+  sessionIdleMs: z.number().int().min(1).default(1800000).describe('Idle time after which a session is closed.'),
+  metadata: z.record(z.string(), z.string()).default({}).describe('Labels schedulers match affinity rules against.'),
+  version: z.string().default('0.0.0').describe('Version reported to schedulers (for latest_version rules).'),
+  sidecarPort: z
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(0)
+    .describe('Port of the local runtime API for non-TypeScript code; 0 is off; binds 127.0.0.1 only.'),
+  directListen: z
+    .object({
+      enabled: z.boolean().default(false).describe('Also serve /mcp on a port gateways may dial directly.'),
+      host: z.string().default('0.0.0.0').describe('Address of the direct listener.'),
+      port: z.number().int().min(0).max(65535).default(0).describe('Port of the direct listener (0 picks one).'),
+      token: z.string().optional().meta({ secret: true }).describe('Bearer token gateways must present on it.'),
+    })
+    .prefault({})
+    .describe('Direct listener.'),
+  metering: z
+    .object({
+      redisUrl: z
+        .string()
+        .optional()
+        .meta({ secret: true })
+        .describe('Redis URL receiving sandbox lifecycle events; off when absent.'),
+      stream: z.string().min(1).default('switchyard:metering').describe('Redis stream name of metering events.'),
+    })
+    .prefault({})
+    .describe('Metering.'),
+  tunnel: z
+    .object({ pingIntervalMs: z.number().int().min(1).default(5000).describe('Interval of tunnel liveness pings.') })
+    .prefault({})
+    .describe('Scheduler tunnel.'),
+  logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
+  drainDelayMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(5000)
+    .describe('On SIGTERM, time spent unready before listeners close.'),
+});
+
+export type RuntimeConfig = z.output<typeof runtimeConfigSchema>;

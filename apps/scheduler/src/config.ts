@@ -1,0 +1,88 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { LOG_LEVELS } from '@switchyard/service';
+
+const positiveMs = (defaultMs: number, text: string) => z.number().int().min(1).default(defaultMs).describe(text);
+
+const electionSchema = z
+  .object({
+    backend: z
+      .enum(['memory', 'kubernetes'])
+      .default('memory')
+      .describe('Lease backend: `memory` (one process, local clusters) or `kubernetes` (a coordination.k8s.io Lease).'),
+    namespace: z.string().min(1).default('default').describe('Namespace of the Lease (kubernetes backend).'),
+    leaseName: z
+      .string()
+      .min(1)
+      .default('switchyard-scheduler')
+      .describe('Name of the Lease every replica competes for.'),
+    leaseDurationMs: positiveMs(15000, 'How long a lease holds without renewal before others may take it.'),
+    renewDeadlineMs: positiveMs(10000, 'How long the leader keeps trying to renew before it steps down.'),
+    retryPeriodMs: positiveMs(2000, 'Interval between acquire/renew attempts.'),
+    kubeconfig: z
+      .string()
+      .optional()
+      .describe('Path of a kubeconfig file; the in-cluster service account is used when absent.'),
+  })
+  .superRefine((e, ctx) => {
+    // client-go's rule: the lease must outlive the renew deadline, which must outlive a retry.
+    if (!(e.leaseDurationMs > e.renewDeadlineMs && e.renewDeadlineMs > e.retryPeriodMs)) {
+      ctx.addIssue({ code: 'custom', message: 'needs leaseDurationMs > renewDeadlineMs > retryPeriodMs' });
+    }
+  });
+
+/** Options of the scheduler replica (`switchyard-scheduler`). */
+export const schedulerConfigSchema = z.object({
+  host: z.string().default('0.0.0.0').describe('Address the HTTP/WebSocket listener binds.'),
+  port: z.number().int().min(0).max(65535).default(7070).describe('Port of the listener (0 picks a free port).'),
+  replicaId: z
+    .string()
+    .regex(/^[A-Za-z0-9._:@-]{1,128}$/)
+    .default(() => hostname())
+    .meta({ defaultText: 'the host name' })
+    .describe('Stable id of this replica; set it explicitly in production (the pod name).'),
+  advertiseUrl: z
+    .url()
+    .optional()
+    .meta({ defaultText: 'http://127.0.0.1:<port>' })
+    .describe('Base URL peers and gateways use to reach this replica (the pod IP in a cluster).'),
+  election: electionSchema.prefault({}).describe('Leader election.'),
+  joinTokens: z
+    .array(z.string().min(16))
+    .default([])
+    .meta({ secret: true })
+    .describe('Tokens runtimes present to join. With none here and no joinTokenFile, any runtime may join.'),
+  joinTokenFile: z
+    .string()
+    .optional()
+    .describe('File of join tokens, one per line; re-read when it changes (for mounted Secrets).'),
+  maxRuntimes: z.number().int().min(1).default(1000).describe('Most runtime tunnels this replica holds at once.'),
+  tunnel: z
+    .object({
+      pingIntervalMs: positiveMs(5000, 'Interval of HTTP/2 pings on each runtime tunnel (liveness).'),
+    })
+    .prefault({})
+    .describe('Runtime tunnels.'),
+  epoch: z
+    .object({
+      cycleIntervalMs: positiveMs(1000, 'Interval between epoch sync cycles on the leader.'),
+      cycleTimeoutMs: positiveMs(5000, 'How long the leader waits for followers in one cycle.'),
+      staleAfterMs: positiveMs(10000, 'Age after which a follower part missing from cycles is dropped.'),
+    })
+    .prefault({})
+    .describe('Epoch sync.'),
+  logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
+  drainDelayMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(5000)
+    .describe('On SIGTERM, time spent unready before listeners close, so endpoints stop routing here.'),
+});
+
+export type SchedulerConfig = z.output<typeof schedulerConfigSchema>;
+
+/** Fills values computed from others: advertiseUrl from port. */
+export function deriveSchedulerConfig(config: SchedulerConfig): SchedulerConfig {
+  return config.advertiseUrl ? config : { ...config, advertiseUrl: `http://127.0.0.1:${config.port}` };
+}

@@ -1,0 +1,132 @@
+import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
+import { ConfigError } from './error.ts';
+import { configFields, unwrap } from './fields.ts';
+import { helpText, printableConfig } from './render.ts';
+import { CONFIG_ENV, deepMerge, envLayer, fileLayer, flagLayer, isPlainObject } from './sources.ts';
+import type { Layer } from './sources.ts';
+
+export interface LoadConfigOptions {
+  /** Arguments after the script name (`process.argv.slice(2)`). */
+  readonly argv: readonly string[];
+  /** The environment to read `SWITCHYARD_*` from (`process.env`); only apps pass it. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Extra text for `--help`, e.g. how computed defaults are derived. */
+  readonly defaultsNote?: string;
+  /** Program name shown by `--help`. Default `switchyard`. */
+  readonly program?: string;
+  /** Reads the config file. Default: `fs.readFileSync(path, 'utf8')`. */
+  readonly readFile?: (path: string) => string;
+  /** Where `--help` and `--print-config` write. Default: stdout. */
+  readonly print?: (text: string) => void;
+  /** Ends the process after `--help`/`--print-config`. Default: `process.exit`. */
+  readonly exit?: (code: number) => never;
+}
+
+/** Options of loadConfig with a hook that fills values computed from other values. */
+export interface LoadConfigWithDerive<T> extends LoadConfigOptions {
+  /** Runs after validation and before `--print-config`, e.g. advertiseUrl from port. */
+  readonly derive?: (config: T) => T;
+}
+
+type AnySchema = z.core.$ZodType;
+
+/** Unknown keys of a file (or JSON value), recursing into objects and records of objects. */
+function unknownKeys(schema: AnySchema, value: unknown, path: string, out: string[]): void {
+  const inner = unwrap(schema).inner;
+  const def = inner._zod.def as { type: string; shape?: Record<string, AnySchema>; valueType?: AnySchema };
+  if (!isPlainObject(value)) return;
+  if (def.type === 'object' && def.shape) {
+    for (const [key, child] of Object.entries(value)) {
+      const where = path === '' ? key : `${path}.${key}`;
+      const childSchema = def.shape[key];
+      if (!childSchema) out.push(where);
+      else unknownKeys(childSchema, child, where, out);
+    }
+  } else if (def.type === 'record' && def.valueType) {
+    for (const [key, child] of Object.entries(value)) unknownKeys(def.valueType, child, `${path}.${key}`, out);
+  }
+}
+
+function issuePath(path: readonly PropertyKey[]): string {
+  return path.map(String).join('.');
+}
+
+/** The sources that set `key`, a parent of it, or (for a whole-object issue) any key inside it. */
+function originOf(key: string, layers: readonly Layer[]): string {
+  const found = new Set<string>();
+  for (const layer of layers) {
+    for (const [setKey, origin] of layer.origins) {
+      const parent = setKey === '' || key === setKey || key.startsWith(`${setKey}.`);
+      const child = key === '' || setKey.startsWith(`${key}.`);
+      if (parent || child) found.add(origin);
+    }
+  }
+  return found.size === 0 ? 'defaults' : [...found].join(', ');
+}
+
+/**
+ * Builds an app's config: schema defaults < file (`--config` or
+ * SWITCHYARD_CONFIG) < env (`SWITCHYARD_*`) < flags, validated once.
+ *
+ * Guarantees: unknown keys in the file, unknown `SWITCHYARD_*` names and
+ * unknown flags are all fatal; every problem found is reported in one
+ * ConfigError. `--help` and `--print-config` (secrets redacted) print and
+ * call `exit(0)`. Does not watch the file: the config is fixed for the
+ * process lifetime (files named by options, e.g. token files, are the
+ * consumer's to re-read).
+ */
+export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfigWithDerive<z.output<S>>): z.output<S> {
+  const fields = configFields(schema);
+  const print = options.print ?? ((text: string) => void process.stdout.write(text));
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  const flags = flagLayer(fields, options.argv);
+  if (flags.help) {
+    print(helpText(options.program ?? 'switchyard', fields, options.defaultsNote));
+    return exit(0);
+  }
+  const env = envLayer(fields, options.env);
+  const layers: Layer[] = [];
+  const problems: string[] = [];
+  const filePath = flags.configPath ?? (options.env[CONFIG_ENV] || undefined);
+  if (filePath !== undefined) {
+    let text: string | undefined;
+    try {
+      text = (options.readFile ?? ((p: string) => readFileSync(p, 'utf8')))(filePath);
+    } catch (error) {
+      problems.push(`config file ${filePath}: ${(error as Error).message}`);
+    }
+    if (text !== undefined) {
+      const file = fileLayer(filePath, text);
+      problems.push(...file.problems);
+      const unknown: string[] = [];
+      unknownKeys(schema, file.values, '', unknown);
+      for (const key of unknown) problems.push(`unknown key '${key}' in config file ${filePath}`);
+      layers.push(file);
+    }
+  }
+  problems.push(...env.problems, ...flags.problems);
+  layers.push(env, flags);
+  for (const layer of [env, flags]) {
+    const unknown: string[] = [];
+    unknownKeys(schema, layer.values, '', unknown);
+    for (const key of unknown) problems.push(`unknown key '${key}' from ${originOf(key, [layer])}`);
+  }
+  if (problems.length > 0) throw new ConfigError('invalid configuration', problems);
+
+  const merged = layers.reduce<Record<string, unknown>>((acc, layer) => deepMerge(acc, layer.values), {});
+  const result = schema.safeParse(merged);
+  if (!result.success) {
+    const issues = result.error.issues.map((issue) => {
+      const key = issuePath(issue.path);
+      return `${key || '(root)'}: ${issue.message} (from ${originOf(key, layers)})`;
+    });
+    throw new ConfigError('invalid configuration', issues);
+  }
+  const config = options.derive ? options.derive(result.data) : result.data;
+  if (flags.printConfig) {
+    print(printableConfig(schema, config));
+    return exit(0);
+  }
+  return config;
+}

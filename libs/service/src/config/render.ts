@@ -1,0 +1,98 @@
+import type { z } from 'zod';
+import { stringify } from 'yaml';
+import { isSecret, unwrap } from './fields.ts';
+import type { ConfigField } from './fields.ts';
+import { isPlainObject } from './sources.ts';
+
+/** What `--print-config` shows instead of a secret value. */
+export const REDACTED = '[redacted]';
+
+type AnySchema = z.core.$ZodType;
+
+/**
+ * Copies `value`, replacing every field marked secret (also inside records,
+ * e.g. per-class headers) with REDACTED. Arrays of secrets keep their length
+ * so an operator can still count the tokens.
+ */
+export function redactConfig(schema: AnySchema, value: unknown): unknown {
+  const u = unwrap(schema);
+  if (value === undefined) return value;
+  if (isSecret(u.layers)) return Array.isArray(value) ? value.map(() => REDACTED) : REDACTED;
+  const def = u.inner._zod.def as { type: string; shape?: Record<string, AnySchema>; valueType?: AnySchema };
+  if (def.type === 'object' && isPlainObject(value) && def.shape) {
+    const out: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(value)) {
+      const childSchema = def.shape[key];
+      out[key] = childSchema ? redactConfig(childSchema, child) : child;
+    }
+    return out;
+  }
+  if (def.type === 'record' && isPlainObject(value) && def.valueType) {
+    const valueType = def.valueType;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactConfig(valueType, v)]));
+  }
+  return value;
+}
+
+export function printableConfig(schema: AnySchema, config: unknown): string {
+  return stringify(redactConfig(schema, config), { lineWidth: 0 });
+}
+
+function typeText(field: ConfigField): string {
+  if (field.kind === 'enum') return field.enumValues!.map((v) => `'${v}'`).join(' \\| ');
+  if (field.kind === 'array') {
+    const element = field.elementKind === 'enum' ? field.enumValues!.join('|') : field.elementKind;
+    return `${element}[] (comma-separated)`;
+  }
+  if (field.kind === 'record') return 'map (JSON in env/flags)';
+  return field.kind;
+}
+
+/** The default as people read it: computed text, a JSON value, or required/none. */
+export function defaultText(field: ConfigField): string {
+  if (field.defaultText) return field.defaultText;
+  if (field.hasDefault) return JSON.stringify(field.defaultValue);
+  return field.required ? '(required)' : '(none)';
+}
+
+/** `--help` text: every option with its type, default and env name. */
+export function helpText(program: string, fields: readonly ConfigField[], note?: string): string {
+  const lines = [
+    `Usage: ${program} [--config <file>] [options]`,
+    '',
+    'Sources, later wins: defaults < config file (--config or SWITCHYARD_CONFIG, YAML or JSON)',
+    '< environment (SWITCHYARD_*) < flags. Unknown keys are fatal.',
+    '',
+    '  --config <file>     read a YAML or JSON config file',
+    '  --print-config      print the effective config (secrets redacted) and exit',
+    '  --help              print this help and exit',
+    '',
+  ];
+  for (const f of fields) {
+    const type = typeText(f).replaceAll('\\|', '|');
+    lines.push(`  ${f.flag} <${type}>`);
+    lines.push(`      ${f.description}${f.secret ? ' (secret)' : ''}`);
+    lines.push(`      default: ${defaultText(f)}    env: ${f.envName}`);
+  }
+  if (note) lines.push('', note);
+  return lines.join('\n') + '\n';
+}
+
+const cell = (text: string): string => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+
+function defaultCell(field: ConfigField): string {
+  if (field.defaultText) return `_${cell(field.defaultText).replaceAll('<', '&lt;').replaceAll('>', '&gt;')}_`;
+  return field.hasDefault ? `\`${cell(defaultText(field))}\`` : defaultText(field);
+}
+
+/** A Markdown table of every option, for docs/configuration.md. */
+export function markdownReference(fields: readonly ConfigField[]): string {
+  const rows = ['| key | env | flag | type | default | description |', '| --- | --- | --- | --- | --- | --- |'];
+  for (const f of fields) {
+    const description = cell(f.description) + (f.secret ? ' **Secret:** redacted by `--print-config`.' : '');
+    rows.push(
+      `| \`${f.key}\` | \`${f.envName}\` | \`${f.flag}\` | ${typeText(f)} | ${defaultCell(f)} | ${description} |`,
+    );
+  }
+  return rows.join('\n') + '\n';
+}

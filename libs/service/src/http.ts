@@ -1,0 +1,63 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { systemClock } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
+
+/** Binds `server` and resolves with the bound address (port 0 picks a free port). */
+export function listen(server: Server, options: { host: string; port: number }): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error): void => reject(error);
+    server.once('error', onError);
+    server.listen(options.port, options.host, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+export interface CloseServerOptions {
+  /** How long in-flight requests may run before their connections are cut. */
+  readonly timeoutMs: number;
+  /** Default: the system clock. */
+  readonly clock?: Clock;
+}
+
+export interface CloseResult {
+  /** True when connections were still open at the deadline and were cut. */
+  readonly forced: boolean;
+}
+
+/** Idle sockets re-checked this often, so keep-alive connections leave as soon as their last response ends. */
+const IDLE_SWEEP_MS = 50;
+const closing = new WeakMap<Server, Promise<CloseResult>>();
+
+/**
+ * Stops accepting, closes idle keep-alive connections, lets in-flight
+ * requests finish, and at `timeoutMs` cuts whatever is left (a hung SSE
+ * stream, say). Idempotent: a second call returns the first call's promise.
+ * Not covered: sockets taken over by an `upgrade` handler (WebSockets) are
+ * no longer the server's; close those in a shutdown hook.
+ */
+export function closeServer(server: Server, options: CloseServerOptions): Promise<CloseResult> {
+  const existing = closing.get(server);
+  if (existing) return existing;
+  const clock = options.clock ?? systemClock;
+  const done = new Promise<CloseResult>((resolve) => {
+    let forced = false;
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    sweep.unref();
+    const deadline = clock.setTimeout(() => {
+      forced = true;
+      server.closeAllConnections();
+    }, options.timeoutMs);
+    // An error here only means "was not listening"; the server is closed either way.
+    server.close(() => {
+      deadline.cancel();
+      clearInterval(sweep);
+      resolve({ forced });
+    });
+    server.closeIdleConnections();
+  });
+  closing.set(server, done);
+  return done;
+}

@@ -1,0 +1,181 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { sleep, systemClock } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
+import { closeServer } from './http.ts';
+
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+export type ShutdownHook = () => void | Promise<void>;
+
+/** The slice of a logger the lifecycle uses (a pino Logger fits). */
+export interface LifecycleLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** What a process must offer to have signal handlers installed (`process` fits). */
+export interface SignalSource {
+  on(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+  off(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+}
+
+export interface LifecycleOptions {
+  /** Time between turning unready and closing listeners, so load balancers stop routing here. Default 5000. */
+  readonly drainDelayMs?: number;
+  /** Bound on finishing in-flight work after listeners close; then connections are cut. Default 30000. */
+  readonly shutdownTimeoutMs?: number;
+  readonly logger: LifecycleLogger;
+  /** Default: the system clock. */
+  readonly clock?: Clock;
+  /** Called with the exit code after a signal-driven shutdown. Default: `process.exit`. */
+  readonly exit?: (code: number) => void;
+  /** Default: `process`. */
+  readonly signals?: SignalSource;
+}
+
+export interface ShutdownResult {
+  /** Connections were still open at the deadline and were cut. */
+  readonly forced: boolean;
+  /** Every hook finished without throwing before the deadline. */
+  readonly hooksOk: boolean;
+}
+
+export type LifecycleState = 'starting' | 'ready' | 'draining' | 'stopped';
+
+export interface Lifecycle {
+  readonly state: LifecycleState;
+  readonly ready: boolean;
+  readonly draining: boolean;
+  /** Call once every listener is bound. Ignored once draining. */
+  markReady(): void;
+  /** Always 200 while the process serves HTTP at all. */
+  readonly healthzHandler: Handler;
+  /** 200 after markReady; 503 before it and from the start of a drain. */
+  readonly readyzHandler: Handler;
+  /** A server to stop (stop accepting, finish in-flight, cut at the deadline) during shutdown. */
+  addServer(server: Server): void;
+  /** Runs after the servers closed, in reverse registration order, within the remaining deadline. */
+  onShutdown(hook: ShutdownHook): void;
+  /** Starts (or joins) the shutdown sequence. Idempotent. */
+  shutdown(reason?: string): Promise<ShutdownResult>;
+  /** SIGTERM/SIGINT → shutdown → exit(0) (1 when a hook failed); a second signal exits 1 at once. Returns an uninstaller. */
+  installSignalHandlers(): () => void;
+}
+
+function reply(res: ServerResponse, status: number, body: object): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * Probes and graceful shutdown for one app process. The sequence on
+ * shutdown: unready (readyz 503) → wait drainDelayMs → close every added
+ * server (stop accepting; in-flight requests finish) → hooks in reverse
+ * order → done. The whole post-drain part is bounded by shutdownTimeoutMs:
+ * connections still open at the deadline are cut and hooks still running
+ * are abandoned (reported, not awaited).
+ */
+export function createLifecycle(options: LifecycleOptions): Lifecycle {
+  const drainDelayMs = options.drainDelayMs ?? 5000;
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 30000;
+  const clock = options.clock ?? systemClock;
+  const { logger } = options;
+  const servers = new Set<Server>();
+  const hooks: ShutdownHook[] = [];
+  let state: LifecycleState = 'starting';
+  let shuttingDown: Promise<ShutdownResult> | undefined;
+
+  async function runHooks(deadlineAt: number): Promise<boolean> {
+    let ok = true;
+    for (const hook of [...hooks].reverse()) {
+      const remainingMs = Math.max(0, deadlineAt - clock.now());
+      let timer: { cancel(): void } | undefined;
+      const timedOut = new Promise<'timeout'>(
+        (resolve) => (timer = clock.setTimeout(() => resolve('timeout'), remainingMs)),
+      );
+      try {
+        const outcome = await Promise.race([Promise.resolve().then(hook), timedOut]);
+        if (outcome === 'timeout') {
+          logger.error({ remainingMs }, 'shutdown hook did not finish before the deadline');
+          return false;
+        }
+      } catch (error) {
+        ok = false;
+        logger.error({ err: error }, 'shutdown hook failed');
+      } finally {
+        timer?.cancel();
+      }
+    }
+    return ok;
+  }
+
+  async function sequence(reason: string): Promise<ShutdownResult> {
+    state = 'draining';
+    logger.info({ reason, drainDelayMs }, 'draining');
+    await sleep(clock, drainDelayMs);
+    const deadlineAt = clock.now() + shutdownTimeoutMs;
+    const closed = await Promise.all([...servers].map((s) => closeServer(s, { timeoutMs: shutdownTimeoutMs, clock })));
+    const forced = closed.some((c) => c.forced);
+    if (forced) logger.warn({ shutdownTimeoutMs }, 'connections cut at the shutdown deadline');
+    const hooksOk = await runHooks(deadlineAt);
+    state = 'stopped';
+    logger.info({ forced, hooksOk }, 'stopped');
+    return { forced, hooksOk };
+  }
+
+  const lifecycle: Lifecycle = {
+    get state() {
+      return state;
+    },
+    get ready() {
+      return state === 'ready';
+    },
+    get draining() {
+      return state === 'draining';
+    },
+    markReady() {
+      if (state === 'starting') state = 'ready';
+    },
+    healthzHandler: (_req, res) => reply(res, 200, { status: 'ok' }),
+    readyzHandler: (_req, res) => reply(res, state === 'ready' ? 200 : 503, { status: state }),
+    addServer(server) {
+      servers.add(server);
+    },
+    onShutdown(hook) {
+      hooks.push(hook);
+    },
+    shutdown(reason = 'requested') {
+      shuttingDown ??= sequence(reason);
+      return shuttingDown;
+    },
+    installSignalHandlers() {
+      const signals = options.signals ?? process;
+      const exit = options.exit ?? ((code: number) => process.exit(code));
+      let received = 0;
+      const onSignal = (signal: string) => (): void => {
+        received++;
+        if (received > 1) {
+          logger.warn({ signal }, 'second signal: exiting without waiting');
+          exit(1);
+          return;
+        }
+        lifecycle.shutdown(signal).then(
+          (result) => exit(result.hooksOk ? 0 : 1),
+          (error: unknown) => {
+            logger.error({ err: error }, 'shutdown failed');
+            exit(1);
+          },
+        );
+      };
+      const onTerm = onSignal('SIGTERM');
+      const onInt = onSignal('SIGINT');
+      signals.on('SIGTERM', onTerm);
+      signals.on('SIGINT', onInt);
+      return () => {
+        signals.off('SIGTERM', onTerm);
+        signals.off('SIGINT', onInt);
+      };
+    },
+  };
+  return lifecycle;
+}

@@ -1,0 +1,72 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type AppName = 'gateway' | 'scheduler' | 'runtime';
+
+interface MetricSpec<L extends string> {
+  /** Name without the app prefix, e.g. `schedule_requests_total`. */
+  readonly name: string;
+  readonly help: string;
+  /** Bounded label sets only: never a session, process or request id. */
+  readonly labelNames?: readonly L[];
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** `switchyard_<app>_`. */
+  readonly prefix: string;
+  counter<L extends string = string>(spec: MetricSpec<L>): Counter<L>;
+  gauge<L extends string = string>(spec: MetricSpec<L>): Gauge<L>;
+  histogram<L extends string = string>(spec: MetricSpec<L> & { readonly buckets?: readonly number[] }): Histogram<L>;
+}
+
+const NAME = /^[a-z][a-z0-9_]*$/;
+
+/**
+ * A registry of its own (never prom-client's global one, so several apps can
+ * share one test process) holding the default process metrics and every
+ * metric made through the helpers, all named `switchyard_<app>_…`.
+ */
+export function createMetrics(app: AppName): Metrics {
+  const registry = new Registry();
+  const prefix = `switchyard_${app}_`;
+  collectDefaultMetrics({ register: registry, prefix });
+  const full = (name: string): string => {
+    if (!NAME.test(name) || name.startsWith('switchyard_')) {
+      throw new TypeError(`metric name '${name}' must be snake_case without the switchyard_ prefix`);
+    }
+    return prefix + name;
+  };
+  return {
+    registry,
+    prefix,
+    counter: (spec) =>
+      new Counter({ name: full(spec.name), help: spec.help, labelNames: spec.labelNames ?? [], registers: [registry] }),
+    gauge: (spec) =>
+      new Gauge({ name: full(spec.name), help: spec.help, labelNames: spec.labelNames ?? [], registers: [registry] }),
+    histogram: (spec) =>
+      new Histogram({
+        name: full(spec.name),
+        help: spec.help,
+        labelNames: spec.labelNames ?? [],
+        ...(spec.buckets ? { buckets: [...spec.buckets] } : {}),
+        registers: [registry],
+      }),
+  };
+}
+
+/** Serves the text exposition of `registry` (e.g. at `/metrics`); a collect failure is a 500. */
+export function metricsHandler(registry: Registry): (req: IncomingMessage, res: ServerResponse) => void {
+  return (_req, res) => {
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': registry.contentType });
+        res.end(text);
+      },
+      () => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end('metrics collection failed\n');
+      },
+    );
+  };
+}

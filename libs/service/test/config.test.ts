@@ -1,0 +1,339 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import {
+  ConfigError,
+  REDACTED,
+  configFields,
+  envNameOf,
+  helpText,
+  loadConfig,
+  markdownReference,
+} from '@switchyard/service';
+import type { LoadConfigOptions } from '@switchyard/service';
+
+const schema = z.object({
+  port: z.number().int().default(7070).describe('Listener port.'),
+  name: z.string().default('alpha').describe('A name.'),
+  verbose: z.boolean().default(false).describe('Chatty.'),
+  peers: z.array(z.string()).default([]).describe('Peer URLs.'),
+  ratiosPct: z.array(z.number()).default([]).describe('Numbers.'),
+  mode: z.enum(['memory', 'kubernetes']).default('memory').describe('Backend.'),
+  election: z
+    .object({
+      leaseName: z.string().default('lease').describe('Lease name.'),
+      leaseDurationMs: z.number().default(15000).describe('Lease duration.'),
+    })
+    .prefault({})
+    .describe('Election.'),
+  token: z.string().optional().meta({ secret: true }).describe('A secret token.'),
+  tokens: z.array(z.string()).default([]).meta({ secret: true }).describe('Secret tokens.'),
+  classes: z
+    .record(
+      z.string(),
+      z.object({
+        engine: z.enum(['a', 'b']),
+        headers: z.record(z.string(), z.string()).optional().meta({ secret: true }),
+      }),
+    )
+    .default({})
+    .describe('Classes.'),
+});
+
+type Cfg = z.output<typeof schema>;
+const files = new Map<string, string>();
+const load = (argv: string[], env: Record<string, string> = {}, extra: Partial<LoadConfigOptions> = {}): Cfg =>
+  loadConfig(schema, {
+    argv,
+    env,
+    readFile: (p) => {
+      const text = files.get(p);
+      if (text === undefined) throw new Error(`ENOENT: ${p}`);
+      return text;
+    },
+    ...extra,
+  });
+
+files.set('base.yaml', 'port: 1000\nname: from-file\nelection:\n  leaseName: file-lease\n');
+files.set('other.json', '{"port": 2000, "verbose": true}');
+files.set('unknown-top.yaml', 'port: 1\nbogus: 2\n');
+files.set('unknown-nested.yaml', 'election:\n  leaseNam: x\n');
+files.set('unknown-in-record.yaml', 'classes:\n  demo:\n    engine: a\n    enginee: b\n');
+files.set('list.yaml', '- 1\n- 2\n');
+files.set('broken.yaml', 'port: [1,\n');
+
+describe('loadConfig layering', () => {
+  const cases: { name: string; argv: string[]; env?: Record<string, string>; expect: Partial<Cfg> }[] = [
+    { name: 'defaults apply when no source sets a key', argv: [], expect: { port: 7070, name: 'alpha' } },
+    { name: 'a file overrides defaults', argv: ['--config', 'base.yaml'], expect: { port: 1000, name: 'from-file' } },
+    {
+      name: 'nested file keys merge with nested defaults',
+      argv: ['--config=base.yaml'],
+      expect: { election: { leaseName: 'file-lease', leaseDurationMs: 15000 } },
+    },
+    {
+      name: 'env overrides the file',
+      argv: ['--config', 'base.yaml'],
+      env: { SWITCHYARD_PORT: '3000' },
+      expect: { port: 3000, name: 'from-file' },
+    },
+    {
+      name: 'flags override env',
+      argv: ['--config', 'base.yaml', '--port', '4000'],
+      env: { SWITCHYARD_PORT: '3000' },
+      expect: { port: 4000 },
+    },
+    {
+      name: 'SWITCHYARD_CONFIG names the file when --config is absent',
+      argv: [],
+      env: { SWITCHYARD_CONFIG: 'other.json' },
+      expect: { port: 2000, verbose: true },
+    },
+    {
+      name: '--config wins over SWITCHYARD_CONFIG',
+      argv: ['--config', 'base.yaml'],
+      env: { SWITCHYARD_CONFIG: 'other.json' },
+      expect: { port: 1000, verbose: false },
+    },
+    {
+      name: 'an empty env value counts as unset',
+      argv: ['--config', 'base.yaml'],
+      env: { SWITCHYARD_PORT: '' },
+      expect: { port: 1000 },
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const config = load(c.argv, c.env);
+      for (const [key, value] of Object.entries(c.expect)) assert.deepEqual(config[key as keyof Cfg], value, key);
+    });
+  }
+});
+
+describe('option naming', () => {
+  const names = [
+    { path: ['port'], env: 'SWITCHYARD_PORT', flag: '--port' },
+    { path: ['election', 'leaseName'], env: 'SWITCHYARD_ELECTION_LEASE_NAME', flag: '--election.lease-name' },
+    {
+      path: ['election', 'leaseDurationMs'],
+      env: 'SWITCHYARD_ELECTION_LEASE_DURATION_MS',
+      flag: '--election.lease-duration-ms',
+    },
+    { path: ['ratiosPct'], env: 'SWITCHYARD_RATIOS_PCT', flag: '--ratios-pct' },
+  ];
+  const fields = configFields(schema);
+  for (const n of names) {
+    it(`${n.path.join('.')} is ${n.env} and ${n.flag}`, () => {
+      const field = fields.find((f) => f.key === n.path.join('.'));
+      assert.ok(field);
+      assert.equal(field.envName, n.env);
+      assert.equal(envNameOf(n.path), n.env);
+      assert.equal(field.flag, n.flag);
+    });
+  }
+  const forms = [
+    ['--election.lease-name=x'],
+    ['--election.lease-name', 'x'],
+    ['--election-lease-name', 'x'],
+    ['--election-lease-name=x'],
+  ];
+  for (const argv of forms) {
+    it(`the flag form ${argv.join(' ')} sets election.leaseName`, () => {
+      assert.equal(load(argv).election.leaseName, 'x');
+    });
+  }
+  it('env sets a nested key', () => {
+    assert.equal(load([], { SWITCHYARD_ELECTION_LEASE_NAME: 'y' }).election.leaseName, 'y');
+  });
+});
+
+describe('coercion', () => {
+  const cases: { name: string; argv?: string[]; env?: Record<string, string>; key: keyof Cfg; value: unknown }[] = [
+    { name: 'a number from env', env: { SWITCHYARD_PORT: '8081' }, key: 'port', value: 8081 },
+    { name: 'true from env', env: { SWITCHYARD_VERBOSE: 'true' }, key: 'verbose', value: true },
+    { name: '1 from env is true', env: { SWITCHYARD_VERBOSE: '1' }, key: 'verbose', value: true },
+    { name: 'no from env is false', env: { SWITCHYARD_VERBOSE: 'no' }, key: 'verbose', value: false },
+    { name: 'a bare boolean flag is true', argv: ['--verbose'], key: 'verbose', value: true },
+    { name: 'a boolean flag takes a following false', argv: ['--verbose', 'false'], key: 'verbose', value: false },
+    {
+      name: 'arrays split on commas, blanks dropped',
+      env: { SWITCHYARD_PEERS: 'a, b,,c' },
+      key: 'peers',
+      value: ['a', 'b', 'c'],
+    },
+    { name: 'array elements are coerced', env: { SWITCHYARD_RATIOS_PCT: '1,2.5' }, key: 'ratiosPct', value: [1, 2.5] },
+    {
+      name: 'repeated array flags append',
+      argv: ['--peers', 'a', '--peers=b,c'],
+      key: 'peers',
+      value: ['a', 'b', 'c'],
+    },
+    {
+      name: 'a record is read as JSON',
+      argv: ['--classes', '{"x":{"engine":"a"}}'],
+      key: 'classes',
+      value: { x: { engine: 'a' } },
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => assert.deepEqual(load(c.argv ?? [], c.env)[c.key], c.value));
+  }
+});
+
+describe('rejected configs', () => {
+  const cases: { name: string; argv?: string[]; env?: Record<string, string>; mentions: string[] }[] = [
+    { name: 'an unknown top-level file key is fatal', argv: ['--config', 'unknown-top.yaml'], mentions: ["'bogus'"] },
+    {
+      name: 'an unknown nested file key is fatal',
+      argv: ['--config', 'unknown-nested.yaml'],
+      mentions: ["'election.leaseNam'"],
+    },
+    {
+      name: 'an unknown key inside a record entry is fatal',
+      argv: ['--config', 'unknown-in-record.yaml'],
+      mentions: ["'classes.demo.enginee'"],
+    },
+    { name: 'an unknown SWITCHYARD_ env name is fatal', env: { SWITCHYARD_PROT: '1' }, mentions: ['SWITCHYARD_PROT'] },
+    { name: 'an unknown flag is fatal', argv: ['--prot', '1'], mentions: ['--prot'] },
+    { name: 'a positional argument is fatal', argv: ['serve'], mentions: ["'serve'"] },
+    { name: 'a non-number is refused', env: { SWITCHYARD_PORT: 'abc' }, mentions: ['SWITCHYARD_PORT', "'abc'"] },
+    { name: 'a non-boolean is refused', argv: ['--verbose=maybe'], mentions: ['--verbose', 'maybe'] },
+    {
+      name: 'an enum outside its choices is refused',
+      env: { SWITCHYARD_MODE: 'etcd' },
+      mentions: ['memory, kubernetes'],
+    },
+    { name: 'a record that is not JSON is refused', argv: ['--classes', 'x'], mentions: ['JSON object'] },
+    {
+      name: 'a schema violation names its source',
+      argv: ['--classes', '{"x":{"engine":"c"}}'],
+      mentions: ['classes.x.engine', 'from --classes'],
+    },
+    { name: 'a missing file is fatal', argv: ['--config', 'missing.yaml'], mentions: ['missing.yaml'] },
+    { name: 'a file that is not a mapping is fatal', argv: ['--config', 'list.yaml'], mentions: ['mapping'] },
+    { name: 'a file that is not YAML is fatal', argv: ['--config', 'broken.yaml'], mentions: ['broken.yaml'] },
+    {
+      name: 'every problem is reported at once',
+      argv: ['--prot', '1'],
+      env: { SWITCHYARD_NAMEE: 'x' },
+      mentions: ['--prot', 'SWITCHYARD_NAMEE'],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      assert.throws(
+        () => load(c.argv ?? [], c.env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.equal(error.code, 'invalid_request');
+          for (const m of c.mentions) assert.ok(error.message.includes(m), `${m} in ${error.message}`);
+          assert.ok(error.message.split('\n').length >= 2, 'multi-line message');
+          return true;
+        },
+      );
+    });
+  }
+});
+
+class Exited extends Error {}
+const exitStub = ((code: number) => {
+  throw new Exited(String(code));
+}) as (code: number) => never;
+
+function run(argv: string[], env: Record<string, string> = {}): { text: string; code: string } {
+  let text = '';
+  try {
+    load(argv, env, { print: (t) => (text += t), exit: exitStub });
+  } catch (error) {
+    if (error instanceof Exited) return { text, code: error.message };
+    throw error;
+  }
+  return { text, code: 'none' };
+}
+
+describe('--print-config and --help', () => {
+  it('prints the effective config with every secret redacted and exits 0', () => {
+    const { text, code } = run(
+      ['--print-config', '--token', 's3cret-token', '--classes', '{"x":{"engine":"a","headers":{"k":"hdr-secret"}}}'],
+      { SWITCHYARD_TOKENS: 'tok-one,tok-two', SWITCHYARD_PORT: '9' },
+    );
+    assert.equal(code, '0');
+    for (const secret of ['s3cret-token', 'tok-one', 'tok-two', 'hdr-secret'])
+      assert.ok(!text.includes(secret), secret);
+    const printed = parseYaml(text) as Record<string, unknown>;
+    assert.equal(printed.port, 9);
+    assert.equal(printed.token, REDACTED);
+    assert.deepEqual(printed.tokens, [REDACTED, REDACTED]);
+    assert.deepEqual(printed.classes, { x: { engine: 'a', headers: REDACTED } });
+  });
+  it('prints every option with its default and env name and exits 0', () => {
+    const { text, code } = run(['--help']);
+    assert.equal(code, '0');
+    for (const field of configFields(schema)) {
+      assert.ok(text.includes(field.flag), field.flag);
+      assert.ok(text.includes(field.envName), field.envName);
+    }
+    assert.ok(text.includes('default: "lease"'));
+  });
+  it('still refuses an invalid config when asked to print it', () => {
+    assert.throws(() => run(['--print-config', '--port', 'x']), ConfigError);
+  });
+});
+
+describe('schemas the loader refuses', () => {
+  const cases = [
+    { name: 'a field without a description', schema: z.object({ a: z.string() }), mentions: 'describe' },
+    {
+      name: 'a union field',
+      schema: z.object({ a: z.union([z.string(), z.number()]).describe('x') }),
+      mentions: 'unsupported',
+    },
+    {
+      name: 'an array of objects',
+      schema: z.object({ a: z.array(z.object({ b: z.string() })).describe('x') }),
+      mentions: 'arrays',
+    },
+  ];
+  for (const c of cases) {
+    it(`refuses ${c.name}`, () => {
+      assert.throws(
+        () => configFields(c.schema),
+        (e: unknown) => e instanceof ConfigError && e.message.includes(c.mentions),
+      );
+    });
+  }
+});
+
+describe('reference rendering', () => {
+  it('renders a Markdown row per option with env, flag, default and secrecy', () => {
+    const md = markdownReference(configFields(schema));
+    assert.ok(
+      md.includes(
+        '| `election.leaseName` | `SWITCHYARD_ELECTION_LEASE_NAME` | `--election.lease-name` | string | `"lease"` |',
+      ),
+    );
+    assert.match(md, /`token`.*Secret/);
+    assert.equal(md.trim().split('\n').length, 2 + configFields(schema).length);
+  });
+  it('appends the defaults note to the help text', () => {
+    assert.ok(helpText('x', configFields(schema), 'NOTE here').endsWith('NOTE here\n'));
+  });
+});
+
+describe('config files on disk', () => {
+  let dir = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-config-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  it('reads a real YAML file through the default reader', () => {
+    const path = join(dir, 'c.yaml');
+    writeFileSync(path, 'election:\n  leaseDurationMs: 20000\n');
+    const config = loadConfig(schema, { argv: ['--config', path], env: {} });
+    assert.equal(config.election.leaseDurationMs, 20000);
+  });
+});

@@ -1,0 +1,198 @@
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { createServer, get, request } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ManualClock, flushMicrotasks } from '@switchyard/clock/testing';
+import { closeServer, createLifecycle, listen } from '@switchyard/service';
+import type { Lifecycle, LifecycleLogger } from '@switchyard/service';
+
+const quiet: LifecycleLogger = { info() {}, warn() {}, error() {} };
+const opened: Server[] = [];
+afterEach(() => {
+  const servers = opened.splice(0);
+  for (const s of servers) s.closeAllConnections();
+  for (const s of servers) s.close();
+});
+
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; url: string }> {
+  const server = createServer(handler);
+  opened.push(server);
+  const address = await listen(server, { host: '127.0.0.1', port: 0 });
+  return { server, url: `http://127.0.0.1:${address.port}` };
+}
+
+function status(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+function probeServer(lc: Lifecycle, extra?: (req: IncomingMessage, res: ServerResponse) => boolean) {
+  return serve((req, res) => {
+    if (req.url === '/healthz') return lc.healthzHandler(req, res);
+    if (req.url === '/readyz') return lc.readyzHandler(req, res);
+    if (extra?.(req, res)) return;
+    res.writeHead(404).end();
+  });
+}
+
+describe('probes', () => {
+  it('readyz is 503 until markReady and healthz is 200 throughout', async () => {
+    const lc = createLifecycle({ logger: quiet, clock: new ManualClock() });
+    const { url } = await probeServer(lc);
+    assert.equal(await status(`${url}/readyz`), 503);
+    assert.equal(await status(`${url}/healthz`), 200);
+    lc.markReady();
+    assert.equal(await status(`${url}/readyz`), 200);
+  });
+
+  it('readyz turns 503 at the start of a drain while the listener still accepts, then the listener closes', async () => {
+    const clock = new ManualClock();
+    const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 5000, shutdownTimeoutMs: 30000 });
+    const { server, url } = await probeServer(lc);
+    lc.addServer(server);
+    lc.markReady();
+    const done = lc.shutdown('test');
+    assert.equal(lc.draining, true);
+    assert.equal(await status(`${url}/readyz`), 503);
+    assert.equal(await status(`${url}/healthz`), 200);
+    await clock.advance(4999);
+    assert.equal(server.listening, true, 'still accepting during the drain delay');
+    lc.markReady();
+    assert.equal(await status(`${url}/readyz`), 503, 'markReady cannot undo a drain');
+    await clock.advance(1);
+    assert.deepEqual(await done, { forced: false, hooksOk: true });
+    assert.equal(server.listening, false);
+    assert.equal(lc.state, 'stopped');
+    await assert.rejects(status(`${url}/healthz`), /ECONNREFUSED/);
+  });
+
+  it('shutdown is idempotent', async () => {
+    const clock = new ManualClock();
+    const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 0 });
+    assert.equal(lc.shutdown(), lc.shutdown());
+    await clock.advance(0);
+    assert.deepEqual(await lc.shutdown(), { forced: false, hooksOk: true });
+  });
+});
+
+describe('shutdown hooks', () => {
+  it('run in reverse registration order after the servers closed', async () => {
+    const clock = new ManualClock();
+    const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 10 });
+    const { server } = await serve((_q, r) => r.end());
+    lc.addServer(server);
+    const order: string[] = [];
+    lc.onShutdown(() => void order.push(`first listening=${server.listening}`));
+    lc.onShutdown(async () => void order.push('second'));
+    const done = lc.shutdown();
+    await clock.advance(10);
+    assert.deepEqual(await done, { forced: false, hooksOk: true });
+    assert.deepEqual(order, ['second', 'first listening=false']);
+  });
+
+  const failures = [
+    { name: 'a throwing hook is reported and later hooks still run', hook: () => Promise.reject(new Error('boom')) },
+    { name: 'a hook still running at the deadline is abandoned', hook: () => new Promise<void>(() => {}) },
+  ];
+  for (const f of failures) {
+    it(f.name, async () => {
+      const clock = new ManualClock();
+      const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 0, shutdownTimeoutMs: 100 });
+      let earlier = false;
+      lc.onShutdown(() => void (earlier = true));
+      lc.onShutdown(f.hook);
+      const done = lc.shutdown();
+      await clock.advance(100);
+      const result = await done;
+      assert.equal(result.hooksOk, false);
+      assert.equal(earlier, f.name.includes('throwing'), 'later hooks run after a throw, not after a hang');
+    });
+  }
+});
+
+describe('signal handlers', () => {
+  it('SIGTERM drains then exits 0; a second signal exits 1 at once; uninstall removes the listeners', async () => {
+    const clock = new ManualClock();
+    const signals = new EventEmitter();
+    const codes: number[] = [];
+    const lc = createLifecycle({
+      logger: quiet,
+      clock,
+      drainDelayMs: 1000,
+      signals: signals as never,
+      exit: (code) => void codes.push(code),
+    });
+    const uninstall = lc.installSignalHandlers();
+    signals.emit('SIGTERM');
+    await flushMicrotasks();
+    assert.deepEqual(codes, []);
+    signals.emit('SIGINT');
+    assert.deepEqual(codes, [1]);
+    await clock.advance(1000);
+    await lc.shutdown();
+    await flushMicrotasks();
+    assert.deepEqual(codes, [1, 0]);
+    uninstall();
+    assert.equal(signals.listenerCount('SIGTERM') + signals.listenerCount('SIGINT'), 0);
+  });
+});
+
+describe('closeServer', () => {
+  it('cuts a hung SSE stream at the deadline, not before', async () => {
+    const clock = new ManualClock();
+    const { server, url } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+    });
+    let started!: () => void;
+    const firstByte = new Promise<void>((resolve) => (started = resolve));
+    const streamEnded = new Promise<string>((resolve, reject) => {
+      get(`${url}/sse`, { agent: false }, (res) => {
+        res.once('data', () => started());
+        res.on('close', () => resolve('closed'));
+      }).on('error', reject);
+    });
+    await firstByte;
+    let settled = false;
+    const closing = closeServer(server, { timeoutMs: 1000, clock });
+    void closing.then(() => (settled = true));
+    await clock.advance(999);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(settled, false, 'still waiting for the stream');
+    assert.equal(server.listening, false, 'no longer accepting');
+    await clock.advance(1);
+    assert.deepEqual(await closing, { forced: true });
+    assert.equal(await streamEnded, 'closed');
+    assert.equal(closeServer(server, { timeoutMs: 1, clock }), closing, 'idempotent');
+  });
+
+  it('lets an in-flight request finish and closes its keep-alive connection without waiting for the deadline', async () => {
+    const clock = new ManualClock();
+    let finish!: () => void;
+    const { server, url } = await serve((_req, res) => {
+      finish = () => res.end('done');
+    });
+    const body = new Promise<string>((resolve, reject) => {
+      const req = request(`${url}/slow`, { headers: { connection: 'keep-alive' } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c));
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    while (!finish) await new Promise((r) => setImmediate(r));
+    const closing = closeServer(server, { timeoutMs: 60000, clock });
+    finish();
+    assert.equal(await body, 'done');
+    assert.deepEqual(await closing, { forced: false });
+    assert.equal(clock.pendingTimers, 0, 'deadline timer cancelled');
+  });
+});
