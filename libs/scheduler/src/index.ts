@@ -1,1 +1,9 @@
-export {};
+/**
+ * A scheduler replica (design brief §6): election, epoch sync, runtime
+ * tunnels, scheduling from the latest epoch and proxying into tunnels.
+ */
+export { startSchedulerReplica } from './replica.ts';
+export type { SchedulerReplica } from './replica.ts';
+export type { SchedulerReplicaOptions, ReplicaLogger } from './options.ts';
+export { ClusterView } from './cluster-view.ts';
+export type { ClusterViewOptions } from './cluster-view.ts';

@@ -44,6 +44,7 @@ export function canonicalRuntime(runtime: Runtime): Runtime {
     owner: runtime.owner,
     generation: runtime.generation,
   };
+  if (runtime.ownerUrl !== undefined) out.ownerUrl = runtime.ownerUrl;
   if (runtime.address !== undefined) out.address = runtime.address;
   return Object.freeze(out);
 }
@@ -54,6 +55,7 @@ export function sameIdentity(a: Runtime, b: Runtime): boolean {
     a.id === b.id &&
     a.version === b.version &&
     a.owner === b.owner &&
+    a.ownerUrl === b.ownerUrl &&
     a.generation === b.generation &&
     a.address === b.address &&
     a.classes.length === b.classes.length &&

@@ -1,0 +1,156 @@
+import http from 'node:http';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { systemClock } from '@switchyard/clock';
+import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
+import type { RuntimeInfo } from '@switchyard/protocol';
+import { createSandboxHost } from '@switchyard/sandbox';
+import { closeServer, listen } from '@switchyard/service';
+import { dialTunnel } from '@switchyard/tunnel';
+import type { RuntimeNodeOptions } from './options.ts';
+import { runtimeRouter } from './router.ts';
+
+export interface RuntimeNode {
+  readonly runtimeId: string;
+  /** True while the tunnel to the scheduler is open. */
+  readonly connected: boolean;
+  /** `http://127.0.0.1:<port>` of the sidecar API, when enabled. */
+  readonly sidecarUrl: string | undefined;
+  /** Base URL of the direct listener, when enabled. */
+  readonly directUrl: string | undefined;
+  stats(): { sandboxes: number; sessions: number; cancelled: number };
+  /** Resolves once the tunnel is (re)connected. */
+  whenConnected(): Promise<void>;
+  /** Closes the tunnel (GOAWAY), sessions and sandboxes, then the listeners. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a runtime node: a sandbox host behind MCP, its state store and
+ * `/watch` stream, and the tunnel dialler that keeps it joined to the
+ * scheduler. Optional listeners: the sidecar API (127.0.0.1) and a direct
+ * MCP listener guarded by a bearer token.
+ */
+export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<RuntimeNode> {
+  const clock = options.clock ?? systemClock;
+  const { logger, runtimeId } = options;
+  const store = new RuntimeStateStore({ clock });
+  store.setIdleWeight({ sandboxes: options.sandboxesMax });
+  if (options.metadata) store.setMetadata({ ...options.metadata });
+  const host = createSandboxHost({
+    runtimeId,
+    classes: options.classes,
+    sandboxesMax: options.sandboxesMax,
+    sessionIdleMs: options.sessionIdleMs,
+    reporter: store,
+    logger,
+    clock,
+    ...(options.meter ? { meter: options.meter } : {}),
+  });
+  const watch = createWatchHandler(store, { clock });
+  const route = runtimeRouter(host, watch);
+  registerMetrics(options, host);
+
+  const servers: http.Server[] = [];
+  let sidecarUrl: string | undefined;
+  if (options.sidecarPort !== undefined) {
+    const sidecar = http.createServer(createSidecarHandler(store));
+    const bound = await listen(sidecar, { host: '127.0.0.1', port: options.sidecarPort });
+    sidecarUrl = `http://127.0.0.1:${bound.port}`;
+    servers.push(sidecar);
+  }
+  let directUrl: string | undefined;
+  if (options.direct) {
+    const direct = http.createServer(requireBearer(options.direct.token, route));
+    const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
+    directUrl = (options.direct.advertiseUrl ?? `http://${options.direct.host}:{port}`).replace(
+      '{port}',
+      String(bound.port),
+    );
+    servers.push(direct);
+  }
+
+  const info: RuntimeInfo = {
+    id: runtimeId,
+    classes: Object.keys(options.classes).sort(),
+    metadata: { ...options.metadata },
+    version: options.version ?? '0.0.0',
+    limits: { sandboxes: options.sandboxesMax },
+    ...(directUrl ? { address: directUrl } : {}),
+  };
+  let connectedWaiters: Array<() => void> = [];
+  const dialer = dialTunnel({
+    url: options.schedulerUrl,
+    token: options.joinToken,
+    info,
+    handler: route,
+    clock,
+    logger,
+    ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),
+    onConnected: () => {
+      logger.info({ scheduler: options.schedulerUrl }, 'tunnel connected');
+      const waiters = connectedWaiters;
+      connectedWaiters = [];
+      for (const resolve of waiters) resolve();
+    },
+    onDisconnected: (reason) => logger.warn({ reason }, 'tunnel disconnected'),
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    runtimeId,
+    get connected() {
+      return dialer.connected;
+    },
+    sidecarUrl,
+    directUrl,
+    stats: () => host.stats(),
+    whenConnected: () =>
+      dialer.connected ? Promise.resolve() : new Promise<void>((resolve) => connectedWaiters.push(resolve)),
+    close() {
+      closing ??= (async () => {
+        dialer.close();
+        watch.close();
+        await host.close();
+        store.close();
+        await Promise.all(servers.map((s) => closeServer(s, { timeoutMs: 2000 })));
+      })();
+      return closing;
+    },
+  };
+}
+
+function requireBearer(token: string, next: http.RequestListener): http.RequestListener {
+  const expected = createHash('sha256').update(`Bearer ${token}`).digest();
+  return (req, res) => {
+    const given = createHash('sha256')
+      .update(req.headers.authorization ?? '')
+      .digest();
+    if (!timingSafeEqual(given, expected)) {
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
+      res.end(JSON.stringify({ error: 'a valid bearer token is required' }));
+      return;
+    }
+    next(req, res);
+  };
+}
+
+function registerMetrics(
+  options: RuntimeNodeOptions,
+  host: { stats(): { sandboxes: number; sessions: number; cancelled: number } },
+): void {
+  const sandboxes = options.metrics.gauge({ name: 'sandboxes', help: 'Sandboxes alive (warm pool excluded)' });
+  const sessions = options.metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open' });
+  const cancelled = options.metrics.gauge({
+    name: 'tool_calls_cancelled',
+    help: 'Tool calls cancelled by clients so far',
+  });
+  const registry = options.metrics.registry;
+  const original = registry.metrics.bind(registry);
+  registry.metrics = async () => {
+    const stats = host.stats();
+    sandboxes.set(stats.sandboxes);
+    sessions.set(stats.sessions);
+    cancelled.set(stats.cancelled);
+    return original();
+  };
+}

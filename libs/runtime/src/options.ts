@@ -1,0 +1,40 @@
+import type { Clock } from '@switchyard/clock';
+import type { EngineConfig, MeteringSink } from '@switchyard/sandbox';
+import type { Metrics } from '@switchyard/service';
+
+/** The slice of a pino logger the runtime uses. */
+export interface RuntimeLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface RuntimeNodeOptions {
+  readonly runtimeId: string;
+  /** A scheduler replica (or the Service in front of them); the tunnel is dialled from here. */
+  readonly schedulerUrl: string;
+  readonly joinToken: string;
+  readonly classes: Readonly<Record<string, EngineConfig>>;
+  readonly sandboxesMax: number;
+  readonly sessionIdleMs: number;
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly version?: string;
+  /** Local API for runtimes in other languages; binds 127.0.0.1 only. Off when absent. */
+  readonly sidecarPort?: number;
+  /**
+   * A direct listener for gateways in `direct` mode. It trusts identity
+   * headers, so it requires this bearer token on every request.
+   */
+  readonly direct?: {
+    readonly host: string;
+    readonly port: number;
+    readonly token: string;
+    readonly advertiseUrl?: string;
+  };
+  readonly tunnelPingIntervalMs?: number;
+  readonly logger: RuntimeLogger;
+  readonly metrics: Metrics;
+  readonly meter?: MeteringSink;
+  readonly clock?: Clock;
+}

@@ -1,0 +1,155 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseWith, scheduleRequestSchema, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
+import { proxyToTunnel } from '@switchyard/tunnel';
+import type { ClusterView } from './cluster-view.ts';
+import { HOP_HEADER, forwardToReplica, postJson } from './forward.ts';
+import { readJson, sendError, sendJson } from './http-util.ts';
+import type { Leadership } from './leadership.ts';
+import type { LocalPart } from './local-part.ts';
+import type { ReplicaMetrics } from './metrics.ts';
+
+export interface ApiContext {
+  readonly replicaId: string;
+  readonly view: ClusterView;
+  readonly part: LocalPart;
+  readonly leadership: Leadership;
+  readonly metrics: ReplicaMetrics;
+  readonly scheduleBodyBytesMax: number;
+}
+
+const PROXY_PATH = /^\/api\/proxy\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
+const RUNTIME_PATH = /^\/api\/runtime\/([^/?]+)$/;
+const SNAPSHOT_PATH = /^\/api\/epoch\/(\d+)\/snapshot$/;
+
+/** Routes the scheduler API; returns false for a path it does not serve. */
+export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): boolean {
+  const url = req.url ?? '/';
+  const path = url.split('?', 1)[0]!;
+  const proxy = PROXY_PATH.exec(url);
+  if (proxy) {
+    proxyRequest(ctx, req, res, decodeSegment(proxy[1]!), `${proxy[2] ?? '/'}${proxy[3] ?? ''}`);
+    return true;
+  }
+  if (path === '/api/schedule') {
+    if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
+    scheduleRequest(ctx, req, res).catch((error: unknown) => sendError(res, error));
+    return true;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (path === '/api/epoch' || path === '/api/runtimes' || RUNTIME_PATH.test(path) || SNAPSHOT_PATH.test(path)) {
+      return methodNotAllowed(res, 'GET');
+    }
+    return false;
+  }
+  if (path === '/api/epoch') {
+    sendJson(res, 200, epochInfo(ctx));
+    return true;
+  }
+  if (path === '/api/runtimes') {
+    sendJson(res, 200, { epoch: ctx.view.epoch, runtimes: ctx.view.states().map(summarise) });
+    return true;
+  }
+  const runtime = RUNTIME_PATH.exec(path);
+  if (runtime) {
+    const id = decodeSegment(runtime[1]!);
+    const state = ctx.view.states().find((s) => s.runtime.id === id);
+    if (state) sendJson(res, 200, { epoch: ctx.view.epoch, ...state });
+    else sendJson(res, 404, { error: `unknown runtime ${id}`, code: 'runtime_not_found' });
+    return true;
+  }
+  const snapshot = SNAPSHOT_PATH.exec(path);
+  if (snapshot) {
+    const epoch = Number(snapshot[1]);
+    const runtimes = ctx.leadership.snapshotAt(epoch);
+    if (runtimes) sendJson(res, 200, { epoch, runtimes });
+    else sendJson(res, 404, { error: `epoch ${epoch} is not kept here`, code: 'not_found' });
+    return true;
+  }
+  return false;
+}
+
+function epochInfo(ctx: ApiContext): object {
+  return {
+    replica: ctx.replicaId,
+    epoch: ctx.view.hasEpoch ? ctx.view.epoch : null,
+    term: ctx.view.term,
+    isLeader: ctx.leadership.isLeader,
+    leader: ctx.leadership.leader ?? null,
+    counts: ctx.view.counts(),
+    localRuntimes: ctx.part.size,
+  };
+}
+
+function summarise(state: { runtime: object; processes: readonly string[]; threads: readonly unknown[] }): object {
+  return { ...state.runtime, processes: state.processes.length, threads: state.threads.length };
+}
+
+async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = performance.now();
+  const body = await readJson(req, ctx.scheduleBodyBytesMax);
+  const parsed = parseWith(scheduleRequestSchema, body);
+  if (!parsed.ok) {
+    ctx.metrics.scheduleRequests.inc({ outcome: 'bad_request' });
+    return sendJson(res, 400, { error: parsed.error, code: 'invalid_request' });
+  }
+  if (!ctx.view.hasEpoch) return forwardSchedule(ctx, req, res, parsed.value);
+  const decision = ctx.view.schedule(parsed.value);
+  ctx.metrics.scheduleSeconds.observe((performance.now() - started) / 1000);
+  ctx.metrics.scheduleRequests.inc({ outcome: decision.ok ? decision.source : 'unschedulable' });
+  const base = { epoch: ctx.view.epoch, term: ctx.view.term };
+  if (!decision.ok) return sendJson(res, 503, { ...decision, ...base } satisfies ScheduleResponse);
+  const runtime = ctx.view.runtime(decision.runtime);
+  const ownerUrl = runtime?.ownerUrl;
+  const response: ScheduleResponse = {
+    ...decision,
+    ...base,
+    ...(runtime ? { owner: runtime.owner } : {}),
+    ...(ownerUrl ? { proxyUrl: `${ownerUrl}/api/proxy/${encodeURIComponent(decision.runtime)}` } : {}),
+    ...(runtime?.address ? { address: runtime.address } : {}),
+  };
+  sendJson(res, 200, response);
+}
+
+/** A replica with no epoch yet asks the leader rather than answer from nothing. */
+async function forwardSchedule(
+  ctx: ApiContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+): Promise<void> {
+  const leader = ctx.leadership.leader;
+  if (req.headers[HOP_HEADER] || !leader || leader.id === ctx.replicaId) {
+    throw new SwitchyardError('not_ready', 'no epoch committed yet; retry shortly');
+  }
+  ctx.metrics.scheduleRequests.inc({ outcome: 'forwarded' });
+  const answer = await postJson(`${leader.url}/api/schedule`, body, 5000).catch((cause: unknown) => {
+    throw new SwitchyardError('not_ready', 'no epoch yet and the leader is unreachable', { cause });
+  });
+  sendJson(res, answer.status, answer.body);
+}
+
+function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {
+  ctx.metrics.proxyRequests.inc();
+  const tunnel = ctx.part.tunnel(runtimeId);
+  if (tunnel) return proxyToTunnel(tunnel, req, res, rest, { runtimeId });
+  const owner = ctx.view.runtime(runtimeId);
+  if (owner?.ownerUrl && owner.owner !== ctx.replicaId && !req.headers[HOP_HEADER]) {
+    return forwardToReplica(req, res, `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`, runtimeId);
+  }
+  req.resume();
+  sendJson(res, 502, { error: 'runtime not connected', runtime: runtimeId });
+}
+
+function methodNotAllowed(res: ServerResponse, allow: string): true {
+  res.setHeader('allow', allow);
+  sendJson(res, 405, { error: 'method not allowed', code: 'method_not_allowed' });
+  return true;
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

@@ -1,0 +1,72 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { sendJson } from './http-util.ts';
+
+/** Marks a request already forwarded once between replicas, so forwarding never loops. */
+export const HOP_HEADER = 'x-switchyard-hop';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+/**
+ * Streams a request to another replica and the answer back (one hop). A
+ * client disconnect aborts the upstream request; an upstream failure before
+ * headers is a 502 naming the runtime.
+ */
+export function forwardToReplica(
+  req: IncomingMessage,
+  res: ServerResponse,
+  targetUrl: string,
+  runtimeId: string,
+): void {
+  const headers: http.OutgoingHttpHeaders = { [HOP_HEADER]: '1' };
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value;
+  }
+  const upstream = http.request(targetUrl, { method: req.method, headers, agent }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, filterHeaders(answer.headers));
+    res.flushHeaders();
+    answer.pipe(res);
+    answer.once('error', () => res.destroy());
+  });
+  upstream.once('error', () => {
+    if (!res.headersSent) sendJson(res, 502, { error: 'owner replica unreachable', runtime: runtimeId });
+    else res.destroy();
+  });
+  res.once('close', () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
+  req.pipe(upstream);
+}
+
+function filterHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** POSTs JSON to another replica and returns status and parsed body. */
+export async function postJson(
+  url: string,
+  body: unknown,
+  timeoutMs: number,
+): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [HOP_HEADER]: '1' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return { status: response.status, body: await response.json() };
+}

@@ -1,0 +1,42 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SwitchyardError, statusOf } from '@switchyard/protocol';
+
+/** Writes a JSON body with the given status; no-op when the response already started. */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
+/** Replies `{error, code}` for a thrown value; unknown failures are a 500, never blamed on the client. */
+export function sendError(res: ServerResponse, error: unknown): void {
+  const message = error instanceof SwitchyardError ? error.message : 'internal error';
+  const code = error instanceof SwitchyardError ? error.code : 'internal';
+  sendJson(res, statusOf(error), { error: message, code });
+}
+
+/** Reads and parses a JSON body of at most `bytesMax`; 413 past it, 400 when it is not JSON. */
+export async function readJson(req: IncomingMessage, bytesMax: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > bytesMax) throw new SwitchyardError('body_too_large', `body exceeds ${bytesMax} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > bytesMax) throw new SwitchyardError('body_too_large', `body exceeds ${bytesMax} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (cause) {
+    throw new SwitchyardError('parse_error', 'body is not valid JSON', { cause });
+  }
+}

@@ -1,0 +1,242 @@
+import type { Clock } from '@switchyard/clock';
+import { LeaderElector, formatHolder, parseHolder, type ElectionTiming, type LeaseLock } from '@switchyard/election';
+import {
+  EpochFollower,
+  EpochLeader,
+  connectSync,
+  createSyncServer,
+  type CommitInfo,
+  type SyncConnection,
+  type SyncServer,
+} from '@switchyard/epoch';
+import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
+import { ClusterIndex, diffStates, mergeParts } from '@switchyard/scheduling';
+import type { ClusterView } from './cluster-view.ts';
+import type { ReplicaLogger } from './options.ts';
+
+export interface LeadershipOptions {
+  readonly replicaId: string;
+  readonly replicaUrl: string;
+  readonly clock: Clock;
+  readonly lock: LeaseLock;
+  readonly timing?: Partial<ElectionTiming>;
+  readonly epoch?: {
+    readonly cycleIntervalMs?: number;
+    readonly cycleTimeoutMs?: number;
+    readonly staleAfterMs?: number;
+  };
+  readonly localPart: () => readonly RuntimeState[];
+  readonly view: ClusterView;
+  readonly logger: ReplicaLogger;
+  readonly onLeaderCommit?: (info: CommitInfo) => void;
+  readonly onRoleChange?: () => void;
+}
+
+const apply = (states: readonly RuntimeState[], ops: readonly ClusterOp[]): RuntimeState[] => {
+  const index = ClusterIndex.from(states);
+  index.applyAll(ops);
+  return index.toStates();
+};
+
+/** Reconnect delays of a follower that lost its leader connection, ms. */
+const FOLLOW_RETRY_MS = [100, 250, 500, 1000, 2000] as const;
+
+/**
+ * One replica's role in the cluster. The elector decides; this object turns
+ * its decisions into epoch work: while leading (and only until the signal
+ * aborts) an EpochLeader runs and accepts followers on `/api/sync/:replica`;
+ * otherwise the replica's EpochFollower dials the current holder. The
+ * follower lives as long as the replica so its fence (the highest term seen)
+ * survives changes of leader.
+ */
+export class Leadership {
+  readonly #options: LeadershipOptions;
+  readonly #elector: LeaderElector;
+  readonly #follower: EpochFollower;
+  readonly #syncServer: SyncServer;
+  #leader: EpochLeader | undefined;
+  #holder: { id: string; address: string } | undefined;
+  #term = 0;
+  #connection: SyncConnection | undefined;
+  #followGeneration = 0;
+  #stopped = false;
+
+  constructor(options: LeadershipOptions) {
+    this.#options = options;
+    const { replicaId, replicaUrl, clock, view, localPart } = options;
+    this.#follower = new EpochFollower({
+      replicaId,
+      clock,
+      localPart,
+      diff: diffStates,
+      apply,
+      sink: view,
+      onReject: (info) => options.logger.warn({ ...info }, 'sync message fenced off'),
+    });
+    this.#syncServer = createSyncServer({
+      onConnection: (conn, replica) => {
+        if (this.#leader) this.#leader.attach(conn, replica);
+        else conn.close(1013, 'not the leader');
+      },
+    });
+    this.#elector = new LeaderElector({
+      lock: options.lock,
+      identity: formatHolder({ id: replicaId, address: replicaUrl }),
+      clock,
+      ...options.timing,
+      onStartedLeading: ({ term, signal }) => this.#lead(term, signal),
+      onNewLeader: (holder, term) => this.#observe(holder, term),
+      logger: options.logger,
+    });
+  }
+
+  start(): void {
+    this.#elector.start();
+  }
+
+  get isLeader(): boolean {
+    return this.#leader !== undefined;
+  }
+
+  get term(): number {
+    return this.#term;
+  }
+
+  /** The current holder as seen by the elector (this replica included). */
+  get leader(): { id: string; url: string } | undefined {
+    return this.#holder && { id: this.#holder.id, url: this.#holder.address };
+  }
+
+  get syncServer(): SyncServer {
+    return this.#syncServer;
+  }
+
+  /** The part changed: let the leader (or the follower's next collect) see it promptly. */
+  notifyChange(): void {
+    this.#leader?.notifyChange();
+    this.#follower.notifyChange();
+  }
+
+  /** A kept epoch's full state, from whichever role has it. */
+  snapshotAt(epoch: number): RuntimeState[] | undefined {
+    return this.#leader?.snapshotAt(epoch) ?? this.#follower.snapshotAt(epoch);
+  }
+
+  /** Steps down (releasing the lease so a successor takes over within a retry period) and closes sync. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await this.#elector.stop();
+    this.#leader?.stop();
+    this.#leader = undefined;
+    this.#follower.stop();
+    this.#connection?.close(1001, 'replica stopping');
+    this.#syncServer.close();
+  }
+
+  #lead(term: number, signal: AbortSignal): void {
+    const { options } = { options: this.#options };
+    this.#disconnectFollower();
+    const leader = new EpochLeader({
+      replicaId: options.replicaId,
+      term,
+      clock: options.clock,
+      localPart: options.localPart,
+      merge: mergeParts,
+      diff: diffStates,
+      apply,
+      sink: options.view,
+      startEpoch: Math.max(options.view.epoch, this.#follower.latest()?.epoch ?? 0, 0),
+      ...options.epoch,
+      ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
+      onFollowerError: (replica, followerTerm, reason) =>
+        options.logger.warn({ replica, term: followerTerm, reason }, 'follower reported an error'),
+    });
+    this.#leader = leader;
+    this.#term = term;
+    options.logger.info({ term }, 'leading');
+    options.onRoleChange?.();
+    signal.addEventListener(
+      'abort',
+      () => {
+        leader.stop();
+        if (this.#leader === leader) this.#leader = undefined;
+        options.logger.warn({ term }, 'stopped leading; continuing as a follower');
+        options.onRoleChange?.();
+      },
+      { once: true },
+    );
+  }
+
+  #observe(holder: string | undefined, term: number): void {
+    this.#holder = parseHolder(holder);
+    this.#term = Math.max(this.#term, term);
+    this.#options.onRoleChange?.();
+    if (!this.#holder || this.#holder.id === this.#options.replicaId) {
+      this.#disconnectFollower();
+      return;
+    }
+    void this.#follow(this.#holder.address);
+  }
+
+  #disconnectFollower(): void {
+    this.#followGeneration++;
+    this.#connection?.close(1000, 'leader changed');
+    this.#connection = undefined;
+  }
+
+  async #follow(leaderUrl: string): Promise<void> {
+    this.#disconnectFollower();
+    const generation = this.#followGeneration;
+    const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
+    for (let attempt = 0; current(); attempt++) {
+      try {
+        const conn = await connectSync(leaderUrl, this.#options.replicaId, { handshakeTimeoutMs: 2000 });
+        if (!current()) {
+          conn.close(1000, 'leader changed');
+          return;
+        }
+        const { connection, closed } = observeClose(conn);
+        this.#connection = connection;
+        this.#follower.attach(connection);
+        this.#options.logger.info({ leader: leaderUrl }, 'following');
+        await closed;
+        attempt = 0;
+      } catch (error) {
+        this.#options.logger.debug({ leader: leaderUrl, err: (error as Error).message }, 'sync connect failed');
+      }
+      if (!current()) return;
+      const delayMs = FOLLOW_RETRY_MS[Math.min(attempt, FOLLOW_RETRY_MS.length - 1)]!;
+      await new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+/**
+ * A connection carries one close handler; the follower takes it. This wrapper
+ * lets the reconnect loop learn of the close as well.
+ */
+function observeClose(conn: SyncConnection): { connection: SyncConnection; closed: Promise<void> } {
+  let handler: ((code: number, reason: string) => void) | undefined;
+  let closedWith: { code: number; reason: string } | undefined;
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
+  conn.onClose((code, reason) => {
+    closedWith = { code, reason };
+    resolveClosed();
+    handler?.(code, reason);
+  });
+  const connection: SyncConnection = {
+    send: (msg) => conn.send(msg),
+    onMessage: (cb) => conn.onMessage(cb),
+    onClose: (cb) => {
+      handler = cb;
+      if (closedWith) queueMicrotask(() => cb(closedWith!.code, closedWith!.reason));
+    },
+    close: (code, reason) => conn.close(code, reason),
+    get bufferedBytes() {
+      return conn.bufferedBytes;
+    },
+  };
+  return { connection, closed };
+}

@@ -1,0 +1,122 @@
+import type { Clock } from '@switchyard/clock';
+import type { Runtime, RuntimeState, WatchSnapshot } from '@switchyard/protocol';
+import { RuntimeMirror, watchRuntime, type RuntimeWatcher } from '@switchyard/agent';
+import type { Tunnel } from '@switchyard/tunnel';
+import type { ReplicaLogger } from './options.ts';
+
+interface Entry {
+  readonly tunnel: Tunnel;
+  readonly mirror: RuntimeMirror;
+  readonly watcher: RuntimeWatcher;
+  /** False until the first `/watch` snapshot arrived: the runtime is not schedulable before. */
+  synced: boolean;
+}
+
+export interface LocalPartOptions {
+  readonly replicaId: string;
+  readonly replicaUrl: string;
+  readonly clock: Clock;
+  readonly logger: ReplicaLogger;
+  /** Called after any change of the part (a runtime joined or left, or its state changed). */
+  readonly onChange: () => void;
+  readonly watchReconnectMs?: number;
+}
+
+/**
+ * This replica's part of the cluster: the runtimes whose tunnels it holds,
+ * each mirrored from its `/watch` stream. A runtime leaves the part, with
+ * everything on it, the moment its tunnel closes.
+ */
+export class LocalPart {
+  readonly #entries = new Map<string, Entry>();
+  readonly #options: LocalPartOptions;
+  #closed = false;
+
+  constructor(options: LocalPartOptions) {
+    this.#options = options;
+  }
+
+  /** Starts mirroring a newly accepted tunnel (replacing an older one of the same runtime). */
+  attach(tunnel: Tunnel): void {
+    if (this.#closed) return;
+    this.#drop(tunnel.runtimeId);
+    const { logger, clock, onChange } = this.#options;
+    const mirror = new RuntimeMirror({ onChange });
+    const entry: Entry = {
+      tunnel,
+      mirror,
+      synced: false,
+      watcher: watchRuntime({
+        url: 'http://runtime/watch',
+        fetch: tunnel.fetch,
+        clock,
+        reconnectMs: this.#options.watchReconnectMs ?? 500,
+        onSnapshot: (snapshot: WatchSnapshot) => {
+          entry.synced = true;
+          mirror.applySnapshot(snapshot);
+        },
+        onOps: (ops) => mirror.applyOps(ops),
+        onError: (error) => logger.debug({ runtime: tunnel.runtimeId, err: error.message }, 'watch interrupted'),
+      }),
+    };
+    this.#entries.set(tunnel.runtimeId, entry);
+    logger.info({ runtime: tunnel.runtimeId, generation: tunnel.generation }, 'runtime joined');
+    onChange();
+  }
+
+  /** Drops a runtime whose tunnel closed; ignores a stale close of a replaced tunnel. */
+  detach(tunnel: Tunnel, reason: string): void {
+    const entry = this.#entries.get(tunnel.runtimeId);
+    if (entry?.tunnel !== tunnel) return;
+    this.#drop(tunnel.runtimeId);
+    this.#options.logger.info({ runtime: tunnel.runtimeId, reason }, 'runtime left');
+    this.#options.onChange();
+  }
+
+  tunnel(runtimeId: string): Tunnel | undefined {
+    const entry = this.#entries.get(runtimeId);
+    return entry && !entry.tunnel.closed ? entry.tunnel : undefined;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The part in wire form, for epoch collection. */
+  states(): RuntimeState[] {
+    const out: RuntimeState[] = [];
+    for (const entry of this.#entries.values()) out.push(this.#stateOf(entry));
+    return out;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const id of [...this.#entries.keys()]) this.#drop(id);
+  }
+
+  #drop(runtimeId: string): void {
+    const entry = this.#entries.get(runtimeId);
+    if (!entry) return;
+    this.#entries.delete(runtimeId);
+    entry.watcher.close();
+  }
+
+  #stateOf(entry: Entry): RuntimeState {
+    const { info, generation } = entry.tunnel;
+    const state = entry.mirror.state();
+    const runtime: Runtime = {
+      id: info.id,
+      classes: [...info.classes].sort(),
+      metadata: { ...info.metadata, ...state.metadata },
+      version: info.version,
+      idleWeight: entry.synced ? state.idleWeight : { ...info.limits },
+      available: entry.synced && !entry.tunnel.closed,
+      owner: this.#options.replicaId,
+      ownerUrl: this.#options.replicaUrl,
+      generation,
+      ...(info.address !== undefined ? { address: info.address } : {}),
+    };
+    return { runtime, processes: state.processes, threads: state.threads };
+  }
+}

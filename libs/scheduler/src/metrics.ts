@@ -1,0 +1,47 @@
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import type { Metrics } from '@switchyard/service';
+
+export interface ReplicaMetrics {
+  readonly isLeader: Gauge;
+  readonly term: Gauge;
+  readonly epoch: Gauge;
+  readonly epochLagSeconds: Gauge;
+  readonly cycleSeconds: Histogram;
+  readonly commitBytes: Histogram;
+  readonly runtimes: Gauge<'state'>;
+  readonly scheduleRequests: Counter<'outcome'>;
+  readonly scheduleSeconds: Histogram;
+  readonly proxyRequests: Counter;
+}
+
+/** The replica's metrics (design brief §6); no per-runtime or per-session labels. */
+export function createReplicaMetrics(metrics: Metrics): ReplicaMetrics {
+  return {
+    isLeader: metrics.gauge({ name: 'is_leader', help: '1 while this replica leads' }),
+    term: metrics.gauge({ name: 'term', help: 'Highest leadership term seen' }),
+    epoch: metrics.gauge({ name: 'epoch', help: 'Latest epoch applied by this replica' }),
+    epochLagSeconds: metrics.gauge({ name: 'epoch_lag_seconds', help: 'Time since the latest epoch was applied' }),
+    cycleSeconds: metrics.histogram({
+      name: 'epoch_cycle_seconds',
+      help: 'Leader: duration of an epoch cycle, announce to commit',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    }),
+    commitBytes: metrics.histogram({
+      name: 'epoch_commit_bytes',
+      help: 'Leader: size of a commit message',
+      buckets: [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304],
+    }),
+    runtimes: metrics.gauge({ name: 'runtimes', help: 'Runtimes in the latest epoch by state', labelNames: ['state'] }),
+    scheduleRequests: metrics.counter({
+      name: 'schedule_requests_total',
+      help: 'Schedule requests by outcome (thread, process, pipeline, unschedulable, bad_request, forwarded)',
+      labelNames: ['outcome'],
+    }),
+    scheduleSeconds: metrics.histogram({
+      name: 'schedule_duration_seconds',
+      help: 'Time to answer a schedule request from the local epoch',
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
+    }),
+    proxyRequests: metrics.counter({ name: 'proxy_requests_total', help: 'Requests received on /api/proxy' }),
+  };
+}

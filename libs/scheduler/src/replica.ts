@@ -1,0 +1,149 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { systemClock } from '@switchyard/clock';
+import { closeServer, listen, metricsHandler } from '@switchyard/service';
+import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
+import { handleApi, type ApiContext } from './api.ts';
+import { ClusterView } from './cluster-view.ts';
+import { sendJson } from './http-util.ts';
+import { Leadership } from './leadership.ts';
+import { LocalPart } from './local-part.ts';
+import { createReplicaMetrics } from './metrics.ts';
+import type { SchedulerReplicaOptions } from './options.ts';
+
+export interface SchedulerReplica {
+  readonly replicaId: string;
+  /** The advertised base URL, port filled in. */
+  readonly url: string;
+  readonly port: number;
+  readonly server: http.Server;
+  readonly isLeader: boolean;
+  /** Stops leading (releasing the lease), closes tunnels and sync, then the server. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts one scheduler replica: binds its HTTP server, accepts runtime
+ * tunnels, joins the election and serves the API of design brief §6.
+ * Resolves once the server listens; the first epoch follows within about one
+ * retry period (leader) or one cycle (follower).
+ */
+export async function startSchedulerReplica(options: SchedulerReplicaOptions): Promise<SchedulerReplica> {
+  const clock = options.clock ?? systemClock;
+  const { logger, replicaId } = options;
+  const metrics = createReplicaMetrics(options.metrics);
+  let ready = false;
+  let closing: Promise<void> | undefined;
+  let lastCommitMs = clock.now();
+
+  const server = http.createServer();
+  server.headersTimeout = 10_000;
+  const address = await listen(server, { host: options.host, port: options.port });
+  const url = options.advertiseUrl.replace('{port}', String(address.port));
+
+  const view = new ClusterView({
+    clock,
+    onCommit: (epoch, term) => {
+      lastCommitMs = clock.now();
+      metrics.epoch.set(epoch);
+      metrics.term.set(term);
+      let available = 0;
+      const all = view.runtimes();
+      for (const runtime of all) if (runtime.available) available++;
+      metrics.runtimes.set({ state: 'available' }, available);
+      metrics.runtimes.set({ state: 'unavailable' }, all.length - available);
+    },
+  });
+  const part = new LocalPart({
+    replicaId,
+    replicaUrl: url,
+    clock,
+    logger,
+    onChange: () => leadership.notifyChange(),
+  });
+  const endpoint = createTunnelEndpoint({
+    tokens: options.joinTokens,
+    maxRuntimes: options.maxRuntimes ?? 1000,
+    ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),
+    logger,
+    clock,
+    onTunnel: (tunnel) => part.attach(tunnel),
+    onTunnelClosed: (tunnel, reason) => part.detach(tunnel, reason),
+  });
+  const leadership = new Leadership({
+    replicaId,
+    replicaUrl: url,
+    clock,
+    lock: options.lock,
+    ...(options.election ? { timing: options.election } : {}),
+    ...(options.epoch ? { epoch: options.epoch } : {}),
+    localPart: () => part.states(),
+    view,
+    logger,
+    onLeaderCommit: (info) => {
+      metrics.cycleSeconds.observe(info.durationMs / 1000);
+      metrics.commitBytes.observe(info.bytes);
+    },
+    onRoleChange: () => metrics.isLeader.set(leadership.isLeader ? 1 : 0),
+  });
+
+  const ctx: ApiContext = {
+    replicaId,
+    view,
+    part,
+    leadership,
+    metrics,
+    scheduleBodyBytesMax: options.scheduleBodyBytesMax ?? 64 * 1024,
+  };
+  const serveMetrics = metricsHandler(options.metrics.registry);
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : closing ? 'draining' : 'starting' });
+    }
+    if (path === '/metrics') {
+      metrics.epochLagSeconds.set(view.hasEpoch ? (clock.now() - lastCommitMs) / 1000 : 0);
+      return serveMetrics(req, res);
+    }
+    try {
+      if (handleApi(ctx, req, res)) return;
+    } catch (error) {
+      logger.error({ err: error }, 'request failed');
+      return sendJson(res, 500, { error: 'internal error', code: 'internal' });
+    }
+    req.resume();
+    sendJson(res, 404, { error: `no route for ${req.method} ${path}`, code: 'not_found' });
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === CONNECT_PATH) return endpoint.handleUpgrade(req, socket, head);
+    if (leadership.syncServer.handleUpgrade(req, socket, head)) return;
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
+
+  leadership.start();
+  ready = true;
+  logger.info({ replica: replicaId, url }, 'scheduler replica listening');
+
+  return {
+    replicaId,
+    url,
+    port: address.port,
+    server,
+    get isLeader() {
+      return leadership.isLeader;
+    },
+    close() {
+      closing ??= (async () => {
+        ready = false;
+        await leadership.stop();
+        endpoint.close();
+        part.close();
+        await closeServer(server, { timeoutMs: 2000 });
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { RuntimeNode } from '@switchyard/runtime';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { getJson, postJson, startReplicas, startRuntime, until } from './support.ts';
+
+describe('three replicas in one process with a memory lease', () => {
+  let replicas: SchedulerReplica[] = [];
+  const runtimes: RuntimeNode[] = [];
+
+  before(async () => {
+    replicas = await startReplicas(3);
+    runtimes.push(await startRuntime('r1', replicas[1]!.url));
+    runtimes.push(await startRuntime('r2', replicas[2]!.url));
+  });
+
+  after(async () => {
+    await Promise.all(runtimes.map((r) => r.close()));
+    await Promise.all(replicas.map((r) => r.close()));
+  });
+
+  it('elects exactly one leader', async () => {
+    await until('a leader', () => replicas.some((r) => r.isLeader) || undefined);
+    assert.equal(replicas.filter((r) => r.isLeader).length, 1);
+  });
+
+  it('every replica sees both runtimes, whichever replica holds their tunnel', async () => {
+    for (const replica of replicas) {
+      await until(`runtimes on ${replica.replicaId}`, async () => {
+        const { body } = await getJson(`${replica.url}/api/runtimes`);
+        const ids = body.runtimes.filter((r: any) => r.available).map((r: any) => r.id);
+        return ids.length === 2 || undefined;
+      });
+    }
+  });
+
+  it('answers a schedule alike on every replica and names the owner proxy', async () => {
+    await until('same epoch everywhere', async () => {
+      const epochs = await Promise.all(replicas.map((r) => getJson(`${r.url}/api/epoch`)));
+      return new Set(epochs.map((e) => e.body.epoch)).size === 1 || undefined;
+    });
+    const answers = await Promise.all(
+      replicas.map((r) => postJson(`${r.url}/api/schedule`, { class: 'demo', processId: 'p-42', explain: true })),
+    );
+    for (const answer of answers) assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal(new Set(answers.map((a) => a.body.runtime)).size, 1);
+    const chosen = answers[0]!.body;
+    assert.match(chosen.proxyUrl, /\/api\/proxy\/r[12]$/);
+  });
+
+  it('reaches a runtime through /api/proxy on every replica', async () => {
+    for (const replica of replicas) {
+      for (const id of ['r1', 'r2']) {
+        const res = await fetch(`${replica.url}/api/proxy/${id}/healthz`);
+        assert.equal(res.status, 200, `${replica.replicaId} → ${id}`);
+        assert.deepEqual(await res.json(), { status: 'ok' });
+      }
+    }
+  });
+
+  it('answers 502 for a runtime nobody holds and 404 for its record', async () => {
+    const proxied = await fetch(`${replicas[0]!.url}/api/proxy/ghost/healthz`);
+    assert.equal(proxied.status, 502);
+    assert.deepEqual(await proxied.json(), { error: 'runtime not connected', runtime: 'ghost' });
+    const record = await getJson(`${replicas[0]!.url}/api/runtime/ghost`);
+    assert.equal(record.status, 404);
+  });
+
+  it('rejects a bad identity with a 400 naming the field', async () => {
+    const answer = await postJson(`${replicas[0]!.url}/api/schedule`, { class: 'demo', processId: 'bad id' });
+    assert.equal(answer.status, 400);
+    assert.match(answer.body.error, /^processId: /);
+  });
+});

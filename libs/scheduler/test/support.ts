@@ -1,0 +1,80 @@
+import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
+import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
+import { createMetrics } from '@switchyard/service';
+import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+
+export const TOKEN = 'test-join-token-0123456789';
+
+export const quietLogger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+};
+
+/** Tuned-down timings so elections and epochs settle in well under a second. */
+export const FAST_ELECTION = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 };
+
+export async function startReplicas(count: number, store = new MemoryLeaseStore()): Promise<SchedulerReplica[]> {
+  const replicas: SchedulerReplica[] = [];
+  for (let i = 0; i < count; i++) {
+    replicas.push(
+      await startSchedulerReplica({
+        replicaId: `s${i}`,
+        advertiseUrl: 'http://127.0.0.1:{port}',
+        host: '127.0.0.1',
+        port: 0,
+        lock: createMemoryLock(store),
+        election: FAST_ELECTION,
+        epoch: { cycleIntervalMs: 200 },
+        joinTokens: () => [TOKEN],
+        tunnelPingIntervalMs: 300,
+        logger: quietLogger,
+        metrics: createMetrics('scheduler'),
+      }),
+    );
+  }
+  return replicas;
+}
+
+export async function startRuntime(id: string, schedulerUrl: string, classes = ['demo']): Promise<RuntimeNode> {
+  return startRuntimeNode({
+    runtimeId: id,
+    schedulerUrl,
+    joinToken: TOKEN,
+    classes: Object.fromEntries(classes.map((c) => [c, { engine: 'builtin' as const }])),
+    sandboxesMax: 10,
+    sessionIdleMs: 60_000,
+    tunnelPingIntervalMs: 300,
+    logger: quietLogger,
+    metrics: createMetrics('runtime'),
+  });
+}
+
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 5000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export async function getJson(url: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(url);
+  return { status: res.status, body: await res.json() };
+}
+
+export async function postJson(url: string, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
