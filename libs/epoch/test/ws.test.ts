@@ -1,0 +1,151 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocket } from 'ws';
+import { systemClock } from '@switchyard/clock';
+import { SwitchyardError } from '@switchyard/protocol';
+import { EpochFollower, EpochLeader, connectSync, createSyncServer } from '@switchyard/epoch';
+import type { SyncServer } from '@switchyard/epoch';
+import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import { RecordingSink, runtimeState } from './support/cluster.ts';
+
+/** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
+async function until(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function rawClient(url: string): Promise<WebSocket> {
+  const ws = new WebSocket(url);
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+}
+
+describe('epoch sync over WebSocket', () => {
+  let http: Server;
+  let sync: SyncServer;
+  let leader: EpochLeader;
+  let base: string;
+  let leaderPart = [runtimeState('leader-r1', 'leader', ['p1/t1'])];
+  const followers: EpochFollower[] = [];
+
+  before(async () => {
+    leader = new EpochLeader({
+      replicaId: 'leader',
+      term: 1,
+      clock: systemClock,
+      localPart: () => leaderPart,
+      merge: referenceMerge,
+      diff: referenceDiff,
+      apply: referenceApply,
+      cycleIntervalMs: 100,
+      debounceMs: 5,
+    });
+    sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
+    http = createServer((_req, res) => res.writeHead(404).end());
+    http.on('upgrade', (req, socket, head) => {
+      if (!sync.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  });
+
+  after(async () => {
+    for (const f of followers) f.stop();
+    leader.stop();
+    sync.close();
+    sync.close();
+    http.closeAllConnections();
+    await new Promise((resolve) => http.close(resolve));
+  });
+
+  async function follower(replica: string): Promise<{ follower: EpochFollower; sink: RecordingSink }> {
+    const sink = new RecordingSink();
+    const f = new EpochFollower({
+      replicaId: replica,
+      clock: systemClock,
+      localPart: () => [runtimeState(`${replica}-r1`, replica)],
+      diff: referenceDiff,
+      apply: referenceApply,
+      sink,
+    });
+    followers.push(f);
+    f.attach(await connectSync(base, replica));
+    return { follower: f, sink };
+  }
+
+  it('a follower gets the first epoch as a snapshot and later changes as deltas', async () => {
+    const { sink } = await follower('w1');
+    await until(() => sink.states.some((s) => s.runtime.id === 'w1-r1'), 'its own runtime committed');
+    leaderPart = [runtimeState('leader-r1', 'leader', ['p1/t1', 'p1/t2'])];
+    leader.notifyChange();
+    await until(() => sink.states.some((s) => s.threads.some((t) => t.thread === 't2')), 'the change');
+    assert.equal(sink.applied[0]!.kind, 'snapshot');
+    assert.equal(sink.last!.kind, 'delta');
+    assert.equal(sink.last!.epoch, leader.latest()!.epoch);
+  });
+
+  const malformed = [
+    { name: 'a frame that is not JSON', frame: '{"type":', reason: /not JSON/ },
+    {
+      name: 'a message with an unknown type',
+      frame: '{"type":"hello","term":1}',
+      reason: /invalid sync message: type/,
+    },
+    {
+      name: 'a collect with a bad replica id',
+      frame: JSON.stringify({
+        type: 'collect',
+        term: 1,
+        epoch: 1,
+        replica: 'no spaces',
+        version: 1,
+        part: { kind: 'full', runtimes: [] },
+      }),
+      reason: /replica/,
+    },
+    { name: 'an announce with a negative term', frame: '{"type":"announce","term":-1,"epoch":0}', reason: /term/ },
+  ];
+  for (const { name, frame, reason } of malformed) {
+    it(`${name} closes that connection with 1008 and a reason naming it; others are unaffected`, async () => {
+      const { sink } = await follower(`ok-${followers.length}`);
+      await until(() => sink.applied.length > 0, 'the healthy follower synced');
+      const bad = await rawClient(`${base.replace('http', 'ws')}/api/sync/bad`);
+      const closed = new Promise<[number, string]>((resolve) =>
+        bad.once('close', (code, why) => resolve([code, why.toString()])),
+      );
+      bad.send(frame);
+      const [code, why] = await closed;
+      assert.equal(code, 1008);
+      assert.match(why, reason);
+      const seen = sink.last!.epoch;
+      leaderPart = [runtimeState('leader-r1', 'leader', ['p1/t1', `p1/${name.length}-${followers.length}`])];
+      leader.notifyChange();
+      await until(() => sink.last!.epoch > seen, 'a later commit on the healthy connection');
+    });
+  }
+
+  it('connectSync rejects with upstream_unavailable when the replica id is refused', async () => {
+    const raw = new WebSocket(`${base.replace('http', 'ws')}/api/sync/${encodeURIComponent('bad id')}`);
+    const status = await new Promise<number>((resolve) => {
+      raw.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      raw.once('error', () => resolve(-1));
+    });
+    raw.terminate();
+    assert.equal(status, 400);
+    await assert.rejects(connectSync(`${base}/nope`, 'w9'), (e: unknown) => {
+      return e instanceof SwitchyardError && e.code === 'upstream_unavailable' && /404/.test(e.message);
+    });
+    await assert.rejects(
+      connectSync(base, 'bad id'),
+      (e: unknown) => e instanceof SwitchyardError && e.code === 'bad_identity',
+    );
+  });
+});
