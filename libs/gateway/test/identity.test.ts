@@ -1,0 +1,93 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { SwitchyardError } from '@switchyard/protocol';
+import { createGateway, parseStrategy } from '@switchyard/gateway';
+import { INITIALIZE, listen, post, stopServer, startHarness } from './harness.ts';
+
+describe('identity strategies', () => {
+  const parsed: [string, unknown][] = [
+    ['default:demo', { kind: 'default', value: 'demo' }],
+    ['random', { kind: 'random' }],
+    ['mcp-session', { kind: 'mcp-session' }],
+    ['header:Mcp-Param-Sandbox', { kind: 'header', name: 'mcp-param-sandbox' }],
+    ['query:sandbox', { kind: 'query', name: 'sandbox' }],
+    ['path:process', { kind: 'path', name: 'process' }],
+    ['principal', { kind: 'principal' }],
+  ];
+  for (const [text, expected] of parsed) {
+    it(`parses '${text}'`, () => assert.deepEqual(parseStrategy(text), expected));
+  }
+  for (const text of ['', 'header:', 'default:bad value', 'random:x', 'cookie:x']) {
+    it(`refuses '${text}' as a configuration error`, () =>
+      assert.throws(
+        () => parseStrategy(text),
+        (e) => e instanceof SwitchyardError && e.code === 'invalid_request',
+      ));
+  }
+
+  it('refuses invalid strategies when the gateway is created', () => {
+    assert.throws(
+      () => createGateway({ schedulers: ['http://127.0.0.1:1'], identity: { class: ['nope:x'] } }),
+      SwitchyardError,
+    );
+  });
+
+  it('takes class and process from the path and the query when configured', async () => {
+    const h = await startHarness(1, {
+      identity: { process: ['query:sandbox', 'path:process'] },
+      metrics: { registry: new Registry(), prefix: 'switchyard_gateway_' },
+    });
+    try {
+      const viaPath = await post(h.url.replace(/\/mcp$/, '/mcp/demo/box-1'), INITIALIZE);
+      const viaQuery = await post(`${h.url}?sandbox=box-2`, INITIALIZE);
+      const bad = await post(`${h.url}?sandbox=${encodeURIComponent('no/slash')}`, INITIALIZE);
+      assert.deepEqual([viaPath.status, viaQuery.status, bad.status], [200, 200, 400]);
+      const calls = h.scheduler.calls.slice(-2).map((c) => [c.class, c.processId]);
+      assert.deepEqual(calls, [
+        ['demo', 'box-1'],
+        ['default', 'box-2'],
+      ]);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('scheduler failover and metrics', () => {
+  it('fails over to the next scheduler replica and exports request and schedule metrics', async () => {
+    const base = await startHarness(1);
+    const registry = new Registry();
+    const gateway = createGateway({
+      schedulers: ['http://127.0.0.1:1', base.scheduler.url],
+      upstreamMode: 'direct',
+      metrics: { registry, prefix: 'switchyard_gateway_' },
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      assert.equal((await post(url, INITIALIZE)).status, 200);
+      const text = await registry.metrics();
+      assert.match(text, /switchyard_gateway_requests_total\{method="POST",code="200"\} 1/);
+      assert.match(text, /switchyard_gateway_schedule_duration_seconds_count\{outcome="ok"\} 1/);
+      assert.doesNotMatch(text, /[0-9a-f]{32}/, 'no session ids in labels');
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      await gateway.close();
+      await base.close();
+    }
+  });
+
+  it('answers 503 with a JSON-RPC error when no scheduler replica answers', async () => {
+    const gateway = createGateway({ schedulers: ['http://127.0.0.1:1'] });
+    const { server, url } = await listen(gateway);
+    try {
+      const res = await post(url, INITIALIZE);
+      assert.equal(res.status, 503);
+      assert.equal((res.json as { id: number; error: { code: number } }).id, 1);
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+    }
+  });
+});

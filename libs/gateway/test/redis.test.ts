@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { REDIS_ROUTE_PREFIX, createGateway } from '@switchyard/gateway';
+import type { Gateway } from '@switchyard/gateway';
+import { INITIALIZE, listen, post, startHarness, stopServer } from './harness.ts';
+import type { Harness } from './harness.ts';
+
+const REDIS_BIN = '/usr/bin/redis-server';
+const skip = existsSync(REDIS_BIN) ? false : `${REDIS_BIN} is not installed`;
+if (skip) console.log(`# skipping redis route cache tests: ${skip}`);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(REDIS_BIN, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('Ready to accept connections')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
+  });
+  return { url: `redis://127.0.0.1:${port}`, child };
+}
+
+describe('route cache shared through redis', { skip }, () => {
+  let redis: { url: string; child: ChildProcess };
+  let h: Harness;
+  let second: { gateway: Gateway; url: string; stop(): Promise<void> };
+  before(async () => {
+    redis = await startRedis();
+    h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
+    const gateway = createGateway({
+      schedulers: [h.scheduler.url],
+      upstreamMode: 'direct',
+      routeCache: { redisUrl: redis.url },
+    });
+    const { server, url } = await listen(gateway);
+    second = { gateway, url, stop: async () => (await stopServer(server), await gateway.close()) };
+  });
+  after(async () => {
+    await second?.stop();
+    await h?.close();
+    redis?.child.kill('SIGTERM');
+  });
+
+  it('lets a second gateway route a session opened on the first without asking the scheduler', async () => {
+    const init = await post(h.url, INITIALIZE);
+    assert.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id')!;
+    const schedules = h.scheduler.calls.length;
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
+    const initialized = await post(second.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    assert.equal(initialized.status, 202);
+    const listed = await post(second.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+    assert.equal(listed.status, 200);
+    assert.equal(h.scheduler.calls.length, schedules, 'no schedule call: the route came from redis');
+    assert.equal(second.gateway.stats().routeCacheHits >= 1, true);
+  });
+
+  it('evicts the shared route on DELETE so the other gateway no longer finds it', async () => {
+    const init = await post(h.url, INITIALIZE);
+    const session = init.headers.get('mcp-session-id')!;
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
+    const del = await fetch(second.url, { method: 'DELETE', headers });
+    assert.equal(del.status, 200);
+    const client = new Redis(redis.url);
+    try {
+      assert.equal(await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`), 0, 'the shared key is gone');
+    } finally {
+      client.disconnect();
+    }
+    // The first gateway still holds the route in memory; the runtime's 404 evicts it there.
+    const after = await post(h.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
+    assert.equal(after.status, 404, 'the session ended on the runtime');
+    assert.equal((after.json as { id: number }).id, 3);
+  });
+});
