@@ -94,6 +94,9 @@ class ClientTunnel implements Tunnel {
     this.session.once('goaway', () => this.close('runtime sent GOAWAY'));
     this.session.once('close', () => this.#die('session closed'));
     o.ws.once('close', (code) => this.#die(`websocket closed (${code})`));
+    // A protocol error leaves the socket in a closing handshake for a while; the tunnel is unusable now.
+    o.ws.once('error', (error) => this.#die(`websocket error: ${error.message}`));
+    stream.once('close', () => this.#die('byte stream closed'));
     this.#heartbeat = new Heartbeat({
       clock: o.clock,
       intervalMs: o.pingIntervalMs,

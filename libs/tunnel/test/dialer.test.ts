@@ -1,0 +1,117 @@
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import { dialTunnel } from '../src/index.ts';
+import type { TunnelDialer } from '../src/index.ts';
+import { captureLogger, readStream, runtimeInfo, startScheduler, TOKEN } from './helpers.ts';
+import type { Scheduler } from './helpers.ts';
+
+/** Polls real I/O progress (not time-based state) until `ok()` holds or `limitMs` passes. */
+async function until(ok: () => boolean, limitMs = 5000): Promise<void> {
+  const start = performance.now();
+  while (!ok()) {
+    if (performance.now() - start > limitMs) throw new Error('condition not reached');
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+describe('tunnel dialer', () => {
+  const open: { dialers: TunnelDialer[]; schedulers: Scheduler[] } = { dialers: [], schedulers: [] };
+  afterEach(async () => {
+    for (const d of open.dialers.splice(0)) d.close();
+    for (const s of open.schedulers.splice(0)) await s.close();
+  });
+
+  it('reconnects with backoff after the scheduler restarts on the same port', async () => {
+    const first = await startScheduler();
+    open.schedulers.push(first);
+    const events: string[] = [];
+    const accepted = first.nextTunnel('rt-re');
+    const dialer = dialTunnel({
+      url: first.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-re'),
+      handler: (_req, res) => res.end('back'),
+      backoff: { initialMs: 20, maxMs: 200 },
+      onConnected: () => events.push('up'),
+      onDisconnected: (reason) => events.push(`down: ${reason}`),
+    });
+    open.dialers.push(dialer);
+    await accepted;
+    await until(() => dialer.connected);
+
+    await first.close();
+    await until(() => !dialer.connected);
+    const second = await startScheduler({}, first.port);
+    open.schedulers.push(second);
+    const tunnel = await second.nextTunnel('rt-re');
+    await until(() => dialer.connected);
+    assert.deepEqual((await readStream(tunnel.request({ ':path': '/' }))).body, 'back');
+    assert.equal(events[0], 'up');
+    assert.match(events[1] ?? '', /^down: /);
+    assert.equal(events.at(-1), 'up');
+  });
+
+  const refusals = [
+    {
+      name: 'a 401 refusal is logged with status and body and retried at the maximum delay',
+      token: 'wrong',
+      status: 401,
+    },
+    { name: 'a 400 refusal is logged and retried at the maximum delay', token: TOKEN, status: 400, badInfo: true },
+  ];
+  for (const c of refusals) {
+    it(c.name, async () => {
+      const scheduler = await startScheduler();
+      open.schedulers.push(scheduler);
+      const clock = new ManualClock();
+      const { logger, lines } = captureLogger();
+      const info = c.badInfo ? { ...runtimeInfo('x'), classes: [] } : runtimeInfo('x');
+      const dialer = dialTunnel({
+        url: scheduler.url,
+        token: c.token,
+        info,
+        handler: (_req, res) => res.end(),
+        clock,
+        logger,
+        random: () => 0,
+        backoff: { initialMs: 100, maxMs: 5000 },
+      });
+      open.dialers.push(dialer);
+      const refused = (): number => scheduler.logs.filter((l) => l.msg.includes('refused')).length;
+      await until(() => lines.some((l) => l.level === 'error'));
+      const error = lines.find((l) => l.level === 'error')!.obj as { status: number; body: string };
+      assert.equal(error.status, c.status);
+      assert.match(error.body, /"error"/);
+      assert.doesNotMatch(JSON.stringify(lines), new RegExp(TOKEN));
+      await until(() => clock.pendingTimers === 1);
+      await clock.advance(4999);
+      assert.equal(refused(), 1, 'no retry before the maximum delay');
+      await clock.advance(1);
+      await until(() => refused() === 2);
+      assert.equal(dialer.connected, false);
+    });
+  }
+
+  it('stops reconnecting once closed', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    const clock = new ManualClock();
+    const accepted = scheduler.nextTunnel('rt-close');
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-close'),
+      handler: (_req, res) => res.end(),
+      clock,
+    });
+    const tunnel = await accepted;
+    dialer.close();
+    dialer.close();
+    assert.match(await tunnel.whenClosed, /GOAWAY|closed/);
+    await clock.advance(60_000);
+    assert.equal(dialer.connected, false);
+    assert.equal(scheduler.endpoint.list().length, 0);
+    assert.equal(clock.pendingTimers, 0);
+  });
+});

@@ -1,0 +1,100 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import { join } from 'node:path';
+import { TOKEN, httpRequest, startScheduler } from './helpers.ts';
+import type { Scheduler } from './helpers.ts';
+
+const PING_INTERVAL_MS = 300;
+const FIXTURE = join(import.meta.dirname, 'fixtures', 'runtime.ts');
+
+/** Starts the fixture runtime in a child process and waits until the scheduler holds its tunnel. */
+async function spawnRuntime(scheduler: Scheduler, id: string): Promise<ChildProcess> {
+  const accepted = scheduler.nextTunnel(id);
+  const child = spawn(process.execPath, [FIXTURE, scheduler.url, TOKEN, id, String(PING_INTERVAL_MS)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await accepted;
+  return child;
+}
+
+/** Opens a proxied request to `/hang` and resolves once its first body chunk arrived; `ended` settles when it stops. */
+async function hangingProxyRequest(url: string): Promise<{ ended: Promise<string> }> {
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get(url, { agent: false }, resolve).once('error', reject);
+  });
+  assert.equal(res.statusCode, 200);
+  const [first] = (await once(res, 'data')) as [Buffer];
+  assert.equal(first.toString(), 'started');
+  const ended = new Promise<string>((resolve) => {
+    res.once('end', () => resolve('end'));
+    res.once('aborted', () => resolve('aborted'));
+    res.once('error', () => resolve('error'));
+    res.once('close', () => resolve('close'));
+  });
+  return { ended };
+}
+
+describe('tunnel liveness against a runtime process', () => {
+  let scheduler: Scheduler;
+  const children: ChildProcess[] = [];
+  before(async () => {
+    scheduler = await startScheduler({ pingIntervalMs: PING_INTERVAL_MS });
+  });
+  after(async () => {
+    for (const child of children) {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+    }
+    await scheduler.close();
+  });
+
+  const cases = [
+    {
+      name: 'kill -9 fails in-flight requests promptly and the proxy then answers 502',
+      signal: 'SIGKILL' as const,
+      reason: /./,
+    },
+    {
+      name: 'a SIGSTOPped runtime (no FIN) is detected by ping within three intervals',
+      signal: 'SIGSTOP' as const,
+      reason: /no ping answer/,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const id = `rt-${c.signal.toLowerCase()}`;
+      const child = await spawnRuntime(scheduler, id);
+      children.push(child);
+      const tunnel = scheduler.endpoint.get(id)!;
+      assert.equal(await (await tunnel.fetch('http://runtime/hello')).text(), `hello from ${id}`);
+      const proxied = await hangingProxyRequest(`${scheduler.url}/proxy/${id}/hang`);
+      const direct = await tunnel.fetch('http://runtime/hang');
+      const reader = direct.body!.getReader();
+      await reader.read();
+      const directFailed = reader.read().then(
+        () => 'no error',
+        () => 'error',
+      );
+
+      const killedAt = performance.now();
+      child.kill(c.signal);
+      const reason = await tunnel.whenClosed;
+      const detectedMs = performance.now() - killedAt;
+      assert.match(reason, c.reason);
+      assert.ok(detectedMs < 3 * PING_INTERVAL_MS, `dropped after ${detectedMs.toFixed(0)} ms (${reason})`);
+      assert.notEqual(await proxied.ended, 'end', 'the proxied response must not look complete');
+      assert.equal(await directFailed, 'error');
+      const failedMs = performance.now() - killedAt;
+      assert.ok(failedMs < 3 * PING_INTERVAL_MS + 200, `in-flight requests failed after ${failedMs.toFixed(0)} ms`);
+      assert.equal(scheduler.endpoint.get(id), undefined);
+      assert.throws(() => tunnel.request({ ':path': '/hello' }), { code: 'upstream_unavailable' });
+      const after502 = await httpRequest(`${scheduler.url}/proxy/${id}/hello`);
+      assert.equal(after502.status, 502);
+      assert.deepEqual(JSON.parse(after502.body), { error: 'runtime not connected', runtime: id });
+    });
+  }
+});
