@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+describe('bad input at /mcp', () => {
+  let host: SandboxHost;
+  let served: Served;
+  let reporter: RecordingReporter;
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${served.url}/mcp`, { method: 'POST', headers: { ...JSON_HEADERS, ...headers }, body });
+
+  before(async () => {
+    reporter = new RecordingReporter();
+    host = createSandboxHost({
+      runtimeId: 'rt-bad',
+      classes: { demo: { engine: 'builtin' } },
+      sandboxesMax: 2,
+      sessionIdleMs: 60_000,
+      reporter,
+      logger: captureLogger(),
+    });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  const cases: {
+    name: string;
+    body: string;
+    headers?: Record<string, string>;
+    status: number;
+    rpc: number;
+    text: RegExp;
+  }[] = [
+    {
+      name: 'malformed JSON is a 400 parse error',
+      body: '{"jsonrpc":',
+      status: 400,
+      rpc: -32700,
+      text: /not valid JSON/,
+    },
+    {
+      name: 'an unknown class is a JSON-RPC error naming the class',
+      body: JSON.stringify(INIT),
+      headers: { 'x-switchyard-class': 'nope' },
+      status: 404,
+      rpc: -32601,
+      text: /"nope"/,
+    },
+    {
+      name: 'no class header and no default class is a 400',
+      body: JSON.stringify(INIT),
+      status: 400,
+      rpc: -32600,
+      text: /default/,
+    },
+    {
+      name: 'a malformed process id is a 400 bad identity',
+      body: JSON.stringify(INIT),
+      headers: { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'has space' },
+      status: 400,
+      rpc: -32600,
+      text: /x-switchyard-process/,
+    },
+    {
+      name: 'a non-initialize request without a session is a 400',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+      headers: { 'x-switchyard-class': 'demo' },
+      status: 400,
+      rpc: -32000,
+      text: /mcp-session-id/,
+    },
+    {
+      name: 'an unknown session is a 404',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+      headers: { 'mcp-session-id': 'no-such-session' },
+      status: 404,
+      rpc: -32001,
+      text: /session not found/,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const res = await post(c.body, c.headers);
+      assert.equal(res.status, c.status);
+      const body = (await res.json()) as { error: { code: number; message: string } };
+      assert.equal(body.error.code, c.rpc);
+      assert.match(body.error.message, c.text);
+    });
+  }
+
+  it('the sandbox limit answers 503 "sandbox limit reached" and reports idle weight 0', async () => {
+    const held: string[] = [];
+    for (const pid of ['cap-1', 'cap-2']) {
+      const res = await post(JSON.stringify(INIT), { 'x-switchyard-class': 'demo', 'x-switchyard-process': pid });
+      assert.equal(res.status, 200);
+      held.push(res.headers.get('mcp-session-id')!);
+      await res.body?.cancel();
+    }
+    assert.deepEqual(reporter.weight, { sandboxes: 0 });
+    const res = await post(JSON.stringify(INIT), { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'cap-3' });
+    assert.equal(res.status, 503);
+    const body = (await res.json()) as { error: { message: string } };
+    assert.match(body.error.message, /sandbox limit reached/);
+    const weight = await fetch(`${served.url}/weight`).then((r) => r.json());
+    assert.deepEqual(weight, { sandboxes: 0 });
+    for (const sid of held) {
+      const del = await fetch(`${served.url}/mcp`, {
+        method: 'DELETE',
+        headers: { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+      });
+      assert.equal(del.status, 200);
+    }
+  });
+});
+
+describe('fuzzing /mcp', () => {
+  let host: SandboxHost;
+  let served: Served;
+
+  before(async () => {
+    host = createSandboxHost({
+      runtimeId: 'rt-fuzz',
+      classes: { demo: { engine: 'builtin', expireSeconds: 0 } },
+      sandboxesMax: 100_000,
+      sessionIdleMs: 60_000,
+      reporter: new RecordingReporter(),
+      logger: captureLogger(),
+    });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  it('10,000 fuzzed bodies and headers never crash the host nor answer 5xx', async () => {
+    const headerName = fc.constantFrom(
+      'x-switchyard-class',
+      'x-switchyard-process',
+      'x-switchyard-session-id',
+      'mcp-session-id',
+      'mcp-protocol-version',
+      'content-type',
+      'accept',
+    );
+    const headerValue = fc.oneof(
+      fc.constantFrom('demo', '2025-06-18', '2026-07-28', 'application/json'),
+      fc.string({ maxLength: 40 }),
+    );
+    const printable = (s: string) => s.replace(/[^\x20-\x7e]/g, '');
+    const body = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc.json({ maxDepth: 3 }),
+      fc
+        .record({
+          jsonrpc: fc.constantFrom('2.0', '1.0'),
+          id: fc.oneof(fc.integer(), fc.string({ maxLength: 8 }), fc.constant(null)),
+          method: fc.constantFrom('initialize', 'tools/list', 'tools/call', 'ping', 'server/discover', 'x'),
+          params: fc.oneof(fc.constant(undefined), fc.object({ maxDepth: 2 })),
+        })
+        .map((o) => JSON.stringify(o)),
+    );
+    const method = fc.constantFrom('POST', 'POST', 'POST', 'GET', 'DELETE', 'PUT');
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        method,
+        body,
+        fc.array(fc.tuple(headerName, headerValue), { maxLength: 4 }),
+        async (m, b, hs) => {
+          runs++;
+          const headers: Record<string, string> = { 'x-switchyard-class': 'demo' };
+          for (const [k, v] of hs) headers[k] = printable(v);
+          const res = await fetch(`${served.url}/mcp`, { method: m, headers, ...(m === 'POST' && { body: b }) });
+          await res.body?.cancel();
+          return res.status < 500;
+        },
+      ),
+      { numRuns: 10_000, seed: 42 },
+    );
+    assert.equal(runs, 10_000);
+    const ok = await fetch(`${served.url}/mcp`, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'x-switchyard-class': 'demo' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    assert.ok(ok.status < 500, 'host still answers after the fuzz');
+  });
+});

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import type { Client } from '@modelcontextprotocol/client';
+import { createRequire } from 'node:module';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import { childPids } from './fixtures/children.ts';
+import { connect, type TestClient } from './fixtures/clients.ts';
+import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+
+const everything = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js', {
+  paths: [process.cwd()],
+});
+
+async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('stdio engine with server-everything', () => {
+  let host: SandboxHost;
+  let served: Served;
+  let reporter: RecordingReporter;
+  const open: TestClient[] = [];
+
+  before(async () => {
+    reporter = new RecordingReporter();
+    host = createSandboxHost({
+      runtimeId: 'rt-stdio',
+      classes: { everything: { engine: 'stdio', command: process.execPath, args: [everything, 'stdio'] } },
+      sandboxesMax: 10,
+      sessionIdleMs: 60_000,
+      reporter,
+      logger: captureLogger(),
+    });
+    served = await serveHttp1(host);
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  });
+
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`${flavour}: its tools, resources and prompts are re-exposed and callable`, async () => {
+      const c = await connect(flavour, served.url, served.fetch, {
+        'x-switchyard-class': 'everything',
+        'x-switchyard-process': `ev-${flavour}`,
+      });
+      open.push(c);
+      const names = await c.listToolNames();
+      assert.ok(names.includes('echo') && names.includes('get-sum'), `tools: ${names.join(',')}`);
+      assert.match(await c.callText('echo', { message: 'hi there' }), /hi there/);
+      assert.match(await c.callText('get-sum', { a: 2, b: 3 }), /5/);
+      const raw = c.raw as Client;
+      assert.ok((await raw.listPrompts()).prompts.length > 0);
+      assert.ok((await raw.listResources()).resources.length > 0);
+    });
+  }
+
+  it('a killed child turns the next request into 404 (legacy) or an error (stateless), then the sandbox comes back', async () => {
+    const headers = { 'x-switchyard-class': 'everything', 'x-switchyard-process': 'ev-crash' };
+    const before = new Set(childPids());
+    const legacy = await connect('v2-legacy', served.url, served.fetch, headers);
+    open.push(legacy);
+    const child = childPids().find((p) => !before.has(p));
+    assert.ok(child, 'a child was spawned for the sandbox');
+    process.kill(child, 'SIGKILL');
+    await waitFor('the sandbox to be reported removed', () => !reporter.processes.has('ev-crash'));
+
+    const res = await fetch(`${served.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': legacy.sessionId!,
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
+    });
+    assert.equal(res.status, 404);
+
+    // The first stateless request (the client's discovery probe) hears of the death…
+    await assert.rejects(
+      connect('v2-modern', served.url, served.fetch, headers),
+      (e: Error & { data?: { text?: string } }) => /died/.test(e.data?.text ?? ''),
+    );
+    // …and the next one gets a fresh sandbox.
+    const modern = await connect('v2-modern', served.url, served.fetch, headers);
+    open.push(modern);
+    assert.match(await modern.callText('echo', { message: 'again' }), /again/);
+    assert.ok(reporter.processes.has('ev-crash'));
+  });
+});
