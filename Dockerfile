@@ -1,0 +1,25 @@
+# One image for every Switchyard app; the command picks the app:
+#   docker run switchyard apps/scheduler/src/main.ts
+#   docker run switchyard apps/gateway/src/main.ts
+#   docker run switchyard apps/runtime/src/main.ts --config /etc/switchyard/config/config.yaml
+# TypeScript runs directly on Node 24 (type stripping), so there is no build step.
+
+FROM node:24-slim AS deps
+WORKDIR /app
+# Manifests first, so the dependency layer is reused until they change.
+COPY package.json package-lock.json ./
+COPY libs/ ./libs/
+COPY apps/ ./apps/
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM node:24-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps --chown=root:root /app/node_modules ./node_modules
+COPY --chown=root:root package.json ./
+COPY --chown=root:root libs/ ./libs/
+COPY --chown=root:root apps/ ./apps/
+# Files stay root-owned and read-only to the app user; the charts mount /tmp.
+USER 10001:10001
+ENTRYPOINT ["node"]
+CMD ["apps/gateway/src/main.ts"]

@@ -1,0 +1,44 @@
+{{- define "scheduler.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "scheduler.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "scheduler.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "scheduler.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "scheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "scheduler.labels" -}}
+{{ include "scheduler.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: switchyard
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "scheduler.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "scheduler.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "scheduler.leaseName" -}}
+{{- default (include "scheduler.fullname" .) .Values.election.leaseName -}}
+{{- end -}}
+
+{{- define "scheduler.joinSecretName" -}}
+{{- default (printf "%s-join" (include "scheduler.fullname" .)) .Values.joinTokens.existingSecret -}}
+{{- end -}}
+
+{{- define "scheduler.hasJoinTokens" -}}
+{{- if or .Values.joinTokens.existingSecret .Values.joinTokens.values -}}true{{- end -}}
+{{- end -}}

@@ -1,0 +1,180 @@
+// Renders every chart with the real helm binary and validates each manifest
+// against the Kubernetes API schemas (kubernetes-models), plus the security
+// and probe contracts operators rely on.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { DaemonSet, Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
+import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+
+const root = join(import.meta.dirname, '../..');
+const run = promisify(execFile);
+// scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had.
+const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], { encoding: 'utf8' }).trim();
+const helm = located.startsWith('skip: ') ? { skip: located.slice(6) } : { path: located };
+const skip = 'skip' in helm ? helm.skip : false;
+if (skip) console.log(`chart tests skipped: ${skip}`);
+
+type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
+const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
+  'apps/v1/Deployment': Deployment,
+  'apps/v1/DaemonSet': DaemonSet,
+  'apps/v1/StatefulSet': StatefulSet,
+  'v1/Service': Service,
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/Secret': Secret,
+  'v1/ConfigMap': ConfigMap,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+};
+
+async function helmRun(args: string[]): Promise<string> {
+  const { stdout } = await run('path' in helm ? helm.path : 'helm', args, { cwd: root, maxBuffer: 16 << 20 });
+  return stdout;
+}
+
+async function render(chart: string, valuesFile?: string): Promise<Manifest[]> {
+  const args = ['template', 'sy', `charts/${chart}`, '--namespace', 'switchyard'];
+  if (valuesFile) args.push('-f', valuesFile);
+  return parseAllDocuments(await helmRun(args))
+    .map((d) => d.toJSON() as Manifest | null)
+    .filter((m): m is Manifest => m !== null);
+}
+
+type PodSpec = {
+  securityContext: Record<string, unknown>;
+  containers: {
+    livenessProbe?: { httpGet: { path: string } };
+    readinessProbe?: { httpGet: { path: string } };
+    securityContext: { readOnlyRootFilesystem: boolean; runAsNonRoot: boolean; capabilities: { drop: string[] } };
+    env?: { name: string }[];
+  }[];
+};
+const podOf = (m: Manifest): PodSpec => (m.spec as { template: { spec: PodSpec } }).template.spec;
+
+const CHARTS = [
+  {
+    chart: 'scheduler',
+    workload: 'StatefulSet',
+    probes: true,
+    expect: ['Role', 'RoleBinding', 'ServiceAccount', 'PodDisruptionBudget'],
+  },
+  {
+    chart: 'gateway',
+    workload: 'Deployment',
+    probes: true,
+    expect: ['Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget'],
+  },
+  { chart: 'runtime', workload: 'Deployment', probes: false, expect: ['ConfigMap'] },
+];
+
+for (const c of CHARTS) {
+  describe(`charts/${c.chart}`, { skip }, () => {
+    it('passes helm lint --strict with default and production values', async () => {
+      await helmRun(['lint', '--strict', `charts/${c.chart}`]);
+      await helmRun(['lint', '--strict', `charts/${c.chart}`, '-f', `test/charts/values-production-${c.chart}.yaml`]);
+    });
+
+    it('fails lint on a values file the schema refuses', async () => {
+      await assert.rejects(
+        helmRun(['lint', '--strict', `charts/${c.chart}`, '-f', 'test/charts/values-invalid.yaml']),
+        (error: { stdout?: string }) => /Additional property replicaCount is not allowed/.test(error.stdout ?? ''),
+      );
+    });
+
+    for (const variant of ['default', 'production'] as const) {
+      it(`renders ${variant} values into valid Kubernetes objects with probes and a locked-down security context`, async () => {
+        const file = variant === 'production' ? `test/charts/values-production-${c.chart}.yaml` : undefined;
+        const manifests = await render(c.chart, file);
+        for (const m of manifests) {
+          const Model = MODELS[`${m.apiVersion}/${m.kind}`];
+          assert.ok(Model, `no model for ${m.apiVersion}/${m.kind}`);
+          assert.doesNotThrow(() => new Model(m as never).validate(), `${m.kind}/${m.metadata.name}`);
+        }
+        const kinds = manifests.map((m) => m.kind);
+        for (const kind of c.expect) assert.ok(kinds.includes(kind), `${kind} in ${kinds.join(',')}`);
+        const workloads = manifests.filter((m) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(m.kind));
+        assert.equal(workloads.length, 1);
+        const pod = podOf(workloads[0]!);
+        assert.equal(pod.securityContext.runAsNonRoot, true);
+        assert.deepEqual(pod.securityContext.seccompProfile, { type: 'RuntimeDefault' });
+        for (const container of pod.containers) {
+          assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+          assert.equal(container.securityContext.runAsNonRoot, true);
+          assert.deepEqual(container.securityContext.capabilities.drop, ['ALL']);
+          if (c.probes) {
+            assert.equal(container.livenessProbe?.httpGet.path, '/healthz');
+            assert.equal(container.readinessProbe?.httpGet.path, '/readyz');
+          }
+          for (const e of container.env ?? [])
+            assert.ok(e.name === 'POD_IP' || e.name.startsWith('SWITCHYARD_'), e.name);
+        }
+      });
+    }
+  });
+}
+
+describe('scheduler chart contracts', { skip }, () => {
+  it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {
+    const role = (await render('scheduler')).find((m) => m.kind === 'Role')!;
+    const rules = role.rules as {
+      apiGroups: string[];
+      resources: string[];
+      verbs: string[];
+      resourceNames?: string[];
+    }[];
+    const verbs = new Set<string>();
+    for (const rule of rules) {
+      assert.deepEqual(rule.apiGroups, ['coordination.k8s.io']);
+      assert.deepEqual(rule.resources, ['leases']);
+      for (const v of rule.verbs) verbs.add(v);
+      if (rule.verbs.includes('get') || rule.verbs.includes('update'))
+        assert.deepEqual(rule.resourceNames, ['sy-scheduler']);
+    }
+    assert.deepEqual([...verbs].sort(), ['create', 'get', 'update']);
+  });
+
+  const pdbCases = [
+    { name: 'defaults keep two replicas available', file: undefined, spec: { minAvailable: 2 } },
+    {
+      name: 'production allows one unavailable',
+      file: 'test/charts/values-production-scheduler.yaml',
+      spec: { maxUnavailable: 1 },
+    },
+  ];
+  for (const p of pdbCases) {
+    it(`PDB: ${p.name}`, async () => {
+      const pdb = (await render('scheduler', p.file)).find((m) => m.kind === 'PodDisruptionBudget')!;
+      const spec = pdb.spec as Record<string, unknown>;
+      for (const [k, v] of Object.entries(p.spec)) assert.equal(spec[k], v);
+      assert.equal(Object.keys(spec).filter((k) => k !== 'selector').length, 1);
+    });
+  }
+
+  it('takes replica id from the pod name, advertises the pod IP and elects through the kubernetes backend', async () => {
+    const manifests = await render('scheduler');
+    const sts = manifests.find((m) => m.kind === 'StatefulSet')!;
+    const env = (podOf(sts).containers[0]!.env ?? []) as {
+      name: string;
+      value?: string;
+      valueFrom?: { fieldRef?: { fieldPath: string } };
+    }[];
+    const byName = new Map(env.map((e) => [e.name, e]));
+    assert.equal(byName.get('SWITCHYARD_REPLICA_ID')?.valueFrom?.fieldRef?.fieldPath, 'metadata.name');
+    assert.equal(byName.get('SWITCHYARD_ADVERTISE_URL')?.value, 'http://$(POD_IP):7070');
+    assert.equal(byName.get('SWITCHYARD_ELECTION_BACKEND')?.value, 'kubernetes');
+    assert.equal((sts.spec as { replicas: number }).replicas, 3);
+    const headless = manifests.find(
+      (m) => m.kind === 'Service' && (m.spec as { clusterIP?: string }).clusterIP === 'None',
+    );
+    assert.ok(headless, 'headless peer Service');
+  });
+});
