@@ -7,9 +7,15 @@ const positiveMs = (defaultMs: number, text: string) => z.number().int().min(1).
 const electionSchema = z
   .object({
     backend: z
-      .enum(['memory', 'kubernetes'])
+      .enum(['memory', 'kubernetes', 'file'])
       .default('memory')
-      .describe('Lease backend: `memory` (one process, local clusters) or `kubernetes` (a coordination.k8s.io Lease).'),
+      .describe(
+        'Lease backend: `memory` (one replica, or replicas in one process), `file` (replicas in several processes on one machine) or `kubernetes` (a coordination.k8s.io Lease).',
+      ),
+    leaseFile: z
+      .string()
+      .optional()
+      .describe('Path of the lease file (file backend); every replica names the same file.'),
     namespace: z.string().min(1).default('default').describe('Namespace of the Lease (kubernetes backend).'),
     leaseName: z
       .string()
@@ -51,7 +57,7 @@ export const schedulerConfigSchema = z.object({
     .array(z.string().min(16))
     .default([])
     .meta({ secret: true })
-    .describe('Tokens runtimes present to join. With none here and no joinTokenFile, any runtime may join.'),
+    .describe('Tokens runtimes present to join. With none here and no joinTokenFile, no runtime can join.'),
   joinTokenFile: z
     .string()
     .optional()

@@ -1,1 +1,14 @@
-export {};
+export { LeaderElector } from './elector.ts';
+export type { LeaderElectorOptions, LeadershipContext, ElectionLogger } from './elector.ts';
+export { ELECTION_DEFAULTS, resolveTiming } from './settings.ts';
+export type { ElectionTiming } from './settings.ts';
+export type { LeaseLock, LeaseRecord } from './lock.ts';
+export { LeaseConflictError, isLeaseConflict } from './errors.ts';
+export type { LeaseConflictReason } from './errors.ts';
+export { MemoryLeaseStore, createMemoryLock } from './memory-lock.ts';
+export type { MemoryLockCall, MemoryLockOptions } from './memory-lock.ts';
+export { createKubernetesLock } from './kubernetes-lock.ts';
+export type { KubernetesLockOptions } from './kubernetes-lock.ts';
+export { formatHolder, parseHolder } from './holder.ts';
+export type { Holder } from './holder.ts';
+export { createFileLock } from './file-lock.ts';

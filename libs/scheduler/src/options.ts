@@ -1,6 +1,9 @@
 import type { Clock } from '@switchyard/clock';
 import type { ElectionTiming, LeaseLock } from '@switchyard/election';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Metrics } from '@switchyard/service';
+
+export type ProbeHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** The slice of a pino logger the replica uses. */
 export interface ReplicaLogger {
@@ -31,6 +34,11 @@ export interface SchedulerReplicaOptions {
   };
   /** Largest `POST /api/schedule` body. Default 64 KiB. */
   readonly scheduleBodyBytesMax?: number;
+  /**
+   * Probe handlers of the app's lifecycle (so `/readyz` turns 503 while the
+   * process drains). Default: healthz always 200, readyz 200 while listening.
+   */
+  readonly probes?: { readonly healthz: ProbeHandler; readonly readyz: ProbeHandler };
   readonly logger: ReplicaLogger;
   readonly metrics: Metrics;
   readonly clock?: Clock;

@@ -99,8 +99,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?', 1)[0];
-    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/healthz')
+      return options.probes ? options.probes.healthz(req, res) : sendJson(res, 200, { status: 'ok' });
     if (path === '/readyz') {
+      if (options.probes && !closing) return options.probes.readyz(req, res);
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : closing ? 'draining' : 'starting' });
     }
     if (path === '/metrics') {

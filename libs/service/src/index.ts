@@ -21,3 +21,4 @@ export type {
 } from './lifecycle.ts';
 export { listen, closeServer } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
+export { secretSource } from './secrets.ts';

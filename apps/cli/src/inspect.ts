@@ -1,0 +1,94 @@
+import { table } from './table.ts';
+
+interface EpochInfo {
+  replica: string;
+  epoch: number | null;
+  term: number;
+  isLeader: boolean;
+  leader: { id: string; url: string } | null;
+  counts: { runtimes: number; processes: number; threads: number };
+}
+
+interface RuntimeSummary {
+  id: string;
+  owner: string;
+  available: boolean;
+  classes: string[];
+  idleWeight: Record<string, number>;
+  processes: number;
+  threads: number;
+  version: string;
+}
+
+async function getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
+  let response: Response;
+  try {
+    response = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+  } catch (error) {
+    throw new Error(`cannot reach ${new URL(url).origin}: ${(error as Error).message}`, { cause: error });
+  }
+  return { status: response.status, body: (await response.json()) as T };
+}
+
+/** `switchyard status`: leader, term, epoch and the runtimes of the latest epoch. */
+export async function status(schedulerUrl: string): Promise<string> {
+  const [{ body: epoch }, { body: list }] = await Promise.all([
+    getJson<EpochInfo>(`${schedulerUrl}/api/epoch`),
+    getJson<{ runtimes: RuntimeSummary[] }>(`${schedulerUrl}/api/runtimes`),
+  ]);
+  const weight = (w: Record<string, number>): string =>
+    Object.entries(w)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',') || '-';
+  const rows = list.runtimes.map((r) => [
+    r.id,
+    r.available ? 'available' : 'unavailable',
+    r.owner,
+    r.classes.join(','),
+    weight(r.idleWeight),
+    String(r.processes),
+    String(r.threads),
+  ]);
+  return [
+    `leader:   ${epoch.leader ? `${epoch.leader.id} (${epoch.leader.url})` : 'none'}`,
+    `term:     ${epoch.term}`,
+    `epoch:    ${epoch.epoch ?? 'none yet'}   (as seen by ${epoch.replica})`,
+    `runtimes: ${epoch.counts.runtimes}   sandboxes: ${epoch.counts.processes}   sessions: ${epoch.counts.threads}`,
+    '',
+    table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows),
+  ].join('\n');
+}
+
+interface Explained {
+  ok: boolean;
+  runtime?: string;
+  source?: string;
+  epoch: number;
+  unschedulable?: { stage: string; code: string; message: string };
+  trace: Array<{ stage: string; before: number; after: number; candidates?: string[]; note?: string }>;
+  error?: string;
+}
+
+/** `switchyard explain`: the pipeline trace of one request on the current epoch (a dry run). */
+export async function explain(
+  schedulerUrl: string,
+  request: { class: string; processId: string; threadId?: string },
+): Promise<{ text: string; ok: boolean }> {
+  const { status: code, body } = await getJson<Explained>(`${schedulerUrl}/api/schedule`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...request, explain: true }),
+  });
+  if (code === 400) return { text: `bad request: ${body.error}`, ok: false };
+  const rows = body.trace.map((t) => [
+    t.stage,
+    String(t.before),
+    String(t.after),
+    (t.candidates ?? []).join(',') || '-',
+    t.note ?? '',
+  ]);
+  const verdict = body.ok
+    ? `→ ${body.runtime} (source: ${body.source}, epoch ${body.epoch})`
+    : `→ unschedulable at ${body.unschedulable?.stage}: ${body.unschedulable?.message} [${body.unschedulable?.code}]`;
+  return { text: [table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows), '', verdict].join('\n'), ok: body.ok };
+}

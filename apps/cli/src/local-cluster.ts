@@ -1,0 +1,162 @@
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
+import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
+import { createGateway, type Gateway } from '@switchyard/gateway';
+import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
+import type { EngineConfig } from '@switchyard/sandbox';
+import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { closeServer, createLogger, createMetrics, listen, type Logger } from '@switchyard/service';
+
+export interface LocalClusterOptions {
+  readonly schedulers: number;
+  /** First scheduler port; the others follow. 0 picks free ports. */
+  readonly schedulerPort: number;
+  readonly gatewayPort: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+  readonly progress: (line: string) => void;
+}
+
+export interface Component {
+  readonly kind: 'scheduler' | 'gateway' | 'runtime';
+  readonly name: string;
+  readonly address: string;
+  readonly note: string;
+}
+
+export interface LocalCluster {
+  readonly gatewayUrl: string;
+  readonly schedulerUrls: readonly string[];
+  components(): Component[];
+  close(): Promise<void>;
+}
+
+/** The `everything` class: the reference MCP server, one child process per sandbox. */
+export function everythingEngine(): EngineConfig {
+  const entry = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
+  return { engine: 'stdio', command: process.execPath, args: [entry, 'stdio'], expireSeconds: 60 };
+}
+
+/** The classes each local runtime serves. */
+export function localClasses(): Record<string, EngineConfig> {
+  return { demo: { engine: 'builtin', expireSeconds: 300 }, everything: everythingEngine() };
+}
+
+/**
+ * Everything of a cluster in this one process, on loopback, with an
+ * in-memory lease: `schedulers` replicas, two runtimes and one gateway.
+ * Resolves once every replica's epoch shows both runtimes.
+ */
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const logger = createLogger({ name: 'switchyard', level: options.logLevel, destination: process.stderr as never });
+  const token = randomBytes(24).toString('base64url');
+  const store = new MemoryLeaseStore();
+  const replicas: SchedulerReplica[] = [];
+  const runtimes: RuntimeNode[] = [];
+  let gateway: Gateway | undefined;
+  let gatewayServer: http.Server | undefined;
+  const close = async (): Promise<void> => {
+    await Promise.allSettled(runtimes.map((r) => r.close()));
+    if (gatewayServer) await closeServer(gatewayServer, { timeoutMs: 1000 });
+    await gateway?.close();
+    await Promise.allSettled(replicas.map((r) => r.close()));
+  };
+  try {
+    for (let i = 0; i < options.schedulers; i++) {
+      const port = options.schedulerPort === 0 ? 0 : options.schedulerPort + i;
+      replicas.push(
+        await startSchedulerReplica({
+          replicaId: `scheduler-${i}`,
+          advertiseUrl: 'http://127.0.0.1:{port}',
+          host: '127.0.0.1',
+          port,
+          lock: createMemoryLock(store),
+          election: { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 },
+          joinTokens: () => [token],
+          logger: child(logger, `scheduler-${i}`),
+          metrics: createMetrics('scheduler'),
+        }),
+      );
+      options.progress(`scheduler-${i} listening on ${replicas[i]!.url}`);
+    }
+    for (let i = 0; i < 2; i++) {
+      const runtime = await startRuntimeNode({
+        runtimeId: `runtime-${i}`,
+        schedulerUrl: replicas[i % replicas.length]!.url,
+        joinToken: token,
+        classes: localClasses(),
+        sandboxesMax: 50,
+        sessionIdleMs: 30 * 60_000,
+        logger: child(logger, `runtime-${i}`),
+        metrics: createMetrics('runtime'),
+      });
+      runtimes.push(runtime);
+      await runtime.whenConnected();
+      options.progress(`runtime-${i} joined through ${replicas[i % replicas.length]!.replicaId}`);
+    }
+    gateway = createGateway({
+      schedulers: replicas.map((r) => r.url),
+      // Clients that name no class get the demo tools.
+      defaultClass: 'demo',
+      logger: child(logger, 'gateway'),
+      metrics: { registry: createMetrics('gateway').registry },
+    });
+    gatewayServer = http.createServer(gateway.app);
+    const bound = await listen(gatewayServer, { host: '127.0.0.1', port: options.gatewayPort });
+    const gatewayUrl = `http://127.0.0.1:${bound.port}/mcp`;
+    options.progress(`gateway listening on http://127.0.0.1:${bound.port}`);
+    await waitForEpochs(
+      replicas.map((r) => r.url),
+      runtimes.length,
+    );
+    options.progress('every scheduler sees every runtime');
+    return {
+      gatewayUrl,
+      schedulerUrls: replicas.map((r) => r.url),
+      components: () => [
+        ...replicas.map((r) => ({
+          kind: 'scheduler' as const,
+          name: r.replicaId,
+          address: r.url,
+          note: r.isLeader ? 'leader' : 'follower',
+        })),
+        { kind: 'gateway', name: 'gateway-0', address: `http://127.0.0.1:${bound.port}`, note: '/mcp' },
+        ...runtimes.map((r, i) => ({
+          kind: 'runtime' as const,
+          name: r.runtimeId,
+          address: `via ${replicas[i % replicas.length]!.replicaId}`,
+          note: 'classes demo, everything',
+        })),
+      ],
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+function child(logger: Logger, component: string): Logger {
+  return logger.child({ component });
+}
+
+/** Polls every replica until its latest epoch lists `count` available runtimes (bounded: 20 s). */
+export async function waitForEpochs(urls: readonly string[], count: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const seen = await Promise.all(
+      urls.map(async (url) => {
+        try {
+          const res = await fetch(`${url}/api/runtimes`);
+          const body = (await res.json()) as { runtimes: Array<{ available: boolean }> };
+          return body.runtimes.filter((r) => r.available).length;
+        } catch {
+          return 0;
+        }
+      }),
+    );
+    if (seen.every((n) => n >= count)) return;
+    if (Date.now() > deadline) throw new Error(`schedulers did not see ${count} runtimes within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

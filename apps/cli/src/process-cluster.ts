@@ -1,0 +1,168 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import {
+  localClasses,
+  waitForEpochs,
+  type Component,
+  type LocalCluster,
+  type LocalClusterOptions,
+} from './local-cluster.ts';
+
+const APPS = fileURLToPath(new URL('../../', import.meta.url));
+
+interface Started {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly ready: { port?: number; url?: string };
+}
+
+/** pino's numeric level of `warn`; quieter lines of children are not echoed. */
+const WARN = 40;
+const LEVELS: Record<string, number> = { fatal: 60, error: 50, warn: 40, info: 30, debug: 20 };
+
+/**
+ * Starts one app as its own OS process and resolves on its `ready` log line.
+ * Lines at the chosen level or above are echoed to stderr, prefixed by name.
+ */
+function startApp(name: string, app: string, args: string[], echoLevel: number): Promise<Started> {
+  const child = spawn(process.execPath, [join(APPS, app, 'src/main.ts'), ...args, '--log-level', 'info'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    const echo = (line: string): void => void process.stderr.write(`  [${name}] ${line}\n`);
+    createInterface({ input: child.stderr! }).on('line', echo);
+    const timer = setTimeout(() => reject(new Error(`${name} did not become ready within 20 s`)), 20_000);
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready`)));
+    lines.on('line', (line) => {
+      let entry: { level?: number; msg?: string; port?: number; url?: string };
+      try {
+        entry = JSON.parse(line) as typeof entry;
+      } catch {
+        return echo(line);
+      }
+      if ((entry.level ?? 0) >= Math.max(echoLevel, WARN)) echo(`${entry.msg ?? line}`);
+      if (entry.msg === 'ready') {
+        clearTimeout(timer);
+        resolve({
+          name,
+          child,
+          ready: { ...(entry.port ? { port: entry.port } : {}), ...(entry.url ? { url: entry.url } : {}) },
+        });
+      }
+    });
+  });
+}
+
+async function stop(started: readonly Started[]): Promise<void> {
+  await Promise.all(
+    started.map(
+      ({ child }) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+          child.once('exit', () => {
+            clearTimeout(kill);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+/**
+ * The local cluster as separate OS processes (`switchyard up --processes`):
+ * the replicas elect through a lease file, so they behave as in a real
+ * cluster, and any one of them can be killed to watch the failover.
+ */
+export async function startProcessCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-'));
+  const token = randomBytes(24).toString('base64url');
+  const echoLevel = LEVELS[options.logLevel] ?? WARN;
+  const started: Started[] = [];
+  // Ctrl-C reaches the whole process group; this covers an abrupt exit of the parent.
+  const killAll = (): void => started.forEach(({ child }) => child.kill('SIGKILL'));
+  process.once('exit', killAll);
+  const close = async (): Promise<void> => {
+    await stop(started);
+    process.off('exit', killAll);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const schedulerUrls: string[] = [];
+    for (let i = 0; i < options.schedulers; i++) {
+      const port = options.schedulerPort === 0 ? 0 : options.schedulerPort + i;
+      const s = await startApp(
+        `scheduler-${i}`,
+        'scheduler',
+        [
+          ...['--host', '127.0.0.1', '--port', String(port), '--replica-id', `scheduler-${i}`],
+          ...['--election.backend', 'file', '--election.lease-file', join(dir, 'lease.json')],
+          ...['--election.lease-duration-ms', '3000', '--election.renew-deadline-ms', '2000'],
+          ...['--election.retry-period-ms', '500', '--join-tokens', token, '--drain-delay-ms', '0'],
+        ],
+        echoLevel,
+      );
+      started.push(s);
+      schedulerUrls.push(s.ready.url!);
+      options.progress(`scheduler-${i} (pid ${s.child.pid}) listening on ${s.ready.url}`);
+    }
+    const config = join(dir, 'runtime.json');
+    writeFileSync(config, JSON.stringify({ classes: localClasses(), sandboxesMax: 50 }));
+    for (let i = 0; i < 2; i++) {
+      const r = await startApp(
+        `runtime-${i}`,
+        'runtime',
+        [
+          ...[
+            '--config',
+            config,
+            '--runtime-id',
+            `runtime-${i}`,
+            '--scheduler-url',
+            schedulerUrls[i % schedulerUrls.length]!,
+          ],
+          ...['--join-token', token, '--drain-delay-ms', '0'],
+        ],
+        echoLevel,
+      );
+      started.push(r);
+      options.progress(`runtime-${i} (pid ${r.child.pid}) dialling scheduler-${i % schedulerUrls.length}`);
+    }
+    const g = await startApp(
+      'gateway',
+      'gateway',
+      [
+        ...['--host', '127.0.0.1', '--port', String(options.gatewayPort)],
+        ...['--schedulers', schedulerUrls.join(','), '--default-class', 'demo', '--drain-delay-ms', '0'],
+      ],
+      echoLevel,
+    );
+    started.push(g);
+    const gatewayBase = `http://127.0.0.1:${g.ready.port}`;
+    options.progress(`gateway (pid ${g.child.pid}) listening on ${gatewayBase}`);
+    await waitForEpochs(schedulerUrls, 2);
+    options.progress('every scheduler sees every runtime');
+    return {
+      gatewayUrl: `${gatewayBase}/mcp`,
+      schedulerUrls,
+      components: (): Component[] =>
+        started.map((s) => ({
+          kind: s.name.startsWith('scheduler') ? 'scheduler' : s.name.startsWith('runtime') ? 'runtime' : 'gateway',
+          name: s.name,
+          address: s.ready.url ?? (s.ready.port ? `http://127.0.0.1:${s.ready.port}` : 'tunnel'),
+          note: `pid ${s.child.pid}`,
+        })),
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

@@ -1,0 +1,60 @@
+import { startLocalCluster } from './local-cluster.ts';
+import { startProcessCluster } from './process-cluster.ts';
+import { table } from './table.ts';
+
+export interface UpOptions {
+  readonly processes: boolean;
+  readonly gatewayPort: number;
+  readonly schedulerPort: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+}
+
+/**
+ * `switchyard up`: a whole cluster on this machine. Progress goes to stderr;
+ * the summary (components, the gateway URL, a client configuration) to
+ * stdout. Ctrl-C (or SIGTERM) stops every component, then the process exits.
+ */
+export async function up(options: UpOptions): Promise<void> {
+  const started = performance.now();
+  const progress = (line: string): void => void process.stderr.write(`  … ${line}\n`);
+  process.stderr.write(
+    `switchyard: starting a local cluster (3 schedulers, 1 gateway, 2 runtimes${options.processes ? ', one process each' : ', in this process'})\n`,
+  );
+  const settings = { ...options, schedulers: 3, progress };
+  const cluster = options.processes ? await startProcessCluster(settings) : await startLocalCluster(settings);
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const rows = cluster.components().map((c) => [c.kind, c.name, c.address, c.note]);
+  const clientConfig = { mcpServers: { switchyard: { type: 'streamable-http', url: cluster.gatewayUrl } } };
+  process.stdout.write(
+    [
+      '',
+      table(['COMPONENT', 'NAME', 'ADDRESS', 'NOTE'], rows),
+      '',
+      `Switchyard is ready (${seconds} s). MCP endpoint:`,
+      '',
+      `  ${cluster.gatewayUrl}`,
+      '',
+      'Classes: demo (echo, whoami, counter, sleep) and everything (the reference server);',
+      'pick one with the X-Switchyard-Class header, the process with X-Switchyard-Process.',
+      '',
+      'MCP client configuration:',
+      JSON.stringify(clientConfig, null, 2),
+      '',
+      `Try: npx @modelcontextprotocol/inspector --cli ${cluster.gatewayUrl} --method tools/list`,
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  process.stderr.write('switchyard: stopping…\n');
+  await cluster.close();
+  process.stderr.write('switchyard: stopped\n');
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// switchyard-gateway: the /mcp front door. Parses config, builds the gateway
+// from @switchyard/gateway and serves it with probes and metrics.
+import http from 'node:http';
+import { createGateway } from '@switchyard/gateway';
+import {
+  createLifecycle,
+  createLogger,
+  createMetrics,
+  listen,
+  loadConfig,
+  metricsHandler,
+  secretSource,
+} from '@switchyard/service';
+import { gatewayConfigSchema } from './config.ts';
+
+const config = loadConfig(gatewayConfigSchema, {
+  argv: process.argv.slice(2),
+  env: process.env,
+  program: 'switchyard-gateway',
+});
+const logger = createLogger({ name: 'gateway', level: config.logLevel });
+const metrics = createMetrics('gateway');
+const chain = (value: string): string[] => value.split(',').map((s) => s.trim());
+
+const gateway = createGateway({
+  schedulers: config.schedulers,
+  upstreamMode: config.upstreamMode,
+  identity: {
+    class: chain(config.identity.class),
+    process: chain(config.identity.process),
+    thread: chain(config.identity.thread),
+  },
+  defaultClass: config.defaultClass,
+  routeCache: {
+    maxEntries: config.routeCache.maxEntries,
+    ttlMs: config.routeCache.ttlMs,
+    ...(config.routeCache.redisUrl ? { redisUrl: config.routeCache.redisUrl } : {}),
+  },
+  auth: {
+    mode: config.auth.mode,
+    tokens: secretSource(config.auth.tokens, config.auth.tokensFile)(),
+    ...(config.auth.jwksUrl ? { jwksUrl: config.auth.jwksUrl } : {}),
+    ...(config.auth.issuer ? { issuer: config.auth.issuer } : {}),
+    ...(config.auth.audience ? { audience: config.auth.audience } : {}),
+  },
+  allowedOrigins: config.allowedOrigins,
+  bodyBytesMax: config.bodyBytesMax,
+  headerBytesMax: config.headerBytesMax,
+  principalConcurrencyMax: config.principalConcurrencyMax,
+  idleTimeoutMs: config.idleTimeoutMs,
+  logger,
+  metrics: { registry: metrics.registry },
+});
+
+const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
+const serveMetrics = metricsHandler(metrics.registry);
+const server = http.createServer((req, res) => {
+  const path = (req.url ?? '/').split('?', 1)[0];
+  if (path === '/healthz') return lifecycle.healthzHandler(req, res);
+  if (path === '/readyz') return lifecycle.readyzHandler(req, res);
+  if (path === '/metrics') return serveMetrics(req, res);
+  gateway.app(req, res);
+});
+// SSE streams may stay open for hours: no whole-request timeout, only the
+// upstream idle timeout inside the gateway.
+server.requestTimeout = 0;
+server.headersTimeout = 30_000;
+const address = await listen(server, { host: config.host, port: config.port });
+lifecycle.addServer(server);
+lifecycle.onShutdown(() => gateway.close());
+lifecycle.markReady();
+lifecycle.installSignalHandlers();
+logger.info({ url: `http://${config.host}:${address.port}/mcp`, port: address.port }, 'ready');

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// switchyard-runtime: one runtime node. Parses config and hands it to
+// @switchyard/runtime; the tunnel to the scheduler is dialled from here.
+import { readFileSync } from 'node:fs';
+import { startRuntimeNode } from '@switchyard/runtime';
+import { logMeteringSink, redisMeteringSink, type EngineConfig } from '@switchyard/sandbox';
+import { createLifecycle, createLogger, createMetrics, loadConfig } from '@switchyard/service';
+import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
+
+const config = loadConfig(runtimeConfigSchema, {
+  argv: process.argv.slice(2),
+  env: process.env,
+  program: 'switchyard-runtime',
+});
+const logger = createLogger({ name: 'runtime', level: config.logLevel });
+
+function joinToken(c: RuntimeConfig): string {
+  const token = c.joinToken ?? (c.joinTokenFile ? readFileSync(c.joinTokenFile, 'utf8').trim() : '');
+  if (token === '') {
+    logger.fatal({}, 'a join token is required (joinToken or joinTokenFile)');
+    process.exit(1);
+  }
+  return token;
+}
+
+function engines(classes: RuntimeConfig['classes']): Record<string, EngineConfig> {
+  const out: Record<string, EngineConfig> = {};
+  for (const [name, c] of Object.entries(classes)) {
+    const common = { expireSeconds: c.expireSeconds, warmPool: c.warmPool };
+    if (c.engine === 'builtin') out[name] = { engine: 'builtin', ...common };
+    else if (c.engine === 'stdio' && c.command) {
+      out[name] = { engine: 'stdio', command: c.command, args: c.args ?? [], env: c.env ?? {}, ...common };
+    } else if (c.engine === 'http' && c.url)
+      out[name] = { engine: 'http', url: c.url, headers: c.headers ?? {}, ...common };
+    else {
+      logger.fatal(
+        { class: name },
+        `class ${name}: engine ${c.engine} needs ${c.engine === 'stdio' ? 'command' : 'url'}`,
+      );
+      process.exit(1);
+    }
+  }
+  return out;
+}
+
+const direct = config.directListen;
+if (direct.enabled && !direct.token) {
+  logger.fatal({}, 'directListen.enabled requires directListen.token: the listener trusts identity headers');
+  process.exit(1);
+}
+const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
+const node = await startRuntimeNode({
+  runtimeId: config.runtimeId,
+  schedulerUrl: config.schedulerUrl,
+  joinToken: joinToken(config),
+  classes: engines(config.classes),
+  sandboxesMax: config.sandboxesMax,
+  sessionIdleMs: config.sessionIdleMs,
+  metadata: config.metadata,
+  version: config.version,
+  ...(config.sidecarPort > 0 ? { sidecarPort: config.sidecarPort } : {}),
+  ...(direct.enabled && direct.token ? { direct: { host: direct.host, port: direct.port, token: direct.token } } : {}),
+  tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
+  meter: config.metering.redisUrl
+    ? redisMeteringSink({ url: config.metering.redisUrl, stream: config.metering.stream, logger })
+    : logMeteringSink(logger),
+  logger,
+  metrics: createMetrics('runtime'),
+});
+lifecycle.onShutdown(() => node.close());
+lifecycle.markReady();
+lifecycle.installSignalHandlers();
+logger.info({ runtime: node.runtimeId, scheduler: config.schedulerUrl, direct: node.directUrl }, 'ready');

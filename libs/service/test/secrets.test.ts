@@ -1,0 +1,35 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { secretSource } from '@switchyard/service';
+
+describe('secretSource', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('returns the inline values when no file is named', () => {
+    assert.deepEqual(secretSource(['a'], undefined)(), ['a']);
+  });
+
+  it('adds the file lines, skipping blanks and comments', () => {
+    const file = join(dir, 'tokens');
+    writeFileSync(file, 'one\n\n# note\n two \n');
+    assert.deepEqual(secretSource(['inline'], file)(), ['inline', 'one', 'two']);
+  });
+
+  it('re-reads the file after it changes', () => {
+    const file = join(dir, 'rotating');
+    writeFileSync(file, 'old\n');
+    const source = secretSource([], file);
+    assert.deepEqual(source(), ['old']);
+    writeFileSync(file, 'new\n');
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    assert.deepEqual(source(), ['new']);
+  });
+
+  it('falls back to the inline values when the file is missing', () => {
+    assert.deepEqual(secretSource(['x'], join(dir, 'absent'))(), ['x']);
+  });
+});
