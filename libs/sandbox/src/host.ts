@@ -5,7 +5,7 @@ import { builtinEngine } from './builtin.ts';
 import type { Engine, EngineContext } from './engine.ts';
 import { McpEndpoint } from './endpoint.ts';
 import { httpEngine } from './http-engine.ts';
-import { withWarmPool } from './warm-pool.ts';
+import { withWarmPool, type WarmPoolEngine } from './warm-pool.ts';
 import { logMeteringSink, withMetering } from './metering.ts';
 import { SandboxRegistry, type ClassRuntime } from './registry.ts';
 import { restFetch } from './rest.ts';
@@ -59,14 +59,15 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const meter = options.meter ?? logMeteringSink(logger);
   let cancelled = 0;
   const onCancelled = (): void => void cancelled++;
-  const pools: Engine[] = [];
+  const pools: WarmPoolEngine[] = [];
   const classes = new Map<string, ClassRuntime>();
   for (const [className, config] of Object.entries(options.classes)) {
     const ctx: EngineContext = { runtimeId: options.runtimeId, className, logger, onCancelled };
     let engine = baseEngine(config, clock);
     if ((config.warmPool ?? 0) > 0) {
-      engine = withWarmPool(engine, config.warmPool!, ctx);
-      pools.push(engine);
+      const pool = withWarmPool(engine, config.warmPool!, ctx);
+      pools.push(pool);
+      engine = pool;
     }
     engine = withMetering(engine, meter, clock);
     classes.set(className, { engine, expireMs: (config.expireSeconds ?? SANDBOX_DEFAULTS.expireSeconds) * 1000 });
@@ -114,13 +115,18 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       if (closing) return rejectClosed(res);
       await rest(req, res);
     },
-    stats: () => ({ sandboxes: registry.size, sessions: sessions.size, cancelled }),
+    stats: () => ({
+      sandboxes: registry.size,
+      sessions: sessions.size,
+      cancelled,
+      warm: pools.reduce((n, p) => n + p.available, 0),
+    }),
     close() {
       closing ??= (async () => {
         sessions.closeAll('closed');
         await endpoint.close();
         await registry.close();
-        await Promise.all(pools.map((p) => p.close?.()));
+        await Promise.all(pools.map((p) => p.close()));
         await meter.close?.();
       })();
       return closing;

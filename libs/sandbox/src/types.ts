@@ -83,6 +83,8 @@ export interface HostStats {
   readonly sessions: number;
   /** Tool calls cancelled by the client while running (builtin `sleep`). */
   readonly cancelled: number;
+  /** Warm-pool sandboxes started and waiting, over all classes. */
+  readonly warm: number;
 }
 
 /** Structural request/response shapes: node `http` and `http2` compat objects both fit. */

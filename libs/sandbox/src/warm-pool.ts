@@ -10,27 +10,23 @@ import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
  *
  * Not guaranteed: a hit under a burst larger than `size`.
  */
-export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): Engine & { ready(): Promise<void> } {
+export interface WarmPoolEngine extends Engine {
+  /** Ready members waiting to be handed out. */
+  readonly available: number;
+  close(): Promise<void>;
+}
+
+export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): WarmPoolEngine {
   const pool: SandboxInstance[] = [];
-  let starting = 0;
+  const starting = new Set<Promise<void>>();
   let closed = false;
-  let waiters: (() => void)[] = [];
-
-  const settle = (): void => {
-    if (starting > 0) return;
-    const w = waiters;
-    waiters = [];
-    for (const resolve of w) resolve();
-  };
-
   const refill = (): void => {
-    while (!closed && pool.length + starting < size) {
-      starting++;
-      engine
+    while (!closed && pool.length + starting.size < size) {
+      const started: Promise<void> = engine
         .create(ctx)
         .then(
-          (instance) => {
-            if (closed) return void instance.destroy('closed');
+          async (instance) => {
+            if (closed) return instance.destroy('closed');
             instance.onDead(() => {
               const at = pool.indexOf(instance);
               if (at >= 0) pool.splice(at, 1);
@@ -44,10 +40,8 @@ export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): 
               'warm start failed',
             ),
         )
-        .finally(() => {
-          starting--;
-          settle();
-        });
+        .finally(() => void starting.delete(started));
+      starting.add(started);
     }
   };
 
@@ -62,11 +56,14 @@ export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): 
       }
       return engine.create(requestCtx);
     },
-    /** Resolves once no pool member is still starting (for tests and benches). */
-    ready: () => (starting === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    get available() {
+      return pool.length;
+    },
     async close() {
       if (closed) return;
       closed = true;
+      // Members still starting destroy themselves on arrival; wait for them.
+      await Promise.all([...starting]);
       await Promise.all(pool.splice(0).map((i) => i.destroy('closed')));
       await engine.close?.();
     },

@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { createSandboxHost, redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
+import { connect } from './fixtures/clients.ts';
+import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+
+const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
+const REDIS = '/usr/bin/redis-server';
+
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('http engine', () => {
+  let upstream: SandboxHost;
+  let upstreamServed: Served;
+  let host: SandboxHost;
+  let served: Served;
+
+  before(async () => {
+    upstream = createSandboxHost({
+      runtimeId: 'rt-up',
+      classes: { demo: { engine: 'builtin' } },
+      sandboxesMax: 10,
+      sessionIdleMs: 60_000,
+      reporter: new RecordingReporter(),
+      logger: captureLogger(),
+    });
+    upstreamServed = await serveHttp1(upstream);
+    host = createSandboxHost({
+      runtimeId: 'rt-proxy',
+      classes: {
+        remote: {
+          engine: 'http',
+          url: `${upstreamServed.url}/mcp`,
+          headers: { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'up-1' },
+        },
+      },
+      sandboxesMax: 10,
+      sessionIdleMs: 60_000,
+      reporter: new RecordingReporter(),
+      logger: captureLogger(),
+    });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+    await upstreamServed.close();
+    await upstream.close();
+  });
+
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`${flavour}: re-exposes the remote server's tools with the configured headers`, async () => {
+      const c = await connect(flavour, served.url, served.fetch, {
+        'x-switchyard-class': 'remote',
+        'x-switchyard-process': `via-${flavour}`,
+      });
+      assert.deepEqual(await c.listToolNames(), ['counter', 'echo', 'sleep', 'whoami']);
+      assert.deepEqual(JSON.parse(await c.callText('whoami')), { runtime: 'rt-up', sandbox: 'up-1', class: 'demo' });
+      assert.equal(await c.callText('echo', { text: 'through' }), 'through');
+      await c.close();
+    });
+  }
+});
+
+describe('warm pool and metering decorators', () => {
+  let host: SandboxHost;
+  let served: Served;
+  let reporter: RecordingReporter;
+  const metered: MeteringEvent[] = [];
+
+  before(async () => {
+    reporter = new RecordingReporter();
+    host = createSandboxHost({
+      runtimeId: 'rt-warm',
+      classes: {
+        tiny: { engine: 'stdio', command: process.execPath, args: [tinyServer], warmPool: 2, expireSeconds: 0 },
+      },
+      sandboxesMax: 3,
+      sessionIdleMs: 60_000,
+      reporter,
+      logger: captureLogger(),
+      meter: { record: (e) => void metered.push(e) },
+    });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  it('pre-starts sandboxes that are neither reported nor counted in idle weight', async () => {
+    await waitFor('the pool to fill', () => host.stats().warm === 2);
+    assert.equal(reporter.processes.size, 0);
+    assert.deepEqual(reporter.weight, { sandboxes: 3 });
+  });
+
+  it('binds a pooled sandbox to the process id on activation, meters it as warm, and refills', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': 'tiny',
+      'x-switchyard-process': 'warm-1',
+    });
+    assert.equal(await c.callText('echo', { text: 'warm' }), 'warm');
+    assert.ok(reporter.processes.has('warm-1'));
+    assert.deepEqual(reporter.weight, { sandboxes: 2 });
+    assert.deepEqual(
+      metered.map((e) => [e.event, e.class, e.process, e.reason]),
+      [['start', 'tiny', 'warm-1', 'warm']],
+    );
+    await waitFor('the pool to refill', () => host.stats().warm === 2);
+    await c.close();
+    await waitFor('the recycle event', () => metered.some((e) => e.event === 'recycle'));
+    const recycle = metered.find((e) => e.event === 'recycle')!;
+    assert.equal(recycle.process, 'warm-1');
+    assert.ok(recycle.durationMs >= 0);
+  });
+});
+
+describe('redis metering sink', () => {
+  const missing = existsSync(REDIS) ? undefined : `${REDIS} not installed`;
+  let redis: ChildProcess | undefined;
+  let port = 0;
+
+  before(async () => {
+    if (missing) return;
+    port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    redis = spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
+  });
+  after(() => {
+    redis?.kill('SIGKILL');
+  });
+
+  it('appends lifecycle events to a stream with XADD', { skip: missing }, async () => {
+    const url = `redis://127.0.0.1:${port}`;
+    const reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    reader.on('error', () => undefined);
+    await waitFor('redis to accept connections', async () => {
+      try {
+        await reader.connect();
+        return true;
+      } catch {
+        reader.disconnect();
+        return false;
+      }
+    });
+    const sink = redisMeteringSink({ url, stream: 'switchyard:metering' });
+    sink.record({ event: 'start', class: 'demo', process: 'p-1', reason: 'created', durationMs: 12.4 });
+    sink.record({ event: 'recycle', class: 'demo', process: 'p-1', reason: 'expired', durationMs: 5000 });
+    await waitFor('both entries', async () => (await reader.xlen('switchyard:metering')) === 2);
+    const entries = await reader.xrange('switchyard:metering', '-', '+');
+    assert.deepEqual(entries[0]![1], [
+      'event',
+      'start',
+      'class',
+      'demo',
+      'process',
+      'p-1',
+      'reason',
+      'created',
+      'durationMs',
+      '12',
+    ]);
+    assert.equal(entries[1]![1][1], 'recycle');
+    await sink.close();
+    await sink.close();
+    reader.disconnect();
+  });
+});
