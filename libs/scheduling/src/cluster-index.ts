@@ -3,6 +3,7 @@ import { RuntimeEntry } from './candidate.ts';
 import { canonicalRuntime, compareIds, preferState, sortedRecord } from './canonical.ts';
 import { inverseOf } from './inverse.ts';
 import { SortedRuntimes } from './sorted.ts';
+import type { OpenView } from './sorted.ts';
 
 const NO_RUNTIMES: readonly Runtime[] = Object.freeze([]);
 const NO_ENTRIES: readonly RuntimeEntry[] = Object.freeze([]);
@@ -19,6 +20,7 @@ export interface ClusterCounts {
 // instead of public methods, so the public surface stays records only.
 let entryOf: (index: ClusterIndex, id: string) => RuntimeEntry | undefined;
 let classEntriesOf: (index: ClusterIndex, cls: string) => readonly RuntimeEntry[];
+let classOpenOf: (index: ClusterIndex, cls: string) => OpenView | undefined;
 
 /** The index's entry for a runtime (internal to this lib). */
 export function indexEntry(index: ClusterIndex, id: string): RuntimeEntry | undefined {
@@ -28,6 +30,11 @@ export function indexEntry(index: ClusterIndex, id: string): RuntimeEntry | unde
 /** The index's entries serving a class, sorted by id (internal to this lib). */
 export function indexClassEntries(index: ClusterIndex, cls: string): readonly RuntimeEntry[] {
   return classEntriesOf(index, cls);
+}
+
+/** The open subset of a class (internal to this lib); see `OpenView`. */
+export function indexClassOpen(index: ClusterIndex, cls: string): OpenView | undefined {
+  return classOpenOf(index, cls);
 }
 
 /**
@@ -56,6 +63,7 @@ export class ClusterIndex {
   static {
     entryOf = (index, id) => index.#entries.get(id);
     classEntriesOf = (index, cls) => index.#byClass.get(cls)?.entries ?? NO_ENTRIES;
+    classOpenOf = (index, cls) => index.#byClass.get(cls)?.open();
   }
 
   /** Builds an index; a runtime listed twice resolves as in `mergeParts` (generation, then owner). */

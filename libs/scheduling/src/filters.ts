@@ -1,6 +1,7 @@
 import type { ScheduleRequest } from '@switchyard/protocol';
 import type { Candidate } from './candidate.ts';
 import { applyRules, describeRule } from './rules.ts';
+import type { OpenView } from './sorted.ts';
 
 /** Stage names as they appear in traces and `Unschedulable.stage`. */
 export const STAGES = {
@@ -31,6 +32,12 @@ export interface FilterContext {
   readonly request: ScheduleRequest;
   /** Ids of the runtimes holding the process (snapshot plus pending), sorted. */
   readonly holders: readonly string[];
+  /**
+   * Optional precomputed open subset of the class (see `OpenView`). Stages
+   * use it only when it was computed from exactly the list they are given,
+   * and answer the same with or without it; it only saves time.
+   */
+  readonly open?: OpenView;
 }
 
 /** A stage's verdict: the survivors, or why none survived. Never thrown. */
@@ -100,7 +107,10 @@ export const processStickyFilter: Filter = {
  */
 export const availabilityFilter: Filter = {
   stage: STAGES.availability,
-  filter(candidates, { holders }) {
+  filter(candidates, { holders, open }) {
+    if (open !== undefined && open.of === candidates && holders.length === 0 && open.entries.length > 0) {
+      return { ok: true, candidates: open.entries };
+    }
     const out = keep(candidates, (c) => c.open || (c.runtime.available && holders.includes(c.id)));
     if (out.length > 0) return { ok: true, candidates: out };
     if (candidates.length === 0) return fail(REASONS.noCandidates, STAGES.availability, 'no candidates to start from');

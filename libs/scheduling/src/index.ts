@@ -11,6 +11,7 @@ export { schedule } from './schedule.ts';
 export type { ScheduleOptions } from './schedule.ts';
 export { toCandidate } from './candidate.ts';
 export type { Candidate } from './candidate.ts';
+export type { OpenView } from './sorted.ts';
 export {
   STAGES,
   REASONS,

@@ -1,7 +1,7 @@
 import type { ScheduleDecision, ScheduleRequest, TraceStep } from '@switchyard/protocol';
 import type { Candidate } from './candidate.ts';
 import { compareIds } from './canonical.ts';
-import { indexClassEntries, indexEntry } from './cluster-index.ts';
+import { indexClassEntries, indexClassOpen, indexEntry } from './cluster-index.ts';
 import type { ClusterIndex } from './cluster-index.ts';
 import {
   REASONS,
@@ -100,7 +100,11 @@ export function schedule(index: ClusterIndex, request: ScheduleRequest, options?
     const message = `${STAGES.class}: no runtime serves class ${request.class}`;
     return { ok: false, unschedulable: { stage: STAGES.class, code: REASONS.noRuntimeForClass, message }, trace };
   }
-  const context: FilterContext = { request, holders: holdersOf(index, request, options) };
+  const context: FilterContext = {
+    request,
+    holders: holdersOf(index, request, options),
+    open: indexClassOpen(index, request.class),
+  };
   for (const filter of FILTERS) {
     const status = filter.filter(candidates, context);
     if (!status.ok) {

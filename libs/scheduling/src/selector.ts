@@ -2,9 +2,9 @@ import { LOAD_BALANCE_DEFAULTS } from '@switchyard/protocol';
 import type { LoadBalance } from '@switchyard/protocol';
 import seedrandom from 'seedrandom';
 import type { Candidate } from './candidate.ts';
-import { compareIds } from './canonical.ts';
 import { REASONS, STAGES } from './filters.ts';
 import type { FilterContext, Reason } from './filters.ts';
+import type { OpenView } from './sorted.ts';
 
 /** The final stage's verdict: one runtime, or why none (only when given no candidates). */
 export type SelectStatus =
@@ -45,46 +45,141 @@ export function hashId(value: string): number {
   return hash >>> 0;
 }
 
+// Rankings of an open view per (sortBy, replicasLimit); dropped with the view.
+const RANKED = new WeakMap<OpenView, Map<string, readonly Candidate[]>>();
+const RANKED_PER_VIEW_MAX = 32;
+
+/** True when (keyA, a) ranks after (keyB, b): keys are pre-signed so smaller ranks first. */
+function worse(keyA: number, a: Candidate, keyB: number, b: Candidate): boolean {
+  return keyA > keyB || (keyA === keyB && a.id > b.id);
+}
+
 /**
- * The best `limit` candidates in order (holders first, then by key, then by
- * id), by insertion into a small sorted buffer: O(n·limit) worst case and
- * O(n) typical, instead of sorting all n.
+ * The best `limit` of `candidates` by key then id, as a bounded max-heap of
+ * the worst kept entry: one comparison per candidate in the common case and
+ * O(n·log limit) at worst, instead of sorting all n.
+ */
+function bestOf(candidates: readonly Candidate[], key: string, sign: number, limit: number): Candidate[] {
+  const heap: Candidate[] = [];
+  const keys: number[] = [];
+  const siftDown = (from: number): void => {
+    let at = from;
+    for (;;) {
+      const left = 2 * at + 1;
+      if (left >= heap.length) return;
+      const right = left + 1;
+      const child = right < heap.length && worse(keys[right]!, heap[right]!, keys[left]!, heap[left]!) ? right : left;
+      if (!worse(keys[child]!, heap[child]!, keys[at]!, heap[at]!)) return;
+      [heap[at], heap[child]] = [heap[child]!, heap[at]!];
+      [keys[at], keys[child]] = [keys[child]!, keys[at]!];
+      at = child;
+    }
+  };
+  for (const candidate of candidates) {
+    const k = sign * weightBy(candidate, key);
+    if (heap.length < limit) {
+      let at = heap.length;
+      heap.push(candidate);
+      keys.push(k);
+      while (at > 0) {
+        const parent = (at - 1) >> 1;
+        if (!worse(keys[at]!, heap[at]!, keys[parent]!, heap[parent]!)) break;
+        [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+        [keys[at], keys[parent]] = [keys[parent]!, keys[at]!];
+        at = parent;
+      }
+    } else if (limit > 0 && worse(keys[0]!, heap[0]!, k, candidate)) {
+      heap[0] = candidate;
+      keys[0] = k;
+      siftDown(0);
+    }
+  }
+  const order = heap.map((_, i) => i).sort((i, j) => (worse(keys[i]!, heap[i]!, keys[j]!, heap[j]!) ? 1 : -1));
+  return order.map((i) => heap[i]!);
+}
+
+/**
+ * `bestOf` for id-sorted entries whose keys are already packed in an array:
+ * scans numbers, touches an entry only when it enters the heap, and breaks
+ * ties by position (= by id, as the entries are sorted by id).
+ */
+function bestOfPacked(entries: readonly Candidate[], weights: Float64Array, sign: number, limit: number): Candidate[] {
+  const heap: number[] = []; // positions into entries; the worst kept one at the root
+  const after = (i: number, j: number): boolean => {
+    const ki = sign * weights[i]!;
+    const kj = sign * weights[j]!;
+    return ki > kj || (ki === kj && i > j);
+  };
+  const siftDown = (): void => {
+    let at = 0;
+    for (;;) {
+      const left = 2 * at + 1;
+      if (left >= heap.length) return;
+      const right = left + 1;
+      const child = right < heap.length && after(heap[right]!, heap[left]!) ? right : left;
+      if (!after(heap[child]!, heap[at]!)) return;
+      [heap[at], heap[child]] = [heap[child]!, heap[at]!];
+      at = child;
+    }
+  };
+  const fill = Math.min(limit, weights.length);
+  for (let i = 0; i < fill; i++) {
+    heap.push(i);
+    for (let at = heap.length - 1; at > 0;) {
+      const parent = (at - 1) >> 1;
+      if (!after(heap[at]!, heap[parent]!)) break;
+      [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+      at = parent;
+    }
+  }
+  let worst = fill > 0 ? sign * weights[heap[0]!]! : 0;
+  for (let i = fill; i < weights.length; i++) {
+    // Strictly better only: an equal key at a later position has a higher id.
+    if (sign * weights[i]! < worst) {
+      heap[0] = i;
+      siftDown();
+      worst = sign * weights[heap[0]!]!;
+    }
+  }
+  return heap.sort((i, j) => (after(i, j) ? 1 : -1)).map((i) => entries[i]!);
+}
+
+/**
+ * The best `limit` candidates in order: holders first, then by the `sortBy`
+ * key (`-` prefix = descending), then by id.
  */
 export function topCandidates(
   candidates: readonly Candidate[],
   holders: readonly string[],
   sortBy: string,
   limit: number,
-): Candidate[] {
+  open?: OpenView,
+): readonly Candidate[] {
   const descending = sortBy.startsWith('-');
   const key = descending ? sortBy.slice(1) : sortBy;
   const sign = descending ? -1 : 1;
-  const hasHolders = holders.length > 0;
-  const top: Candidate[] = [];
-  const keys: number[] = [];
-  const held: boolean[] = [];
-  // Negative when (h, k, id) ranks before the entry at `at`.
-  const rank = (h: boolean, k: number, id: string, at: number): number => {
-    if (h !== held[at]) return h ? -1 : 1;
-    if (k !== keys[at]) return k < keys[at]! ? -sign : sign;
-    return compareIds(id, top[at]!.id);
-  };
-  for (const candidate of candidates) {
-    const h = hasHolders && holders.includes(candidate.id);
-    const k = weightBy(candidate, key);
-    if (top.length === limit && rank(h, k, candidate.id, limit - 1) >= 0) continue;
-    let at = top.length;
-    while (at > 0 && rank(h, k, candidate.id, at - 1) < 0) at--;
-    top.splice(at, 0, candidate);
-    keys.splice(at, 0, k);
-    held.splice(at, 0, h);
-    if (top.length > limit) {
-      top.pop();
-      keys.pop();
-      held.pop();
+  if (holders.length === 0 && open !== undefined && open.entries === candidates) {
+    // Every new process of the class sees this same list until the snapshot
+    // changes (which replaces the view), so the ranking is computed once per
+    // change and settings, not once per decision.
+    let memo = RANKED.get(open);
+    if (memo === undefined) RANKED.set(open, (memo = new Map()));
+    const memoKey = `${sortBy}\u0000${limit}`;
+    let ranked = memo.get(memoKey);
+    if (ranked === undefined) {
+      ranked =
+        key === 'weight' ? bestOfPacked(open.entries, open.weights, sign, limit) : bestOf(candidates, key, sign, limit);
+      if (memo.size >= RANKED_PER_VIEW_MAX) memo.clear();
+      memo.set(memoKey, Object.freeze(ranked));
     }
+    return ranked;
   }
-  return top;
+  if (holders.length === 0) return bestOf(candidates, key, sign, limit);
+  const held = candidates.filter((c) => holders.includes(c.id));
+  if (held.length === 0) return bestOf(candidates, key, sign, limit);
+  const top = bestOf(held, key, sign, limit);
+  const rest = candidates.filter((c) => !holders.includes(c.id));
+  return top.concat(bestOf(rest, key, sign, limit - top.length));
 }
 
 /**
@@ -105,7 +200,7 @@ export const deterministicSelector: Selector = {
       };
     }
     const { replicasLimit, sortBy, chooseWeightBy } = loadBalanceOf(context);
-    const ranked = topCandidates(candidates, context.holders, sortBy, replicasLimit);
+    const ranked = topCandidates(candidates, context.holders, sortBy, replicasLimit, context.open);
     const processId = context.request.processId;
     let total = 0;
     if (chooseWeightBy !== '') for (const c of ranked) total += weightBy(c, chooseWeightBy);

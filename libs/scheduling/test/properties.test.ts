@@ -1,7 +1,20 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ClusterIndex, diffStates, mergeParts, schedule } from '@switchyard/scheduling';
+import {
+  ClusterIndex,
+  affinityFilter,
+  availabilityFilter,
+  deterministicSelector,
+  diffStates,
+  excludeFilter,
+  mergeParts,
+  processSelectorFilter,
+  processStickyFilter,
+  schedule,
+  toCandidate,
+} from '@switchyard/scheduling';
+import type { Candidate, FilterContext, ScheduleOptions } from '@switchyard/scheduling';
 import type { ClusterOp, Rule, Runtime, RuntimeState, ScheduleRequest } from '@switchyard/protocol';
 import { runtime, state } from './fixtures.ts';
 
@@ -96,7 +109,45 @@ function reordered(states: readonly RuntimeState[], seed: number): RuntimeState[
   }));
 }
 
+/**
+ * The pipeline composed by hand from the exported stages, on fresh
+ * candidates and without the index's precomputed views: what `schedule`
+ * must answer (outside the thread fast path).
+ */
+function reference(index: ClusterIndex, req: ScheduleRequest): string {
+  let candidates: readonly Candidate[] = index.runtimesOfClass(req.class).map(toCandidate);
+  if (candidates.length === 0) return 'unschedulable:no_runtime_for_class';
+  const context: FilterContext = { request: req, holders: index.holdersOf(req.processId) };
+  for (const filter of [
+    excludeFilter,
+    processStickyFilter,
+    availabilityFilter,
+    affinityFilter,
+    processSelectorFilter,
+  ]) {
+    const status = filter.filter(candidates, context);
+    if (!status.ok) return `unschedulable:${status.code}`;
+    candidates = status.candidates;
+  }
+  const picked = deterministicSelector.select(candidates, context);
+  return picked.ok ? picked.candidate.id : `unschedulable:${picked.code}`;
+}
+
 describe('scheduling properties', () => {
+  it('schedules as the plain composition of the exported stages', () => {
+    fc.assert(
+      fc.property(snapshotArb, fc.array(requestArb, { minLength: 50, maxLength: 50 }), (states, reqs) => {
+        const index = ClusterIndex.from(states);
+        for (const { threadId: _, ...req } of reqs) {
+          const decision = schedule(index, req as ScheduleRequest, {} satisfies ScheduleOptions);
+          const got = decision.ok ? decision.runtime : `unschedulable:${decision.unschedulable.code}`;
+          assert.equal(got, reference(index, req as ScheduleRequest));
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('gives identical answers for 10,000 requests whatever the insertion or merge order', () => {
     let requests = 0;
     const outcomes = new Set<string>();

@@ -1,0 +1,191 @@
+// Scheduling core benchmark: decisions per second on the thread fast path and
+// through the full pipeline, the cost of applying deltas, and heap bytes per
+// thread entry, for 100 / 1,000 / 10,000 runtimes holding 100,000 processes
+// and 1,000,000 threads. Run with `npm run bench -- scheduling` (adds --expose-gc).
+import { ClusterIndex, schedule } from '@switchyard/scheduling';
+import type { ClusterOp, Runtime, ScheduleRequest } from '@switchyard/protocol';
+import { progress, report } from '../report.ts';
+import type { Figure } from '../report.ts';
+
+const PROCESSES = 100_000;
+const THREADS_PER_PROCESS = 10;
+const RUNTIME_COUNTS = [100, 1_000, 10_000];
+const MEASURE_MS = 1_500;
+const TARGETS = { fastPathPerS: 1_000_000, pipeline1kPerS: 50_000, pipeline10kPerS: 5_000, threadBytesMax: 300 };
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc === undefined) throw new Error('run with --expose-gc (npm run bench -- scheduling does)');
+
+// Seeded LCG: the same fleet on every run.
+let seed = 42;
+const rand = (): number => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+const HEX = '0123456789abcdef';
+const codes: number[] = new Array<number>(32);
+// Realistic thread ids: 32 hex characters, like a 128-bit session id, built
+// flat (as JSON.parse yields them) rather than as a rope of concatenations.
+function threadId(): string {
+  for (let i = 0; i < 32; i++) codes[i] = HEX.charCodeAt(Math.floor(rand() * 16));
+  return String.fromCharCode(...codes);
+}
+
+function makeRuntime(i: number): Runtime {
+  const roll = rand();
+  return {
+    id: `rt-${String(i).padStart(5, '0')}`,
+    classes: ['default'],
+    metadata: { zone: i % 3 === 0 ? 'eu' : 'us', pool: `pool-${i % 7}` },
+    version: `1.${i % 5}.0`,
+    // ~10 % saturated, ~5 % unavailable: the availability filter has work to do.
+    idleWeight: { sandboxes: roll < 0.1 ? 0 : 1 + Math.floor(rand() * 100), memoryMb: 256 + Math.floor(rand() * 4096) },
+    available: roll < 0.1 || roll >= 0.15,
+    owner: `replica-${i % 3}`,
+    generation: 1,
+  };
+}
+
+function heapUsed(): number {
+  gc!();
+  gc!();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Runs `fn` in a loop for about MEASURE_MS and returns calls per second. */
+function rate(fn: (i: number) => void): number {
+  for (let i = 0; i < 20_000; i++) fn(i); // warm-up
+  let calls = 0;
+  const start = performance.now();
+  let elapsed = 0;
+  while (elapsed < MEASURE_MS) {
+    for (let j = 0; j < 1_000; j++) fn(calls++);
+    elapsed = performance.now() - start;
+  }
+  return (calls / elapsed) * 1_000;
+}
+
+interface Built {
+  readonly index: ClusterIndex;
+  readonly threads: { process: string; thread: string }[];
+  readonly bytesPerThread: number;
+}
+
+function build(runtimeCount: number): Built {
+  const states = Array.from({ length: runtimeCount }, (_, i) => ({
+    runtime: makeRuntime(i),
+    processes: [] as string[],
+    threads: [],
+  }));
+  const index = ClusterIndex.from(states);
+  const processIds = Array.from({ length: PROCESSES }, (_, p) => `proc-${p}`);
+  for (let p = 0; p < PROCESSES; p++) {
+    index.apply({ op: 'process.add', runtimeId: states[p % runtimeCount]!.runtime.id, process: processIds[p]! });
+  }
+  // A sample of threads on available runtimes feeds the fast-path requests;
+  // it is allocated up front so it does not count as index growth.
+  const sample: { process: string; thread: string }[] = Array.from({ length: 10_000 }, () => ({
+    process: '',
+    thread: '',
+  }));
+  let sampled = 0;
+  const before = heapUsed();
+  for (let p = 0; p < PROCESSES; p++) {
+    const { id: runtimeId, available } = states[p % runtimeCount]!.runtime;
+    for (let t = 0; t < THREADS_PER_PROCESS; t++) {
+      const thread = threadId();
+      index.apply({ op: 'thread.add', runtimeId, process: processIds[p]!, thread });
+      if (available && t === 0 && sampled < sample.length) {
+        sample[sampled]!.process = processIds[p]!;
+        sample[sampled++]!.thread = thread;
+      }
+    }
+  }
+  const bytesPerThread = (heapUsed() - before) / (PROCESSES * THREADS_PER_PROCESS);
+  return { index, threads: sample.slice(0, sampled), bytesPerThread };
+}
+
+function deltaBatch(index: ClusterIndex, runtimeIds: readonly string[], round: number): ClusterOp[] {
+  const ops: ClusterOp[] = [];
+  for (let i = 0; i < 1_000; i++) {
+    const runtimeId = runtimeIds[(i * 7919 + round) % runtimeIds.length]!;
+    const kind = i % 4;
+    if (kind === 0) ops.push({ op: 'weight', runtimeId, idleWeight: { sandboxes: i % 50, memoryMb: 1_024 } });
+    else if (kind === 1) ops.push({ op: 'process.add', runtimeId, process: `delta-${round}-${i}` });
+    else if (kind === 2)
+      ops.push({ op: 'thread.add', runtimeId, process: `delta-${round}-${i - 1}`, thread: threadId() });
+    else ops.push({ op: 'process.remove', runtimeId, process: `delta-${round}-${i - 2}` });
+  }
+  void index;
+  return ops;
+}
+
+const figures: Figure[] = [];
+const ratios: string[] = [];
+for (const runtimeCount of RUNTIME_COUNTS) {
+  seed = 42 + runtimeCount;
+  const buildStart = performance.now();
+  const { index, threads, bytesPerThread } = build(runtimeCount);
+  const counts = index.counts();
+  progress(
+    `${runtimeCount} runtimes: ${counts.processes} processes, ${counts.threads} threads, built in ${Math.round(performance.now() - buildStart)} ms`,
+  );
+
+  const fastRequests: ScheduleRequest[] = threads.map((t) => ({
+    class: 'default',
+    processId: t.process,
+    threadId: t.thread,
+    sticky: true,
+  }));
+  const fast = rate((i) => {
+    const d = schedule(index, fastRequests[i % fastRequests.length]!);
+    if (!d.ok || d.source !== 'thread') throw new Error('fast path missed');
+  });
+
+  const newRequests: ScheduleRequest[] = Array.from({ length: 50_000 }, (_, i) => ({
+    class: 'default',
+    processId: `new-${i}`,
+    sticky: true,
+  }));
+  const pipeline = rate((i) => {
+    const d = schedule(index, newRequests[i % newRequests.length]!);
+    if (!d.ok || d.source !== 'pipeline') throw new Error(`pipeline failed: ${JSON.stringify(d)}`);
+  });
+
+  // Cold: a weight change before every decision, so nothing computed for the
+  // previous snapshot (open view, ranking) can be reused.
+  const churn = index.runtimes()[1]!.id;
+  const cold = rate((i) => {
+    index.apply({ op: 'weight', runtimeId: churn, idleWeight: { sandboxes: 1 + (i % 2), memoryMb: 1_024 } });
+    const d = schedule(index, newRequests[i % newRequests.length]!);
+    if (!d.ok) throw new Error(`pipeline failed: ${JSON.stringify(d)}`);
+  });
+
+  const runtimeIds = index.runtimes().map((r) => r.id);
+  const batches = Array.from({ length: 20 }, (_, round) => deltaBatch(index, runtimeIds, round));
+  const applyStart = performance.now();
+  for (const batch of batches) index.applyAll(batch);
+  const applyMs = (performance.now() - applyStart) / batches.length;
+
+  progress(
+    `${runtimeCount} runtimes: fast path ${Math.round(fast)}/s, pipeline ${Math.round(pipeline)}/s (cold ${Math.round(cold)}/s), 1,000 deltas ${applyMs.toFixed(2)} ms, ${bytesPerThread.toFixed(1)} B/thread`,
+  );
+  figures.push(
+    { metric: `fast_path_${runtimeCount}_runtimes`, value: Math.round(fast), unit: 'decisions/s' },
+    { metric: `pipeline_${runtimeCount}_runtimes`, value: Math.round(pipeline), unit: 'decisions/s' },
+    { metric: `pipeline_cold_${runtimeCount}_runtimes`, value: Math.round(cold), unit: 'decisions/s' },
+    { metric: `apply_1000_deltas_${runtimeCount}_runtimes`, value: applyMs, unit: 'ms' },
+    { metric: `heap_per_thread_${runtimeCount}_runtimes`, value: bytesPerThread, unit: 'bytes' },
+  );
+  ratios.push(`fast path @${runtimeCount}: ${(fast / TARGETS.fastPathPerS).toFixed(2)}x of 1,000,000/s`);
+  const pipelineTarget =
+    runtimeCount === 1_000 ? TARGETS.pipeline1kPerS : runtimeCount === 10_000 ? TARGETS.pipeline10kPerS : 0;
+  if (pipelineTarget > 0) {
+    ratios.push(
+      `pipeline @${runtimeCount}: ${(pipeline / pipelineTarget).toFixed(2)}x (cold ${(cold / pipelineTarget).toFixed(2)}x) of ${pipelineTarget}/s`,
+    );
+  }
+  ratios.push(
+    `heap @${runtimeCount}: ${(TARGETS.threadBytesMax / bytesPerThread).toFixed(2)}x headroom under 300 B/thread`,
+  );
+}
+
+for (const line of ratios) progress(`target ${line}`);
+report('scheduling', figures);
