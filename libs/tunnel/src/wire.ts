@@ -1,6 +1,6 @@
 import type http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { createWebSocketStream } from 'ws';
+import { WebSocketByteStream } from './wsstream.ts';
 import type WebSocket from 'ws';
 
 /**
@@ -8,9 +8,8 @@ import type WebSocket from 'ws';
  * only; the socket is closed when the stream ends or fails.
  */
 export function byteStream(ws: WebSocket): Duplex {
-  ws.binaryType = 'nodebuffer';
-  const stream = createWebSocketStream(ws, { allowHalfOpen: false });
-  // createWebSocketStream re-emits socket errors on the stream; an unhandled one would crash the process.
+  const stream = new WebSocketByteStream(ws);
+  // Socket errors surface on the stream too; the session reports them, an unhandled one would crash the process.
   stream.on('error', () => {});
   return stream;
 }

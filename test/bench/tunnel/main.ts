@@ -1,0 +1,161 @@
+// Tunnel bench: a scheduler (this process) and a runtime (child process)
+// joined by the real tunnel on 127.0.0.1. Measured in one run:
+// - throughput of one HTTP/2 stream and of 64 parallel streams, against the
+//   same byte counts over direct loopback TCP (one and 64 connections);
+// - the latency an HTTP/1.1 round trip gains by going through a
+//   proxyToTunnel server, against calling the same handler over HTTP/1.1.
+// Every loop has a fixed count; the child exits when our stdin closes.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createTunnelEndpoint, proxyToTunnel } from '@switchyard/tunnel';
+import type { Tunnel } from '@switchyard/tunnel';
+import { percentile, progress, report } from '../report.ts';
+
+const TOKEN = 'bench-token';
+const MB = 1_000_000;
+const ONE_STREAM_BYTES = 512 * 1024 * 1024;
+const PARALLEL = 64;
+const PER_STREAM_BYTES = 8 * 1024 * 1024;
+const LATENCY_ROUNDS = 3000;
+const WARMUP_ROUNDS = 300;
+
+async function main(): Promise<void> {
+  const accepted = Promise.withResolvers<Tunnel>();
+  const endpoint = createTunnelEndpoint({ tokens: () => [TOKEN], maxRuntimes: 1, onTunnel: accepted.resolve });
+  const scheduler = http.createServer((req, res) => proxyToTunnel(endpoint.get('bench'), req, res, req.url ?? '/'));
+  scheduler.on('upgrade', (req, socket, head) => endpoint.handleUpgrade(req, socket, head));
+  scheduler.listen(0, '127.0.0.1');
+  await once(scheduler, 'listening');
+  const schedulerPort = (scheduler.address() as AddressInfo).port;
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, 'runtime.ts'), `http://127.0.0.1:${schedulerPort}`, TOKEN],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  try {
+    const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+    const ports = JSON.parse(line) as { httpPort: number; tcpPort: number };
+    const tunnel = await accepted.promise;
+    progress(`runtime connected (generation ${tunnel.generation})`);
+
+    await tunnelBytes(tunnel, 32 * 1024 * 1024);
+    await tcpBytes(ports.tcpPort, 32 * 1024 * 1024);
+    const oneStream = rate(ONE_STREAM_BYTES, await timed(() => tunnelBytes(tunnel, ONE_STREAM_BYTES)));
+    progress(`one stream: ${oneStream.toFixed(0)} MB/s`);
+    const oneTcp = rate(ONE_STREAM_BYTES, await timed(() => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES)));
+    progress(`one TCP connection: ${oneTcp.toFixed(0)} MB/s`);
+    const total = PARALLEL * PER_STREAM_BYTES;
+    const manyStreams = rate(total, await timed(() => fanOut(() => tunnelBytes(tunnel, PER_STREAM_BYTES))));
+    progress(`${PARALLEL} streams: ${manyStreams.toFixed(0)} MB/s`);
+    const manyTcp = rate(total, await timed(() => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES))));
+    progress(`${PARALLEL} TCP connections: ${manyTcp.toFixed(0)} MB/s`);
+
+    const raw = await streamLatencies(tunnel);
+    progress(`bare tunnel stream p50 ${percentile(raw, 50).toFixed(3)} ms, p99 ${percentile(raw, 99).toFixed(3)} ms`);
+    const direct = await latencies(ports.httpPort);
+    const proxied = await latencies(schedulerPort);
+    const figures = {
+      directP50: percentile(direct, 50),
+      directP99: percentile(direct, 99),
+      proxiedP50: percentile(proxied, 50),
+      proxiedP99: percentile(proxied, 99),
+    };
+    progress(`latency ms: ${JSON.stringify(figures)}`);
+    report('tunnel', [
+      { metric: 'one_stream_throughput', value: oneStream, unit: 'MB/s' },
+      { metric: 'one_tcp_throughput', value: oneTcp, unit: 'MB/s' },
+      { metric: 'one_stream_vs_tcp', value: oneStream / oneTcp, unit: 'ratio' },
+      { metric: 'streams64_throughput', value: manyStreams, unit: 'MB/s' },
+      { metric: 'tcp64_throughput', value: manyTcp, unit: 'MB/s' },
+      { metric: 'streams64_vs_tcp', value: manyStreams / manyTcp, unit: 'ratio' },
+      { metric: 'direct_http_p50', value: figures.directP50, unit: 'ms' },
+      { metric: 'direct_http_p99', value: figures.directP99, unit: 'ms' },
+      { metric: 'proxied_http_p50', value: figures.proxiedP50, unit: 'ms' },
+      { metric: 'proxied_http_p99', value: figures.proxiedP99, unit: 'ms' },
+      { metric: 'added_latency_p50', value: figures.proxiedP50 - figures.directP50, unit: 'ms' },
+      { metric: 'added_latency_p99', value: figures.proxiedP99 - figures.directP99, unit: 'ms' },
+    ]);
+  } finally {
+    child.stdin!.end();
+    endpoint.close();
+    scheduler.closeAllConnections();
+    scheduler.close();
+  }
+}
+
+const rate = (bytes: number, ms: number): number => bytes / MB / (ms / 1000);
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+function fanOut(fn: () => Promise<number>): Promise<number[]> {
+  return Promise.all(Array.from({ length: PARALLEL }, fn));
+}
+
+/** Reads `/bytes/<n>` through the tunnel; resolves with the bytes received. */
+async function tunnelBytes(tunnel: Tunnel, bytes: number): Promise<number> {
+  const stream = tunnel.request({ ':path': `/bytes/${bytes}` });
+  let received = 0;
+  for await (const chunk of stream) received += (chunk as Buffer).length;
+  if (received !== bytes) throw new Error(`tunnel delivered ${received} of ${bytes} bytes`);
+  return received;
+}
+
+/** Asks the raw TCP blaster for `bytes`; resolves with the bytes received. */
+async function tcpBytes(port: number, bytes: number): Promise<number> {
+  const socket = net.connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write(String(bytes));
+  let received = 0;
+  for await (const chunk of socket) received += (chunk as Buffer).length;
+  if (received !== bytes) throw new Error(`tcp delivered ${received} of ${bytes} bytes`);
+  return received;
+}
+
+/** Sequential keep-alive GETs of a tiny answer; returns sorted latencies in ms (warm-up dropped). */
+async function latencies(port: number): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < WARMUP_ROUNDS + LATENCY_ROUNDS; i++) {
+      const start = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path: '/ping', agent }, (res) => {
+            res.resume();
+            res.once('end', resolve);
+          })
+          .once('error', reject);
+      });
+      if (i >= WARMUP_ROUNDS) samples.push(performance.now() - start);
+    }
+  } finally {
+    agent.destroy();
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+/** Sequential GETs on bare tunnel streams (no HTTP/1.1 hop), for locating the added latency. */
+async function streamLatencies(tunnel: Tunnel): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < WARMUP_ROUNDS + LATENCY_ROUNDS; i++) {
+    const start = performance.now();
+    const stream = tunnel.request({ ':path': '/ping' });
+    stream.resume();
+    await once(stream, 'end');
+    if (i >= WARMUP_ROUNDS) samples.push(performance.now() - start);
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+await main();

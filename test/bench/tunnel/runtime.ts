@@ -1,0 +1,67 @@
+// The runtime half of the tunnel bench, in its own process so both ends get a
+// core. It serves one handler three ways: through the tunnel (HTTP/2), over
+// plain HTTP/1.1 (the latency baseline) and a raw TCP blaster (the throughput
+// baseline). argv: <scheduler url> <token>. Prints {"httpPort","tcpPort"} once connected.
+import http from 'node:http';
+import type http2 from 'node:http2';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { dialTunnel } from '@switchyard/tunnel';
+
+const [url, token] = process.argv.slice(2) as [string, string];
+const CHUNK = Buffer.alloc(256 * 1024, 0x61);
+
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** `/bytes/<n>` answers n bytes (backpressure respected); anything else a short text. */
+async function handler(req: { url?: string }, res: Res): Promise<void> {
+  const match = /^\/bytes\/(\d+)$/.exec(req.url ?? '');
+  if (!match) return void res.end('ok');
+  let left = Number(match[1]);
+  // Both response kinds share this surface; the union's overloads just do not unify for tsc.
+  const out = res as http.ServerResponse;
+  out.writeHead(200, { 'content-type': 'application/octet-stream' });
+  while (left > 0) {
+    const piece = left >= CHUNK.length ? CHUNK : CHUNK.subarray(0, left);
+    left -= piece.length;
+    if (!out.write(piece)) await once(out, 'drain');
+  }
+  out.end();
+}
+
+const plain = http.createServer((req, res) => void handler(req, res));
+plain.listen(0, '127.0.0.1');
+// Raw TCP: the client sends the byte count as text, the server blasts that many bytes.
+const blaster = net.createServer((socket) => {
+  socket.once('data', async (data) => {
+    let left = Number(data.toString());
+    while (left > 0) {
+      const piece = left >= CHUNK.length ? CHUNK : CHUNK.subarray(0, left);
+      left -= piece.length;
+      if (!socket.write(piece)) await once(socket, 'drain');
+    }
+    socket.end();
+  });
+});
+blaster.listen(0, '127.0.0.1');
+await Promise.all([once(plain, 'listening'), once(blaster, 'listening')]);
+
+const dialer = dialTunnel({
+  url,
+  token,
+  info: { id: 'bench', classes: ['bench'], metadata: {}, version: '1.0.0', limits: {} },
+  handler: (req, res) => void handler(req, res),
+  onConnected: () => {
+    const ports = {
+      httpPort: (plain.address() as AddressInfo).port,
+      tcpPort: (blaster.address() as AddressInfo).port,
+    };
+    process.stdout.write(`${JSON.stringify(ports)}\n`);
+  },
+});
+process.stdin.once('end', () => {
+  dialer.close();
+  process.exit(0);
+});
+process.stdin.resume();
