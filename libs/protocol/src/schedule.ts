@@ -55,7 +55,7 @@ export const scheduleRequestSchema = z.strictObject({
   affinity: z.array(ruleSchema).max(32).optional(),
   loadBalance: loadBalanceSchema.partial().optional(),
   exclude: z.array(identityValueSchema).max(256).optional(),
-  /** Return candidate ids per stage in the trace (slower; for `switchyard explain`). */
+  /** Return candidate ids per stage in the trace (slower; for `switchyard explain`). A dry run: nothing is recorded. */
   explain: z.boolean().optional(),
 });
 export type ScheduleRequestInput = z.input<typeof scheduleRequestSchema>;

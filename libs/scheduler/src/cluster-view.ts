@@ -78,11 +78,12 @@ export class ClusterView implements EpochSink {
     return this.#index.counts();
   }
 
-  /** Decides a placement and remembers it until an epoch reports it. */
+  /** Decides a placement and remembers it until an epoch reports it; `explain` requests are dry runs. */
   schedule(request: ScheduleRequest): ScheduleDecision {
     this.#expirePending();
     const decision = schedule(this.#index, request, { pending: this.#pending });
-    if (decision.ok && decision.source === 'pipeline') this.#remember(request.processId, decision.runtime);
+    if (decision.ok && decision.source === 'pipeline' && request.explain !== true)
+      this.#remember(request.processId, decision.runtime);
     return decision;
   }
 

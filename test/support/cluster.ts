@@ -1,0 +1,175 @@
+// A whole cluster as OS processes on loopback: schedulers electing through a
+// lease file (or the fake Kubernetes Lease API), runtimes dialling them, and
+// gateways in front. Used by e2e, cluster and chaos suites.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnApp, until, type AppProcess } from './processes.ts';
+
+export interface ClusterOptions {
+  readonly schedulers?: number;
+  readonly runtimes?: number;
+  readonly gateways?: number;
+  /** `file` (default) or the URL of a fake Kubernetes Lease API. */
+  readonly lease?: 'file' | { readonly kubernetesUrl: string };
+  /** Election timing; scaled down by default (3 s / 2 s / 0.5 s). */
+  readonly election?: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  /** Tunnel liveness interval; default 300 ms so a dead runtime is dropped within about a second. */
+  readonly tunnelPingIntervalMs?: number;
+  /** Extra classes beyond `demo` (builtin): `everything` adds the reference server. */
+  readonly everything?: boolean;
+  readonly schedulerArgs?: readonly string[];
+  readonly runtimeArgs?: readonly string[];
+  readonly gatewayArgs?: readonly string[];
+}
+
+export interface TestCluster {
+  readonly dir: string;
+  readonly token: string;
+  readonly schedulers: AppProcess[];
+  readonly runtimes: AppProcess[];
+  readonly gateways: AppProcess[];
+  schedulerUrls(): string[];
+  /** The `/mcp` URL of gateway `i`. */
+  gatewayUrl(i?: number): string;
+  /** Starts another runtime (e.g. a restarted one) with the cluster's settings. */
+  startRuntime(id: string, schedulerIndex?: number): Promise<AppProcess>;
+  /** The scheduler that currently says it leads. */
+  leader(): Promise<AppProcess>;
+  /** Waits until every live scheduler's latest epoch lists exactly these available runtimes. */
+  waitForRuntimes(ids: readonly string[], timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function epochOf(url: string): Promise<{ epoch: number | null; term: number; isLeader: boolean }> {
+  const res = await fetch(`${url}/api/epoch`, { signal: AbortSignal.timeout(2000) });
+  return (await res.json()) as { epoch: number | null; term: number; isLeader: boolean };
+}
+
+export async function availableRuntimes(url: string): Promise<string[]> {
+  const res = await fetch(`${url}/api/runtimes`, { signal: AbortSignal.timeout(2000) });
+  const body = (await res.json()) as { runtimes: Array<{ id: string; available: boolean }> };
+  return body.runtimes
+    .filter((r) => r.available)
+    .map((r) => r.id)
+    .sort();
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
+  const token = randomBytes(24).toString('base64url');
+  const election = options.election ?? { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 };
+  const ping = String(options.tunnelPingIntervalMs ?? 300);
+  const schedulers: AppProcess[] = [];
+  const runtimes: AppProcess[] = [];
+  const gateways: AppProcess[] = [];
+  const all = (): AppProcess[] => [...gateways, ...runtimes, ...schedulers];
+  const stop = async (): Promise<void> => {
+    await Promise.all(all().map((p) => p.stop(3000)));
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  const leaseArgs = (): string[] => {
+    if (options.lease === undefined || options.lease === 'file') {
+      return ['--election.backend', 'file', '--election.lease-file', join(dir, 'lease.json')];
+    }
+    const kubeconfig = join(dir, 'kubeconfig.yaml');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: fake, cluster: {server: "' + options.lease.kubernetesUrl + '"}}]',
+        'users: [{name: fake, user: {token: fake}}]',
+        'contexts: [{name: fake, context: {cluster: fake, user: fake, namespace: default}}]',
+        'current-context: fake',
+      ].join('\n'),
+    );
+    return ['--election.backend', 'kubernetes', '--election.kubeconfig', kubeconfig];
+  };
+
+  const classes: Record<string, unknown> = { demo: { engine: 'builtin' } };
+  if (options.everything) {
+    const entry = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
+    classes.everything = { engine: 'stdio', command: process.execPath, args: [entry, 'stdio'] };
+  }
+  const runtimeConfig = join(dir, 'runtime.json');
+  writeFileSync(runtimeConfig, JSON.stringify({ classes, sandboxesMax: 200 }));
+
+  const startRuntime = async (id: string, schedulerIndex = runtimes.length): Promise<AppProcess> => {
+    const target = schedulers[schedulerIndex % schedulers.length]!;
+    const runtime = await spawnApp('runtime', id, [
+      ...['--config', runtimeConfig, '--runtime-id', id, '--scheduler-url', target.url!],
+      ...['--join-token', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
+      ...(options.runtimeArgs ?? []),
+    ]);
+    runtimes.push(runtime);
+    return runtime;
+  };
+
+  try {
+    for (let i = 0; i < (options.schedulers ?? 3); i++) {
+      schedulers.push(
+        await spawnApp('scheduler', `s${i}`, [
+          ...['--host', '127.0.0.1', '--port', '0', '--replica-id', `s${i}`, ...leaseArgs()],
+          ...['--election.lease-duration-ms', String(election.leaseDurationMs)],
+          ...['--election.renew-deadline-ms', String(election.renewDeadlineMs)],
+          ...['--election.retry-period-ms', String(election.retryPeriodMs)],
+          ...['--join-tokens', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
+          ...(options.schedulerArgs ?? []),
+        ]),
+      );
+    }
+    for (let i = 0; i < (options.runtimes ?? 2); i++) await startRuntime(`r${i}`, i);
+    for (let i = 0; i < (options.gateways ?? 1); i++) {
+      gateways.push(
+        await spawnApp('gateway', `g${i}`, [
+          ...['--host', '127.0.0.1', '--port', '0', '--default-class', 'demo', '--drain-delay-ms', '0'],
+          ...['--schedulers', schedulers.map((s) => s.url).join(',')],
+          ...(options.gatewayArgs ?? []),
+        ]),
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  const alive = (): AppProcess[] => schedulers.filter((s) => s.child.exitCode === null && s.child.signalCode === null);
+  const cluster: TestCluster = {
+    dir,
+    token,
+    schedulers,
+    runtimes,
+    gateways,
+    schedulerUrls: () => schedulers.map((s) => s.url!),
+    gatewayUrl: (i = 0) => `http://127.0.0.1:${gateways[i]!.port}/mcp`,
+    startRuntime,
+    leader: () =>
+      until('a leader', async () => {
+        for (const s of alive()) {
+          const info = await epochOf(s.url!).catch(() => undefined);
+          if (info?.isLeader) return s;
+        }
+        return undefined;
+      }),
+    waitForRuntimes: (ids, timeoutMs = 10_000) =>
+      until(
+        `runtimes ${ids.join(',')} on every scheduler`,
+        async () => {
+          const want = [...ids].sort().join(',');
+          const seen = await Promise.all(alive().map((s) => availableRuntimes(s.url!)));
+          return seen.every((list) => list.join(',') === want) || undefined;
+        },
+        timeoutMs,
+      ).then(() => undefined),
+    stop,
+  };
+  await cluster.waitForRuntimes(
+    runtimes.map((r) => r.name),
+    15_000,
+  );
+  return cluster;
+}

@@ -1,0 +1,149 @@
+// Starts Switchyard apps as separate OS processes for cluster, e2e and chaos
+// tests. Each app is spawned with this Node (process.execPath) directly —
+// never through npx, whose shell would survive a kill of its pid — and is
+// considered up when it logs its `ready` line. Every process is killed when
+// the test process exits, whatever happened.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export type AppName = 'scheduler' | 'runtime' | 'gateway';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const LOG_LINES_MAX = 2000;
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+export interface AppProcess {
+  readonly name: string;
+  readonly app: AppName;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** From the `ready` line: the advertised URL (scheduler) and bound port. */
+  readonly url: string | undefined;
+  readonly port: number | undefined;
+  /** Parsed JSON log lines, newest last (bounded). */
+  readonly logs: Array<Record<string, unknown>>;
+  /** Resolves when the process has exited (code or signal). */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  signal(signal: NodeJS.Signals): void;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves on exit. Idempotent. */
+  stop(graceMs?: number): Promise<void>;
+  /** Resolves with the first log line (already seen or future) matching `predicate`. */
+  waitForLog(
+    predicate: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+}
+
+export async function spawnApp(
+  app: AppName,
+  name: string,
+  args: readonly string[],
+  options: { env?: Record<string, string>; readyTimeoutMs?: number } = {},
+): Promise<AppProcess> {
+  const child = spawn(process.execPath, [`${ROOT}apps/${app}/src/main.ts`, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+  });
+  live.add(child);
+  const logs: Array<Record<string, unknown>> = [];
+  const waiters = new Set<{
+    predicate: (l: Record<string, unknown>) => boolean;
+    resolve: (l: Record<string, unknown>) => void;
+  }>();
+  const stderr: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    stderr.push(line);
+    if (stderr.length > 200) stderr.shift();
+  });
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    let entry: Record<string, unknown>;
+    try {
+      entry = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      entry = { msg: line };
+    }
+    logs.push(entry);
+    if (logs.length > LOG_LINES_MAX) logs.shift();
+    for (const waiter of waiters) {
+      if (waiter.predicate(entry)) {
+        waiters.delete(waiter);
+        waiter.resolve(entry);
+      }
+    }
+  });
+  const waitForLog = (predicate: (l: Record<string, unknown>) => boolean, timeoutMs = 10_000) => {
+    const seen = logs.find(predicate);
+    if (seen) return Promise.resolve(seen);
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      const waiter = { predicate, resolve };
+      waiters.add(waiter);
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`${name}: no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('\n')}`));
+      }, timeoutMs);
+      timer.unref();
+      void exited.then(() => {
+        if (!waiters.has(waiter)) return;
+        waiters.delete(waiter);
+        clearTimeout(timer);
+        reject(new Error(`${name} exited before the log line; stderr: ${stderr.join('\n')}`));
+      });
+    });
+  };
+  const ready = await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 20_000);
+  let stopping: Promise<void> | undefined;
+  return {
+    name,
+    app,
+    child,
+    pid: child.pid!,
+    url: typeof ready.url === 'string' ? ready.url : undefined,
+    port: typeof ready.port === 'number' ? ready.port : undefined,
+    logs,
+    exited,
+    signal: (signal) => void child.kill(signal),
+    waitForLog,
+    stop(graceMs = 5000) {
+      stopping ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        child.kill('SIGTERM');
+        await exited;
+        clearTimeout(timer);
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Polls `probe` every 25 ms until it returns a value other than undefined/false (bounded). */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
