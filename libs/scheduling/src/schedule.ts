@@ -52,21 +52,31 @@ function step(stage: string, before: number, after: readonly Candidate[], explai
   return out;
 }
 
-/** The thread fast path: an existing session goes back to the runtime serving it, if it still can. */
-function fromThread(index: ClusterIndex, request: ScheduleRequest, explain: boolean): ScheduleDecision | TraceStep {
-  const threadId = request.threadId!;
+// The trace of a fast-path hit is the same for every request (without
+// explain), so it is shared and frozen rather than built per decision.
+const THREAD_HIT: readonly TraceStep[] = Object.freeze([
+  Object.freeze({ stage: STAGES.threadFastPath, before: 1, after: 1 }),
+]);
+
+/**
+ * The thread fast path: an existing session goes back to the runtime serving
+ * it, if that runtime is available and not excluded. Returns the decision,
+ * or a note saying why the pipeline must run.
+ */
+function fromThread(index: ClusterIndex, request: ScheduleRequest, threadId: string): ScheduleDecision | string {
+  const processId = request.processId;
   let note = 'no thread entry';
-  for (const id of index.holdersOf(request.processId)) {
+  for (const id of index.holdersOf(processId)) {
     const entry = indexEntry(index, id)!;
-    if (!entry.hasThread(request.processId, threadId)) continue;
+    if (!entry.hasThread(processId, threadId)) continue;
     if (!entry.runtime.available) note = `thread on ${id}, which is unavailable`;
-    else if (request.exclude?.includes(id)) note = `thread on ${id}, which is excluded`;
+    else if (request.exclude !== undefined && request.exclude.includes(id)) note = `thread on ${id}, which is excluded`;
     else {
-      const trace = [step(STAGES.threadFastPath, 1, [entry], explain)];
+      const trace = request.explain === true ? [step(STAGES.threadFastPath, 1, [entry], true)] : THREAD_HIT;
       return { ok: true, runtime: id, source: 'thread', trace };
     }
   }
-  return step(STAGES.threadFastPath, 0, [], explain, note);
+  return note;
 }
 
 /**
@@ -90,9 +100,9 @@ export function schedule(index: ClusterIndex, request: ScheduleRequest, options?
   const explain = request.explain === true;
   const trace: TraceStep[] = [];
   if (request.threadId !== undefined) {
-    const fast = fromThread(index, request, explain);
-    if ('ok' in fast) return fast;
-    trace.push(fast);
+    const fast = fromThread(index, request, request.threadId);
+    if (typeof fast !== 'string') return fast;
+    trace.push(step(STAGES.threadFastPath, 0, [], explain, fast));
   }
   let candidates: readonly Candidate[] = indexClassEntries(index, request.class);
   trace.push(step(STAGES.class, index.counts().runtimes, candidates, explain));
