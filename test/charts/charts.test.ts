@@ -17,8 +17,8 @@ const root = join(import.meta.dirname, '../..');
 const run = promisify(execFile);
 // scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had.
 const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], { encoding: 'utf8' }).trim();
-const helm = located.startsWith('skip: ') ? { skip: located.slice(6) } : { path: located };
-const skip = 'skip' in helm ? helm.skip : false;
+const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : false;
+const helmPath = skip ? 'helm' : located;
 if (skip) console.log(`chart tests skipped: ${skip}`);
 
 type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
@@ -37,7 +37,7 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
 };
 
 async function helmRun(args: string[]): Promise<string> {
-  const { stdout } = await run('path' in helm ? helm.path : 'helm', args, { cwd: root, maxBuffer: 16 << 20 });
+  const { stdout } = await run(helmPath, args, { cwd: root, maxBuffer: 16 << 20 });
   return stdout;
 }
 

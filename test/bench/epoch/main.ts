@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock } from '@switchyard/clock';
 import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
-import { EpochFollower, EpochLeader, connectSync, createSyncServer } from '@switchyard/epoch';
+import { EpochFollower, EpochLeader, connectSync, createSyncServer, type EpochSink } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { percentile, progress, report } from '../report.ts';
 import type { Figure } from '../report.ts';
@@ -102,8 +102,8 @@ async function runSize(runtimes: number): Promise<Figure[]> {
       }
     },
   };
-  const quietSink = { snapshot: () => {}, delta: () => {} };
-  const follower = (replica: string, sink: typeof quietSink): EpochFollower =>
+  const quietSink: EpochSink = { snapshot: () => {}, delta: () => {} };
+  const follower = (replica: string, sink: EpochSink): EpochFollower =>
     new EpochFollower({
       replicaId: replica,
       clock: systemClock,
