@@ -63,8 +63,12 @@ export function proxyToTunnel(
       if (value !== undefined && isEndToEnd(name)) out[name] = value;
     }
     res.writeHead(status, out);
-    res.flushHeaders();
     stream.pipe(res);
+    // Headers normally leave with the first body chunk (one write); a stream that stays silent, like an
+    // SSE stream before its first event, gets them flushed after this turn so the client is not kept waiting.
+    setImmediate(() => {
+      if (!res.headersSent && !res.destroyed) res.flushHeaders();
+    });
   });
   stream.once('trailers', (trailers) => {
     const out: Record<string, string> = {};

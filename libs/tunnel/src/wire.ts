@@ -1,6 +1,6 @@
 import type http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { WebSocketByteStream } from './wsstream.ts';
+import { createWebSocketStream } from 'ws';
 import type WebSocket from 'ws';
 
 /**
@@ -8,7 +8,8 @@ import type WebSocket from 'ws';
  * only; the socket is closed when the stream ends or fails.
  */
 export function byteStream(ws: WebSocket): Duplex {
-  const stream = new WebSocketByteStream(ws);
+  ws.binaryType = 'nodebuffer';
+  const stream = createWebSocketStream(ws, { allowHalfOpen: false });
   // Socket errors surface on the stream too; the session reports them, an unhandled one would crash the process.
   stream.on('error', () => {});
   return stream;
