@@ -84,16 +84,17 @@ export function createWatchHandler(store: RuntimeStateStore, options: WatchHandl
     watchers.add(watcher);
     watcher.start(parseLastEventId(req.headers['last-event-id']));
   };
-  return Object.assign(handler, {
-    close(): void {
-      if (closed) return;
-      closed = true;
-      for (const watcher of [...watchers]) watcher.end();
+  // defineProperty, not Object.assign: assign would copy the getter's value once.
+  return Object.defineProperties(handler, {
+    close: {
+      value: (): void => {
+        if (closed) return;
+        closed = true;
+        for (const watcher of [...watchers]) watcher.end();
+      },
     },
-    get watcherCount(): number {
-      return watchers.size;
-    },
-  });
+    watcherCount: { get: (): number => watchers.size },
+  }) as WatchHandler;
 }
 
 /** One open stream. */

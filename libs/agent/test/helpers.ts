@@ -7,6 +7,8 @@ import type { RequestHandler } from '../src/index.ts';
 export interface TestServer {
   readonly url: string;
   handler: RequestHandler;
+  /** Cuts every open connection, as a network failure would. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -15,6 +17,7 @@ export async function startServer(handler: RequestHandler): Promise<TestServer> 
   const state: TestServer = {
     url: '',
     handler,
+    dropConnections: () => server.closeAllConnections(),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

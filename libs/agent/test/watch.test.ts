@@ -1,0 +1,296 @@
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { SwitchyardError } from '@switchyard/protocol';
+import { RuntimeMirror, RuntimeStateStore, createWatchHandler, watchRuntime } from '../src/index.ts';
+import type { RuntimeWatcher, WatchHandler } from '../src/index.ts';
+import { SseReader, Waiter, deferred, startServer } from './helpers.ts';
+import type { TestServer } from './helpers.ts';
+
+let server: TestServer;
+const cleanups: (() => void)[] = [];
+
+before(async () => {
+  server = await startServer((_req, res) => res.end());
+});
+after(() => server.close());
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function serve(store: RuntimeStateStore, options: Parameters<typeof createWatchHandler>[1] = {}): WatchHandler {
+  const handler = createWatchHandler(store, options);
+  server.handler = handler;
+  cleanups.push(
+    () => handler.close(),
+    () => store.close(),
+  );
+  return handler;
+}
+
+async function open(headers: Record<string, string> = {}): Promise<SseReader> {
+  const response = await fetch(`${server.url}/watch`, { headers });
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get('content-type'), 'text/event-stream');
+  const reader = new SseReader(response);
+  cleanups.push(() => void reader.cancel());
+  return reader;
+}
+
+function follow(options: Partial<Parameters<typeof watchRuntime>[0]> = {}) {
+  const mirror = new RuntimeMirror();
+  const waiter = new Waiter();
+  const seen = { snapshots: 0, deltas: 0, errors: [] as SwitchyardError[] };
+  const watcher: RuntimeWatcher = watchRuntime({
+    url: `${server.url}/watch`,
+    fetch,
+    reconnectMs: 0,
+    onSnapshot: (s) => (seen.snapshots++, mirror.applySnapshot(s), waiter.poke()),
+    onOps: (ops) => (seen.deltas++, mirror.applyOps(ops), waiter.poke()),
+    onError: (e) => (seen.errors.push(e), waiter.poke()),
+    ...options,
+  });
+  cleanups.push(() => watcher.close());
+  return { mirror, waiter, seen, watcher };
+}
+
+describe('GET /watch', () => {
+  it('starts a fresh stream with a snapshot whose id is the store seq', async () => {
+    const store = new RuntimeStateStore({ seqStart: 40 });
+    store.addThread('p1', 't1');
+    serve(store);
+    const reader = await open();
+    const first = await reader.nextEvent();
+    assert.equal(first.event, 'snapshot');
+    assert.equal(first.id, '41');
+    assert.deepEqual(JSON.parse(first.data), {
+      processes: ['p1'],
+      threads: [{ process: 'p1', thread: 't1' }],
+      idleWeight: {},
+      metadata: {},
+    });
+  });
+
+  it('streams each flushed batch as a delta with the next id', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    serve(store);
+    const reader = await open();
+    await reader.nextEvent();
+    store.addProcess('p1');
+    store.flush();
+    const delta = await reader.nextEvent();
+    assert.deepEqual(delta, { event: 'delta', id: '1', data: '{"ops":[{"op":"process.add","process":"p1"}]}' });
+  });
+
+  const RESUMES: { name: string; lastEventId: string; expect: { event: string; id: string }[] }[] = [
+    {
+      name: 'a Last-Event-ID inside the history replays the missed deltas',
+      lastEventId: '3',
+      expect: [
+        { event: 'delta', id: '4' },
+        { event: 'delta', id: '5' },
+      ],
+    },
+    { name: 'a Last-Event-ID older than the history falls back to a snapshot', lastEventId: '1', expect: [] },
+    { name: 'a Last-Event-ID from the future falls back to a snapshot', lastEventId: '99', expect: [] },
+    { name: 'a Last-Event-ID that is not a number falls back to a snapshot', lastEventId: 'x', expect: [] },
+  ];
+  for (const c of RESUMES) {
+    it(c.name, async () => {
+      const store = new RuntimeStateStore({ seqStart: 0, historyBatchesMax: 3 });
+      for (const pid of ['a', 'b', 'c', 'd', 'e']) {
+        store.addProcess(pid);
+        store.flush();
+      }
+      serve(store);
+      const reader = await open({ 'last-event-id': c.lastEventId });
+      const expected = c.expect.length > 0 ? c.expect : [{ event: 'snapshot', id: '5' }];
+      for (const want of expected) {
+        const got = await reader.nextEvent();
+        assert.deepEqual({ event: got.event, id: got.id }, want);
+      }
+    });
+  }
+
+  it('a current Last-Event-ID sends nothing until the next batch', async () => {
+    const store = new RuntimeStateStore({ seqStart: 7 });
+    serve(store);
+    const reader = await open({ 'last-event-id': '7' });
+    store.addProcess('x');
+    store.flush();
+    assert.deepEqual(await reader.nextEvent(), {
+      event: 'delta',
+      id: '8',
+      data: '{"ops":[{"op":"process.add","process":"x"}]}',
+    });
+  });
+
+  it('sends a full snapshot every snapshotIntervalMs and pings only when idle', async () => {
+    const clock = new ManualClock();
+    const store = new RuntimeStateStore({ seqStart: 0, clock });
+    serve(store, { clock, snapshotIntervalMs: 1_000, keepAliveMs: 600 });
+    const reader = await open();
+    assert.equal((await reader.next()).event, ':', 'opens with a comment so headers go out at once');
+    assert.equal((await reader.next()).event, 'snapshot');
+    await clock.advance(600);
+    assert.deepEqual(await reader.next(), { event: ':', id: undefined, data: 'ping' });
+    store.addProcess('p');
+    await clock.advance(5);
+    assert.equal((await reader.next()).event, 'delta');
+    await clock.advance(395);
+    const periodic = await reader.next();
+    assert.equal(periodic.event, 'snapshot');
+    assert.equal(periodic.id, '1');
+    assert.deepEqual(JSON.parse(periodic.data).processes, ['p']);
+    await clock.advance(300);
+    store.removeProcess('p');
+    await clock.advance(5);
+    assert.equal((await reader.next()).event, 'delta', 'the snapshot reset the idle timer, so no ping at 1,200 ms');
+    await clock.advance(600);
+    assert.deepEqual(await reader.next(), { event: ':', id: undefined, data: 'ping' });
+  });
+
+  it('answers other methods with 405 and refuses watchers past watchersMax with 503', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const handler = serve(store, { watchersMax: 1 });
+    const post = await fetch(`${server.url}/watch`, { method: 'POST' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get('allow'), 'GET');
+    await open();
+    const second = await fetch(`${server.url}/watch`);
+    assert.equal(second.status, 503);
+    assert.match((await second.json()).error, /at most 1 watchers/);
+    assert.equal(handler.watcherCount, 1);
+  });
+
+  it('unsubscribes when the client goes away', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const handler = serve(store);
+    const reader = await open();
+    await reader.nextEvent();
+    assert.equal(handler.watcherCount, 1);
+    const gone = deferred();
+    const poll = setInterval(() => handler.watcherCount === 0 && gone.resolve(), 2);
+    await reader.cancel();
+    await gone.promise;
+    clearInterval(poll);
+    assert.equal(handler.watcherCount, 0);
+  });
+
+  it('drops a client that does not read once its unsent bytes pass bufferBytesMax', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const handler = serve(store, { bufferBytesMax: 64 * 1024 });
+    const { port } = new URL(server.url);
+    const req = request({ host: '127.0.0.1', port, path: '/watch' });
+    const response = deferred<IncomingMessage>();
+    req.on('response', (res) => (res.pause(), response.resolve(res)));
+    req.end();
+    const res = await response.promise;
+    cleanups.push(() => req.destroy());
+    const closed = deferred();
+    res.on('close', () => closed.resolve());
+    // A big metadata value makes each batch large; the socket buffers fill and the stream must be cut.
+    const filler = Object.fromEntries(Array.from({ length: 60 }, (_, k) => [`k${k}`, 'x'.repeat(250)]));
+    for (let i = 0; i < 2_000 && handler.watcherCount > 0; i++) {
+      store.setMetadata({ ...filler, n: String(i) });
+      store.flush();
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(handler.watcherCount, 0);
+    res.resume();
+    await closed.promise;
+  });
+});
+
+describe('watchRuntime', () => {
+  it('a change shows up at the watcher within 50 ms', async () => {
+    const store = new RuntimeStateStore();
+    serve(store);
+    const { mirror, waiter, seen } = follow();
+    await waiter.until(() => seen.snapshots === 1);
+    const started = performance.now();
+    store.addThread('p1', 't1');
+    await waiter.until(() => mirror.hasThread('p1', 't1'));
+    const elapsedMs = performance.now() - started;
+    assert.ok(elapsedMs < 50, `took ${elapsedMs.toFixed(1)} ms`);
+  });
+
+  it('resumes with Last-Event-ID after a cut connection, without a new snapshot', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const handler = serve(store);
+    const ids: (string | undefined)[] = [];
+    server.handler = (req, res) => (ids.push(req.headers['last-event-id'] as string | undefined), handler(req, res));
+    const { mirror, waiter, seen, watcher } = follow();
+    await waiter.until(() => seen.snapshots === 1);
+    store.addProcess('a');
+    await waiter.until(() => mirror.hasProcess('a'));
+    server.dropConnections();
+    await waiter.until(() => seen.errors.length === 1);
+    store.addProcess('b');
+    store.flush();
+    await waiter.until(() => mirror.hasProcess('b'));
+    assert.deepEqual(ids, [undefined, '1']);
+    assert.equal(seen.snapshots, 1, 'the missed batch was replayed');
+    assert.equal(seen.errors[0]!.code, 'upstream_unavailable');
+    assert.equal(watcher.lastEventId, '2');
+    assert.deepEqual(mirror.state(), store.snapshot());
+  });
+
+  const MALFORMED: { name: string; frame: string; reason: RegExp }[] = [
+    {
+      name: 'a delta that fails the schema',
+      frame: 'event: delta\nid: 6\ndata: {"ops":[{"op":"nope"}]}\n\n',
+      reason: /ops/,
+    },
+    { name: 'a delta that is not JSON', frame: 'event: delta\nid: 6\ndata: {oops\n\n', reason: /delta/ },
+    {
+      name: 'a delta whose id skips one',
+      frame: 'event: delta\nid: 9\ndata: {"ops":[]}\n\n',
+      reason: /does not follow/,
+    },
+    {
+      name: 'a snapshot whose id is not a number',
+      frame: 'event: snapshot\nid: abc\ndata: {"processes":[],"threads":[],"idleWeight":{},"metadata":{}}\n\n',
+      reason: /bad id/,
+    },
+  ];
+  for (const c of MALFORMED) {
+    it(`reports ${c.name} and reconnects for a fresh snapshot`, async () => {
+      const store = new RuntimeStateStore({ seqStart: 5 });
+      store.addProcess('real');
+      const handler = serve(store);
+      const ids: (string | undefined)[] = [];
+      server.handler = (req, res) => {
+        ids.push(req.headers['last-event-id'] as string | undefined);
+        if (ids.length > 1) return handler(req, res);
+        const raw = res as ServerResponse;
+        raw.writeHead(200, { 'content-type': 'text/event-stream' });
+        raw.write('event: snapshot\nid: 5\ndata: {"processes":["old"],"threads":[],"idleWeight":{},"metadata":{}}\n\n');
+        raw.write(c.frame);
+      };
+      const { mirror, waiter, seen } = follow();
+      await waiter.until(() => seen.snapshots === 2);
+      assert.equal(seen.errors[0]?.code, 'parse_error');
+      assert.match(seen.errors[0]!.message, c.reason);
+      assert.deepEqual(ids, [undefined, undefined], 'the reconnect asks for a snapshot, not a resume');
+      assert.deepEqual(mirror.state().processes, ['real']);
+    });
+  }
+
+  it('close() is idempotent and no callback runs afterwards', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    serve(store);
+    const { waiter, seen, watcher } = follow();
+    await waiter.until(() => seen.snapshots === 1);
+    watcher.close();
+    watcher.close();
+    assert.equal(watcher.connected, false);
+    store.addProcess('late');
+    store.flush();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(seen.deltas, 0);
+    assert.equal(seen.errors.length, 0);
+  });
+});
