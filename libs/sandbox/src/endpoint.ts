@@ -15,6 +15,7 @@ import {
   SwitchyardError,
   isIdentityValue,
 } from '@switchyard/protocol';
+import { SessionEventStore } from './event-store.ts';
 import type { Sandbox, SandboxRegistry } from './registry.ts';
 import type { Session, SessionTable } from './sessions.ts';
 import type { Logger, StateReporter } from './types.ts';
@@ -30,6 +31,10 @@ export interface EndpointDeps {
 }
 
 const SERVER_INFO = { name: 'switchyard-sandbox', version: '0.1.0' };
+/** SSE events kept per legacy session for `Last-Event-ID` resumption. */
+const SESSION_EVENTS_MAX = 1000;
+/** Reconnect delay suggested to clients on SSE streams. */
+const SSE_RETRY_MS = 1000;
 
 /** Builds the SDK server one session or one request talks to, with the sandbox's surface installed. */
 export function serverFor(sandbox: Sandbox): { server: McpServer; detach: () => void } {
@@ -183,7 +188,11 @@ export class McpEndpoint {
       forgiveDeath: true,
     });
     const { server, detach } = serverFor(sandbox);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sessionId });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => sessionId,
+      eventStore: new SessionEventStore(SESSION_EVENTS_MAX),
+      retryInterval: SSE_RETRY_MS,
+    });
     const session: Session = {
       id: sessionId,
       sandbox,

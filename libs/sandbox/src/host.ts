@@ -1,5 +1,5 @@
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { systemClock } from '@switchyard/clock';
+import { systemClock, type Clock } from '@switchyard/clock';
 import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { builtinEngine } from './builtin.ts';
 import type { Engine, EngineContext } from './engine.ts';
@@ -35,8 +35,13 @@ export interface SandboxHost {
   close(): Promise<void>;
 }
 
-function baseEngine(config: EngineConfig, clock: SandboxHostOptions['clock'] & object): Engine {
+function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOptions['engines']): Engine {
   switch (config.engine) {
+    case 'custom': {
+      const engine = engines?.[config.name];
+      if (!engine) throw new SwitchyardError('invalid_request', `no custom engine named "${config.name}"`);
+      return engine;
+    }
     case 'builtin':
       return builtinEngine(clock);
     case 'stdio':
@@ -50,7 +55,8 @@ function baseEngine(config: EngineConfig, clock: SandboxHostOptions['clock'] & o
  * Creates a sandbox host. Guarantees: each legacy session and each stateless
  * request runs against exactly one sandbox; the reporter sees every process
  * and thread added before it is removed; the idle weight `{sandboxes:
- * sandboxesMax − active}` is reported on every change. Not guaranteed:
+ * sandboxesMax − active}` is reported on every change. Throws
+ * `invalid_request` for a custom class whose engine is not supplied. Not guaranteed:
  * sandboxes survive a host restart (they are in-process or children).
  */
 export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
@@ -63,7 +69,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const classes = new Map<string, ClassRuntime>();
   for (const [className, config] of Object.entries(options.classes)) {
     const ctx: EngineContext = { runtimeId: options.runtimeId, className, logger, onCancelled };
-    let engine = baseEngine(config, clock);
+    let engine = baseEngine(config, clock, options.engines);
     if ((config.warmPool ?? 0) > 0) {
       const pool = withWarmPool(engine, config.warmPool!, ctx);
       pools.push(pool);

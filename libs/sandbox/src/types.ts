@@ -1,4 +1,5 @@
 import type { Clock } from '@switchyard/clock';
+import type { Engine } from './engine.ts';
 
 /** Minimal pino-compatible logger: `(fields, message)`. */
 export interface Logger {
@@ -57,12 +58,16 @@ export type EngineConfig = EngineCommon &
         readonly cwd?: string;
       }
     | { readonly engine: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
+    /** An engine supplied in `SandboxHostOptions.engines` under `name` (fixtures, embedders). */
+    | { readonly engine: 'custom'; readonly name: string }
   );
 
 export interface SandboxHostOptions {
   readonly runtimeId: string;
   /** Sandbox classes this runtime serves; `default` is used when a request names none. */
   readonly classes: Readonly<Record<string, EngineConfig>>;
+  /** Engines referenced by `{engine: 'custom', name}` classes. */
+  readonly engines?: Readonly<Record<string, Engine>>;
   /** Most sandboxes alive at once (warm-pool sandboxes not counted). */
   readonly sandboxesMax: number;
   /** A legacy session with no request for this long is closed. */
