@@ -1,5 +1,5 @@
-import type { ClusterOp, Runtime, RuntimeState } from '@switchyard/protocol';
-import { canonicalRuntime, compareIds, sameIdentity, sameRecord } from './canonical.ts';
+import type { ClusterOp, Runtime, RuntimeState, ThreadRef } from '@switchyard/protocol';
+import { canonicalRuntime, compareIds, compareThreads, sameIdentity, sameRecord } from './canonical.ts';
 import { ClusterIndex } from './cluster-index.ts';
 
 /**
@@ -32,9 +32,6 @@ function recordOps(prev: Runtime, next: Runtime): ClusterOp[] {
   return ops;
 }
 
-// Thread keys joined with NUL: identity values never contain it.
-const threadKey = (process: string, thread: string): string => `${process}\u0000${thread}`;
-
 /** Element-wise equality of the lists: the common case of an untouched runtime, without allocating. */
 function sameContent(prev: RuntimeState, next: RuntimeState): boolean {
   if (prev === next) return true;
@@ -48,30 +45,98 @@ function sameContent(prev: RuntimeState, next: RuntimeState): boolean {
   return true;
 }
 
-function contentOps(prev: RuntimeState | undefined, next: RuntimeState): ClusterOp[] {
-  if (prev !== undefined && sameContent(prev, next)) return [];
-  const runtimeId = next.runtime.id;
-  const prevProcesses = new Set(prev?.processes);
-  const nextProcesses = new Set(next.processes);
-  for (const t of next.threads) nextProcesses.add(t.process);
-  const prevThreads = new Set(prev?.threads.map((t) => threadKey(t.process, t.thread)));
-  for (const t of prev?.threads ?? []) prevProcesses.add(t.process);
-  const nextThreads = new Set(next.threads.map((t) => threadKey(t.process, t.thread)));
-
-  const ops: ClusterOp[] = [];
-  const removed = [...prevProcesses].filter((p) => !nextProcesses.has(p)).sort(compareIds);
-  for (const process of removed) ops.push({ op: 'process.remove', runtimeId, process });
-  // A removed process took its threads with it; only threads of kept processes need their own op.
-  const goneThreads = (prev?.threads ?? []).filter(
-    (t) => nextProcesses.has(t.process) && !nextThreads.has(threadKey(t.process, t.thread)),
-  );
-  for (const { process, thread } of goneThreads) ops.push({ op: 'thread.remove', runtimeId, process, thread });
-  const added = [...nextProcesses].filter((p) => !prevProcesses.has(p)).sort(compareIds);
-  for (const process of added) ops.push({ op: 'process.add', runtimeId, process });
-  for (const { process, thread } of next.threads) {
-    if (!prevThreads.has(threadKey(process, thread))) ops.push({ op: 'thread.add', runtimeId, process, thread });
+/**
+ * A state's processes (including those only named by a thread) and threads,
+ * sorted and unique. Canonical input (as `toStates` emits) passes through
+ * after one check, so the diff of two canonical snapshots allocates little.
+ */
+function sortedContent(state: RuntimeState | undefined): {
+  processes: readonly string[];
+  threads: readonly ThreadRef[];
+} {
+  if (state === undefined) return { processes: [], threads: [] };
+  let processes: readonly string[] = state.processes;
+  let threads: readonly ThreadRef[] = state.threads;
+  if (!increasing(threads, compareThreads)) threads = unique([...threads].sort(compareThreads), compareThreads);
+  if (!increasing(processes, compareIds) || !coversThreads(processes, threads)) {
+    const all = new Set(processes);
+    for (const t of threads) all.add(t.process);
+    processes = [...all].sort(compareIds);
   }
-  return ops;
+  return { processes, threads };
+}
+
+function increasing<T>(list: readonly T[], compare: (a: T, b: T) => number): boolean {
+  for (let i = 1; i < list.length; i++) if (compare(list[i - 1]!, list[i]!) >= 0) return false;
+  return true;
+}
+
+function unique<T>(sorted: T[], compare: (a: T, b: T) => number): T[] {
+  return sorted.filter((item, i) => i === 0 || compare(sorted[i - 1]!, item) !== 0);
+}
+
+/** True when every thread's process is listed (both lists sorted). */
+function coversThreads(processes: readonly string[], threads: readonly ThreadRef[]): boolean {
+  let p = 0;
+  for (const { process } of threads) {
+    while (p < processes.length && processes[p]! < process) p++;
+    if (processes[p] !== process) return false;
+  }
+  return true;
+}
+
+/** Merge-walks two sorted lists, reporting items only in `a` and only in `b`. */
+function walk<T>(
+  a: readonly T[],
+  b: readonly T[],
+  compare: (x: T, y: T) => number,
+  onlyA: (x: T) => void,
+  onlyB: (y: T) => void,
+): void {
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    const order = i === a.length ? 1 : j === b.length ? -1 : compare(a[i]!, b[j]!);
+    if (order < 0) onlyA(a[i++]!);
+    else if (order > 0) onlyB(b[j++]!);
+    else {
+      i++;
+      j++;
+    }
+  }
+}
+
+function contentOps(prevState: RuntimeState | undefined, nextState: RuntimeState): ClusterOp[] {
+  if (prevState !== undefined && sameContent(prevState, nextState)) return [];
+  const runtimeId = nextState.runtime.id;
+  const prev = sortedContent(prevState);
+  const next = sortedContent(nextState);
+  const removed: ClusterOp[] = [];
+  const added: ClusterOp[] = [];
+  const gone = new Set<string>();
+  walk(
+    prev.processes,
+    next.processes,
+    compareIds,
+    (process) => {
+      gone.add(process);
+      removed.push({ op: 'process.remove', runtimeId, process });
+    },
+    (process) => added.push({ op: 'process.add', runtimeId, process }),
+  );
+  const threadOps: ClusterOp[] = [];
+  const addedThreads: ClusterOp[] = [];
+  walk(
+    prev.threads,
+    next.threads,
+    compareThreads,
+    // A removed process took its threads with it; only threads of kept processes need their own op.
+    ({ process, thread }) => {
+      if (!gone.has(process)) threadOps.push({ op: 'thread.remove', runtimeId, process, thread });
+    },
+    ({ process, thread }) => addedThreads.push({ op: 'thread.add', runtimeId, process, thread }),
+  );
+  return [...removed, ...threadOps, ...added, ...addedThreads];
 }
 
 /**

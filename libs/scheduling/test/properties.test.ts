@@ -294,4 +294,17 @@ describe('scheduling properties', () => {
       { numRuns: 500 },
     );
   });
+
+  it('diffs states given in any order as it diffs their canonical form', () => {
+    fc.assert(
+      fc.property(snapshotArb, snapshotArb, fc.integer(), (a, b, seed) => {
+        const prev = ClusterIndex.from(a).toStates();
+        const next = ClusterIndex.from(b).toStates();
+        const index = ClusterIndex.from(prev);
+        index.applyAll(diffStates(reordered(prev, seed), reordered(next, seed + 1)));
+        assert.deepEqual(index.toStates(), next);
+      }),
+      { numRuns: 500 },
+    );
+  });
 });

@@ -2,7 +2,7 @@
 // through the full pipeline, the cost of applying deltas, and heap bytes per
 // thread entry, for 100 / 1,000 / 10,000 runtimes holding 100,000 processes
 // and 1,000,000 threads. Run with `npm run bench -- scheduling` (adds --expose-gc).
-import { ClusterIndex, schedule } from '@switchyard/scheduling';
+import { ClusterIndex, diffStates, schedule } from '@switchyard/scheduling';
 import type { ClusterOp, Runtime, ScheduleRequest } from '@switchyard/protocol';
 import { progress, report } from '../report.ts';
 import type { Figure } from '../report.ts';
@@ -160,9 +160,21 @@ for (const runtimeCount of RUNTIME_COUNTS) {
 
   const runtimeIds = index.runtimes().map((r) => r.id);
   const batches = Array.from({ length: 20 }, (_, round) => deltaBatch(index, runtimeIds, round));
+  // The epoch leader diffs whole snapshots; measure it once, at the middle size.
+  const prev = runtimeCount === 1_000 ? index.toStates() : undefined;
   const applyStart = performance.now();
   for (const batch of batches) index.applyAll(batch);
   const applyMs = (performance.now() - applyStart) / batches.length;
+  if (prev !== undefined) {
+    const next = index.toStates();
+    const diffStart = performance.now();
+    const ops = diffStates(prev, next);
+    const diffMs = performance.now() - diffStart;
+    progress(
+      `diffStates over ${counts.threads} threads, ${batches.length * 1_000} deltas: ${ops.length} ops in ${diffMs.toFixed(0)} ms`,
+    );
+    figures.push({ metric: `diff_states_${runtimeCount}_runtimes`, value: diffMs, unit: 'ms' });
+  }
 
   progress(
     `${runtimeCount} runtimes: fast path ${Math.round(fast)}/s, pipeline ${Math.round(pipeline)}/s (cold ${Math.round(cold)}/s), 1,000 deltas ${applyMs.toFixed(2)} ms, ${bytesPerThread.toFixed(1)} B/thread`,
