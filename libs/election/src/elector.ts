@@ -1,0 +1,313 @@
+import { sleep } from '@switchyard/clock';
+import type { Clock, Timer } from '@switchyard/clock';
+import { SwitchyardError } from '@switchyard/protocol';
+import { isLeaseConflict } from './errors.ts';
+import type { LeaseLock, LeaseRecord } from './lock.ts';
+import { resolveTiming } from './settings.ts';
+import type { ElectionTiming } from './settings.ts';
+
+/** What leader work receives: its term, and a signal aborted the moment leadership ends. */
+export interface LeadershipContext {
+  readonly term: number;
+  readonly signal: AbortSignal;
+}
+
+/** pino-compatible subset. */
+export interface ElectionLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export interface LeaderElectorOptions extends Partial<ElectionTiming> {
+  readonly lock: LeaseLock;
+  /** This replica's holder identity, usually `formatHolder({id, address})`. */
+  readonly identity: string;
+  readonly clock: Clock;
+  /** Source of jitter in [0, 1). Default `Math.random`; inject for reproducible tests. */
+  readonly random?: () => number;
+  /** Called on becoming leader. Stop the work when `ctx.signal` aborts. */
+  readonly onStartedLeading?: (ctx: LeadershipContext) => void | Promise<void>;
+  /** Called after the signal aborted, whatever the reason (lost renewal or `stop()`). */
+  readonly onStoppedLeading?: () => void;
+  /** Called when the observed holder or term changes (this replica included; `undefined` = lease free). */
+  readonly onNewLeader?: (holder: string | undefined, term: number) => void;
+  readonly logger?: ElectionLogger;
+}
+
+/**
+ * Leader election over a `LeaseLock`, with client-go `leaderelection`
+ * semantics.
+ *
+ * A candidate tries every `retryPeriodMs` (jittered) and takes the lease
+ * when it is free, ours, or expired: `leaseDurationSeconds` have passed on
+ * the LOCAL clock since we observed the record last change. The term is
+ * `leaseTransitions`, incremented whenever a leadership begins (unlike
+ * client-go, also when we retake our own stale lease, so every
+ * `onStartedLeading` sees a term larger than any before it). A leader renews
+ * every `retryPeriodMs`; if no renewal that STARTED within the last
+ * `renewDeadlineMs` succeeded, it stops leading — the signal aborts at once —
+ * and goes on as a candidate. It never exits the process.
+ *
+ * Guarantees, given the assumptions below: two electors never both hold
+ * `isLeader` for the same lease term window, because a leader's claim ends
+ * at `attemptStart + renewDeadlineMs`, while others wait `leaseDuration`
+ * from when they observed the write (which is after the attempt started).
+ *
+ * NOT guaranteed (as in client-go): safety under clock RATE skew between
+ * replicas larger than `leaseDuration / renewDeadline` allows, or a process
+ * paused (GC, SIGSTOP) between checking leadership and acting on it — leader
+ * work must fence its writes with the term. Absolute clock offsets do not
+ * matter: nobody compares another replica's timestamps with its own clock.
+ * `onNewLeader` reports what this replica observed, which may lag.
+ *
+ * An elector is single-use: `start()` once, `stop()` once (idempotent).
+ */
+export class LeaderElector {
+  readonly #lock: LeaseLock;
+  readonly #identity: string;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #timing: ElectionTiming;
+  readonly #options: LeaderElectorOptions;
+  readonly #stopController = new AbortController();
+  #loop: Promise<void> | undefined;
+  #stopped: Promise<void> | undefined;
+  #attemptSeq = 0;
+  #observed: LeaseRecord | undefined;
+  #observedAtMs = 0;
+  #reported: { holder: string | undefined; term: number } | undefined;
+  #leadership: { term: number; controller: AbortController; deadline: Timer | undefined } | undefined;
+
+  /** Throws `SwitchyardError(invalid_request)` when the timing is inconsistent (see `resolveTiming`). */
+  constructor(options: LeaderElectorOptions) {
+    this.#timing = resolveTiming(options);
+    if (options.identity === '') throw new SwitchyardError('invalid_request', 'elector identity must be non-empty');
+    this.#options = options;
+    this.#lock = options.lock;
+    this.#identity = options.identity;
+    this.#clock = options.clock;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** True while this replica may act as leader. Checked synchronously; fence long work with the term. */
+  get isLeader(): boolean {
+    return this.#leadership !== undefined;
+  }
+
+  /** The term of the current leadership, or `undefined` when not leading. */
+  get term(): number | undefined {
+    return this.#leadership?.term;
+  }
+
+  /** The holder and term last observed on the lease; `undefined` when it is free or unread. */
+  get leader(): { holder: string; term: number } | undefined {
+    const holder = this.#observed?.holderIdentity;
+    return holder === undefined ? undefined : { holder, term: this.#observed!.leaseTransitions };
+  }
+
+  /** Starts the acquire/renew loop. Calling it again, or after `stop()`, does nothing. */
+  start(): void {
+    if (this.#loop || this.#stopped) return;
+    this.#loop = this.#run();
+  }
+
+  /**
+   * Stops the loop; a leader aborts its signal and releases the lease (holder
+   * cleared, `leaseDurationSeconds` 1) so a successor takes it on its next
+   * attempt. Idempotent; resolves once done. A failed release is logged, not thrown.
+   */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#shutdown();
+    return this.#stopped;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#stopController.abort(new SwitchyardError('not_ready', 'elector stopped'));
+    await this.#loop;
+    const wasLeading = this.#leadership !== undefined;
+    this.#stepDown('elector stopped');
+    if (wasLeading) await this.#release();
+  }
+
+  async #run(): Promise<void> {
+    const { retryPeriodMs, jitterFactor } = this.#timing;
+    const signal = this.#stopController.signal;
+    while (!signal.aborted) {
+      await this.#attempt();
+      const waitMs = this.#leadership ? retryPeriodMs : retryPeriodMs * (1 + this.#random() * jitterFactor);
+      try {
+        await sleep(this.#clock, waitMs, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  async #attempt(): Promise<void> {
+    const seq = ++this.#attemptSeq;
+    const startedAtMs = this.#clock.now();
+    const leadershipAtStart = this.#leadership;
+    let won: LeaseRecord | undefined;
+    try {
+      won = await this.#bounded(this.#tryAcquireOrRenew(seq, startedAtMs));
+    } catch (error) {
+      if (!this.#stopController.signal.aborted) this.#logFailure(error);
+    }
+    // An attempt that was abandoned (timeout or stop) must not touch state when it settles late.
+    this.#attemptSeq++;
+    if (this.#stopController.signal.aborted) return;
+    // A renewal that outlived the leadership it renewed does not revive it: the next attempt
+    // retakes the lease with a new term, so a term never spans two leaderships.
+    if (leadershipAtStart && this.#leadership !== leadershipAtStart) return;
+    const validUntilMs = startedAtMs + this.#timing.renewDeadlineMs;
+    if (won && this.#clock.now() < validUntilMs) this.#renewed(won, validUntilMs);
+  }
+
+  /** One client-go `tryAcquireOrRenew`: the record we stored, or `undefined` when the lease is someone else's. */
+  async #tryAcquireOrRenew(seq: number, startedAtMs: number): Promise<LeaseRecord | undefined> {
+    const leaseDurationSeconds = Math.max(1, Math.ceil(this.#timing.leaseDurationMs / 1000));
+    const current = await this.#lock.get();
+    if (seq !== this.#attemptSeq) return undefined;
+    if (current === undefined) {
+      const at = new Date(startedAtMs);
+      const fresh = { holderIdentity: this.#identity, leaseDurationSeconds, acquireTime: at, renewTime: at };
+      return this.#stored(seq, await this.#lock.create({ ...fresh, leaseTransitions: 0 }));
+    }
+    this.#observe(current);
+    const other = current.holderIdentity !== undefined && current.holderIdentity !== this.#identity;
+    if (other && this.#observedAtMs + current.leaseDurationSeconds * 1000 > this.#clock.now()) return undefined;
+    const keep = !other && current.holderIdentity !== undefined && this.#leadership !== undefined;
+    const next: LeaseRecord = {
+      holderIdentity: this.#identity,
+      leaseDurationSeconds,
+      acquireTime: keep ? current.acquireTime : new Date(startedAtMs),
+      renewTime: new Date(startedAtMs),
+      leaseTransitions: keep ? current.leaseTransitions : current.leaseTransitions + 1,
+      ...(current.resourceVersion === undefined ? {} : { resourceVersion: current.resourceVersion }),
+    };
+    return this.#stored(seq, await this.#lock.update(next));
+  }
+
+  #stored(seq: number, record: LeaseRecord): LeaseRecord | undefined {
+    if (seq !== this.#attemptSeq) return undefined;
+    this.#observe(record);
+    return record;
+  }
+
+  /** Remembers when the record last CHANGED in our eyes: expiry counts from there, never from its timestamps. */
+  #observe(record: LeaseRecord): void {
+    if (!this.#observed || !sameRecord(this.#observed, record)) {
+      this.#observed = record;
+      this.#observedAtMs = this.#clock.now();
+    }
+    const holder = record.holderIdentity;
+    const term = record.leaseTransitions;
+    if (!this.#reported || this.#reported.holder !== holder || this.#reported.term !== term) {
+      this.#reported = { holder, term };
+      this.#callback('onNewLeader', () => this.#options.onNewLeader?.(holder, term));
+    }
+  }
+
+  #renewed(record: LeaseRecord, validUntilMs: number): void {
+    if (!this.#leadership) {
+      const controller = new AbortController();
+      this.#leadership = { term: record.leaseTransitions, controller, deadline: undefined };
+      this.#options.logger?.info({ term: record.leaseTransitions, lock: this.#lock.describe() }, 'started leading');
+      const ctx: LeadershipContext = { term: record.leaseTransitions, signal: controller.signal };
+      this.#callback('onStartedLeading', () => this.#options.onStartedLeading?.(ctx));
+    }
+    const leadership = this.#leadership;
+    // The callback may have called stop(); only arm the deadline for a leadership still held.
+    if (!leadership) return;
+    leadership.deadline?.cancel();
+    leadership.deadline = this.#clock.setTimeout(
+      () => this.#stepDown('renew deadline passed'),
+      validUntilMs - this.#clock.now(),
+    );
+  }
+
+  #stepDown(reason: string): void {
+    const leadership = this.#leadership;
+    if (!leadership) return;
+    this.#leadership = undefined;
+    leadership.deadline?.cancel();
+    this.#options.logger?.warn({ term: leadership.term, reason }, 'stopped leading');
+    leadership.controller.abort(new SwitchyardError('not_ready', `leadership lost: ${reason}`));
+    this.#callback('onStoppedLeading', () => this.#options.onStoppedLeading?.());
+  }
+
+  /** client-go's release: clear the holder and shorten the lease so a successor need not wait it out. */
+  async #release(): Promise<void> {
+    const observed = this.#observed;
+    if (!observed || observed.holderIdentity !== this.#identity) return;
+    const now = new Date(this.#clock.now());
+    const released: LeaseRecord = {
+      ...observed,
+      holderIdentity: undefined,
+      leaseDurationSeconds: 1,
+      acquireTime: now,
+      renewTime: now,
+    };
+    try {
+      this.#observe(await this.#bounded(this.#lock.update(released), false));
+    } catch (error) {
+      this.#logFailure(error);
+    }
+  }
+
+  /** Bounds a lock call by `attemptTimeoutMs` on the clock, and by `stop()` unless `stoppable` is false. */
+  #bounded<T>(work: Promise<T>, stoppable = true): Promise<T> {
+    const signal = stoppable ? this.#stopController.signal : undefined;
+    return new Promise<T>((resolve, reject) => {
+      const onStop = (): void => finish(() => reject(signal!.reason));
+      const timer = this.#clock.setTimeout(
+        () => finish(() => reject(new SwitchyardError('upstream_timeout', 'lease call timed out'))),
+        this.#timing.attemptTimeoutMs,
+      );
+      const finish = (settle: () => void): void => {
+        timer.cancel();
+        signal?.removeEventListener('abort', onStop);
+        settle();
+      };
+      if (signal?.aborted) return onStop();
+      signal?.addEventListener('abort', onStop, { once: true });
+      work.then(
+        (value) => finish(() => resolve(value)),
+        (error: unknown) => finish(() => reject(error)),
+      );
+    });
+  }
+
+  #logFailure(error: unknown): void {
+    if (isLeaseConflict(error)) {
+      this.#options.logger?.info({ lock: this.#lock.describe() }, 'lease write lost a race');
+    } else {
+      this.#options.logger?.warn({ lock: this.#lock.describe(), err: error }, 'lease attempt failed');
+    }
+  }
+
+  /** User callbacks never break the loop: a throw or rejection is logged. */
+  #callback(name: string, run: () => void | Promise<void>): void {
+    try {
+      const result = run();
+      if (result instanceof Promise) result.catch((error: unknown) => this.#callbackFailed(name, error));
+    } catch (error) {
+      this.#callbackFailed(name, error);
+    }
+  }
+
+  #callbackFailed(name: string, error: unknown): void {
+    this.#options.logger?.warn({ callback: name, err: error }, 'election callback failed');
+  }
+}
+
+function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
+  if (a.resourceVersion !== undefined || b.resourceVersion !== undefined)
+    return a.resourceVersion === b.resourceVersion;
+  return (
+    a.holderIdentity === b.holderIdentity &&
+    a.leaseTransitions === b.leaseTransitions &&
+    a.leaseDurationSeconds === b.leaseDurationSeconds &&
+    a.renewTime.getTime() === b.renewTime.getTime()
+  );
+}

@@ -1,0 +1,224 @@
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import { LeaderElector, MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
+import type { LeaderElectorOptions, LeadershipContext } from '@switchyard/election';
+
+const START_MS = 1_000_000;
+
+interface Harness {
+  readonly clock: ManualClock;
+  readonly store: MemoryLeaseStore;
+  readonly events: string[];
+  readonly faulty: Set<string>;
+  elector(id: string, extra?: Partial<LeaderElectorOptions>): LeaderElector & { ctx?: LeadershipContext };
+}
+
+let open: LeaderElector[] = [];
+afterEach(async () => {
+  await Promise.all(open.map((e) => e.stop()));
+  open = [];
+});
+
+function harness(): Harness {
+  const clock = new ManualClock(START_MS);
+  const store = new MemoryLeaseStore();
+  const events: string[] = [];
+  const faulty = new Set<string>();
+  return {
+    clock,
+    store,
+    events,
+    faulty,
+    elector(id, extra = {}) {
+      const lock = createMemoryLock(store, {
+        intercept: () => {
+          if (faulty.has(id)) throw new Error(`${id}: API unavailable`);
+        },
+      });
+      const elector: LeaderElector & { ctx?: LeadershipContext } = new LeaderElector({
+        lock,
+        identity: id,
+        clock,
+        random: () => 0,
+        onStartedLeading: (ctx) => {
+          elector.ctx = ctx;
+          events.push(`${id} started term ${ctx.term} @${clock.now() - START_MS}`);
+        },
+        onStoppedLeading: () => events.push(`${id} stopped @${clock.now() - START_MS}`),
+        ...extra,
+      });
+      open.push(elector);
+      return elector;
+    },
+  };
+}
+
+describe('LeaderElector on a manual clock', () => {
+  it('a single elector acquires at once, with term 0, and renews every retry period', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    a.start();
+    await h.clock.advance(0);
+    assert.equal(a.isLeader, true);
+    assert.equal(a.term, 0);
+    assert.deepEqual(a.leader, { holder: 'a', term: 0 });
+    assert.deepEqual(h.events, ['a started term 0 @0']);
+    await h.clock.advance(2_000);
+    assert.equal(h.store.read()?.renewTime.getTime(), START_MS + 2_000);
+    assert.equal(h.store.read()?.acquireTime.getTime(), START_MS);
+    assert.equal(h.store.read()?.leaseDurationSeconds, 15);
+  });
+
+  it('a second elector waits as long as the leader renews', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    const b = h.elector('b');
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    for (let t = 0; t < 60_000; t += 500) {
+      await h.clock.advance(500);
+      assert.equal(a.isLeader, true);
+      assert.equal(b.isLeader, false);
+    }
+    assert.deepEqual(b.leader, { holder: 'a', term: 0 });
+  });
+
+  it('when the leader stops, the other takes over within one retry period with the next term', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    const b = h.elector('b');
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    await h.clock.advance(700);
+    const signal = a.ctx!.signal;
+    await a.stop();
+    assert.equal(signal.aborted, true);
+    assert.equal(h.store.read()?.holderIdentity, undefined, 'a released the lease');
+    assert.equal(h.store.read()?.leaseDurationSeconds, 1);
+    await h.clock.advance(2_000);
+    assert.equal(b.isLeader, true);
+    assert.equal(b.term, 1);
+    assert.deepEqual(h.events, ['a started term 0 @0', 'a stopped @700', 'b started term 1 @2000']);
+  });
+
+  it('the term increments on every transition', async () => {
+    const h = harness();
+    const electors = ['a', 'b', 'c', 'd'].map((id) => h.elector(id));
+    for (const e of electors) e.start();
+    const terms: number[] = [];
+    for (let round = 0; round < electors.length; round++) {
+      await h.clock.advance(2_000);
+      const leaders = electors.filter((e) => e.isLeader);
+      assert.equal(leaders.length, 1);
+      terms.push(leaders[0]!.term!);
+      await leaders[0]!.stop();
+    }
+    assert.deepEqual(terms, [0, 1, 2, 3]);
+  });
+
+  it('a leader whose renewals fail stops leading before its lease can expire, then leads again with a new term', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    a.start();
+    await h.clock.advance(0);
+    const first = a.ctx!;
+    h.faulty.add('a');
+    // Last good renewal started at 0; the claim ends at 0 + renewDeadline (10 s), lease expiry for others at >= 15 s.
+    await h.clock.advance(9_999);
+    assert.equal(a.isLeader, true);
+    await h.clock.advance(1);
+    assert.equal(a.isLeader, false);
+    assert.equal(first.signal.aborted, true);
+    h.faulty.delete('a');
+    await h.clock.advance(2_000);
+    assert.equal(a.isLeader, true);
+    assert.equal(a.term, 1, 'a new leadership gets a new term even for the same holder');
+    assert.notEqual(a.ctx, first);
+  });
+
+  it('a candidate takes over a crashed leader only after the lease expired from its own observation', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    const b = h.elector('b');
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    await h.clock.advance(1_000);
+    h.faulty.add('a'); // a's last good renewal happened at 0; b observed that record at 1000
+    let takeoverMs: number | undefined;
+    for (let t = 0; t < 30_000 && takeoverMs === undefined; t += 100) {
+      await h.clock.advance(100);
+      assert.ok(!(a.isLeader && b.isLeader), `two leaders at ${h.clock.now() - START_MS}`);
+      if (b.isLeader) takeoverMs = h.clock.now() - START_MS;
+    }
+    assert.ok(takeoverMs !== undefined && takeoverMs >= 16_000 && takeoverMs <= 18_000, `took over at ${takeoverMs}`);
+    assert.equal(b.term, 1);
+  });
+
+  it('reports each new holder to onNewLeader, including a free lease', async () => {
+    const h = harness();
+    const seen: string[] = [];
+    const a = h.elector('a');
+    const b = h.elector('b', { onNewLeader: (holder, term) => seen.push(`${holder ?? '(free)'}:${term}`) });
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    await h.clock.advance(0);
+    await a.stop();
+    await h.clock.advance(2_000);
+    assert.deepEqual(seen, ['a:0', '(free):0', 'b:1']);
+    assert.deepEqual(b.leader, { holder: 'b', term: 1 });
+  });
+
+  it('keeps running when a callback throws or rejects', async () => {
+    const h = harness();
+    const warnings: string[] = [];
+    const a = h.elector('a', {
+      onStartedLeading: () => Promise.reject(new Error('boom')),
+      onNewLeader: () => {
+        throw new Error('bang');
+      },
+      logger: { info: () => {}, warn: (_fields, message) => warnings.push(message) },
+    });
+    a.start();
+    await h.clock.advance(4_000);
+    assert.equal(a.isLeader, true);
+    assert.ok(warnings.filter((m) => m === 'election callback failed').length >= 2);
+  });
+
+  it('stop is idempotent, works before start, and leaves no timer behind', async () => {
+    const h = harness();
+    const idle = h.elector('idle');
+    await idle.stop();
+    idle.start();
+    await h.clock.advance(2_000);
+    assert.equal(idle.isLeader, false);
+    const a = h.elector('a');
+    a.start();
+    await h.clock.advance(0);
+    await Promise.all([a.stop(), a.stop()]);
+    await a.stop();
+    assert.equal(a.isLeader, false);
+    assert.equal(h.clock.pendingTimers, 0);
+    assert.equal(h.events.filter((e) => e.startsWith('a stopped')).length, 1);
+  });
+
+  it('a hung lock call times out after attemptTimeoutMs, so stop is never blocked and leadership ends on time', async () => {
+    const h = harness();
+    let hang = false;
+    const lock = createMemoryLock(h.store, { intercept: () => (hang ? new Promise<void>(() => {}) : undefined) });
+    const a = new LeaderElector({ lock, identity: 'a', clock: h.clock, random: () => 0 });
+    open.push(a);
+    a.start();
+    await h.clock.advance(0);
+    hang = true;
+    await h.clock.advance(10_000);
+    assert.equal(a.isLeader, false);
+    await h.clock.advance(500);
+    await a.stop();
+    assert.equal(h.clock.pendingTimers, 0);
+  });
+});
