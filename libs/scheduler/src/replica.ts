@@ -10,6 +10,7 @@ import { Leadership } from './leadership.ts';
 import { LocalPart } from './local-part.ts';
 import { createReplicaMetrics } from './metrics.ts';
 import type { SchedulerReplicaOptions } from './options.ts';
+import { createLiveUi, uiStateOf } from './ui.ts';
 
 export interface SchedulerReplica {
   readonly replicaId: string;
@@ -41,10 +42,25 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   const address = await listen(server, { host: options.host, port: options.port });
   const url = options.advertiseUrl.replace('{port}', String(address.port));
 
+  const ui = createLiveUi({
+    clock,
+    state: () =>
+      uiStateOf({
+        replicaId,
+        nowMs: clock.now(),
+        isLeader: leadership.isLeader,
+        leader: leadership.leader,
+        term: view.term,
+        epoch: view.hasEpoch ? view.epoch : null,
+        counts: view.counts(),
+        states: view.states(),
+      }),
+  });
   const view = new ClusterView({
     clock,
     onCommit: (epoch, term) => {
       lastCommitMs = clock.now();
+      ui.notify();
       metrics.epoch.set(epoch);
       metrics.term.set(term);
       let available = 0;
@@ -84,7 +100,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       metrics.cycleSeconds.observe(info.durationMs / 1000);
       metrics.commitBytes.observe(info.bytes);
     },
-    onRoleChange: () => metrics.isLeader.set(leadership.isLeader ? 1 : 0),
+    onRoleChange: () => {
+      metrics.isLeader.set(leadership.isLeader ? 1 : 0);
+      ui.notify();
+    },
   });
 
   const ctx: ApiContext = {
@@ -110,7 +129,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       return serveMetrics(req, res);
     }
     try {
-      if (handleApi(ctx, req, res)) return;
+      if (ui.handle(req, res) || handleApi(ctx, req, res)) return;
     } catch (error) {
       logger.error({ err: error }, 'request failed');
       return sendJson(res, 500, { error: 'internal error', code: 'internal' });
@@ -140,6 +159,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     close() {
       closing ??= (async () => {
         ready = false;
+        ui.close();
         await leadership.stop();
         endpoint.close();
         part.close();

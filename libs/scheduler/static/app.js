@@ -1,0 +1,159 @@
+// The live page of a scheduler replica: renders each `state` event of
+// `ui/events`. Plain browser script, no build step, no external URL. Text is
+// set with textContent only, so runtime-provided strings cannot inject markup.
+/* global document, EventSource, window */
+'use strict';
+
+const POINTS_MAX = 120; // two minutes at one state per second
+const EPOCHS_MAX = 12;
+const RUNTIMES_TRACKED_MAX = 1000;
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const SPARK_WIDTH = 160;
+const SPARK_HEIGHT = 28;
+
+/** runtime id → [{ idle, busy }], oldest first, at most POINTS_MAX. */
+const history = new Map();
+/** Recent epochs, newest first: { epoch, term, at }. */
+const epochs = [];
+
+const byId = (id) => document.getElementById(id);
+
+function setText(id, value) {
+  const el = byId(id);
+  const text = String(value);
+  if (el.textContent !== text) el.textContent = text;
+}
+
+function sumWeight(weight) {
+  let total = 0;
+  for (const value of Object.values(weight)) total += value;
+  return total;
+}
+
+function formatWeight(weight) {
+  const parts = Object.entries(weight).map(([k, v]) => `${k}=${v}`);
+  return parts.length ? parts.join(', ') : '–';
+}
+
+function record(state) {
+  const seen = new Set();
+  for (const r of state.runtimes) {
+    seen.add(r.id);
+    let points = history.get(r.id);
+    if (!points) {
+      if (history.size >= RUNTIMES_TRACKED_MAX) continue;
+      points = [];
+      history.set(r.id, points);
+    }
+    points.push({ idle: sumWeight(r.idleWeight), busy: r.processes });
+    if (points.length > POINTS_MAX) points.shift();
+  }
+  for (const id of history.keys()) if (!seen.has(id)) history.delete(id);
+  if (state.epoch !== null && epochs[0]?.epoch !== state.epoch) {
+    epochs.unshift({ epoch: state.epoch, term: state.term, at: new Date(state.timeMs) });
+    if (epochs.length > EPOCHS_MAX) epochs.pop();
+  }
+}
+
+function polyline(points, key, max, cls) {
+  const line = document.createElementNS(SVG_NS, 'polyline');
+  const step = SPARK_WIDTH / (POINTS_MAX - 1);
+  const offset = SPARK_WIDTH - step * (points.length - 1);
+  const coords = points.map((p, i) => {
+    const y = SPARK_HEIGHT - 2 - (max > 0 ? (p[key] / max) * (SPARK_HEIGHT - 4) : 0);
+    return `${(offset + i * step).toFixed(1)},${y.toFixed(1)}`;
+  });
+  line.setAttribute('points', coords.join(' '));
+  line.setAttribute('fill', 'none');
+  line.setAttribute('stroke-width', '1.5');
+  line.setAttribute('class', cls);
+  return line;
+}
+
+function sparkline(id) {
+  const points = history.get(id) ?? [];
+  const svg = document.createElementNS(SVG_NS, 'svg');
+  svg.setAttribute('class', 'spark');
+  svg.setAttribute('width', String(SPARK_WIDTH));
+  svg.setAttribute('height', String(SPARK_HEIGHT));
+  svg.setAttribute('viewBox', `0 0 ${SPARK_WIDTH} ${SPARK_HEIGHT}`);
+  let max = 0;
+  for (const p of points) max = Math.max(max, p.idle, p.busy);
+  svg.append(polyline(points, 'idle', max, 'idle'), polyline(points, 'busy', max, 'busy'));
+  const title = document.createElementNS(SVG_NS, 'title');
+  const last = points.at(-1);
+  title.textContent = last ? `idle weight ${last.idle}, sandboxes ${last.busy}` : 'no data yet';
+  svg.append(title);
+  return svg;
+}
+
+function cell(text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  return td;
+}
+
+function renderRuntimes(state) {
+  const rows = state.runtimes.map((r) => {
+    const tr = document.createElement('tr');
+    tr.dataset.runtime = r.id;
+    const spark = document.createElement('td');
+    spark.append(sparkline(r.id));
+    tr.append(
+      cell(r.id, 'id'),
+      cell(r.available ? 'available' : 'unavailable', r.available ? 'available' : 'unavailable'),
+      cell(r.owner),
+      cell(r.classes.join(', ')),
+      cell(r.version),
+      cell(formatWeight(r.idleWeight)),
+      cell(String(r.processes)),
+      cell(String(r.threads)),
+      spark,
+    );
+    return tr;
+  });
+  byId('runtimes').replaceChildren(...rows);
+  byId('empty').hidden = rows.length > 0;
+}
+
+function renderEpochs() {
+  const items = epochs.map((e) => {
+    const li = document.createElement('li');
+    li.textContent = `#${e.epoch} · term ${e.term} · ${e.at.toLocaleTimeString()}`;
+    return li;
+  });
+  byId('epochs').replaceChildren(...items);
+}
+
+function render(state) {
+  record(state);
+  setText('replica', state.replica);
+  setText('role', state.isLeader ? 'leader' : 'follower');
+  setText('leader', state.leader ? state.leader.id : 'none');
+  setText('term', state.term);
+  setText('epoch', state.epoch === null ? 'none yet' : state.epoch);
+  setText('count-runtimes', state.counts.runtimes);
+  setText('count-processes', state.counts.processes);
+  setText('count-threads', state.counts.threads);
+  renderEpochs();
+  renderRuntimes(state);
+  document.title = `Switchyard · ${state.replica} · epoch ${state.epoch ?? '–'}`;
+}
+
+function connect() {
+  const pill = byId('connection');
+  const events = new EventSource('ui/events');
+  events.addEventListener('open', () => {
+    pill.textContent = 'live';
+    pill.className = 'pill';
+  });
+  events.addEventListener('error', () => {
+    pill.textContent = 'reconnecting…';
+    pill.className = 'pill off';
+  });
+  events.addEventListener('state', (event) => render(JSON.parse(event.data)));
+  window.addEventListener('pagehide', () => events.close());
+}
+
+document.addEventListener('DOMContentLoaded', connect);
