@@ -66,7 +66,12 @@ function bestOf(candidates: readonly Candidate[], key: string, sign: number, lim
  * scans numbers, touches an entry only when it enters the heap, and breaks
  * ties by position (= by id, as the entries are sorted by id).
  */
-function bestOfPacked(entries: readonly Candidate[], weights: Float64Array, sign: number, limit: number): Candidate[] {
+function bestOfPacked(
+  entries: readonly Candidate[],
+  weights: readonly number[],
+  sign: number,
+  limit: number,
+): Candidate[] {
   const heap: number[] = []; // positions into entries; the worst kept one at the root
   const after = (i: number, j: number): boolean => {
     const ki = sign * weights[i]!;

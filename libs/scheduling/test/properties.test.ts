@@ -109,6 +109,37 @@ function reordered(states: readonly RuntimeState[], seed: number): RuntimeState[
   }));
 }
 
+const opArb: fc.Arbitrary<ClusterOp> = fc.oneof(
+  runtimeArb(fc.constantFrom(...RUNTIME_IDS)).map((r) => ({ op: 'runtime.upsert' as const, runtime: r })),
+  fc.constantFrom(...RUNTIME_IDS).map((runtimeId) => ({ op: 'runtime.remove' as const, runtimeId })),
+  fc.record({
+    op: fc.constant('runtime.available' as const),
+    runtimeId: fc.constantFrom(...RUNTIME_IDS),
+    available: fc.boolean(),
+  }),
+  fc.record({
+    op: fc.constantFrom('process.add' as const, 'process.remove' as const),
+    runtimeId: fc.constantFrom(...RUNTIME_IDS),
+    process: fc.constantFrom(...PROCESSES),
+  }),
+  fc.record({
+    op: fc.constantFrom('thread.add' as const, 'thread.remove' as const),
+    runtimeId: fc.constantFrom(...RUNTIME_IDS),
+    process: fc.constantFrom(...PROCESSES),
+    thread: fc.constantFrom(...THREADS),
+  }),
+  fc.record({
+    op: fc.constant('weight' as const),
+    runtimeId: fc.constantFrom(...RUNTIME_IDS),
+    idleWeight: fc.dictionary(fc.constantFrom('s', 'm'), fc.nat(5)),
+  }),
+  fc.record({
+    op: fc.constant('metadata' as const),
+    runtimeId: fc.constantFrom(...RUNTIME_IDS),
+    metadata: fc.dictionary(fc.constantFrom('zone'), fc.constantFrom('eu', 'us')),
+  }),
+);
+
 /**
  * The pipeline composed by hand from the exported stages, on fresh
  * candidates and without the index's precomputed views: what `schedule`
@@ -134,11 +165,13 @@ function reference(index: ClusterIndex, req: ScheduleRequest): string {
 }
 
 describe('scheduling properties', () => {
-  it('schedules as the plain composition of the exported stages', () => {
+  it('schedules as the plain composition of the exported stages, as the index changes', () => {
+    const steps = fc.array(fc.tuple(fc.option(opArb), requestArb), { minLength: 50, maxLength: 50 });
     fc.assert(
-      fc.property(snapshotArb, fc.array(requestArb, { minLength: 50, maxLength: 50 }), (states, reqs) => {
+      fc.property(snapshotArb, steps, (states, plan) => {
         const index = ClusterIndex.from(states);
-        for (const { threadId: _, ...req } of reqs) {
+        for (const [op, { threadId: _, ...req }] of plan) {
+          if (op !== null) index.apply(op);
           const decision = schedule(index, req as ScheduleRequest, {} satisfies ScheduleOptions);
           const got = decision.ok ? decision.runtime : `unschedulable:${decision.unschedulable.code}`;
           assert.equal(got, reference(index, req as ScheduleRequest));
@@ -230,37 +263,6 @@ describe('scheduling properties', () => {
       assert.ok(Math.abs(actual - share) <= 0.02, `${id}: ${actual.toFixed(4)} vs ${share.toFixed(4)}`);
     }
   });
-
-  const opArb: fc.Arbitrary<ClusterOp> = fc.oneof(
-    runtimeArb(fc.constantFrom(...RUNTIME_IDS)).map((r) => ({ op: 'runtime.upsert' as const, runtime: r })),
-    fc.constantFrom(...RUNTIME_IDS).map((runtimeId) => ({ op: 'runtime.remove' as const, runtimeId })),
-    fc.record({
-      op: fc.constant('runtime.available' as const),
-      runtimeId: fc.constantFrom(...RUNTIME_IDS),
-      available: fc.boolean(),
-    }),
-    fc.record({
-      op: fc.constantFrom('process.add' as const, 'process.remove' as const),
-      runtimeId: fc.constantFrom(...RUNTIME_IDS),
-      process: fc.constantFrom(...PROCESSES),
-    }),
-    fc.record({
-      op: fc.constantFrom('thread.add' as const, 'thread.remove' as const),
-      runtimeId: fc.constantFrom(...RUNTIME_IDS),
-      process: fc.constantFrom(...PROCESSES),
-      thread: fc.constantFrom(...THREADS),
-    }),
-    fc.record({
-      op: fc.constant('weight' as const),
-      runtimeId: fc.constantFrom(...RUNTIME_IDS),
-      idleWeight: fc.dictionary(fc.constantFrom('s', 'm'), fc.nat(5)),
-    }),
-    fc.record({
-      op: fc.constant('metadata' as const),
-      runtimeId: fc.constantFrom(...RUNTIME_IDS),
-      metadata: fc.dictionary(fc.constantFrom('zone'), fc.constantFrom('eu', 'us')),
-    }),
-  );
 
   it('restores the snapshot when a delta is followed by its inverse', () => {
     fc.assert(
