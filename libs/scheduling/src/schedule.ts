@@ -93,8 +93,8 @@ function fromThread(index: ClusterIndex, request: ScheduleRequest, threadId: str
  * stage run, with candidate ids only when `request.explain` is set.
  *
  * Not guaranteed: that the runtime still has room when traffic arrives, or
- * that a new process placed twice in one epoch without `pending` lands on
- * the same runtime if weights differ between the two calls.
+ * that two requests for a new process land together when the snapshot
+ * changes between them (pass `pending` to pin the first placement).
  */
 export function schedule(index: ClusterIndex, request: ScheduleRequest, options?: ScheduleOptions): ScheduleDecision {
   const explain = request.explain === true;

@@ -102,7 +102,7 @@ function build(runtimeCount: number): Built {
   return { index, threads: sample.slice(0, sampled), bytesPerThread };
 }
 
-function deltaBatch(index: ClusterIndex, runtimeIds: readonly string[], round: number): ClusterOp[] {
+function deltaBatch(runtimeIds: readonly string[], round: number): ClusterOp[] {
   const ops: ClusterOp[] = [];
   for (let i = 0; i < 1_000; i++) {
     const runtimeId = runtimeIds[(i * 7919 + round) % runtimeIds.length]!;
@@ -113,7 +113,6 @@ function deltaBatch(index: ClusterIndex, runtimeIds: readonly string[], round: n
       ops.push({ op: 'thread.add', runtimeId, process: `delta-${round}-${i - 1}`, thread: threadId() });
     else ops.push({ op: 'process.remove', runtimeId, process: `delta-${round}-${i - 2}` });
   }
-  void index;
   return ops;
 }
 
@@ -159,7 +158,7 @@ for (const runtimeCount of RUNTIME_COUNTS) {
   });
 
   const runtimeIds = index.runtimes().map((r) => r.id);
-  const batches = Array.from({ length: 20 }, (_, round) => deltaBatch(index, runtimeIds, round));
+  const batches = Array.from({ length: 20 }, (_, round) => deltaBatch(runtimeIds, round));
   // The epoch leader diffs whole snapshots; measure it once, at the middle size.
   const prev = runtimeCount === 1_000 ? index.toStates() : undefined;
   const applyStart = performance.now();
