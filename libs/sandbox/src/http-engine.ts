@@ -17,7 +17,7 @@ export function httpEngine(config: HttpConfig): Engine {
       const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { ...config.headers } } });
       const client = new Client({ name: 'switchyard-runtime', version: '0.1.0' });
       await client.connect(transport);
-      return new ProxyInstance(client, async () => {
+      return new ProxyInstance(client, transport, async () => {
         await transport.terminateSession().catch(() => undefined);
         await transport.close().catch(() => undefined);
       });

@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/client';
+import type { Client, Transport } from '@modelcontextprotocol/client';
 import type { McpServer, ServerCapabilities, ServerContext } from '@modelcontextprotocol/server';
 import { DeathFlag, type SandboxInstance } from './engine.ts';
 
@@ -6,6 +6,7 @@ import { DeathFlag, type SandboxInstance } from './engine.ts';
 const UPSTREAM_TIMEOUT_MS = 10 * 60_000;
 
 type Params = Record<string, unknown> | undefined;
+type ProgressParams = { progress: number; total?: number; message?: string };
 
 /**
  * A sandbox that is an upstream MCP server reached through an SDK client:
@@ -21,9 +22,13 @@ export class ProxyInstance implements SandboxInstance {
   readonly #servers = new Set<McpServer>();
   readonly #cleanup: () => Promise<void>;
   #destroyed = false;
+  /** Progress relays of calls in flight, by the upstream token we chose. */
+  readonly #relays = new Map<string, (p: ProgressParams) => void>();
+  #progressSeq = 0;
 
-  constructor(client: Client, cleanup: () => Promise<void>) {
+  constructor(client: Client, transport: Transport, cleanup: () => Promise<void>) {
     this.#client = client;
+    this.#interceptProgress(transport);
     this.#cleanup = cleanup;
     const upstream = client.getServerCapabilities() ?? {};
     const caps: ServerCapabilities = {};
@@ -50,6 +55,26 @@ export class ProxyInstance implements SandboxInstance {
       'notifications/prompts/list_changed',
       fanOut((s) => s.sendPromptListChanged()),
     );
+  }
+
+  /**
+   * Progress is taken from the transport, before the SDK client sees it: the
+   * client may dispatch a notification that arrived with the result after
+   * settling the call, and would then drop it as late.
+   */
+  #interceptProgress(transport: Transport): void {
+    const inner = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      if ('method' in message && message.method === 'notifications/progress' && !('id' in message)) {
+        const params = message.params as ProgressParams & { progressToken?: unknown };
+        const relay = typeof params.progressToken === 'string' ? this.#relays.get(params.progressToken) : undefined;
+        if (relay) {
+          const { progressToken: _token, ...rest } = params;
+          return relay(rest);
+        }
+      }
+      inner?.(message, extra);
+    };
   }
 
   get dead(): boolean {
@@ -91,27 +116,31 @@ export class ProxyInstance implements SandboxInstance {
   }
 
   async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
-    const token = ctx.mcpReq._meta?.progressToken;
-    // One tail promise keeps relays in order without an unbounded list.
+    const downstream = ctx.mcpReq._meta?.progressToken;
+    if (downstream === undefined) {
+      return this.#client.callTool(params, { signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS });
+    }
+    // Our own upstream token, relayed from the transport in arrival order; one
+    // tail promise keeps relays ordered without an unbounded list.
+    const token = `switchyard-${++this.#progressSeq}`;
     let relayed: Promise<void> = Promise.resolve();
-    const onprogress =
-      token === undefined
-        ? undefined
-        : (p: { progress: number; total?: number; message?: string }) => {
-            relayed = relayed.then(() =>
-              ctx.mcpReq
-                .notify({ method: 'notifications/progress', params: { ...p, progressToken: token } })
-                .catch(() => undefined),
-            );
-          };
-    const result = await this.#client.callTool(params, {
-      signal: ctx.mcpReq.signal,
-      timeout: UPSTREAM_TIMEOUT_MS,
-      resetTimeoutOnProgress: true,
-      onprogress,
+    this.#relays.set(token, (p) => {
+      relayed = relayed.then(() =>
+        ctx.mcpReq
+          .notify({ method: 'notifications/progress', params: { ...p, progressToken: downstream } })
+          .catch(() => undefined),
+      );
     });
-    await relayed;
-    return result;
+    try {
+      const result = await this.#client.callTool(
+        { ...params, _meta: { ...params._meta, progressToken: token } },
+        { signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS },
+      );
+      await relayed;
+      return result;
+    } finally {
+      this.#relays.delete(token);
+    }
   }
 
   async destroy(): Promise<void> {

@@ -43,7 +43,7 @@ export function stdioEngine(config: StdioConfig): Engine {
         await transport.close().catch(() => undefined);
         throw error;
       }
-      return new ProxyInstance(client, () => transport.close());
+      return new ProxyInstance(client, transport, () => transport.close());
     },
   };
 }

@@ -63,6 +63,23 @@ describe('stdio engine with server-everything', () => {
     });
   }
 
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`${flavour}: relays every upstream progress notification before the result`, async () => {
+      const c = await connect(flavour, served.url, served.fetch, {
+        'x-switchyard-class': 'everything',
+        'x-switchyard-process': `progress-${flavour}`,
+      });
+      open.push(c);
+      const progress: number[] = [];
+      const result = await (c.raw as Client).callTool(
+        { name: 'trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } },
+        { onprogress: (p) => void progress.push(p.progress) },
+      );
+      assert.match(JSON.stringify(result.content), /Long running operation completed/);
+      assert.deepEqual(progress, [1, 2, 3]);
+    });
+  }
+
   it('a killed child turns the next request into 404 (legacy) or an error (stateless), then the sandbox comes back', async () => {
     const headers = { 'x-switchyard-class': 'everything', 'x-switchyard-process': 'ev-crash' };
     const before = new Set(childPids());
