@@ -228,6 +228,18 @@ describe('Kubernetes lease lock against the fake', () => {
         /HTTP 500/.test(e.message),
     );
   });
+  it('aborts a request the API server leaves hanging after requestTimeoutMs', async () => {
+    const lock = createKubernetesLock({
+      kubeConfig: kubeConfigFor(fake.url),
+      namespace: NS,
+      name: 'lock-slow',
+      requestTimeoutMs: 50,
+    });
+    fake.setFaults({ delayMs: 2_000 });
+    const startedMs = performance.now();
+    await assert.rejects(lock.get(), (e: unknown) => e instanceof SwitchyardError && e.code === 'upstream_unavailable');
+    assert.ok(performance.now() - startedMs < 1_500, 'gave up long before the server answered');
+  });
 });
 
 /** Counts lock calls in flight, so a manual-clock test can wait for real HTTP between steps without sleeping. */

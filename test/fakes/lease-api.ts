@@ -126,7 +126,8 @@ export async function startFakeLeaseApi(options: FakeLeaseApiOptions = {}): Prom
     const method = req.method ?? 'GET';
     res.on('finish', () => record({ method, path, status: res.statusCode, atMs: Date.now() }));
     const body = await readBody(req);
-    if (faults.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.delayMs));
+    // Unref: a delayed request must not keep a test process alive after close().
+    if (faults.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.delayMs).unref());
     if (faults.failNext > 0) {
       faults.failNext -= 1;
       throw new HttpError(faults.failStatus, STATUS_REASONS[faults.failStatus] ?? 'InternalError', 'injected failure');

@@ -1,5 +1,5 @@
-import { ApiException, CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
-import type { KubeConfig, V1Lease } from '@kubernetes/client-node';
+import { ApiException, CoordinationV1Api, Observable, V1MicroTime } from '@kubernetes/client-node';
+import type { ConfigurationOptions, KubeConfig, ObservableMiddleware, V1Lease } from '@kubernetes/client-node';
 import { SwitchyardError } from '@switchyard/protocol';
 import { LeaseConflictError } from './errors.ts';
 import type { LeaseLock, LeaseRecord } from './lock.ts';
@@ -9,6 +9,12 @@ export interface KubernetesLockOptions {
   readonly namespace: string;
   /** Name of the `coordination.k8s.io/v1` Lease object. */
   readonly name: string;
+  /**
+   * Each HTTP request is aborted after this long (wall time), so a hung API
+   * server cannot pile up requests that the elector already gave up on.
+   * Default 5000 (5 s).
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 /**
@@ -25,11 +31,26 @@ export function createKubernetesLock(options: KubernetesLockOptions): LeaseLock 
   const api = options.kubeConfig.makeApiClient(CoordinationV1Api);
   const { namespace, name } = options;
   const where = `kubernetes:${namespace}/${name}`;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
+  // Appended, so the client's own middleware (user agent) still runs.
+  // The object-style API runs observable middleware (the library's own stub, not rxjs).
+  const perRequest: ConfigurationOptions<ObservableMiddleware> = {
+    middlewareMergeStrategy: 'append',
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(AbortSignal.timeout(requestTimeoutMs));
+          return new Observable(Promise.resolve(context));
+        },
+        post: (context) => new Observable(Promise.resolve(context)),
+      },
+    ],
+  };
 
   return {
     async get() {
       try {
-        return fromLease(await api.readNamespacedLease({ name, namespace }));
+        return fromLease(await api.readNamespacedLease({ name, namespace }, perRequest));
       } catch (error) {
         if (statusOf(error) === 404) return undefined;
         throw translate(error, 'read');
@@ -37,14 +58,18 @@ export function createKubernetesLock(options: KubernetesLockOptions): LeaseLock 
     },
     async create(record) {
       try {
-        return fromLease(await api.createNamespacedLease({ namespace, body: toLease(record, namespace, name) }));
+        return fromLease(
+          await api.createNamespacedLease({ namespace, body: toLease(record, namespace, name) }, perRequest),
+        );
       } catch (error) {
         throw translate(error, 'create');
       }
     },
     async update(record) {
       try {
-        return fromLease(await api.replaceNamespacedLease({ name, namespace, body: toLease(record, namespace, name) }));
+        return fromLease(
+          await api.replaceNamespacedLease({ name, namespace, body: toLease(record, namespace, name) }, perRequest),
+        );
       } catch (error) {
         throw translate(error, 'update');
       }
