@@ -127,10 +127,13 @@ for (const runtimeCount of RUNTIME_COUNTS) {
     `${runtimeCount} runtimes: ${counts.processes} processes, ${counts.threads} threads, built in ${Math.round(performance.now() - buildStart)} ms`,
   );
 
+  // Requests carry their own copies of the ids, as parsed request bodies do,
+  // so lookups hash and compare strings instead of hitting pointer equality.
+  const copy = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
   const fastRequests: ScheduleRequest[] = threads.map((t) => ({
     class: 'default',
-    processId: t.process,
-    threadId: t.thread,
+    processId: copy(t.process),
+    threadId: copy(t.thread),
     sticky: true,
   }));
   const fast = rate((i) => {
