@@ -48,10 +48,11 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * `renewDeadlineMs` succeeded, it stops leading — the signal aborts at once —
  * and goes on as a candidate. It never exits the process.
  *
- * Guarantees, given the assumptions below: two electors never both hold
- * `isLeader` for the same lease term window, because a leader's claim ends
- * at `attemptStart + renewDeadlineMs`, while others wait `leaseDuration`
- * from when they observed the write (which is after the attempt started).
+ * Guarantee, given the assumptions below: two electors sharing a lease never
+ * report `isLeader` at the same time. A leader's claim ends at
+ * `attemptStart + renewDeadlineMs` of its last successful renewal, while
+ * others wait `leaseDuration` from when they observed that write, which
+ * happened after the attempt started; a write that raced is a 409.
  *
  * NOT guaranteed (as in client-go): safety under clock RATE skew between
  * replicas larger than `leaseDuration / renewDeadline` allows, or a process
