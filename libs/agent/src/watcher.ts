@@ -131,14 +131,14 @@ class Watch implements RuntimeWatcher {
     this.#deliver(seq, () => this.#options.onOps(parsed.value.ops));
   }
 
+  /** Records `seq` first, so callbacks see it as `lastEventId`; a throwing callback forgets it again. */
   #deliver(seq: number, callback: () => void): void {
+    this.#lastSeq = seq;
     try {
       callback();
     } catch (error) {
-      const failure = new SwitchyardError('internal', 'watch callback failed', { cause: error });
-      return this.#fail(failure, true);
+      this.#fail(new SwitchyardError('internal', 'watch callback failed', { cause: error }), true);
     }
-    this.#lastSeq = seq;
   }
 
   /** Reports, drops the stream and reconnects; `resync` forgets the resume point so a snapshot follows. */
