@@ -63,11 +63,14 @@ export function proxyToTunnel(
       if (value !== undefined && isEndToEnd(name)) out[name] = value;
     }
     res.writeHead(status, out);
+    let bodyStarted = false;
+    stream.once('data', () => (bodyStarted = true));
+    stream.once('end', () => (bodyStarted = true));
     stream.pipe(res);
     // Headers normally leave with the first body chunk (one write); a stream that stays silent, like an
     // SSE stream before its first event, gets them flushed after this turn so the client is not kept waiting.
     setImmediate(() => {
-      if (!res.headersSent && !res.destroyed) res.flushHeaders();
+      if (!bodyStarted && !res.destroyed && !res.writableEnded) res.flushHeaders();
     });
   });
   stream.once('trailers', (trailers) => {

@@ -218,4 +218,23 @@ describe('tunnel endpoint admission', () => {
     );
     assert.equal((await readStream(second.tunnel.request({ ':path': '/' }))).status, 200);
   });
+
+  it('closes every tunnel with GOAWAY and refuses new runtimes once closed, idempotently', async () => {
+    const own = await startScheduler();
+    try {
+      const { dialer, tunnel } = await startRuntime(own, 'rt-end', hello);
+      dialers.push(dialer);
+      own.endpoint.close();
+      own.endpoint.close();
+      assert.equal(await tunnel.whenClosed, 'endpoint closed');
+      assert.equal(own.endpoint.list().length, 0);
+      const refused = await connect(own, {
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo(runtimeInfo('z')),
+      });
+      assert.equal(refused.status, 503);
+    } finally {
+      await own.close();
+    }
+  });
 });

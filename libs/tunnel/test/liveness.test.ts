@@ -71,6 +71,9 @@ describe('tunnel liveness against a runtime process', () => {
       children.push(child);
       const tunnel = scheduler.endpoint.get(id)!;
       assert.equal(await (await tunnel.fetch('http://runtime/hello')).text(), `hello from ${id}`);
+      const rttDeadline = performance.now() + 10 * PING_INTERVAL_MS;
+      while (tunnel.rttMs === undefined && performance.now() < rttDeadline) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(tunnel.rttMs !== undefined && tunnel.rttMs >= 0, 'rttMs is measured by the pings');
       const proxied = await hangingProxyRequest(`${scheduler.url}/proxy/${id}/hang`);
       const direct = await tunnel.fetch('http://runtime/hang');
       const reader = direct.body!.getReader();

@@ -33,6 +33,10 @@ describe('proxyToTunnel', () => {
         res.write('partial');
         return void setImmediate(() => res.stream.close(2));
       }
+      if (req.url === '/silent') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        return;
+      }
       res.end('plain');
     }));
     proxy = http.createServer((req, res) => {
@@ -109,6 +113,15 @@ describe('proxyToTunnel', () => {
       assert.equal(JSON.parse(reply.body).error, c.error);
     });
   }
+
+  it('flushes the headers of a stream that sends no body yet (an idle SSE stream)', async () => {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      http.get(`${base}/rt-p/silent`, { agent: false }, resolve).once('error', reject);
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    res.destroy();
+  });
 
   it('destroys the client response when the stream resets after headers', async () => {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
