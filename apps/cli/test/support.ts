@@ -1,0 +1,128 @@
+// Helpers for driving the `switchyard` command as a real child process:
+// spawn it with this Node (never through npx, whose shell survives a kill),
+// read its output, and walk /proc for every process it started.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const OUTPUT_CHARS_MAX = 1_000_000;
+
+export interface Running {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Spawns `switchyard <args>` in its own process group, so cleanup can reach every descendant. */
+export function spawnCli(args: readonly string[]): Running {
+  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => void (out = (out + chunk.toString()).slice(-OUTPUT_CHARS_MAX)));
+  child.stderr!.on('data', (chunk: Buffer) => void (err = (err + chunk.toString()).slice(-OUTPUT_CHARS_MAX)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Runs `switchyard <args>` to completion (bounded by `timeoutMs`). */
+export async function runCli(
+  args: readonly string[],
+  timeoutMs = 15_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const run = spawnCli(args);
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
+  const { code } = await run.exited;
+  clearTimeout(timer);
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+/** Kills the whole process group of a detached child if anything of it is left (test cleanup). */
+export function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // Nothing left in the group.
+  }
+}
+
+/** Polls until `probe` returns a truthy value, or fails naming `what`. */
+export async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 20_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface ProcStat {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly state: string;
+}
+
+function readStat(pid: number): ProcStat | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { pid, state: fields[0]!, ppid: Number(fields[1]) };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface Descendant {
+  readonly pid: number;
+  /** 1 for a child, 2 for a grandchild, … */
+  readonly depth: number;
+  /** The command line, arguments joined by spaces. */
+  readonly command: string;
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Every live descendant of `root` (children, grandchildren, …), from /proc. */
+export function descendants(root: number): Descendant[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (!stat) continue;
+    const list = children.get(stat.ppid) ?? [];
+    list.push(stat.pid);
+    children.set(stat.ppid, list);
+  }
+  const found: Descendant[] = [];
+  const queue = [{ pid: root, depth: 0 }];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const pid of children.get(parent.pid) ?? []) {
+      const entry = { pid, depth: parent.depth + 1, command: commandOf(pid) };
+      found.push(entry);
+      queue.push(entry);
+    }
+  }
+  return found;
+}
+
+/** True while `pid` exists and has not exited (a zombie has exited; only its exit status is left). */
+export function alive(pid: number): boolean {
+  const stat = readStat(pid);
+  return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X';
+}
+
+/** The inspector's CLI entry, run with this Node. */
+export const INSPECTOR_CLI = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/cli/build/cli.js');

@@ -1,0 +1,163 @@
+// `switchyard up` as a real child process, in both modes: it prints the /mcp
+// URL, real clients (the inspector CLI, an SDK v2 client) reach the demo and
+// `everything` tools through it, `status` and `explain` agree with the
+// scheduler API, and Ctrl-C (SIGINT) leaves no process behind — including
+// the stdio sandboxes, which are grandchildren (or great-grandchildren).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { INSPECTOR_CLI, alive, descendants, killGroup, runCli, spawnCli, until, type Running } from './support.ts';
+import { spawn } from 'node:child_process';
+
+const MODES = [
+  // The stdio sandbox is the only child; in --processes mode the three schedulers, two
+  // runtimes and the gateway are children and the sandbox a grandchild.
+  { name: 'in-process cluster', args: [] as string[], children: 1, sandboxDepth: 1 },
+  { name: 'one process per component (--processes)', args: ['--processes'], children: 6, sandboxDepth: 2 },
+];
+
+interface EpochInfo {
+  replica: string;
+  epoch: number | null;
+  term: number;
+  leader: { id: string; url: string } | null;
+}
+
+async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+  return (await res.json()) as T;
+}
+
+function inspectorToolsList(url: string): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [INSPECTOR_CLI, '--cli', url, '--method', 'tools/list'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout });
+    });
+  });
+}
+
+for (const mode of MODES) {
+  describe(`switchyard up: ${mode.name}`, () => {
+    let up: Running;
+    let gatewayUrl = '';
+    let schedulerUrl = '';
+    let exitedCleanly = false;
+    const clients: Client[] = [];
+
+    before(async () => {
+      up = spawnCli(['up', ...mode.args, '--gateway-port', '0', '--scheduler-port', '0']);
+      const started = Date.now();
+      gatewayUrl = await until(
+        'the /mcp URL on stdout',
+        () => {
+          if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
+          return /^ {2}(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(up.stdout())?.[1];
+        },
+        20_000,
+      );
+      assert.ok(Date.now() - started < 20_000);
+      schedulerUrl = /^scheduler\s+scheduler-0\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(up.stdout())![1]!;
+    });
+
+    after(async () => {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      if (!exitedCleanly) killGroup(up.child);
+    });
+
+    it('prints the summary on stdout and progress on stderr', () => {
+      assert.match(up.stdout(), /Switchyard is ready \([\d.]+ s\)\. MCP endpoint:/);
+      assert.match(up.stdout(), /"url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
+      assert.match(up.stderr(), /every scheduler sees every runtime/);
+      assert.doesNotMatch(up.stdout(), /every scheduler sees every runtime/);
+    });
+
+    it('serves the demo tools to the inspector CLI', async () => {
+      const { code, stdout } = await inspectorToolsList(gatewayUrl);
+      assert.equal(code, 0);
+      const names = (JSON.parse(stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name).sort();
+      assert.deepEqual(names, ['counter', 'echo', 'sleep', 'whoami']);
+    });
+
+    it('serves the reference server tools to an SDK v2 client that asks for class everything', async () => {
+      const client = new Client({ name: 'cli-test', version: '1.0.0' });
+      clients.push(client);
+      const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl), {
+        requestInit: { headers: { 'X-Switchyard-Class': 'everything', 'X-Switchyard-Process': 'ev-1' } },
+      });
+      await client.connect(transport);
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('get-sum') && names.includes('get-tiny-image'), names.join(','));
+      assert.ok(!names.includes('whoami'));
+    });
+
+    it('status prints the leader, epoch and runtimes that the scheduler API reports', async () => {
+      const { code, stdout } = await runCli(['status', '--scheduler', schedulerUrl]);
+      const api = await getJson<EpochInfo>(`${schedulerUrl}/api/epoch`);
+      const list = await getJson<{ epoch: number; runtimes: Array<{ id: string; owner: string }> }>(
+        `${schedulerUrl}/api/runtimes`,
+      );
+      assert.equal(code, 0);
+      assert.match(stdout, new RegExp(`^leader: +${api.leader!.id} \\(${api.leader!.url}\\)$`, 'm'));
+      assert.match(stdout, new RegExp(`^term: +${api.term}$`, 'm'));
+      // Epochs advance while the command runs; the printed one lies between two API reads.
+      const printed = Number(/^epoch: +(\d+)/m.exec(stdout)![1]);
+      const later = (await getJson<EpochInfo>(`${schedulerUrl}/api/epoch`)).epoch!;
+      assert.ok(printed >= 0 && printed <= later, `printed epoch ${printed}, API ${later}`);
+      const rows = [...stdout.matchAll(/^(runtime-\d+) +available +(\S+)/gm)].map((m) => `${m[1]}@${m[2]}`);
+      assert.deepEqual(rows.sort(), list.runtimes.map((r) => `${r.id}@${r.owner}`).sort());
+      assert.equal(rows.length, 2);
+    });
+
+    it('explain ends with the runtime that POST /api/schedule chooses for the same request', async () => {
+      const { code, stdout } = await runCli([
+        'explain',
+        '--scheduler',
+        schedulerUrl,
+        '--class',
+        'demo',
+        '--process',
+        'p1',
+      ]);
+      const chosen = await getJson<{ ok: boolean; runtime: string }>(`${schedulerUrl}/api/schedule`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ class: 'demo', processId: 'p1' }),
+      });
+      assert.equal(code, 0);
+      assert.ok(chosen.ok);
+      const last = stdout.trimEnd().split('\n').at(-1)!;
+      assert.match(last, new RegExp(`^→ ${chosen.runtime} \\(source: pipeline, epoch \\d+\\)$`));
+      assert.match(stdout, /^STAGE +IN +OUT +CANDIDATES/m);
+    });
+
+    it('stops every process it started on SIGINT and exits 0', async () => {
+      const tree = descendants(up.child.pid!);
+      const summary = tree.map((d) => `${d.pid}@${d.depth}: ${d.command.slice(0, 120)}`).join('\n');
+      assert.equal(tree.filter((d) => d.depth === 1).length, mode.children, summary);
+      const sandboxes = tree.filter((d) => d.command.includes('server-everything'));
+      assert.ok(sandboxes.length >= 1 && sandboxes.every((d) => d.depth === mode.sandboxDepth), summary);
+      up.child.kill('SIGINT');
+      const { code, signal } = await up.exited;
+      exitedCleanly = true;
+      assert.equal(signal, null);
+      assert.equal(code, 0, up.stderr().slice(-2000));
+      assert.match(up.stderr(), /switchyard: stopped/);
+      // Reparented grandchildren may take a moment to be reaped; none may survive.
+      await until('every descendant to be gone', () => tree.every((d) => !alive(d.pid)), 3000).catch(() => {
+        assert.deepEqual(
+          tree.filter((d) => alive(d.pid)),
+          [],
+          'processes left behind after SIGINT',
+        );
+      });
+    });
+  });
+}
