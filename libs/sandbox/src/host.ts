@@ -115,11 +115,11 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   return {
     async handleMcp(req, res) {
       if (closing) return rejectClosed(res);
-      await mcp(req, res);
+      await mcp(req, forHttp2(res));
     },
     async handleRest(req, res) {
       if (closing) return rejectClosed(res);
-      await rest(req, res);
+      await rest(req, forHttp2(res));
     },
     stats: () => ({
       sandboxes: registry.size,
@@ -138,6 +138,21 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       return closing;
     },
   };
+}
+
+/** Connection-specific headers HTTP/2 forbids (RFC 9113 §8.2.2); the SDK adapter may set them. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade'];
+
+/** On an `http2` compat response, drops hop-by-hop headers instead of letting Node warn and drop them. */
+function forHttp2(res: HostResponse): HostResponse {
+  if (!('stream' in res)) return res;
+  const writeHead = res.writeHead.bind(res);
+  res.writeHead = (status, headers) => {
+    const kept = { ...headers };
+    for (const name of Object.keys(kept)) if (HOP_BY_HOP.includes(name.toLowerCase())) delete kept[name];
+    return writeHead(status, kept);
+  };
+  return res;
 }
 
 function rejectClosed(res: HostResponse): void {
