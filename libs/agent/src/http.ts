@@ -7,7 +7,10 @@ export type AnyRequest = IncomingMessage | Http2ServerRequest;
 export type AnyResponse = ServerResponse | Http2ServerResponse;
 
 /** A `(req, res)` handler that serves both `node:http` and `node:http2` compat objects. */
-export type RequestHandler = (req: AnyRequest, res: AnyResponse) => void;
+export interface RequestHandler {
+  (req: IncomingMessage, res: ServerResponse): void;
+  (req: Http2ServerRequest, res: Http2ServerResponse): void;
+}
 
 /** Writes `{error}` with the status of the error's code; anything unknown is a 500 that blames no client. */
 export function sendError(res: AnyResponse, error: unknown, headers: Record<string, string> = {}): void {

@@ -8,6 +8,7 @@ export interface SidecarHandlerOptions {
   readonly bodyBytesMax?: number;
 }
 
+/** Defaults of `createSidecarHandler`. */
 export const SIDECAR_DEFAULTS = { bodyBytesMax: 64 * 1024 } as const;
 
 type Params = Readonly<Record<string, string>>;
@@ -62,7 +63,7 @@ const ROUTES: readonly Route[] = [
  */
 export function createSidecarHandler(store: RuntimeStateStore, options: SidecarHandlerOptions = {}): RequestHandler {
   const bodyBytesMax = options.bodyBytesMax ?? SIDECAR_DEFAULTS.bodyBytesMax;
-  return (req, res) => {
+  return (req: AnyRequest, res: AnyResponse): void => {
     void serve(store, bodyBytesMax, req, res).catch((error: unknown) => sendError(res, error));
   };
 }

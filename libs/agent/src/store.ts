@@ -11,6 +11,7 @@ export interface RuntimeBatch {
   readonly ops: readonly RuntimeOp[];
 }
 
+/** Receives each batch synchronously, in `seq` order, as it is flushed. */
 export type BatchListener = (batch: RuntimeBatch) => void;
 
 export interface RuntimeStateStoreOptions {
@@ -38,6 +39,7 @@ export interface RuntimeStateStoreOptions {
   readonly onListenerError?: (error: unknown) => void;
 }
 
+/** Defaults of `RuntimeStateStore`, with units in the names. */
 export const STORE_DEFAULTS = {
   flushDelayMs: 5,
   historyBatchesMax: 1_000,
@@ -98,6 +100,11 @@ export class RuntimeStateStore {
   /** Sequence number of the last flushed batch (or `seqStart`). */
   get seq(): number {
     return this.#seq;
+  }
+
+  /** True after `close()`: the state is readable, the feed takes no subscriber. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** Adds a process. Returns false (and emits nothing) when it exists. Throws `bad_identity`, `capacity_exhausted`. */

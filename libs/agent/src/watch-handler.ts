@@ -20,6 +20,7 @@ export interface WatchHandlerOptions {
   readonly bufferBytesMax?: number;
 }
 
+/** Defaults of `createWatchHandler`, with units in the names. */
 export const WATCH_DEFAULTS = {
   snapshotIntervalMs: 30_000,
   keepAliveMs: 15_000,
@@ -70,7 +71,7 @@ export function createWatchHandler(store: RuntimeStateStore, options: WatchHandl
       sendError(res, new SwitchyardError('method_not_allowed', 'use GET'), { allow: 'GET' });
       return;
     }
-    if (closed) {
+    if (closed || store.closed) {
       sendError(res, new SwitchyardError('not_ready', 'watch is closed'));
       return;
     }
@@ -82,7 +83,12 @@ export function createWatchHandler(store: RuntimeStateStore, options: WatchHandl
     }
     const watcher = new Watcher(store, res, settings, () => watchers.delete(watcher));
     watchers.add(watcher);
-    watcher.start(parseLastEventId(req.headers['last-event-id']));
+    try {
+      watcher.start(parseLastEventId(req.headers['last-event-id']));
+    } catch (error) {
+      // E.g. a closed store refuses subscribers: end this stream, never the server.
+      watcher.fail(error);
+    }
   };
   // defineProperty, not Object.assign: assign would copy the getter's value once.
   return Object.defineProperties(handler, {
@@ -132,6 +138,13 @@ class Watcher {
     if (!this.#done) this.#unsubscribe = this.#store.subscribe((batch) => this.#sendBatch(batch));
     this.#scheduleSnapshot();
     this.#schedulePing(this.#settings.keepAliveMs);
+  }
+
+  /** Answers with the error when nothing was sent yet, else cuts the stream. */
+  fail(error: unknown): void {
+    if (this.#done) return;
+    this.#cleanup();
+    sendError(this.#res, error);
   }
 
   /** Ends the stream politely (server shutdown). */

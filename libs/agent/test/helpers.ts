@@ -1,18 +1,19 @@
 import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RequestHandler } from '../src/index.ts';
+
+type Http1Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** A real HTTP server on 127.0.0.1, port 0, whose handler can be swapped between cases. */
 export interface TestServer {
   readonly url: string;
-  handler: RequestHandler;
+  handler: Http1Handler;
   /** Cuts every open connection, as a network failure would. */
   dropConnections(): void;
   close(): Promise<void>;
 }
 
-export async function startServer(handler: RequestHandler): Promise<TestServer> {
+export async function startServer(handler: Http1Handler): Promise<TestServer> {
   const server: Server = createServer((req, res) => state.handler(req, res));
   const state: TestServer = {
     url: '',

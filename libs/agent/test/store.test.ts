@@ -252,3 +252,37 @@ describe('RuntimeStateStore validation and limits', () => {
     });
   }
 });
+
+describe('RuntimeMirror', () => {
+  it('calls onChange after a snapshot and after non-empty ops only', () => {
+    let changes = 0;
+    const mirror = new RuntimeMirror({ onChange: () => changes++ });
+    mirror.applySnapshot({
+      processes: ['b', 'a'],
+      threads: [{ process: 'a', thread: 't' }],
+      idleWeight: {},
+      metadata: {},
+    });
+    mirror.applyOps([]);
+    mirror.applyOps([{ op: 'process.remove', process: 'a' }]);
+    assert.equal(changes, 2);
+    assert.deepEqual(mirror.state(), { processes: ['b'], threads: [], idleWeight: {}, metadata: {} });
+  });
+
+  it('orders state canonically whatever the arrival order', () => {
+    const one = new RuntimeMirror();
+    const two = new RuntimeMirror();
+    one.applyOps([
+      { op: 'thread.add', process: 'z', thread: '2' },
+      { op: 'thread.add', process: 'a', thread: '1' },
+      { op: 'weight', idleWeight: { b: 1, a: 2 } },
+    ]);
+    two.applyOps([
+      { op: 'thread.add', process: 'a', thread: '1' },
+      { op: 'weight', idleWeight: { a: 2, b: 1 } },
+      { op: 'thread.add', process: 'z', thread: '2' },
+    ]);
+    assert.deepEqual(one.state(), two.state());
+    assert.equal(JSON.stringify(one.state()), JSON.stringify(two.state()));
+  });
+});

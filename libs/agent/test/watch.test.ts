@@ -279,6 +279,31 @@ describe('watchRuntime', () => {
     });
   }
 
+  it('waits reconnectMs on its clock before reconnecting after a refused stream', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const handler = serve(store);
+    let requests = 0;
+    server.handler = (req, res) => (++requests === 1 ? res.writeHead(503).end() : handler(req, res));
+    const clock = new ManualClock();
+    const { waiter, seen } = follow({ clock, reconnectMs: 2_000 });
+    await waiter.until(() => seen.errors.length === 1);
+    assert.match(seen.errors[0]!.message, /503/);
+    await clock.advance(1_999);
+    assert.equal(requests, 1);
+    await clock.advance(1);
+    await waiter.until(() => seen.snapshots === 1);
+    assert.equal(requests, 2);
+  });
+
+  it('answers 503 once the store is closed', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    serve(store);
+    store.close();
+    const response = await fetch(`${server.url}/watch`);
+    assert.equal(response.status, 503);
+    await response.arrayBuffer();
+  });
+
   it('close() is idempotent and no callback runs afterwards', async () => {
     const store = new RuntimeStateStore({ seqStart: 0 });
     serve(store);
