@@ -44,7 +44,8 @@ export function proxyToTunnel(
   try {
     stream = tunnel.request(headers, { endStream: !hasBody(req) });
   } catch {
-    return answer502(res, 'runtime not connected', runtimeId);
+    // A tunnel that died between the check above and now is "not connected"; anything else is the stream's fault.
+    return answer502(res, tunnel.closed ? 'runtime not connected' : 'runtime stream failed', runtimeId);
   }
   // The response's 'close' before 'finish' is the client going away: cancel upstream now.
   res.once('close', () => {

@@ -1,5 +1,9 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
 import { ManualClock } from '@switchyard/clock/testing';
 import { dialTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
@@ -113,5 +117,44 @@ describe('tunnel dialer', () => {
     assert.equal(dialer.connected, false);
     assert.equal(scheduler.endpoint.list().length, 0);
     assert.equal(clock.pendingTimers, 0);
+  });
+
+  it('declares a scheduler dead when it stops answering pings, then redials', async () => {
+    // A "scheduler" that completes the WebSocket upgrade and then goes mute: no HTTP/2, no pongs.
+    const server = http.createServer();
+    const wss = new WebSocketServer({ server, autoPong: false, perMessageDeflate: false });
+    let upgrades = 0;
+    wss.on('connection', () => upgrades++);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const clock = new ManualClock();
+    const reasons: string[] = [];
+    const dialer = dialTunnel({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      token: TOKEN,
+      info: runtimeInfo('rt-mute'),
+      handler: (_req, res) => res.end(),
+      clock,
+      pingIntervalMs: 1000,
+      random: () => 0,
+      backoff: { initialMs: 100 },
+      onDisconnected: (reason) => reasons.push(reason),
+    });
+    try {
+      await until(() => dialer.connected);
+      await clock.advance(1999);
+      assert.deepEqual(reasons, [], 'alive until interval plus timeout has passed');
+      await clock.advance(1);
+      assert.deepEqual(reasons, ['no ping answer within 1000 ms']);
+      assert.equal(dialer.connected, false);
+      await clock.advance(100);
+      await until(() => upgrades === 2);
+    } finally {
+      dialer.close();
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
