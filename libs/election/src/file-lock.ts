@@ -1,4 +1,5 @@
-import { mkdir, readFile, rename, rmdir, stat, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { LeaseConflictError } from './errors.ts';
 import type { LeaseLock, LeaseRecord } from './lock.ts';
 
@@ -11,92 +12,111 @@ interface StoredRecord {
   resourceVersion: string;
 }
 
-/** A mutex directory older than this is a crashed writer's; it is broken. */
-const MUTEX_STALE_MS = 2000;
-const MUTEX_WAIT_MS = 1000;
+/**
+ * Version files kept behind the newest; older ones are deleted so the
+ * directory stays bounded. A writer that read version n can only be fooled
+ * if all of n+1 … n+64 were written and n+1 deleted between its read and
+ * its link — far beyond what electors renewing every few seconds produce.
+ */
+const VERSIONS_KEPT = 64;
+/** Longest forward walk from the pointer to the newest version file. */
+const PROBE_MAX = 64;
+/** Unconditional updates (no resourceVersion) retry this often when racing. */
+const UNCONDITIONAL_TRIES = 8;
 
 /**
- * A `LeaseLock` in a JSON file, for several processes on ONE machine (the
- * `switchyard up --processes` local cluster). Writes are serialised by an
- * atomic `mkdir` mutex and land by atomic rename, so readers never see a
- * torn record; `resourceVersion` gives the same conflict semantics as the
- * Kubernetes lock. Not a guarantee: anything on network file systems, or
- * across machines — use the `kubernetes` backend there.
+ * A `LeaseLock` in files, for several processes on ONE machine (the
+ * `switchyard up --processes` local cluster).
+ *
+ * Compare-and-swap without a mutex: version `n` of the record is the file
+ * `<path>.v<n>`, written in full to a temporary file and then `link`ed into
+ * place. `link` fails when the target exists, so exactly one writer wins
+ * each version, with no stale-lock breaking and no torn reads; an update
+ * from `resourceVersion` n creates `v<n+1>` or fails with
+ * `LeaseConflictError`, as on the Kubernetes API. `<path>` itself is a
+ * pointer to a recent version (readers walk forward from it).
+ *
+ * Not guaranteed: anything on network file systems or across machines —
+ * use the `kubernetes` backend there.
  */
 export function createFileLock(path: string): LeaseLock {
-  const mutex = `${path}.mutex`;
+  const versionFile = (n: number): string => `${path}.v${n}`;
 
-  async function read(): Promise<StoredRecord | undefined> {
+  async function readJson(file: string): Promise<StoredRecord | undefined> {
     try {
-      return JSON.parse(await readFile(path, 'utf8')) as StoredRecord;
+      return JSON.parse(await readFile(file, 'utf8')) as StoredRecord;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
   }
 
-  async function locked<T>(run: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + MUTEX_WAIT_MS;
-    for (;;) {
-      try {
-        await mkdir(mutex);
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        const age = await stat(mutex).then(
-          (s) => Date.now() - s.mtimeMs,
-          () => 0,
-        );
-        if (age > MUTEX_STALE_MS) await rmdir(mutex).catch(() => undefined);
-        if (Date.now() > deadline) throw new Error(`lease file ${path} is busy`, { cause: error });
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+  /** The newest version: from the pointer (or nothing), forward while `v<n+1>` exists. */
+  async function latest(): Promise<StoredRecord | undefined> {
+    let current = await readJson(path);
+    if (!current) current = await readJson(versionFile(1));
+    for (let i = 0; current && i < PROBE_MAX; i++) {
+      const next = await readJson(versionFile(Number(current.resourceVersion) + 1));
+      if (!next) return current;
+      current = next;
     }
-    try {
-      return await run();
-    } finally {
-      await rmdir(mutex).catch(() => undefined);
-    }
+    return current;
   }
 
-  async function store(record: LeaseRecord, version: number): Promise<LeaseRecord> {
-    const stored: StoredRecord = {
-      ...(record.holderIdentity !== undefined ? { holderIdentity: record.holderIdentity } : {}),
-      leaseDurationSeconds: record.leaseDurationSeconds,
-      acquireTime: record.acquireTime.toISOString(),
-      renewTime: record.renewTime.toISOString(),
-      leaseTransitions: record.leaseTransitions,
-      resourceVersion: String(version),
-    };
-    const temp = `${path}.${process.pid}.tmp`;
+  /** Writes `record` as version `n` if no one has; `undefined` when someone did. */
+  async function claim(record: LeaseRecord, n: number): Promise<StoredRecord | undefined> {
+    const stored = toStored(record, n);
+    const temp = `${path}.${process.pid}.${randomUUID()}.tmp`;
     await writeFile(temp, JSON.stringify(stored));
-    await rename(temp, path);
-    return toRecord(stored);
+    try {
+      await link(temp, versionFile(n));
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+      throw error;
+    }
+    // The pointer may briefly lag or even step back under races; readers walk forward, so it only saves work.
+    await rename(temp, path).catch(() => unlink(temp).catch(() => undefined));
+    if (n > VERSIONS_KEPT) await unlink(versionFile(n - VERSIONS_KEPT)).catch(() => undefined);
+    return stored;
   }
 
   return {
     describe: () => `file:${path}`,
     async get() {
-      const stored = await read();
+      const stored = await latest();
       return stored && toRecord(stored);
     },
-    create: (record) =>
-      locked(async () => {
-        if (await read()) throw new LeaseConflictError('already_exists', `lease file ${path} already exists`);
-        return store(record, 1);
-      }),
-    update: (record) =>
-      locked(async () => {
-        const current = await read();
+    async create(record) {
+      if (await latest()) throw new LeaseConflictError('already_exists', `lease file ${path} already exists`);
+      const stored = await claim(record, 1);
+      if (!stored) throw new LeaseConflictError('already_exists', `lease file ${path} already exists`);
+      return toRecord(stored);
+    },
+    async update(record) {
+      for (let i = 0; i < UNCONDITIONAL_TRIES; i++) {
+        const current = await latest();
         if (!current) throw new LeaseConflictError('conflict', `lease file ${path} does not exist`);
-        if (record.resourceVersion !== undefined && record.resourceVersion !== current.resourceVersion) {
-          throw new LeaseConflictError(
-            'conflict',
-            `lease changed: resourceVersion ${record.resourceVersion} is not ${current.resourceVersion}`,
-          );
-        }
-        return store(record, Number(current.resourceVersion) + 1);
-      }),
+        const base = record.resourceVersion ?? current.resourceVersion;
+        // Checked first so a writer far behind never reaches a deleted version number.
+        if (base !== current.resourceVersion) break;
+        const stored = await claim(record, Number(base) + 1);
+        if (stored) return toRecord(stored);
+        if (record.resourceVersion !== undefined) break;
+      }
+      throw new LeaseConflictError('conflict', `lease ${path} changed since resourceVersion ${record.resourceVersion}`);
+    },
+  };
+}
+
+function toStored(record: LeaseRecord, version: number): StoredRecord {
+  return {
+    ...(record.holderIdentity !== undefined ? { holderIdentity: record.holderIdentity } : {}),
+    leaseDurationSeconds: record.leaseDurationSeconds,
+    acquireTime: record.acquireTime.toISOString(),
+    renewTime: record.renewTime.toISOString(),
+    leaseTransitions: record.leaseTransitions,
+    resourceVersion: String(version),
   };
 }
 

@@ -1,4 +1,4 @@
-import { ApiException, CoordinationV1Api, Observable, V1MicroTime } from '@kubernetes/client-node';
+import type * as K8s from '@kubernetes/client-node';
 import type { ConfigurationOptions, KubeConfig, ObservableMiddleware, V1Lease } from '@kubernetes/client-node';
 import { SwitchyardError } from '@switchyard/protocol';
 import { LeaseConflictError } from './errors.ts';
@@ -28,60 +28,69 @@ export interface KubernetesLockOptions {
  * `replace` writes the whole object.
  */
 export function createKubernetesLock(options: KubernetesLockOptions): LeaseLock {
-  const api = options.kubeConfig.makeApiClient(CoordinationV1Api);
   const { namespace, name } = options;
   const where = `kubernetes:${namespace}/${name}`;
   const requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
   // Appended, so the client's own middleware (user agent) still runs.
   // The object-style API runs observable middleware (the library's own stub, not rxjs).
-  const perRequest: ConfigurationOptions<ObservableMiddleware> = {
+  const perRequest = (k8s: typeof K8s): ConfigurationOptions<ObservableMiddleware> => ({
     middlewareMergeStrategy: 'append',
     middleware: [
       {
         pre: (context) => {
           context.setSignal(AbortSignal.timeout(requestTimeoutMs));
-          return new Observable(Promise.resolve(context));
+          return new k8s.Observable(Promise.resolve(context));
         },
-        post: (context) => new Observable(Promise.resolve(context)),
+        post: (context) => new k8s.Observable(Promise.resolve(context)),
       },
     ],
-  };
+  });
+  let client: Promise<Client> | undefined;
+  const connect = (): Promise<Client> =>
+    (client ??= loadKubernetesClient().then((k8s) => ({
+      k8s,
+      api: options.kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+      options: perRequest(k8s),
+    })));
 
   return {
     async get() {
+      const { k8s, api, options } = await connect();
       try {
-        return fromLease(await api.readNamespacedLease({ name, namespace }, perRequest));
+        return fromLease(await api.readNamespacedLease({ name, namespace }, options));
       } catch (error) {
-        if (statusOf(error) === 404) return undefined;
-        throw translate(error, 'read');
+        if (statusOf(k8s, error) === 404) return undefined;
+        throw translate(k8s, error, 'read');
       }
     },
     async create(record) {
+      const { k8s, api, options } = await connect();
       try {
         return fromLease(
-          await api.createNamespacedLease({ namespace, body: toLease(record, namespace, name) }, perRequest),
+          await api.createNamespacedLease({ namespace, body: toLease(k8s, record, namespace, name) }, options),
         );
       } catch (error) {
-        throw translate(error, 'create');
+        throw translate(k8s, error, 'create');
       }
     },
     async update(record) {
+      const { k8s, api, options } = await connect();
       try {
         return fromLease(
-          await api.replaceNamespacedLease({ name, namespace, body: toLease(record, namespace, name) }, perRequest),
+          await api.replaceNamespacedLease({ name, namespace, body: toLease(k8s, record, namespace, name) }, options),
         );
       } catch (error) {
-        throw translate(error, 'update');
+        throw translate(k8s, error, 'update');
       }
     },
     describe: () => where,
   };
 
-  function translate(error: unknown, verb: string): Error {
-    const status = statusOf(error);
+  function translate(k8s: typeof K8s, error: unknown, verb: string): Error {
+    const status = statusOf(k8s, error);
     if (status === 409) {
       const reason = verb === 'create' ? 'already_exists' : 'conflict';
-      return new LeaseConflictError(reason, `${where}: ${verb} lost a race (409 ${statusReason(error)})`, {
+      return new LeaseConflictError(reason, `${where}: ${verb} lost a race (409 ${statusReason(k8s, error)})`, {
         cause: error,
       });
     }
@@ -90,13 +99,25 @@ export function createKubernetesLock(options: KubernetesLockOptions): LeaseLock 
   }
 }
 
-function statusOf(error: unknown): number | undefined {
-  return error instanceof ApiException ? (error.code as number) : undefined;
+interface Client {
+  readonly k8s: typeof K8s;
+  readonly api: K8s.CoordinationV1Api;
+  readonly options: ConfigurationOptions<ObservableMiddleware>;
+}
+
+let loading: Promise<typeof K8s> | undefined;
+/** Loaded on first use: the client costs seconds and tens of MB to import, which memory and file locks never need. */
+function loadKubernetesClient(): Promise<typeof K8s> {
+  return (loading ??= import('@kubernetes/client-node'));
+}
+
+function statusOf(k8s: typeof K8s, error: unknown): number | undefined {
+  return error instanceof k8s.ApiException ? (error.code as number) : undefined;
 }
 
 /** The `reason` of a Kubernetes `Status` body (a JSON string in client-node 2), if any. */
-function statusReason(error: unknown): string {
-  if (!(error instanceof ApiException)) return '';
+function statusReason(k8s: typeof K8s, error: unknown): string {
+  if (!(error instanceof k8s.ApiException)) return '';
   try {
     const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
     const reason = (body as { reason?: unknown } | null)?.reason;
@@ -106,7 +127,7 @@ function statusReason(error: unknown): string {
   }
 }
 
-function toLease(record: LeaseRecord, namespace: string, name: string): V1Lease {
+function toLease(k8s: typeof K8s, record: LeaseRecord, namespace: string, name: string): V1Lease {
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
@@ -115,8 +136,8 @@ function toLease(record: LeaseRecord, namespace: string, name: string): V1Lease 
       // An empty string clears the holder on replace, as client-go writes a released lease.
       holderIdentity: record.holderIdentity ?? '',
       leaseDurationSeconds: record.leaseDurationSeconds,
-      acquireTime: new V1MicroTime(record.acquireTime.getTime()),
-      renewTime: new V1MicroTime(record.renewTime.getTime()),
+      acquireTime: new k8s.V1MicroTime(record.acquireTime.getTime()),
+      renewTime: new k8s.V1MicroTime(record.renewTime.getTime()),
       leaseTransitions: record.leaseTransitions,
     },
   };
