@@ -58,17 +58,21 @@ describe('tunnel streams', () => {
     await once(stream, 'response');
     const rssBefore = process.memoryUsage().rss;
     // Nobody reads `stream`: the runtime may only send what the stream window and buffers allow.
-    const start = performance.now();
-    while (!flood.waiting && performance.now() - start < 5000) await new Promise((r) => setTimeout(r, 10));
+    // Stalled = the writer waits on backpressure and its offer has not moved for a while (bounded wait).
+    let stalledAt = -1;
+    for (let stable = 0, i = 0; stable < 3 && i < 100; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stable = flood.waiting && flood.offered === stalledAt ? stable + 1 : 0;
+      stalledAt = flood.offered;
+    }
     assert.ok(flood.waiting, 'the writer stalls on backpressure');
-    await new Promise((r) => setTimeout(r, 200));
-    const stalledAt = flood.offered;
-    assert.ok(stalledAt <= 4 * H2_TUNING.streamWindowBytes, `offered ${stalledAt} bytes to a paused reader`);
+    const windowBound = 4 * H2_TUNING.streamWindowBytes;
+    assert.ok(stalledAt <= windowBound, `offered ${stalledAt} bytes to a paused reader`);
     const others = await Promise.all(
       Array.from({ length: 50 }, (_, i) => readStream(tunnel.request({ ':path': `/o/${i}` }))),
     );
     assert.ok(others.every((r) => r.status === 200));
-    assert.equal(flood.offered, stalledAt, 'still stalled after other streams ran');
+    assert.ok(flood.offered <= windowBound, `offer grew to ${flood.offered} bytes while other streams ran`);
     const rssPausedGrowth = process.memoryUsage().rss - rssBefore;
     assert.ok(rssPausedGrowth < 8 * H2_TUNING.streamWindowBytes, `RSS grew ${rssPausedGrowth} bytes while paused`);
 
