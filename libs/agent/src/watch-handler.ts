@@ -62,6 +62,10 @@ export function createWatchHandler(store: RuntimeStateStore, options: WatchHandl
     keepAliveMs: options.keepAliveMs ?? WATCH_DEFAULTS.keepAliveMs,
     bufferBytesMax: options.bufferBytesMax ?? WATCH_DEFAULTS.bufferBytesMax,
   };
+  for (const name of ['snapshotIntervalMs', 'keepAliveMs', 'bufferBytesMax'] as const) {
+    // A zero period would re-arm its timer in a tight loop.
+    if (!(settings[name] >= 1)) throw new SwitchyardError('invalid_request', `${name} must be at least 1`);
+  }
   const watchersMax = options.watchersMax ?? WATCH_DEFAULTS.watchersMax;
   const watchers = new Set<Watcher>();
   let closed = false;

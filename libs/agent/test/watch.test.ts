@@ -295,6 +295,14 @@ describe('watchRuntime', () => {
     assert.equal(requests, 2);
   });
 
+  for (const bad of [{ snapshotIntervalMs: 0 }, { keepAliveMs: -1 }, { bufferBytesMax: Number.NaN }]) {
+    it(`refuses ${Object.entries(bad).map(([k, v]) => `${k}=${v}`)[0]} at creation`, () => {
+      const store = new RuntimeStateStore();
+      assert.throws(() => createWatchHandler(store, bad), /must be at least 1/);
+      store.close();
+    });
+  }
+
   it('answers 503 once the store is closed', async () => {
     const store = new RuntimeStateStore({ seqStart: 0 });
     serve(store);
