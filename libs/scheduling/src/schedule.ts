@@ -1,7 +1,7 @@
 import type { ScheduleDecision, ScheduleRequest, TraceStep } from '@switchyard/protocol';
 import type { Candidate } from './candidate.ts';
 import { compareIds } from './canonical.ts';
-import { indexClassEntries, indexClassOpen, indexEntry } from './cluster-index.ts';
+import { indexClassEntries, indexClassOpen, indexEntry, indexHeld } from './cluster-index.ts';
 import type { ClusterIndex } from './cluster-index.ts';
 import {
   REASONS,
@@ -64,11 +64,13 @@ const THREAD_HIT: readonly TraceStep[] = Object.freeze([
  * or a note saying why the pipeline must run.
  */
 function fromThread(index: ClusterIndex, request: ScheduleRequest, threadId: string): ScheduleDecision | string {
-  const processId = request.processId;
+  const held = indexHeld(index, request.processId);
+  if (held === undefined) return 'no thread entry';
   let note = 'no thread entry';
-  for (const id of index.holdersOf(processId)) {
-    const entry = indexEntry(index, id)!;
-    if (!entry.hasThread(processId, threadId)) continue;
+  for (let i = 0; i < held.ids.length; i++) {
+    if (held.threads[i]?.has(threadId) !== true) continue;
+    const id = held.ids[i]!;
+    const entry = held.entries[i]!;
     if (!entry.runtime.available) note = `thread on ${id}, which is unavailable`;
     else if (request.exclude !== undefined && request.exclude.includes(id)) note = `thread on ${id}, which is excluded`;
     else {

@@ -264,6 +264,35 @@ describe('scheduling properties', () => {
     }
   });
 
+  it('finds every thread where the canonical states list it, after any ops', () => {
+    fc.assert(
+      fc.property(snapshotArb, fc.array(opArb, { maxLength: 30 }), (states, ops) => {
+        const index = ClusterIndex.from(states);
+        index.applyAll(ops);
+        // First runtime (by id) listing each thread, and first available one.
+        const expected = new Map<string, string>();
+        const servable = new Map<string, string>();
+        for (const { runtime: r, threads } of index.toStates()) {
+          for (const { process, thread } of threads) {
+            const key = `${process}/${thread}`;
+            if (!expected.has(key)) expected.set(key, r.id);
+            if (r.available && !servable.has(key)) servable.set(key, r.id);
+          }
+        }
+        for (const process of PROCESSES) {
+          for (const thread of THREADS) {
+            const where = expected.get(`${process}/${thread}`);
+            assert.equal(index.threadRuntime(process, thread), where);
+            const decision = schedule(index, { class: 'x', processId: process, threadId: thread, sticky: true });
+            const fast = decision.ok && decision.source === 'thread' ? decision.runtime : undefined;
+            assert.equal(fast, servable.get(`${process}/${thread}`));
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('restores the snapshot when a delta is followed by its inverse', () => {
     fc.assert(
       fc.property(snapshotArb, fc.array(opArb, { maxLength: 30 }), (states, ops) => {
