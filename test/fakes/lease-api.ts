@@ -6,7 +6,10 @@
 // optimistic concurrency (409 Conflict), duplicate create (409
 // AlreadyExists), 404 as a `Status`, strict MicroTime decoding, and injected
 // faults (500s, delay, 409 storms). Run it as a separate process with
-// `node test/fakes/lease-api.ts [--port=N]`: it prints its URL on stdout.
+// `node test/fakes/lease-api.ts [--port=N]`: it prints its URL on stdout,
+// and SIGTERM stops it. Out of process, drive faults over HTTP:
+// `POST /fake/faults {failNext?, failStatus?, conflictNext?, delayMs?}`,
+// `POST /fake/reset`, `GET /fake/requests` (these are never faulted or logged).
 //
 // MicroTime: the real server decodes spec.acquireTime/renewTime with Go's
 // RFC3339Micro layout, which demands exactly six fractional digits, so a
