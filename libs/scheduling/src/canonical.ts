@@ -63,15 +63,6 @@ export function sameIdentity(a: Runtime, b: Runtime): boolean {
   );
 }
 
-export function sameRuntime(a: Runtime, b: Runtime): boolean {
-  return (
-    sameIdentity(a, b) &&
-    a.available === b.available &&
-    sameRecord(a.idleWeight, b.idleWeight) &&
-    sameRecord(a.metadata, b.metadata)
-  );
-}
-
 /**
  * Which of two reports of the same runtime wins: the higher connection
  * generation, then the lexicographically higher owner. A full tie (the same
