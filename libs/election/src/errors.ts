@@ -7,14 +7,11 @@ export type LeaseConflictReason = 'conflict' | 'already_exists';
  * A lease write lost an optimistic-concurrency race (HTTP 409 from the
  * Kubernetes API). The elector treats it as "someone else got there first":
  * a failed attempt, never a crash.
- *
- * The registry has no 409 code yet, so this carries `internal`; callers test
- * with `instanceof`, not by code.
  */
 export class LeaseConflictError extends SwitchyardError {
   readonly reason: LeaseConflictReason;
   constructor(reason: LeaseConflictReason, message: string, options?: { cause?: unknown }) {
-    super('internal', message, options);
+    super('conflict', message, options);
     this.name = 'LeaseConflictError';
     this.reason = reason;
   }

@@ -105,6 +105,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger: o.logger,
     metrics,
     upstreamMode: o.upstreamMode,
+    ...(o.upstreamToken !== undefined ? { upstreamToken: o.upstreamToken } : {}),
     idleTimeoutMs: o.idleTimeoutMs,
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
@@ -119,7 +120,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     res.on('finish', () => metrics.request(req.method, res.statusCode));
     if (closed) throw new SwitchyardError('not_ready', 'Gateway is shutting down');
     if (headerBytes(req) > o.headerBytesMax) {
-      sendError(res, 'invalid_request', 'Request headers too large', null, {}, 431);
+      sendError(res, 'header_too_large', 'Request headers too large', null, {});
       return;
     }
     const origin = headerValue(req, 'origin');

@@ -48,6 +48,12 @@ export interface GatewayOptions {
   readonly schedulers: readonly string[];
   /** `proxy` (default): through the tunnel owner; `direct`: the runtime's advertised address when it has one. */
   readonly upstreamMode?: 'proxy' | 'direct';
+  /**
+   * Bearer token presented to a runtime's direct listener (direct mode), which
+   * trusts identity headers and so demands one. Sent only on direct routes,
+   * never through the scheduler proxy. Default none.
+   */
+  readonly upstreamToken?: string;
   readonly identity?: IdentityOptions;
   /** Class when no strategy yields one. Default `default`. */
   readonly defaultClass?: string;
@@ -99,6 +105,7 @@ const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() 
 export interface ResolvedOptions {
   readonly schedulers: readonly string[];
   readonly upstreamMode: 'proxy' | 'direct';
+  readonly upstreamToken?: string;
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
   readonly auth: AuthOptions;
@@ -137,6 +144,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   return {
     schedulers: options.schedulers.map((s) => s.replace(/\/+$/, '')),
     upstreamMode: options.upstreamMode ?? d.upstreamMode,
+    ...(options.upstreamToken ? { upstreamToken: options.upstreamToken } : {}),
     identity: {
       class: options.identity?.class ?? ['path:class', 'header:X-Switchyard-Class', `default:${defaultClass}`],
       process: options.identity?.process ?? ['path:process', 'header:X-Switchyard-Process'],

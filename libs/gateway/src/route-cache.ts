@@ -9,6 +9,8 @@ export interface Route {
   readonly url: string;
   /** Principal the session is bound to; absent when auth is off. */
   readonly principal?: string;
+  /** True when `url` is a runtime's direct listener rather than the scheduler proxy. */
+  readonly direct?: boolean;
 }
 
 export interface RouteCacheConfig {
@@ -30,7 +32,8 @@ function isRoute(value: unknown): value is Route {
     v !== null &&
     typeof v.runtime === 'string' &&
     typeof v.url === 'string' &&
-    (v.principal === undefined || typeof v.principal === 'string')
+    (v.principal === undefined || typeof v.principal === 'string') &&
+    (v.direct === undefined || typeof v.direct === 'boolean')
   );
 }
 

@@ -25,6 +25,8 @@ export interface RoutingContext {
   readonly logger: GatewayLogger;
   readonly metrics: GatewayMetrics;
   readonly upstreamMode: 'proxy' | 'direct';
+  /** Bearer token for runtimes' direct listeners; sent on direct routes only. */
+  readonly upstreamToken?: string;
   readonly idleTimeoutMs: number;
   readonly chains: {
     readonly class: readonly IdentityStrategy[];
@@ -60,8 +62,14 @@ function source(r: Routed, sessionId?: string): IdentitySource {
 }
 
 function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
-  const base = ctx.upstreamMode === 'direct' && p.address ? p.address : p.proxyUrl;
-  return { runtime: p.runtime, url: `${base.replace(/\/+$/, '')}/mcp`, ...(principal ? { principal } : {}) };
+  const direct = ctx.upstreamMode === 'direct' && p.address !== undefined;
+  const base = direct ? p.address! : p.proxyUrl;
+  return {
+    runtime: p.runtime,
+    url: `${base.replace(/\/+$/, '')}/mcp`,
+    ...(principal ? { principal } : {}),
+    ...(direct ? { direct } : {}),
+  };
 }
 
 async function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): Promise<void> {
@@ -83,13 +91,16 @@ function call(
   gone: ReadonlySet<number>,
 ): Promise<Attempt> {
   const method = r.req.method as 'GET' | 'POST' | 'DELETE';
+  const headers = upstreamHeaders(r.req.headers, asserted);
+  // The client's own Authorization was stripped above; this one is the gateway's.
+  if (route.direct && ctx.upstreamToken !== undefined) headers.authorization = `Bearer ${ctx.upstreamToken}`;
   return attempt(
     ctx.dispatcher,
     ctx.clock,
     {
       url: route.url,
       method,
-      headers: upstreamHeaders(r.req.headers, asserted),
+      headers,
       ...(r.body ? { body: r.body } : {}),
       signal: r.signal,
       idleTimeoutMs: ctx.idleTimeoutMs,

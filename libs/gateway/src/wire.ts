@@ -81,8 +81,7 @@ export function inspectBody(body: Buffer): MessageInfo {
 }
 
 /**
- * Answers with a JSON-RPC error body. `status` overrides the registry's only
- * where HTTP has a more precise status than the registry knows (431).
+ * Answers with a JSON-RPC error body and the registry's status for `code`.
  * Does nothing once headers are out: the stream is then cut instead.
  */
 export function sendError(
@@ -91,8 +90,8 @@ export function sendError(
   message: string,
   id: JsonRpcId = null,
   extraHeaders: Readonly<Record<string, string>> = {},
-  status: number = ERROR_CODES[code].status,
 ): void {
+  const status = ERROR_CODES[code].status;
   if (res.headersSent) {
     res.destroy();
     return;
