@@ -79,6 +79,8 @@ async function main(): Promise<void> {
       { metric: 'direct_http_p99', value: figures.directP99, unit: 'ms' },
       { metric: 'proxied_http_p50', value: figures.proxiedP50, unit: 'ms' },
       { metric: 'proxied_http_p99', value: figures.proxiedP99, unit: 'ms' },
+      { metric: 'bare_stream_p50', value: percentile(raw, 50), unit: 'ms' },
+      { metric: 'bare_stream_p99', value: percentile(raw, 99), unit: 'ms' },
       { metric: 'added_latency_p50', value: figures.proxiedP50 - figures.directP50, unit: 'ms' },
       { metric: 'added_latency_p99', value: figures.proxiedP99 - figures.directP99, unit: 'ms' },
     ]);
