@@ -43,6 +43,11 @@ export const gatewayConfigSchema = z.object({
     .enum(['proxy', 'direct'])
     .default('proxy')
     .describe('`proxy` sends traffic through the scheduler tunnel; `direct` dials a runtime address when it has one.'),
+  upstreamToken: z
+    .string()
+    .optional()
+    .meta({ secret: true })
+    .describe("Bearer token presented to runtimes' direct listeners (upstreamMode direct)."),
   identity: z
     .object({
       class: strategy('header:X-Switchyard-Class', 'Where the class of a request comes from.'),

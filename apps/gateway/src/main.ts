@@ -26,6 +26,7 @@ const chain = (value: string): string[] => value.split(',').map((s) => s.trim())
 const gateway = createGateway({
   schedulers: config.schedulers,
   upstreamMode: config.upstreamMode,
+  ...(config.upstreamToken ? { upstreamToken: config.upstreamToken } : {}),
   identity: {
     class: chain(config.identity.class),
     process: chain(config.identity.process),

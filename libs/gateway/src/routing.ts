@@ -152,13 +152,15 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
  * that cannot be dialled or is gone is excluded and the request rescheduled.
  */
 export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<void> {
-  const sessionId = randomId();
-  const src = source(r, sessionId);
-  const cls = classOf(ctx, src);
-  const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
-  const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
   const exclude: string[] = [];
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
+    // A fresh session id per round: the failed runtime may already hold the
+    // previous one as a process, and stickiness would pin the retry to it.
+    const sessionId = randomId();
+    const src = source(r, sessionId);
+    const cls = classOf(ctx, src);
+    const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
+    const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
     const placement = await ctx.scheduler.schedule(
       { class: cls, processId: process, threadId: sessionId, sticky: true, ...(exclude.length ? { exclude } : {}) },
       r.signal,
