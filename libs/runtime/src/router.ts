@@ -1,7 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxHost } from '@switchyard/sandbox';
-import type { RequestHandler, WatchHandler } from '@switchyard/agent';
-
-type AnyHandler = Parameters<RequestHandler>;
+import type { AnyRequest, AnyResponse, RequestHandler, WatchHandler } from '@switchyard/agent';
 
 const REST_PATH = /^\/(weight|sandboxes|sessions)(\/|$)/;
 
@@ -10,28 +9,18 @@ const REST_PATH = /^\/(weight|sandboxes|sessions)(\/|$)/;
  * objects) and on the direct listener: `/mcp`, `/watch`, the REST parity
  * routes and `/healthz`.
  */
-export function runtimeRouter(
-  host: SandboxHost,
-  watch: WatchHandler,
-): (req: AnyHandler[0], res: AnyHandler[1]) => void {
-  return (req, res) => {
+export function runtimeRouter(host: SandboxHost, watch: WatchHandler): RequestHandler {
+  const route = (req: AnyRequest, res: AnyResponse): void => {
     const path = (req.url ?? '/').split('?', 1)[0]!;
-    if (path === '/mcp') {
-      void host.handleMcp(req, res as never);
-      return;
-    }
-    if (path === '/watch') return watch(req, res);
-    if (REST_PATH.test(path)) {
-      void host.handleRest(req, res as never);
-      return;
-    }
+    if (path === '/mcp') return void host.handleMcp(req, res as never);
+    // Both request kinds share what the handlers use; the overloads only keep callers honest.
+    if (path === '/watch') return watch(req as IncomingMessage, res as ServerResponse);
+    if (REST_PATH.test(path)) return void host.handleRest(req, res as never);
     const status = path === '/healthz' ? 200 : 404;
     const body = JSON.stringify(status === 200 ? { status: 'ok' } : { error: `no route for ${path}` });
-    const out = res as {
-      writeHead(status: number, headers: Record<string, string>): unknown;
-      end(body: string): unknown;
-    };
+    const out = res as ServerResponse;
     out.writeHead(status, { 'content-type': 'application/json' });
     out.end(body);
   };
+  return route as RequestHandler;
 }
