@@ -1,0 +1,67 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import type { ClusterOp } from '@switchyard/protocol';
+import { ClusterIndex, schedule } from '@switchyard/scheduling';
+import { request, runtime } from './fixtures.ts';
+
+const ids = ['r0', 'r1', 'r2'];
+const classes = ['demo', 'other'];
+
+const opArb: fc.Arbitrary<ClusterOp> = fc.oneof(
+  fc
+    .record({
+      id: fc.constantFrom(...ids),
+      cls: fc.subarray(classes, { minLength: 1 }),
+      available: fc.boolean(),
+      weight: fc.integer({ min: 0, max: 3 }),
+      generation: fc.integer({ min: 0, max: 3 }),
+      owner: fc.constantFrom('s0', 's1'),
+    })
+    .map(({ id, cls, available, weight, generation, owner }) => ({
+      op: 'runtime.upsert' as const,
+      runtime: runtime(id, { classes: cls, available, idleWeight: { sandboxes: weight }, generation, owner }),
+    })),
+  fc.constantFrom(...ids).map((runtimeId) => ({ op: 'runtime.remove' as const, runtimeId })),
+  fc
+    .record({ runtimeId: fc.constantFrom(...ids), available: fc.boolean() })
+    .map((r) => ({ op: 'runtime.available' as const, ...r })),
+  fc.record({ runtimeId: fc.constantFrom(...ids), w: fc.integer({ min: 0, max: 3 }) }).map(({ runtimeId, w }) => ({
+    op: 'weight' as const,
+    runtimeId,
+    idleWeight: { sandboxes: w },
+  })),
+  fc
+    .record({ runtimeId: fc.constantFrom(...ids), process: fc.constantFrom('p0', 'p1') })
+    .map((r) => ({ op: 'process.add' as const, ...r })),
+  fc
+    .record({ runtimeId: fc.constantFrom(...ids), process: fc.constantFrom('p0', 'p1') })
+    .map((r) => ({ op: 'process.remove' as const, ...r })),
+);
+
+describe('an index changed by ops', () => {
+  it('answers exactly as an index rebuilt from its own states', () => {
+    fc.assert(
+      fc.property(
+        fc.array(opArb, { maxLength: 40 }),
+        fc.array(fc.constantFrom('p0', 'p1', 'p2', 'p3'), { minLength: 1, maxLength: 4 }),
+        (ops, pids) => {
+          const live = ClusterIndex.from([]);
+          const probe = (index: ClusterIndex): unknown[] =>
+            classes.flatMap((cls) => [
+              index.runtimesOfClass(cls).map((r) => r.id),
+              ...pids.map((pid) => {
+                const d = schedule(index, request({ class: cls, processId: pid }));
+                return d.ok ? d.runtime : d.unschedulable.code;
+              }),
+            ]);
+          for (const op of ops) {
+            live.apply(op);
+            assert.deepEqual(probe(live), probe(ClusterIndex.from(live.toStates())), JSON.stringify(op));
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
