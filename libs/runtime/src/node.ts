@@ -24,11 +24,15 @@ export interface RuntimeNode {
   close(): Promise<void>;
 }
 
+/** Period of the handle that keeps the process alive; its callback does nothing. */
+const KEEP_ALIVE_INTERVAL_MS = 3_600_000;
+
 /**
  * Starts a runtime node: a sandbox host behind MCP, its state store and
  * `/watch` stream, and the tunnel dialler that keeps it joined to the
  * scheduler. Optional listeners: the sidecar API (127.0.0.1) and a direct
- * MCP listener guarded by a bearer token.
+ * MCP listener guarded by a bearer token. The node keeps the Node.js process
+ * alive until `close()`, even while no tunnel is up.
  */
 export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<RuntimeNode> {
   const clock = options.clock ?? systemClock;
@@ -77,6 +81,11 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     limits: { sandboxes: options.sandboxesMax },
     ...(directUrl ? { address: directUrl } : {}),
   };
+  // The dialler's timers are unref'd and, by default, no listener is open, so
+  // between two dial attempts nothing would hold the event loop: a process
+  // whose scheduler went away exited silently (code 0) instead of
+  // reconnecting. The node holds the process until close().
+  const keepAlive = setInterval(() => {}, KEEP_ALIVE_INTERVAL_MS);
   let connectedWaiters: Array<() => void> = [];
   const dialer = dialTunnel({
     url: options.schedulerUrl,
@@ -108,6 +117,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
       dialer.connected ? Promise.resolve() : new Promise<void>((resolve) => connectedWaiters.push(resolve)),
     close() {
       closing ??= (async () => {
+        clearInterval(keepAlive);
         dialer.close();
         watch.close();
         await host.close();
