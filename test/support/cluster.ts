@@ -34,8 +34,24 @@ export interface TestCluster {
   schedulerUrls(): string[];
   /** The `/mcp` URL of gateway `i`. */
   gatewayUrl(i?: number): string;
-  /** Starts another runtime (e.g. a restarted one) with the cluster's settings. */
-  startRuntime(id: string, schedulerIndex?: number): Promise<AppProcess>;
+  /**
+   * Starts another runtime (e.g. a restarted one) with the cluster's settings.
+   * `options.schedulerUrl` overrides the replica it dials; `options.wrapper`
+   * prefixes the command (e.g. `ip netns exec <ns>`).
+   */
+  startRuntime(
+    id: string,
+    schedulerIndex?: number,
+    options?: { schedulerUrl?: string; wrapper?: readonly string[] },
+  ): Promise<AppProcess>;
+  /**
+   * Starts scheduler `i` again on its previous port (so runtimes dialling it
+   * and gateways listing it find it again), stopping it first if it still
+   * runs. Replaces `schedulers[i]`.
+   */
+  restartScheduler(i: number): Promise<AppProcess>;
+  /** Starts gateway `i` again on its previous port, stopping it first if it still runs. Replaces `gateways[i]`. */
+  restartGateway(i: number): Promise<AppProcess>;
   /** The scheduler that currently says it leads. */
   leader(): Promise<AppProcess>;
   /** Waits until every live scheduler's latest epoch lists exactly these available runtimes. */
@@ -98,40 +114,37 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const runtimeConfig = join(dir, 'runtime.json');
   writeFileSync(runtimeConfig, JSON.stringify({ classes, sandboxesMax: 200 }));
 
-  const startRuntime = async (id: string, schedulerIndex = runtimes.length): Promise<AppProcess> => {
-    const target = schedulers[schedulerIndex % schedulers.length]!;
-    const runtime = await spawnApp('runtime', id, [
-      ...['--config', runtimeConfig, '--runtime-id', id, '--scheduler-url', target.url!],
+  const startRuntime: TestCluster['startRuntime'] = async (id, schedulerIndex = runtimes.length, extra = {}) => {
+    const target = extra.schedulerUrl ?? schedulers[schedulerIndex % schedulers.length]!.url!;
+    const args = [
+      ...['--config', runtimeConfig, '--runtime-id', id, '--scheduler-url', target],
       ...['--join-token', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
       ...(options.runtimeArgs ?? []),
-    ]);
+    ];
+    const runtime = await spawnApp('runtime', id, args, extra.wrapper ? { wrapper: extra.wrapper } : {});
     runtimes.push(runtime);
     return runtime;
   };
+  const startScheduler = (i: number, port: number): Promise<AppProcess> =>
+    spawnApp('scheduler', `s${i}`, [
+      ...['--host', '127.0.0.1', '--port', String(port), '--replica-id', `s${i}`, ...leaseArgs()],
+      ...['--election.lease-duration-ms', String(election.leaseDurationMs)],
+      ...['--election.renew-deadline-ms', String(election.renewDeadlineMs)],
+      ...['--election.retry-period-ms', String(election.retryPeriodMs)],
+      ...['--join-tokens', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
+      ...(options.schedulerArgs ?? []),
+    ]);
+  const startGateway = (i: number, port: number): Promise<AppProcess> =>
+    spawnApp('gateway', `g${i}`, [
+      ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
+      ...['--schedulers', schedulers.map((s) => s.url).join(',')],
+      ...(options.gatewayArgs ?? []),
+    ]);
 
   try {
-    for (let i = 0; i < (options.schedulers ?? 3); i++) {
-      schedulers.push(
-        await spawnApp('scheduler', `s${i}`, [
-          ...['--host', '127.0.0.1', '--port', '0', '--replica-id', `s${i}`, ...leaseArgs()],
-          ...['--election.lease-duration-ms', String(election.leaseDurationMs)],
-          ...['--election.renew-deadline-ms', String(election.renewDeadlineMs)],
-          ...['--election.retry-period-ms', String(election.retryPeriodMs)],
-          ...['--join-tokens', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
-          ...(options.schedulerArgs ?? []),
-        ]),
-      );
-    }
+    for (let i = 0; i < (options.schedulers ?? 3); i++) schedulers.push(await startScheduler(i, 0));
     for (let i = 0; i < (options.runtimes ?? 2); i++) await startRuntime(`r${i}`, i);
-    for (let i = 0; i < (options.gateways ?? 1); i++) {
-      gateways.push(
-        await spawnApp('gateway', `g${i}`, [
-          ...['--host', '127.0.0.1', '--port', '0', '--default-class', 'demo', '--drain-delay-ms', '0'],
-          ...['--schedulers', schedulers.map((s) => s.url).join(',')],
-          ...(options.gatewayArgs ?? []),
-        ]),
-      );
-    }
+    for (let i = 0; i < (options.gateways ?? 1); i++) gateways.push(await startGateway(i, 0));
   } catch (error) {
     await stop();
     throw error;
@@ -147,6 +160,18 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     schedulerUrls: () => schedulers.map((s) => s.url!),
     gatewayUrl: (i = 0) => `http://127.0.0.1:${gateways[i]!.port}/mcp`,
     startRuntime,
+    async restartScheduler(i) {
+      const old = schedulers[i]!;
+      await old.stop(1000);
+      schedulers[i] = await startScheduler(i, old.port!);
+      return schedulers[i];
+    },
+    async restartGateway(i) {
+      const old = gateways[i]!;
+      await old.stop(1000);
+      gateways[i] = await startGateway(i, old.port!);
+      return gateways[i];
+    },
     leader: () =>
       until('a leader', async () => {
         for (const s of alive()) {

@@ -42,9 +42,15 @@ export async function spawnApp(
   app: AppName,
   name: string,
   args: readonly string[],
-  options: { env?: Record<string, string>; readyTimeoutMs?: number } = {},
+  options: {
+    env?: Record<string, string>;
+    readyTimeoutMs?: number;
+    /** A command that execs Node in its place (e.g. `ip netns exec <ns>`), so the pid is still Node's. */
+    wrapper?: readonly string[];
+  } = {},
 ): Promise<AppProcess> {
-  const child = spawn(process.execPath, [`${ROOT}apps/${app}/src/main.ts`, ...args], {
+  const command = [...(options.wrapper ?? []), process.execPath, `${ROOT}apps/${app}/src/main.ts`, ...args];
+  const child = spawn(command[0]!, command.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });
