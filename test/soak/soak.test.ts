@@ -15,7 +15,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { connect, textOf } from '../e2e/support.ts';
+import { connectLegacy, endSession, textOf } from '../chaos/clients.ts';
 import { growthAfter, sampleRss } from './rss.ts';
 
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
@@ -53,7 +53,7 @@ describe(`soak: ${SOAK_SECONDS} s of sessions opened and closed through the gate
         for (let n = 0; performance.now() < deadline; n++) {
           const processId = `soak-${(loopIndex + n) % PROCESS_IDS}`;
           try {
-            const client = await connect('v2', cluster.gatewayUrl(), { 'x-switchyard-process': processId });
+            const client = await connectLegacy(cluster.gatewayUrl(), { 'x-switchyard-process': processId });
             try {
               for (let c = 0; c < CALLS_PER_SESSION; c++) {
                 const text = textOf(
@@ -62,12 +62,9 @@ describe(`soak: ${SOAK_SECONDS} s of sessions opened and closed through the gate
                 if (text !== `${loopIndex}:${n}:${c}`) failures.push(`loop ${loopIndex} echoed ${text}`);
                 stats.calls++;
               }
-              // The SDK's terminateSession sends DELETE, so the gateway and runtime free the session now, not at idle expiry.
-              await (
-                client as unknown as { transport: { terminateSession(): Promise<void> } }
-              ).transport.terminateSession();
             } finally {
-              await client.close();
+              // DELETE, so the gateway and runtime free the session now, not at idle expiry.
+              await endSession(client);
             }
             stats.sessions++;
           } catch (error) {

@@ -1,0 +1,246 @@
+// Chaos on one process cluster: three schedulers electing through the fake
+// Kubernetes Lease API, three runtimes (runtime rK dials scheduler sK; r2
+// lives in its own network namespace when this runs as root), two gateways,
+// and six SDK v2 legacy sessions calling `counter` throughout. Each scenario
+// injects one fault, heals it and checks the invariants of scenario.ts and
+// invariants.ts; killed components are restarted so the next scenario starts
+// from a whole cluster. Recovery figures are printed as `chaos …` lines.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLeaseCluster, type LeaseCluster } from '../cluster/helpers.ts';
+import type { AppProcess } from '../support/processes.ts';
+import { until } from '../support/processes.ts';
+import { InvariantSampler } from './invariants.ts';
+import { SessionLoad } from './load.ts';
+import { createPartition, netnsUnavailable, type Partition } from './netns.ts';
+import { runScenario, type ChaosContext } from './scenario.ts';
+
+const SUITE_BUDGET_MS = 170_000;
+const RUNTIMES = ['r0', 'r1', 'r2'];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const netnsSkip = netnsUnavailable();
+if (netnsSkip) console.log(`chaos: the network-partition scenario is skipped: ${netnsSkip}`);
+
+describe('chaos: one cluster, steady load, one fault at a time', () => {
+  let lc: LeaseCluster;
+  let ctx: ChaosContext;
+  let partition: Partition | undefined;
+  let r2Url: string | undefined;
+  let load: SessionLoad;
+  let sampler: InvariantSampler;
+
+  const schedulerIndex = async (leader: boolean): Promise<number> => {
+    const l = await lc.cluster.leader();
+    const i = lc.cluster.schedulers.indexOf(l);
+    return leader ? i : (i + 1) % 3;
+  };
+  const runtime = (id: string): AppProcess => lc.cluster.runtimes.filter((r) => r.name === id).at(-1)!;
+  const startRuntime = (id: string): Promise<AppProcess> =>
+    id === 'r2' && partition
+      ? lc.cluster.startRuntime('r2', 2, { schedulerUrl: r2Url!, wrapper: partition.wrapper })
+      : lc.cluster.startRuntime(id, Number(id.slice(1)));
+  /** The runtime (of r0, r1) hosting the most sessions, so a runtime loss always hits someone. */
+  const busiestRuntime = (): string => {
+    const count = (id: string) => load.sessions.filter((s) => s.runtime === id).length;
+    return count('r0') >= count('r1') ? 'r0' : 'r1';
+  };
+
+  before(async () => {
+    lc = await startLeaseCluster({ schedulers: 3, runtimes: 0, gateways: 2 });
+    if (!netnsSkip) {
+      try {
+        partition = createPartition();
+        r2Url = await partition.forward(lc.cluster.schedulers[2]!.port!);
+        console.log(`chaos: r2 runs in a network namespace; partitions are cut by ${partition.method}`);
+      } catch (error) {
+        console.log(`chaos: no network namespace (${(error as Error).message.split('\n')[0]}); r2 runs on loopback`);
+        await partition?.close();
+        partition = undefined;
+      }
+    }
+    for (const id of RUNTIMES) await startRuntime(id);
+    await lc.cluster.waitForRuntimes(RUNTIMES, 20_000);
+    load = new SessionLoad({
+      gatewayUrl: (i) => lc.cluster.gatewayUrl(i),
+      gateways: 2,
+      sessions: 6,
+      deadlineMs: performance.now() + SUITE_BUDGET_MS,
+      callsMax: 50_000,
+      pauseMs: 25,
+      callTimeoutMs: 5000,
+    });
+    sampler = new InvariantSampler(() => lc.cluster.schedulerUrls());
+    load.start();
+    sampler.start();
+    ctx = { lc, load, sampler, ownerOf: (id) => Number(id.slice(1)), runtimeIds: RUNTIMES };
+  });
+
+  after(async () => {
+    await load?.stop();
+    await sampler?.stop();
+    await lc?.close();
+    await partition?.close();
+    if (load) {
+      const calls = load.sessions.reduce((n, s) => n + s.calls, 0);
+      console.log(
+        `chaos: ${calls} counter calls, ${load.errors.length} failed, ${load.recoveries.length} re-initializations; ` +
+          `${sampler.samples} epoch samples, ${sampler.comparisons} snapshot comparisons over ${sampler.hashes.size} epochs`,
+      );
+    }
+  });
+
+  it('kill -9 of the leader: another replica leads, sessions elsewhere see nothing', async () => {
+    const i = await schedulerIndex(true);
+    const victim = lc.cluster.schedulers[i]!;
+    await runScenario(ctx, {
+      name: 'kill leader',
+      victims: { schedulers: [i] },
+      inject: async () => {
+        const t = performance.now();
+        victim.signal('SIGKILL');
+        await victim.exited;
+        const next = await lc.cluster.leader();
+        console.log(
+          `chaos kill leader: ${next.name} leads ${((performance.now() - t) / 1000).toFixed(2)} s after the kill`,
+        );
+        assert.notEqual(next, victim);
+      },
+      heal: async () => void (await lc.cluster.restartScheduler(i)),
+    });
+  });
+
+  it('SIGSTOP of the leader past its lease: a successor leads; after SIGCONT the old leader steps down', async () => {
+    const i = await schedulerIndex(true);
+    const victim = lc.cluster.schedulers[i]!;
+    await runScenario(ctx, {
+      name: 'stop leader',
+      victims: { schedulers: [i] },
+      inject: async () => {
+        victim.signal('SIGSTOP');
+        await until('a successor', async () => ((await lc.cluster.leader()) !== victim ? true : undefined), 15_000);
+      },
+      heal: async () => victim.signal('SIGCONT'),
+    });
+  });
+
+  it('kill -9 of a follower: its runtime is lost until it returns; everything else is untouched', async () => {
+    const i = await schedulerIndex(false);
+    await runScenario(ctx, {
+      name: 'kill follower',
+      victims: { schedulers: [i] },
+      inject: async () => {
+        lc.cluster.schedulers[i]!.signal('SIGKILL');
+        await lc.cluster.schedulers[i]!.exited;
+      },
+      heal: async () => void (await lc.cluster.restartScheduler(i)),
+    });
+  });
+
+  it('SIGSTOP/SIGCONT of a follower for 3 s', async () => {
+    const i = await schedulerIndex(false);
+    const victim = lc.cluster.schedulers[i]!;
+    await runScenario(ctx, {
+      name: 'stop follower',
+      victims: { schedulers: [i] },
+      inject: async () => {
+        victim.signal('SIGSTOP');
+        await sleep(3000);
+      },
+      heal: async () => victim.signal('SIGCONT'),
+    });
+  });
+
+  it('kill -9 of a gateway: its clients re-initialize through the other one', async () => {
+    await runScenario(ctx, {
+      name: 'kill gateway',
+      victims: { gateways: [1] },
+      inject: async () => {
+        lc.cluster.gateways[1]!.signal('SIGKILL');
+        await lc.cluster.gateways[1]!.exited;
+        await sleep(1000);
+      },
+      heal: async () => void (await lc.cluster.restartGateway(1)),
+    });
+  });
+
+  it('SIGSTOP/SIGCONT of a gateway for 2 s', async () => {
+    const victim = lc.cluster.gateways[0]!;
+    await runScenario(ctx, {
+      name: 'stop gateway',
+      victims: { gateways: [0] },
+      inject: async () => {
+        victim.signal('SIGSTOP');
+        await sleep(2000);
+      },
+      heal: async () => victim.signal('SIGCONT'),
+    });
+  });
+
+  it('kill -9 of a runtime: its sessions get 404 and re-initialize elsewhere', async () => {
+    const id = busiestRuntime();
+    await runScenario(ctx, {
+      name: `kill runtime ${id}`,
+      victims: { runtimes: [id] },
+      expect404: true,
+      inject: async () => {
+        runtime(id).signal('SIGKILL');
+        await runtime(id).exited;
+        await until(
+          'the sessions to leave it',
+          () => !load.sessions.some((s) => s.runtime === id) || undefined,
+          15_000,
+        );
+      },
+      heal: async () => void (await startRuntime(id)),
+    });
+  });
+
+  it('SIGSTOP/SIGCONT of a runtime for 3 s: its tunnel is dropped, its sessions move', async () => {
+    const id = busiestRuntime();
+    const victim = runtime(id);
+    await runScenario(ctx, {
+      name: `stop runtime ${id}`,
+      victims: { runtimes: [id] },
+      inject: async () => {
+        victim.signal('SIGSTOP');
+        await sleep(3000);
+      },
+      heal: async () => victim.signal('SIGCONT'),
+    });
+  });
+
+  it(
+    'a runtime cut off the network (namespace + packet drop) is lost, then rejoins',
+    { skip: netnsSkip },
+    async (t) => {
+      if (!partition) return t.skip('no network namespace could be created');
+      await runScenario(ctx, {
+        name: `partition r2 (${partition.method})`,
+        victims: { runtimes: ['r2'] },
+        inject: async () => {
+          partition!.cut();
+          await sleep(3000);
+        },
+        heal: async () => partition!.heal(),
+      });
+    },
+  );
+
+  it('Lease API faults (500s, slow answers, 409 storms): elections churn at most, sessions see nothing', async () => {
+    await runScenario(ctx, {
+      name: 'lease faults',
+      victims: {},
+      inject: async () => {
+        lc.fake.setFaults({ failNext: 12, failStatus: 500 });
+        await sleep(2000);
+        lc.fake.setFaults({ delayMs: 2500 });
+        await sleep(3000);
+        lc.fake.setFaults({ delayMs: 0, conflictNext: 30 });
+        await sleep(2000);
+        const statuses = new Set(lc.fake.requests().map((r) => r.status));
+        assert.ok(statuses.has(500) && statuses.has(409), `faults were served: ${[...statuses].join(',')}`);
+      },
+      heal: async () => lc.fake.resetFaults(),
+    });
+  });
+});
