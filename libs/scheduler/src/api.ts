@@ -7,6 +7,7 @@ import { readJson, sendError, sendJson } from './http-util.ts';
 import type { Leadership } from './leadership.ts';
 import type { LocalPart } from './local-part.ts';
 import type { ReplicaMetrics } from './metrics.ts';
+import type { ReplicaLogger } from './options.ts';
 
 export interface ApiContext {
   readonly replicaId: string;
@@ -15,6 +16,7 @@ export interface ApiContext {
   readonly leadership: Leadership;
   readonly metrics: ReplicaMetrics;
   readonly scheduleBodyBytesMax: number;
+  readonly logger: ReplicaLogger;
 }
 
 const PROXY_PATH = /^\/api\/proxy\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
@@ -97,7 +99,13 @@ async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: Serve
   ctx.metrics.scheduleSeconds.observe((performance.now() - started) / 1000);
   ctx.metrics.scheduleRequests.inc({ outcome: decision.ok ? decision.source : 'unschedulable' });
   const base = { epoch: ctx.view.epoch, term: ctx.view.term };
-  if (!decision.ok) return sendJson(res, 503, { ...decision, ...base } satisfies ScheduleResponse);
+  if (!decision.ok) {
+    ctx.logger.warn(
+      { class: parsed.value.class, ...base, runtimes: ctx.view.counts().runtimes, reason: decision.unschedulable },
+      'unschedulable',
+    );
+    return sendJson(res, 503, { ...decision, ...base } satisfies ScheduleResponse);
+  }
   const runtime = ctx.view.runtime(decision.runtime);
   const ownerUrl = runtime?.ownerUrl;
   const response: ScheduleResponse = {

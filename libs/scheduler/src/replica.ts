@@ -113,6 +113,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     leadership,
     metrics,
     scheduleBodyBytesMax: options.scheduleBodyBytesMax ?? 64 * 1024,
+    logger,
   };
   const serveMetrics = metricsHandler(options.metrics.registry);
 
