@@ -1,9 +1,6 @@
 // Shared helpers of the cluster acceptance suite: the fake Lease API cluster,
 // schedule calls, and a sampler that records every replica's epoch/term so a
 // test can assert they never went backwards.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startFakeLeaseApi, type FakeLeaseApi } from '../fakes/lease-api.ts';
 import { startCluster, type ClusterOptions, type TestCluster } from '../support/cluster.ts';
 import type { AppProcess } from '../support/processes.ts';
@@ -16,32 +13,9 @@ export interface EpochInfo {
   readonly leader: { id: string; url: string } | null;
 }
 
-/**
- * A kubeconfig for the fake. The client refuses a plain-HTTP server unless
- * TLS verification is explicitly skipped, which the shared harness's
- * kubeconfig does not do; ours is passed last, and the last flag wins.
- */
-function writeKubeconfig(dir: string, serverUrl: string): string {
-  const file = join(dir, 'kubeconfig.yaml');
-  writeFileSync(
-    file,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: fake, cluster: {server: "${serverUrl}", insecure-skip-tls-verify: true}}]`,
-      'users: [{name: fake, user: {token: fake}}]',
-      'contexts: [{name: fake, context: {cluster: fake, user: fake, namespace: default}}]',
-      'current-context: fake',
-    ].join('\n'),
-  );
-  return file;
-}
-
 export interface LeaseCluster {
   readonly fake: FakeLeaseApi;
   readonly cluster: TestCluster;
-  /** Scheduler flags that select the fake lease (for replicas started by hand). */
-  readonly leaseArgs: readonly string[];
   /** Stops every process, then the fake. Idempotent. */
   close(): Promise<void>;
 }
@@ -49,25 +23,15 @@ export interface LeaseCluster {
 /** A cluster electing through the fake Kubernetes Lease API, served by this test process. */
 export async function startLeaseCluster(options: Omit<ClusterOptions, 'lease'> = {}): Promise<LeaseCluster> {
   const fake = await startFakeLeaseApi();
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-lease-'));
-  const leaseArgs = ['--election.backend', 'kubernetes', '--election.kubeconfig', writeKubeconfig(dir, fake.url)];
-  const cleanup = async (): Promise<void> => {
-    await fake.close();
-    rmSync(dir, { recursive: true, force: true });
-  };
   let cluster: TestCluster;
   try {
-    cluster = await startCluster({
-      ...options,
-      lease: { kubernetesUrl: fake.url },
-      schedulerArgs: [...(options.schedulerArgs ?? []), ...leaseArgs],
-    });
+    cluster = await startCluster({ ...options, lease: { kubernetesUrl: fake.url } });
   } catch (error) {
-    await cleanup();
+    await fake.close();
     throw error;
   }
   let closing: Promise<void> | undefined;
-  return { fake, cluster, leaseArgs, close: () => (closing ??= cluster.stop().finally(cleanup)) };
+  return { fake, cluster, close: () => (closing ??= cluster.stop().finally(() => fake.close())) };
 }
 
 export function isAlive(p: AppProcess): boolean {

@@ -7,8 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestCluster } from '../support/cluster.ts';
-import { spawnApp } from '../support/processes.ts';
-import { startLeaseCluster } from './helpers.ts';
+import { isAlive, startLeaseCluster } from './helpers.ts';
 import { openSession, startSleep } from './mcp.ts';
 
 const PING_MS = 300;
@@ -57,10 +56,9 @@ async function waitFor<T>(
 
 describe('runtime and scheduler loss on a two-replica cluster', () => {
   let cluster: TestCluster;
-  let leaseArgs: readonly string[];
   let close: () => Promise<void>;
   before(async () => {
-    ({ cluster, leaseArgs, close } = await startLeaseCluster({
+    ({ cluster, close } = await startLeaseCluster({
       schedulers: 2,
       runtimes: 2,
       gateways: 0,
@@ -120,64 +118,56 @@ describe('runtime and scheduler loss on a two-replica cluster', () => {
     });
   }
 
-  // Known defect: after its scheduler closes the tunnel gracefully (close 1000/1005), the runtime's
-  // dialer makes no further connection attempt at all (none in 9 s against a listener on the old port),
-  // so r0 never republishes. The test stays, marked todo, until the dialer is fixed.
-  it(
-    "keeps a runtime's processes and threads across a restart of its scheduler: it reconnects and republishes",
-    { todo: 'runtime dialer does not redial after a graceful tunnel close' },
-    async () => {
-      const s0 = cluster.schedulers[0]!;
-      const s1 = cluster.schedulers[1]!;
-      for (const [process, sessions] of [
-        ['keep-a', 2],
-        ['keep-b', 1],
-      ] as const) {
-        for (let i = 0; i < sessions; i++) await openSession({ scheduler: s1.url!, runtime: 'r0', process });
-      }
-      const before = await waitFor(
-        'r0 reporting its sessions',
-        async () => {
-          const view = await runtimeView(s1.url!, 'r0');
-          return view.processes?.includes('keep-b') && view.threads!.length >= 3 ? view : undefined;
-        },
-        5000,
-      );
-      await s0.stop(3000);
-      const restarted = await spawnApp('scheduler', 's0', [
-        ...['--host', '127.0.0.1', '--port', String(s0.port), '--replica-id', 's0', ...leaseArgs],
-        ...['--election.lease-duration-ms', String(ELECTION.leaseDurationMs)],
-        ...['--election.renew-deadline-ms', String(ELECTION.renewDeadlineMs)],
-        ...['--election.retry-period-ms', String(ELECTION.retryPeriodMs)],
-        ...['--join-tokens', cluster.token, '--tunnel.ping-interval-ms', String(PING_MS), '--drain-delay-ms', '0'],
-      ]);
-      const restartedAt = performance.now();
-      cluster.schedulers[0] = restarted;
-      let last: unknown;
-      const after = await waitFor(
-        'r0 republished on both replicas',
-        async () => {
-          const views = await Promise.all([restarted, s1].map((s) => runtimeView(s.url!, 'r0')));
-          last = { before, views };
-          return views.every((v) => v.available && v.generation! > before.generation!) ? views : undefined;
-        },
-        // Backoff doubles from 250 ms: attempts up to ~16 s after the drop cover a restart of that length.
-        20_000,
-        () => ({
-          last,
-          r0: runtime('r0')
-            .logs.slice(-8)
-            .map((l) => [l.msg, l.reason ?? l.status ?? l.err]),
-          s0: restarted.logs.slice(-8).map((l) => [l.msg, l.err, l.runtime]),
-        }),
-      );
-      console.log(`# r0 republished ${(performance.now() - restartedAt).toFixed(0)} ms after its scheduler came back`);
-      for (const view of after) {
-        assert.deepEqual(view.processes, before.processes);
-        assert.deepEqual(view.threads, before.threads);
-      }
-      const connects = runtime('r0').logs.filter((l) => l.msg === 'tunnel connected').length;
-      assert.ok(connects >= 2, `r0 connected ${connects} times`);
-    },
-  );
+  // The scheduler stops gracefully (the tunnel closes with 1000/1001), is gone for a while, and comes back on
+  // its port; the runtime must keep dialling with backoff and republish its whole state on the new tunnel.
+  it("keeps a runtime's processes and threads across a restart of its scheduler: it reconnects with backoff and republishes", async () => {
+    const s0 = cluster.schedulers[0]!;
+    const s1 = cluster.schedulers[1]!;
+    const r0 = runtime('r0');
+    for (const [process, sessions] of [
+      ['keep-a', 2],
+      ['keep-b', 1],
+    ] as const) {
+      for (let i = 0; i < sessions; i++) await openSession({ scheduler: s1.url!, runtime: 'r0', process });
+    }
+    const before = await waitFor(
+      'r0 reporting its sessions',
+      async () => {
+        const view = await runtimeView(s1.url!, 'r0');
+        return view.processes?.includes('keep-b') && view.threads!.length >= 3 ? view : undefined;
+      },
+      5000,
+    );
+    await s0.stop(3000);
+    const restarted = await cluster.restartScheduler(0);
+    const restartedAt = performance.now();
+    let last: unknown;
+    const after = await waitFor(
+      'r0 republished on both replicas',
+      async () => {
+        const views = await Promise.all([restarted, s1].map((s) => runtimeView(s.url!, 'r0')));
+        last = { before, views };
+        return views.every((v) => v.available && v.generation! > before.generation!) ? views : undefined;
+      },
+      // Backoff doubles from 250 ms: attempts up to ~16 s after the drop cover a restart of that length.
+      20_000,
+      () => ({
+        last,
+        r0: runtime('r0')
+          .logs.slice(-8)
+          .map((l) => [l.msg, l.reason ?? l.status ?? l.err]),
+        s0: restarted.logs.slice(-8).map((l) => [l.msg, l.err, l.runtime]),
+      }),
+    );
+    console.log(`# r0 republished ${(performance.now() - restartedAt).toFixed(0)} ms after its scheduler came back`);
+    for (const view of after) {
+      assert.deepEqual(view.processes, before.processes);
+      assert.deepEqual(view.threads, before.threads);
+    }
+    // The same process reconnected: it neither exited nor was replaced.
+    assert.equal(runtime('r0'), r0);
+    assert.ok(isAlive(r0), 'r0 is still running');
+    const connects = r0.logs.filter((l) => l.msg === 'tunnel connected').length;
+    assert.ok(connects >= 2, `r0 connected ${connects} times`);
+  });
 });

@@ -97,7 +97,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       [
         'apiVersion: v1',
         'kind: Config',
-        'clusters: [{name: fake, cluster: {server: "' + options.lease.kubernetesUrl + '"}}]',
+        // The client refuses a plain-HTTP server unless verification is explicitly skipped; the fake has no TLS.
+        `clusters: [{name: fake, cluster: {server: "${options.lease.kubernetesUrl}", insecure-skip-tls-verify: true}}]`,
         'users: [{name: fake, user: {token: fake}}]',
         'contexts: [{name: fake, context: {cluster: fake, user: fake, namespace: default}}]',
         'current-context: fake',
@@ -192,9 +193,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       ).then(() => undefined),
     stop,
   };
-  await cluster.waitForRuntimes(
-    runtimes.map((r) => r.name),
-    15_000,
-  );
+  try {
+    await cluster.waitForRuntimes(
+      runtimes.map((r) => r.name),
+      15_000,
+    );
+  } catch (error) {
+    // The caller never gets the cluster to stop: without this, the spawned processes keep the test alive.
+    await stop();
+    throw error;
+  }
   return cluster;
 }
