@@ -17,6 +17,14 @@ import { runScenario, type ChaosContext } from './scenario.ts';
 
 const SUITE_BUDGET_MS = 170_000;
 const RUNTIMES = ['r0', 'r1', 'r2'];
+/**
+ * Tunnel liveness interval (and timeout). The harness default of 300 ms
+ * drops a healthy tunnel whenever either end's event loop stalls for 300 ms,
+ * which a loaded 2-core machine does; that loss would be charged to whatever
+ * scenario runs at the time. One second still notices a dead runtime within
+ * about two.
+ */
+const TUNNEL_PING_INTERVAL_MS = 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const netnsSkip = netnsUnavailable();
 if (netnsSkip) console.log(`chaos: the network-partition scenario is skipped: ${netnsSkip}`);
@@ -46,7 +54,12 @@ describe('chaos: one cluster, steady load, one fault at a time', () => {
   };
 
   before(async () => {
-    lc = await startLeaseCluster({ schedulers: 3, runtimes: 0, gateways: 2 });
+    lc = await startLeaseCluster({
+      schedulers: 3,
+      runtimes: 0,
+      gateways: 2,
+      tunnelPingIntervalMs: TUNNEL_PING_INTERVAL_MS,
+    });
     if (!netnsSkip) {
       try {
         partition = createPartition();
