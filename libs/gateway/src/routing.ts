@@ -109,6 +109,11 @@ function call(
   );
 }
 
+/** What an operator needs to tell a dead runtime from a dead proxy hop: the status, or the dial error. */
+function detailOf(result: Exclude<Attempt, { kind: 'response' }>): { status?: number; err?: string } {
+  return result.kind === 'gone' ? { status: result.status } : { err: String((result.error as Error)?.message) };
+}
+
 function classOf(ctx: RoutingContext, src: IdentitySource): string {
   return resolvePart('class', ctx.chains.class, src) ?? ctx.defaultClass;
 }
@@ -139,7 +144,10 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(threadKey(sessionId));
   if (result.kind !== 'response') {
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
-    ctx.logger.info({ runtime: route.runtime, outcome: result.kind }, 'session lost with its runtime');
+    ctx.logger.info(
+      { runtime: route.runtime, outcome: result.kind, upstream: route.url, ...detailOf(result) },
+      'session lost with its runtime',
+    );
     sendError(r.res, 'session_not_found', 'Session not found: its runtime is gone, re-initialize', id);
     return;
   }
@@ -174,7 +182,10 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
       return;
     }
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
-    ctx.logger.warn({ runtime: placement.runtime, outcome: result.kind }, 'initialize rescheduled');
+    ctx.logger.warn(
+      { runtime: placement.runtime, outcome: result.kind, upstream: route.url, ...detailOf(result) },
+      'initialize rescheduled',
+    );
     exclude.push(placement.runtime);
   }
   throw new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
