@@ -1,0 +1,193 @@
+// Client-side helpers of the process-level gateway suites: SDK clients of both
+// generations, raw JSON-RPC over fetch, metric scraping and a throwaway
+// redis-server. Everything here talks to real processes over loopback.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Socket, createServer } from 'node:net';
+import { Client } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { until } from '../support/processes.ts';
+
+export const MODERN = '2026-07-28';
+export const LEGACY = '2025-11-25';
+
+/** The slice of both SDK clients the suites use. */
+export interface AnyClient {
+  callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<unknown>;
+  listTools(): Promise<{ tools: Array<{ name: string }> }>;
+  close(): Promise<void>;
+}
+
+export type Generation = 'v1' | 'v2' | 'v2-modern';
+
+/** Connects an SDK client: v1 (legacy only), v2 legacy, or v2 pinned to 2026-07-28. */
+export async function connect(
+  generation: Generation,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<AnyClient> {
+  if (generation === 'v1') {
+    const client = new ClientV1({ name: 'e2e-v1', version: '1.0.0' });
+    await client.connect(new TransportV1(new URL(url), { requestInit: { headers } }));
+    return client as unknown as AnyClient;
+  }
+  const client = new Client(
+    { name: 'e2e-v2', version: '1.0.0' },
+    generation === 'v2-modern' ? { versionNegotiation: { mode: { pin: MODERN } } } : {},
+  );
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return client as unknown as AnyClient;
+}
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+  readonly onprogress?: (progress: unknown) => void;
+}
+
+/** `tools/call` with request options, which SDK v1 takes third (after a result schema) and v2 second. */
+export function callWith(
+  generation: Generation,
+  client: AnyClient,
+  params: { name: string; arguments?: Record<string, unknown> },
+  options: CallOptions,
+): Promise<unknown> {
+  const call = client.callTool as (...args: unknown[]) => Promise<unknown>;
+  return generation === 'v1' ? call.call(client, params, undefined, options) : call.call(client, params, options);
+}
+
+/** Session id of a connected legacy client. */
+export function sessionOf(client: AnyClient): string {
+  const id = (client as unknown as { transport?: { sessionId?: string } }).transport?.sessionId;
+  if (!id) throw new Error('client has no session id');
+  return id;
+}
+
+export function textOf(result: unknown): string {
+  const content = (result as { content?: Array<{ text?: string }> }).content ?? [];
+  return content.map((c) => c.text ?? '').join('');
+}
+
+export interface Who {
+  readonly runtime: string;
+  readonly sandbox: string;
+  readonly class: string;
+}
+
+export async function whoami(client: AnyClient): Promise<Who> {
+  return JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} }))) as Who;
+}
+
+export async function counter(client: AnyClient): Promise<number> {
+  return Number(textOf(await client.callTool({ name: 'counter', arguments: {} })));
+}
+
+export interface RawReply {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+}
+
+/** One raw POST of a JSON-RPC body (or any string) to `url`. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<RawReply> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** The JSON-RPC result of a reply that is either JSON or a one-message SSE stream. */
+export function rpcResult(reply: RawReply): Record<string, unknown> {
+  const line = reply.text.split('\n').find((l) => l.startsWith('data: '));
+  const json = JSON.parse(line ? line.slice(6) : reply.text) as { result?: Record<string, unknown> };
+  if (!json.result) throw new Error(`no result in ${reply.status}: ${reply.text.slice(0, 300)}`);
+  return json.result;
+}
+
+export function initializeBody(id: number | string = 1, version = LEGACY): unknown {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
+}
+
+export function toolCallBody(id: number, name: string, args: Record<string, unknown> = {}, modern = false): unknown {
+  const meta = modern ? { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN } } : {};
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...meta } };
+}
+
+/** Headers of a stateless 2026-07-28 request. */
+export function modernHeaders(method: string, name?: string): Record<string, string> {
+  return { 'mcp-protocol-version': MODERN, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) };
+}
+
+/** Sum of a Prometheus series whose labels include every `labels` pair. */
+export async function metric(baseUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const res = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+  const text = await res.text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const match = /^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const set = match[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => set.includes(`${k}="${v}"`))) sum += Number(match[3]);
+  }
+  return sum;
+}
+
+/** A port the kernel says is free right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export const REDIS_BINARY = '/usr/bin/redis-server';
+export const redisMissing = existsSync(REDIS_BINARY) ? false : `${REDIS_BINARY} is not installed`;
+
+export interface RedisServer {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** A throwaway redis-server on a free loopback port, without persistence. */
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    REDIS_BINARY,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  process.once('exit', () => child.kill('SIGKILL'));
+  await until(
+    'redis-server to listen',
+    () =>
+      new Promise<boolean>((resolve) => {
+        const socket = new Socket();
+        socket.once('connect', () => (socket.destroy(), resolve(true)));
+        socket.once('error', () => resolve(false));
+        socket.connect(port, '127.0.0.1');
+      }),
+  );
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop() {
+      stopping ??= (child.kill('SIGTERM'), exited);
+      return stopping;
+    },
+  };
+}
