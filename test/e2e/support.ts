@@ -102,7 +102,8 @@ export async function post(url: string, body: unknown, headers: Record<string, s
 
 /** The JSON-RPC result of a reply that is either JSON or a one-message SSE stream. */
 export function rpcResult(reply: RawReply): Record<string, unknown> {
-  const line = reply.text.split('\n').find((l) => l.startsWith('data: '));
+  // Skips the empty priming event a resumable SSE stream opens with.
+  const line = reply.text.split('\n').find((l) => l.startsWith('data: ') && l.trim().length > 'data:'.length);
   const json = JSON.parse(line ? line.slice(6) : reply.text) as { result?: Record<string, unknown> };
   if (!json.result) throw new Error(`no result in ${reply.status}: ${reply.text.slice(0, 300)}`);
   return json.result;
