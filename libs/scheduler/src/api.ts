@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseWith, scheduleRequestSchema, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
+import { SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
 import { proxyToTunnel } from '@switchyard/tunnel';
 import type { ClusterView } from './cluster-view.ts';
 import { HOP_HEADER, forwardToReplica, postJson } from './forward.ts';
@@ -8,6 +8,7 @@ import type { Leadership } from './leadership.ts';
 import type { LocalPart } from './local-part.ts';
 import type { ReplicaMetrics } from './metrics.ts';
 import type { ReplicaLogger } from './options.ts';
+import { parseScheduleRequest } from './schedule-request.ts';
 
 export interface ApiContext {
   readonly replicaId: string;
@@ -89,7 +90,7 @@ function summarise(state: { runtime: object; processes: readonly string[]; threa
 async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const started = performance.now();
   const body = await readJson(req, ctx.scheduleBodyBytesMax);
-  const parsed = parseWith(scheduleRequestSchema, body);
+  const parsed = parseScheduleRequest(body);
   if (!parsed.ok) {
     ctx.metrics.scheduleRequests.inc({ outcome: 'bad_request' });
     return sendJson(res, 400, { error: parsed.error, code: 'invalid_request' });

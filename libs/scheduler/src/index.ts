@@ -7,3 +7,4 @@ export type { SchedulerReplica } from './replica.ts';
 export type { SchedulerReplicaOptions, ReplicaLogger } from './options.ts';
 export { ClusterView } from './cluster-view.ts';
 export type { ClusterViewOptions } from './cluster-view.ts';
+export { parseScheduleRequest } from './schedule-request.ts';
