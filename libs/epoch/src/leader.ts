@@ -38,6 +38,14 @@ export interface EpochLeaderOptions {
   readonly followersMax?: number;
   /** Highest epoch number seen before this term; the first commit is `startEpoch + 1`. Default 0. */
   readonly startEpoch?: number;
+  /**
+   * Parts of other replicas as the last epoch before this term showed them
+   * (replica id → its runtimes). Each becomes the part of a detached
+   * follower until that follower reports, and goes stale like any silent
+   * part — so a new leader's first epochs do not drop the runtimes of
+   * followers that have not reconnected yet. Default: none.
+   */
+  readonly seedParts?: ReadonlyMap<string, readonly RuntimeState[]>;
   readonly onCommit?: (info: CommitInfo) => void;
   /** A follower sent `error` (e.g. it fenced this leader off: `term` above ours). */
   readonly onFollowerError?: (replica: string, term: number, reason: string) => void;
@@ -74,7 +82,8 @@ interface Cycle {
  * The leader owns attached connections and closes them on `stop()`.
  */
 export class EpochLeader {
-  readonly #o: Required<Omit<EpochLeaderOptions, 'sink' | 'onCommit' | 'onFollowerError'>> & EpochLeaderOptions;
+  readonly #o: Required<Omit<EpochLeaderOptions, 'sink' | 'onCommit' | 'onFollowerError' | 'seedParts'>> &
+    EpochLeaderOptions;
   readonly #history: EpochHistory;
   readonly #slots = new Map<string, FollowerSlot>();
   #cycles: Cycle[] = [];
@@ -101,6 +110,7 @@ export class EpochLeader {
     checkInt('followersMax', this.#o.followersMax, 1);
     this.#history = new EpochHistory(this.#o.keepEpochs);
     this.#token = this.#o.startEpoch;
+    this.#seed(this.#o.seedParts);
     this.#armTick();
   }
 
@@ -165,6 +175,14 @@ export class EpochLeader {
     this.#cycles = [];
     for (const slot of this.#slots.values()) slot.conn?.close(1001, 'leader stopped');
     this.#slots.clear();
+  }
+
+  #seed(parts: ReadonlyMap<string, readonly RuntimeState[]> | undefined): void {
+    const now = this.#o.clock.now();
+    for (const [replica, part] of parts ?? []) {
+      if (replica === this.#o.replicaId || !makeRoom(this.#slots, this.#o.followersMax)) continue;
+      this.#slots.set(replica, { ...newSlot(replica, now), part, detachedAtMs: now });
+    }
   }
 
   #armTick(): void {

@@ -123,6 +123,18 @@ describe('EpochLeader transcripts', () => {
     assertConverged(cluster);
   });
 
+  it('a new leader keeps seeded parts of followers that have not reconnected, until they go stale', async () => {
+    const seedParts = new Map([
+      ['f1', [runtimeState('f1-r1', 'f1')]],
+      ['leader', [runtimeState('ghost', 'leader')]],
+    ]);
+    cluster = startCluster([], { seedParts });
+    await cluster.clock.advance(1_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'leader-r1:up'], 'own seed is ignored');
+    await cluster.clock.advance(10_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:down', 'leader-r1:up']);
+  });
+
   it('at most maxInFlight cycles wait at once', async () => {
     cluster = startCluster(['f1', 'f2']);
     await cluster.clock.advance(20);

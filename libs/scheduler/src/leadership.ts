@@ -56,6 +56,8 @@ export class Leadership {
   readonly #syncServer: SyncServer;
   #leader: EpochLeader | undefined;
   #holder: { id: string; address: string } | undefined;
+  /** The last leader other than this replica; its runtimes are not carried into our term (it may be dead). */
+  #previousLeader: string | undefined;
   #term = 0;
   #connection: SyncConnection | undefined;
   #followGeneration = 0;
@@ -147,6 +149,7 @@ export class Leadership {
       apply,
       sink: options.view,
       startEpoch: Math.max(options.view.epoch, this.#follower.latest()?.epoch ?? 0, 0),
+      seedParts: partsByOwner(options.view.states(), this.#previousLeader),
       ...options.epoch,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
       onFollowerError: (replica, followerTerm, reason) =>
@@ -170,6 +173,7 @@ export class Leadership {
 
   #observe(holder: string | undefined, term: number): void {
     this.#holder = parseHolder(holder);
+    if (this.#holder && this.#holder.id !== this.#options.replicaId) this.#previousLeader = this.#holder.id;
     this.#term = Math.max(this.#term, term);
     this.#options.onRoleChange?.();
     if (!this.#holder || this.#holder.id === this.#options.replicaId) {
@@ -239,4 +243,26 @@ function observeClose(conn: SyncConnection): { connection: SyncConnection; close
     },
   };
   return { connection, closed };
+}
+
+/**
+ * The last epoch's runtimes grouped by the replica holding their tunnels:
+ * a new leader starts from them, so followers that have not reconnected yet
+ * keep their runtimes (until their part goes stale) instead of dropping out
+ * of the first epochs of the term. The previous leader's runtimes are left
+ * out: if it died, its tunnels died with it.
+ */
+function partsByOwner(
+  states: readonly RuntimeState[],
+  previousLeader: string | undefined,
+): Map<string, RuntimeState[]> {
+  const parts = new Map<string, RuntimeState[]>();
+  for (const state of states) {
+    const owner = state.runtime.owner;
+    if (owner === previousLeader) continue;
+    let part = parts.get(owner);
+    if (!part) parts.set(owner, (part = []));
+    part.push(state);
+  }
+  return parts;
 }
