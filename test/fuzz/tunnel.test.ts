@@ -15,8 +15,8 @@ import { until } from '../support/processes.ts';
 
 const CASES = 10_000;
 const PARALLEL = 32;
-/** How long a case's tunnel stays open after its bytes, for the scheduler to act on them. */
-const LINGER_MS = 20;
+/** Longest wait for the close handshake after a case's bytes. */
+const CLOSE_WAIT_MS = 2000;
 
 /** One HTTP/2 frame: 9-byte header (length, type, flags, stream id) and payload. */
 function frame(type: number, flags: number, stream: number, payload: Uint8Array, lengthOverride?: number): Buffer {
@@ -62,7 +62,11 @@ const caseArb: fc.Arbitrary<TunnelCase> = fc.oneof(
 );
 
 let fakes = 0;
-/** Connects as fake runtime `fzt<N>`, writes the case's bytes as binary frames, lingers, then hangs up. */
+/**
+ * Connects as fake runtime `fzt<N>`, writes the case's bytes as binary
+ * frames, then closes: the close frame follows the data, so the scheduler
+ * reads every byte before it sees the close.
+ */
 async function runFake(url: string, c: TunnelCase): Promise<string | undefined> {
   const info = Buffer.from(JSON.stringify({ id: `fzt${fakes++ % 64}`, classes: ['demo'] })).toString('base64url');
   const ws = new WebSocket(`${url.replace('http', 'ws')}/api/runtime/connect`, {
@@ -82,10 +86,12 @@ async function runFake(url: string, c: TunnelCase): Promise<string | undefined> 
     const cut = bytes.length >> 1;
     ws.send(bytes.subarray(0, cut));
     ws.send(bytes.subarray(cut));
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, LINGER_MS);
+    const closed = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, CLOSE_WAIT_MS);
       ws.once('close', () => (clearTimeout(timer), resolve()));
     });
+    if (ws.readyState === WebSocket.OPEN) ws.close(1000);
+    await closed;
     return undefined;
   } finally {
     ws.terminate();
