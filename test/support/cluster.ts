@@ -23,6 +23,8 @@ export interface ClusterOptions {
   readonly schedulerArgs?: readonly string[];
   readonly runtimeArgs?: readonly string[];
   readonly gatewayArgs?: readonly string[];
+  /** How long start-up waits for every runtime to show on every scheduler; default 15 s. */
+  readonly startTimeoutMs?: number;
 }
 
 export interface TestCluster {
@@ -196,7 +198,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   try {
     await cluster.waitForRuntimes(
       runtimes.map((r) => r.name),
-      15_000,
+      options.startTimeoutMs ?? 15_000,
     );
   } catch (error) {
     // The caller never gets the cluster to stop: without this, the spawned processes keep the test alive.
