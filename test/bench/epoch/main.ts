@@ -3,7 +3,10 @@
 // replaced per second, spread over every replica's part. Measured: time from
 // a part change on follower f1 to the commit carrying it being applied on
 // follower f2 (p50/p99), and bytes per delta commit — once for 100 and once
-// for 1,000 runtimes, to show cost follows churn, not fleet size.
+// for 1,000 runtimes, to show cost follows churn, not fleet size. Then, with
+// replicas as OS processes: failover time after a kill -9 of the leader
+// (default and tuned election settings) and schedule answers per second on
+// one replica.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock } from '@switchyard/clock';
@@ -11,6 +14,8 @@ import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader, connectSync, createSyncServer, type EpochSink } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { percentile, progress, report } from '../report.ts';
+import { measureFailover } from './failover.ts';
+import { measureScheduleLoad } from './schedule-load.ts';
 import type { Figure } from '../report.ts';
 
 const THREADS_TOTAL = 100_000;
@@ -158,4 +163,11 @@ async function runSize(runtimes: number): Promise<Figure[]> {
 
 const figures: Figure[] = [];
 for (const runtimes of [100, 1000]) figures.push(...(await runSize(runtimes)));
+figures.push(...(await measureScheduleLoad()));
+figures.push(
+  ...(await measureFailover('tuned', { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 }, 5)),
+);
+figures.push(
+  ...(await measureFailover('default', { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 }, 3)),
+);
 report('epoch', figures);
