@@ -43,6 +43,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   const host = createSandboxHost({
     runtimeId,
     classes: options.classes,
+    ...(options.engines ? { engines: options.engines } : {}),
     sandboxesMax: options.sandboxesMax,
     sessionIdleMs: options.sessionIdleMs,
     reporter: store,

@@ -1,5 +1,5 @@
 import type { Clock } from '@switchyard/clock';
-import type { EngineConfig, MeteringSink } from '@switchyard/sandbox';
+import type { Engine, EngineConfig, MeteringSink } from '@switchyard/sandbox';
 import type { Metrics } from '@switchyard/service';
 
 /** The slice of a pino logger the runtime uses. */
@@ -16,6 +16,11 @@ export interface RuntimeNodeOptions {
   readonly schedulerUrl: string;
   readonly joinToken: string;
   readonly classes: Readonly<Record<string, EngineConfig>>;
+  /**
+   * Engines that classes with `{engine: 'custom', name}` refer to, for
+   * embedders and test fixtures; the runtime binary supplies none. Default none.
+   */
+  readonly engines?: Readonly<Record<string, Engine>>;
   readonly sandboxesMax: number;
   readonly sessionIdleMs: number;
   readonly metadata?: Readonly<Record<string, string>>;
