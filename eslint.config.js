@@ -31,6 +31,11 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // test/ is one project: its suites share test/support by relative path.
+    files: ['test/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [deepImport] }] },
+  },
+  {
     // The protocol and the scheduling core are pure: no Node built-ins, no I/O.
     files: ['libs/protocol/src/**', 'libs/scheduling/src/**'],
     rules: {

@@ -4,9 +4,7 @@
 // every sample starts from three synced replicas. A killed leader never
 // releases its lease, so the figure is dominated by the lease duration: the
 // survivors must wait for it to expire, then take it on a retry tick.
-// eslint-disable-next-line no-restricted-imports -- test/ is one project; test/support is its shared harness, not a package
 import { epochOf, startCluster, type TestCluster } from '../../support/cluster.ts';
-// eslint-disable-next-line no-restricted-imports -- test/ is one project; test/support is its shared harness, not a package
 import { until } from '../../support/processes.ts';
 import { percentile, progress, type Figure } from '../report.ts';
 

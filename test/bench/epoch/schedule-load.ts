@@ -5,7 +5,6 @@
 // pending placement — the costlier path; a thread fast-path hit is cheaper.
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
-// eslint-disable-next-line no-restricted-imports -- test/ is one project; test/support is its shared harness, not a package
 import { startCluster } from '../../support/cluster.ts';
 import { percentile, progress, type Figure } from '../report.ts';
 
