@@ -50,6 +50,7 @@ export interface LoadOptions {
 
 const ERRORS_MAX = 5000;
 const VIOLATIONS_MAX = 200;
+const RECOVERIES_MAX = 5000;
 
 /** HTTP status of an SDK error: its `status` (SdkHttpError data) or "(HTTP 404)" in its message, if any. */
 export function statusOf(error: unknown): number | undefined {
@@ -142,7 +143,9 @@ export class SessionLoad {
           if (firstErrorMs !== undefined) {
             s.reinits++;
             const downMs = performance.now() - firstErrorMs;
-            this.recoveries.push({ atMs: performance.now(), session: s.index, from, to: s.runtime, downMs, saw404 });
+            if (this.recoveries.length < RECOVERIES_MAX) {
+              this.recoveries.push({ atMs: performance.now(), session: s.index, from, to: s.runtime, downMs, saw404 });
+            }
           }
           firstErrorMs = undefined;
           saw404 = false;

@@ -68,6 +68,15 @@ export function createPartition(): Partition {
   const servers: Server[] = [];
   const sockets = new Set<Socket>();
   let closed = false;
+  // Should the test process die before its after hooks, the namespace (and the veth pair with it) still goes.
+  const removeOnExit = (): void => {
+    try {
+      run(['netns', 'del', ns]);
+    } catch {
+      // already gone
+    }
+  };
+  process.once('exit', removeOnExit);
   const method = nft ? 'nftables' : 'link-down';
   return {
     wrapper: [ip, 'netns', 'exec', ns],
@@ -119,6 +128,7 @@ export function createPartition(): Partition {
     async close() {
       if (closed) return;
       closed = true;
+      process.off('exit', removeOnExit);
       for (const s of sockets) s.destroy();
       await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
       try {
