@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { format, resolveConfig } from 'prettier';
 import { describeMachine, parseFigures, renderSuite, replaceSuiteBlock } from './report.ts';
 
 const here = import.meta.dirname;
@@ -63,7 +64,9 @@ for (const suite of requested.length > 0 ? requested : available) {
   const figures = parseFigures(stdout, suite);
   // A failed suite keeps its previous table: a partial run must not erase recorded figures.
   if (writeDocs && status === 0) {
-    writeFileSync(DOC, replaceSuiteBlock(readFileSync(DOC, 'utf8'), suite, renderSuite(suite, figures, machine, date)));
+    const doc = replaceSuiteBlock(readFileSync(DOC, 'utf8'), suite, renderSuite(suite, figures, machine, date));
+    // Formatted as the repository's Prettier check expects, so a regenerated file passes `npm run lint`.
+    writeFileSync(DOC, await format(doc, { ...(await resolveConfig(DOC)), filepath: DOC }));
     console.error(`docs/benchmarks.md: ${suite} table updated (${figures.length} figures)`);
   }
 }
