@@ -26,14 +26,23 @@ export interface RssSeries {
   readonly samples: RssSample[];
 }
 
-/** Growth of one process: last-window maximum over the post-warm-up minimum. */
+/** Growth of one process after the warm-up. */
 export interface RssGrowth {
   readonly name: string;
   readonly minAfterWarmupBytes: number;
   readonly maxAfterWarmupBytes: number;
   readonly lastBytes: number;
-  /** max − min after the warm-up: what the bound is checked against. */
+  /** max − min after the warm-up (includes the climb to the allocator's plateau). */
   readonly growthBytes: number;
+  /**
+   * Maximum of the second half of the post-warm-up samples minus the maximum
+   * of the first half: what the bound is checked against. A plateau (heap and
+   * allocator arenas sized for the load) scores about 0; a leak keeps growing
+   * and scores its growth over half the run.
+   */
+  readonly lateGrowthBytes: number;
+  /** RSS at ten evenly spaced samples after the warm-up, for the record. */
+  readonly profileBytes: readonly number[];
 }
 
 /**
@@ -76,12 +85,18 @@ export function growthAfter(series: readonly RssSeries[], warmupMs: number): Rss
     if (after.length === 0) throw new Error(`${name}: no RSS sample after the ${warmupMs} ms warm-up`);
     const min = Math.min(...after);
     const max = Math.max(...after);
+    const half = Math.floor(after.length / 2);
+    const firstMax = Math.max(...after.slice(0, Math.max(1, half)));
+    const secondMax = Math.max(...after.slice(half));
+    const profileBytes = Array.from({ length: 10 }, (_, i) => after[Math.floor((i * (after.length - 1)) / 9)]!);
     return {
       name,
       minAfterWarmupBytes: min,
       maxAfterWarmupBytes: max,
       lastBytes: after.at(-1)!,
       growthBytes: max - min,
+      lateGrowthBytes: Math.max(0, secondMax - firstMax),
+      profileBytes,
     };
   });
 }

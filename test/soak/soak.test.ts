@@ -1,15 +1,20 @@
 // Soak: sessions are opened and closed continuously through the gateway of a
 // process cluster while the RSS of every process is sampled from /proc. After
-// a warm-up no process may grow beyond RSS_GROWTH_BYTES_MAX over its own
-// post-warm-up minimum.
+// a warm-up no process may grow by more than RSS_GROWTH_BYTES_MAX between
+// the first and the second half of the run.
 //
-// Bound: 40 MB. A quiet Node process's RSS swings by 10–25 MB as V8 grows and
-// shrinks its young generation and releases old-space pages lazily, so a
-// tighter bound flags GC noise. A leak that matters is per session: this loop
-// opens about 5–10 sessions a second on a shared 2-core machine, so the 60 s
-// run (45 s judged) opens 300–600 and a leak of about 100 KB per session (a
-// forgotten transport with its buffers) crosses the bound; the 10-minute run
-// opens thousands, so about 10 KB per session does.
+// Bound: 40 MB of late growth — the maximum RSS of the second half of the
+// post-warm-up window over the maximum of its first half. Not growth over the
+// post-warm-up minimum: measured here, a scheduler+runtime process serving
+// 3,000 sessions kept a flat heap after GC (33 → 42 MB heapUsed) while its
+// RSS climbed from 160 MB to a plateau of 380 MB over the first ~1,000
+// sessions (V8 heap capacity and allocator arenas sized for the load) and then
+// stayed there. A min-based bound fails on that plateau at any run length; a
+// leak keeps growing in the second half, which this bound catches. 40 MB is
+// above the 10–25 MB a quiet Node process swings through GC; at the 10-minute
+// run's 20–30 sessions a second (about 8,000 sessions in the judged second
+// half) it flags a leak of about 5 KB per session, at the 60 s run's rate
+// about 150 KB per session. Every call must succeed, too.
 //
 // SOAK_SECONDS (default 60) sets the duration; `npm run soak` runs 600.
 import { after, before, describe, it } from 'node:test';
@@ -79,7 +84,8 @@ describe(`soak: ${SOAK_SECONDS} s of sessions opened and closed through the gate
       for (const g of growth) {
         console.log(
           `soak rss ${g.name}: min ${(g.minAfterWarmupBytes / MB).toFixed(1)} MB, max ${(g.maxAfterWarmupBytes / MB).toFixed(1)} MB, ` +
-            `last ${(g.lastBytes / MB).toFixed(1)} MB, growth ${(g.growthBytes / MB).toFixed(1)} MB`,
+            `last ${(g.lastBytes / MB).toFixed(1)} MB, growth over min ${(g.growthBytes / MB).toFixed(1)} MB, ` +
+            `late growth ${(g.lateGrowthBytes / MB).toFixed(1)} MB; profile ${g.profileBytes.map((b) => (b / MB).toFixed(0)).join(' ')} MB`,
         );
       }
       console.log(
@@ -88,11 +94,11 @@ describe(`soak: ${SOAK_SECONDS} s of sessions opened and closed through the gate
       );
       assert.deepEqual(failures, []);
       assert.ok(stats.sessions >= SOAK_SECONDS, `too few sessions to judge: ${stats.sessions}`);
-      const over = growth.filter((g) => g.growthBytes > RSS_GROWTH_BYTES_MAX);
+      const over = growth.filter((g) => g.lateGrowthBytes > RSS_GROWTH_BYTES_MAX);
       assert.deepEqual(
-        over.map((g) => `${g.name} grew ${(g.growthBytes / MB).toFixed(1)} MB`),
+        over.map((g) => `${g.name} grew ${(g.lateGrowthBytes / MB).toFixed(1)} MB in the second half`),
         [],
-        `RSS bound ${RSS_GROWTH_BYTES_MAX / MB} MB over the post-warm-up minimum`,
+        `RSS bound: ${RSS_GROWTH_BYTES_MAX / MB} MB of late growth`,
       );
     },
   );
