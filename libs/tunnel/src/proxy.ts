@@ -65,8 +65,25 @@ export function proxyToTunnel(
     }
     res.writeHead(status, out);
     let bodyStarted = false;
-    stream.once('data', () => (bodyStarted = true));
     stream.once('end', () => (bodyStarted = true));
+    // Frames that arrive in one turn of the loop (an event and the end of the
+    // stream, say) leave in one write to the client instead of one each;
+    // registered before pipe's listener so the cork is in place for its write.
+    let corked = false;
+    const release = (): void => {
+      corked = false;
+      const socket = res.socket;
+      if (!res.writableEnded && socket && !socket.destroyed && socket.writableCorked > 0) socket.uncork();
+    };
+    stream.on('data', () => {
+      bodyStarted = true;
+      if (corked) return;
+      corked = true;
+      // The socket, not `res`: a corked response buffers chunks apart and its
+      // end() would then write the terminating chunk ahead of them.
+      res.socket?.cork();
+      setImmediate(release);
+    });
     stream.pipe(res);
     // Headers normally leave with the first body chunk (one write); a stream that stays silent, like an
     // SSE stream before its first event, gets them flushed after this turn so the client is not kept waiting.

@@ -10,6 +10,17 @@ import type WebSocket from 'ws';
 export function byteStream(ws: WebSocket): Duplex {
   ws.binaryType = 'nodebuffer';
   const stream = createWebSocketStream(ws, { allowHalfOpen: false });
+  // HTTP/2 hands over each flush as several buffers (frame headers, payloads)
+  // inside cork()/uncork(); without a writev every buffer became its own
+  // WebSocket message and socket write: 3-6 syscalls per proxied request on
+  // each side. One message per flush keeps the same bytes in one write.
+  // Message boundaries carry no meaning on this stream, so peers are unaffected.
+  const writeOne = stream._write.bind(stream);
+  const encoding = 'buffer' as BufferEncoding;
+  stream._writev = (chunks, callback) => {
+    const bytes = chunks.length === 1 ? chunks[0]!.chunk : Buffer.concat(chunks.map((c) => c.chunk as Buffer));
+    writeOne(bytes, encoding, callback);
+  };
   // Socket errors surface on the stream too; the session reports them, an unhandled one would crash the process.
   stream.on('error', () => {});
   return stream;
