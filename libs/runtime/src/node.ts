@@ -4,7 +4,7 @@ import { systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
-import { closeServer, listen } from '@switchyard/service';
+import { closeServer, listen, metricsHandler } from '@switchyard/service';
 import { dialTunnel } from '@switchyard/tunnel';
 import type { RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
@@ -52,7 +52,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     ...(options.meter ? { meter: options.meter } : {}),
   });
   const watch = createWatchHandler(store, { clock });
-  const route = runtimeRouter(host, watch);
+  const route = runtimeRouter(host, watch, metricsHandler(options.metrics.registry));
   registerMetrics(options, host);
 
   const servers: http.Server[] = [];
