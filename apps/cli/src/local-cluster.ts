@@ -27,6 +27,8 @@ export interface Component {
 export interface LocalCluster {
   readonly gatewayUrl: string;
   readonly schedulerUrls: readonly string[];
+  /** The join token runtimes of this cluster present (generated per run). */
+  readonly joinToken: string;
   components(): Component[];
   close(): Promise<void>;
 }
@@ -113,6 +115,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     return {
       gatewayUrl,
       schedulerUrls: replicas.map((r) => r.url),
+      joinToken: token,
       components: () => [
         ...replicas.map((r) => ({
           kind: 'scheduler' as const,

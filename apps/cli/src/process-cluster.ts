@@ -152,6 +152,7 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
     return {
       gatewayUrl: `${gatewayBase}/mcp`,
       schedulerUrls,
+      joinToken: token,
       components: (): Component[] =>
         started.map((s) => ({
           kind: s.name.startsWith('scheduler') ? 'scheduler' : s.name.startsWith('runtime') ? 'runtime' : 'gateway',

@@ -41,6 +41,7 @@ export async function up(options: UpOptions): Promise<void> {
       JSON.stringify(clientConfig, null, 2),
       '',
       `Try: npx @modelcontextprotocol/inspector --cli ${cluster.gatewayUrl} --method tools/list`,
+      `Join another runtime: npm run switchyard -- runtime join ${cluster.schedulerUrls[0]} --token ${cluster.joinToken}`,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),
