@@ -2,15 +2,12 @@
 // fast timings) and a real runtime node, on loopback port 0. In-process keeps
 // ten thousand cases per target within seconds; the code under test is the
 // same server code the apps run.
-import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
-import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
-import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
-import { createMetrics } from '@switchyard/service';
+import type { RuntimeNode } from '@switchyard/runtime';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { IN_PROCESS_TOKEN, startReplicas, startRuntime } from '../support/inprocess.ts';
 import { until } from '../support/processes.ts';
 
-export const TOKEN = 'fuzz-join-token-0123456789abcdef';
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+export const TOKEN = IN_PROCESS_TOKEN;
 
 /** Seed of every fuzz run; FUZZ_SEED overrides it to explore further. */
 export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 20_261_129);
@@ -27,36 +24,8 @@ export interface FuzzCluster {
 
 /** `count` replicas sharing one memory lease, and runtime `r0` dialled into replica 0. */
 export async function startFuzzCluster(count = 2): Promise<FuzzCluster> {
-  const store = new MemoryLeaseStore();
-  const replicas: SchedulerReplica[] = [];
-  for (let i = 0; i < count; i++) {
-    replicas.push(
-      await startSchedulerReplica({
-        replicaId: `s${i}`,
-        advertiseUrl: 'http://127.0.0.1:{port}',
-        host: '127.0.0.1',
-        port: 0,
-        lock: createMemoryLock(store),
-        election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
-        epoch: { cycleIntervalMs: 200 },
-        joinTokens: () => [TOKEN],
-        tunnelPingIntervalMs: 300,
-        logger: quiet,
-        metrics: createMetrics('scheduler'),
-      }),
-    );
-  }
-  const runtime = await startRuntimeNode({
-    runtimeId: 'r0',
-    schedulerUrl: replicas[0]!.url,
-    joinToken: TOKEN,
-    classes: { demo: { engine: 'builtin' } },
-    sandboxesMax: 10,
-    sessionIdleMs: 60_000,
-    tunnelPingIntervalMs: 300,
-    logger: quiet,
-    metrics: createMetrics('runtime'),
-  });
+  const replicas = await startReplicas(count);
+  const runtime = await startRuntime('r0', replicas[0]!.url);
   const epoch = async (i: number) => {
     const res = await fetch(`${replicas[i]!.url}/api/epoch`, { signal: AbortSignal.timeout(5000) });
     if (res.status !== 200) throw new Error(`s${i} /api/epoch answered ${res.status}`);
