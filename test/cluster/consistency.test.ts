@@ -182,7 +182,10 @@ describe('scheduler cluster of three processes on the fake Lease API', () => {
   for (const { name, frame, reason } of badSyncMessages) {
     it(`closes a sync connection that sends ${name} with 1008 naming the problem, and keeps committing`, async () => {
       const leader = await cluster.leader();
-      const ws = new WebSocket(`${leader.url!.replace('http', 'ws')}/api/sync/intruder`);
+      // A peer with the cluster's token: the frames, not the credentials, are under test.
+      const ws = new WebSocket(`${leader.url!.replace('http', 'ws')}/api/sync/intruder`, {
+        headers: { authorization: `Bearer ${cluster.token}` },
+      });
       const closed = new Promise<{ code: number; reason: string }>((resolve) =>
         ws.once('close', (code, why) => resolve({ code, reason: why.toString() })),
       );

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { WebSocket } from 'ws';
 import { SYNC_REGRESSIONS, type SyncCase } from './regressions.ts';
-import { FUZZ_SEED, describeFailures, runCases, startFuzzCluster, type FuzzCluster } from './support.ts';
+import { FUZZ_SEED, TOKEN, describeFailures, runCases, startFuzzCluster, type FuzzCluster } from './support.ts';
 import { until } from '../support/processes.ts';
 import { openSession } from '../cluster/mcp.ts';
 
@@ -81,7 +81,11 @@ const bytesArb: fc.Arbitrary<SyncCase> = fc
 
 /** Opens a sync connection; resolves undefined when the upgrade is refused with a 4xx. */
 async function open(url: string, replica: string): Promise<WebSocket | undefined> {
-  const ws = new WebSocket(`${url.replace('http', 'ws')}/api/sync/${replica}`, { perMessageDeflate: false });
+  // With the cluster's token: the frames, not the credentials, are under fuzz.
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/api/sync/${replica}`, {
+    perMessageDeflate: false,
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve(ws));
     ws.once('unexpected-response', (_req, res) => {

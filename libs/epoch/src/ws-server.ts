@@ -15,6 +15,12 @@ export interface SyncServerOptions {
   readonly onConnection: (conn: SyncConnection, replica: string) => void;
   readonly bufferedBytesMax?: number;
   readonly payloadBytesMax?: number;
+  /**
+   * Admits a peer before the upgrade (e.g. checks its bearer token); a
+   * refused peer is answered 401 and never reaches `onConnection`. Default:
+   * every peer is admitted — only for a network no one else can reach.
+   */
+  readonly authorize?: (req: IncomingMessage) => boolean;
 }
 
 export interface SyncServer {
@@ -52,6 +58,10 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
         return true;
       }
+      if (options.authorize && !options.authorize(req)) {
+        socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return true;
+      }
       wss.handleUpgrade(req, socket, head, (ws) => {
         options.onConnection(wsSyncConnection(ws, { bufferedBytesMax }), replica);
       });
@@ -71,6 +81,8 @@ export interface ConnectSyncOptions {
   readonly payloadBytesMax?: number;
   /** Default 10 s. */
   readonly handshakeTimeoutMs?: number;
+  /** Sent with the upgrade request, e.g. `Authorization: Bearer <token>`. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -93,6 +105,7 @@ export function connectSync(
     perMessageDeflate: false,
     maxPayload: options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX,
     handshakeTimeout: options.handshakeTimeoutMs ?? 10_000,
+    ...(options.headers ? { headers: { ...options.headers } } : {}),
   });
   return new Promise((resolve, reject) => {
     let settled = false;

@@ -20,8 +20,10 @@ async function until(check: () => boolean, what: string, timeoutMs = 3000): Prom
   }
 }
 
+const PEER_TOKEN = 'peer-token-0123456789';
+
 function rawClient(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(url);
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${PEER_TOKEN}` } });
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);
@@ -48,7 +50,10 @@ describe('epoch sync over WebSocket', () => {
       cycleIntervalMs: 100,
       debounceMs: 5,
     });
-    sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
+    sync = createSyncServer({
+      onConnection: (conn, replica) => leader.attach(conn, replica),
+      authorize: (req) => req.headers.authorization === `Bearer ${PEER_TOKEN}`,
+    });
     http = createServer((_req, res) => res.writeHead(404).end());
     http.on('upgrade', (req, socket, head) => {
       if (!sync.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
@@ -77,7 +82,7 @@ describe('epoch sync over WebSocket', () => {
       sink,
     });
     followers.push(f);
-    f.attach(await connectSync(base, replica));
+    f.attach(await connectSync(base, replica, { headers: { authorization: `Bearer ${PEER_TOKEN}` } }));
     return { follower: f, sink };
   }
 
@@ -131,6 +136,12 @@ describe('epoch sync over WebSocket', () => {
       await until(() => sink.last!.epoch > seen, 'a later commit on the healthy connection');
     });
   }
+
+  it('refuses a peer without the token before the upgrade', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }] as Array<Record<string, string>>) {
+      await assert.rejects(connectSync(base, 'intruder', { headers }), /HTTP 401/);
+    }
+  });
 
   it('connectSync rejects with upstream_unavailable when the replica id is refused', async () => {
     const raw = new WebSocket(`${base.replace('http', 'ws')}/api/sync/${encodeURIComponent('bad id')}`);

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError, statusOf } from '@switchyard/protocol';
 
@@ -73,4 +74,20 @@ export function readJson(req: IncomingMessage, bytesMax: number): Promise<unknow
     req.on('error', onError);
     req.on('close', onClose);
   });
+}
+
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/**
+ * True when `authorization` is `Bearer <t>` for one of `tokens`. Every token
+ * is compared, in constant time over digests, so neither timing nor an early
+ * exit tells which one (or which prefix) matched. No tokens: false.
+ */
+export function bearerMatches(authorization: string | undefined, tokens: readonly string[]): boolean {
+  const presented = /^Bearer (.+)$/.exec(authorization ?? '')?.[1];
+  if (presented === undefined) return false;
+  const given = digest(presented);
+  let match = false;
+  for (const token of tokens) match = timingSafeEqual(given, digest(token)) || match;
+  return match;
 }

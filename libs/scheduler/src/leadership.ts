@@ -12,6 +12,7 @@ import {
 import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
 import { ClusterIndex, diffStates, mergeParts } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
+import { bearerMatches } from './http-util.ts';
 import type { ReplicaLogger } from './options.ts';
 
 export interface LeadershipOptions {
@@ -26,6 +27,8 @@ export interface LeadershipOptions {
     readonly staleAfterMs?: number;
   };
   readonly localPart: () => readonly RuntimeState[];
+  /** Tokens a peer must present on `/api/sync/:replica`; a follower presents the first. None: no peer is admitted. */
+  readonly peerTokens: () => readonly string[];
   readonly view: ClusterView;
   readonly logger: ReplicaLogger;
   readonly onLeaderCommit?: (info: CommitInfo) => void;
@@ -76,6 +79,7 @@ export class Leadership {
       onReject: (info) => options.logger.warn({ ...info }, 'sync message fenced off'),
     });
     this.#syncServer = createSyncServer({
+      authorize: (req) => bearerMatches(req.headers.authorization, options.peerTokens()),
       onConnection: (conn, replica) => {
         if (this.#leader) this.#leader.attach(conn, replica);
         else conn.close(1013, 'not the leader');
@@ -195,7 +199,11 @@ export class Leadership {
     const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
     for (let attempt = 0; current(); attempt++) {
       try {
-        const conn = await connectSync(leaderUrl, this.#options.replicaId, { handshakeTimeoutMs: 2000 });
+        const token = this.#options.peerTokens()[0];
+        const conn = await connectSync(leaderUrl, this.#options.replicaId, {
+          handshakeTimeoutMs: 2000,
+          ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+        });
         if (!current()) {
           conn.close(1000, 'leader changed');
           return;

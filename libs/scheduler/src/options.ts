@@ -23,7 +23,11 @@ export interface SchedulerReplicaOptions {
   readonly port: number;
   readonly lock: LeaseLock;
   readonly election?: Partial<ElectionTiming>;
-  /** Join tokens accepted from runtimes; read on every connect. */
+  /**
+   * Join tokens accepted from runtimes; read on every connect. Replicas of a
+   * cluster share them: they also authenticate peers on `/api/sync/:replica`
+   * (a follower presents the first).
+   */
   readonly joinTokens: () => readonly string[];
   readonly maxRuntimes?: number;
   readonly tunnelPingIntervalMs?: number;

@@ -2,7 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { getJson, postJson, startReplicas, startRuntime, until } from './support.ts';
+import { WebSocket } from 'ws';
+import { TOKEN, getJson, postJson, startReplicas, startRuntime, until } from './support.ts';
 
 describe('three replicas in one process with a memory lease', () => {
   let replicas: SchedulerReplica[] = [];
@@ -71,4 +72,30 @@ describe('three replicas in one process with a memory lease', () => {
     assert.equal(answer.status, 400);
     assert.match(answer.body.error, /^processId: /);
   });
+});
+
+describe('epoch sync admission', () => {
+  let replicas: SchedulerReplica[] = [];
+  before(async () => {
+    replicas = await startReplicas(1);
+  });
+  after(() => Promise.all(replicas.map((r) => r.close())));
+
+  const cases: Array<[string, Record<string, string>, number]> = [
+    ['refuses a peer with no token', {}, 401],
+    ['refuses a peer with a wrong token', { authorization: 'Bearer not-the-token' }, 401],
+    ['admits a peer with the join token', { authorization: `Bearer ${TOKEN}` }, 101],
+  ];
+  for (const [name, headers, status] of cases) {
+    it(name, async () => {
+      const ws = new WebSocket(`${replicas[0]!.url.replace('http', 'ws')}/api/sync/peer`, { headers });
+      const seen = await new Promise<number>((resolve) => {
+        ws.once('upgrade', () => resolve(101));
+        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once('error', () => resolve(-1));
+      });
+      ws.terminate();
+      assert.equal(seen, status);
+    });
+  }
 });
