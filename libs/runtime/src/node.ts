@@ -149,19 +149,16 @@ function registerMetrics(
   options: RuntimeNodeOptions,
   host: { stats(): { sandboxes: number; sessions: number; cancelled: number } },
 ): void {
-  const sandboxes = options.metrics.gauge({ name: 'sandboxes', help: 'Sandboxes alive (warm pool excluded)' });
-  const sessions = options.metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open' });
-  const cancelled = options.metrics.gauge({
+  const { metrics } = options;
+  metrics.gauge({
+    name: 'sandboxes',
+    help: 'Sandboxes alive (warm pool excluded)',
+    collect: () => host.stats().sandboxes,
+  });
+  metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open', collect: () => host.stats().sessions });
+  metrics.gauge({
     name: 'tool_calls_cancelled',
     help: 'Tool calls cancelled by clients so far',
+    collect: () => host.stats().cancelled,
   });
-  const registry = options.metrics.registry;
-  const original = registry.metrics.bind(registry);
-  registry.metrics = async () => {
-    const stats = host.stats();
-    sandboxes.set(stats.sandboxes);
-    sessions.set(stats.sessions);
-    cancelled.set(stats.cancelled);
-    return original();
-  };
 }

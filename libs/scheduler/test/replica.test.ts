@@ -59,6 +59,14 @@ describe('three replicas in one process with a memory lease', () => {
     }
   });
 
+  it("serves a runtime's metrics through /api/proxy, gauges read live", async () => {
+    const res = await fetch(`${replicas[0]!.url}/api/proxy/r1/metrics`);
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.match(text, /^switchyard_runtime_sandboxes \d+$/m);
+    assert.match(text, /^switchyard_runtime_tool_calls_cancelled \d+$/m);
+  });
+
   it('answers 502 for a runtime nobody holds and 404 for its record', async () => {
     const proxied = await fetch(`${replicas[0]!.url}/api/proxy/ghost/healthz`);
     assert.equal(proxied.status, 502);

@@ -16,7 +16,8 @@ export interface Metrics {
   /** `switchyard_<app>_`. */
   readonly prefix: string;
   counter<L extends string = string>(spec: MetricSpec<L>): Counter<L>;
-  gauge<L extends string = string>(spec: MetricSpec<L>): Gauge<L>;
+  /** `collect` runs on every scrape, to set the gauge from a live source. */
+  gauge<L extends string = string>(spec: MetricSpec<L> & { readonly collect?: () => number }): Gauge<L>;
   histogram<L extends string = string>(spec: MetricSpec<L> & { readonly buckets?: readonly number[] }): Histogram<L>;
 }
 
@@ -42,8 +43,22 @@ export function createMetrics(app: AppName): Metrics {
     prefix,
     counter: (spec) =>
       new Counter({ name: full(spec.name), help: spec.help, labelNames: spec.labelNames ?? [], registers: [registry] }),
-    gauge: (spec) =>
-      new Gauge({ name: full(spec.name), help: spec.help, labelNames: spec.labelNames ?? [], registers: [registry] }),
+    gauge: (spec) => {
+      const read = spec.collect;
+      return new Gauge({
+        name: full(spec.name),
+        help: spec.help,
+        labelNames: spec.labelNames ?? [],
+        registers: [registry],
+        ...(read
+          ? {
+              collect(this: Gauge) {
+                this.set(read());
+              },
+            }
+          : {}),
+      });
+    },
     histogram: (spec) =>
       new Histogram({
         name: full(spec.name),
