@@ -3,6 +3,9 @@ import type { Duplex } from 'node:stream';
 import { createWebSocketStream } from 'ws';
 import type WebSocket from 'ws';
 
+/** Largest WebSocket message one batched write makes; the peer accepts up to TUNNEL_DEFAULTS.wsPayloadBytesMax. */
+export const WRITEV_BATCH_BYTES_MAX = 1024 * 1024;
+
 /**
  * Turns an open WebSocket into the byte stream HTTP/2 runs on. Binary frames
  * only; the socket is closed when the stream ends or fails.
@@ -18,8 +21,27 @@ export function byteStream(ws: WebSocket): Duplex {
   const writeOne = stream._write.bind(stream);
   const encoding = 'buffer' as BufferEncoding;
   stream._writev = (chunks, callback) => {
-    const bytes = chunks.length === 1 ? chunks[0]!.chunk : Buffer.concat(chunks.map((c) => c.chunk as Buffer));
-    writeOne(bytes, encoding, callback);
+    // Batches stay well below the peer's WebSocket payload limit: a busy
+    // session can queue megabytes of frames behind one cork.
+    const batches: Buffer[] = [];
+    let batch: Buffer[] = [];
+    let size = 0;
+    for (const { chunk } of chunks) {
+      const bytes = chunk as Buffer;
+      if (size > 0 && size + bytes.length > WRITEV_BATCH_BYTES_MAX) {
+        batches.push(Buffer.concat(batch, size));
+        batch = [];
+        size = 0;
+      }
+      batch.push(bytes);
+      size += bytes.length;
+    }
+    if (size > 0) batches.push(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
+    const next = (i: number): void => {
+      if (i === batches.length - 1) return writeOne(batches[i]!, encoding, callback);
+      writeOne(batches[i]!, encoding, (error) => (error ? callback(error) : next(i + 1)));
+    };
+    next(0);
   };
   // Socket errors surface on the stream too; the session reports them, an unhandled one would crash the process.
   stream.on('error', () => {});
