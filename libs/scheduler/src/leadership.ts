@@ -9,8 +9,8 @@ import {
   type SyncConnection,
   type SyncServer,
 } from '@switchyard/epoch';
-import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
-import { ClusterIndex, diffStates, mergeParts } from '@switchyard/scheduling';
+import type { RuntimeState } from '@switchyard/protocol';
+import { applyOps as apply, diffStates, mergeParts } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
 import { bearerMatches } from './http-util.ts';
 import type { ReplicaLogger } from './options.ts';
@@ -34,12 +34,6 @@ export interface LeadershipOptions {
   readonly onLeaderCommit?: (info: CommitInfo) => void;
   readonly onRoleChange?: () => void;
 }
-
-const apply = (states: readonly RuntimeState[], ops: readonly ClusterOp[]): RuntimeState[] => {
-  const index = ClusterIndex.from(states);
-  index.applyAll(ops);
-  return index.toStates();
-};
 
 /** Reconnect delays of a follower that lost its leader connection, ms. */
 const FOLLOW_RETRY_MS = [100, 250, 500, 1000, 2000] as const;

@@ -7,6 +7,7 @@
 export { ClusterIndex } from './cluster-index.ts';
 export type { ClusterCounts } from './cluster-index.ts';
 export { mergeParts, diffStates } from './merge.ts';
+export { applyOps } from './apply.ts';
 export { schedule } from './schedule.ts';
 export type { ScheduleOptions } from './schedule.ts';
 export { toCandidate } from './candidate.ts';

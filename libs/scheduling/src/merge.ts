@@ -1,5 +1,5 @@
 import type { ClusterOp, Runtime, RuntimeState, ThreadRef } from '@switchyard/protocol';
-import { canonicalRuntime, compareIds, compareThreads, sameIdentity, sameRecord } from './canonical.ts';
+import { canonicalRuntime, compareIds, compareThreads, preferState, sameIdentity, sameRecord } from './canonical.ts';
 import { ClusterIndex } from './cluster-index.ts';
 
 /**
@@ -12,7 +12,30 @@ import { ClusterIndex } from './cluster-index.ts';
  * Output as `ClusterIndex.toStates()`: runtimes by id, lists sorted.
  */
 export function mergeParts(parts: ReadonlyArray<readonly RuntimeState[]>): RuntimeState[] {
-  return ClusterIndex.from(parts.flat()).toStates();
+  // Parts arrive canonical (each replica reports them so): then merging is a
+  // pick per id and a sort by id, sharing the lists instead of rebuilding an
+  // index of every thread each epoch. Anything else takes the index path.
+  const chosen = new Map<string, RuntimeState>();
+  for (const part of parts) {
+    for (const state of part) {
+      const seen = chosen.get(state.runtime.id);
+      chosen.set(state.runtime.id, seen === undefined ? state : preferState(seen, state));
+    }
+  }
+  const out: RuntimeState[] = [];
+  for (const id of [...chosen.keys()].sort(compareIds)) {
+    const state = chosen.get(id)!;
+    const { processes, threads } = state;
+    if (
+      !increasing(processes, compareIds) ||
+      !increasing(threads, compareThreads) ||
+      !coversThreads(processes, threads)
+    ) {
+      return ClusterIndex.from(parts.flat()).toStates();
+    }
+    out.push({ runtime: canonicalRuntime(state.runtime), processes, threads });
+  }
+  return out;
 }
 
 /** State by runtime id; a duplicate id keeps the last. */
@@ -34,7 +57,7 @@ function recordOps(prev: Runtime, next: Runtime): ClusterOp[] {
 
 /** Element-wise equality of the lists: the common case of an untouched runtime, without allocating. */
 function sameContent(prev: RuntimeState, next: RuntimeState): boolean {
-  if (prev === next) return true;
+  if (prev === next || (prev.processes === next.processes && prev.threads === next.threads)) return true;
   if (prev.processes.length !== next.processes.length || prev.threads.length !== next.threads.length) return false;
   for (let i = 0; i < prev.processes.length; i++) if (prev.processes[i] !== next.processes[i]) return false;
   for (let i = 0; i < prev.threads.length; i++) {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { ClusterOp } from '@switchyard/protocol';
-import { ClusterIndex, schedule } from '@switchyard/scheduling';
+import { ClusterIndex, applyOps, mergeParts, schedule } from '@switchyard/scheduling';
 import { request, runtime } from './fixtures.ts';
 
 const ids = ['r0', 'r1', 'r2'];
@@ -59,6 +59,71 @@ describe('an index changed by ops', () => {
             live.apply(op);
             assert.deepEqual(probe(live), probe(ClusterIndex.from(live.toStates())), JSON.stringify(op));
           }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('applyOps on wire states', () => {
+  const threadOps: fc.Arbitrary<ClusterOp> = fc.oneof(
+    fc
+      .record({
+        runtimeId: fc.constantFrom(...ids),
+        process: fc.constantFrom('p0', 'p1'),
+        thread: fc.constantFrom('t0', 't1'),
+      })
+      .map((r) => ({ op: 'thread.add' as const, ...r })),
+    fc
+      .record({
+        runtimeId: fc.constantFrom(...ids),
+        process: fc.constantFrom('p0', 'p1'),
+        thread: fc.constantFrom('t0', 't1'),
+      })
+      .map((r) => ({ op: 'thread.remove' as const, ...r })),
+    fc
+      .record({
+        runtimeId: fc.constantFrom(...ids),
+        metadata: fc.dictionary(fc.constantFrom('zone', 'gpu'), fc.constantFrom('a', 'b')),
+      })
+      .map((r) => ({ op: 'metadata' as const, ...r })),
+  );
+  const anyOp = fc.oneof(opArb, threadOps);
+
+  it('returns what a ClusterIndex round trip returns, and leaves its input as it was', () => {
+    fc.assert(
+      fc.property(fc.array(anyOp, { maxLength: 30 }), fc.array(anyOp, { maxLength: 30 }), (setup, ops) => {
+        const seeded = ClusterIndex.from([]);
+        seeded.applyAll(setup);
+        const before = seeded.toStates();
+        const frozen = JSON.stringify(before);
+        const viaIndex = ClusterIndex.from(before);
+        viaIndex.applyAll(ops);
+        assert.deepEqual(applyOps(before, ops), viaIndex.toStates());
+        assert.equal(JSON.stringify(before), frozen);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('mergeParts', () => {
+  it('equals an index built from every report, for canonical and shuffled parts alike', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(opArb, { maxLength: 20 }), { minLength: 1, maxLength: 3 }),
+        fc.boolean(),
+        (partOps, shuffle) => {
+          const parts = partOps.map((ops) => {
+            const index = ClusterIndex.from([]);
+            index.applyAll(ops);
+            const states = index.toStates();
+            return shuffle
+              ? states.map((s) => ({ ...s, processes: [...s.processes].reverse(), threads: [...s.threads].reverse() }))
+              : states;
+          });
+          assert.deepEqual(mergeParts(parts), ClusterIndex.from(parts.flat()).toStates());
         },
       ),
       { numRuns: 500 },

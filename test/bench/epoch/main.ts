@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { systemClock } from '@switchyard/clock';
 import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader, connectSync, createSyncServer, type EpochSink } from '@switchyard/epoch';
-import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import { applyOps, diffStates, mergeParts } from '@switchyard/scheduling';
 import { percentile, progress, report } from '../report.ts';
 import { measureFailover } from './failover.ts';
 import { measureScheduleLoad } from './schedule-load.ts';
@@ -82,9 +82,9 @@ async function runSize(runtimes: number): Promise<Figure[]> {
     term: 1,
     clock: systemClock,
     localPart: () => parts.leader!.states,
-    merge: referenceMerge,
-    diff: referenceDiff,
-    apply: referenceApply,
+    merge: mergeParts,
+    diff: diffStates,
+    apply: applyOps,
     onCommit: (info) => (info.epoch === 1 ? (snapshotBytes = info.bytes) : commitBytes.push(info.bytes)),
   });
   const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
@@ -113,8 +113,8 @@ async function runSize(runtimes: number): Promise<Figure[]> {
       replicaId: replica,
       clock: systemClock,
       localPart: () => parts[replica]!.states,
-      diff: referenceDiff,
-      apply: referenceApply,
+      diff: diffStates,
+      apply: applyOps,
       sink,
     });
   const f1 = follower('f1', quietSink);
