@@ -1,0 +1,301 @@
+// Gateway bench: one scheduler, one runtime and two gateways as OS processes
+// on loopback. Measured in one run, so the ratios compare like with like:
+// - `tools/call` (echo) latency p50/p99 and req/s at concurrency 1 and 32 for
+//   the runtime's direct listener, a gateway in direct mode, and a gateway
+//   going through the scheduler's tunnel (proxy mode);
+// - RSS of one fresh gateway (proxy mode) holding idle legacy sessions with
+//   open GET streams, read from /proc/<pid>/status at three counts, so the
+//   cost per stream and the figure at 10,000 follow from the slope.
+// Raw HTTP over undici Pools with sessions opened before the timed loops.
+// Every loop has a fixed count.
+//
+// Why 10,000 streams are not measured directly here:
+// - one runtime's tunnel carries at most 4,096 concurrent streams
+//   (H2_TUNING.maxConcurrentStreams), and this bench has one runtime;
+// - direct mode has no such cap, but the runtime's direct HTTP/1.1 listener
+//   sends a GET stream's headers only with its first event, so an idle
+//   stream never completes its response headers there;
+// - a relayed HTTP/1.1 stream holds a socket to the client and one upstream,
+//   so N streams need 2N descriptors in the gateway, and the hard limit here
+//   (`ulimit -Hn`) is 20,000, which these processes cannot raise.
+// IDLE_SESSIONS is the largest round thousand under all three (at most
+// 10,000). The idle gateway runs with its soft descriptor limit raised to
+// the hard one, since holding streams is what a proxy's limit is sized for.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Pool } from 'undici';
+// test/support is this test tree's own process harness, not another package.
+import { startCluster } from '../../support/cluster.ts';
+import { spawnApp, type AppProcess } from '../../support/processes.ts';
+import { percentile, progress, report, type Figure } from '../report.ts';
+import { closeSession, echo, LEGACY, openSession, poolFor, type Session, type Target } from './targets.ts';
+
+const TOKEN = 'bench-direct-token-0123456789';
+const CONCURRENCIES = [1, 32] as const;
+const CALLS = { 1: 2000, 32: 8000 } as const;
+/** Interleaved rounds per concurrency; CALLS divide evenly. */
+const ROUNDS = 4;
+const WARMUP_CALLS = 300;
+const IDLE_TARGET = 10_000;
+/** Descriptors a gateway needs besides its streams (listeners, scheduler pool, stdio, epoll). */
+const FD_SPARE = 1_000;
+/** Streams one tunnel carries at once (H2_TUNING.maxConcurrentStreams), less room for the runtime's own /watch. */
+const TUNNEL_STREAMS_MAX = 4_000;
+const IDLE_SESSIONS = idleSessions();
+const IDLE_BATCH = 100;
+/** Sandboxes the idle sessions share (the runtime caps sandboxes, not sessions). */
+const IDLE_PROCESSES = 50;
+/** Idle streams are opened in this many equal steps, RSS read after each. */
+const IDLE_STEPS = 3;
+const IDLE_SETTLE_MS = 2000;
+
+/** Streams one gateway can hold here (see the top of this file), in thousands, at most IDLE_TARGET. */
+function idleSessions(): number {
+  const override = process.env.BENCH_IDLE_SESSIONS;
+  if (override !== undefined) return Number(override);
+  const limit = (flag: string): number => Number(execFileSync('sh', ['-c', `ulimit ${flag}`], { encoding: 'utf8' }));
+  const hard = limit('-Hn');
+  const soft = limit('-Sn');
+  if (!Number.isFinite(hard) || !Number.isFinite(soft)) return IDLE_TARGET;
+  const fit = Math.min((hard - FD_SPARE) / 2, soft - FD_SPARE, TUNNEL_STREAMS_MAX);
+  return Math.min(IDLE_TARGET, Math.floor(fit / 1000) * 1000);
+}
+
+/** Runs the app with its soft descriptor limit raised to the hard one. */
+const RAISE_FD_LIMIT = ['sh', '-c', 'ulimit -n "$(ulimit -Hn)" && exec "$@"', 'sh'];
+
+interface Loop {
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly rps: number;
+}
+
+/** One target's open sessions and what its timed rounds collected. */
+interface Lane {
+  readonly target: Target;
+  readonly pool: Pool;
+  readonly sessions: Session[];
+  readonly samples: number[];
+  wallMs: number;
+}
+
+async function openLane(target: Target, concurrency: number): Promise<Lane> {
+  const pool = poolFor(target, concurrency);
+  const sessions: Session[] = [];
+  for (let i = 0; i < concurrency; i++) sessions.push(await openSession(pool, target));
+  await Promise.all(
+    sessions.map(async (s) => {
+      for (let n = 0; n < WARMUP_CALLS / concurrency; n++) await echo(s, n);
+    }),
+  );
+  return { target, pool, sessions, samples: [], wallMs: 0 };
+}
+
+/** `calls` echo calls spread over the lane's sessions, timed into the lane. */
+async function round(lane: Lane, calls: number): Promise<void> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    lane.sessions.map(async (s) => {
+      while (next < calls) lane.samples.push(await echo(s, next++));
+    }),
+  );
+  lane.wallMs += performance.now() - started;
+}
+
+/**
+ * Every target at one concurrency, in ROUNDS interleaved rounds: on a shared,
+ * loaded machine the load drifts within seconds, and target-after-target
+ * loops charged that drift to whichever target ran during a busy spell.
+ */
+async function measureAll(targets: readonly Target[], concurrency: 1 | 32): Promise<Map<string, Loop>> {
+  const lanes: Lane[] = [];
+  try {
+    for (const target of targets) lanes.push(await openLane(target, concurrency));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const lane of lanes) await round(lane, CALLS[concurrency] / ROUNDS);
+    }
+    const loops = new Map<string, Loop>();
+    for (const lane of lanes) {
+      const sorted = [...lane.samples].sort((a, b) => a - b);
+      loops.set(lane.target.name, {
+        p50Ms: percentile(sorted, 50),
+        p99Ms: percentile(sorted, 99),
+        rps: (sorted.length / lane.wallMs) * 1000,
+      });
+    }
+    return loops;
+  } finally {
+    for (const lane of lanes) {
+      await Promise.all(lane.sessions.map(closeSession));
+      await lane.pool.close();
+    }
+  }
+}
+
+function rssBytes(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) * 1024;
+}
+
+/** Opens sessions `from`..`to` through `target` on `pool`, each with a GET stream left open. */
+async function holdIdleStreams(pool: Pool, target: Target, from: number, to: number): Promise<void> {
+  const path = new URL(target.url).pathname;
+  for (let batch = from; batch < to; batch += IDLE_BATCH) {
+    await Promise.all(
+      Array.from({ length: Math.min(IDLE_BATCH, to - batch) }, async (_, k) => {
+        const i = batch + k;
+        const headers = { 'x-switchyard-process': `idle-${i % IDLE_PROCESSES}` };
+        const session = await openSession(pool, { ...target, headers: { ...target.headers, ...headers } });
+        const res = await pool.request({
+          path,
+          method: 'GET',
+          headers: { accept: 'text/event-stream', 'mcp-protocol-version': LEGACY, 'mcp-session-id': session.id },
+        });
+        if (res.statusCode !== 200) throw new Error(`GET stream ${i}: ${res.statusCode}`);
+        res.body.on('error', () => undefined);
+      }),
+    );
+    if (((batch - from) / IDLE_BATCH) % 20 === 0) progress(`idle sessions open: ${batch + IDLE_BATCH}`);
+  }
+}
+
+/** RSS of the gateway once its allocations for the streams so far have settled. */
+async function settledRss(pid: number): Promise<number> {
+  await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+  return rssBytes(pid);
+}
+
+/**
+ * RSS of a fresh proxy-mode gateway (the latency loops' heap growth is not
+ * charged to idle streams) at 0 and after each of IDLE_STEPS equal steps up
+ * to IDLE_SESSIONS open GET streams. The slope between the first and last
+ * step gives the cost per stream and the figure at IDLE_TARGET.
+ */
+async function idleFigures(schedulers: readonly string[], extra: AppProcess[]): Promise<Figure[]> {
+  const gateway = await spawnApp(
+    'gateway',
+    'g-idle',
+    [
+      ...['--host', '127.0.0.1', '--port', '0', '--default-class', 'demo', '--drain-delay-ms', '0'],
+      ...['--schedulers', schedulers.join(',')],
+      ...['--principal-concurrency-max', String(IDLE_SESSIONS + 1000)],
+    ],
+    { wrapper: RAISE_FD_LIMIT },
+  );
+  extra.push(gateway);
+  const target: Target = { name: 'idle', url: `http://127.0.0.1:${gateway.port}/mcp`, headers: {} };
+  const pool = new Pool(new URL(target.url).origin, { connections: IDLE_SESSIONS + IDLE_BATCH });
+  try {
+    const points: Array<{ streams: number; rss: number }> = [{ streams: 0, rss: await settledRss(gateway.pid) }];
+    for (let step = 1; step <= IDLE_STEPS; step++) {
+      const to = Math.round((IDLE_SESSIONS * step) / IDLE_STEPS);
+      await holdIdleStreams(pool, target, points.at(-1)!.streams, to);
+      points.push({ streams: to, rss: await settledRss(gateway.pid) });
+      progress(`gateway RSS ${(points.at(-1)!.rss / 2 ** 20).toFixed(0)} MB with ${to} idle GET streams`);
+    }
+    const first = points[1]!;
+    const last = points.at(-1)!;
+    const perStream = (last.rss - first.rss) / (last.streams - first.streams);
+    return [
+      { metric: 'idle_sessions', value: IDLE_SESSIONS, unit: 'sessions' },
+      { metric: 'gateway_rss_start', value: points[0]!.rss / 2 ** 20, unit: 'MB' },
+      { metric: 'gateway_rss_idle_sessions', value: last.rss / 2 ** 20, unit: 'MB' },
+      { metric: 'gateway_rss_per_idle_stream', value: perStream / 1024, unit: 'KiB' },
+      {
+        metric: 'gateway_rss_10k_idle_sessions_extrapolated',
+        value: (last.rss + perStream * (IDLE_TARGET - last.streams)) / 2 ** 20,
+        unit: 'MB',
+      },
+    ];
+  } finally {
+    await pool.destroy();
+  }
+}
+
+async function main(): Promise<void> {
+  const cluster = await startCluster({
+    schedulers: 1,
+    runtimes: 1,
+    gateways: 1,
+    // The production default: the bench measures traffic, not liveness, and
+    // the test default (300 ms) drops healthy tunnels on a loaded machine.
+    tunnelPingIntervalMs: 5000,
+    runtimeArgs: [
+      '--direct-listen.enabled',
+      'true',
+      '--direct-listen.host',
+      '127.0.0.1',
+      '--direct-listen.token',
+      TOKEN,
+    ],
+  });
+  const extra: AppProcess[] = [];
+  try {
+    const runtime = cluster.runtimes[0]!;
+    const ready = await runtime.waitForLog((l) => l.msg === 'ready');
+    const directUrl = String(ready.direct);
+    const direct = await spawnApp('gateway', 'g-direct', [
+      ...['--host', '127.0.0.1', '--port', '0', '--default-class', 'demo', '--drain-delay-ms', '0'],
+      ...['--schedulers', cluster.schedulerUrls().join(','), '--upstream-mode', 'direct'],
+      ...['--upstream-token', TOKEN],
+    ]);
+    extra.push(direct);
+    const targets: Target[] = [
+      {
+        name: 'runtime direct',
+        url: `${directUrl}/mcp`,
+        headers: { authorization: `Bearer ${TOKEN}`, 'x-switchyard-class': 'demo' },
+      },
+      { name: 'gateway direct mode', url: `http://127.0.0.1:${direct.port}/mcp`, headers: {} },
+      { name: 'gateway tunnel mode', url: cluster.gatewayUrl(0), headers: {} },
+    ];
+    const figures: Figure[] = [];
+    const loops = new Map<string, Loop>();
+    for (const c of CONCURRENCIES) {
+      for (const [name, loop] of await measureAll(targets, c)) {
+        loops.set(`${name}/${c}`, loop);
+        progress(
+          `${name} c=${c}: p50 ${loop.p50Ms.toFixed(3)} ms, p99 ${loop.p99Ms.toFixed(3)} ms, ${loop.rps.toFixed(0)} req/s`,
+        );
+        const key = name.replaceAll(' ', '_');
+        figures.push(
+          { metric: `${key}_c${c}_p50`, value: loop.p50Ms, unit: 'ms' },
+          { metric: `${key}_c${c}_p99`, value: loop.p99Ms, unit: 'ms' },
+          { metric: `${key}_c${c}_throughput`, value: loop.rps, unit: 'req/s' },
+        );
+      }
+    }
+    const base1 = loops.get('runtime direct/1')!;
+    const base32 = loops.get('runtime direct/32')!;
+    figures.push(
+      {
+        metric: 'direct_mode_added_p50_c1',
+        value: loops.get('gateway direct mode/1')!.p50Ms - base1.p50Ms,
+        unit: 'ms',
+      },
+      {
+        metric: 'tunnel_mode_added_p50_c1',
+        value: loops.get('gateway tunnel mode/1')!.p50Ms - base1.p50Ms,
+        unit: 'ms',
+      },
+      {
+        metric: 'direct_mode_throughput_ratio_c32',
+        value: loops.get('gateway direct mode/32')!.rps / base32.rps,
+        unit: 'ratio',
+      },
+      {
+        metric: 'tunnel_mode_throughput_ratio_c32',
+        value: loops.get('gateway tunnel mode/32')!.rps / base32.rps,
+        unit: 'ratio',
+      },
+    );
+    figures.push(...(await idleFigures(cluster.schedulerUrls(), extra)));
+    report('gateway', figures);
+  } finally {
+    await Promise.all(extra.map((p) => p.stop(2000)));
+    await cluster.stop();
+  }
+}
+
+await main();
