@@ -5,9 +5,14 @@
 // between the first and the second half of the run; in runs of at least
 // RSS_JUDGED_FROM_SECONDS the RSS bound below applies as well.
 //
-// Heap bound: 16 MB rise of the lowest heap sample (see heap.ts). At the 60 s
-// run's ~25 sessions a second that flags a leak above ~1.5 KB per session;
-// GC timing moves the floor by a few MB at most.
+// Heap bound: the rise of the lowest heap sample (see heap.ts). In long runs
+// major collections happen throughout, so the floor tracks the live heap:
+// 16 MB, a leak above ~0.5 KB per session at the ten-minute run's rate. In a
+// 60 s run a scheduler that carries every proxied request through its
+// tunnels may see no major collection in the second half, and the floor then
+// includes old-space garbage: measured up to 54 MB with no leak (the same
+// process's floor fell by 18 MB in another run). The short run therefore
+// allows 96 MB — it still catches a leak above ~50 KB per session.
 //
 // RSS is judged only in long runs: in the first ~1,000 sessions RSS climbs to
 // a plateau while V8 sizes its heap for the load (measured below), so a 60 s
@@ -38,7 +43,7 @@ const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const WARMUP_MS = 15_000;
 const RSS_GROWTH_BYTES_MAX = 40 * 1024 * 1024;
 const RSS_JUDGED_FROM_SECONDS = 300;
-const HEAP_FLOOR_GROWTH_BYTES_MAX = 16 * 1024 * 1024;
+const HEAP_FLOOR_GROWTH_BYTES_MAX = (SOAK_SECONDS >= RSS_JUDGED_FROM_SECONDS ? 16 : 96) * 1024 * 1024;
 /** Concurrent open/close loops; each session does a few calls, then closes (DELETE). */
 const LOOPS = 4;
 const CALLS_PER_SESSION = 3;
