@@ -2,8 +2,8 @@ import express from 'express';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { Agent } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
+import { readBody } from '@switchyard/service';
 import { createAuthenticator, bearerChallenge } from './auth.ts';
-import { readBody } from './body.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
@@ -162,7 +162,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       await routeSession(ctx, base, sessionId);
       return;
     }
-    const body = await readBody(req, o.bodyBytesMax, abort.signal);
+    // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
+    // `initialize` must be resent. Response bodies stream.
+    const body = await readBody(req, { bytesMax: o.bodyBytesMax, signal: abort.signal });
     const info = inspectBody(body);
     const r: Routed = { ...base, body, info };
     try {

@@ -1,11 +1,10 @@
 import http from 'node:http';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
 import { closeServer, listen, metricsHandler } from '@switchyard/service';
-import { dialTunnel } from '@switchyard/tunnel';
+import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
 import type { RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
 
@@ -131,12 +130,9 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
 }
 
 function requireBearer(token: string, next: http.RequestListener): http.RequestListener {
-  const expected = createHash('sha256').update(`Bearer ${token}`).digest();
+  const tokens = [token];
   return (req, res) => {
-    const given = createHash('sha256')
-      .update(req.headers.authorization ?? '')
-      .digest();
-    if (!timingSafeEqual(given, expected)) {
+    if (!bearerMatches(req.headers.authorization, tokens)) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
       res.end(JSON.stringify({ error: 'a valid bearer token is required' }));
       return;

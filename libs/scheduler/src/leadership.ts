@@ -11,8 +11,8 @@ import {
 } from '@switchyard/epoch';
 import type { RuntimeState } from '@switchyard/protocol';
 import { applyOps as apply, diffStates, mergeParts } from '@switchyard/scheduling';
+import { bearerMatches } from '@switchyard/tunnel';
 import type { ClusterView } from './cluster-view.ts';
-import { bearerMatches } from './http-util.ts';
 import type { ReplicaLogger } from './options.ts';
 
 export interface LeadershipOptions {

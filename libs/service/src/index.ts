@@ -22,3 +22,5 @@ export type {
 export { listen, closeServer } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
 export { secretSource } from './secrets.ts';
+export { readBody } from './body.ts';
+export type { ReadBodyOptions } from './body.ts';

@@ -27,6 +27,12 @@ export function tokenMatches(presented: string, tokens: readonly string[]): bool
   return match && tokens.length > 0;
 }
 
+/** True when `authorization` is `Bearer <t>` with `t` among `tokens` (constant time, as `tokenMatches`). */
+export function bearerMatches(authorization: string | undefined, tokens: readonly string[]): boolean {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  return bearer !== null && tokenMatches(bearer[1]!, tokens);
+}
+
 /** Total bytes of the request's header names and values, as received. */
 export function headerBytes(req: IncomingMessage): number {
   let total = 0;
@@ -39,9 +45,7 @@ export function admit(req: IncomingMessage, tokens: readonly string[], headerByt
   if (headerBytes(req) > headerBytesMax) {
     return refuse(431, { error: 'request headers too large', detail: `limit is ${headerBytesMax} bytes` });
   }
-  const auth = req.headers.authorization ?? '';
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-  if (!bearer || !tokenMatches(bearer[1]!, tokens)) return refuse(401, { error: 'invalid or missing join token' });
+  if (!bearerMatches(req.headers.authorization, tokens)) return refuse(401, { error: 'invalid or missing join token' });
   const raw = req.headers[RUNTIME_INFO_HEADER];
   if (typeof raw !== 'string' || raw === '') {
     return refuse(400, { error: 'missing X-Runtime-Info header', field: 'X-Runtime-Info' });
