@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
 import { proxyToTunnel } from '@switchyard/tunnel';
+import type { RuntimeSummary } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
 import { HOP_HEADER, forwardToReplica, postJson } from './forward.ts';
 import { readJson, sendError, sendJson } from './http-util.ts';
@@ -49,13 +50,13 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
     return true;
   }
   if (path === '/api/runtimes') {
-    sendJson(res, 200, { epoch: ctx.view.epoch, runtimes: ctx.view.states().map(summarise) });
+    sendJson(res, 200, { epoch: ctx.view.epoch, runtimes: ctx.view.summaries().map(summarise) });
     return true;
   }
   const runtime = RUNTIME_PATH.exec(path);
   if (runtime) {
     const id = decodeSegment(runtime[1]!);
-    const state = ctx.view.states().find((s) => s.runtime.id === id);
+    const state = ctx.view.state(id);
     if (state) sendJson(res, 200, { epoch: ctx.view.epoch, ...state });
     else sendJson(res, 404, { error: `unknown runtime ${id}`, code: 'runtime_not_found' });
     return true;
@@ -83,8 +84,8 @@ function epochInfo(ctx: ApiContext): object {
   };
 }
 
-function summarise(state: { runtime: object; processes: readonly string[]; threads: readonly unknown[] }): object {
-  return { ...state.runtime, processes: state.processes.length, threads: state.threads.length };
+function summarise({ runtime, processes, threads }: RuntimeSummary): object {
+  return { ...runtime, processes, threads };
 }
 
 async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ClusterOp, Runtime, RuntimeState, ScheduleDecision, ScheduleRequest } from '@switchyard/protocol';
-import { ClusterIndex, schedule } from '@switchyard/scheduling';
+import { ClusterIndex, schedule, type RuntimeSummary } from '@switchyard/scheduling';
 import type { Clock } from '@switchyard/clock';
 import type { EpochSink } from '@switchyard/epoch';
 
@@ -68,6 +68,16 @@ export class ClusterView implements EpochSink {
 
   runtimes(): readonly Runtime[] {
     return this.#index.runtimes();
+  }
+
+  /** One runtime's state, without building the others. */
+  state(id: string): RuntimeState | undefined {
+    return this.#index.state(id);
+  }
+
+  /** Every runtime with the sizes of what it holds (cheap: no lists). */
+  summaries(): RuntimeSummary[] {
+    return this.#index.summaries();
   }
 
   states(): RuntimeState[] {

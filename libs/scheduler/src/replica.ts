@@ -53,7 +53,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
         term: view.term,
         epoch: view.hasEpoch ? view.epoch : null,
         counts: view.counts(),
-        states: view.states(),
+        summaries: view.summaries(),
       }),
   });
   const view = new ClusterView({

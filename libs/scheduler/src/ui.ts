@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, Timer } from '@switchyard/clock';
-import type { Runtime, RuntimeState } from '@switchyard/protocol';
+import type { Runtime } from '@switchyard/protocol';
+import type { RuntimeSummary } from '@switchyard/scheduling';
 import { sendJson } from './http-util.ts';
 
 /**
@@ -67,7 +68,7 @@ function staticBody(file: string): Buffer {
   return staticCache.get(file)!;
 }
 
-/** Builds the page state from the replica's parts; runtimes sorted by id so the page is stable. */
+/** Builds the page state from the replica's view; runtimes come sorted by id so the page is stable. */
 export function uiStateOf(input: {
   readonly replicaId: string;
   readonly nowMs: number;
@@ -76,20 +77,19 @@ export function uiStateOf(input: {
   readonly term: number;
   readonly epoch: number | null;
   readonly counts: UiState['counts'];
-  readonly states: readonly RuntimeState[];
+  /** Sorted by id, as ClusterIndex.summaries returns them. */
+  readonly summaries: readonly RuntimeSummary[];
 }): UiState {
-  const runtimes = input.states
-    .map(({ runtime: r, processes, threads }) => ({
-      id: r.id,
-      owner: r.owner,
-      available: r.available,
-      classes: r.classes,
-      version: r.version,
-      idleWeight: r.idleWeight,
-      processes: processes.length,
-      threads: threads.length,
-    }))
-    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const runtimes = input.summaries.map(({ runtime: r, processes, threads }) => ({
+    id: r.id,
+    owner: r.owner,
+    available: r.available,
+    classes: r.classes,
+    version: r.version,
+    idleWeight: r.idleWeight,
+    processes,
+    threads,
+  }));
   return {
     replica: input.replicaId,
     timeMs: input.nowMs,

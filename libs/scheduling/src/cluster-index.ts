@@ -70,6 +70,13 @@ export function indexClassOpen(index: ClusterIndex, cls: string): OpenView | und
  * validated here: ops are expected to have passed the protocol schemas.
  * Sizes are bounded by the protocol limits on snapshots and parts.
  */
+/** A runtime's record with the sizes of what it holds. */
+export interface RuntimeSummary {
+  readonly runtime: Runtime;
+  readonly processes: number;
+  readonly threads: number;
+}
+
 export class ClusterIndex {
   readonly #entries = new Map<string, RuntimeEntry>();
   readonly #all = new SortedRuntimes();
@@ -144,6 +151,21 @@ export class ClusterIndex {
   /** Canonical state: runtimes by id, processes sorted, threads sorted by process then thread. */
   toStates(): RuntimeState[] {
     return this.#all.entries.map(stateOf);
+  }
+
+  /** One runtime's state in canonical wire form, without building the others. */
+  state(id: string): RuntimeState | undefined {
+    const entry = this.#entries.get(id);
+    return entry && stateOf(entry);
+  }
+
+  /** Every runtime with how many processes and threads it holds, sorted by id; no lists are built. */
+  summaries(): RuntimeSummary[] {
+    return this.#all.entries.map((entry) => {
+      let threads = 0;
+      for (const set of entry.procs.values()) threads += set?.size ?? 0;
+      return { runtime: entry.runtime, processes: entry.procs.size, threads };
+    });
   }
 
   runtime(id: string): Runtime | undefined {

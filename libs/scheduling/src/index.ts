@@ -5,7 +5,7 @@
  * snapshot and the request.
  */
 export { ClusterIndex } from './cluster-index.ts';
-export type { ClusterCounts } from './cluster-index.ts';
+export type { ClusterCounts, RuntimeSummary } from './cluster-index.ts';
 export { mergeParts, diffStates } from './merge.ts';
 export { applyOps } from './apply.ts';
 export { schedule } from './schedule.ts';

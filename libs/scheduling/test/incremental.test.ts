@@ -130,3 +130,22 @@ describe('mergeParts', () => {
     );
   });
 });
+
+describe('single-runtime reads', () => {
+  it('state(id) and summaries() agree with toStates()', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 30 }), (ops) => {
+        const index = ClusterIndex.from([]);
+        index.applyAll(ops);
+        const states = index.toStates();
+        for (const state of states) assert.deepEqual(index.state(state.runtime.id), state);
+        assert.equal(index.state('absent'), undefined);
+        assert.deepEqual(
+          index.summaries(),
+          states.map((s) => ({ runtime: s.runtime, processes: s.processes.length, threads: s.threads.length })),
+        );
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
