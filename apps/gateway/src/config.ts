@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LOG_LEVELS } from '@switchyard/service';
+import { processConfigFields } from '@switchyard/service';
 
 /** Identity sources of design brief §2. */
 const STRATEGY =
@@ -92,13 +92,7 @@ export const gatewayConfigSchema = z.object({
     .min(1)
     .default(600000)
     .describe('Idle time after which a stream is closed (above the scheduler and runtime ones).'),
-  logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
-  drainDelayMs: z
-    .number()
-    .int()
-    .min(0)
-    .default(5000)
-    .describe('On SIGTERM, time spent unready before listeners close.'),
+  ...processConfigFields,
 });
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;

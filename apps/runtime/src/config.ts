@@ -1,6 +1,5 @@
-import { hostname } from 'node:os';
 import { z } from 'zod';
-import { LOG_LEVELS } from '@switchyard/service';
+import { hostIdentityField, processConfigFields } from '@switchyard/service';
 
 const classSchema = z
   .object({
@@ -24,12 +23,7 @@ const classSchema = z
 
 /** Options of a runtime (`switchyard-runtime`). */
 export const runtimeConfigSchema = z.object({
-  runtimeId: z
-    .string()
-    .regex(/^[A-Za-z0-9._:@-]{1,128}$/)
-    .default(() => hostname())
-    .meta({ defaultText: 'the host name' })
-    .describe('Stable id of this runtime.'),
+  runtimeId: hostIdentityField('Stable id of this runtime.'),
   schedulerUrl: z.url().describe('Base URL of a scheduler replica (or its Service) to dial.'),
   joinToken: z.string().optional().meta({ secret: true }).describe('Token presented to the scheduler when joining.'),
   joinTokenFile: z.string().optional().describe('File holding the join token (for mounted Secrets).'),
@@ -72,13 +66,7 @@ export const runtimeConfigSchema = z.object({
     .object({ pingIntervalMs: z.number().int().min(1).default(5000).describe('Interval of tunnel liveness pings.') })
     .prefault({})
     .describe('Scheduler tunnel.'),
-  logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
-  drainDelayMs: z
-    .number()
-    .int()
-    .min(0)
-    .default(5000)
-    .describe('On SIGTERM, time spent unready before listeners close.'),
+  ...processConfigFields,
 });
 
 export type RuntimeConfig = z.output<typeof runtimeConfigSchema>;

@@ -1,6 +1,5 @@
-import { hostname } from 'node:os';
 import { z } from 'zod';
-import { LOG_LEVELS } from '@switchyard/service';
+import { hostIdentityField, processConfigFields } from '@switchyard/service';
 
 const positiveMs = (defaultMs: number, text: string) => z.number().int().min(1).default(defaultMs).describe(text);
 
@@ -41,12 +40,7 @@ const electionSchema = z
 export const schedulerConfigSchema = z.object({
   host: z.string().default('0.0.0.0').describe('Address the HTTP/WebSocket listener binds.'),
   port: z.number().int().min(0).max(65535).default(7070).describe('Port of the listener (0 picks a free port).'),
-  replicaId: z
-    .string()
-    .regex(/^[A-Za-z0-9._:@-]{1,128}$/)
-    .default(() => hostname())
-    .meta({ defaultText: 'the host name' })
-    .describe('Stable id of this replica; set it explicitly in production (the pod name).'),
+  replicaId: hostIdentityField('Stable id of this replica; set it explicitly in production (the pod name).'),
   advertiseUrl: z
     .url()
     .optional()
@@ -77,13 +71,7 @@ export const schedulerConfigSchema = z.object({
     })
     .prefault({})
     .describe('Epoch sync.'),
-  logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
-  drainDelayMs: z
-    .number()
-    .int()
-    .min(0)
-    .default(5000)
-    .describe('On SIGTERM, time spent unready before listeners close, so endpoints stop routing here.'),
+  ...processConfigFields,
 });
 
 export type SchedulerConfig = z.output<typeof schedulerConfigSchema>;

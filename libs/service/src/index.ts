@@ -24,3 +24,4 @@ export type { CloseServerOptions, CloseResult } from './http.ts';
 export { secretSource } from './secrets.ts';
 export { readBody } from './body.ts';
 export type { ReadBodyOptions } from './body.ts';
+export { processConfigFields, hostIdentityField } from './config/common.ts';
