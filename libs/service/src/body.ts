@@ -10,8 +10,8 @@ export interface ReadBodyOptions {
 
 /**
  * Reads a whole request body, bounded. A declared or streamed size past
- * `bytesMax` rejects at once; the rest is drained unbuffered so the 413 can
- * still be written on the connection. A request that closes before its end
+ * `bytesMax` rejects at once; past a streamed overflow the rest is drained
+ * unbuffered so the 413 can still be written on the connection. A request that closes before its end
  * rejects. Listens for events rather than iterating the stream: the async
  * iterator's per-request machinery is a visible cost on hot paths.
  */
@@ -20,10 +20,9 @@ export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promis
   const tooLarge = (): SwitchyardError =>
     new SwitchyardError('body_too_large', `request body exceeds ${bytesMax} bytes`);
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > bytesMax) {
-    req.resume();
-    return Promise.reject(tooLarge());
-  }
+  // A declared size past the limit is refused before reading a byte; Node's
+  // server discards what the client still sends once the 413 is out.
+  if (Number.isFinite(declared) && declared > bytesMax) return Promise.reject(tooLarge());
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
