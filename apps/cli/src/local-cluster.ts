@@ -39,6 +39,16 @@ export function everythingEngine(): EngineConfig {
   return { engine: 'stdio', command: process.execPath, args: [entry, 'stdio'], expireSeconds: 60 };
 }
 
+/**
+ * Identity sources of the local gateway: the defaults plus `?class=` and
+ * `?process=`, for clients that can set neither headers nor paths (the
+ * inspector CLI keeps a URL's query but not its path after /mcp).
+ */
+export const LOCAL_IDENTITY = {
+  class: ['path:class', 'header:X-Switchyard-Class', 'query:class'],
+  process: ['path:process', 'header:X-Switchyard-Process', 'query:process'],
+};
+
 /** The classes each local runtime serves. */
 export function localClasses(): Record<string, EngineConfig> {
   return { demo: { engine: 'builtin', expireSeconds: 300 }, everything: everythingEngine() };
@@ -100,6 +110,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       schedulers: replicas.map((r) => r.url),
       // Clients that name no class get the demo tools.
       defaultClass: 'demo',
+      identity: LOCAL_IDENTITY,
       logger: child(logger, 'gateway'),
       metrics: { registry: createMetrics('gateway').registry },
     });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import {
+  LOCAL_IDENTITY,
   localClasses,
   waitForEpochs,
   type Component,
@@ -141,6 +142,7 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
       [
         ...['--host', '127.0.0.1', '--port', String(options.gatewayPort)],
         ...['--schedulers', schedulerUrls.join(','), '--default-class', 'demo', '--drain-delay-ms', '0'],
+        ...['--identity.class', LOCAL_IDENTITY.class.join(','), '--identity.process', LOCAL_IDENTITY.process.join(',')],
       ],
       echoLevel,
     );

@@ -86,6 +86,13 @@ for (const mode of MODES) {
       assert.deepEqual(names, ['counter', 'echo', 'sleep', 'whoami']);
     });
 
+    it('serves the reference server tools to the inspector CLI that asks for ?class=everything', async () => {
+      const { code, stdout } = await inspectorToolsList(`${gatewayUrl}?class=everything&process=ev-1`);
+      assert.equal(code, 0);
+      const names = (JSON.parse(stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+      assert.ok(names.includes('get-sum') && !names.includes('whoami'), names.join(','));
+    });
+
     it('serves the reference server tools to an SDK v2 client that asks for class everything', async () => {
       const client = new Client({ name: 'cli-test', version: '1.0.0' });
       clients.push(client);

@@ -1,15 +1,18 @@
 import { z } from 'zod';
 import { processConfigFields } from '@switchyard/service';
 
-/** Identity sources of design brief §2. */
-const STRATEGY =
-  /^(default:[A-Za-z0-9._:@-]{1,128}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})$/;
+/** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
+const ONE = String.raw`(default:[A-Za-z0-9._:@-]{1,128}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})`;
+const STRATEGY = new RegExp(`^${ONE}(,${ONE})*$`);
 const strategy = (fallback: string, text: string) =>
   z
     .string()
-    .regex(STRATEGY, 'must be default:<v>, random, mcp-session, principal, header:<name>, query:<name> or path:<name>')
+    .regex(
+      STRATEGY,
+      'must be default:<v>, random, mcp-session, principal, header:<name>, query:<name> or path:<name>, or a comma-separated list of them',
+    )
     .default(fallback)
-    .describe(text);
+    .describe(`${text} A comma-separated list is tried in order.`);
 
 const authSchema = z
   .object({
@@ -50,9 +53,9 @@ export const gatewayConfigSchema = z.object({
     .describe("Bearer token presented to runtimes' direct listeners (upstreamMode direct)."),
   identity: z
     .object({
-      class: strategy('header:X-Switchyard-Class', 'Where the class of a request comes from.'),
+      class: strategy('path:class,header:X-Switchyard-Class', 'Where the class of a request comes from.'),
       process: strategy(
-        'header:X-Switchyard-Process',
+        'path:process,header:X-Switchyard-Process',
         'Where the process (sandbox) id comes from; falls back to the thread.',
       ),
       thread: strategy('mcp-session', 'Where the thread id comes from.'),
