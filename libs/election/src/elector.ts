@@ -239,20 +239,27 @@ export class LeaderElector {
 
   /** client-go's release: clear the holder and shorten the lease so a successor need not wait it out. */
   async #release(): Promise<void> {
-    const observed = this.#observed;
-    if (!observed || observed.holderIdentity !== this.#identity) return;
-    const now = new Date(this.#clock.now());
-    const released: LeaseRecord = {
-      ...observed,
-      holderIdentity: undefined,
-      leaseDurationSeconds: 1,
-      acquireTime: now,
-      renewTime: now,
-    };
-    try {
-      this.#observe(await this.#bounded(this.#lock.update(released), false));
-    } catch (error) {
-      this.#logFailure(error);
+    // A renewal cut short by stop() may still have landed, leaving our
+    // observed resourceVersion stale: on a conflict, re-read once and retry
+    // while the lease is still ours, so a successor need not wait for expiry.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const observed =
+        attempt === 0 ? this.#observed : await this.#bounded(this.#lock.get(), false).catch(() => undefined);
+      if (!observed || observed.holderIdentity !== this.#identity) return;
+      const now = new Date(this.#clock.now());
+      const released: LeaseRecord = {
+        ...observed,
+        holderIdentity: undefined,
+        leaseDurationSeconds: 1,
+        acquireTime: now,
+        renewTime: now,
+      };
+      try {
+        this.#observe(await this.#bounded(this.#lock.update(released), false));
+        return;
+      } catch (error) {
+        if (!isLeaseConflict(error) || attempt === 1) return this.#logFailure(error);
+      }
     }
   }
 
