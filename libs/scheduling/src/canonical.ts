@@ -28,12 +28,20 @@ export function sameRecord<V>(a: Readonly<Record<string, V>>, b: Readonly<Record
 }
 
 /**
+ * Records `canonicalRuntime` made. They are frozen, so they stay canonical:
+ * passing one again returns it as is. Epoch merges and diffs see the same
+ * records every cycle, and rebuilding each one dominated their cost.
+ */
+const canonicalRecords = new WeakSet<Runtime>();
+
+/**
  * The canonical, frozen form of a runtime record: classes sorted and unique,
  * record keys sorted, no `address: undefined`. Two replicas that received
  * the same facts in a different order hold deep-equal (and equally
  * serialised) records.
  */
 export function canonicalRuntime(runtime: Runtime): Runtime {
+  if (canonicalRecords.has(runtime)) return runtime;
   const out: Runtime = {
     id: runtime.id,
     classes: Object.freeze([...new Set(runtime.classes)].sort(compareIds)) as string[],
@@ -46,7 +54,8 @@ export function canonicalRuntime(runtime: Runtime): Runtime {
   };
   if (runtime.ownerUrl !== undefined) out.ownerUrl = runtime.ownerUrl;
   if (runtime.address !== undefined) out.address = runtime.address;
-  return Object.freeze(out);
+  canonicalRecords.add(Object.freeze(out));
+  return out;
 }
 
 /** True when the two records differ only in `available`, `idleWeight` and `metadata`. */

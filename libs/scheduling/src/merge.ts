@@ -1,6 +1,5 @@
 import type { ClusterOp, Runtime, RuntimeState, ThreadRef } from '@switchyard/protocol';
 import { canonicalRuntime, compareIds, compareThreads, preferState, sameIdentity, sameRecord } from './canonical.ts';
-import { ClusterIndex } from './cluster-index.ts';
 
 /**
  * Merges the parts reported by every replica into one canonical snapshot.
@@ -10,11 +9,12 @@ import { ClusterIndex } from './cluster-index.ts';
  * report with the higher `generation`, then the lexicographically higher
  * `owner`; the losing reports contribute nothing (no union of processes).
  * Output as `ClusterIndex.toStates()`: runtimes by id, lists sorted.
+ *
+ * Cost follows the states not seen before: canonical forms are remembered
+ * by input object, so input states must not be mutated once passed (epoch
+ * parts never are), and output states must not be mutated either.
  */
 export function mergeParts(parts: ReadonlyArray<readonly RuntimeState[]>): RuntimeState[] {
-  // Parts arrive canonical (each replica reports them so): then merging is a
-  // pick per id and a sort by id, sharing the lists instead of rebuilding an
-  // index of every thread each epoch. Anything else takes the index path.
   const chosen = new Map<string, RuntimeState>();
   for (const part of parts) {
     for (const state of part) {
@@ -23,17 +23,23 @@ export function mergeParts(parts: ReadonlyArray<readonly RuntimeState[]>): Runti
     }
   }
   const out: RuntimeState[] = [];
-  for (const id of [...chosen.keys()].sort(compareIds)) {
-    const state = chosen.get(id)!;
-    const { processes, threads } = state;
-    if (
-      !increasing(processes, compareIds) ||
-      !increasing(threads, compareThreads) ||
-      !coversThreads(processes, threads)
-    ) {
-      return ClusterIndex.from(parts.flat()).toStates();
-    }
-    out.push({ runtime: canonicalRuntime(state.runtime), processes, threads });
+  for (const id of [...chosen.keys()].sort(compareIds)) out.push(canonicalState(chosen.get(id)!));
+  return out;
+}
+
+/**
+ * Canonical forms already made, by input state. Replicas hand the merge the
+ * same unchanged state objects every epoch (parts are immutable), so a
+ * merge costs the runtimes that changed, not every thread of the fleet.
+ */
+const canonicalStates = new WeakMap<RuntimeState, RuntimeState>();
+
+/** A state with its runtime record canonical and its lists sorted, unique and covering (as `toStates`). */
+function canonicalState(state: RuntimeState): RuntimeState {
+  let out = canonicalStates.get(state);
+  if (out === undefined) {
+    out = { runtime: canonicalRuntime(state.runtime), ...sortedContent(state) };
+    canonicalStates.set(state, out);
   }
   return out;
 }
@@ -73,13 +79,9 @@ function sameContent(prev: RuntimeState, next: RuntimeState): boolean {
  * sorted and unique. Canonical input (as `toStates` emits) passes through
  * after one check, so the diff of two canonical snapshots allocates little.
  */
-function sortedContent(state: RuntimeState | undefined): {
-  processes: readonly string[];
-  threads: readonly ThreadRef[];
-} {
+function sortedContent(state: RuntimeState | undefined): Pick<RuntimeState, 'processes' | 'threads'> {
   if (state === undefined) return { processes: [], threads: [] };
-  let processes: readonly string[] = state.processes;
-  let threads: readonly ThreadRef[] = state.threads;
+  let { processes, threads } = state;
   if (!increasing(threads, compareThreads)) threads = unique([...threads].sort(compareThreads), compareThreads);
   if (!increasing(processes, compareIds) || !coversThreads(processes, threads)) {
     const all = new Set(processes);
@@ -181,6 +183,7 @@ export function diffStates(prev: readonly RuntimeState[], next: readonly Runtime
   for (const id of [...after.keys()].sort(compareIds)) {
     const was = before.get(id);
     const state = after.get(id)!;
+    if (was === state) continue; // epoch states share unchanged runtimes
     const runtime = canonicalRuntime(state.runtime);
     if (was === undefined) ops.push({ op: 'runtime.upsert', runtime });
     else ops.push(...recordOps(canonicalRuntime(was.runtime), runtime));

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { ClusterOp } from '@switchyard/protocol';
+import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
 import { ClusterIndex, applyOps, mergeParts, schedule } from '@switchyard/scheduling';
 import { request, runtime } from './fixtures.ts';
 
@@ -71,15 +71,15 @@ describe('applyOps on wire states', () => {
     fc
       .record({
         runtimeId: fc.constantFrom(...ids),
-        process: fc.constantFrom('p0', 'p1'),
-        thread: fc.constantFrom('t0', 't1'),
+        process: fc.constantFrom('p0', 'p1', 'p2'),
+        thread: fc.constantFrom('t0', 't1', 't2'),
       })
       .map((r) => ({ op: 'thread.add' as const, ...r })),
     fc
       .record({
         runtimeId: fc.constantFrom(...ids),
-        process: fc.constantFrom('p0', 'p1'),
-        thread: fc.constantFrom('t0', 't1'),
+        process: fc.constantFrom('p0', 'p1', 'p2'),
+        thread: fc.constantFrom('t0', 't1', 't2'),
       })
       .map((r) => ({ op: 'thread.remove' as const, ...r })),
     fc
@@ -108,21 +108,35 @@ describe('applyOps on wire states', () => {
   });
 });
 
+/** A canonical state made non-canonical in one way a careless reporter could. */
+function disordered(state: RuntimeState, how: string): RuntimeState {
+  const { processes, threads } = state;
+  switch (how) {
+    case 'reversed':
+      return { ...state, processes: [...processes].reverse(), threads: [...threads].reverse() };
+    case 'duplicated':
+      return { ...state, processes: [...processes, ...processes], threads: [...threads, ...threads] };
+    case 'processes omitted':
+      return { ...state, processes: processes.filter((p) => !threads.some((t) => t.process === p)) };
+    default:
+      return state;
+  }
+}
+
 describe('mergeParts', () => {
-  it('equals an index built from every report, for canonical and shuffled parts alike', () => {
+  it('equals an index built from every report, for canonical and disordered parts alike', () => {
     fc.assert(
       fc.property(
         fc.array(fc.array(opArb, { maxLength: 20 }), { minLength: 1, maxLength: 3 }),
-        fc.boolean(),
-        (partOps, shuffle) => {
+        fc.constantFrom('canonical', 'reversed', 'duplicated', 'processes omitted'),
+        (partOps, disorder) => {
           const parts = partOps.map((ops) => {
             const index = ClusterIndex.from([]);
             index.applyAll(ops);
-            const states = index.toStates();
-            return shuffle
-              ? states.map((s) => ({ ...s, processes: [...s.processes].reverse(), threads: [...s.threads].reverse() }))
-              : states;
+            return index.toStates().map((s) => disordered(s, disorder));
           });
+          assert.deepEqual(mergeParts(parts), ClusterIndex.from(parts.flat()).toStates());
+          // A second merge of the same objects answers from memory, equally.
           assert.deepEqual(mergeParts(parts), ClusterIndex.from(parts.flat()).toStates());
         },
       ),
