@@ -10,6 +10,13 @@ interface Entry {
   readonly watcher: RuntimeWatcher;
   /** False until the first `/watch` snapshot arrived: the runtime is not schedulable before. */
   synced: boolean;
+  /** Counts mirror changes, so `state` is rebuilt only when something changed. */
+  changes: number;
+  /**
+   * The last state handed out. Epoch sync merges and diffs by object
+   * identity first, so an unchanged runtime must keep its object.
+   */
+  cached: { readonly changes: number; readonly closed: boolean; readonly state: RuntimeState } | undefined;
 }
 
 export interface LocalPartOptions {
@@ -41,11 +48,18 @@ export class LocalPart {
     if (this.#closed) return;
     this.#drop(tunnel.runtimeId);
     const { logger, clock, onChange } = this.#options;
-    const mirror = new RuntimeMirror({ onChange });
+    const mirror = new RuntimeMirror({
+      onChange: () => {
+        entry.changes++;
+        onChange();
+      },
+    });
     const entry: Entry = {
       tunnel,
       mirror,
       synced: false,
+      changes: 0,
+      cached: undefined,
       watcher: watchRuntime({
         url: 'http://runtime/watch',
         fetch: tunnel.fetch,
@@ -85,7 +99,14 @@ export class LocalPart {
   /** The part in wire form, for epoch collection. */
   states(): RuntimeState[] {
     const out: RuntimeState[] = [];
-    for (const entry of this.#entries.values()) out.push(this.#stateOf(entry));
+    for (const entry of this.#entries.values()) {
+      const { changes, cached } = entry;
+      const closed = entry.tunnel.closed;
+      if (cached?.changes !== changes || cached.closed !== closed) {
+        entry.cached = { changes, closed, state: this.#stateOf(entry) };
+      }
+      out.push(entry.cached!.state);
+    }
     return out;
   }
 
