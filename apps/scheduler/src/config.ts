@@ -24,15 +24,25 @@ const electionSchema = z
     leaseDurationMs: positiveMs(15000, 'How long a lease holds without renewal before others may take it.'),
     renewDeadlineMs: positiveMs(10000, 'How long the leader keeps trying to renew before it steps down.'),
     retryPeriodMs: positiveMs(2000, 'Interval between acquire/renew attempts.'),
+    jitterFactor: z
+      .number()
+      .positive()
+      .default(1.2)
+      .describe(
+        'A candidate waits retryPeriodMs × (1 + random × jitterFactor) between attempts, so candidates spread out; it also tries the moment the lease it saw expires.',
+      ),
     kubeconfig: z
       .string()
       .optional()
       .describe('Path of a kubeconfig file; the in-cluster service account is used when absent.'),
   })
   .superRefine((e, ctx) => {
-    // client-go's rule: the lease must outlive the renew deadline, which must outlive a retry.
-    if (!(e.leaseDurationMs > e.renewDeadlineMs && e.renewDeadlineMs > e.retryPeriodMs)) {
-      ctx.addIssue({ code: 'custom', message: 'needs leaseDurationMs > renewDeadlineMs > retryPeriodMs' });
+    // client-go's rule: the lease must outlive the renew deadline, which must outlive a jittered retry.
+    if (!(e.leaseDurationMs > e.renewDeadlineMs && e.renewDeadlineMs > e.retryPeriodMs * e.jitterFactor)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'needs leaseDurationMs > renewDeadlineMs > retryPeriodMs × jitterFactor',
+      });
     }
   });
 

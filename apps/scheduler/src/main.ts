@@ -40,6 +40,7 @@ const replica = await startSchedulerReplica({
     leaseDurationMs: config.election.leaseDurationMs,
     renewDeadlineMs: config.election.renewDeadlineMs,
     retryPeriodMs: config.election.retryPeriodMs,
+    jitterFactor: config.election.jitterFactor,
   },
   joinTokens,
   maxRuntimes: config.maxRuntimes,

@@ -38,8 +38,9 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * Leader election over a `LeaseLock`, with client-go `leaderelection`
  * semantics.
  *
- * A candidate tries every `retryPeriodMs` (jittered) and takes the lease
- * when it is free, ours, or expired: `leaseDurationSeconds` have passed on
+ * A candidate tries every `retryPeriodMs` (jittered), and also the moment
+ * the lease it saw held by another would expire, and takes the lease when
+ * it is free, ours, or expired: `leaseDurationSeconds` have passed on
  * the LOCAL clock since we observed the record last change. The term is
  * `leaseTransitions`, incremented whenever a leadership begins (unlike
  * client-go, also when we retake our own stale lease, so every
@@ -135,7 +136,8 @@ export class LeaderElector {
     const signal = this.#stopController.signal;
     while (!signal.aborted) {
       await this.#attempt();
-      const waitMs = this.#leadership ? retryPeriodMs : retryPeriodMs * (1 + this.#random() * jitterFactor);
+      const jitteredMs = retryPeriodMs * (1 + this.#random() * jitterFactor);
+      const waitMs = this.#leadership ? retryPeriodMs : Math.min(jitteredMs, this.#untilOthersExpiryMs() ?? jitteredMs);
       try {
         await sleep(this.#clock, waitMs, signal);
       } catch {
@@ -193,6 +195,20 @@ export class LeaderElector {
     if (seq !== this.#attemptSeq) return undefined;
     this.#observe(record);
     return record;
+  }
+
+  /**
+   * Time left until the lease another replica holds expires in our eyes, when
+   * that comes before the next jittered attempt: waking then, instead of up
+   * to a jittered period later, takes a dead leader's lease as soon as it
+   * may be taken. Undefined when nobody else holds it or it already expired
+   * (then the jittered pace applies, so a failing API is not hammered).
+   */
+  #untilOthersExpiryMs(): number | undefined {
+    const holder = this.#observed?.holderIdentity;
+    if (holder === undefined || holder === this.#identity) return undefined;
+    const leftMs = this.#observedAtMs + this.#observed!.leaseDurationSeconds * 1000 - this.#clock.now();
+    return leftMs > 0 ? leftMs : undefined;
   }
 
   /** Remembers when the record last CHANGED in our eyes: expiry counts from there, never from its timestamps. */

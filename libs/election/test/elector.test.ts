@@ -158,6 +158,25 @@ describe('LeaderElector on a manual clock', () => {
     assert.equal(b.term, 1);
   });
 
+  it('a candidate tries again the moment the lease it saw would expire, not at its next jittered attempt', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    a.start();
+    await h.clock.advance(1_000);
+    h.faulty.add('a'); // a crashed after its renewal at 0
+    // Attempts every 2 s x (1 + 0.99 x 1.2) = 4,376 ms: at 1,000, 5,376, 9,752, 14,128, then 18,504.
+    const b = h.elector('b', { random: () => 0.99 });
+    b.start(); // b observes the record at 1,000: it expires at 16,000 in b's eyes
+    let takeoverMs: number | undefined;
+    for (let t = 0; t < 20_000 && takeoverMs === undefined; t += 100) {
+      await h.clock.advance(100);
+      assert.ok(!(a.isLeader && b.isLeader), `two leaders at ${h.clock.now() - START_MS}`);
+      if (b.isLeader) takeoverMs = h.clock.now() - START_MS;
+    }
+    assert.equal(takeoverMs, 16_000);
+    assert.equal(b.term, 1);
+  });
+
   it('reports each new holder to onNewLeader, including a free lease', async () => {
     const h = harness();
     const seen: string[] = [];
