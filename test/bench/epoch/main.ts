@@ -10,10 +10,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock } from '@switchyard/clock';
-import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
+import type { ClusterOp, RuntimeState, ThreadRef } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader, connectSync, createSyncServer, type EpochSink } from '@switchyard/epoch';
 import { applyOps, diffStates, mergeParts } from '@switchyard/scheduling';
 import { percentile, progress, report } from '../report.ts';
+
+const compareIds = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const compareThreads = (a: ThreadRef, b: ThreadRef): number =>
+  compareIds(a.process, b.process) || compareIds(a.thread, b.thread);
 import { measureFailover } from './failover.ts';
 import { measureScheduleLoad } from './schedule-load.ts';
 import type { Figure } from '../report.ts';
@@ -24,7 +28,11 @@ const TICK_MS = 50;
 const MEASURE_MS = 8_000;
 const THREADS_PER_PROCESS = 10;
 
-/** One replica's part, rewritten copy-on-write so unchanged runtimes keep their identity. */
+/**
+ * One replica's part, rewritten copy-on-write so unchanged runtimes keep
+ * their identity, with lists in canonical order — as a scheduler's local
+ * part hands them to epoch sync.
+ */
 class Part {
   states: RuntimeState[];
   #seq = 0;
@@ -46,8 +54,8 @@ class Part {
           owner,
           generation: 1,
         },
-        processes: [...new Set(threads.map((t) => t.process))],
-        threads,
+        processes: [...new Set(threads.map((t) => t.process))].sort(compareIds),
+        threads: threads.sort(compareThreads),
       });
     }
   }
@@ -60,8 +68,9 @@ class Part {
       const state = next[index]!;
       const threads = state.threads.slice(1);
       const process = state.threads[0]!.process;
-      const thread = i === 0 && marker ? marker : `n${++this.#seq}`;
-      threads.push({ process, thread });
+      const added = { process, thread: i === 0 && marker ? marker : `n${++this.#seq}` };
+      const at = threads.findIndex((t) => compareThreads(t, added) > 0);
+      threads.splice(at < 0 ? threads.length : at, 0, added);
       next[index] = { ...state, threads };
     }
     this.states = next;
