@@ -15,7 +15,12 @@ export interface ClusterOptions {
   /** `file` (default) or the URL of a fake Kubernetes Lease API. */
   readonly lease?: 'file' | { readonly kubernetesUrl: string };
   /** Election timing; scaled down by default (3 s / 2 s / 0.5 s). */
-  readonly election?: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number; jitterFactor?: number };
+  readonly election?: {
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+    jitterFactor?: number;
+  };
   /**
    * Tunnel liveness interval. Default 1 s: a loaded 2-core machine can stall an
    * event loop for a few hundred ms, which would drop healthy tunnels at 300 ms.
