@@ -45,20 +45,37 @@ class Draft {
     if (base !== undefined && this.#processes.size === 0 && this.#threads.size === 0) {
       return { runtime: this.runtime, processes: base.processes, threads: base.threads };
     }
-    const keepProcess = (p: string): boolean => this.#processes.get(p) !== false;
-    const keepThread = (t: ThreadRef): boolean =>
-      !this.#cleared.has(t.process) && this.#threads.get(t.process)?.get(t.thread) !== false;
-    const addedProcesses = [...this.#processes].filter(([p, present]) => present && !this.#inBase(p)).map(([p]) => p);
-    const addedThreads: ThreadRef[] = [];
+    const baseProcesses = base?.processes ?? [];
+    const baseThreads = base?.threads ?? [];
+    const processDrops: Array<[number, number]> = [];
+    const processAdds: string[] = [];
+    for (const [process, present] of this.#processes) {
+      const at = lowerBound(baseProcesses, (p) => p < process);
+      const inBase = baseProcesses[at] === process;
+      if (present && !inBase) processAdds.push(process);
+      if (!present && inBase) processDrops.push([at, at + 1]);
+    }
+    const threadDrops: Array<[number, number]> = [];
+    for (const process of this.#cleared) {
+      const from = lowerBound(baseThreads, (t) => t.process < process);
+      const to = lowerBound(baseThreads, (t) => t.process <= process);
+      if (from < to) threadDrops.push([from, to]);
+    }
+    const threadAdds: ThreadRef[] = [];
     for (const [process, threads] of this.#threads) {
+      const cleared = this.#cleared.has(process);
       for (const [thread, present] of threads) {
-        if (present && !this.#inBaseThreads(process, thread)) addedThreads.push({ process, thread });
+        const ref = { process, thread };
+        const at = lowerBound(baseThreads, (t) => compareThreads(t, ref) < 0);
+        const inBase = !cleared && at < baseThreads.length && compareThreads(baseThreads[at]!, ref) === 0;
+        if (present && !inBase) threadAdds.push(ref);
+        if (!present && inBase) threadDrops.push([at, at + 1]);
       }
     }
     return {
       runtime: this.runtime,
-      processes: mergeSorted((base?.processes ?? []).filter(keepProcess), addedProcesses.sort(compareIds), compareIds),
-      threads: mergeSorted((base?.threads ?? []).filter(keepThread), addedThreads.sort(compareThreads), compareThreads),
+      processes: edited(baseProcesses, processDrops, processAdds.sort(compareIds), (a, b) => a < b),
+      threads: edited(baseThreads, threadDrops, threadAdds.sort(compareThreads), (a, b) => compareThreads(a, b) < 0),
     };
   }
 
@@ -73,39 +90,57 @@ class Draft {
   }
 
   #inBase(process: string): boolean {
-    return this.#base !== undefined && found(this.#base.processes, process, compareIds);
-  }
-
-  /** Whether a base thread survives as the output's base list: only when its process was never cleared. */
-  #inBaseThreads(process: string, thread: string): boolean {
-    if (this.#base === undefined || this.#cleared.has(process)) return false;
-    return found(this.#base.threads, { process, thread }, compareThreads);
+    const processes = this.#base?.processes ?? [];
+    return processes[lowerBound(processes, (p) => p < process)] === process;
   }
 }
 
-function found<T>(sorted: readonly T[], item: T, compare: (a: T, b: T) => number): boolean {
+/** The first index whose item is not `before` the sought one (`sorted` is ordered so that `before` holds for a prefix). */
+function lowerBound<T>(sorted: readonly T[], before: (item: T) => boolean): number {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const order = compare(sorted[mid]!, item);
-    if (order === 0) return true;
-    if (order < 0) lo = mid + 1;
+    if (before(sorted[mid]!)) lo = mid + 1;
     else hi = mid;
   }
-  return false;
+  return lo;
 }
 
-/** The union of two sorted lists with no item in common, sorted. */
-function mergeSorted<T>(a: readonly T[], b: readonly T[], compare: (x: T, y: T) => number): T[] {
-  if (b.length === 0) return a as T[];
-  const out: T[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) out.push(compare(a[i]!, b[j]!) < 0 ? a[i++]! : b[j++]!);
-  while (i < a.length) out.push(a[i++]!);
-  while (j < b.length) out.push(b[j++]!);
-  return out;
+/**
+ * `sorted` without the index ranges `drops` (disjoint) and with `adds`
+ * (sorted, none equal to a kept item) in order. Copies the kept runs as
+ * slices and places each addition by binary search, so the cost is a copy
+ * of the list plus a few comparisons per edit, not a comparison per item.
+ */
+function edited<T>(
+  sorted: readonly T[],
+  drops: Array<[number, number]>,
+  adds: readonly T[],
+  less: (a: T, b: T) => boolean,
+): T[] {
+  let kept = sorted as T[];
+  if (drops.length > 0) {
+    drops.sort((a, b) => a[0] - b[0]);
+    const runs: T[][] = [];
+    let from = 0;
+    for (const [start, end] of drops) {
+      runs.push(sorted.slice(from, start));
+      from = end;
+    }
+    runs.push(sorted.slice(from));
+    kept = ([] as T[]).concat(...runs);
+  }
+  if (adds.length === 0) return kept;
+  const runs: T[][] = [];
+  let from = 0;
+  for (const item of adds) {
+    const at = lowerBound(kept, (k) => less(k, item));
+    runs.push(kept.slice(from, at), [item]);
+    from = at;
+  }
+  runs.push(kept.slice(from));
+  return ([] as T[]).concat(...runs);
 }
 
 /**
