@@ -4,26 +4,12 @@
 // Checked over the node's real direct listener; no scheduler is needed, since
 // the direct listener serves MCP while the tunnel keeps redialling.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, describe, it } from 'node:test';
 import type { McpServer } from '@modelcontextprotocol/server';
 import type { Engine, SandboxInstance } from '@switchyard/sandbox';
 import { SwitchyardError } from '@switchyard/protocol';
-import { createMetrics } from '@switchyard/service';
-import { startRuntimeNode, type RuntimeNode, type RuntimeNodeOptions } from '../src/index.ts';
-
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-const TOKEN = 'engines-test-token-0123456789';
-const LEGACY = '2025-11-25';
-
-/** A loopback port with nothing listening (bound, then released), so the tunnel dial fails fast. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { startRuntimeNode, type RuntimeNode } from '../src/index.ts';
+import { LEGACY, nodeOptions, rpc } from './support.ts';
 
 /** An engine whose sandboxes expose one tool named `tool`. */
 function oneToolEngine(tool: string): Engine {
@@ -44,53 +30,6 @@ function oneToolEngine(tool: string): Engine {
       };
     },
   };
-}
-
-async function options(
-  classes: RuntimeNodeOptions['classes'],
-  engines?: RuntimeNodeOptions['engines'],
-): Promise<RuntimeNodeOptions> {
-  return {
-    runtimeId: 'rt-engines',
-    schedulerUrl: `http://127.0.0.1:${await deadPort()}`,
-    joinToken: 'join-token-0123456789',
-    classes,
-    ...(engines ? { engines } : {}),
-    sandboxesMax: 4,
-    sessionIdleMs: 60_000,
-    direct: { host: '127.0.0.1', port: 0, token: TOKEN },
-    logger: quiet,
-    metrics: createMetrics('runtime'),
-  };
-}
-
-interface RpcReply {
-  readonly result?: { readonly tools?: ReadonlyArray<{ readonly name: string }> };
-}
-
-/** One legacy JSON-RPC POST to the direct listener; the reply may be JSON or a one-event SSE body. */
-async function rpc(
-  url: string,
-  cls: string,
-  body: object,
-  session?: string,
-): Promise<{ session?: string; json: RpcReply }> {
-  const res = await fetch(`${url}/mcp`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${TOKEN}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': LEGACY,
-      'x-switchyard-class': cls,
-      ...(session ? { 'mcp-session-id': session } : {}),
-    },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  assert.equal(res.status, 200, text);
-  const data = text.startsWith('{') ? text : /^data: (.+)$/m.exec(text)?.[1];
-  return { session: res.headers.get('mcp-session-id') ?? undefined, json: JSON.parse(data ?? '{}') as RpcReply };
 }
 
 async function toolNames(url: string, cls: string): Promise<string[]> {
@@ -122,7 +61,7 @@ describe('runtime node engines passthrough', () => {
   for (const c of served) {
     it(c.name, async () => {
       const node = await startRuntimeNode(
-        await options(
+        await nodeOptions(
           { fixture: { engine: 'custom', name: 'probe' }, demo: { engine: 'builtin' } },
           { probe: oneToolEngine('fixture_probe'), unused: oneToolEngine('never_listed') },
         ),
@@ -138,7 +77,7 @@ describe('runtime node engines passthrough', () => {
   ];
   for (const c of refused) {
     it(c.name, async () => {
-      const opts = await options({ fixture: { engine: 'custom', name: 'probe' } }, c.engines);
+      const opts = await nodeOptions({ fixture: { engine: 'custom', name: 'probe' } }, c.engines);
       await assert.rejects(
         startRuntimeNode(opts).then((node) => nodes.push(node)),
         (error: unknown) => error instanceof SwitchyardError && error.code === 'invalid_request',

@@ -1,0 +1,68 @@
+// Shared by the runtime node tests: options for a node whose scheduler is
+// unreachable (the direct listener serves MCP while the tunnel redials) and
+// a legacy JSON-RPC POST to that listener.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { createMetrics } from '@switchyard/service';
+import type { RuntimeNodeOptions } from '../src/index.ts';
+
+export const TOKEN = 'runtime-test-token-0123456789';
+export const LEGACY = '2025-11-25';
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A loopback port with nothing listening (bound, then released), so the tunnel dial fails fast. */
+export async function deadPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function nodeOptions(
+  classes: RuntimeNodeOptions['classes'],
+  engines?: RuntimeNodeOptions['engines'],
+): Promise<RuntimeNodeOptions> {
+  return {
+    runtimeId: 'rt-test',
+    schedulerUrl: `http://127.0.0.1:${await deadPort()}`,
+    joinToken: 'join-token-0123456789',
+    classes,
+    ...(engines ? { engines } : {}),
+    sandboxesMax: 4,
+    sessionIdleMs: 60_000,
+    direct: { host: '127.0.0.1', port: 0, token: TOKEN },
+    logger: quiet,
+    metrics: createMetrics('runtime'),
+  };
+}
+
+export interface RpcReply {
+  readonly result?: { readonly tools?: ReadonlyArray<{ readonly name: string }> };
+}
+
+/** One legacy JSON-RPC POST to the direct listener; the reply may be JSON or a one-event SSE body. */
+export async function rpc(
+  url: string,
+  cls: string,
+  body: object,
+  session?: string,
+  status = 200,
+): Promise<{ session?: string; json: RpcReply }> {
+  const res = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': LEGACY,
+      'x-switchyard-class': cls,
+      ...(session ? { 'mcp-session-id': session } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  assert.equal(res.status, status, text);
+  const data = text.startsWith('{') ? text : /^data: (.+)$/m.exec(text)?.[1];
+  return { session: res.headers.get('mcp-session-id') ?? undefined, json: JSON.parse(data ?? '{}') as RpcReply };
+}
