@@ -21,6 +21,8 @@ export const SANDBOX_DEFAULTS = {
   sessionsMax: 10_000,
   /** Largest `/mcp` or REST body, bytes. */
   bodyBytesMax: 4 * 1024 * 1024,
+  /** Wait after a warm-pool hand-out before starting its replacement, ms (keeps the start off the new session's first calls). */
+  warmPoolRefillDelayMs: 250,
 } as const;
 
 /** A runtime's sandboxes and the MCP and REST endpoints in front of them. */
@@ -71,7 +73,8 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     const ctx: EngineContext = { runtimeId: options.runtimeId, className, logger, onCancelled };
     let engine = baseEngine(config, clock, options.engines);
     if ((config.warmPool ?? 0) > 0) {
-      const pool = withWarmPool(engine, config.warmPool!, ctx);
+      const refillDelayMs = options.warmPoolRefillDelayMs ?? SANDBOX_DEFAULTS.warmPoolRefillDelayMs;
+      const pool = withWarmPool(engine, { size: config.warmPool!, refillDelayMs, clock }, ctx);
       pools.push(pool);
       engine = pool;
     }

@@ -78,6 +78,12 @@ export interface SandboxHostOptions {
   readonly logger: Logger;
   /** Lifecycle event sink. Default: `logMeteringSink(logger)`. */
   readonly meter?: MeteringSink;
+  /**
+   * Wait after a warm-pool hand-out before starting its replacement, so the
+   * start does not compete with the new session's first calls. Default 250;
+   * 0 refills at once.
+   */
+  readonly warmPoolRefillDelayMs?: number;
   /** Default `systemClock`. */
   readonly clock?: Clock;
 }

@@ -1,14 +1,20 @@
+import type { Clock, Timer } from '@switchyard/clock';
 import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
 
 /**
  * Decorates an engine with `size` pre-started instances. `create` hands out
  * a ready instance when one is waiting (marked `warm`) and refills the pool
- * in the background; otherwise it starts one as usual. Pool members are not
- * sandboxes yet: they are bound to an id only when handed out, so they are
- * not reported nor counted in idle weight. A member that dies while waiting
- * is dropped and replaced.
+ * `refillDelayMs` later; otherwise it starts one as usual. Pool members are
+ * not sandboxes yet: they are bound to an id only when handed out, so they
+ * are not reported nor counted in idle weight. A member that dies while
+ * waiting is dropped and replaced at once.
  *
- * Not guaranteed: a hit under a burst larger than `size`.
+ * Why the refill waits: starting a child (fork, exec, runtime boot) takes a
+ * core for hundreds of milliseconds; started at hand-out, it competes with
+ * the new session's first requests, which are what the pool is for.
+ *
+ * Not guaranteed: a hit under a burst larger than `size`, or for a session
+ * that arrives within `refillDelayMs` plus a start time after `size` others.
  */
 export interface WarmPoolEngine extends Engine {
   /** Ready members waiting to be handed out. */
@@ -16,11 +22,22 @@ export interface WarmPoolEngine extends Engine {
   close(): Promise<void>;
 }
 
-export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): WarmPoolEngine {
+export interface WarmPoolOptions {
+  readonly size: number;
+  /** Wait after a hand-out before starting its replacement. */
+  readonly refillDelayMs: number;
+  readonly clock: Clock;
+}
+
+export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineContext): WarmPoolEngine {
+  const { size, refillDelayMs, clock } = opts;
   const pool: SandboxInstance[] = [];
   const starting = new Set<Promise<void>>();
+  let refillTimer: Timer | undefined;
   let closed = false;
   const refill = (): void => {
+    refillTimer?.cancel();
+    refillTimer = undefined;
     while (!closed && pool.length + starting.size < size) {
       const started: Promise<void> = engine
         .create(ctx)
@@ -44,12 +61,18 @@ export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): 
       starting.add(started);
     }
   };
+  /** One pending refill at a time: later hand-outs ride the same timer. */
+  const refillLater = (): void => {
+    if (closed || refillTimer) return;
+    if (refillDelayMs <= 0) return refill();
+    refillTimer = clock.setTimeout(refill, refillDelayMs);
+  };
 
   refill();
   return {
     async create(requestCtx) {
       const instance = pool.shift();
-      refill();
+      refillLater();
       if (instance && !instance.dead) {
         (instance as { warm?: boolean }).warm = true;
         return instance;
@@ -62,6 +85,8 @@ export function withWarmPool(engine: Engine, size: number, ctx: EngineContext): 
     async close() {
       if (closed) return;
       closed = true;
+      refillTimer?.cancel();
+      refillTimer = undefined;
       // Members still starting destroy themselves on arrival; wait for them.
       await Promise.all([...starting]);
       await Promise.all(pool.splice(0).map((i) => i.destroy('closed')));

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ManualClock, flushMicrotasks } from '@switchyard/clock/testing';
+import { builtinEngine } from '../src/builtin.ts';
+import type { Engine, EngineContext } from '../src/engine.ts';
+import { withWarmPool } from '../src/warm-pool.ts';
+import { captureLogger } from './fixtures/harness.ts';
+
+const ctx: EngineContext = { runtimeId: 'rt', className: 'demo', logger: captureLogger(), onCancelled() {} };
+
+/** The builtin engine, counting the instances it starts. */
+function counted(clock: ManualClock): Engine & { started: number } {
+  const inner = builtinEngine(clock);
+  const engine = {
+    started: 0,
+    create: (c: EngineContext) => {
+      engine.started++;
+      return inner.create(c);
+    },
+  };
+  return engine;
+}
+
+interface Case {
+  readonly name: string;
+  readonly size: number;
+  readonly refillDelayMs: number;
+  readonly handOuts: number;
+  /** Starts seen (after the initial fill) right after the hand-outs, then after each advance. */
+  readonly steps: readonly { readonly advanceMs: number; readonly startedAfter: number; readonly available: number }[];
+}
+
+const cases: Case[] = [
+  {
+    name: 'a hand-out starts its replacement only once refillDelayMs has passed',
+    size: 2,
+    refillDelayMs: 250,
+    handOuts: 1,
+    steps: [
+      { advanceMs: 0, startedAfter: 0, available: 1 },
+      { advanceMs: 249, startedAfter: 0, available: 1 },
+      { advanceMs: 1, startedAfter: 1, available: 2 },
+    ],
+  },
+  {
+    name: 'hand-outs within the delay share one refill that tops the pool up to its size',
+    size: 3,
+    refillDelayMs: 100,
+    handOuts: 2,
+    steps: [
+      { advanceMs: 0, startedAfter: 0, available: 1 },
+      { advanceMs: 100, startedAfter: 2, available: 3 },
+      { advanceMs: 1000, startedAfter: 2, available: 3 },
+    ],
+  },
+  {
+    name: 'a zero delay refills at once',
+    size: 1,
+    refillDelayMs: 0,
+    handOuts: 1,
+    steps: [{ advanceMs: 0, startedAfter: 1, available: 1 }],
+  },
+  {
+    name: 'a hand-out from an empty pool starts the instance on demand and still refills later',
+    size: 1,
+    refillDelayMs: 50,
+    handOuts: 2,
+    steps: [
+      { advanceMs: 0, startedAfter: 1, available: 0 },
+      { advanceMs: 50, startedAfter: 2, available: 1 },
+    ],
+  },
+];
+
+describe('warm pool refill', () => {
+  for (const c of cases) {
+    it(c.name, async () => {
+      const clock = new ManualClock();
+      const engine = counted(clock);
+      const pool = withWarmPool(engine, { size: c.size, refillDelayMs: c.refillDelayMs, clock }, ctx);
+      try {
+        await flushMicrotasks();
+        assert.equal(pool.available, c.size, 'the pool fills at once on start');
+        const initial = engine.started;
+        for (let i = 0; i < c.handOuts; i++) await pool.create(ctx);
+        for (const step of c.steps) {
+          await clock.advance(step.advanceMs);
+          assert.equal(engine.started - initial, step.startedAfter, `starts after +${step.advanceMs} ms`);
+          assert.equal(pool.available, step.available, `available after +${step.advanceMs} ms`);
+        }
+      } finally {
+        await pool.close();
+      }
+    });
+  }
+
+  it('close cancels a pending refill, so nothing starts afterwards', async () => {
+    const clock = new ManualClock();
+    const engine = counted(clock);
+    const pool = withWarmPool(engine, { size: 1, refillDelayMs: 100, clock }, ctx);
+    await flushMicrotasks();
+    await pool.create(ctx);
+    await pool.close();
+    await pool.close();
+    const before = engine.started;
+    await clock.advance(1000);
+    assert.equal(engine.started, before);
+    assert.equal(clock.pendingTimers, 0);
+  });
+});
