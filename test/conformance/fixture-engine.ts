@@ -15,6 +15,19 @@ const WAV = 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=';
 const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Options that send a server-to-client request on the calling request's own
+ * POST stream. The SDK's `requestSampling`/`elicitInput` (2.4) attach no
+ * related request id by default, so the transport writes the request to the
+ * standalone GET stream and drops it when that stream is not open yet; a
+ * client opens that stream without awaiting it, beside its first tool call,
+ * so the request was lost whenever the tool ran first (through the gateway's
+ * extra hops, about one suite run in five). The transport spec asks for
+ * messages on a POST stream to relate to its request, and for those on the
+ * GET stream to be unrelated to any running request.
+ */
+const onCallingStream = (ctx: ServerContext) => ({ relatedRequestId: ctx.mcpReq.id });
+
 function registerTools(server: McpServer): void {
   server.registerTool('test_simple_text', { description: 'Returns simple text' }, () =>
     text('This is a simple text response for testing.'),
@@ -79,10 +92,13 @@ function registerTools(server: McpServer): void {
     'test_sampling',
     { description: 'Asks the client to sample', inputSchema: z.object({ prompt: z.string() }) },
     async ({ prompt }, ctx: ServerContext) => {
-      const result = await ctx.mcpReq.requestSampling({
-        messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
-        maxTokens: 100,
-      });
+      const result = await ctx.mcpReq.requestSampling(
+        {
+          messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+          maxTokens: 100,
+        },
+        onCallingStream(ctx),
+      );
       const content = Array.isArray(result.content) ? result.content[0] : result.content;
       return text(`LLM response: ${content?.type === 'text' ? content.text : JSON.stringify(content)}`);
     },
@@ -91,17 +107,20 @@ function registerTools(server: McpServer): void {
     'test_elicitation',
     { description: 'Asks the user', inputSchema: z.object({ message: z.string() }) },
     async ({ message }, ctx: ServerContext) => {
-      const result = await ctx.mcpReq.elicitInput({
-        message,
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            username: { type: 'string', description: "User's response" },
-            email: { type: 'string', description: "User's email address" },
+      const result = await ctx.mcpReq.elicitInput(
+        {
+          message,
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              username: { type: 'string', description: "User's response" },
+              email: { type: 'string', description: "User's email address" },
+            },
+            required: ['username', 'email'],
           },
-          required: ['username', 'email'],
         },
-      });
+        onCallingStream(ctx),
+      );
       return text(`User response: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
     },
   );
@@ -109,70 +128,76 @@ function registerTools(server: McpServer): void {
     'test_elicitation_sep1034_defaults',
     { description: 'Elicitation with defaults' },
     async (ctx) => {
-      const result = await ctx.mcpReq.elicitInput({
-        message: 'Please review and update the form fields with defaults',
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            name: { type: 'string', description: 'User name', default: 'John Doe' },
-            age: { type: 'integer', description: 'User age', default: 30 },
-            score: { type: 'number', description: 'User score', default: 95.5 },
-            status: {
-              type: 'string',
-              description: 'User status',
-              enum: ['active', 'inactive', 'pending'],
-              default: 'active',
+      const result = await ctx.mcpReq.elicitInput(
+        {
+          message: 'Please review and update the form fields with defaults',
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              name: { type: 'string', description: 'User name', default: 'John Doe' },
+              age: { type: 'integer', description: 'User age', default: 30 },
+              score: { type: 'number', description: 'User score', default: 95.5 },
+              status: {
+                type: 'string',
+                description: 'User status',
+                enum: ['active', 'inactive', 'pending'],
+                default: 'active',
+              },
+              verified: { type: 'boolean', description: 'Verification status', default: true },
             },
-            verified: { type: 'boolean', description: 'Verification status', default: true },
+            required: [],
           },
-          required: [],
         },
-      });
+        onCallingStream(ctx),
+      );
       return text(`Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
     },
   );
   server.registerTool('test_elicitation_sep1330_enums', { description: 'Elicitation with enums' }, async (ctx) => {
-    const result = await ctx.mcpReq.elicitInput({
-      message: 'Please select options from the enum fields',
-      requestedSchema: {
-        type: 'object',
-        properties: {
-          untitledSingle: { type: 'string', description: 'Untitled single', enum: ['option1', 'option2', 'option3'] },
-          titledSingle: {
-            type: 'string',
-            description: 'Titled single',
-            oneOf: [
-              { const: 'value1', title: 'First Option' },
-              { const: 'value2', title: 'Second Option' },
-              { const: 'value3', title: 'Third Option' },
-            ],
-          },
-          legacyEnum: {
-            type: 'string',
-            description: 'Legacy titled',
-            enum: ['opt1', 'opt2', 'opt3'],
-            enumNames: ['Option One', 'Option Two', 'Option Three'],
-          },
-          untitledMulti: {
-            type: 'array',
-            description: 'Untitled multi',
-            items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
-          },
-          titledMulti: {
-            type: 'array',
-            description: 'Titled multi',
-            items: {
-              anyOf: [
-                { const: 'value1', title: 'First Choice' },
-                { const: 'value2', title: 'Second Choice' },
-                { const: 'value3', title: 'Third Choice' },
+    const result = await ctx.mcpReq.elicitInput(
+      {
+        message: 'Please select options from the enum fields',
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            untitledSingle: { type: 'string', description: 'Untitled single', enum: ['option1', 'option2', 'option3'] },
+            titledSingle: {
+              type: 'string',
+              description: 'Titled single',
+              oneOf: [
+                { const: 'value1', title: 'First Option' },
+                { const: 'value2', title: 'Second Option' },
+                { const: 'value3', title: 'Third Option' },
               ],
             },
+            legacyEnum: {
+              type: 'string',
+              description: 'Legacy titled',
+              enum: ['opt1', 'opt2', 'opt3'],
+              enumNames: ['Option One', 'Option Two', 'Option Three'],
+            },
+            untitledMulti: {
+              type: 'array',
+              description: 'Untitled multi',
+              items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+            },
+            titledMulti: {
+              type: 'array',
+              description: 'Titled multi',
+              items: {
+                anyOf: [
+                  { const: 'value1', title: 'First Choice' },
+                  { const: 'value2', title: 'Second Choice' },
+                  { const: 'value3', title: 'Third Choice' },
+                ],
+              },
+            },
           },
+          required: [],
         },
-        required: [],
-      },
-    } as Parameters<ServerContext['mcpReq']['elicitInput']>[0]);
+      } as Parameters<ServerContext['mcpReq']['elicitInput']>[0],
+      onCallingStream(ctx),
+    );
     return text(`Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
   });
   server.registerTool('test_reconnection', { description: 'Closes its SSE stream mid-call' }, async (ctx) => {
