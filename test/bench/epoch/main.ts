@@ -3,7 +3,9 @@
 // replaced per second, spread over every replica's part. Measured: time from
 // a part change on follower f1 to the commit carrying it being applied on
 // follower f2 (p50/p99), and bytes per delta commit — once for 100 and once
-// for 1,000 runtimes, to show cost follows churn, not fleet size. Then, with
+// for 1,000 runtimes, to show cost follows churn, not fleet size. Both after
+// a warm-up of churn: the figure is the steady state, not the seconds after
+// followers attach (full parts, first snapshot, first merges). Then, with
 // replicas as OS processes: failover time after a kill -9 of the leader
 // (default and tuned election settings) and schedule answers per second on
 // one replica.
@@ -25,6 +27,7 @@ import type { Figure } from '../report.ts';
 const THREADS_TOTAL = 100_000;
 const CHURN_PER_S = 0.01;
 const TICK_MS = 50;
+const WARMUP_MS = 2_000;
 const MEASURE_MS = 8_000;
 const THREADS_PER_PROCESS = 10;
 
@@ -86,6 +89,7 @@ async function runSize(runtimes: number): Promise<Figure[]> {
 
   const commitBytes: number[] = [];
   let snapshotBytes = 0;
+  let measuring = false;
   const leader = new EpochLeader({
     replicaId: 'leader',
     term: 1,
@@ -94,7 +98,10 @@ async function runSize(runtimes: number): Promise<Figure[]> {
     merge: mergeParts,
     diff: diffStates,
     apply: applyOps,
-    onCommit: (info) => (info.epoch === 1 ? (snapshotBytes = info.bytes) : commitBytes.push(info.bytes)),
+    onCommit: (info) => {
+      if (info.epoch === 1) snapshotBytes = info.bytes;
+      else if (measuring) commitBytes.push(info.bytes);
+    },
   });
   const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
   const http = createServer((_req, res) => res.writeHead(404).end());
@@ -131,16 +138,19 @@ async function runSize(runtimes: number): Promise<Figure[]> {
   f1.attach(await connectSync(base, 'f1'));
   f2.attach(await connectSync(base, 'f2'));
   while (!synced || leader.latest() === undefined) await new Promise((r) => setTimeout(r, 20));
-  progress(`${runtimes} runtimes: first snapshot ${snapshotBytes} bytes; churning for ${MEASURE_MS} ms`);
+  progress(
+    `${runtimes} runtimes: first snapshot ${snapshotBytes} bytes; churning for ${WARMUP_MS} ms warm-up + ${MEASURE_MS} ms`,
+  );
 
   const perTick = (THREADS_TOTAL * CHURN_PER_S * TICK_MS) / 1000;
   let marker = 0;
   const started = performance.now();
-  while (performance.now() - started < MEASURE_MS) {
-    const name = `m${++marker}`;
+  while (performance.now() - started < WARMUP_MS + MEASURE_MS) {
+    measuring = performance.now() - started >= WARMUP_MS;
+    const name = measuring ? `m${++marker}` : undefined;
     parts.leader!.churn(Math.round(perTick / 3));
     parts.f2!.churn(Math.round(perTick / 3));
-    sentAt.set(name, performance.now());
+    if (name) sentAt.set(name, performance.now());
     parts.f1!.churn(Math.round(perTick / 3), name);
     leader.notifyChange();
     f1.notifyChange();
