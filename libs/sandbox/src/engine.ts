@@ -18,6 +18,13 @@ export interface EngineContext {
 export interface SandboxInstance {
   /** Capabilities a server needs before `register` (declared at construction). */
   readonly capabilities: ServerCapabilities;
+  /**
+   * Optional: readies a warm-pool member before it waits in the pool, so a
+   * client's first calls find the upstream loaded. Called once, before
+   * `bind`; must have no effect a client could see. A failure is logged and
+   * the member pooled anyway.
+   */
+  prime?(): Promise<void>;
   /** Binds the instance to its sandbox id; called once, before the first `register`. */
   bind(sandboxId: string): void;
   register(server: McpServer): () => void;

@@ -1,6 +1,6 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Engine } from './engine.ts';
-import { ProxyInstance } from './proxy.ts';
+import { ProxyInstance, upstreamClient } from './proxy.ts';
 import type { EngineConfig } from './types.ts';
 
 type HttpConfig = Extract<EngineConfig, { engine: 'http' }>;
@@ -15,7 +15,7 @@ export function httpEngine(config: HttpConfig): Engine {
   return {
     async create() {
       const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { ...config.headers } } });
-      const client = new Client({ name: 'switchyard-runtime', version: '0.1.0' });
+      const client = upstreamClient();
       await client.connect(transport);
       return new ProxyInstance(client, transport, async () => {
         await transport.terminateSession().catch(() => undefined);

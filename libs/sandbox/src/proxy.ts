@@ -1,9 +1,29 @@
-import type { Client, Transport } from '@modelcontextprotocol/client';
+import { Client, type CacheMode, type Transport } from '@modelcontextprotocol/client';
 import type { McpServer, ServerCapabilities, ServerContext } from '@modelcontextprotocol/server';
 import { DeathFlag, type SandboxInstance } from './engine.ts';
 
 /** Upper bound on one forwarded upstream request (tool calls may run long and reset it on progress). */
 const UPSTREAM_TIMEOUT_MS = 10 * 60_000;
+/**
+ * How long an upstream list result is served from the client's cache. Only
+ * lists whose upstream announces changes (`listChanged`) use the cache, and
+ * each announcement evicts its entry, so the bound only caps how long a
+ * missed announcement could leave a list stale.
+ */
+const LIST_CACHE_TTL_MS = 10 * 60_000;
+/** Bound on each priming request, so a hung upstream cannot hold a pool slot. */
+const PRIME_TIMEOUT_MS = 10_000;
+/**
+ * A tool name no server is expected to have: priming calls it so the
+ * upstream's `tools/call` path is loaded before a client's first call. It is
+ * not sent when the upstream lists a tool of that name.
+ */
+const ABSENT_TOOL = 'switchyard-warm-up-absent-tool';
+
+/** The SDK client every proxying engine talks to its upstream with. */
+export function upstreamClient(): Client {
+  return new Client({ name: 'switchyard-runtime', version: '0.1.0' }, { defaultCacheTtlMs: LIST_CACHE_TTL_MS });
+}
 
 type Params = Record<string, unknown> | undefined;
 type ProgressParams = { progress: number; total?: number; message?: string };
@@ -18,6 +38,8 @@ type ProgressParams = { progress: number; total?: number; message?: string };
 export class ProxyInstance implements SandboxInstance {
   readonly capabilities: ServerCapabilities;
   readonly #client: Client;
+  /** Per list kind: served from the client's cache only if the upstream announces its changes. */
+  readonly #lists: { readonly tools: CacheMode; readonly resources: CacheMode; readonly prompts: CacheMode };
   readonly #death = new DeathFlag();
   readonly #servers = new Set<McpServer>();
   readonly #cleanup: () => Promise<void>;
@@ -37,6 +59,12 @@ export class ProxyInstance implements SandboxInstance {
     if (upstream.prompts) caps.prompts = { listChanged: true };
     if (upstream.completions) caps.completions = {};
     this.capabilities = caps;
+    const mode = (listChanged: boolean | undefined): CacheMode => (listChanged ? 'use' : 'bypass');
+    this.#lists = {
+      tools: mode(upstream.tools?.listChanged),
+      resources: mode(upstream.resources?.listChanged),
+      prompts: mode(upstream.prompts?.listChanged),
+    };
     client.onclose = () => {
       if (!this.#destroyed) this.#death.kill();
     };
@@ -89,23 +117,40 @@ export class ProxyInstance implements SandboxInstance {
     // The upstream server does not know its sandbox id; nothing to bind.
   }
 
+  /**
+   * Lists the upstream's tools (filling the list cache) and calls a tool it
+   * does not have. Upstream servers load and compile their request paths
+   * lazily, which a fresh child otherwise does on a client's first call;
+   * an unknown tool is answered with an error and runs no tool.
+   */
+  async prime(): Promise<void> {
+    if (!this.capabilities.tools) return;
+    const opts = { timeout: PRIME_TIMEOUT_MS };
+    const { tools } = await this.#client.listTools(undefined, { ...opts, cacheMode: this.#lists.tools });
+    if (tools.some((t) => t.name === ABSENT_TOOL)) return;
+    await this.#client.callTool({ name: ABSENT_TOOL, arguments: {} }, opts).catch(() => undefined);
+  }
+
   register(server: McpServer): () => void {
     const s = server.server;
     const c = this.#client;
     const opts = (ctx: ServerContext) => ({ signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS });
+    const list = (ctx: ServerContext, cacheMode: CacheMode) => ({ ...opts(ctx), cacheMode });
+    const { tools, resources, prompts } = this.#lists;
     if (this.capabilities.tools) {
-      s.setRequestHandler('tools/list', (req, ctx) => c.listTools(req.params as Params, opts(ctx)));
+      s.setRequestHandler('tools/list', (req, ctx) => c.listTools(req.params as Params, list(ctx, tools)));
       s.setRequestHandler('tools/call', (req, ctx) => this.#callTool(req.params, ctx));
     }
     if (this.capabilities.resources) {
-      s.setRequestHandler('resources/list', (req, ctx) => c.listResources(req.params as Params, opts(ctx)));
+      s.setRequestHandler('resources/list', (req, ctx) => c.listResources(req.params as Params, list(ctx, resources)));
       s.setRequestHandler('resources/templates/list', (req, ctx) =>
-        c.listResourceTemplates(req.params as Params, opts(ctx)),
+        c.listResourceTemplates(req.params as Params, list(ctx, resources)),
       );
-      s.setRequestHandler('resources/read', (req, ctx) => c.readResource(req.params, opts(ctx)));
+      // Contents change without a list announcement; always read through.
+      s.setRequestHandler('resources/read', (req, ctx) => c.readResource(req.params, list(ctx, 'bypass')));
     }
     if (this.capabilities.prompts) {
-      s.setRequestHandler('prompts/list', (req, ctx) => c.listPrompts(req.params as Params, opts(ctx)));
+      s.setRequestHandler('prompts/list', (req, ctx) => c.listPrompts(req.params as Params, list(ctx, prompts)));
       s.setRequestHandler('prompts/get', (req, ctx) => c.getPrompt(req.params, opts(ctx)));
     }
     if (this.capabilities.completions) {

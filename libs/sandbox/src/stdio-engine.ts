@@ -1,9 +1,8 @@
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import type { Engine } from './engine.ts';
-import { ProxyInstance } from './proxy.ts';
+import { ProxyInstance, upstreamClient } from './proxy.ts';
 import type { EngineConfig } from './types.ts';
 
 type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
@@ -36,7 +35,7 @@ export function stdioEngine(config: StdioConfig): Engine {
           ),
         );
       }
-      const client = new Client({ name: 'switchyard-runtime', version: '0.1.0' });
+      const client = upstreamClient();
       try {
         await client.connect(transport);
       } catch (error) {

@@ -2,7 +2,8 @@ import type { Clock, Timer } from '@switchyard/clock';
 import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
 
 /**
- * Decorates an engine with `size` pre-started instances. `create` hands out
+ * Decorates an engine with `size` pre-started instances, each primed (see
+ * `SandboxInstance.prime`) before it waits. `create` hands out
  * a ready instance when one is waiting (marked `warm`) and refills the pool
  * `refillDelayMs` later; otherwise it starts one as usual. Pool members are
  * not sandboxes yet: they are bound to an id only when handed out, so they
@@ -43,6 +44,14 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
         .create(ctx)
         .then(
           async (instance) => {
+            await instance
+              .prime?.()
+              .catch((error: unknown) =>
+                ctx.logger.debug(
+                  { event: 'pool.prime_failed', class: ctx.className, err: String(error) },
+                  'warm prime failed',
+                ),
+              );
             if (closed) return instance.destroy('closed');
             instance.onDead(() => {
               const at = pool.indexOf(instance);

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import { connect, type TestClient } from './fixtures/clients.ts';
+import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+
+const listing = new URL('./fixtures/listing-stdio-server.ts', import.meta.url).pathname;
+const ABSENT = 'tools/call switchyard-warm-up-absent-tool';
+
+async function waitFor(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** What the upstream child was asked so far (the `seen` call itself is its last entry). */
+async function seen(c: TestClient): Promise<string[]> {
+  return (JSON.parse(await c.callText('seen')) as string[]).slice(0, -1);
+}
+
+describe('warm-pool priming and upstream list caching (stdio)', () => {
+  let host: SandboxHost;
+  let served: Served;
+  const opened: TestClient[] = [];
+
+  before(async () => {
+    host = createSandboxHost({
+      runtimeId: 'rt-prime',
+      classes: {
+        announcing: { engine: 'stdio', command: process.execPath, args: [listing], warmPool: 1, expireSeconds: 0 },
+        quiet: {
+          engine: 'stdio',
+          command: process.execPath,
+          args: [listing, '--quiet-lists'],
+          warmPool: 1,
+          expireSeconds: 0,
+        },
+        cold: { engine: 'stdio', command: process.execPath, args: [listing], expireSeconds: 0 },
+      },
+      sandboxesMax: 10,
+      sessionIdleMs: 60_000,
+      reporter: new RecordingReporter(),
+      logger: captureLogger(),
+    });
+    served = await serveHttp1(host);
+    await waitFor('both pools to fill', () => host.stats().warm === 2);
+  });
+  after(async () => {
+    for (const c of opened) await c.close().catch(() => undefined);
+    await served.close();
+    await host.close();
+  });
+
+  async function open(className: string, process: string): Promise<TestClient> {
+    const c = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': className,
+      'x-switchyard-process': process,
+    });
+    opened.push(c);
+    return c;
+  }
+
+  const primed = ['initialize', 'tools/list', ABSENT];
+  const cases = [
+    {
+      name: 'a pooled child that announces list changes was listed and warmed before the session, and lists from cache',
+      className: 'announcing',
+      before: primed,
+      afterTwoLists: primed,
+    },
+    {
+      name: 'a pooled child that does not announce list changes was warmed too, but every list reaches it',
+      className: 'quiet',
+      before: primed,
+      afterTwoLists: [...primed, 'tools/list', 'tools/list'],
+    },
+    {
+      name: 'a sandbox started on demand is not primed, and its first list reaches the child',
+      className: 'cold',
+      before: ['initialize'],
+      afterTwoLists: ['initialize', 'tools/list'],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const client = await open(c.className, `p-${c.className}`);
+      assert.deepEqual(await seen(client), c.before);
+      const names = await client.listToolNames();
+      assert.deepEqual(await client.listToolNames(), names);
+      assert.deepEqual(names, ['echo', 'grow', 'seen']);
+      const upstream = (await seen(client)).filter((m) => !m.startsWith('tools/call seen'));
+      assert.deepEqual(upstream, c.afterTwoLists);
+    });
+  }
+
+  // The fixture announces before it answers `grow`, so the eviction has happened when the call returns.
+  it('a list_changed announcement evicts the cached list, so the next list shows the new tool', async () => {
+    const client = await open('announcing', 'p-grow');
+    assert.deepEqual(await client.listToolNames(), ['echo', 'grow', 'seen']);
+    assert.equal(await client.callText('grow'), 'grown');
+    assert.deepEqual(await client.listToolNames(), ['echo', 'grow', 'grown-3', 'seen']);
+    assert.deepEqual(await client.listToolNames(), ['echo', 'grow', 'grown-3', 'seen']);
+    const lists = (await seen(client)).filter((m) => m === 'tools/list');
+    assert.equal(lists.length, 2, 'one upstream list before the announcement (priming or first) and one after');
+  });
+});
