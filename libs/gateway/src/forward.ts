@@ -1,9 +1,11 @@
+import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { GATEWAY_DEFAULTS } from './options.ts';
-import { callUpstream, discard, isConnectFailure } from './upstream.ts';
-import type { UpstreamCall, UpstreamResponse } from './upstream.ts';
+import { exchange } from './exchange.ts';
+import type { UpstreamCall, UpstreamResponse } from './exchange.ts';
+import { isConnectFailure } from './upstream.ts';
 
 /** What became of one attempt at a runtime. */
 export type Attempt =
@@ -22,13 +24,14 @@ export async function attempt(
   dispatcher: Dispatcher,
   clock: Clock,
   call: UpstreamCall,
+  res: ServerResponse,
   goneStatuses: ReadonlySet<number>,
 ): Promise<Attempt> {
   for (let dial = 0; ; dial++) {
     try {
-      const upstream = await callUpstream(dispatcher, call);
+      const upstream = await exchange(dispatcher, call, res);
       if (goneStatuses.has(upstream.statusCode)) {
-        await discard(upstream);
+        await upstream.discard();
         return { kind: 'gone', status: upstream.statusCode };
       }
       return { kind: 'response', upstream };

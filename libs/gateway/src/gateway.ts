@@ -1,5 +1,4 @@
-import express from 'express';
-import type { Express, NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
@@ -10,6 +9,8 @@ import { createMetrics, noMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
 import type { GatewayOptions } from './options.ts';
+import { matchTarget } from './request-target.ts';
+import type { RequestTarget } from './request-target.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
@@ -34,15 +35,23 @@ export interface GatewayStats {
   readonly upstreamErrors: number;
 }
 
+/** A `node:http` request listener. */
+export type GatewayHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
 export interface Gateway {
-  /** Express 5 app serving `/mcp` and `/mcp/:class/:process`; mount it or `listen` it. */
-  readonly app: Express;
+  /**
+   * Serves `/mcp` and `/mcp/:class/:process` (case-insensitive, one trailing
+   * slash allowed); any other path is a 404 with a JSON-RPC error body. Pass
+   * it to `http.createServer` or call it from your own listener. It reads no
+   * framework decorations, so it also runs as a plain express handler.
+   */
+  readonly app: GatewayHandler;
   /** Idempotent: cuts open upstream streams, closes the undici agents and Redis. */
   close(): Promise<void>;
   stats(): GatewayStats;
 }
 
-function headerValue(req: Request, name: string): string | undefined {
+function headerValue(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -115,9 +124,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   let closed = false;
   let closing: Promise<void> | undefined;
 
-  async function handle(req: Request, res: Response): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void> {
     counts.requests++;
-    res.on('finish', () => metrics.request(req.method, res.statusCode));
+    // Filled in as the request passes the gates; read by the close listener.
+    const held: { release?: () => void; abort?: AbortController; gone?: true } = {};
+    // One listener for the response's end: count it when it finished, and
+    // otherwise the client went away, which cancels upstream at once.
+    res.once('close', () => {
+      held.gone = true;
+      held.release?.();
+      if (res.writableFinished) metrics.request(req.method ?? 'OTHER', res.statusCode);
+      else held.abort?.abort(new Error('client disconnected'));
+    });
     if (closed) throw new SwitchyardError('not_ready', 'Gateway is shutting down');
     if (headerBytes(req) > o.headerBytesMax) {
       sendError(res, 'header_too_large', 'Request headers too large', null, {});
@@ -148,13 +166,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const release = limiter.acquire(principal ?? `ip:${req.socket.remoteAddress ?? 'unknown'}`);
     if (!release) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
-    const abort = new AbortController();
-    // The client going away is the cancellation signal: abort upstream at once.
-    res.on('close', () => {
-      release();
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-    });
-    const base = { req, res, signal: abort.signal, ...(principal ? { principal } : {}) };
+    // The client left while authentication ran: give the slot back, send nothing.
+    if (held.gone) return release();
+    held.release = release;
+    const abort = (held.abort = new AbortController());
+    const base = { req, res, target, signal: abort.signal, ...(principal ? { principal } : {}) };
     const sessionId = sessionIdOf(req);
     if (req.method !== 'POST') {
       if (sessionId === undefined)
@@ -186,21 +202,33 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   }
 
-  const app = express();
-  app.disable('x-powered-by');
-  const entry = (req: Request, res: Response, next: NextFunction): void => {
-    handle(req, res).catch(next);
-  };
-  app.all('/mcp', entry);
-  app.all('/mcp/:class/:process', entry);
-  app.use((error: unknown, req: Request, res: Response, _next: NextFunction): void => {
+  function fail(req: IncomingMessage, res: ServerResponse, error: unknown): void {
     const id = ((error as { rpcId?: unknown } | null)?.rpcId ?? null) as string | number | null;
     if (!(error instanceof SwitchyardError) && res.writableEnded === false && !req.destroyed) {
-      o.logger.error({ err: (error as Error)?.message, path: req.path }, 'gateway request failed');
+      const path = (req.url ?? '').split('?', 1)[0];
+      o.logger.error({ err: (error as Error)?.message, path }, 'gateway request failed');
     }
     if (error instanceof SwitchyardError && error.code === 'body_too_large') res.setHeader('Connection', 'close');
     sendFailure(res, error, id);
-  });
+  }
+
+  // A plain listener rather than a router: matching two fixed routes by hand
+  // saves the framework's per-request work, which profiling put on a par
+  // with the gateway's own.
+  const app: GatewayHandler = (req, res) => {
+    let target: RequestTarget | undefined;
+    try {
+      target = matchTarget(req.url);
+    } catch (error) {
+      fail(req, res, error);
+      return;
+    }
+    if (!target) {
+      sendError(res, 'not_found', 'Not found: the MCP endpoint is /mcp');
+      return;
+    }
+    handle(req, res, target).catch((error: unknown) => fail(req, res, error));
+  };
 
   return {
     app,

@@ -1,5 +1,5 @@
 export { createGateway } from './gateway.ts';
-export type { Gateway, GatewayStats } from './gateway.ts';
+export type { Gateway, GatewayHandler, GatewayStats } from './gateway.ts';
 export { GATEWAY_DEFAULTS } from './options.ts';
 export type { GatewayOptions, GatewayLogger, IdentityOptions, RouteCacheOptions, AuthOptions } from './options.ts';
 export { parseStrategy } from './identity.ts';

@@ -24,6 +24,25 @@ export const noMetrics: GatewayMetrics = {
 };
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
+/** Distinct (method, status) children kept bound; statuses come from upstream, so the set is capped. */
+const REQUEST_CHILDREN_MAX = 256;
+
+/**
+ * Returns `make(key)` once per key, then the same value. Labelled children
+ * are bound once: a labels object per observation costs a sort and a string
+ * hash in prom-client, on every request.
+ */
+function memo<T>(make: (key: string) => T, max = Infinity): (key: string) => T {
+  const seen = new Map<string, T>();
+  return (key) => {
+    let value = seen.get(key);
+    if (value === undefined) {
+      value = make(key);
+      if (seen.size < max) seen.set(key, value);
+    }
+    return value;
+  };
+}
 
 /** Registers the gateway's metrics on `registry` under `prefix`. */
 export function createMetrics(registry: Registry, prefix: string): GatewayMetrics {
@@ -54,13 +73,22 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     registers,
   });
   const sse = new Gauge({ name: `${prefix}sse_streams_open`, help: 'Open SSE response streams', registers });
+  const requestChild = memo((key) => {
+    const space = key.indexOf(' ');
+    return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
+  }, REQUEST_CHILDREN_MAX);
+  const errorChild = memo((reason) => upstreamErrors.labels({ reason }));
+  const scheduleChild = memo((outcome) => schedule.labels({ outcome }));
+  const lookupChild = memo((key) => {
+    const [result, tier] = key.split(' ');
+    return lookups.labels({ result: result!, tier: tier! });
+  });
   return {
     // Unknown methods collapse into one label value so clients cannot grow the series set.
-    request: (method, code) =>
-      requests.inc({ method: HTTP_METHODS.has(method) ? method : 'OTHER', code: String(code) }),
-    upstreamError: (reason) => upstreamErrors.inc({ reason }),
-    scheduleLatency: (seconds, outcome) => schedule.observe({ outcome }, seconds),
-    routeLookup: (result, tier) => lookups.inc({ result, tier }),
+    request: (method, code) => requestChild(`${HTTP_METHODS.has(method) ? method : 'OTHER'} ${code}`).inc(),
+    upstreamError: (reason) => errorChild(reason).inc(),
+    scheduleLatency: (seconds, outcome) => scheduleChild(outcome).observe(seconds),
+    routeLookup: (result, tier) => lookupChild(`${result} ${tier}`).inc(),
     sseOpened: () => sse.inc(),
     sseClosed: () => sse.dec(),
   };

@@ -1,18 +1,20 @@
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import type { Clock } from '@switchyard/clock';
 import { randomId, resolvePart } from './identity.ts';
 import type { IdentitySource, IdentityStrategy } from './identity.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
+import { parseSearch } from './request-target.ts';
+import type { RequestTarget } from './request-target.ts';
 import type { GatewayLogger } from './options.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { Route, RouteCache } from './route-cache.ts';
 import type { Placement, SchedulerClient } from './scheduler-client.ts';
 import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
-import { isEventStream, relayResponse, upstreamHeaders } from './upstream.ts';
-import type { UpstreamResponse } from './upstream.ts';
+import type { UpstreamResponse } from './exchange.ts';
+import { isEventStream, upstreamHeaders } from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
 
@@ -38,8 +40,9 @@ export interface RoutingContext {
 
 /** One request after the security gates: who sent it and what it carries. */
 export interface Routed {
-  readonly req: Request;
-  readonly res: Response;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly target: RequestTarget;
   readonly principal?: string;
   readonly body?: Buffer;
   readonly info?: MessageInfo;
@@ -52,10 +55,14 @@ const threadKey = (thread: string): string => `thread:${thread}`;
 const processKey = (cls: string, process: string): string => `process:${cls}/${process}`;
 
 function source(r: Routed, sessionId?: string): IdentitySource {
+  let query: Readonly<Record<string, unknown>> | undefined;
   return {
     headers: r.req.headers,
-    query: r.req.query as Record<string, unknown>,
-    params: (r.req.params ?? {}) as Record<string, string | undefined>,
+    // Parsed on first use: the default strategies never read the query.
+    get query() {
+      return (query ??= parseSearch(r.target.search));
+    },
+    params: r.target.params,
     ...(sessionId !== undefined ? { sessionId } : {}),
     ...(r.principal !== undefined ? { principal: r.principal } : {}),
   };
@@ -73,10 +80,10 @@ function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
 }
 
 async function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): Promise<void> {
-  const sse = isEventStream(upstream);
+  const sse = isEventStream(upstream.headers);
   if (sse) ctx.metrics.sseOpened();
   try {
-    const outcome = await relayResponse(upstream, r.res, ctx.idleTimeoutMs);
+    const outcome = await upstream.relay(r.res, ctx.idleTimeoutMs);
     if (outcome === 'broken') ctx.metrics.upstreamError(r.signal.aborted ? 'aborted' : 'stream');
   } finally {
     if (sse) ctx.metrics.sseClosed();
@@ -105,6 +112,7 @@ function call(
       signal: r.signal,
       idleTimeoutMs: ctx.idleTimeoutMs,
     },
+    r.res,
     gone,
   );
 }
@@ -231,7 +239,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
 }
 
 /** The session header, if any (first value when repeated). */
-export function sessionIdOf(req: Request): string | undefined {
+export function sessionIdOf(req: IncomingMessage): string | undefined {
   const value = req.headers[MCP_SESSION_HEADER];
   return Array.isArray(value) ? value[0] : value;
 }

@@ -1,6 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Response } from 'express';
-import type { Dispatcher } from 'undici';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { IDENTITY_HEADERS } from '@switchyard/protocol';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) plus those undici computes itself. */
@@ -42,10 +40,14 @@ export function isConnectFailure(error: unknown): boolean {
   return false;
 }
 
-function connectionListed(headers: IncomingHttpHeaders): Set<string> {
-  const listed = new Set<string>();
+const NOTHING_LISTED: ReadonlySet<string> = new Set();
+
+/** Header names a `Connection` header lists (hop-by-hop by declaration). */
+function connectionListed(headers: IncomingHttpHeaders): ReadonlySet<string> {
   const value = headers.connection;
-  if (typeof value === 'string') for (const t of value.split(',')) listed.add(t.trim().toLowerCase());
+  if (typeof value !== 'string') return NOTHING_LISTED;
+  const listed = new Set<string>();
+  for (const t of value.split(',')) listed.add(t.trim().toLowerCase());
   return listed;
 }
 
@@ -65,7 +67,8 @@ export interface AssertedHeaders {
 export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: AssertedHeaders): Record<string, string> {
   const listed = connectionListed(headers);
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || HOP_BY_HOP.has(name) || STRIPPED_UPSTREAM.has(name) || listed.has(name)) continue;
     if (name.startsWith('x-switchyard-')) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -77,154 +80,19 @@ export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: Asserted
   return out;
 }
 
-/** Upstream response headers a client may see. */
-function downstreamHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+/** Copies the upstream response headers a client may see onto `res`. */
+export function copyDownstreamHeaders(headers: IncomingHttpHeaders, res: ServerResponse): void {
   const listed = connectionListed(headers);
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || listed.has(name)) continue;
     if (HOP_BY_HOP.has(name) && name !== 'content-length') continue;
-    out[name] = value;
+    res.setHeader(name, value);
   }
-  return out;
 }
 
-export interface UpstreamCall {
-  readonly url: string;
-  readonly method: 'GET' | 'POST' | 'DELETE';
-  readonly headers: Record<string, string>;
-  readonly body?: Buffer;
-  readonly signal: AbortSignal;
-  readonly idleTimeoutMs: number;
-}
-
-export type UpstreamResponse = Dispatcher.ResponseData;
-
-/** Sends one request; rejects with undici's error (see isConnectFailure). */
-export function callUpstream(dispatcher: Dispatcher, call: UpstreamCall): Promise<UpstreamResponse> {
-  const url = new URL(call.url);
-  return dispatcher.request({
-    origin: url.origin,
-    path: url.pathname + url.search,
-    method: call.method,
-    headers: call.headers,
-    ...(call.body ? { body: call.body } : {}),
-    signal: call.signal,
-    headersTimeout: call.idleTimeoutMs,
-    // Event streams may be silent for as long as a tool runs; the idle timer
-    // in relayResponse covers every other body.
-    bodyTimeout: 0,
-  });
-}
-
-export function isEventStream(upstream: UpstreamResponse): boolean {
-  const type = upstream.headers['content-type'];
+/** True for `text/event-stream` responses (SSE: no idle timeout, headers flushed early). */
+export function isEventStream(headers: IncomingHttpHeaders): boolean {
+  const type = headers['content-type'];
   return typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream');
-}
-
-/**
- * Holds the client socket corked from a chunk's arrival to the end of that
- * turn of the event loop, so what arrived together leaves in one write: a
- * response read whole from upstream (headers, event, terminating chunk) was
- * two writes and two wake-ups of the client. Later chunks still leave the
- * same turn they arrive; `end()` uncorks fully by itself.
- */
-function coalesceWrites(body: UpstreamResponse['body'], res: Response): void {
-  let corked = false;
-  const release = (): void => {
-    corked = false;
-    const socket = res.socket;
-    if (!res.writableEnded && socket && !socket.destroyed && socket.writableCorked > 0) socket.uncork();
-  };
-  // Registered before pipe's own listener, so the cork is in place for its write.
-  body.on('data', () => {
-    if (corked) return;
-    corked = true;
-    // The socket, not `res`: a corked response buffers chunks apart and its
-    // end() would then write the terminating chunk ahead of them.
-    res.socket?.cork();
-    setImmediate(release);
-  });
-}
-
-/**
- * Pipes `body` into `res`; resolves true once `res` finished, false when
- * either side broke first (both are then destroyed). Plain `pipe` plus two
- * listeners: `stream.pipeline` allocates an AbortController per call and
- * aborts it on completion (a DOMException with a stack each time), which
- * profiling showed as a few percent of the gateway's CPU per request.
- */
-function pipeBody(body: UpstreamResponse['body'], res: Response): Promise<boolean> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const settle = (complete: boolean): void => {
-      if (settled) return;
-      settled = true;
-      if (!complete) {
-        body.unpipe(res);
-        body.destroy();
-        if (!res.destroyed) res.destroy();
-      }
-      resolve(complete);
-    };
-    // Kept after settling: a late error on a destroyed body must not go unhandled.
-    body.on('error', () => settle(false));
-    // 'close' follows 'finish' on success, and comes alone when the client went away.
-    res.once('close', () => settle(res.writableFinished));
-    coalesceWrites(body, res);
-    body.pipe(res);
-  });
-}
-
-/**
- * Streams the upstream response to the client without buffering. SSE gets
- * `X-Accel-Buffering: no` and its headers out before the first event (with
- * it when that event is already here, else at the next turn of the loop);
- * other bodies are cut after `idleTimeoutMs` without a byte. Resolves when
- * the relay ends; never rejects (a broken stream is cut, its headers being
- * already sent).
- */
-export async function relayResponse(
-  upstream: UpstreamResponse,
-  res: Response,
-  idleTimeoutMs: number,
-  extraHeaders: Readonly<Record<string, string>> = {},
-): Promise<'complete' | 'broken'> {
-  const sse = isEventStream(upstream);
-  res.status(upstream.statusCode);
-  for (const [name, value] of Object.entries(downstreamHeaders(upstream.headers))) res.setHeader(name, value);
-  for (const [name, value] of Object.entries(extraHeaders)) res.setHeader(name, value);
-  let idle: NodeJS.Timeout | undefined;
-  if (sse) {
-    res.setHeader('x-accel-buffering', 'no');
-    res.removeHeader('content-length');
-    // Flushing at once cost a socket write of its own per response; a stream
-    // that stays silent (a GET stream, a long tool call) still gets its
-    // headers after this turn, so the client is never kept waiting.
-    setImmediate(() => {
-      if (!res.headersSent && !res.destroyed) res.flushHeaders();
-    });
-  } else {
-    const arm = (): void => {
-      clearTimeout(idle);
-      idle = setTimeout(() => upstream.body.destroy(new Error('upstream idle timeout')), idleTimeoutMs);
-      idle.unref();
-    };
-    arm();
-    upstream.body.on('data', arm);
-  }
-  try {
-    return (await pipeBody(upstream.body, res)) ? 'complete' : 'broken';
-  } finally {
-    clearTimeout(idle);
-  }
-}
-
-/** Drains and discards an upstream body we answer for ourselves. */
-export async function discard(upstream: UpstreamResponse): Promise<void> {
-  try {
-    await upstream.body.dump({ limit: 64 * 1024 });
-  } catch {
-    upstream.body.destroy();
-  }
 }

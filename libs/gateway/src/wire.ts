@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { ERROR_CODES, SwitchyardError, jsonRpcError } from '@switchyard/protocol';
 import type { ErrorCode, JsonRpcId } from '@switchyard/protocol';
 
@@ -85,7 +85,7 @@ export function inspectBody(body: Buffer): MessageInfo {
  * Does nothing once headers are out: the stream is then cut instead.
  */
 export function sendError(
-  res: Response,
+  res: ServerResponse,
   code: ErrorCode,
   message: string,
   id: JsonRpcId = null,
@@ -96,12 +96,16 @@ export function sendError(
     res.destroy();
     return;
   }
+  const body = JSON.stringify(jsonRpcError(code, message, id));
   for (const [name, value] of Object.entries(extraHeaders)) res.setHeader(name, value);
-  res.status(status).json(jsonRpcError(code, message, id));
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 /** Maps any thrown value to a response; unknown failures are 500 -32603, never blamed on the client. */
-export function sendFailure(res: Response, error: unknown, id: JsonRpcId = null): void {
+export function sendFailure(res: ServerResponse, error: unknown, id: JsonRpcId = null): void {
   if (error instanceof SwitchyardError) {
     const headers: Record<string, string> = error.code === 'method_not_allowed' ? { Allow: 'POST' } : {};
     sendError(res, error.code, error.message, id, headers);
