@@ -38,7 +38,7 @@ type ProgressParams = { progress: number; total?: number; message?: string };
 export class ProxyInstance implements SandboxInstance {
   readonly capabilities: ServerCapabilities;
   readonly #client: Client;
-  /** Per list kind: served from the client's cache only if the upstream announces its changes. */
+  /** Per list kind: served from the client's cache only if asked to and the upstream announces its changes. */
   readonly #lists: { readonly tools: CacheMode; readonly resources: CacheMode; readonly prompts: CacheMode };
   readonly #death = new DeathFlag();
   readonly #servers = new Set<McpServer>();
@@ -48,7 +48,12 @@ export class ProxyInstance implements SandboxInstance {
   readonly #relays = new Map<string, (p: ProgressParams) => void>();
   #progressSeq = 0;
 
-  constructor(client: Client, transport: Transport, cleanup: () => Promise<void>) {
+  /**
+   * `cacheLists`: serve lists from the client's cache (default false). Only
+   * for upstreams whose change announcements always reach the client, as a
+   * child's stdout does; a remote server may have no channel to announce on.
+   */
+  constructor(client: Client, transport: Transport, cleanup: () => Promise<void>, opts: { cacheLists?: boolean } = {}) {
     this.#client = client;
     this.#interceptProgress(transport);
     this.#cleanup = cleanup;
@@ -59,7 +64,7 @@ export class ProxyInstance implements SandboxInstance {
     if (upstream.prompts) caps.prompts = { listChanged: true };
     if (upstream.completions) caps.completions = {};
     this.capabilities = caps;
-    const mode = (listChanged: boolean | undefined): CacheMode => (listChanged ? 'use' : 'bypass');
+    const mode = (listChanged: boolean | undefined): CacheMode => (opts.cacheLists && listChanged ? 'use' : 'bypass');
     this.#lists = {
       tools: mode(upstream.tools?.listChanged),
       resources: mode(upstream.resources?.listChanged),

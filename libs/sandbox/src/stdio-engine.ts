@@ -14,6 +14,8 @@ const STDERR_LINE_MAX = 2048;
  * Spawns the configured stdio MCP server per sandbox and re-exposes it.
  * stderr lines go to the log. When the child exits on its own the instance
  * is dead. `destroy` closes stdin, then SIGTERM, then SIGKILL (SDK transport).
+ * Lists are served from cache while the child announces list changes: its
+ * announcements share the pipe with its answers, so none can be missed.
  */
 export function stdioEngine(config: StdioConfig): Engine {
   return {
@@ -42,7 +44,7 @@ export function stdioEngine(config: StdioConfig): Engine {
         await transport.close().catch(() => undefined);
         throw error;
       }
-      return new ProxyInstance(client, transport, () => transport.close());
+      return new ProxyInstance(client, transport, () => transport.close(), { cacheLists: true });
     },
   };
 }

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
 import { connect, type TestClient } from './fixtures/clients.ts';
@@ -104,5 +107,71 @@ describe('warm-pool priming and upstream list caching (stdio)', () => {
     assert.deepEqual(await client.listToolNames(), ['echo', 'grow', 'grown-3', 'seen']);
     const lists = (await seen(client)).filter((m) => m === 'tools/list');
     assert.equal(lists.length, 2, 'one upstream list before the announcement (priming or first) and one after');
+  });
+});
+
+describe('upstream list caching (http)', () => {
+  let upstream: SandboxHost;
+  let upstreamServer: http.Server;
+  let host: SandboxHost;
+  let served: Served;
+  let upstreamLists = 0;
+
+  before(async () => {
+    upstream = createSandboxHost({
+      runtimeId: 'rt-up',
+      classes: { demo: { engine: 'builtin' } },
+      sandboxesMax: 10,
+      sessionIdleMs: 60_000,
+      reporter: new RecordingReporter(),
+      logger: captureLogger(),
+    });
+    // Counts the lists that reach the remote server; the body is peeked, not consumed.
+    upstreamServer = http.createServer((req, res) => {
+      req.on('data', (chunk: Buffer) => {
+        if (chunk.toString('utf8').includes('"tools/list"')) upstreamLists++;
+      });
+      void upstream.handleMcp(req, res);
+    });
+    upstreamServer.listen(0, '127.0.0.1');
+    await once(upstreamServer, 'listening');
+    const { port } = upstreamServer.address() as AddressInfo;
+    host = createSandboxHost({
+      runtimeId: 'rt-proxy',
+      classes: {
+        remote: {
+          engine: 'http',
+          url: `http://127.0.0.1:${port}/mcp`,
+          headers: { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'up-1' },
+        },
+      },
+      sandboxesMax: 10,
+      sessionIdleMs: 60_000,
+      reporter: new RecordingReporter(),
+      logger: captureLogger(),
+    });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+    upstreamServer.closeAllConnections();
+    await new Promise((r) => upstreamServer.close(r));
+    await upstream.close();
+  });
+
+  it('a remote server that announces list changes is still listed through, as it may have no channel to announce on', async () => {
+    const client = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': 'remote',
+      'x-switchyard-process': 'via-http',
+    });
+    try {
+      for (let i = 1; i <= 2; i++) {
+        assert.deepEqual(await client.listToolNames(), ['counter', 'echo', 'sleep', 'whoami']);
+        assert.equal(upstreamLists, i);
+      }
+    } finally {
+      await client.close();
+    }
   });
 });
