@@ -9,7 +9,7 @@ import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { byteStream, probe } from './wire.ts';
+import { FLUSH_TURNS, byteStream, probe } from './wire.ts';
 
 export interface DialTunnelOptions {
   /** Scheduler base URL, `ws(s)://` or `http(s)://`; `/api/runtime/connect` is appended. */
@@ -141,7 +141,7 @@ class Dialer implements TunnelDialer {
       session.once('close', () => this.#down(link, 'session closed'));
       session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
     });
-    this.#server.emit('connection', byteStream(link.ws));
+    this.#server.emit('connection', byteStream(link.ws, { flushTurns: FLUSH_TURNS.server }));
     const pingIntervalMs = this.#o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     link.heartbeat = new Heartbeat({
       clock: this.#clock,

@@ -18,14 +18,17 @@ const HOP_BY_HOP = new Set([
   'host',
 ]);
 
+const NO_TOKENS: ReadonlySet<string> = new Set();
+
 /** True when `name` (lower case) may be forwarded to the next hop. */
-export function isEndToEnd(name: string, connectionTokens: ReadonlySet<string> = new Set()): boolean {
+export function isEndToEnd(name: string, connectionTokens: ReadonlySet<string> = NO_TOKENS): boolean {
   return !HOP_BY_HOP.has(name) && !name.startsWith('proxy-') && !name.startsWith(':') && !connectionTokens.has(name);
 }
 
 /** Header names the `Connection` header marks as hop-by-hop for this hop. */
-export function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+export function connectionTokens(headers: IncomingHttpHeaders): ReadonlySet<string> {
   const value = headers.connection;
+  if (value === undefined) return NO_TOKENS;
   const tokens = new Set<string>();
   for (const token of (Array.isArray(value) ? value.join(',') : (value ?? '')).split(',')) {
     const name = token.trim().toLowerCase();
@@ -38,7 +41,8 @@ export function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
 export function endToEndHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const tokens = connectionTokens(headers);
   const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined && isEndToEnd(name, tokens)) out[name] = value;
   }
   return out;

@@ -32,17 +32,16 @@ export function proxyToTunnel(
 ): void {
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
   if (!tunnel || tunnel.closed) return answer502(res, 'runtime not connected', runtimeId);
-  const headers: OutgoingHttpHeaders = {
-    ...endToEndHeaders(req.headers),
-    ...options.extraHeaders,
-    ':method': req.method ?? 'GET',
-    ':path': path,
-    ':authority': req.headers.host ?? 'runtime',
-  };
+  const headers = endToEndHeaders(req.headers);
+  if (options.extraHeaders) Object.assign(headers, options.extraHeaders);
+  headers[':method'] = req.method ?? 'GET';
+  headers[':path'] = path;
+  headers[':authority'] = req.headers.host ?? 'runtime';
   if (allowsTrailers(req.headers)) headers.te = 'trailers';
+  const body = hasBody(req);
   let stream: http2.ClientHttp2Stream;
   try {
-    stream = tunnel.request(headers, { endStream: !hasBody(req) });
+    stream = tunnel.request(headers, { endStream: !body });
   } catch {
     // A tunnel that died between the check above and now is "not connected"; anything else is the stream's fault.
     return answer502(res, tunnel.closed ? 'runtime not connected' : 'runtime stream failed', runtimeId);
@@ -51,50 +50,18 @@ export function proxyToTunnel(
   res.once('close', () => {
     if (!res.writableFinished && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
   });
-  if (hasBody(req)) {
+  // A bodiless request needs no reading: the server discards what is left once the response is done.
+  if (body) {
     req.pipe(stream);
     req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
-  } else {
-    req.resume();
   }
-  stream.once('response', (upstream) => {
-    const status = Number(upstream[':status']);
-    const out: OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(upstream)) {
-      if (value !== undefined && isEndToEnd(name)) out[name] = value;
-    }
-    res.writeHead(status, out);
-    let bodyStarted = false;
-    stream.once('end', () => (bodyStarted = true));
-    // Frames that arrive in one turn of the loop (an event and the end of the
-    // stream, say) leave in one write to the client instead of one each;
-    // registered before pipe's listener so the cork is in place for its write.
-    let corked = false;
-    const release = (): void => {
-      corked = false;
-      const socket = res.socket;
-      if (!res.writableEnded && socket && !socket.destroyed && socket.writableCorked > 0) socket.uncork();
-    };
-    stream.on('data', () => {
-      bodyStarted = true;
-      if (corked) return;
-      corked = true;
-      // The socket, not `res`: a corked response buffers chunks apart and its
-      // end() would then write the terminating chunk ahead of them.
-      res.socket?.cork();
-      setImmediate(release);
-    });
-    stream.pipe(res);
-    // Headers normally leave with the first body chunk (one write); a stream that stays silent, like an
-    // SSE stream before its first event, gets them flushed after this turn so the client is not kept waiting.
-    setImmediate(() => {
-      if (!bodyStarted && !res.destroyed && !res.writableEnded) res.flushHeaders();
-    });
-  });
+  stream.once('response', (upstream) => relayResponse(stream, res, upstream));
   stream.once('trailers', (trailers) => {
     const out: Record<string, string> = {};
-    for (const [name, value] of Object.entries(trailers))
-      if (isEndToEnd(name) && value !== undefined) out[name] = String(value);
+    for (const name in trailers) {
+      const value = trailers[name];
+      if (value !== undefined && isEndToEnd(name)) out[name] = String(value);
+    }
     res.addTrailers(out);
   });
   stream.once('error', () => fail(res, runtimeId));
@@ -104,14 +71,74 @@ export function proxyToTunnel(
   });
 }
 
+/**
+ * Copies the upstream answer to the client. Everything that arrives in one
+ * turn of the event loop (headers, an event, the end of the stream) leaves in
+ * one socket write; headers of a stream that stays silent, like an SSE stream
+ * before its first event, are flushed at the end of the turn so the client is
+ * not kept waiting. Hand-rolled rather than `pipe()`: the same pause-on-full
+ * backpressure without pipe's per-request listener set-up and teardown.
+ */
+function relayResponse(
+  stream: http2.ClientHttp2Stream,
+  res: ServerResponse,
+  upstream: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader,
+): void {
+  const out: OutgoingHttpHeaders = {};
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value !== undefined && isEndToEnd(name)) out[name] = value;
+  }
+  res.writeHead(Number(upstream[':status']), out);
+  let bodyStarted = false;
+  let corked = false;
+  const release = (): void => {
+    corked = false;
+    if (res.writableEnded || res.destroyed) return;
+    if (!bodyStarted) res.flushHeaders();
+    const socket = res.socket;
+    if (socket && !socket.destroyed && socket.writableCorked > 0) socket.uncork();
+  };
+  // The socket, not `res`: a corked response buffers chunks apart and its
+  // end() would then write the terminating chunk ahead of them. end() uncorks
+  // the socket fully, so a stream that ends within the turn leaves at once.
+  const cork = (): void => {
+    if (corked) return;
+    corked = true;
+    res.socket?.cork();
+    setImmediate(release);
+  };
+  cork();
+  const resume = (): void => void stream.resume();
+  stream.on('data', (chunk: Buffer) => {
+    bodyStarted = true;
+    cork();
+    if (!res.write(chunk) && !res.destroyed) {
+      stream.pause();
+      res.once('drain', resume);
+    }
+  });
+  stream.once('end', () => {
+    bodyStarted = true;
+    res.end();
+  });
+}
+
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
 function fail(res: ServerResponse, runtimeId: string): void {
   if (res.writableEnded || res.destroyed) return;
-  if (res.headersSent) res.destroy();
-  else answer502(res, 'runtime stream failed', runtimeId);
+  if (!res.headersSent) return answer502(res, 'runtime stream failed', runtimeId);
+  // A reset can arrive in the same turn as the headers and first chunks, still corked: the client gets
+  // what the runtime sent, then the abort, rather than a connection reset without a status.
+  const socket = res.socket;
+  if (socket && !socket.destroyed && socket.writableCorked > 0) {
+    res.flushHeaders();
+    while (socket.writableCorked > 0) socket.uncork();
+  }
+  res.destroy();
 }
 
 function answer502(res: ServerResponse, error: string, runtimeId: string): void {

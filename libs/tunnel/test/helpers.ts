@@ -4,6 +4,7 @@ import { EventEmitter, once } from 'node:events';
 import http from 'node:http';
 import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { finished } from 'node:stream/promises';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { createTunnelEndpoint, dialTunnel, proxyToTunnel } from '../src/index.ts';
 import type { DialTunnelOptions, Tunnel, TunnelDialer, TunnelEndpoint, TunnelEndpointOptions } from '../src/index.ts';
@@ -100,11 +101,18 @@ export async function startRuntime(
   return { dialer, tunnel: await accepted };
 }
 
-/** Reads a whole HTTP/2 response stream. */
+/**
+ * Reads a whole HTTP/2 response stream. The reader attaches before the first
+ * await: a response whose END_STREAM arrives in the same read as its HEADERS
+ * closes the HTTP/2 stream before an `await once(stream, 'response')` resumes,
+ * and a stream iterated only then reports a premature close.
+ */
 export async function readStream(stream: http2.ClientHttp2Stream): Promise<{ status: number; body: string }> {
-  const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const ended = finished(stream, { writable: false });
+  const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+  await ended;
   return { status: Number(headers[':status']), body: Buffer.concat(chunks).toString('utf8') };
 }
 
