@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import type { AuthOptions } from './options.ts';
 
@@ -43,13 +43,17 @@ export function createAuthenticator(options: AuthOptions): Authenticator {
       return principal;
     };
   }
-  const jwks = createRemoteJWKSet(new URL(options.jwksUrl!));
+  // Loaded in jwt mode only: a few MB of resident memory the other modes never use.
+  const jose = import('jose');
+  let jwks: JWTVerifyGetKey | undefined;
   const verifyOptions = {
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(options.audience ? { audience: options.audience } : {}),
   };
   return async (authorization) => {
     const token = bearerToken(authorization);
+    const { createRemoteJWKSet, jwtVerify } = await jose;
+    jwks ??= createRemoteJWKSet(new URL(options.jwksUrl!));
     let sub: string | undefined;
     try {
       sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;

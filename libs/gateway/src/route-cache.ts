@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { GatewayLogger } from './options.ts';
 
 /** Where a thread (legacy session) or a named process is served. */
@@ -25,6 +25,28 @@ export interface RouteCacheConfig {
 export const REDIS_ROUTE_PREFIX = 'switchyard:route:';
 const REDIS_COMMAND_TIMEOUT_MS = 500;
 
+/**
+ * Loaded only when a Redis URL is configured: the client library is a few
+ * MB of a gateway's resident memory that most deployments never use.
+ */
+async function connectRedis(url: string, logger: GatewayLogger): Promise<Redis | undefined> {
+  try {
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(url, {
+      lazyConnect: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+      enableOfflineQueue: true,
+    });
+    // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
+    redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'route cache redis error'));
+    return redis;
+  } catch (error) {
+    logger.error({ err: (error as Error).message }, 'route cache redis unavailable');
+    return undefined;
+  }
+}
+
 function isRoute(value: unknown): value is Route {
   const v = value as Partial<Route> | null;
   return (
@@ -44,7 +66,7 @@ function isRoute(value: unknown): value is Route {
  */
 export class RouteCache {
   readonly #memory: LRUCache<string, Route>;
-  readonly #redis: Redis | undefined;
+  readonly #redis: Promise<Redis | undefined> | undefined;
   readonly #ttlMs: number;
   readonly #config: RouteCacheConfig;
   #closed = false;
@@ -53,16 +75,7 @@ export class RouteCache {
     this.#config = config;
     this.#ttlMs = config.ttlMs;
     this.#memory = new LRUCache<string, Route>({ max: config.maxEntries, ttl: config.ttlMs, updateAgeOnGet: true });
-    if (config.redisUrl) {
-      this.#redis = new Redis(config.redisUrl, {
-        lazyConnect: false,
-        maxRetriesPerRequest: 1,
-        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-        enableOfflineQueue: true,
-      });
-      // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
-      this.#redis.on('error', (error: Error) => config.logger.warn({ err: error.message }, 'route cache redis error'));
-    }
+    if (config.redisUrl) this.#redis = connectRedis(config.redisUrl, config.logger);
   }
 
   async get(key: string): Promise<Route | undefined> {
@@ -76,7 +89,8 @@ export class RouteCache {
       return undefined;
     }
     try {
-      const text = await this.#redis.getex(REDIS_ROUTE_PREFIX + key, 'PX', this.#ttlMs);
+      const redis = await this.#redis;
+      const text = await redis?.getex(REDIS_ROUTE_PREFIX + key, 'PX', this.#ttlMs);
       const parsed: unknown = text ? JSON.parse(text) : undefined;
       if (isRoute(parsed)) {
         this.#memory.set(key, parsed);
@@ -94,7 +108,7 @@ export class RouteCache {
     this.#memory.set(key, route);
     if (!this.#redis || this.#closed) return;
     try {
-      await this.#redis.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
+      await (await this.#redis)?.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
     } catch (error) {
       this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis write failed');
     }
@@ -104,7 +118,7 @@ export class RouteCache {
     this.#memory.delete(key);
     if (!this.#redis || this.#closed) return;
     try {
-      await this.#redis.del(REDIS_ROUTE_PREFIX + key);
+      await (await this.#redis)?.del(REDIS_ROUTE_PREFIX + key);
     } catch (error) {
       this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis delete failed');
     }
@@ -119,11 +133,12 @@ export class RouteCache {
     if (this.#closed) return;
     this.#closed = true;
     this.#memory.clear();
-    if (this.#redis) {
+    const redis = await this.#redis;
+    if (redis) {
       try {
-        await this.#redis.quit();
+        await redis.quit();
       } catch {
-        this.#redis.disconnect();
+        redis.disconnect();
       }
     }
   }
