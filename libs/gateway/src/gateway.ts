@@ -5,6 +5,7 @@ import { readBody } from '@switchyard/service';
 import { createAuthenticator, bearerChallenge } from './auth.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
+import { lingerAfterRefusal } from './linger.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
@@ -208,8 +209,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       const path = (req.url ?? '').split('?', 1)[0];
       o.logger.error({ err: (error as Error)?.message, path }, 'gateway request failed');
     }
-    if (error instanceof SwitchyardError && error.code === 'body_too_large') res.setHeader('Connection', 'close');
     sendFailure(res, error, id);
+    if (error instanceof SwitchyardError && error.code === 'body_too_large') {
+      lingerAfterRefusal(req, {
+        lingerMs: GATEWAY_DEFAULTS.refusedBodyLingerMs,
+        lingerBytesMax: GATEWAY_DEFAULTS.refusedBodyLingerBytesMax,
+      });
+    }
   }
 
   // A plain listener rather than a router: matching two fixed routes by hand

@@ -79,15 +79,20 @@ function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
   };
 }
 
-async function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): Promise<void> {
+/**
+ * Starts relaying and returns at once: the request's async frames (and all
+ * they hold) end here instead of living as long as the stream, which for an
+ * open GET stream is most of what it costs. The relay itself never rejects.
+ */
+function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): void {
   const sse = isEventStream(upstream.headers);
   if (sse) ctx.metrics.sseOpened();
-  try {
-    const outcome = await upstream.relay(r.res, ctx.idleTimeoutMs);
-    if (outcome === 'broken') ctx.metrics.upstreamError(r.signal.aborted ? 'aborted' : 'stream');
-  } finally {
-    if (sse) ctx.metrics.sseClosed();
-  }
+  const { metrics } = ctx;
+  const { signal } = r;
+  void upstream.relay(r.res, ctx.idleTimeoutMs).then((outcome) => {
+    if (outcome === 'broken') metrics.upstreamError(signal.aborted ? 'aborted' : 'stream');
+    if (sse) metrics.sseClosed();
+  });
 }
 
 function call(
@@ -159,7 +164,7 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
     sendError(r.res, 'session_not_found', 'Session not found: its runtime is gone, re-initialize', id);
     return;
   }
-  await relay(ctx, r, result.upstream);
+  relay(ctx, r, result.upstream);
 }
 
 /**
@@ -186,7 +191,7 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
     if (result.kind === 'response') {
       // Recorded before the client sees the session id, so its next request finds the route.
       if (result.upstream.statusCode < 300) await ctx.cache.set(threadKey(sessionId), route);
-      await relay(ctx, r, result.upstream);
+      relay(ctx, r, result.upstream);
       return;
     }
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
@@ -226,7 +231,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
     }
     const result = await call(ctx, r, route, asserted, STATELESS_GONE);
     if (result.kind === 'response') {
-      await relay(ctx, r, result.upstream);
+      relay(ctx, r, result.upstream);
       return;
     }
     if (key) await ctx.cache.delete(key);
