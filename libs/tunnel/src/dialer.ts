@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import http2 from 'node:http2';
 import WebSocket from 'ws';
 import { systemClock } from '@switchyard/clock';
@@ -9,7 +10,8 @@ import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { FLUSH_TURNS, byteStream, probe } from './wire.ts';
+import { LengthDeclaringResponse } from './response.ts';
+import { byteStream, probe } from './wire.ts';
 
 export interface DialTunnelOptions {
   /** Scheduler base URL, `ws(s)://` or `http(s)://`; `/api/runtime/connect` is appended. */
@@ -62,7 +64,12 @@ class Dialer implements TunnelDialer {
   readonly #o: DialTunnelOptions;
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
-  readonly #server: http2.Http2Server;
+  readonly #server: http2.Http2Server<
+    typeof http.IncomingMessage,
+    typeof http.ServerResponse,
+    typeof http2.Http2ServerRequest,
+    typeof LengthDeclaringResponse
+  >;
   readonly #url: string;
   #attempt = 0;
   #link: Link | undefined;
@@ -79,7 +86,11 @@ class Dialer implements TunnelDialer {
     base.pathname = base.pathname.replace(/\/$/, '') + CONNECT_PATH;
     this.#url = base.toString();
     this.#server = http2.createServer(
-      { settings: h2Settings(), maxSessionMemory: H2_TUNING.maxSessionMemoryMb },
+      {
+        settings: h2Settings(),
+        maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+        Http2ServerResponse: LengthDeclaringResponse,
+      },
       o.handler,
     );
     this.#connect();
@@ -141,7 +152,7 @@ class Dialer implements TunnelDialer {
       session.once('close', () => this.#down(link, 'session closed'));
       session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
     });
-    this.#server.emit('connection', byteStream(link.ws, { flushTurns: FLUSH_TURNS.server }));
+    this.#server.emit('connection', byteStream(link.ws));
     const pingIntervalMs = this.#o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     link.heartbeat = new Heartbeat({
       clock: this.#clock,

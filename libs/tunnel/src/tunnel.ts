@@ -7,7 +7,7 @@ import { H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { FLUSH_TURNS, byteStream, probe } from './wire.ts';
+import { byteStream, probe } from './wire.ts';
 
 /**
  * One runtime's live tunnel, as the scheduler holds it. The scheduler is the
@@ -81,7 +81,7 @@ class ClientTunnel implements Tunnel {
     this.#clock = o.clock;
     this.#logger = o.logger;
     this.whenClosed = new Promise((resolve) => (this.#resolveClosed = resolve));
-    const stream = byteStream(o.ws, { flushTurns: FLUSH_TURNS.client });
+    const stream = byteStream(o.ws);
     this.session = http2.connect('http://runtime', {
       createConnection: () => stream,
       settings: h2Settings(),

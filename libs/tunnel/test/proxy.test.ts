@@ -5,7 +5,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { proxyToTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
-import { httpRequest, startRuntime, startScheduler } from './helpers.ts';
+import WebSocket from 'ws';
+import { TOKEN, encodeInfo, httpRequest, runtimeInfo, startRuntime, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 describe('proxyToTunnel', () => {
@@ -13,6 +14,7 @@ describe('proxyToTunnel', () => {
   let dialer: TunnelDialer;
   let proxy: http.Server;
   let base: string;
+  let resetAfter = (): void => {};
 
   before(async () => {
     scheduler = await startScheduler();
@@ -31,7 +33,15 @@ describe('proxyToTunnel', () => {
       if (req.url === '/reset-after') {
         res.writeHead(200);
         res.write('partial');
-        return void setImmediate(() => res.stream.close(2));
+        return void (resetAfter = () => res.stream.close(2));
+      }
+      if (req.url === '/trailers') {
+        res.addTrailers({ 'x-checksum': 'abc' });
+        return void res.end('body');
+      }
+      if (req.url === '/slow') {
+        res.write('a');
+        return void setTimeout(() => res.end('b'), 20);
       }
       if (req.url === '/silent') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -114,6 +124,116 @@ describe('proxyToTunnel', () => {
     });
   }
 
+  // A reply complete within one turn is framed as the runtime's own HTTP/1.1 server would frame it.
+  interface Framing {
+    readonly body: string;
+    readonly length: string | undefined;
+    readonly chunked: boolean;
+    readonly checksum: string | undefined;
+  }
+  const framing: { name: string; method: string; path: string; want: Framing }[] = [
+    {
+      name: 'a reply that ends within one turn gets a Content-Length instead of chunked framing',
+      method: 'GET',
+      path: '/plain',
+      want: { body: 'plain', length: '5', chunked: false, checksum: undefined },
+    },
+    {
+      name: 'a HEAD reply carries the length of the body it would have and no body',
+      method: 'HEAD',
+      path: '/plain',
+      want: { body: '', length: '5', chunked: false, checksum: undefined },
+    },
+    {
+      name: 'a reply with trailers stays chunked and carries them',
+      method: 'GET',
+      path: '/trailers',
+      want: { body: 'body', length: undefined, chunked: true, checksum: 'abc' },
+    },
+    {
+      name: 'a reply that spans turns streams chunked',
+      method: 'GET',
+      path: '/slow',
+      want: { body: 'ab', length: undefined, chunked: true, checksum: undefined },
+    },
+  ];
+  for (const c of framing) {
+    it(c.name, async () => {
+      const got = await new Promise<Framing>((resolve, reject) => {
+        const req = http.request(
+          `${base}/rt-p${c.path}`,
+          { method: c.method, agent: false, headers: { te: 'trailers' } },
+          (res) => {
+            let body = '';
+            res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+            res.once('end', () =>
+              resolve({
+                body,
+                length: res.headers['content-length'],
+                chunked: res.headers['transfer-encoding'] === 'chunked',
+                checksum: res.trailers['x-checksum'],
+              }),
+            );
+          },
+        );
+        req.once('error', reject);
+        req.end();
+      });
+      assert.deepEqual(got, c.want);
+    });
+  }
+
+  // A hand-written HTTP/2 peer decides which frames share one WebSocket message (one read on the scheduler).
+  const status200 = Buffer.from([0x88]); // HPACK static index 8: ":status: 200"
+  const rawAnswers = [
+    {
+      name: 'answers 502 when a reset arrives in the same read as the headers (nothing reached the client yet)',
+      frames: (id: number) => [
+        frame(FRAME.headers, END_HEADERS, id, status200),
+        frame(FRAME.data, 0, id, Buffer.from('partial')),
+        frame(FRAME.rstStream, 0, id, Buffer.from([0, 0, 0, 2])),
+      ],
+      want: { status: 502, length: 'absent', body: '{"error":"runtime stream failed","runtime":"raw-1"}' },
+    },
+    {
+      name: 'gives a Content-Length to an undeclared body that ends in the same read as the headers',
+      frames: (id: number) => [
+        frame(FRAME.headers, END_HEADERS, id, status200),
+        frame(FRAME.data, END_STREAM, id, Buffer.from('whole')),
+      ],
+      want: { status: 200, length: '5', body: 'whole' },
+    },
+    {
+      name: 'completes a reply with a declared length at its last byte, without waiting for END_STREAM',
+      frames: (id: number) => [
+        // ":status: 200", then "content-length: 5" as a literal with static name index 28.
+        frame(FRAME.headers, END_HEADERS, id, Buffer.from([0x88, 0x0f, 0x0d, 0x01, 0x35])),
+        frame(FRAME.data, 0, id, Buffer.from('whole')),
+      ],
+      want: { status: 200, length: '5', body: 'whole' },
+    },
+  ];
+  rawAnswers.forEach((c, i) => {
+    it(c.name, { timeout: 5000 }, async () => {
+      const id = `raw-${i + 1}`;
+      const accepted = scheduler.nextTunnel(id);
+      const ws = new WebSocket(`${scheduler.url.replace('http', 'ws')}/api/runtime/connect`, {
+        headers: { authorization: `Bearer ${TOKEN}`, 'x-runtime-info': encodeInfo(runtimeInfo(id)) },
+        perMessageDeflate: false,
+      });
+      try {
+        ws.once('open', () => ws.send(frame(FRAME.settings, 0, 0)));
+        answerEveryRequest(ws, (streamId) => Buffer.concat(c.frames(streamId)));
+        await accepted;
+        const reply = await httpRequest(`${base}/${id}/x`);
+        const length = reply.status === 502 ? 'absent' : reply.headers['content-length'];
+        assert.deepEqual({ status: reply.status, length, body: reply.body }, c.want);
+      } finally {
+        ws.terminate();
+      }
+    });
+  });
+
   it('flushes the headers of a stream that sends no body yet (an idle SSE stream)', async () => {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       http.get(`${base}/rt-p/silent`, { agent: false }, resolve).once('error', reject);
@@ -128,6 +248,7 @@ describe('proxyToTunnel', () => {
       http.get(`${base}/rt-p/reset-after`, { agent: false }, resolve).once('error', reject);
     });
     assert.equal(res.statusCode, 200);
+    resetAfter();
     const outcome = await new Promise<string>((resolve) => {
       res.resume();
       res.once('end', () => resolve('end'));
@@ -137,3 +258,36 @@ describe('proxyToTunnel', () => {
     assert.notEqual(outcome, 'end');
   });
 });
+
+const FRAME = { data: 0, headers: 1, rstStream: 3, settings: 4 } as const;
+const END_STREAM = 0x1;
+const END_HEADERS = 0x4;
+const SETTINGS_ACK = 0x1;
+const PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+
+function frame(type: number, flags: number, streamId: number, payload = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(streamId, 5);
+  return Buffer.concat([head, payload]);
+}
+
+/** Acknowledges the client's SETTINGS and answers each request's HEADERS with `answer(streamId)`, as one message. */
+function answerEveryRequest(ws: WebSocket, answer: (streamId: number) => Buffer): void {
+  let pending = Buffer.alloc(0);
+  ws.on('message', (data: Buffer) => {
+    pending = Buffer.concat([pending, data]);
+    if (pending.subarray(0, PREFACE.length).toString('latin1') === PREFACE) pending = pending.subarray(PREFACE.length);
+    while (pending.length >= 9) {
+      const length = pending.readUIntBE(0, 3);
+      if (pending.length < 9 + length) break;
+      const [type, flags] = [pending[3], pending[4]!];
+      const streamId = pending.readUInt32BE(5) & 0x7fffffff;
+      pending = pending.subarray(9 + length);
+      if (type === FRAME.settings && !(flags & SETTINGS_ACK)) ws.send(frame(FRAME.settings, SETTINGS_ACK, 0));
+      if (type === FRAME.headers) ws.send(answer(streamId));
+    }
+  });
+}
