@@ -123,6 +123,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   }
 
   onResponseEnd(): void {
+    if (this.#head) return this.#rejectHead(new Error('upstream ended without a response'));
     const mode = this.#mode;
     this.#mode = 'done';
     // 'complete' then comes with the response's 'close' (after 'finish').
