@@ -9,10 +9,11 @@ type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeade
  * 'response' event; nothing is written to the client before the end of that
  * turn of the event loop.
  *
- * - An answer that ends within its first turn (headers, body and END_STREAM
- *   in one tunnel read, the common case for a JSON reply) leaves as one write
- *   with a `Content-Length`, as the runtime's own HTTP/1.1 server would send
- *   it, instead of chunked framing.
+ * - A reply with a declared `Content-Length` is complete for the client at
+ *   its last byte: an http2 compat runtime sends END_STREAM turns after the
+ *   body, and waiting for it cost a tunnel message per round trip.
+ * - A reply without one that ends within its first turn (headers, body and
+ *   END_STREAM in one tunnel read) gets a `Content-Length` and one write.
  * - Otherwise the headers and what arrived so far leave at the end of the
  *   turn (a silent stream, like an SSE stream before its first event, gets
  *   its headers then), and every later turn's chunks leave in one write.
@@ -20,7 +21,10 @@ type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeade
  *   would, without its per-request listener set-up and teardown).
  *
  * While the first turn lasts `res.headersSent` stays false, so an upstream
- * failure in it can still be answered with a status.
+ * failure in it can still be answered with a status. Not guaranteed: that the
+ * HTTP/2 stream has ended when the client's response has (a runtime that
+ * never sends END_STREAM after its declared body holds the stream until the
+ * tunnel closes).
  */
 export function relayResponse(
   stream: http2.ClientHttp2Stream,
