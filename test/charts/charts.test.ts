@@ -115,7 +115,7 @@ for (const c of CHARTS) {
             assert.equal(container.readinessProbe?.httpGet.path, '/readyz');
           }
           for (const e of container.env ?? [])
-            assert.ok(e.name === 'POD_IP' || e.name.startsWith('SWITCHYARD_'), e.name);
+            assert.ok(['POD_IP', 'NODE_OPTIONS'].includes(e.name) || e.name.startsWith('SWITCHYARD_'), e.name);
         }
       });
     }
