@@ -33,6 +33,14 @@ export const runtimeConfigSchema = z.object({
     .describe('Sandbox classes this runtime serves: name → engine settings.'),
   sandboxesMax: z.number().int().min(1).default(100).describe('Most sandboxes alive at once (the idle-weight limit).'),
   sessionIdleMs: z.number().int().min(1).default(1800000).describe('Idle time after which a session is closed.'),
+  warmPoolRefillDelayMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(250)
+    .describe(
+      "Wait after a warm-pool sandbox is handed out before its replacement starts, so the start does not compete with the new session's first calls.",
+    ),
   metadata: z.record(z.string(), z.string()).default({}).describe('Labels schedulers match affinity rules against.'),
   version: z.string().default('0.0.0').describe('Version reported to schedulers (for latest_version rules).'),
   sidecarPort: z

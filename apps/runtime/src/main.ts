@@ -56,6 +56,7 @@ const node = await startRuntimeNode({
   classes: engines(config.classes),
   sandboxesMax: config.sandboxesMax,
   sessionIdleMs: config.sessionIdleMs,
+  warmPoolRefillDelayMs: config.warmPoolRefillDelayMs,
   metadata: config.metadata,
   version: config.version,
   ...(config.sidecarPort > 0 ? { sidecarPort: config.sidecarPort } : {}),

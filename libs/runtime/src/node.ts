@@ -45,6 +45,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     ...(options.engines ? { engines: options.engines } : {}),
     sandboxesMax: options.sandboxesMax,
     sessionIdleMs: options.sessionIdleMs,
+    ...(options.warmPoolRefillDelayMs === undefined ? {} : { warmPoolRefillDelayMs: options.warmPoolRefillDelayMs }),
     reporter: store,
     logger,
     clock,

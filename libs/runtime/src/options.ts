@@ -23,6 +23,8 @@ export interface RuntimeNodeOptions {
   readonly engines?: Readonly<Record<string, Engine>>;
   readonly sandboxesMax: number;
   readonly sessionIdleMs: number;
+  /** Wait after a warm-pool hand-out before its replacement starts, ms. Default: the sandbox host's (250). */
+  readonly warmPoolRefillDelayMs?: number;
   readonly metadata?: Readonly<Record<string, string>>;
   readonly version?: string;
   /** Local API for runtimes in other languages; binds 127.0.0.1 only. Off when absent. */
