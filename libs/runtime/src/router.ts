@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxHost } from '@switchyard/sandbox';
 import type { AnyRequest, AnyResponse, RequestHandler, WatchHandler } from '@switchyard/agent';
+import { flushingEventStreams, wholeWhenQuick } from './answers.ts';
 
 const REST_PATH = /^\/(weight|sandboxes|sessions)(\/|$)/;
 
@@ -17,8 +18,11 @@ export function runtimeRouter(
 ): RequestHandler {
   const route = (req: AnyRequest, res: AnyResponse): void => {
     const path = (req.url ?? '/').split('?', 1)[0]!;
-    if (path === '/mcp')
-      return void host.handleMcp(req, req.method === 'GET' ? flushingEventStreams(res) : (res as never));
+    if (path === '/mcp') {
+      const shaped =
+        req.method === 'GET' ? flushingEventStreams(res) : req.method === 'POST' ? wholeWhenQuick(res) : res;
+      return void host.handleMcp(req, shaped as never);
+    }
     // Both request kinds share what the handlers use; the overloads only keep callers honest.
     if (path === '/watch') return watch(req as IncomingMessage, res as ServerResponse);
     if (REST_PATH.test(path)) return void host.handleRest(req, res as never);
@@ -30,30 +34,4 @@ export function runtimeRouter(
     out.end(body);
   };
   return route as RequestHandler;
-}
-
-/**
- * On HTTP/1.1 Node sends a response head with the first body write. A
- * legacy GET stream may stay silent for minutes, and a proxy in front (a
- * gateway in direct mode) waits for the head before it answers its own
- * client; so a GET's event stream head goes out at once, as HTTP/2 (the
- * tunnel) sends HEADERS. POST answers keep head and first event in one write.
- */
-function flushingEventStreams(res: AnyResponse): AnyResponse {
-  if ('stream' in res) return res;
-  const out = res as ServerResponse;
-  const writeHead = out.writeHead.bind(out) as (status: number, headers?: Record<string, string>) => ServerResponse;
-  out.writeHead = ((status: number, headers?: Record<string, string>) => {
-    writeHead(status, headers);
-    if (isEventStream(headers)) out.flushHeaders();
-    return out;
-  }) as ServerResponse['writeHead'];
-  return res;
-}
-
-function isEventStream(headers: Record<string, string> | undefined): boolean {
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (name.toLowerCase() === 'content-type') return String(value).startsWith('text/event-stream');
-  }
-  return false;
 }
