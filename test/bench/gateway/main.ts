@@ -21,9 +21,8 @@
 // - one runtime's tunnel carries at most 4,096 concurrent streams
 //   (H2_TUNING.maxConcurrentStreams), so the idle phase adds runtimes until
 //   each carries about STREAMS_PER_RUNTIME;
-// - direct mode is not used for it: the runtime's direct HTTP/1.1 listener
-//   sends a GET stream's headers only with its first event, so an idle
-//   stream never completes its response headers there.
+// - the idle gateway runs in proxy mode, the default deployment (a direct
+//   mode gateway holds the same two sockets per stream).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
