@@ -5,7 +5,6 @@ import { readBody } from '@switchyard/service';
 import { createAuthenticator, bearerChallenge } from './auth.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
-import { lingerAfterRefusal } from './linger.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
@@ -210,12 +209,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       o.logger.error({ err: (error as Error)?.message, path }, 'gateway request failed');
     }
     sendFailure(res, error, id);
-    if (error instanceof SwitchyardError && error.code === 'body_too_large') {
-      lingerAfterRefusal(req, {
-        lingerMs: GATEWAY_DEFAULTS.refusedBodyLingerMs,
-        lingerBytesMax: GATEWAY_DEFAULTS.refusedBodyLingerBytesMax,
-      });
-    }
   }
 
   // A plain listener rather than a router: matching two fixed routes by hand

@@ -98,9 +98,6 @@ export const GATEWAY_DEFAULTS = {
   /** Reschedules of an `initialize` or stateless request whose runtime could not be dialled. */
   rescheduleMax: 2,
   connectTimeoutMs: 5_000,
-  /** After a 413, how long and how much of the refused body is read and dropped before the connection is cut. */
-  refusedBodyLingerMs: 2_000,
-  refusedBodyLingerBytesMax: 16 * 1024 * 1024,
 } as const;
 
 const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() {} };

@@ -6,13 +6,23 @@ export interface ReadBodyOptions {
   readonly bytesMax: number;
   /** Aborts the read (e.g. when the client goes away); rejects with the signal's reason. */
   readonly signal?: AbortSignal;
+  /** Bounds on reading and dropping a refused body; default 2 s and 16 MiB. */
+  readonly linger?: LingerLimits;
 }
+
+/** Bounds on reading a refused body: enough for the client to see its 413, never an unbounded download. */
+export interface LingerLimits {
+  readonly lingerMs: number;
+  readonly lingerBytesMax: number;
+}
+
+const LINGER_DEFAULTS: LingerLimits = { lingerMs: 2_000, lingerBytesMax: 16 * 1024 * 1024 };
 
 /**
  * Reads a whole request body, bounded. A declared or streamed size past
- * `bytesMax` rejects at once; past a streamed overflow the rest is drained
- * unbuffered so the 413 can still be written on the connection. A request that closes before its end
- * rejects. Listens for events rather than iterating the stream: the async
+ * `bytesMax` rejects at once, and the rest of the body is read and dropped
+ * within `linger` bounds (see `lingerAfterRefusal`), so the caller's 413
+ * reaches the client. A request that closes before its end rejects. Listens for events rather than iterating the stream: the async
  * iterator's per-request machinery is a visible cost on hot paths.
  */
 export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promise<Buffer> {
@@ -20,9 +30,12 @@ export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promis
   const tooLarge = (): SwitchyardError =>
     new SwitchyardError('body_too_large', `request body exceeds ${bytesMax} bytes`);
   const declared = Number(req.headers['content-length']);
-  // A declared size past the limit is refused before reading a byte; Node's
-  // server discards what the client still sends once the 413 is out.
-  if (Number.isFinite(declared) && declared > bytesMax) return Promise.reject(tooLarge());
+  const refuse = (): SwitchyardError => {
+    lingerAfterRefusal(req, options.linger ?? LINGER_DEFAULTS);
+    return tooLarge();
+  };
+  // A declared size past the limit is refused before a byte is kept.
+  if (Number.isFinite(declared) && declared > bytesMax) return Promise.reject(refuse());
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -41,8 +54,7 @@ export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promis
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size <= bytesMax) return void chunks.push(chunk);
-      fail(tooLarge());
-      req.resume();
+      fail(refuse());
     };
     const onEnd = (): void => {
       cleanup();
@@ -57,4 +69,30 @@ export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promis
     req.on('close', onClose);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Reads and drops what the client still sends of a refused body, so that the
+ * connection closes cleanly. Closing a socket with unread bytes makes the
+ * kernel answer with a reset, which can destroy the 413 in the client's
+ * buffers before it reads it (RFC 9112 §9.6, "lingering close"). The
+ * connection is cut once `lingerBytesMax` bytes or `lingerMs` have gone by
+ * without the body ending; when the body does end, it stays usable.
+ */
+function lingerAfterRefusal(req: IncomingMessage, limits: LingerLimits): void {
+  if (req.complete || req.destroyed) return;
+  let dropped = 0;
+  const cut = (): void => {
+    clearTimeout(timer);
+    req.socket.destroy();
+  };
+  const timer = setTimeout(cut, limits.lingerMs);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > limits.lingerBytesMax) cut();
+  });
+  req.once('end', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
 }

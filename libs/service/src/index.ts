@@ -23,5 +23,5 @@ export { listen, closeServer } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
 export { secretSource } from './secrets.ts';
 export { readBody } from './body.ts';
-export type { ReadBodyOptions } from './body.ts';
+export type { LingerLimits, ReadBodyOptions } from './body.ts';
 export { processConfigFields, hostIdentityField } from './config/common.ts';
