@@ -1,21 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { IDENTITY_HEADERS } from '@switchyard/protocol';
+import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS } from '@switchyard/protocol';
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) plus those undici computes itself. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'content-length',
-  'expect',
-]);
+/** Hop-by-hop headers plus those undici computes itself. */
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'expect']);
 
 /** Never forwarded upstream: credentials, and identity headers only the gateway may set. */
 const STRIPPED_UPSTREAM = new Set(['authorization', 'cookie', 'forwarded', 'x-forwarded-for']);

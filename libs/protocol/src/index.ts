@@ -9,6 +9,7 @@ export {
   isIdentityValue,
 } from './identity.ts';
 export type { Identity } from './identity.ts';
+export { HOP_BY_HOP_HEADERS } from './http.ts';
 export {
   RUNTIME_LIMITS,
   metadataSchema,

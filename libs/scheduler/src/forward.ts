@@ -1,19 +1,9 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
 import { sendJson } from './http-util.ts';
 
 /** Marks a request already forwarded once between replicas, so forwarding never loops. */
 export const HOP_HEADER = 'x-switchyard-hop';
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 

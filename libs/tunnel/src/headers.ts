@@ -1,22 +1,8 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { HOP_BY_HOP_HEADERS } from '@switchyard/protocol';
 
-/**
- * Hop-by-hop headers (RFC 9110 §7.6.1) plus those HTTP/2 forbids outright;
- * they describe one connection and must not cross the tunnel.
- */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'http2-settings',
-  'host',
-]);
+/** Hop-by-hop headers plus those HTTP/2 forbids outright; they must not cross the tunnel. */
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'http2-settings', 'host']);
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
 
