@@ -3,7 +3,7 @@ import type { AnyResponse } from '@switchyard/agent';
 
 type Head = [status: number, headers: Record<string, string> | undefined];
 /** The response surface the MCP handler uses; both response kinds have it. */
-type Writable = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'destroyed'>;
+type Writable = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'destroyed' | 'statusCode' | 'setHeader'>;
 
 /**
  * On HTTP/1.1 Node sends a response head with the first body write. A
@@ -63,7 +63,13 @@ export function wholeWhenQuick(res: AnyResponse): AnyResponse {
     restore();
     if (chunk !== undefined) held.push(Buffer.from(chunk));
     const body = Buffer.concat(held.splice(0));
-    if (head) out.writeHead(head[0], withLength(head, body.length));
+    // Not writeHead(): on HTTP/2 it sends the headers at once, and the
+    // tunnel's response sends a body that ends with its headers as one piece
+    // only when end() gets both (see the tunnel's LengthDeclaringResponse).
+    if (head) {
+      out.statusCode = head[0];
+      for (const [name, value] of Object.entries(withLength(head, body.length) ?? {})) out.setHeader(name, value);
+    }
     return out.end(body);
   }) as ServerResponse['end'];
   return res;

@@ -56,7 +56,7 @@ export function proxyToTunnel(
   });
   // A bodiless request needs no reading: the server discards what is left once the response is done.
   if (body) {
-    req.pipe(stream);
+    forwardBody(req, stream);
     req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
   }
   stream.once('response', (upstream) => relayResponse(stream, res, upstream, method));
@@ -64,6 +64,33 @@ export function proxyToTunnel(
   stream.once('close', () => {
     // A reset (RST_STREAM, session death) ends the stream without 'end'.
     if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR || !stream.readableEnded) fail(res, runtimeId);
+  });
+}
+
+/**
+ * Streams the request body into the runtime, pausing the client while the
+ * stream's window is full (as `pipe()` would). With a declared
+ * `Content-Length` the chunk that completes the body ends the stream in the
+ * same call, so END_STREAM rides on its DATA frame — for a short body in the
+ * same tunnel message as the HEADERS. `pipe()` ends the stream a turn later,
+ * as a frame and a tunnel message of its own, and the runtime, which waits
+ * for the whole body, waited for that message too.
+ */
+function forwardBody(req: IncomingMessage, stream: http2.ClientHttp2Stream): void {
+  const declared = Number(req.headers['content-length']);
+  if (req.headers['transfer-encoding'] !== undefined || !Number.isSafeInteger(declared)) return void req.pipe(stream);
+  let received = 0;
+  const resume = (): void => void req.resume();
+  req.on('data', (chunk: Buffer) => {
+    // A reset stream fails the response (see proxyToTunnel); the rest of the body is dropped.
+    if (stream.destroyed) return;
+    received += chunk.length;
+    // Node's parser delivers exactly the declared length.
+    if (received >= declared) return void stream.end(chunk);
+    if (!stream.write(chunk)) {
+      req.pause();
+      stream.once('drain', resume);
+    }
   });
 }
 

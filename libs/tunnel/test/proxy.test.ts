@@ -91,21 +91,25 @@ describe('proxyToTunnel', () => {
     assert.equal(reply.headers['x-upstream'], 'yes');
   });
 
-  it('streams a large request body to the runtime', async () => {
-    const bytes = 8 * 1024 * 1024;
-    const reply = await new Promise<string>((resolve, reject) => {
-      const req = http.request(`${base}/rt-p/count`, { method: 'POST', agent: false }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.once('end', () => resolve(body));
+  // 8 MiB is four stream windows: the proxy must wait for the runtime to read.
+  for (const framing of ['chunked', 'declared length'] as const) {
+    it(`streams a large request body to the runtime (${framing})`, async () => {
+      const bytes = 8 * 1024 * 1024;
+      const headers = framing === 'chunked' ? {} : { 'content-length': bytes };
+      const reply = await new Promise<string>((resolve, reject) => {
+        const req = http.request(`${base}/rt-p/count`, { method: 'POST', agent: false, headers }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.once('end', () => resolve(body));
+        });
+        req.once('error', reject);
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        for (let sent = 0; sent < bytes; sent += chunk.length) req.write(chunk);
+        req.end();
       });
-      req.once('error', reject);
-      const chunk = Buffer.alloc(64 * 1024, 1);
-      for (let sent = 0; sent < bytes; sent += chunk.length) req.write(chunk);
-      req.end();
+      assert.equal(reply, String(bytes));
     });
-    assert.equal(reply, String(bytes));
-  });
+  }
 
   const failures = [
     { name: 'an unknown runtime is a 502 naming it', path: '/rt-none/x', status: 502, error: 'runtime not connected' },
@@ -243,6 +247,38 @@ describe('proxyToTunnel', () => {
     });
   });
 
+  it('sends a short body of declared length with its HEADERS and END_STREAM in one tunnel message', async () => {
+    const id = 'raw-body';
+    const accepted = scheduler.nextTunnel(id);
+    const ws = new WebSocket(`${scheduler.url.replace('http', 'ws')}/api/runtime/connect`, {
+      headers: { authorization: `Bearer ${TOKEN}`, 'x-runtime-info': encodeInfo(runtimeInfo(id)) },
+      perMessageDeflate: false,
+    });
+    const messages: SeenFrame[][] = [];
+    try {
+      ws.once('open', () => ws.send(frame(FRAME.settings, 0, 0)));
+      answerEveryRequest(
+        ws,
+        (streamId) => frame(FRAME.headers, END_HEADERS | END_STREAM, streamId, status200),
+        (frames) => messages.push(frames),
+      );
+      await accepted;
+      const reply = await httpRequest(`${base}/${id}/x`, { method: 'POST', body: '{"jsonrpc":"2.0"}' });
+      assert.equal(reply.status, 200);
+      const request = messages.filter((m) => m.some((f) => f.streamId !== 0));
+      assert.equal(request.length, 1, `the request crossed in ${request.length} messages`);
+      assert.deepEqual(
+        request[0]!.filter((f) => f.streamId !== 0).map((f) => [f.type, f.flags & END_STREAM]),
+        [
+          [FRAME.headers, 0],
+          [FRAME.data, END_STREAM],
+        ],
+      );
+    } finally {
+      ws.terminate();
+    }
+  });
+
   it('flushes the headers of a stream that sends no body yet (an idle SSE stream)', async () => {
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       http.get(`${base}/rt-p/silent`, { agent: false }, resolve).once('error', reject);
@@ -283,20 +319,37 @@ function frame(type: number, flags: number, streamId: number, payload = Buffer.a
   return Buffer.concat([head, payload]);
 }
 
-/** Acknowledges the client's SETTINGS and answers each request's HEADERS with `answer(streamId)`, as one message. */
-function answerEveryRequest(ws: WebSocket, answer: (streamId: number) => Buffer): void {
+interface SeenFrame {
+  readonly type: number;
+  readonly flags: number;
+  readonly streamId: number;
+}
+
+/**
+ * Acknowledges the client's SETTINGS and answers each request's HEADERS with
+ * `answer(streamId)`, as one message. `onMessage` gets the frames each
+ * message from the scheduler completed.
+ */
+function answerEveryRequest(
+  ws: WebSocket,
+  answer: (streamId: number) => Buffer,
+  onMessage: (frames: SeenFrame[]) => void = () => {},
+): void {
   let pending = Buffer.alloc(0);
   ws.on('message', (data: Buffer) => {
     pending = Buffer.concat([pending, data]);
     if (pending.subarray(0, PREFACE.length).toString('latin1') === PREFACE) pending = pending.subarray(PREFACE.length);
+    const seen: SeenFrame[] = [];
     while (pending.length >= 9) {
       const length = pending.readUIntBE(0, 3);
       if (pending.length < 9 + length) break;
-      const [type, flags] = [pending[3], pending[4]!];
+      const [type, flags] = [pending[3]!, pending[4]!];
       const streamId = pending.readUInt32BE(5) & 0x7fffffff;
       pending = pending.subarray(9 + length);
+      seen.push({ type, flags, streamId });
       if (type === FRAME.settings && !(flags & SETTINGS_ACK)) ws.send(frame(FRAME.settings, SETTINGS_ACK, 0));
       if (type === FRAME.headers) ws.send(answer(streamId));
     }
+    onMessage(seen);
   });
 }
