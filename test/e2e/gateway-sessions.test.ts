@@ -3,6 +3,7 @@
 // generations. One cluster for the whole file.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
 import {
@@ -133,6 +134,25 @@ describe('gateway sessions and streams across processes', () => {
       }
     });
   }
+
+  it('holds GET streams as HTTP/2 streams on a few scheduler connections, one descriptor each', async () => {
+    const STREAMS = 40;
+    const pid = cluster.gateways[0]!.pid;
+    const descriptors = (): number => readdirSync(`/proc/${pid}/fd`).length;
+    const clients: AnyClient[] = [];
+    const before = descriptors();
+    try {
+      for (let i = 0; i < STREAMS; i++) clients.push(await connect('v2', cluster.gatewayUrl()));
+      await until(`${STREAMS} GET streams open through the gateway`, async () =>
+        (await metric(gatewayBase, 'switchyard_gateway_sse_streams_open')) >= STREAMS ? true : undefined,
+      );
+      // Each stream holds its client's socket; over HTTP/1.1 upstream it would hold a second one.
+      const added = descriptors() - before;
+      assert.ok(added < STREAMS * 1.5, `${added} descriptors for ${STREAMS} streams`);
+    } finally {
+      await Promise.all(clients.map(closeSession));
+    }
+  });
 
   const cancellations: Array<{ generation: Generation; how: string }> = [
     { generation: 'v2-modern', how: 'closing the 2026-07-28 response stream' },

@@ -51,6 +51,12 @@ export const gatewayConfigSchema = z.object({
     .optional()
     .meta({ secret: true })
     .describe("Bearer token presented to runtimes' direct listeners (upstreamMode direct)."),
+  eventStreamsOverHttp2: z
+    .boolean()
+    .default(true)
+    .describe(
+      'GET event streams through a scheduler travel as HTTP/2 streams (h2c), many per connection, instead of one HTTP/1.1 connection each.',
+    ),
   identity: z
     .object({
       class: strategy('path:class,header:X-Switchyard-Class', 'Where the class of a request comes from.'),

@@ -42,6 +42,7 @@ const chain = (value: string): string[] => value.split(',').map((s) => s.trim())
 const gateway = createGateway({
   schedulers: config.schedulers,
   upstreamMode: config.upstreamMode,
+  eventStreamsOverHttp2: config.eventStreamsOverHttp2,
   ...(config.upstreamToken ? { upstreamToken: config.upstreamToken } : {}),
   identity: {
     class: chain(config.identity.class),

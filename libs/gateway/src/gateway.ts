@@ -91,6 +91,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
   const upstreamAgent = new Agent(agentOptions);
   const schedulerAgent = new Agent(agentOptions);
+  // Thousands of idle event streams as streams of a few connections: a
+  // socket, parser and client each cost the gateway (and the scheduler) a
+  // descriptor and several KiB per stream.
+  const eventStreamAgent = o.eventStreamsOverHttp2
+    ? new Agent({
+        ...agentOptions,
+        allowH2: true,
+        h2Options: { useH2c: true, maxConcurrentStreams: GATEWAY_DEFAULTS.eventStreamsPerConnection },
+        // Also untyped at the top level: undici 8's pool builds its connector from this one, not from h2Options.
+        ...({ useH2c: true } as object),
+      })
+    : undefined;
   const cache = new RouteCache({
     maxEntries: o.routeCache.maxEntries,
     ttlMs: o.routeCache.ttlMs,
@@ -108,6 +120,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const ctx: RoutingContext = {
     dispatcher: upstreamAgent,
+    ...(eventStreamAgent ? { eventStreamDispatcher: eventStreamAgent } : {}),
     scheduler,
     cache,
     clock: o.clock,
@@ -243,9 +256,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     }),
     close() {
       closed = true;
-      closing ??= Promise.allSettled([upstreamAgent.destroy(), schedulerAgent.destroy(), cache.close()]).then(
-        () => undefined,
-      );
+      closing ??= Promise.allSettled([
+        upstreamAgent.destroy(),
+        schedulerAgent.destroy(),
+        eventStreamAgent?.destroy(),
+        cache.close(),
+      ]).then(() => undefined);
       return closing;
     },
   };

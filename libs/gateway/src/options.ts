@@ -54,6 +54,13 @@ export interface GatewayOptions {
    * never through the scheduler proxy. Default none.
    */
   readonly upstreamToken?: string;
+  /**
+   * Event streams (`GET /mcp`) through a scheduler travel as HTTP/2 streams
+   * with prior knowledge (h2c), many to a connection, instead of one
+   * HTTP/1.1 connection each. Default true; schedulers of this version
+   * serve both on one port. Requests with a body stay on HTTP/1.1.
+   */
+  readonly eventStreamsOverHttp2?: boolean;
   readonly identity?: IdentityOptions;
   /** Class when no strategy yields one. Default `default`. */
   readonly defaultClass?: string;
@@ -79,6 +86,9 @@ export interface GatewayOptions {
 /** Every default in one place, units in the names. */
 export const GATEWAY_DEFAULTS = {
   upstreamMode: 'proxy',
+  eventStreamsOverHttp2: true,
+  /** HTTP/2 streams per connection to a scheduler; more streams open another connection. */
+  eventStreamsPerConnection: 4_096,
   defaultClass: DEFAULT_CLASS,
   routeCacheEntriesMax: 100_000,
   routeCacheTtlMs: 15 * 60_000,
@@ -106,6 +116,7 @@ export interface ResolvedOptions {
   readonly schedulers: readonly string[];
   readonly upstreamMode: 'proxy' | 'direct';
   readonly upstreamToken?: string;
+  readonly eventStreamsOverHttp2: boolean;
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
   readonly auth: AuthOptions;
@@ -144,6 +155,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   return {
     schedulers: options.schedulers.map((s) => s.replace(/\/+$/, '')),
     upstreamMode: options.upstreamMode ?? d.upstreamMode,
+    eventStreamsOverHttp2: options.eventStreamsOverHttp2 ?? d.eventStreamsOverHttp2,
     ...(options.upstreamToken ? { upstreamToken: options.upstreamToken } : {}),
     identity: {
       class: options.identity?.class ?? ['path:class', 'header:X-Switchyard-Class', `default:${defaultClass}`],

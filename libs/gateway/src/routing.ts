@@ -21,6 +21,8 @@ import type { MessageInfo } from './wire.ts';
 /** Everything a routed request needs; built once per gateway. */
 export interface RoutingContext {
   readonly dispatcher: Dispatcher;
+  /** For `GET` event streams through a scheduler (HTTP/2, see `eventStreamsOverHttp2`); else `dispatcher`. */
+  readonly eventStreamDispatcher?: Dispatcher;
   readonly scheduler: SchedulerClient;
   readonly cache: RouteCache;
   readonly clock: Clock;
@@ -106,8 +108,9 @@ function call(
   const headers = upstreamHeaders(r.req.headers, asserted);
   // The client's own Authorization was stripped above; this one is the gateway's.
   if (route.direct && ctx.upstreamToken !== undefined) headers.authorization = `Bearer ${ctx.upstreamToken}`;
+  const dispatcher = (method === 'GET' && !route.direct && ctx.eventStreamDispatcher) || ctx.dispatcher;
   return attempt(
-    ctx.dispatcher,
+    dispatcher,
     ctx.clock,
     {
       url: route.url,

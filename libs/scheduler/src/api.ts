@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type http2 from 'node:http2';
 import { SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
-import { proxyToTunnel } from '@switchyard/tunnel';
+import { proxyStreamToTunnel, proxyToTunnel } from '@switchyard/tunnel';
 import type { RuntimeSummary } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
 import { HOP_HEADER, forwardToReplica, postJson } from './forward.ts';
@@ -136,6 +137,29 @@ async function forwardSchedule(
     throw new SwitchyardError('not_ready', 'no epoch yet and the leader is unreachable', { cause });
   });
   sendJson(res, answer.status, answer.body);
+}
+
+/**
+ * The one route served over HTTP/2 (h2c): `/api/proxy/:runtime/*`, which a
+ * gateway uses for the event streams it holds. Only a runtime whose tunnel
+ * this replica holds is reached; a gateway proxies through the owner (the
+ * schedule answer names it), so there is no forwarding to another replica
+ * here: a runtime that moved is a 502, as it is to an HTTP/1.1 caller once
+ * the owner is unknown.
+ */
+export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) {
+  const proxy = PROXY_PATH.exec(String(headers[':path'] ?? '/'));
+  if (!proxy) {
+    const body = JSON.stringify({ error: 'only /api/proxy/ is served over HTTP/2', code: 'not_found' });
+    stream.on('error', () => {});
+    stream.respond({ ':status': 404, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    return void stream.end(body);
+  }
+  ctx.metrics.proxyRequests.inc();
+  const runtimeId = decodeSegment(proxy[1]!);
+  proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, `${proxy[2] ?? '/'}${proxy[3] ?? ''}`, {
+    runtimeId,
+  });
 }
 
 function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {

@@ -1,9 +1,9 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
-import { closeServer, listen, metricsHandler } from '@switchyard/service';
+import { closeServer, listen, metricsHandler, serveH2c } from '@switchyard/service';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
-import { handleApi, type ApiContext } from './api.ts';
+import { handleApi, handleApiStream, type ApiContext } from './api.ts';
 import { ClusterView } from './cluster-view.ts';
 import { sendJson } from './http-util.ts';
 import { Leadership } from './leadership.ts';
@@ -11,6 +11,9 @@ import { LocalPart } from './local-part.ts';
 import { createReplicaMetrics } from './metrics.ts';
 import type { SchedulerReplicaOptions } from './options.ts';
 import { createLiveUi, uiStateOf } from './ui.ts';
+
+/** Streams one gateway connection may hold open over HTTP/2 (idle event streams, mostly). */
+const H2C_STREAMS_MAX = 16_384;
 
 export interface SchedulerReplica {
   readonly replicaId: string;
@@ -140,6 +143,11 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     req.resume();
     sendJson(res, 404, { error: `no route for ${req.method} ${path}`, code: 'not_found' });
   });
+  // Gateways hold their event streams as HTTP/2 streams on this port (see handleApiStream).
+  const h2c = serveH2c(server, {
+    maxConcurrentStreams: H2C_STREAMS_MAX,
+    onStream: (stream, headers) => handleApiStream(ctx, stream, headers),
+  });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === CONNECT_PATH) return endpoint.handleUpgrade(req, socket, head);
@@ -166,7 +174,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
         await leadership.stop();
         endpoint.close();
         part.close();
-        await closeServer(server, { timeoutMs: 2000 });
+        await Promise.all([closeServer(server, { timeoutMs: 2000 }), h2c.close(2000)]);
       })();
       return closing;
     },

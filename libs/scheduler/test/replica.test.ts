@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { WebSocket } from 'ws';
@@ -56,6 +57,34 @@ describe('three replicas in one process with a memory lease', () => {
         assert.equal(res.status, 200, `${replica.replicaId} → ${id}`);
         assert.deepEqual(await res.json(), { status: 'ok' });
       }
+    }
+  });
+
+  it('serves /api/proxy over HTTP/2 with prior knowledge on the same port, and nothing else', async () => {
+    const replica = replicas[1]!; // holds r1's tunnel
+    const session = http2.connect(replica.url);
+    const get = (path: string): Promise<{ status: number; body: any }> =>
+      new Promise((resolve, reject) => {
+        const stream = session.request({ ':path': path });
+        let text = '';
+        let status = 0;
+        stream.on('response', (h) => (status = Number(h[':status'])));
+        stream.on('data', (c: Buffer) => (text += c.toString()));
+        stream.once('end', () => resolve({ status, body: JSON.parse(text) }));
+        stream.once('error', reject);
+      });
+    try {
+      assert.deepEqual(await get('/api/proxy/r1/healthz'), { status: 200, body: { status: 'ok' } });
+      // Over HTTP/2 only the replica holding the tunnel answers (gateways dial the owner).
+      assert.deepEqual(await get('/api/proxy/r2/healthz'), {
+        status: 502,
+        body: { error: 'runtime not connected', runtime: 'r2' },
+      });
+      assert.equal((await get('/api/epoch')).status, 404);
+      // HTTP/1.1 on the same port is unaffected.
+      assert.equal((await fetch(`${replica.url}/api/proxy/r1/healthz`)).status, 200);
+    } finally {
+      session.close();
     }
   });
 

@@ -21,6 +21,8 @@ export type {
 } from './lifecycle.ts';
 export { listen, closeServer } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
+export { serveH2c } from './h2c.ts';
+export type { H2cListener, H2cOptions } from './h2c.ts';
 export { secretSource } from './secrets.ts';
 export { readBody } from './body.ts';
 export type { LingerLimits, ReadBodyOptions } from './body.ts';

@@ -10,19 +10,20 @@
 // apps/gateway/src/main.ts recommends for deployments.
 //
 // How many idle streams one gateway is measured with:
-// - a relayed HTTP/1.1 stream holds a socket to the client and one upstream,
-//   so N streams need 2N descriptors in the gateway. The idle gateway runs
-//   with its soft limit raised to the hard one (holding streams is what a
-//   proxy's limit is sized for); raising the hard limit needs
-//   CAP_SYS_RESOURCE, which a container often lacks, so N is the largest
-//   round hundred under (hard - FD_SPARE) / 2, at most 10,000. With a hard
-//   limit of 20,000 that is 9,800 measured streams, and the 10,000 line adds
-//   the last 200 at the measured slope (say so when it is not measured);
+// - a relayed stream holds the client's socket; upstream it is an HTTP/2
+//   stream on one of a few connections to the scheduler
+//   (eventStreamsOverHttp2), so N streams need about N descriptors in the
+//   gateway. The idle gateway runs with its soft limit raised to the hard
+//   one (holding streams is what a proxy's limit is sized for); raising the
+//   hard limit needs CAP_SYS_RESOURCE, which a container often lacks, so N
+//   is the largest round hundred under hard - FD_SPARE, at most 10,000. When
+//   that is under 10,000, the 10,000 line adds the rest at the measured
+//   slope (and says so);
 // - one runtime's tunnel carries at most 4,096 concurrent streams
 //   (H2_TUNING.maxConcurrentStreams), so the idle phase adds runtimes until
 //   each carries about STREAMS_PER_RUNTIME;
 // - the idle gateway runs in proxy mode, the default deployment (a direct
-//   mode gateway holds the same two sockets per stream).
+//   mode gateway holds an HTTP/1.1 connection to the runtime per stream).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
@@ -70,8 +71,8 @@ function idleSessions(): number {
   const hard = limit('-Hn');
   const soft = limit('-Sn');
   if (!Number.isFinite(hard) || !Number.isFinite(soft)) return IDLE_TARGET;
-  // The idle gateway's soft limit is raised to the hard one (RAISE_FD_LIMIT).
-  return Math.min(IDLE_TARGET, Math.floor((Math.max(hard, soft) - FD_SPARE) / 2 / 100) * 100);
+  // The idle gateway's soft limit is raised to the hard one (RAISE_FD_LIMIT); this process holds the client ends.
+  return Math.min(IDLE_TARGET, Math.floor((Math.min(hard, soft) - FD_SPARE) / 100) * 100);
 }
 
 /** Runs the app with its soft descriptor limit raised to the hard one (an unprivileged process may do that). */

@@ -1,0 +1,108 @@
+import type { Server } from 'node:http';
+import http2 from 'node:http2';
+import type { Socket } from 'node:net';
+
+/** What every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/** A connection that has not said which protocol it speaks within this time is dropped. */
+const SNIFF_TIMEOUT_MS = 10_000;
+
+export interface H2cOptions {
+  /** Called for every HTTP/2 stream; the handler answers or resets it. */
+  readonly onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
+  /** Concurrent streams per connection the server advertises. */
+  readonly maxConcurrentStreams: number;
+}
+
+export interface H2cListener {
+  /** HTTP/2 connections open now. */
+  readonly sessions: number;
+  /** GOAWAY to every HTTP/2 connection; those still open after `timeoutMs` are cut. Idempotent. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+/**
+ * Lets an HTTP/1.1 `server` also serve HTTP/2 with prior knowledge (h2c,
+ * RFC 9113 §3.3) on its port: a connection that opens with the HTTP/2
+ * preface goes to an HTTP/2 server, any other to `server` exactly as before
+ * (requests, keep-alive, WebSocket upgrades, its timeouts and close).
+ *
+ * Why: a gateway holds thousands of long-lived event streams to a
+ * scheduler; as HTTP/2 streams they share a few connections instead of
+ * taking a socket (and a descriptor on each end) apiece.
+ *
+ * Not covered: `Upgrade: h2c` from HTTP/1.1 (clients that want HTTP/2 here
+ * know it beforehand). HTTP/2 connections are not the HTTP/1.1 server's:
+ * `closeServer` leaves them to `close()`.
+ */
+export function serveH2c(server: Server, options: H2cOptions): H2cListener {
+  const h2 = http2.createServer({
+    settings: { maxConcurrentStreams: options.maxConcurrentStreams, enablePush: false },
+    // Node's default (10 MB) counts every open stream's state and trips ENHANCE_YOUR_CALM well before the stream limit.
+    maxSessionMemory: 256,
+  });
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+    // A peer's protocol error ends its own session; it must not reach the process.
+    session.on('error', () => {});
+  });
+  h2.on('stream', options.onStream);
+
+  // The HTTP/1.1 server's own connection handling, called for every connection that is not HTTP/2.
+  const http1 = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    let seen: Buffer = Buffer.alloc(0);
+    const route = (toHttp2: boolean): void => {
+      socket.off('data', onData);
+      socket.off('error', onError);
+      socket.setTimeout(0);
+      socket.pause();
+      socket.unshift(seen);
+      // HTTP/2 reads what is buffered once its session is set up; HTTP/1.1 reads by 'data' events, so it flows again.
+      if (toHttp2) return void h2.emit('connection', socket);
+      for (const listener of http1) listener.call(server, socket);
+      socket.resume();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const n = Math.min(seen.length, PREFACE.length);
+      const http2Prefix = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (http2Prefix && n < PREFACE.length) return;
+      route(http2Prefix);
+    };
+    const onError = (): void => void socket.destroy();
+    socket.on('data', onData);
+    socket.on('error', onError);
+    socket.setTimeout(SNIFF_TIMEOUT_MS, () => socket.destroy());
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    get sessions() {
+      return sessions.size;
+    },
+    close(timeoutMs) {
+      closing ??= new Promise<void>((resolve) => {
+        if (sessions.size === 0) return resolve();
+        const deadline = setTimeout(() => {
+          for (const session of sessions) session.destroy();
+        }, timeoutMs);
+        deadline.unref();
+        let open = sessions.size;
+        for (const session of sessions) {
+          session.once('close', () => {
+            if (--open > 0) return;
+            clearTimeout(deadline);
+            resolve();
+          });
+          session.close();
+        }
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,117 @@
+// HTTP/1.1 and HTTP/2 with prior knowledge on one real listening port.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { serveH2c, type H2cListener } from '../src/index.ts';
+
+describe('serveH2c', () => {
+  let server: http.Server;
+  let h2c: H2cListener;
+  let base: string;
+  const held: http2.ServerHttp2Stream[] = [];
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      req.on('end', () => res.end(`http/${req.httpVersion} ${req.method} ${bytes}`));
+    });
+    const sockets = new WebSocketServer({ noServer: true });
+    server.on('upgrade', (req, socket, head) =>
+      sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data: Buffer) => ws.send(`echo ${data}`))),
+    );
+    h2c = serveH2c(server, {
+      maxConcurrentStreams: 100,
+      onStream: (stream, headers) => {
+        if (headers[':path'] === '/hold') {
+          stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+          return void held.push(stream);
+        }
+        stream.respond({ ':status': 200 });
+        stream.end(`h2 ${headers[':method']} ${headers[':path']}`);
+      },
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await Promise.all([new Promise((r) => server.close(r)), h2c.close(100)]);
+  });
+
+  it('serves HTTP/1.1 requests, bodies and keep-alive as before', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const ask = (method: string, body?: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const req = http.request(`${base}/x`, { method, agent }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.once('end', () => resolve(text));
+        });
+        req.once('error', reject);
+        req.end(body);
+      });
+    assert.equal(await ask('GET'), 'http/1.1 GET 0');
+    assert.equal(await ask('POST', 'x'.repeat(100_000)), 'http/1.1 POST 100000');
+    assert.equal(await ask('GET'), 'http/1.1 GET 0');
+    agent.destroy();
+  });
+
+  it('passes WebSocket upgrades to the HTTP/1.1 server', async () => {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/ws`);
+    await once(ws, 'open');
+    ws.send('hi');
+    const [reply] = (await once(ws, 'message')) as [Buffer];
+    assert.equal(reply.toString(), 'echo hi');
+    ws.close();
+  });
+
+  it('serves HTTP/2 streams on the same port, many on one connection', async () => {
+    const session = http2.connect(base);
+    try {
+      const bodies = await Promise.all(
+        ['/a', '/b', '/c'].map(async (path) => {
+          const stream = session.request({ ':path': path });
+          let text = '';
+          stream.on('data', (c: Buffer) => (text += c.toString()));
+          await once(stream, 'end');
+          return text;
+        }),
+      );
+      assert.deepEqual(bodies, ['h2 GET /a', 'h2 GET /b', 'h2 GET /c']);
+      assert.equal(h2c.sessions, 1);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('hands a connection that is neither to HTTP/1.1, which answers 400', async () => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    socket.end('PRX garbage\r\n\r\n');
+    let text = '';
+    socket.on('data', (c: Buffer) => (text += c.toString()));
+    await once(socket, 'close');
+    assert.match(text, /^HTTP\/1\.1 400/);
+  });
+
+  it('close() sends GOAWAY and cuts streams still open at the deadline', async () => {
+    const session = http2.connect(base);
+    session.on('error', () => {});
+    const stream = session.request({ ':path': '/hold' });
+    stream.on('error', () => {});
+    const streamClosed = once(stream, 'close');
+    await once(stream, 'response');
+    const goaway = once(session, 'goaway');
+    const started = performance.now();
+    await h2c.close(200);
+    assert.ok(performance.now() - started >= 150, 'waited for the open stream until the deadline');
+    assert.equal(h2c.sessions, 0);
+    await Promise.all([goaway, streamClosed]);
+  });
+});

@@ -1,0 +1,141 @@
+// proxyStreamToTunnel: an HTTP/2 front (as a scheduler serves gateways over
+// h2c) relaying streams into a real tunnel to an in-process runtime.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { proxyStreamToTunnel } from '../src/index.ts';
+import type { TunnelDialer } from '../src/index.ts';
+import { startRuntime, startScheduler, type Scheduler } from './helpers.ts';
+
+interface Answer {
+  readonly status: number;
+  readonly headers: http2.IncomingHttpHeaders;
+  readonly body: string;
+  readonly trailers?: http2.IncomingHttpHeaders;
+  readonly rstCode: number;
+}
+
+describe('proxyStreamToTunnel', () => {
+  let scheduler: Scheduler;
+  let dialer: TunnelDialer;
+  let front: http2.Http2Server;
+  let session: http2.ClientHttp2Session;
+  const closedOnRuntime: string[] = [];
+
+  /** The runtime's handler: compat request and response, as the runtime serves MCP. */
+  const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
+    if (req.url === '/echo') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      return void req.once('end', () => res.end(`${req.headers['x-extra']} ${Buffer.concat(chunks).length}`));
+    }
+    if (req.url === '/trailers') {
+      res.addTrailers({ 'x-checksum': 'abc' });
+      return void res.end('body');
+    }
+    if (req.url === '/hold') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: ready\n\n');
+      return void res.once('close', () => closedOnRuntime.push('/hold'));
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'x-upstream': 'yes' });
+    res.end(`got ${req.method} ${req.url}`);
+  };
+
+  before(async () => {
+    scheduler = await startScheduler();
+    ({ dialer } = await startRuntime(scheduler, 'rt-s', handler));
+    front = http2.createServer();
+    front.on('stream', (stream, headers) => {
+      const [, runtimeId, ...rest] = String(headers[':path']).split('/');
+      proxyStreamToTunnel(scheduler.endpoint.get(runtimeId!), stream, headers, `/${rest.join('/')}`, {
+        runtimeId: runtimeId!,
+        extraHeaders: { 'x-extra': 'added' },
+      });
+    });
+    front.listen(0, '127.0.0.1');
+    await once(front, 'listening');
+    session = http2.connect(`http://127.0.0.1:${(front.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    session.destroy();
+    front.close();
+    dialer.close();
+    await scheduler.close();
+  });
+
+  function ask(headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
+    const stream = session.request(headers, { endStream: body === undefined });
+    stream.on('error', () => {});
+    if (body !== undefined) stream.end(body);
+    let text = '';
+    let trailers: http2.IncomingHttpHeaders | undefined;
+    let response: http2.IncomingHttpHeaders = {};
+    stream.on('data', (c: Buffer) => (text += c.toString()));
+    stream.once('trailers', (t: http2.IncomingHttpHeaders) => (trailers = t));
+    stream.once('response', (h: http2.IncomingHttpHeaders) => (response = h));
+    return new Promise((resolve) =>
+      stream.once('close', () =>
+        resolve({
+          status: Number(response[':status']),
+          headers: response,
+          body: text,
+          ...(trailers ? { trailers } : {}),
+          rstCode: stream.rstCode ?? 0,
+        }),
+      ),
+    );
+  }
+
+  it('relays an answer with its status, headers and body', async () => {
+    const answer = await ask({ ':path': '/rt-s/plain' });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['x-upstream'], 'yes');
+    assert.equal(answer.body, 'got GET /plain');
+  });
+
+  it('streams a request body (four stream windows) to the runtime, with the extra headers', async () => {
+    const bytes = 8 * 1024 * 1024;
+    const answer = await ask({ ':path': '/rt-s/echo', ':method': 'POST' }, Buffer.alloc(bytes, 1));
+    assert.equal(answer.body, `added ${bytes}`);
+  });
+
+  it('passes trailers to a client that accepts them', async () => {
+    const answer = await ask({ ':path': '/rt-s/trailers', te: 'trailers' });
+    assert.equal(answer.body, 'body');
+    assert.equal(answer.trailers?.['x-checksum'], 'abc');
+  });
+
+  it('answers 502 naming a runtime that is not connected', async () => {
+    const answer = await ask({ ':path': '/rt-none/x' });
+    assert.equal(answer.status, 502);
+    assert.deepEqual(JSON.parse(answer.body), { error: 'runtime not connected', runtime: 'rt-none' });
+  });
+
+  it('resets the client stream when the tunnel dies mid-answer', async () => {
+    const stream = session.request({ ':path': '/rt-s/hold' });
+    stream.on('error', () => {});
+    // Not once(): it rejects on the 'error' that comes with the reset.
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    const [chunk] = (await once(stream, 'data')) as [Buffer];
+    assert.equal(chunk.toString(), 'event: ready\n\n');
+    // As the tunnel tears a dead peer down. (A runtime resetting its own
+    // stream is no test of this: Node ends the stream before the reset.)
+    scheduler.endpoint.get('rt-s')!.session.destroy(new Error('tunnel lost'));
+    await closed;
+    assert.equal(stream.rstCode, http2.constants.NGHTTP2_INTERNAL_ERROR);
+    ({ dialer } = await startRuntime(scheduler, 'rt-s', handler));
+  });
+
+  it('cancels the runtime side when the client resets its stream', async () => {
+    const stream = session.request({ ':path': '/rt-s/hold' });
+    stream.on('error', () => {});
+    await once(stream, 'data');
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    const deadline = Date.now() + 2000;
+    while (closedOnRuntime.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(closedOnRuntime.includes('/hold'), 'the runtime saw its request close');
+  });
+});
