@@ -7,6 +7,7 @@ import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { EventStreamUpstream } from './event-streams.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
 import type { GatewayOptions } from './options.ts';
 import { matchTarget } from './request-target.ts';
@@ -91,16 +92,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
   const upstreamAgent = new Agent(agentOptions);
   const schedulerAgent = new Agent(agentOptions);
-  // Thousands of idle event streams as streams of a few connections: a
-  // socket, parser and client each cost the gateway (and the scheduler) a
-  // descriptor and several KiB per stream.
-  const eventStreamAgent = o.eventStreamsOverHttp2
-    ? new Agent({
-        ...agentOptions,
-        allowH2: true,
-        h2Options: { useH2c: true, maxConcurrentStreams: GATEWAY_DEFAULTS.eventStreamsPerConnection },
-        // Also untyped at the top level: undici 8's pool builds its connector from this one, not from h2Options.
-        ...({ useH2c: true } as object),
+  const eventStreams = o.eventStreamsOverHttp2
+    ? new EventStreamUpstream({
+        http1: upstreamAgent,
+        agentOptions,
+        streamsPerConnection: GATEWAY_DEFAULTS.eventStreamsPerConnection,
+        clock: o.clock,
+        logger: o.logger,
       })
     : undefined;
   const cache = new RouteCache({
@@ -120,7 +118,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const ctx: RoutingContext = {
     dispatcher: upstreamAgent,
-    ...(eventStreamAgent ? { eventStreamDispatcher: eventStreamAgent } : {}),
+    ...(eventStreams ? { eventStreams } : {}),
     scheduler,
     cache,
     clock: o.clock,
@@ -259,7 +257,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       closing ??= Promise.allSettled([
         upstreamAgent.destroy(),
         schedulerAgent.destroy(),
-        eventStreamAgent?.destroy(),
+        eventStreams?.close(),
         cache.close(),
       ]).then(() => undefined);
       return closing;

@@ -58,7 +58,9 @@ export interface GatewayOptions {
    * Event streams (`GET /mcp`) through a scheduler travel as HTTP/2 streams
    * with prior knowledge (h2c), many to a connection, instead of one
    * HTTP/1.1 connection each. Default true; schedulers of this version
-   * serve both on one port. Requests with a body stay on HTTP/1.1.
+   * serve both on one port, and one that refuses the HTTP/2 preface gets
+   * HTTP/1.1 for a while (see EventStreamUpstream). Requests with a body
+   * stay on HTTP/1.1.
    */
   readonly eventStreamsOverHttp2?: boolean;
   readonly identity?: IdentityOptions;

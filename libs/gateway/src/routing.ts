@@ -14,6 +14,7 @@ import type { Placement, SchedulerClient } from './scheduler-client.ts';
 import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
 import type { UpstreamResponse } from './exchange.ts';
+import type { EventStreamUpstream } from './event-streams.ts';
 import { isEventStream, upstreamHeaders } from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
@@ -22,7 +23,7 @@ import type { MessageInfo } from './wire.ts';
 export interface RoutingContext {
   readonly dispatcher: Dispatcher;
   /** For `GET` event streams through a scheduler (HTTP/2, see `eventStreamsOverHttp2`); else `dispatcher`. */
-  readonly eventStreamDispatcher?: Dispatcher;
+  readonly eventStreams?: EventStreamUpstream;
   readonly scheduler: SchedulerClient;
   readonly cache: RouteCache;
   readonly clock: Clock;
@@ -97,7 +98,7 @@ function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): void
   });
 }
 
-function call(
+async function call(
   ctx: RoutingContext,
   r: Routed,
   route: Route,
@@ -108,21 +109,24 @@ function call(
   const headers = upstreamHeaders(r.req.headers, asserted);
   // The client's own Authorization was stripped above; this one is the gateway's.
   if (route.direct && ctx.upstreamToken !== undefined) headers.authorization = `Bearer ${ctx.upstreamToken}`;
-  const dispatcher = (method === 'GET' && !route.direct && ctx.eventStreamDispatcher) || ctx.dispatcher;
-  return attempt(
-    dispatcher,
-    ctx.clock,
-    {
-      url: route.url,
-      method,
-      headers,
-      ...(r.body ? { body: r.body } : {}),
-      signal: r.signal,
-      idleTimeoutMs: ctx.idleTimeoutMs,
-    },
-    r.res,
-    gone,
-  );
+  const upstream = {
+    url: route.url,
+    method,
+    headers,
+    ...(r.body ? { body: r.body } : {}),
+    signal: r.signal,
+    idleTimeoutMs: ctx.idleTimeoutMs,
+  };
+  const send = (dispatcher: Dispatcher): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
+  const streams = method === 'GET' && !route.direct ? ctx.eventStreams : undefined;
+  if (!streams) return send(ctx.dispatcher);
+  const origin = new URL(route.url).origin;
+  try {
+    return await send(streams.dispatcherFor(origin));
+  } catch (error) {
+    if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
+    return send(ctx.dispatcher);
+  }
 }
 
 /** What an operator needs to tell a dead runtime from a dead proxy hop: the status, or the dial error. */

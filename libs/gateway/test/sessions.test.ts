@@ -80,3 +80,42 @@ describe('legacy sessions through the gateway', () => {
     await client.close();
   });
 });
+
+describe('event streams through a scheduler that speaks only HTTP/1.1', () => {
+  // The runtime fixtures stand in for schedulers here: plain HTTP/1.1
+  // servers answering any path, as a scheduler from before h2c would.
+  let h: Harness;
+  const warnings: string[] = [];
+  before(async () => {
+    const logger = {
+      info() {},
+      debug() {},
+      error() {},
+      warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''),
+    };
+    h = await startHarness(1, { upstreamMode: 'proxy', logger });
+  });
+  after(() => h.close());
+
+  it('opens them over HTTP/1.1 after the HTTP/2 preface is refused, and says so once', async () => {
+    for (const text of ['first', 'second']) {
+      const client = await connectV2(h.url);
+      try {
+        const received = new Promise<string>((resolve) => {
+          client.setNotificationHandler('notifications/message', (n) => resolve(String(n.params.data)));
+        });
+        for (let i = 0; i < 500 && h.gateway.stats().sseOpen === 0; i++) await new Promise((r) => setTimeout(r, 2));
+        assert.equal(h.gateway.stats().sseOpen, 1, 'the GET stream is open through the gateway');
+        await h.runtimes[0]!.notifyAll(text);
+        assert.equal(await received, text);
+      } finally {
+        await client.close();
+      }
+      for (let i = 0; i < 500 && h.gateway.stats().sseOpen > 0; i++) await new Promise((r) => setTimeout(r, 2));
+    }
+    assert.deepEqual(
+      warnings.filter((w) => w.includes('HTTP/2')),
+      ['scheduler does not speak HTTP/2 with prior knowledge; event streams use HTTP/1.1'],
+    );
+  });
+});

@@ -1,0 +1,71 @@
+import { Agent, type Dispatcher } from 'undici';
+import type { Clock } from '@switchyard/clock';
+import type { GatewayLogger } from './options.ts';
+
+/** How long an origin that did not speak HTTP/2 is sent HTTP/1.1 before HTTP/2 is tried again. */
+const HTTP1_FALLBACK_MS = 10 * 60_000;
+
+/**
+ * Where the gateway sends event streams (`GET /mcp`) bound for a scheduler:
+ * HTTP/2 with prior knowledge (h2c), thousands of streams on a few
+ * connections. A scheduler that answers the HTTP/2 preface as HTTP/1.1
+ * would (a release from before h2c during a rolling upgrade, or an
+ * HTTP/1.1-only hop in between) fails the request before anything of it was
+ * processed; that origin then gets HTTP/1.1 for HTTP1_FALLBACK_MS, and the
+ * stream is opened again that way (a GET, so nothing is replayed).
+ */
+export class EventStreamUpstream {
+  readonly #http2: Agent;
+  readonly #http1: Dispatcher;
+  readonly #clock: Clock;
+  readonly #logger: GatewayLogger;
+  /** Origin → time until which it gets HTTP/1.1. */
+  readonly #http1Until = new Map<string, number>();
+
+  constructor(options: {
+    http1: Dispatcher;
+    agentOptions: Agent.Options;
+    streamsPerConnection: number;
+    clock: Clock;
+    logger: GatewayLogger;
+  }) {
+    this.#http2 = new Agent({
+      ...options.agentOptions,
+      allowH2: true,
+      h2Options: { useH2c: true, maxConcurrentStreams: options.streamsPerConnection },
+      // Also untyped at the top level: undici 8's pool builds its connector from this one, not from h2Options.
+      ...({ useH2c: true } as object),
+    });
+    this.#http1 = options.http1;
+    this.#clock = options.clock;
+    this.#logger = options.logger;
+  }
+
+  dispatcherFor(origin: string): Dispatcher {
+    const until = this.#http1Until.get(origin);
+    if (until === undefined) return this.#http2;
+    if (this.#clock.now() < until) return this.#http1;
+    this.#http1Until.delete(origin);
+    return this.#http2;
+  }
+
+  /**
+   * True when `error`, from an HTTP/2 request to `origin`, shows the peer
+   * does not speak HTTP/2 with prior knowledge; the origin then gets
+   * HTTP/1.1 from this one on.
+   */
+  fellBack(origin: string, error: unknown): boolean {
+    if ((error as { code?: unknown } | undefined)?.code !== 'ERR_HTTP2_ERROR') return false;
+    if (this.#http1Until.has(origin)) return true;
+    this.#http1Until.set(origin, this.#clock.now() + HTTP1_FALLBACK_MS);
+    this.#logger.warn(
+      { origin, err: String((error as Error).message), forMs: HTTP1_FALLBACK_MS },
+      'scheduler does not speak HTTP/2 with prior knowledge; event streams use HTTP/1.1',
+    );
+    return true;
+  }
+
+  close(): Promise<void> {
+    return this.#http2.destroy();
+  }
+}
