@@ -1,0 +1,72 @@
+// The relay's backpressure on real sockets: an upstream that writes as fast
+// as it may, a client that stops reading. The upstream must be held to
+// about what socket buffers hold, and every byte must still arrive.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Agent } from 'undici';
+import { exchange } from '../src/exchange.ts';
+
+const TOTAL = 64 * 1024 * 1024;
+const CHUNK = Buffer.alloc(64 * 1024, 0x61);
+
+describe('exchange relay backpressure', () => {
+  let upstream: http.Server;
+  let front: http.Server;
+  let agent: Agent;
+  let written = 0;
+
+  before(async () => {
+    upstream = http.createServer(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': TOTAL });
+      while (written < TOTAL) {
+        written += CHUNK.length;
+        if (!res.write(CHUNK)) await once(res, 'drain');
+      }
+      res.end();
+    });
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    agent = new Agent();
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/big`;
+    front = http.createServer((_req, res) => {
+      void exchange(
+        agent,
+        { url, method: 'GET', headers: {}, signal: new AbortController().signal, idleTimeoutMs: 60_000 },
+        res,
+      ).then((answer) => answer.relay(res, 60_000));
+    });
+    front.listen(0, '127.0.0.1');
+    await once(front, 'listening');
+  });
+  after(async () => {
+    front.closeAllConnections();
+    front.close();
+    upstream.closeAllConnections();
+    upstream.close();
+    await agent.close();
+  });
+
+  it('holds the upstream back while the client does not read, then delivers every byte', async () => {
+    const socket = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.pause();
+    socket.write('GET /big HTTP/1.1\r\nhost: x\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 1000));
+    const aheadWhilePaused = written;
+    assert.ok(
+      aheadWhilePaused < 16 * 1024 * 1024,
+      `the upstream wrote ${(aheadWhilePaused / 2 ** 20).toFixed(1)} MiB of 64 while the client read nothing`,
+    );
+    let received = 0;
+    socket.on('data', (chunk: Buffer) => (received += chunk.length));
+    socket.resume();
+    while (received < TOTAL) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(written, TOTAL);
+    assert.ok(received >= TOTAL, 'headers and the whole body arrived');
+    socket.destroy();
+  });
+});
