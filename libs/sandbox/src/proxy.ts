@@ -20,9 +20,17 @@ const PRIME_TIMEOUT_MS = 10_000;
  */
 const ABSENT_TOOL = 'switchyard-warm-up-absent-tool';
 
-/** The SDK client every proxying engine talks to its upstream with. */
+/**
+ * The SDK client every proxying engine talks to its upstream with. It
+ * offers sampling and elicitation, which it passes on to the downstream
+ * client (see ProxyInstance); one that lacks them gets the upstream's
+ * request refused.
+ */
 export function upstreamClient(): Client {
-  return new Client({ name: 'switchyard-runtime', version: '0.1.0' }, { defaultCacheTtlMs: LIST_CACHE_TTL_MS });
+  return new Client(
+    { name: 'switchyard-runtime', version: '0.1.0' },
+    { defaultCacheTtlMs: LIST_CACHE_TTL_MS, capabilities: { sampling: {}, elicitation: {} } },
+  );
 }
 
 type Params = Record<string, unknown> | undefined;
@@ -44,6 +52,8 @@ export class ProxyInstance implements SandboxInstance {
   readonly #servers = new Set<McpServer>();
   readonly #cleanup: () => Promise<void>;
   #destroyed = false;
+  /** Tool calls in flight, oldest first: who the upstream's own requests are sent to. */
+  readonly #calls: ServerContext[] = [];
   /** Progress relays of calls in flight, by the upstream token we chose. */
   readonly #relays = new Map<string, (p: ProgressParams) => void>();
   #progressSeq = 0;
@@ -76,6 +86,12 @@ export class ProxyInstance implements SandboxInstance {
     const fanOut = (send: (s: McpServer) => void) => () => {
       for (const s of this.#servers) if (s.isConnected()) send(s);
     };
+    client.setRequestHandler('sampling/createMessage', (req) =>
+      this.#onBehalf((ctx) => ctx.mcpReq.requestSampling(req.params, this.#asked(ctx))),
+    );
+    client.setRequestHandler('elicitation/create', (req) =>
+      this.#onBehalf((ctx) => ctx.mcpReq.elicitInput(req.params, this.#asked(ctx))),
+    );
     client.setNotificationHandler(
       'notifications/tools/list_changed',
       fanOut((s) => s.sendToolListChanged()),
@@ -108,6 +124,23 @@ export class ProxyInstance implements SandboxInstance {
       }
       inner?.(message, extra);
     };
+  }
+
+  /**
+   * Sends an upstream request (sampling, elicitation) to the downstream
+   * client. The request names no client request, so it goes on the most
+   * recent tool call still running in this sandbox — the one that asked,
+   * unless several run at once — over that call's own response stream.
+   * With no call running there is no stream to carry it: refused.
+   */
+  #onBehalf<T>(send: (ctx: ServerContext) => Promise<T>): Promise<T> {
+    const ctx = this.#calls.at(-1);
+    if (!ctx) return Promise.reject(new Error('no client request in flight to carry this request'));
+    return send(ctx);
+  }
+
+  #asked(ctx: ServerContext) {
+    return { relatedRequestId: ctx.mcpReq.id, signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS };
   }
 
   get dead(): boolean {
@@ -166,6 +199,15 @@ export class ProxyInstance implements SandboxInstance {
   }
 
   async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
+    this.#calls.push(ctx);
+    try {
+      return await this.#forwardCall(params, ctx);
+    } finally {
+      this.#calls.splice(this.#calls.indexOf(ctx), 1);
+    }
+  }
+
+  async #forwardCall(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
     const downstream = ctx.mcpReq._meta?.progressToken;
     if (downstream === undefined) {
       return this.#client.callTool(params, { signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Client } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createRequire } from 'node:module';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
@@ -62,6 +62,62 @@ describe('stdio engine with server-everything', () => {
       assert.ok((await raw.listResources()).resources.length > 0);
     });
   }
+
+  /** A client that answers sampling and elicitation, recording what it was asked. */
+  async function askedClient(flavour: 'v2-legacy' | 'v2-modern', asked: string[]): Promise<Client> {
+    const client = new Client(
+      { name: `asker-${flavour}`, version: '1.0.0' },
+      {
+        capabilities: { sampling: {}, elicitation: {} },
+        ...(flavour === 'v2-modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' as const } } } : {}),
+      },
+    );
+    client.setRequestHandler('sampling/createMessage', (req) => {
+      const first = req.params.messages[0]?.content;
+      asked.push(`sampling: ${first && 'text' in first ? first.text : '?'}`);
+      return { role: 'assistant', content: { type: 'text', text: 'sampled by the client' }, model: 'test-model' };
+    });
+    client.setRequestHandler('elicitation/create', (req) => {
+      asked.push(`elicitation: ${req.params.message}`);
+      return { action: 'accept', content: { name: 'Ada' } };
+    });
+    const headers = { 'x-switchyard-class': 'everything', 'x-switchyard-process': `ask-${flavour}` };
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', served.url), { fetch: served.fetch, requestInit: { headers } }),
+    );
+    return client;
+  }
+
+  it("v2-legacy: passes the upstream's sampling and elicitation requests to the client and the answers back", async () => {
+    const asked: string[] = [];
+    const client = await askedClient('v2-legacy', asked);
+    try {
+      const sampled = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'a haiku' } });
+      assert.match(JSON.stringify(sampled.content), /sampled by the client/);
+      const elicited = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+      assert.match(JSON.stringify(elicited.content), /Name: Ada/);
+      assert.deepEqual(asked, [
+        'sampling: Resource trigger-sampling-request context: a haiku',
+        'elicitation: Please provide inputs for the following fields:',
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('v2-modern: refuses them with a clear error (2026-07-28 has no server-to-client requests) and keeps serving', async () => {
+    const asked: string[] = [];
+    const client = await askedClient('v2-modern', asked);
+    try {
+      const sampled = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'a haiku' } });
+      assert.match(JSON.stringify(sampled.content), /not available on protocol revision 2026-07-28/);
+      assert.deepEqual(asked, []);
+      const echoed = await client.callTool({ name: 'echo', arguments: { message: 'still here' } });
+      assert.match(JSON.stringify(echoed.content), /still here/);
+    } finally {
+      await client.close();
+    }
+  });
 
   for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
     it(`${flavour}: relays every upstream progress notification before the result`, async () => {
