@@ -12,10 +12,11 @@ const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.const
  *
  * Guarantees: hop-by-hop headers are dropped both ways; bodies flow with
  * HTTP/2 flow control on both sides (`pipe`); the runtime's trailers pass
- * (every answer ends with a trailers frame, empty or not); a reset or close of either stream resets
- * the other (CANCEL towards the runtime, INTERNAL_ERROR towards the client).
- * An upstream failure before the answer's headers is a 502 with
- * `{"error","runtime"}`, as is a missing tunnel.
+ * (every answer ends with a trailers frame, empty or not); a reset or close
+ * of either stream resets the other (CANCEL towards the runtime,
+ * INTERNAL_ERROR towards the client). An upstream failure before the
+ * answer's headers is a 502 with `{"error","runtime"}`, as is a missing
+ * tunnel.
  */
 export function proxyStreamToTunnel(
   tunnel: Tunnel | undefined,
@@ -59,7 +60,7 @@ export function proxyStreamToTunnel(
     const out = { ...endToEndHeaders(answer), ':status': answer[':status'] ?? 502 };
     inbound.respond(out, { endStream: upstream.endAfterHeaders, waitForTrailers: !upstream.endAfterHeaders });
     if (upstream.endAfterHeaders) return;
-    // Not pipe()'s end: the end must wait for a clean close (see 'close' below).
+    // Not pipe()'s end: an answer cut by a reset must not end cleanly for the client.
     upstream.pipe(inbound, { end: false });
     upstream.once('end', () => {
       if (!upstream.rstCode) inbound.end();
