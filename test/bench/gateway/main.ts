@@ -4,7 +4,8 @@
 //   the runtime's direct listener, a gateway in direct mode, and a gateway
 //   going through the scheduler's tunnel (proxy mode);
 // - RSS of one fresh gateway (proxy mode) holding idle legacy sessions with
-//   open GET streams, read from /proc/<pid>/status at three counts.
+//   open GET streams, read from /proc/<pid>/status at three counts, and of a
+//   bare Node HTTP server holding as many idle event streams (the baseline).
 // Raw HTTP over undici Pools with sessions opened before the timed loops.
 // Every loop has a fixed count. Gateways run with GATEWAY_NODE_OPTIONS, as
 // apps/gateway/src/main.ts recommends for deployments.
@@ -24,8 +25,11 @@
 //   each carries about STREAMS_PER_RUNTIME;
 // - the idle gateway runs in proxy mode, the default deployment (a direct
 //   mode gateway holds an HTTP/1.1 connection to the runtime per stream).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
 // test/support is this test tree's own process harness, not another package.
 import { startCluster, type TestCluster } from '../../support/cluster.ts';
@@ -188,6 +192,60 @@ async function addIdleRuntimes(cluster: TestCluster): Promise<void> {
 }
 
 /**
+ * The same idle streams held by a bare Node HTTP server (idle-server.ts,
+ * with the gateway's Node options): what the platform itself costs per
+ * open event stream, measured in this run, to read the gateway's figure
+ * against. Streams are opened with plain GETs, in the gateway's steps, and
+ * the cost per stream is the slope between the first and the last step.
+ */
+async function idleBaseline(): Promise<Figure[]> {
+  const child = spawn(
+    RAISE_FD_LIMIT[0]!,
+    [...RAISE_FD_LIMIT.slice(1), process.execPath, join(import.meta.dirname, 'idle-server.ts')],
+    { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...GATEWAY_ENV } },
+  );
+  try {
+    const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+    const origin = `http://127.0.0.1:${line.trim()}`;
+    const streams = new Pool(origin, { connections: IDLE_SESSIONS + IDLE_BATCH });
+    try {
+      const points: Array<{ streams: number; rss: number }> = [{ streams: 0, rss: await settledRss(child.pid!) }];
+      for (let step = 1; step <= IDLE_STEPS; step++) {
+        const to = Math.round((IDLE_SESSIONS * step) / IDLE_STEPS);
+        for (let opened = points.at(-1)!.streams; opened < to; opened += IDLE_BATCH) {
+          await Promise.all(
+            Array.from({ length: Math.min(IDLE_BATCH, to - opened) }, async () => {
+              const res = await streams.request({ path: '/', method: 'GET', headers: { accept: 'text/event-stream' } });
+              if (res.statusCode !== 200) throw new Error(`baseline GET stream: ${res.statusCode}`);
+              res.body.on('error', () => undefined);
+            }),
+          );
+        }
+        points.push({ streams: to, rss: await settledRss(child.pid!) });
+      }
+      const [first, last] = [points[1]!, points.at(-1)!];
+      progress(
+        `bare Node HTTP server RSS ${(last.rss / 2 ** 20).toFixed(0)} MB with ${last.streams} idle event streams`,
+      );
+      return [
+        { metric: 'baseline_rss_start', value: points[0]!.rss / 2 ** 20, unit: 'MB' },
+        { metric: 'baseline_rss_idle_streams', value: last.rss / 2 ** 20, unit: 'MB' },
+        {
+          metric: 'baseline_rss_per_idle_stream',
+          value: (last.rss - first.rss) / (last.streams - first.streams) / 1024,
+          unit: 'KiB',
+        },
+      ];
+    } finally {
+      await streams.destroy();
+    }
+  } finally {
+    child.stdin!.end();
+    await once(child, 'exit');
+  }
+}
+
+/**
  * RSS of a fresh proxy-mode gateway (the latency loops' heap growth is not
  * charged to idle streams) at 0 and after each of IDLE_STEPS equal steps up
  * to IDLE_SESSIONS open GET streams. The slope between the first and last
@@ -322,6 +380,14 @@ async function main(): Promise<void> {
       },
     );
     figures.push(...(await idleFigures(cluster, extra)));
+    const baseline = await idleBaseline();
+    figures.push(...baseline);
+    const perStream = (name: string): number => figures.find((f) => f.metric === name)!.value;
+    figures.push({
+      metric: 'gateway_vs_baseline_per_idle_stream',
+      value: perStream('gateway_rss_per_idle_stream') / perStream('baseline_rss_per_idle_stream'),
+      unit: 'ratio',
+    });
     report('gateway', figures);
   } finally {
     await Promise.all(extra.map((p) => p.stop(2000)));
