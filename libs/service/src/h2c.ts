@@ -18,7 +18,11 @@ export interface H2cOptions {
 export interface H2cListener {
   /** HTTP/2 connections open now. */
   readonly sessions: number;
-  /** GOAWAY to every HTTP/2 connection; those still open after `timeoutMs` are cut. Idempotent. */
+  /**
+   * Drops connections that have not sent their first bytes yet, sends GOAWAY
+   * to every HTTP/2 connection and cuts those still open after `timeoutMs`.
+   * Idempotent.
+   */
   close(timeoutMs: number): Promise<void>;
 }
 
@@ -53,10 +57,15 @@ export function serveH2c(server: Server, options: H2cOptions): H2cListener {
 
   // The HTTP/1.1 server's own connection handling, called for every connection that is not HTTP/2.
   const http1 = server.listeners('connection') as Array<(socket: Socket) => void>;
+  // Connections that have not said yet which protocol they speak: neither server knows them.
+  const undecided = new Set<Socket>();
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
     let seen: Buffer = Buffer.alloc(0);
+    undecided.add(socket);
+    socket.once('close', () => undecided.delete(socket));
     const route = (toHttp2: boolean): void => {
+      undecided.delete(socket);
       socket.off('data', onData);
       socket.off('error', onError);
       socket.setTimeout(0);
@@ -86,6 +95,8 @@ export function serveH2c(server: Server, options: H2cOptions): H2cListener {
       return sessions.size;
     },
     close(timeoutMs) {
+      // A connection still silent when the server stops would hold server.close() until the sniff timeout.
+      for (const socket of undecided) socket.destroy();
       closing ??= new Promise<void>((resolve) => {
         if (sessions.size === 0) return resolve();
         const deadline = setTimeout(() => {

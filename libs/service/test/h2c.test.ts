@@ -100,6 +100,22 @@ describe('serveH2c', () => {
     assert.match(text, /^HTTP\/1\.1 400/);
   });
 
+  it('close() drops a connection that has not said which protocol it speaks', async () => {
+    // A listener of its own: the shared one's close() is the last test's.
+    const other = http.createServer();
+    const listener = serveH2c(other, { maxConcurrentStreams: 1, onStream: () => {} });
+    other.listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    const silent = net.connect((other.address() as AddressInfo).port, '127.0.0.1');
+    await once(silent, 'connect');
+    const dropped = once(silent, 'close');
+    const started = performance.now();
+    await listener.close(1000);
+    await dropped;
+    assert.ok(performance.now() - started < 1000, 'dropped at once, not at the sniff timeout');
+    await new Promise((resolve) => other.close(resolve));
+  });
+
   it('close() sends GOAWAY and cuts streams still open at the deadline', async () => {
     const session = http2.connect(base);
     session.on('error', () => {});
