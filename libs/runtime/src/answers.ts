@@ -63,22 +63,17 @@ export function wholeWhenQuick(res: AnyResponse): AnyResponse {
     restore();
     if (chunk !== undefined) held.push(Buffer.from(chunk));
     const body = Buffer.concat(held.splice(0));
-    // Not writeHead(): on HTTP/2 it sends the headers at once, and the
-    // tunnel's response sends a body that ends with its headers as one piece
-    // only when end() gets both (see the tunnel's LengthDeclaringResponse).
+    // Not writeHead(): a body handed whole to end() before any header went
+    // out gets its length from the transport — Node's HTTP/1.1 server, and
+    // the tunnel's HTTP/2 response (LengthDeclaringResponse), which then
+    // sends headers, body and END_STREAM as one piece.
     if (head) {
       out.statusCode = head[0];
-      for (const [name, value] of Object.entries(withLength(head, body.length) ?? {})) out.setHeader(name, value);
+      for (const [name, value] of Object.entries(head[1] ?? {})) out.setHeader(name, value);
     }
     return out.end(body);
   }) as ServerResponse['end'];
   return res;
-}
-
-function withLength([status, headers]: Head, bytes: number): Record<string, string> | undefined {
-  const bodiless = status < 200 || status === 204 || status === 304;
-  if (bodiless || Object.keys(headers ?? {}).some((name) => name.toLowerCase() === 'content-length')) return headers;
-  return { ...headers, 'content-length': String(bytes) };
 }
 
 function isEventStream(headers: Record<string, string> | undefined): boolean {

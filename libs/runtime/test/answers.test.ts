@@ -1,5 +1,6 @@
 // How the runtime shapes MCP answers on the wire, checked on real HTTP/1.1
-// and HTTP/2 servers on loopback: a POST answer that ends in the turn it
+// and HTTP/2 servers on loopback (the HTTP/2 one with the tunnel's response
+// class, as the runtime serves): a POST answer that ends in the turn it
 // starts in goes out whole with its length declared (proxies finish it at
 // its last byte); one still open at the turn's end streams as written.
 import assert from 'node:assert/strict';
@@ -10,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import type { AnyResponse } from '@switchyard/agent';
+import { LengthDeclaringResponse } from '@switchyard/tunnel';
 import { wholeWhenQuick } from '../src/answers.ts';
 
 type Answer = (res: AnyResponse) => Promise<void>;
@@ -66,7 +68,11 @@ async function viaHttp1(answer: Answer): Promise<Seen> {
 }
 
 async function viaHttp2(answer: Answer): Promise<Seen> {
-  const server = http2.createServer((_req, res) => void answer(wholeWhenQuick(res)));
+  // The runtime's tunnel serves with this response class (see dialTunnel).
+  const server = http2.createServer(
+    { Http2ServerResponse: LengthDeclaringResponse },
+    (_req, res) => void answer(wholeWhenQuick(res)),
+  );
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);

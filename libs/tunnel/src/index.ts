@@ -2,6 +2,7 @@ export { createTunnelEndpoint } from './endpoint.ts';
 export type { TunnelEndpoint, TunnelEndpointOptions } from './endpoint.ts';
 export type { Tunnel } from './tunnel.ts';
 export { dialTunnel } from './dialer.ts';
+export { LengthDeclaringResponse } from './response.ts';
 export type { DialTunnelOptions, TunnelDialer } from './dialer.ts';
 export { proxyToTunnel } from './proxy.ts';
 export type { ProxyOptions } from './proxy.ts';
