@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
-import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+import type { SandboxHost } from '@switchyard/sandbox';
+import { RecordingReporter, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -21,13 +21,11 @@ describe('bad input at /mcp', () => {
 
   before(async () => {
     reporter = new RecordingReporter();
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-bad',
       classes: { demo: { engine: 'builtin' } },
       sandboxesMax: 2,
-      sessionIdleMs: 60_000,
       reporter,
-      logger: captureLogger(),
     });
     served = await serveHttp1(host);
   });
@@ -131,13 +129,10 @@ describe('fuzzing /mcp', () => {
   let served: Served;
 
   before(async () => {
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-fuzz',
       classes: { demo: { engine: 'builtin', expireSeconds: 0 } },
       sandboxesMax: 100_000,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
-      logger: captureLogger(),
     });
     served = await serveHttp1(host);
   });

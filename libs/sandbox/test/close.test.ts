@@ -1,22 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createSandboxHost } from '@switchyard/sandbox';
 import { childPids } from './fixtures/children.ts';
 import { connect } from './fixtures/clients.ts';
-import { RecordingReporter, captureLogger, serveHttp1 } from './fixtures/harness.ts';
+import { RecordingReporter, serveHttp1, testHost } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
 
 describe('host close', () => {
   it('is idempotent, ends sessions, removes sandboxes, kills children and refuses new work', async () => {
     const reporter = new RecordingReporter();
-    const host = createSandboxHost({
+    const host = testHost({
       runtimeId: 'rt-close',
       classes: { tiny: { engine: 'stdio', command: process.execPath, args: [tinyServer], warmPool: 1 } },
       sandboxesMax: 5,
-      sessionIdleMs: 60_000,
       reporter,
-      logger: captureLogger(),
     });
     const served = await serveHttp1(host);
     const c = await connect('v2-legacy', served.url, served.fetch, {

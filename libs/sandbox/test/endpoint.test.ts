@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import type { SandboxHost } from '@switchyard/sandbox';
 import { FLAVOURS, connect, type TestClient } from './fixtures/clients.ts';
-import { RecordingReporter, captureLogger, serveHttp1, serveHttp2, type Served } from './fixtures/harness.ts';
+import { RecordingReporter, serveHttp1, serveHttp2, type Served, testHost } from './fixtures/harness.ts';
 
 const SERVERS = [
   { name: 'node http', serve: serveHttp1 },
@@ -23,13 +23,11 @@ for (const { name: serverName, serve } of SERVERS) {
 
     before(async () => {
       reporter = new RecordingReporter();
-      host = createSandboxHost({
+      host = testHost({
         runtimeId: 'rt-1',
         classes: { default: { engine: 'builtin' }, demo: { engine: 'builtin' } },
         sandboxesMax: 50,
-        sessionIdleMs: 60_000,
         reporter,
-        logger: captureLogger(),
       });
       served = await serve(host);
     });

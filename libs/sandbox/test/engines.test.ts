@@ -4,9 +4,9 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { createSandboxHost, redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
+import { redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
 import { connect } from './fixtures/clients.ts';
-import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+import { RecordingReporter, serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
 const REDIS = '/usr/bin/redis-server';
@@ -26,28 +26,16 @@ describe('http engine', () => {
   let served: Served;
 
   before(async () => {
-    upstream = createSandboxHost({
+    upstream = testHost({
       runtimeId: 'rt-up',
       classes: { demo: { engine: 'builtin' } },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
-      logger: captureLogger(),
     });
     upstreamServed = await serveHttp1(upstream);
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-proxy',
       classes: {
-        remote: {
-          engine: 'http',
-          url: `${upstreamServed.url}/mcp`,
-          headers: { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'up-1' },
-        },
+        remote: remoteDemo(`${upstreamServed.url}/mcp`),
       },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
-      logger: captureLogger(),
     });
     served = await serveHttp1(host);
   });
@@ -80,15 +68,13 @@ describe('warm pool and metering decorators', () => {
 
   before(async () => {
     reporter = new RecordingReporter();
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-warm',
       classes: {
         tiny: { engine: 'stdio', command: process.execPath, args: [tinyServer], warmPool: 2, expireSeconds: 0 },
       },
       sandboxesMax: 3,
-      sessionIdleMs: 60_000,
       reporter,
-      logger: captureLogger(),
       meter: { record: (e) => void metered.push(e) },
     });
     served = await serveHttp1(host);

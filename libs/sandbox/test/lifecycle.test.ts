@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/client';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '@switchyard/clock/testing';
-import { createSandboxHost, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
+import type { MeteringEvent, SandboxHost } from '@switchyard/sandbox';
 import { childPids } from './fixtures/children.ts';
 import { connect } from './fixtures/clients.ts';
-import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
 
@@ -26,7 +26,7 @@ describe('sandbox lifecycle on a manual clock', () => {
 
   before(async () => {
     reporter = new RecordingReporter();
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-life',
       classes: {
         demo: { engine: 'builtin', expireSeconds: 0.2 },
@@ -35,7 +35,6 @@ describe('sandbox lifecycle on a manual clock', () => {
       sandboxesMax: 25,
       sessionIdleMs: 1_000,
       reporter,
-      logger: captureLogger(),
       meter: { record: (e) => void metered.push(e) },
       clock,
     });
@@ -140,12 +139,9 @@ describe('cancellation reaches the runtime', () => {
   const logger = captureLogger();
 
   before(async () => {
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-cancel',
       classes: { default: { engine: 'builtin' } },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
       logger,
     });
     served = await serveHttp1(host);

@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import type { SandboxHost } from '@switchyard/sandbox';
 import { connect, type TestClient } from './fixtures/clients.ts';
-import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+import { serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
 
 const listing = new URL('./fixtures/listing-stdio-server.ts', import.meta.url).pathname;
 const ABSENT = 'tools/call switchyard-warm-up-absent-tool';
@@ -29,7 +29,7 @@ describe('warm-pool priming and upstream list caching (stdio)', () => {
   const opened: TestClient[] = [];
 
   before(async () => {
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-prime',
       classes: {
         announcing: { engine: 'stdio', command: process.execPath, args: [listing], warmPool: 1, expireSeconds: 0 },
@@ -42,10 +42,6 @@ describe('warm-pool priming and upstream list caching (stdio)', () => {
         },
         cold: { engine: 'stdio', command: process.execPath, args: [listing], expireSeconds: 0 },
       },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
-      logger: captureLogger(),
     });
     served = await serveHttp1(host);
     await waitFor('both pools to fill', () => host.stats().warm === 2);
@@ -118,13 +114,9 @@ describe('upstream list caching (http)', () => {
   let upstreamLists = 0;
 
   before(async () => {
-    upstream = createSandboxHost({
+    upstream = testHost({
       runtimeId: 'rt-up',
       classes: { demo: { engine: 'builtin' } },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
-      logger: captureLogger(),
     });
     // Counts the lists that reach the remote server; the body is peeked, not consumed.
     upstreamServer = http.createServer((req, res) => {
@@ -136,19 +128,11 @@ describe('upstream list caching (http)', () => {
     upstreamServer.listen(0, '127.0.0.1');
     await once(upstreamServer, 'listening');
     const { port } = upstreamServer.address() as AddressInfo;
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-proxy',
       classes: {
-        remote: {
-          engine: 'http',
-          url: `http://127.0.0.1:${port}/mcp`,
-          headers: { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'up-1' },
-        },
+        remote: remoteDemo(`http://127.0.0.1:${port}/mcp`),
       },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      reporter: new RecordingReporter(),
-      logger: captureLogger(),
     });
     served = await serveHttp1(host);
   });

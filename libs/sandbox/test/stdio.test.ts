@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createRequire } from 'node:module';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { createSandboxHost, type SandboxHost } from '@switchyard/sandbox';
+import type { SandboxHost } from '@switchyard/sandbox';
 import { childPids } from './fixtures/children.ts';
 import { connect, type TestClient } from './fixtures/clients.ts';
-import { RecordingReporter, captureLogger, serveHttp1, type Served } from './fixtures/harness.ts';
+import { RecordingReporter, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
 const everything = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js', {
   paths: [process.cwd()],
@@ -27,13 +27,10 @@ describe('stdio engine with server-everything', () => {
 
   before(async () => {
     reporter = new RecordingReporter();
-    host = createSandboxHost({
+    host = testHost({
       runtimeId: 'rt-stdio',
       classes: { everything: { engine: 'stdio', command: process.execPath, args: [everything, 'stdio'] } },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
       reporter,
-      logger: captureLogger(),
     });
     served = await serveHttp1(host);
   });
