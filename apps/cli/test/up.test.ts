@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { INSPECTOR_CLI, alive, descendants, killGroup, runCli, spawnCli, until, type Running } from './support.ts';
 import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 
 const MODES = [
   // The stdio sandbox is the only child; in --processes mode the three schedulers, two
@@ -144,6 +145,20 @@ for (const mode of MODES) {
       assert.match(last, new RegExp(`^→ ${chosen.runtime} \\(source: pipeline, epoch \\d+\\)$`));
       assert.match(stdout, /^STAGE +IN +OUT +CANDIDATES/m);
     });
+
+    if (mode.children > 1) {
+      it("starts every component with Node's module compile cache", () => {
+        const components = descendants(up.child.pid!).filter((d) => d.depth === 1);
+        assert.equal(components.length, mode.children);
+        for (const c of components) {
+          const env = readFileSync(`/proc/${c.pid}/environ`, 'utf8').split('\0');
+          const dir = env.find((e) => e.startsWith('NODE_COMPILE_CACHE='))?.slice('NODE_COMPILE_CACHE='.length);
+          assert.ok(dir, `${c.command} runs without NODE_COMPILE_CACHE`);
+          // Made when the cache was enabled: one subdirectory per Node version and user.
+          assert.ok(readdirSync(dir).length > 0, `${dir} was never made`);
+        }
+      });
+    }
 
     it('stops every process it started on SIGINT and exits 0', async () => {
       const tree = descendants(up.child.pid!);
