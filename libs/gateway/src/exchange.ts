@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { copyDownstreamHeaders, isEventStream } from './upstream.ts';
+import { downstreamHeaders, isEventStream } from './upstream.ts';
 
 /** One request to a runtime, as `exchange` sends it. */
 export interface UpstreamCall {
@@ -34,6 +34,8 @@ export interface UpstreamResponse {
 }
 
 const DISCARD_BYTES_MAX = 64 * 1024;
+/** What `headers` holds once relay has copied them: one shared empty object, not one per open stream. */
+const COPIED: IncomingHttpHeaders = Object.freeze({});
 const CLIENT_GONE = 'client disconnected';
 
 /**
@@ -54,12 +56,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   #discarded = 0;
   #idle: NodeJS.Timeout | undefined;
   #corked = false;
+  /** Something of the body, or its end, has been written to the client (the head with it). */
+  #wrote = false;
   #settle: ((outcome: RelayOutcome) => void) | undefined;
 
   constructor(res: ServerResponse, head: { resolve: (r: UpstreamResponse) => void; reject: (e: unknown) => void }) {
     this.#res = res;
     this.#head = head;
-    res.once('close', this.#onClose);
+    // `on`, not `once`: a response closes once, and `once` wraps the
+    // listener in a closure every open event stream would hold.
+    res.on('close', this.#onClose);
   }
 
   /** Detaches from the client response when this exchange never got a head (the caller may try again). */
@@ -116,6 +122,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     const res = this.#res;
     this.#idle?.refresh();
     this.#cork(res);
+    this.#wrote = true;
     if (!res.write(chunk)) {
       controller.pause();
       res.once('drain', () => controller.resume());
@@ -127,8 +134,10 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     const mode = this.#mode;
     this.#mode = 'done';
     // 'complete' then comes with the response's 'close' (after 'finish').
-    if (mode === 'relay') this.#res.end();
-    else this.#finish('complete');
+    if (mode === 'relay') {
+      this.#wrote = true;
+      this.#res.end();
+    } else this.#finish('complete');
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -149,15 +158,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
       }
       this.#settle = resolve;
       this.#mode = 'relay';
-      res.statusCode = this.statusCode;
-      copyDownstreamHeaders(this.headers, res);
       const sse = isEventStream(this.headers);
+      // Head stored now, sent with the first write (or flushHeaders below).
+      res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
       // Copied: an open event stream need not hold them.
-      this.headers = {};
-      if (sse) {
-        res.setHeader('x-accel-buffering', 'no');
-        res.removeHeader('content-length');
-      }
+      this.headers = COPIED;
       if (!sse) {
         // One timer per response, pushed back by each chunk.
         const timer = setTimeout(() => this.#controller?.abort(new Error('upstream idle timeout')), idleTimeoutMs);
@@ -170,9 +175,9 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
       // A silent stream (a GET stream, a long tool call) still gets its
       // headers once this turn of the loop is over; flushing at once would
       // cost a write of its own when the first event is about to follow.
-      if (sse && !res.headersSent) {
+      if (sse && !this.#wrote) {
         setImmediate(() => {
-          if (!res.headersSent && !res.destroyed) res.flushHeaders();
+          if (!this.#wrote && !res.destroyed) res.flushHeaders();
         });
       }
     });

@@ -140,8 +140,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Filled in as the request passes the gates; read by the close listener.
     const held: { release?: () => void; abort?: AbortController; gone?: true } = {};
     // One listener for the response's end: count it when it finished, and
-    // otherwise the client went away, which cancels upstream at once.
-    res.once('close', () => {
+    // otherwise the client went away, which cancels upstream at once. (`on`:
+    // a response closes once, and `once` would wrap it in one more closure.)
+    res.on('close', () => {
       held.gone = true;
       held.release?.();
       if (res.writableFinished) metrics.request(req.method ?? 'OTHER', res.statusCode);

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS } from '@switchyard/protocol';
 
 /** Hop-by-hop headers plus those undici computes itself. */
@@ -67,15 +67,23 @@ export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: Asserted
   return out;
 }
 
-/** Copies the upstream response headers a client may see onto `res`. */
-export function copyDownstreamHeaders(headers: IncomingHttpHeaders, res: ServerResponse): void {
+/**
+ * The upstream response headers a client may see, as one object for
+ * `res.writeHead`, so the response keeps no header map of its own (which
+ * `setHeader` would build, and hold as long as an event stream stays open).
+ * An event stream loses its length and gains `X-Accel-Buffering: no`.
+ */
+export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boolean): OutgoingHttpHeaders {
   const listed = connectionListed(headers);
+  const out: OutgoingHttpHeaders = {};
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || listed.has(name)) continue;
-    if (HOP_BY_HOP.has(name) && name !== 'content-length') continue;
-    res.setHeader(name, value);
+    if (HOP_BY_HOP.has(name) && (name !== 'content-length' || eventStream)) continue;
+    out[name] = value;
   }
+  if (eventStream) out['x-accel-buffering'] = 'no';
+  return out;
 }
 
 /** True for `text/event-stream` responses (SSE: no idle timeout, headers flushed early). */

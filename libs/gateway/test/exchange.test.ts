@@ -1,13 +1,15 @@
-// The relay's backpressure on real sockets: an upstream that writes as fast
-// as it may, a client that stops reading. The upstream must be held to
-// about what socket buffers hold, and every byte must still arrive.
+// The relay on real sockets. Backpressure: an upstream that writes as fast
+// as it may, a client that stops reading; the upstream must be held to
+// about what socket buffers hold, and every byte must still arrive. Heads:
+// what of the upstream's response head the client sees, for an event stream
+// that stays silent and for a whole answer.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { Agent } from 'undici';
+import { Agent, request } from 'undici';
 import { exchange } from '../src/exchange.ts';
 
 const TOTAL = 64 * 1024 * 1024;
@@ -68,5 +70,72 @@ describe('exchange relay backpressure', () => {
     assert.equal(written, TOTAL);
     assert.ok(received >= TOTAL, 'headers and the whole body arrived');
     socket.destroy();
+  });
+});
+
+describe('exchange relay heads', () => {
+  let upstream: http.Server;
+  let front: http.Server;
+  let agent: Agent;
+  let origin = '';
+
+  before(async () => {
+    upstream = http.createServer((req, res) => {
+      const common = { connection: 'x-hop', 'x-hop': 'dropped', 'mcp-session-id': 's-1' };
+      if (req.url === '/events') {
+        // An event stream that sends its head and then nothing.
+        res.writeHead(200, { ...common, 'content-type': 'text/event-stream', 'content-length': '1000' });
+        res.flushHeaders();
+        return;
+      }
+      res.writeHead(200, { ...common, 'content-type': 'application/json', 'content-length': '11' });
+      res.end('{"ok":true}');
+    });
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    agent = new Agent();
+    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    front = http.createServer((req, res) => {
+      const call = { url: `${base}${req.url}`, method: 'GET' as const, headers: {}, idleTimeoutMs: 60_000 };
+      void exchange(agent, { ...call, signal: new AbortController().signal }, res).then((answer) =>
+        answer.relay(res, 60_000),
+      );
+    });
+    front.listen(0, '127.0.0.1');
+    await once(front, 'listening');
+    origin = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    front.closeAllConnections();
+    front.close();
+    upstream.closeAllConnections();
+    upstream.close();
+    await agent.close();
+  });
+
+  it('sends a silent event stream its head at once, unbuffered and without a length', async () => {
+    const client = new Agent();
+    try {
+      const res = await request(`${origin}/events`, { dispatcher: client, signal: AbortSignal.timeout(2000) });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['content-type'], 'text/event-stream');
+      assert.equal(res.headers['x-accel-buffering'], 'no');
+      assert.equal(res.headers['mcp-session-id'], 's-1');
+      assert.equal(res.headers['content-length'], undefined);
+      assert.equal(res.headers['x-hop'], undefined, 'a header the upstream Connection lists is hop-by-hop');
+      res.body.destroy();
+    } finally {
+      await client.destroy();
+    }
+  });
+
+  it('sends a whole answer with its length and the headers a client may see', async () => {
+    const res = await request(`${origin}/answer`, { signal: AbortSignal.timeout(2000) });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-length'], '11');
+    assert.equal(res.headers['x-accel-buffering'], undefined);
+    assert.equal(res.headers['mcp-session-id'], 's-1');
+    assert.equal(res.headers['x-hop'], undefined);
+    assert.deepEqual(await res.body.json(), { ok: true });
   });
 });
