@@ -85,11 +85,41 @@ function violations(pkgs: Pkg[]): string[] {
   return problems;
 }
 
+/**
+ * Clients only some deployments use, imported on first use: each costs
+ * start time and tens of MB (the Kubernetes client alone ~90 MB and half a
+ * second per scheduler) that the memory and file leases, an in-process
+ * route cache and static tokens never need.
+ */
+const LAZY_PACKAGES = ['@kubernetes/client-node', 'ioredis', 'jose'];
+const STATIC_VALUE_IMPORT_RE = /(?:^|\n)\s*(?:import|export)\s+(?!type\b)[^'"`;]*?from\s*['"]([^'"]+)['"]/g;
+
+export function eagerImportsOf(text: string): string[] {
+  return [...text.matchAll(STATIC_VALUE_IMPORT_RE)].map((m) => m[1]!).filter((spec) => LAZY_PACKAGES.includes(spec));
+}
+
 describe('import boundaries', () => {
   it('hold across every package', () => {
     const pkgs = packages();
     assert.ok(pkgs.length > 0, 'no packages found');
     assert.deepEqual(violations(pkgs), []);
+  });
+
+  it('load optional clients only when used (dynamic import; types are free)', () => {
+    const eager: string[] = [];
+    for (const pkg of packages()) {
+      for (const file of sourceFiles(join(pkg.dir, 'src'))) {
+        for (const spec of eagerImportsOf(readFileSync(file, 'utf8'))) eager.push(`${relative(root, file)}: ${spec}`);
+      }
+    }
+    assert.deepEqual(eager, []);
+    const sample = [
+      "import type { KubeConfig } from '@kubernetes/client-node';",
+      "import { KubeConfig } from '@kubernetes/client-node';",
+      "import { type Redis } from 'ioredis';",
+      "const jose = await import('jose');",
+    ].join('\n');
+    assert.deepEqual(eagerImportsOf(sample), ['@kubernetes/client-node', 'ioredis']);
   });
 
   it('lib entries use explicit named exports', () => {

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // switchyard-scheduler: one scheduler replica. Parses config, picks the lease
 // backend, and hands everything else to @switchyard/scheduler.
-import { KubeConfig } from '@kubernetes/client-node';
 import { createFileLock, createKubernetesLock, createMemoryLock, type LeaseLock } from '@switchyard/election';
 import { startSchedulerReplica } from '@switchyard/scheduler';
 import { createLifecycle, createLogger, createMetrics, loadConfig, secretSource } from '@switchyard/service';
@@ -14,12 +13,15 @@ const config = loadConfig(schedulerConfigSchema, {
 });
 const logger = createLogger({ name: 'scheduler', level: config.logLevel });
 
-function leaseLock(election: SchedulerConfig['election']): LeaseLock {
+async function leaseLock(election: SchedulerConfig['election']): Promise<LeaseLock> {
   if (election.backend === 'memory') return createMemoryLock();
   if (election.backend === 'file') {
     if (!election.leaseFile) throw new Error('election.leaseFile is required with the file backend');
     return createFileLock(election.leaseFile);
   }
+  // Imported for this backend only: the client costs a second of start and
+  // tens of MB, which the memory and file backends never need.
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kubeConfig = new KubeConfig();
   if (election.kubeconfig) kubeConfig.loadFromFile(election.kubeconfig);
   else kubeConfig.loadFromCluster();
@@ -35,7 +37,7 @@ const replica = await startSchedulerReplica({
   advertiseUrl: config.advertiseUrl ?? 'http://127.0.0.1:{port}',
   host: config.host,
   port: config.port,
-  lock: leaseLock(config.election),
+  lock: await leaseLock(config.election),
   election: {
     leaseDurationMs: config.election.leaseDurationMs,
     renewDeadlineMs: config.election.renewDeadlineMs,

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type * as IORedis from 'ioredis';
 import type { Clock } from '@switchyard/clock';
 import type { Engine, SandboxInstance } from './engine.ts';
 import type { Logger, MeteringEvent, MeteringSink } from './types.ts';
@@ -24,6 +25,8 @@ export interface RedisMeteringSinkOptions {
  * writes while it reconnects (bounded by its offline queue).
  */
 export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink & { close(): Promise<void> } {
+  // Required here, not imported above: runtimes that log their metering never load the client.
+  const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
   const redis = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 2 });
   const lengthMax = opts.streamLengthMax ?? 100_000;
   redis.on('error', (error: Error) =>
