@@ -4,7 +4,11 @@
 //   same byte counts over direct loopback TCP (one and 64 connections);
 // - the latency an HTTP/1.1 round trip gains by going through a
 //   proxyToTunnel server, against calling the same handler over HTTP/1.1.
-// Every loop has a fixed count; the child exits when our stdin closes.
+// Each path and its baseline run in ROUNDS interleaved rounds (the order
+// flipping every round), as in the gateway bench: on a shared machine load
+// drifts within seconds, and one long run after the other charged that drift
+// to whichever ran during a busy spell. Every loop has a fixed count; the
+// child exits when our stdin closes.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -21,8 +25,10 @@ const MB = 1_000_000;
 const ONE_STREAM_BYTES = 512 * 1024 * 1024;
 const PARALLEL = 64;
 const PER_STREAM_BYTES = 8 * 1024 * 1024;
-const LATENCY_ROUNDS = 3000;
-const WARMUP_ROUNDS = 300;
+const LATENCY_CALLS = 3000;
+const WARMUP_CALLS = 300;
+/** Interleaved rounds per comparison; byte counts and call counts divide evenly. */
+const ROUNDS = 4;
 
 async function main(): Promise<void> {
   const accepted = Promise.withResolvers<Tunnel>();
@@ -47,25 +53,41 @@ async function main(): Promise<void> {
 
     await tunnelBytes(tunnel, 32 * 1024 * 1024);
     await tcpBytes(ports.tcpPort, 32 * 1024 * 1024);
-    const oneStream = rate(ONE_STREAM_BYTES, await timed(() => tunnelBytes(tunnel, ONE_STREAM_BYTES)));
+    const one = await interleaved(
+      () => tunnelBytes(tunnel, ONE_STREAM_BYTES / ROUNDS),
+      () => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES / ROUNDS),
+    );
+    const oneStream = rate(ONE_STREAM_BYTES, one.path);
+    const oneTcp = rate(ONE_STREAM_BYTES, one.base);
     progress(`one stream: ${oneStream.toFixed(0)} MB/s`);
-    const oneTcp = rate(ONE_STREAM_BYTES, await timed(() => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES)));
     progress(`one TCP connection: ${oneTcp.toFixed(0)} MB/s`);
     const total = PARALLEL * PER_STREAM_BYTES;
-    const manyStreams = rate(total, await timed(() => fanOut(() => tunnelBytes(tunnel, PER_STREAM_BYTES))));
+    const many = await interleaved(
+      () => fanOut(() => tunnelBytes(tunnel, PER_STREAM_BYTES / ROUNDS)),
+      () => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES / ROUNDS)),
+    );
+    const manyStreams = rate(total, many.path);
+    const manyTcp = rate(total, many.base);
     progress(`${PARALLEL} streams: ${manyStreams.toFixed(0)} MB/s`);
-    const manyTcp = rate(total, await timed(() => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES))));
     progress(`${PARALLEL} TCP connections: ${manyTcp.toFixed(0)} MB/s`);
 
     const raw = await streamLatencies(tunnel);
     progress(`bare tunnel stream p50 ${percentile(raw, 50).toFixed(3)} ms, p99 ${percentile(raw, 99).toFixed(3)} ms`);
-    const direct = await latencies(ports.httpPort);
-    const proxied = await latencies(schedulerPort);
+    const direct = latencyLane(ports.httpPort);
+    const proxied = latencyLane(schedulerPort);
+    await Promise.all([warm(direct), warm(proxied)]);
+    await interleaved(
+      () => sample(proxied, LATENCY_CALLS / ROUNDS),
+      () => sample(direct, LATENCY_CALLS / ROUNDS),
+    );
+    direct.agent.destroy();
+    proxied.agent.destroy();
+    const [d, p] = [direct.samples.sort((a, b) => a - b), proxied.samples.sort((a, b) => a - b)];
     const figures = {
-      directP50: percentile(direct, 50),
-      directP99: percentile(direct, 99),
-      proxiedP50: percentile(proxied, 50),
-      proxiedP99: percentile(proxied, 99),
+      directP50: percentile(d, 50),
+      directP99: percentile(d, 99),
+      proxiedP50: percentile(p, 50),
+      proxiedP99: percentile(p, 99),
     };
     progress(`latency ms: ${JSON.stringify(figures)}`);
     report('tunnel', [
@@ -124,38 +146,65 @@ async function tcpBytes(port: number, bytes: number): Promise<number> {
   return received;
 }
 
-/** Sequential keep-alive GETs of a tiny answer; returns sorted latencies in ms (warm-up dropped). */
-async function latencies(port: number): Promise<number[]> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const samples: number[] = [];
-  try {
-    for (let i = 0; i < WARMUP_ROUNDS + LATENCY_ROUNDS; i++) {
-      const start = performance.now();
-      await new Promise<void>((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port, path: '/ping', agent }, (res) => {
-            res.resume();
-            res.once('end', resolve);
-          })
-          .once('error', reject);
-      });
-      if (i >= WARMUP_ROUNDS) samples.push(performance.now() - start);
-    }
-  } finally {
-    agent.destroy();
+/** One way to reach the `/ping` handler, with the latencies it has collected. */
+interface LatencyLane {
+  readonly port: number;
+  readonly agent: http.Agent;
+  readonly samples: number[];
+}
+
+function latencyLane(port: number): LatencyLane {
+  return { port, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), samples: [] };
+}
+
+/** One keep-alive GET of a tiny answer; resolves with its latency in ms. */
+async function ping(lane: LatencyLane): Promise<number> {
+  const start = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port: lane.port, path: '/ping', agent: lane.agent }, (res) => {
+        res.resume();
+        res.once('end', resolve);
+      })
+      .once('error', reject);
+  });
+  return performance.now() - start;
+}
+
+async function warm(lane: LatencyLane): Promise<void> {
+  for (let i = 0; i < WARMUP_CALLS; i++) await ping(lane);
+}
+
+/** `calls` sequential GETs, their latencies added to the lane's. */
+async function sample(lane: LatencyLane, calls: number): Promise<void> {
+  for (let i = 0; i < calls; i++) lane.samples.push(await ping(lane));
+}
+
+/**
+ * Runs `path` and `base` ROUNDS times each, alternating which goes first;
+ * resolves with the total milliseconds each took.
+ */
+async function interleaved(
+  path: () => Promise<unknown>,
+  base: () => Promise<unknown>,
+): Promise<{ path: number; base: number }> {
+  const total = { path: 0, base: 0 };
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? (['path', 'base'] as const) : (['base', 'path'] as const);
+    for (const which of order) total[which] += await timed(which === 'path' ? path : base);
   }
-  return samples.sort((a, b) => a - b);
+  return total;
 }
 
 /** Sequential GETs on bare tunnel streams (no HTTP/1.1 hop), for locating the added latency. */
 async function streamLatencies(tunnel: Tunnel): Promise<number[]> {
   const samples: number[] = [];
-  for (let i = 0; i < WARMUP_ROUNDS + LATENCY_ROUNDS; i++) {
+  for (let i = 0; i < WARMUP_CALLS + LATENCY_CALLS; i++) {
     const start = performance.now();
     const stream = tunnel.request({ ':path': '/ping' });
     stream.resume();
     await once(stream, 'end');
-    if (i >= WARMUP_ROUNDS) samples.push(performance.now() - start);
+    if (i >= WARMUP_CALLS) samples.push(performance.now() - start);
   }
   return samples.sort((a, b) => a - b);
 }
