@@ -29,8 +29,11 @@ Arrays are comma-separated in env and flags (a repeated flag appends); maps are 
 (or, more readably, YAML in the config file). Numbers and booleans (\`true/false/1/0/yes/no\`) are coerced.
 
 The config is validated once at start. Unknown keys are fatal wherever they appear (file, \`SWITCHYARD_*\` names,
-flags), and every problem is listed in one error. \`--print-config\` prints the effective config as YAML with
-secrets redacted and exits 0; \`--help\` lists every option with its default and env name.
+flags), and every problem is listed in one error: the app prints \`<program>: invalid configuration:\` and one
+problem per line on stderr, and exits 2 before it starts anything. Keys that depend on each other are checked
+then too (the scheduler's \`election.leaseFile\` with the file backend, \`election.kubeconfig\` with the
+kubernetes backend outside a pod). \`--print-config\` prints the effective config as YAML with secrets redacted
+and exits 0; \`--help\` lists every option with its default and env name.
 `;
 
 const APPS = [

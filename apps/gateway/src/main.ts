@@ -9,7 +9,7 @@ import {
   createLogger,
   createMetrics,
   listen,
-  loadConfig,
+  loadAppConfig,
   metricsHandler,
   secretSource,
 } from '@switchyard/service';
@@ -30,7 +30,7 @@ if (!process.execArgv.some((a) => a.startsWith('--heap-growing-percent'))) {
   v8.setFlagsFromString('--heap-growing-percent=20');
 }
 
-const config = loadConfig(gatewayConfigSchema, {
+const config = loadAppConfig(gatewayConfigSchema, {
   argv: process.argv.slice(2),
   env: process.env,
   program: 'switchyard-gateway',

@@ -4,10 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { startRuntimeNode } from '@switchyard/runtime';
 import { logMeteringSink, redisMeteringSink, type EngineConfig } from '@switchyard/sandbox';
-import { createLifecycle, createLogger, createMetrics, loadConfig } from '@switchyard/service';
+import { createLifecycle, createLogger, createMetrics, loadAppConfig } from '@switchyard/service';
 import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 
-const config = loadConfig(runtimeConfigSchema, {
+const config = loadAppConfig(runtimeConfigSchema, {
   argv: process.argv.slice(2),
   env: process.env,
   program: 'switchyard-runtime',

@@ -3,22 +3,43 @@
 // backend, and hands everything else to @switchyard/scheduler.
 import { createFileLock, createKubernetesLock, createMemoryLock, type LeaseLock } from '@switchyard/election';
 import { startSchedulerReplica } from '@switchyard/scheduler';
-import { createLifecycle, createLogger, createMetrics, loadConfig, secretSource } from '@switchyard/service';
+import {
+  ConfigError,
+  createLifecycle,
+  createLogger,
+  createMetrics,
+  loadAppConfig,
+  secretSource,
+} from '@switchyard/service';
 import { schedulerConfigSchema, type SchedulerConfig } from './config.ts';
 
-const config = loadConfig(schedulerConfigSchema, {
+/** What each lease backend needs besides its own keys, checked before anything starts. */
+function checkElection(config: SchedulerConfig): SchedulerConfig {
+  const { backend, leaseFile, kubeconfig } = config.election;
+  if (backend === 'file' && !leaseFile) {
+    throw new ConfigError('invalid configuration', ['election.leaseFile: required with the file backend']);
+  }
+  // In a pod the service account is found through this variable; anywhere else a kubeconfig is needed.
+  if (backend === 'kubernetes' && !kubeconfig && !process.env.KUBERNETES_SERVICE_HOST) {
+    throw new ConfigError('invalid configuration', [
+      'election.kubeconfig: required outside a Kubernetes pod (KUBERNETES_SERVICE_HOST is not set)',
+    ]);
+  }
+  return config;
+}
+
+const config = loadAppConfig(schedulerConfigSchema, {
   argv: process.argv.slice(2),
   env: process.env,
   program: 'switchyard-scheduler',
+  derive: checkElection,
 });
 const logger = createLogger({ name: 'scheduler', level: config.logLevel });
 
 async function leaseLock(election: SchedulerConfig['election']): Promise<LeaseLock> {
   if (election.backend === 'memory') return createMemoryLock();
-  if (election.backend === 'file') {
-    if (!election.leaseFile) throw new Error('election.leaseFile is required with the file backend');
-    return createFileLock(election.leaseFile);
-  }
+  // checkElection made sure the file backend has its file.
+  if (election.backend === 'file') return createFileLock(election.leaseFile!);
   // Imported for this backend only: the client costs a second of start and
   // tens of MB, which the memory and file backends never need.
   const { KubeConfig } = await import('@kubernetes/client-node');

@@ -1,4 +1,4 @@
-export { loadConfig } from './config/load.ts';
+export { loadAppConfig, loadConfig } from './config/load.ts';
 export type { LoadConfigOptions, LoadConfigWithDerive } from './config/load.ts';
 export { ConfigError } from './config/error.ts';
 export { configFields, envNameOf, ENV_PREFIX } from './config/fields.ts';

@@ -11,6 +11,7 @@ import {
   configFields,
   envNameOf,
   helpText,
+  loadAppConfig,
   loadConfig,
   markdownReference,
 } from '@switchyard/service';
@@ -335,5 +336,52 @@ describe('config files on disk', () => {
     writeFileSync(path, 'election:\n  leaseDurationMs: 20000\n');
     const config = loadConfig(schema, { argv: ['--config', path], env: {} });
     assert.equal(config.election.leaseDurationMs, 20000);
+  });
+});
+
+describe('loadAppConfig', () => {
+  const app = (argv: string[], derive?: (c: z.output<typeof schema>) => z.output<typeof schema>) => {
+    let reported = '';
+    try {
+      const config = loadAppConfig(schema, {
+        argv,
+        env: {},
+        program: 'switchyard-test',
+        report: (t) => (reported += t),
+        exit: exitStub,
+        ...(derive ? { derive } : {}),
+      });
+      return { config, reported, code: 'none' };
+    } catch (error) {
+      if (error instanceof Exited) return { reported, code: error.message };
+      throw error;
+    }
+  };
+
+  it('reports every problem under the program name, without a stack, and exits 2', () => {
+    const { reported, code } = app(['--bogus', '1', '--port', 'x']);
+    assert.equal(code, '2');
+    assert.match(reported, /^switchyard-test: invalid configuration:\n/);
+    assert.match(reported, /^ {2}- unknown flag --bogus$/m);
+    assert.doesNotMatch(reported, /\bat \S+ \(/, 'no stack frames');
+  });
+
+  it('reports a ConfigError thrown by derive the same way', () => {
+    const { reported, code } = app([], () => {
+      throw new ConfigError('invalid configuration', ['name: needs a peer']);
+    });
+    assert.equal(code, '2');
+    assert.equal(reported, 'switchyard-test: invalid configuration:\n  - name: needs a peer\n');
+  });
+
+  it('returns a valid config and lets other errors through', () => {
+    assert.equal(app(['--port', '8080']).config?.port, 8080);
+    assert.throws(
+      () =>
+        app([], () => {
+          throw new TypeError('a bug');
+        }),
+      TypeError,
+    );
   });
 });

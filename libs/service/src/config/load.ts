@@ -130,3 +130,23 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
   }
   return config;
 }
+
+/**
+ * loadConfig for an app's entry point: an invalid config (a ConfigError,
+ * also one thrown by `derive`) is written to stderr as `<program>: invalid
+ * configuration:` and one problem per line, without a stack (the list is
+ * the whole story), and the process exits 2. Other errors propagate.
+ */
+export function loadAppConfig<S extends z.ZodObject>(
+  schema: S,
+  options: LoadConfigWithDerive<z.output<S>> & { readonly report?: (text: string) => void },
+): z.output<S> {
+  try {
+    return loadConfig(schema, options);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const report = options.report ?? ((text: string) => void process.stderr.write(text));
+    report(`${options.program ?? 'switchyard'}: ${error.message}\n`);
+    return (options.exit ?? ((code: number) => process.exit(code)))(2);
+  }
+}

@@ -1,0 +1,58 @@
+// The three apps as an operator starts them with a config they cannot use:
+// each exits 2 at once and says, under its own name, what is wrong (every
+// problem, one per line, no stack) instead of starting and failing later.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+function run(
+  app: 'scheduler' | 'gateway' | 'runtime',
+  args: readonly string[],
+  env: Record<string, string | undefined> = process.env,
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [`${ROOT}apps/${app}/src/main.ts`, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env,
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+const NO_STACK = /^\s+at /m;
+
+describe('apps started with an unusable config', () => {
+  for (const app of ['scheduler', 'gateway', 'runtime'] as const) {
+    it(`switchyard-${app} lists every problem under its name and exits 2`, async () => {
+      const { code, stderr } = await run(app, ['--bogus', '1', '--log-level', 'loud']);
+      assert.equal(code, 2, stderr);
+      assert.match(stderr, new RegExp(`^switchyard-${app}: invalid configuration:$`, 'm'));
+      assert.match(stderr, /^ {2}- unknown flag --bogus$/m);
+      assert.doesNotMatch(stderr, NO_STACK);
+    });
+  }
+
+  it('a kubernetes-lease scheduler outside a pod and without a kubeconfig says which key it needs', async () => {
+    const env = { ...process.env, KUBERNETES_SERVICE_HOST: undefined };
+    const { code, stderr } = await run('scheduler', ['--port', '0', '--election.backend', 'kubernetes'], env);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- election\.kubeconfig: required outside a Kubernetes pod/m);
+    assert.doesNotMatch(stderr, NO_STACK);
+  });
+
+  it('a file-lease scheduler without its lease file says so', async () => {
+    const { code, stderr } = await run('scheduler', ['--port', '0', '--election.backend', 'file']);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- election\.leaseFile: required with the file backend$/m);
+  });
+});
