@@ -15,14 +15,41 @@ import { exchange } from '../src/exchange.ts';
 const TOTAL = 64 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 
+const portOf = (server: http.Server): number => (server.address() as AddressInfo).port;
+
+/** An upstream server answering with `handler`, and in front of it a server relaying each request there through `exchange`. */
+async function relayPair(handler: http.RequestListener): Promise<{ origin: string; close(): Promise<void> }> {
+  const upstream = http.createServer(handler);
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const agent = new Agent();
+  const base = `http://127.0.0.1:${portOf(upstream)}`;
+  const front = http.createServer((req, res) => {
+    const call = { url: `${base}${req.url}`, method: 'GET' as const, headers: {}, idleTimeoutMs: 60_000 };
+    void exchange(agent, { ...call, signal: new AbortController().signal }, res).then((answer) =>
+      answer.relay(res, 60_000),
+    );
+  });
+  front.listen(0, '127.0.0.1');
+  await once(front, 'listening');
+  return {
+    origin: `http://127.0.0.1:${portOf(front)}`,
+    async close() {
+      for (const server of [front, upstream]) {
+        server.closeAllConnections();
+        server.close();
+      }
+      await agent.close();
+    },
+  };
+}
+
 describe('exchange relay backpressure', () => {
-  let upstream: http.Server;
-  let front: http.Server;
-  let agent: Agent;
+  let pair: Awaited<ReturnType<typeof relayPair>>;
   let written = 0;
 
   before(async () => {
-    upstream = http.createServer(async (_req, res) => {
+    pair = await relayPair(async (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': TOTAL });
       while (written < TOTAL) {
         written += CHUNK.length;
@@ -30,30 +57,11 @@ describe('exchange relay backpressure', () => {
       }
       res.end();
     });
-    upstream.listen(0, '127.0.0.1');
-    await once(upstream, 'listening');
-    agent = new Agent();
-    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/big`;
-    front = http.createServer((_req, res) => {
-      void exchange(
-        agent,
-        { url, method: 'GET', headers: {}, signal: new AbortController().signal, idleTimeoutMs: 60_000 },
-        res,
-      ).then((answer) => answer.relay(res, 60_000));
-    });
-    front.listen(0, '127.0.0.1');
-    await once(front, 'listening');
   });
-  after(async () => {
-    front.closeAllConnections();
-    front.close();
-    upstream.closeAllConnections();
-    upstream.close();
-    await agent.close();
-  });
+  after(() => pair.close());
 
   it('holds the upstream back while the client does not read, then delivers every byte', async () => {
-    const socket = net.connect((front.address() as AddressInfo).port, '127.0.0.1');
+    const socket = net.connect(Number(new URL(pair.origin).port), '127.0.0.1');
     await once(socket, 'connect');
     socket.pause();
     socket.write('GET /big HTTP/1.1\r\nhost: x\r\n\r\n');
@@ -74,13 +82,10 @@ describe('exchange relay backpressure', () => {
 });
 
 describe('exchange relay heads', () => {
-  let upstream: http.Server;
-  let front: http.Server;
-  let agent: Agent;
-  let origin = '';
+  let pair: Awaited<ReturnType<typeof relayPair>>;
 
   before(async () => {
-    upstream = http.createServer((req, res) => {
+    pair = await relayPair((req, res) => {
       const common = { connection: 'x-hop', 'x-hop': 'dropped', 'mcp-session-id': 's-1' };
       if (req.url === '/events') {
         // An event stream that sends its head and then nothing.
@@ -91,32 +96,13 @@ describe('exchange relay heads', () => {
       res.writeHead(200, { ...common, 'content-type': 'application/json', 'content-length': '11' });
       res.end('{"ok":true}');
     });
-    upstream.listen(0, '127.0.0.1');
-    await once(upstream, 'listening');
-    agent = new Agent();
-    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    front = http.createServer((req, res) => {
-      const call = { url: `${base}${req.url}`, method: 'GET' as const, headers: {}, idleTimeoutMs: 60_000 };
-      void exchange(agent, { ...call, signal: new AbortController().signal }, res).then((answer) =>
-        answer.relay(res, 60_000),
-      );
-    });
-    front.listen(0, '127.0.0.1');
-    await once(front, 'listening');
-    origin = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
   });
-  after(async () => {
-    front.closeAllConnections();
-    front.close();
-    upstream.closeAllConnections();
-    upstream.close();
-    await agent.close();
-  });
+  after(() => pair.close());
 
   it('sends a silent event stream its head at once, unbuffered and without a length', async () => {
     const client = new Agent();
     try {
-      const res = await request(`${origin}/events`, { dispatcher: client, signal: AbortSignal.timeout(2000) });
+      const res = await request(`${pair.origin}/events`, { dispatcher: client, signal: AbortSignal.timeout(2000) });
       assert.equal(res.statusCode, 200);
       assert.equal(res.headers['content-type'], 'text/event-stream');
       assert.equal(res.headers['x-accel-buffering'], 'no');
@@ -130,7 +116,7 @@ describe('exchange relay heads', () => {
   });
 
   it('sends a whole answer with its length and the headers a client may see', async () => {
-    const res = await request(`${origin}/answer`, { signal: AbortSignal.timeout(2000) });
+    const res = await request(`${pair.origin}/answer`, { signal: AbortSignal.timeout(2000) });
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-length'], '11');
     assert.equal(res.headers['x-accel-buffering'], undefined);
