@@ -34,8 +34,27 @@ export function endToEndHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeade
   return out;
 }
 
+/**
+ * The headers of the tunnel stream a proxied request becomes: its
+ * end-to-end headers, the caller's `extra` over them, the pseudo-headers,
+ * and `TE: trailers` when the client accepts trailers.
+ */
+export function tunnelRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  target: { readonly method: string; readonly path: string; readonly authority: string },
+  extra?: OutgoingHttpHeaders,
+): OutgoingHttpHeaders {
+  const headers = endToEndHeaders(incoming);
+  if (extra) Object.assign(headers, extra);
+  headers[':method'] = target.method;
+  headers[':path'] = target.path;
+  headers[':authority'] = target.authority;
+  if (allowsTrailers(incoming)) headers.te = 'trailers';
+  return headers;
+}
+
 /** `TE: trailers` is the one TE value HTTP/2 allows; anything else is dropped. */
-export function allowsTrailers(headers: IncomingHttpHeaders): boolean {
+function allowsTrailers(headers: IncomingHttpHeaders): boolean {
   const te = headers.te;
   return typeof te === 'string' && te.split(',').some((t) => t.trim().toLowerCase() === 'trailers');
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import { allowsTrailers, endToEndHeaders } from './headers.ts';
+import { tunnelRequestHeaders } from './headers.ts';
 import { relayResponse } from './relay.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -35,21 +35,15 @@ export function proxyToTunnel(
 ): void {
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
   if (!tunnel || tunnel.closed) return answer502(res, 'runtime not connected', runtimeId);
-  const headers = endToEndHeaders(req.headers);
-  if (options.extraHeaders) Object.assign(headers, options.extraHeaders);
   const method = req.method ?? 'GET';
-  headers[':method'] = method;
-  headers[':path'] = path;
-  headers[':authority'] = req.headers.host ?? 'runtime';
-  if (allowsTrailers(req.headers)) headers.te = 'trailers';
+  const headers = tunnelRequestHeaders(
+    req.headers,
+    { method, path, authority: req.headers.host ?? 'runtime' },
+    options.extraHeaders,
+  );
   const body = hasBody(req);
-  let stream: http2.ClientHttp2Stream;
-  try {
-    stream = tunnel.request(headers, { endStream: !body });
-  } catch {
-    // A tunnel that died between the check above and now is "not connected"; anything else is the stream's fault.
-    return answer502(res, tunnel.closed ? 'runtime not connected' : 'runtime stream failed', runtimeId);
-  }
+  const stream = openStream(tunnel, headers, !body);
+  if (typeof stream === 'string') return answer502(res, stream, runtimeId);
   // The response's 'close' before 'finish' is the client going away: cancel upstream now.
   res.once('close', () => {
     if (!res.writableFinished && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
@@ -92,6 +86,23 @@ function forwardBody(req: IncomingMessage, stream: http2.ClientHttp2Stream): voi
       stream.once('drain', resume);
     }
   });
+}
+
+/**
+ * Opens the tunnel stream, or says why not in the words of the 502 body: a
+ * tunnel that died since it was looked up is "not connected", anything else
+ * is the stream's fault.
+ */
+export function openStream(
+  tunnel: Tunnel,
+  headers: OutgoingHttpHeaders,
+  endStream: boolean,
+): http2.ClientHttp2Stream | string {
+  try {
+    return tunnel.request(headers, { endStream });
+  } catch {
+    return tunnel.closed ? 'runtime not connected' : 'runtime stream failed';
+  }
 }
 
 function hasBody(req: IncomingMessage): boolean {

@@ -1,6 +1,6 @@
 import http2 from 'node:http2';
-import { allowsTrailers, endToEndHeaders } from './headers.ts';
-import type { ProxyOptions } from './proxy.ts';
+import { endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
+import { openStream, type ProxyOptions } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
 
 const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
@@ -28,18 +28,13 @@ export function proxyStreamToTunnel(
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
   inbound.on('error', () => {});
   if (!tunnel || tunnel.closed) return answer502(inbound, 'runtime not connected', runtimeId);
-  const headers = endToEndHeaders(inboundHeaders);
-  if (options.extraHeaders) Object.assign(headers, options.extraHeaders);
-  headers[':method'] = inboundHeaders[':method'] ?? 'GET';
-  headers[':path'] = path;
-  headers[':authority'] = inboundHeaders[':authority'] ?? 'runtime';
-  if (allowsTrailers(inboundHeaders)) headers.te = 'trailers';
-  let upstream: http2.ClientHttp2Stream;
-  try {
-    upstream = tunnel.request(headers, { endStream: inbound.endAfterHeaders });
-  } catch {
-    return answer502(inbound, tunnel.closed ? 'runtime not connected' : 'runtime stream failed', runtimeId);
-  }
+  const headers = tunnelRequestHeaders(
+    inboundHeaders,
+    { method: inboundHeaders[':method'] ?? 'GET', path, authority: inboundHeaders[':authority'] ?? 'runtime' },
+    options.extraHeaders,
+  );
+  const upstream = openStream(tunnel, headers, inbound.endAfterHeaders);
+  if (typeof upstream === 'string') return answer502(inbound, upstream, runtimeId);
   upstream.on('error', () => {});
   if (!inbound.endAfterHeaders) inbound.pipe(upstream);
   inbound.once('close', () => {
