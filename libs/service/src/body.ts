@@ -22,17 +22,16 @@ const LINGER_DEFAULTS: LingerLimits = { lingerMs: 2_000, lingerBytesMax: 16 * 10
  * Reads a whole request body, bounded. A declared or streamed size past
  * `bytesMax` rejects at once, and the rest of the body is read and dropped
  * within `linger` bounds (see `lingerAfterRefusal`), so the caller's 413
- * reaches the client. A request that closes before its end rejects. Listens for events rather than iterating the stream: the async
+ * reaches the client. A request that closes before its end rejects.
+ * Listens for events rather than iterating the stream: the async
  * iterator's per-request machinery is a visible cost on hot paths.
  */
 export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promise<Buffer> {
   const { bytesMax, signal } = options;
-  const tooLarge = (): SwitchyardError =>
-    new SwitchyardError('body_too_large', `request body exceeds ${bytesMax} bytes`);
   const declared = Number(req.headers['content-length']);
   const refuse = (): SwitchyardError => {
     lingerAfterRefusal(req, options.linger ?? LINGER_DEFAULTS);
-    return tooLarge();
+    return new SwitchyardError('body_too_large', `request body exceeds ${bytesMax} bytes`);
   };
   // A declared size past the limit is refused before a byte is kept.
   if (Number.isFinite(declared) && declared > bytesMax) return Promise.reject(refuse());
