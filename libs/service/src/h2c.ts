@@ -103,10 +103,10 @@ export function serveH2c(server: Server, options: H2cOptions): H2cListener {
           for (const session of sessions) session.destroy();
         }, timeoutMs);
         deadline.unref();
-        let open = sessions.size;
         for (const session of sessions) {
+          // The set drops a session on its 'close' (registered first, so already done here).
           session.once('close', () => {
-            if (--open > 0) return;
+            if (sessions.size > 0) return;
             clearTimeout(deadline);
             resolve();
           });
