@@ -212,6 +212,34 @@ async function addIdleRuntimes(cluster: TestCluster): Promise<void> {
   await cluster.waitForRuntimes(cluster.runtimes.map((r) => r.name));
 }
 
+/** RSS of an idle-stream holder after opening some number of streams. */
+interface RssPoint {
+  readonly streams: number;
+  readonly rss: number;
+}
+
+/**
+ * RSS of `pid` at start and after each of IDLE_STEPS equal steps up to
+ * IDLE_SESSIONS streams, each step opened by `open(from, to)`. The cost per
+ * stream is the slope between the first and the last step (the first step
+ * also pays one-off costs: code compiled, pools filled).
+ */
+async function rssSteps(
+  pid: number,
+  open: (from: number, to: number) => Promise<void>,
+  onStep: (point: RssPoint) => void = () => {},
+): Promise<{ start: RssPoint; last: RssPoint; perStreamBytes: number }> {
+  const points: RssPoint[] = [{ streams: 0, rss: await settledRss(pid) }];
+  for (let step = 1; step <= IDLE_STEPS; step++) {
+    const to = Math.round((IDLE_SESSIONS * step) / IDLE_STEPS);
+    await open(points.at(-1)!.streams, to);
+    points.push({ streams: to, rss: await settledRss(pid) });
+    onStep(points.at(-1)!);
+  }
+  const [first, last] = [points[1]!, points.at(-1)!];
+  return { start: points[0]!, last, perStreamBytes: (last.rss - first.rss) / (last.streams - first.streams) };
+}
+
 /**
  * The same idle streams held by a bare Node HTTP server (idle-server.ts,
  * with the gateway's Node options): what the platform itself costs per
@@ -230,10 +258,8 @@ async function idleBaseline(): Promise<Figure[]> {
     const origin = `http://127.0.0.1:${line.trim()}`;
     const streams = new Pool(origin, { connections: IDLE_SESSIONS + IDLE_BATCH });
     try {
-      const points: Array<{ streams: number; rss: number }> = [{ streams: 0, rss: await settledRss(child.pid!) }];
-      for (let step = 1; step <= IDLE_STEPS; step++) {
-        const to = Math.round((IDLE_SESSIONS * step) / IDLE_STEPS);
-        for (let opened = points.at(-1)!.streams; opened < to; opened += IDLE_BATCH) {
+      const { start, last, perStreamBytes } = await rssSteps(child.pid!, async (from, to) => {
+        for (let opened = from; opened < to; opened += IDLE_BATCH) {
           await Promise.all(
             Array.from({ length: Math.min(IDLE_BATCH, to - opened) }, async () => {
               const res = await streams.request({ path: '/', method: 'GET', headers: { accept: 'text/event-stream' } });
@@ -242,20 +268,14 @@ async function idleBaseline(): Promise<Figure[]> {
             }),
           );
         }
-        points.push({ streams: to, rss: await settledRss(child.pid!) });
-      }
-      const [first, last] = [points[1]!, points.at(-1)!];
+      });
       progress(
         `bare Node HTTP server RSS ${(last.rss / 2 ** 20).toFixed(0)} MB with ${last.streams} idle event streams`,
       );
       return [
-        { metric: 'baseline_rss_start', value: points[0]!.rss / 2 ** 20, unit: 'MB' },
+        { metric: 'baseline_rss_start', value: start.rss / 2 ** 20, unit: 'MB' },
         { metric: 'baseline_rss_idle_streams', value: last.rss / 2 ** 20, unit: 'MB' },
-        {
-          metric: 'baseline_rss_per_idle_stream',
-          value: (last.rss - first.rss) / (last.streams - first.streams) / 1024,
-          unit: 'KiB',
-        },
+        { metric: 'baseline_rss_per_idle_stream', value: perStreamBytes / 1024, unit: 'KiB' },
       ];
     } finally {
       await streams.destroy();
@@ -290,20 +310,19 @@ async function idleFigures(cluster: TestCluster, extra: AppProcess[]): Promise<F
   const target: Target = { name: 'idle', url: `http://127.0.0.1:${gateway.port}/mcp`, headers: {} };
   const pool = new Pool(new URL(target.url).origin, { connections: IDLE_SESSIONS + IDLE_BATCH });
   try {
-    const points: Array<{ streams: number; rss: number }> = [{ streams: 0, rss: await settledRss(gateway.pid) }];
-    for (let step = 1; step <= IDLE_STEPS; step++) {
-      const to = Math.round((IDLE_SESSIONS * step) / IDLE_STEPS);
-      await holdIdleStreams(pool, target, points.at(-1)!.streams, to);
-      points.push({ streams: to, rss: await settledRss(gateway.pid) });
-      progress(`gateway RSS ${(points.at(-1)!.rss / 2 ** 20).toFixed(0)} MB with ${to} idle GET streams`);
-    }
-    const first = points[1]!;
-    const last = points.at(-1)!;
-    const perStream = (last.rss - first.rss) / (last.streams - first.streams);
+    const {
+      start,
+      last,
+      perStreamBytes: perStream,
+    } = await rssSteps(
+      gateway.pid,
+      (from, to) => holdIdleStreams(pool, target, from, to),
+      (point) => progress(`gateway RSS ${(point.rss / 2 ** 20).toFixed(0)} MB with ${point.streams} idle GET streams`),
+    );
     const measured = last.streams >= IDLE_TARGET;
     return [
       { metric: 'idle_sessions', value: IDLE_SESSIONS, unit: 'sessions' },
-      { metric: 'gateway_rss_start', value: points[0]!.rss / 2 ** 20, unit: 'MB' },
+      { metric: 'gateway_rss_start', value: start.rss / 2 ** 20, unit: 'MB' },
       { metric: 'gateway_rss_idle_sessions', value: last.rss / 2 ** 20, unit: 'MB' },
       { metric: 'gateway_rss_per_idle_stream', value: perStream / 1024, unit: 'KiB' },
       {
