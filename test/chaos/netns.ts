@@ -5,7 +5,7 @@
 // namespace; no route leaves the pair. Needs root and `ip`; cuts with
 // nftables when `nft` is installed, otherwise by taking the namespace's end
 // of the pair down (the host side then sees the same silence).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ExecFileSyncOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
@@ -37,6 +37,9 @@ export interface Partition {
   close(): Promise<void>;
 }
 
+/** An `ip` or `nft` call takes milliseconds; one that takes this long is stuck. */
+const COMMAND_TIMEOUT_MS = 30_000;
+
 export function createPartition(): Partition {
   const ip = which('ip')!;
   const nft = which('nft');
@@ -44,9 +47,11 @@ export function createPartition(): Partition {
   const ns = `sychaos${tag}`;
   const hostIf = `syh${tag}`;
   const nsIf = `syn${tag}`;
-  const run = (args: string[]): void => void execFileSync(ip, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Bounded: a synchronous call that hung would stall this test file past every timeout.
+  const options: ExecFileSyncOptions = { stdio: ['ignore', 'ignore', 'pipe'], timeout: COMMAND_TIMEOUT_MS };
+  const run = (args: string[]): void => void execFileSync(ip, args, options);
   const inNs = (command: string, args: string[]): void =>
-    void execFileSync(ip, ['netns', 'exec', ns, command, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    void execFileSync(ip, ['netns', 'exec', ns, command, ...args], options);
 
   run(['netns', 'add', ns]);
   try {

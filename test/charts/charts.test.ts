@@ -16,7 +16,11 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 const root = join(import.meta.dirname, '../..');
 const run = promisify(execFile);
 // scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had.
-const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], { encoding: 'utf8' }).trim();
+// Bounded: unpacking takes seconds, and a synchronous call that hung would stall this file past every timeout.
+const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], {
+  encoding: 'utf8',
+  timeout: 120_000,
+}).trim();
 const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : false;
 const helmPath = skip ? 'helm' : located;
 if (skip) console.log(`chart tests skipped: ${skip}`);

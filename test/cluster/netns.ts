@@ -13,8 +13,16 @@ function which(binary: string): string | undefined {
   return ['/usr/sbin', '/usr/bin', '/sbin', '/bin'].map((d) => `${d}/${binary}`).find((p) => existsSync(p));
 }
 
+/** An `ip` or `nft` call takes milliseconds; one that takes this long is stuck. */
+const COMMAND_TIMEOUT_MS = 30_000;
+
+/** Bounded: a synchronous call that hung would stall this test file past every timeout. */
 function run(command: string, args: readonly string[]): string {
-  return execFileSync(command, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  return execFileSync(command, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+    timeout: COMMAND_TIMEOUT_MS,
+  });
 }
 
 /**
