@@ -1,8 +1,10 @@
 // Gateway bench: one scheduler, runtimes and gateways as OS processes on
 // loopback. Measured in one run, so the ratios compare like with like:
 // - `tools/call` (echo) latency p50/p99 and req/s at concurrency 1 and 32 for
-//   the runtime's direct listener, a gateway in direct mode, and a gateway
-//   going through the scheduler's tunnel (proxy mode);
+//   the runtime's direct listener, a gateway in direct mode, a gateway going
+//   through the scheduler's tunnel (proxy mode), and the latency floor: a
+//   bare Node + undici pass-through to the direct listener (passthrough.ts),
+//   which is what one more hop costs on this machine before any gateway work;
 // - RSS of one fresh gateway (proxy mode) holding idle legacy sessions with
 //   open GET streams, read from /proc/<pid>/status at three counts, and of a
 //   bare Node HTTP server holding as many idle event streams (the baseline).
@@ -99,6 +101,25 @@ function warmCompileCache(): void {
   // Prints its port and exits when stdin closes (here at once).
   execFileSync(process.execPath, [join(import.meta.dirname, 'idle-server.ts')], { env, input: '', stdio: 'pipe' });
 }
+
+/** Starts passthrough.ts in front of `origin`, with the gateway's Node options; resolves with its port. */
+async function startPassthrough(origin: string, extra: Stoppable[]): Promise<number> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'passthrough.ts'), origin], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, ...GATEWAY_ENV },
+  });
+  extra.push({
+    stop: async () => {
+      child.stdin!.end();
+      if (child.exitCode === null) await once(child, 'exit');
+    },
+  });
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  return Number(line.trim());
+}
+
+/** What the bench stops at the end: the apps it spawned and the pass-through. */
+type Stoppable = Pick<AppProcess, 'stop'>;
 
 /** Runs the app with its soft descriptor limit raised to the hard one (an unprivileged process may do that). */
 const RAISE_FD_LIMIT = ['sh', '-c', 'ulimit -n "$(ulimit -Hn)" && exec "$@"', 'sh'];
@@ -293,7 +314,7 @@ async function idleBaseline(): Promise<Figure[]> {
  * step gives the cost per stream; the 10,000 line is measured when
  * IDLE_SESSIONS reaches it, else carried there at that slope (and named so).
  */
-async function idleFigures(cluster: TestCluster, extra: AppProcess[]): Promise<Figure[]> {
+async function idleFigures(cluster: TestCluster, extra: Stoppable[]): Promise<Figure[]> {
   await addIdleRuntimes(cluster);
   const schedulers = cluster.schedulerUrls();
   const gateway = await spawnApp(
@@ -355,7 +376,7 @@ async function main(): Promise<void> {
       TOKEN,
     ],
   });
-  const extra: AppProcess[] = [];
+  const extra: Stoppable[] = [];
   try {
     const runtime = cluster.runtimes[0]!;
     const ready = await runtime.waitForLog((l) => l.msg === 'ready');
@@ -371,12 +392,11 @@ async function main(): Promise<void> {
     extra.push(direct);
     const tunnel = await spawnApp('gateway', 'g-tunnel', [...gatewayArgs, ...schedulers], { env: GATEWAY_ENV });
     extra.push(tunnel);
+    const passthroughPort = await startPassthrough(new URL(directUrl).origin, extra);
+    const directHeaders = { authorization: `Bearer ${TOKEN}`, 'x-switchyard-class': 'demo' };
     const targets: Target[] = [
-      {
-        name: 'runtime direct',
-        url: `${directUrl}/mcp`,
-        headers: { authorization: `Bearer ${TOKEN}`, 'x-switchyard-class': 'demo' },
-      },
+      { name: 'runtime direct', url: `${directUrl}/mcp`, headers: directHeaders },
+      { name: 'bare passthrough', url: `http://127.0.0.1:${passthroughPort}/mcp`, headers: directHeaders },
       { name: 'gateway direct mode', url: `http://127.0.0.1:${direct.port}/mcp`, headers: {} },
       { name: 'gateway tunnel mode', url: `http://127.0.0.1:${tunnel.port}/mcp`, headers: {} },
     ];
@@ -402,6 +422,11 @@ async function main(): Promise<void> {
       {
         metric: 'direct_mode_added_p50_c1',
         value: loops.get('gateway direct mode/1')!.p50Ms - base1.p50Ms,
+        unit: 'ms',
+      },
+      {
+        metric: 'passthrough_added_p50_c1',
+        value: loops.get('bare passthrough/1')!.p50Ms - base1.p50Ms,
         unit: 'ms',
       },
       {
