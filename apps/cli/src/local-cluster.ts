@@ -49,6 +49,14 @@ export const LOCAL_IDENTITY = {
   process: ['path:process', 'header:X-Switchyard-Process', 'query:process'],
 };
 
+/**
+ * Browser origins the local gateway accepts: pages served from this machine
+ * on any port (the MCP inspector's web UI, a local web app), as a server
+ * bound to loopback should. A page of any other origin — a DNS-rebinding
+ * page among them — still gets 403.
+ */
+export const LOCAL_ORIGINS = ['http://localhost:*', 'http://127.0.0.1:*', 'http://[::1]:*'];
+
 /** The classes each local runtime serves. */
 export function localClasses(): Record<string, EngineConfig> {
   return { demo: { engine: 'builtin', expireSeconds: 300 }, everything: everythingEngine() };
@@ -111,6 +119,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       // Clients that name no class get the demo tools.
       defaultClass: 'demo',
       identity: LOCAL_IDENTITY,
+      allowedOrigins: LOCAL_ORIGINS,
       logger: child(logger, 'gateway'),
       metrics: { registry: createMetrics('gateway').registry },
     });

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import {
   LOCAL_IDENTITY,
+  LOCAL_ORIGINS,
   localClasses,
   waitForEpochs,
   type Component,
@@ -156,6 +157,7 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
         ...['--host', '127.0.0.1', '--port', String(options.gatewayPort)],
         ...['--schedulers', schedulerUrls.join(','), '--default-class', 'demo', '--drain-delay-ms', '0'],
         ...['--identity.class', LOCAL_IDENTITY.class.join(','), '--identity.process', LOCAL_IDENTITY.process.join(',')],
+        ...['--allowed-origins', LOCAL_ORIGINS.join(',')],
       ],
       echoLevel,
     );

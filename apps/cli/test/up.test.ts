@@ -94,6 +94,29 @@ for (const mode of MODES) {
       assert.ok(names.includes('get-sum') && !names.includes('whoami'), names.join(','));
     });
 
+    it('serves browser pages of this machine (any port) and answers any other Origin 403', async () => {
+      const initialize = (origin: string) =>
+        fetch(gatewayUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'page', version: '1' } },
+          }),
+          signal: AbortSignal.timeout(5000),
+        });
+      for (const origin of ['http://localhost:6274', 'http://127.0.0.1:5173']) {
+        const res = await initialize(origin);
+        assert.equal(res.status, 200, origin);
+        await res.body?.cancel();
+      }
+      const foreign = await initialize('http://rebound.example:6274');
+      assert.equal(foreign.status, 403);
+      await foreign.body?.cancel();
+    });
+
     it('serves the reference server tools to an SDK v2 client that asks for class everything', async () => {
       const client = new Client({ name: 'cli-test', version: '1.0.0' });
       clients.push(client);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { originEntryProblem } from '@switchyard/gateway';
 import { processConfigFields } from '@switchyard/service';
 
 /** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
@@ -79,9 +80,16 @@ export const gatewayConfigSchema = z.object({
     .describe('Route cache.'),
   auth: authSchema.prefault({}).describe('Client authentication.'),
   allowedOrigins: z
-    .array(z.string())
+    .array(
+      z.string().superRefine((entry, ctx) => {
+        const problem = originEntryProblem(entry);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+    )
     .default([])
-    .describe('Browser origins allowed to call /mcp; empty allows none (requests without Origin pass).'),
+    .describe(
+      'Browser origins allowed to call /mcp: exact origins, `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
+    ),
   bodyBytesMax: z
     .number()
     .int()

@@ -154,7 +154,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     const origin = headerValue(req, 'origin');
-    if (origin !== undefined && !o.allowedOrigins.has(origin))
+    if (origin !== undefined && !o.allowedOrigins.allows(origin))
       throw new SwitchyardError('forbidden', 'Origin not allowed');
     if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
       throw new SwitchyardError('method_not_allowed', 'Method not allowed');

@@ -3,6 +3,7 @@ export type { Gateway, GatewayHandler, GatewayStats } from './gateway.ts';
 export { GATEWAY_DEFAULTS } from './options.ts';
 export type { GatewayOptions, GatewayLogger, IdentityOptions, RouteCacheOptions, AuthOptions } from './options.ts';
 export { parseStrategy } from './identity.ts';
+export { originEntryProblem } from './origins.ts';
 export type { IdentityStrategy } from './identity.ts';
 export { SUPPORTED_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION } from './wire.ts';
 export { REDIS_ROUTE_PREFIX } from './route-cache.ts';

@@ -2,6 +2,7 @@ import type { Registry } from 'prom-client';
 import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
+import { OriginPolicy } from './origins.ts';
 
 /** Minimal pino-compatible logger; the gateway never passes secrets to it. */
 export interface GatewayLogger {
@@ -69,7 +70,11 @@ export interface GatewayOptions {
   readonly routeCache?: RouteCacheOptions;
   /** Default `{mode: 'none'}`. */
   readonly auth?: AuthOptions;
-  /** Origins accepted when a request carries `Origin`. Default none (any Origin → 403). */
+  /**
+   * Origins accepted when a request carries `Origin`: exact origins, `null`,
+   * or `scheme://host:*` for any port of that host (see OriginPolicy).
+   * Default none (any Origin → 403).
+   */
   readonly allowedOrigins?: readonly string[];
   /** Largest request body. Default 4 MiB. */
   readonly bodyBytesMax?: number;
@@ -122,7 +127,7 @@ export interface ResolvedOptions {
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
   readonly auth: AuthOptions;
-  readonly allowedOrigins: ReadonlySet<string>;
+  readonly allowedOrigins: OriginPolicy;
   readonly bodyBytesMax: number;
   readonly headerBytesMax: number;
   readonly principalConcurrencyMax: number;
@@ -170,7 +175,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       ...(options.routeCache?.redisUrl ? { redisUrl: options.routeCache.redisUrl } : {}),
     },
     auth,
-    allowedOrigins: new Set(options.allowedOrigins ?? []),
+    allowedOrigins: new OriginPolicy(options.allowedOrigins ?? []),
     bodyBytesMax: positive('bodyBytesMax', options.bodyBytesMax ?? d.bodyBytesMax),
     headerBytesMax: positive('headerBytesMax', options.headerBytesMax ?? d.headerBytesMax),
     principalConcurrencyMax: positive(

@@ -1,0 +1,45 @@
+import { SwitchyardError } from '@switchyard/protocol';
+
+/** `scheme://host` and an optional `:port`, IPv6 hosts in brackets: how browsers send Origin. */
+const ORIGIN = /^(https?:\/\/(?:\[[0-9a-f:.]+\]|[a-z0-9.-]+))(?::(\d{1,5}))?$/;
+const ANY_PORT = ':*';
+
+/** Why `entry` cannot be an allowedOrigins entry (see OriginPolicy), or undefined when it can. */
+export function originEntryProblem(entry: string): string | undefined {
+  if (entry === 'null') return undefined;
+  const wildcard = entry.endsWith(ANY_PORT);
+  const match = ORIGIN.exec(wildcard ? entry.slice(0, -ANY_PORT.length) : entry);
+  if (match && !(wildcard && match[2] !== undefined)) return undefined;
+  return `"${entry}" is not an origin (scheme://host[:port], lower case, no path) nor scheme://host:*`;
+}
+
+/**
+ * Which browser origins may call `/mcp` (a request without `Origin` is not a
+ * browser's and passes). An entry is an exact origin (`https://app.example`,
+ * `http://localhost:6274`), the literal `null` (sandboxed and file pages), or
+ * `scheme://host:*` for every port of one host — what a gateway on a
+ * developer's machine wants for browser clients served from localhost.
+ * Entries are checked once: one that can never match a real Origin (a path,
+ * a trailing slash, upper case) is a configuration error, not a silent 403.
+ */
+export class OriginPolicy {
+  readonly #exact = new Set<string>();
+  /** `scheme://host` of the `:*` entries. */
+  readonly #anyPort = new Set<string>();
+
+  constructor(entries: readonly string[]) {
+    for (const entry of entries) {
+      const problem = originEntryProblem(entry);
+      if (problem) throw new SwitchyardError('invalid_request', `allowedOrigins: ${problem}`);
+      if (entry.endsWith(ANY_PORT)) this.#anyPort.add(entry.slice(0, -ANY_PORT.length));
+      else this.#exact.add(entry);
+    }
+  }
+
+  allows(origin: string): boolean {
+    if (this.#exact.has(origin)) return true;
+    if (this.#anyPort.size === 0) return false;
+    const match = ORIGIN.exec(origin);
+    return match !== null && this.#anyPort.has(match[1]!);
+  }
+}
