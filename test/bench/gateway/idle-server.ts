@@ -3,17 +3,10 @@
 // open, run with the gateway's Node options. Prints its port, then serves
 // until stdin closes.
 import http from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import { serveUntilStdinEnds } from './serve-child.ts';
 
 const server = http.createServer((_req, res) => {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
 });
-// As the gateway app: streams may stay open for hours.
-server.requestTimeout = 0;
-server.listen(0, '127.0.0.1');
-await once(server, 'listening');
-process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
-process.stdin.once('end', () => process.exit(0));
-process.stdin.resume();
+await serveUntilStdinEnds(server);

@@ -7,8 +7,7 @@
 // mode makes that hop and does its own work besides. Usage: passthrough.ts
 // <origin>. Prints its port, then serves until stdin closes.
 import http from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import { serveUntilStdinEnds } from './serve-child.ts';
 import { pipeline } from 'node:stream/promises';
 import { Pool } from 'undici';
 
@@ -44,9 +43,4 @@ const server = http.createServer((req, res) => {
     await pipeline(answer.body, res);
   })().catch(() => res.destroy());
 });
-server.requestTimeout = 0;
-server.listen(0, '127.0.0.1');
-await once(server, 'listening');
-process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
-process.stdin.once('end', () => process.exit(0));
-process.stdin.resume();
+await serveUntilStdinEnds(server);
