@@ -19,9 +19,19 @@ export function sendError(res: AnyResponse, error: unknown, headers: Record<stri
   sendJson(res, status, { error: message }, headers);
 }
 
+/**
+ * Cuts a response whose head may be out already, so that the peer sees it
+ * broken. With an error: over HTTP/2 (the tunnel) a bare destroy() ends the
+ * stream cleanly and the peer takes the cut answer for a complete one; with
+ * one it is an RST_STREAM, and over HTTP/1.1 a reset connection either way.
+ */
+export function cutResponse(res: AnyResponse, reason: string): void {
+  res.destroy(new Error(reason));
+}
+
 export function sendJson(res: AnyResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
-    res.destroy();
+    cutResponse(res, 'answer failed after its head was sent');
     return;
   }
   const text = JSON.stringify(body);

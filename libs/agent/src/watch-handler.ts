@@ -3,7 +3,7 @@ import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import type { AnyRequest, AnyResponse, RequestHandler } from './http.ts';
-import { sendError } from './http.ts';
+import { cutResponse, sendError } from './http.ts';
 import { PING, deltaEvent, parseLastEventId, snapshotEvent } from './sse.ts';
 import type { RuntimeBatch, RuntimeStateStore } from './store.ts';
 
@@ -174,7 +174,7 @@ class Watcher {
     this.#lastWriteMs = this.#settings.clock.now();
     if (this.#res.writableLength > this.#settings.bufferBytesMax) {
       // Buffering without limit would let one stuck client exhaust memory.
-      this.#res.destroy();
+      cutResponse(this.#res, 'watch client too slow');
       this.#cleanup();
     }
   }
