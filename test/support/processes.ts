@@ -2,7 +2,7 @@
 // tests. Each app is spawned with this Node (process.execPath) directly —
 // never through npx, whose shell would survive a kill of its pid — and is
 // considered up when it logs its `ready` line. Every process is killed when
-// the test process exits, whatever happened.
+// the test process exits or is ended by a signal, whatever happened.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -12,9 +12,18 @@ export type AppName = 'scheduler' | 'runtime' | 'gateway';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LOG_LINES_MAX = 2000;
 const live = new Set<ChildProcess>();
-process.once('exit', () => {
+const killAll = (): void => {
   for (const child of live) child.kill('SIGKILL');
-});
+};
+process.once('exit', killAll);
+// A signal ends the process without 'exit' (a cancelled or interrupted test
+// run): the apps go first, then the signal takes its default course.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    killAll();
+    process.kill(process.pid, signal);
+  });
+}
 
 export interface AppProcess {
   readonly name: string;
