@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { until } from '../support/processes.ts';
+import { ownChild, until } from '../support/processes.ts';
 
 export const MODERN = '2026-07-28';
 export const LEGACY = '2025-11-25';
@@ -172,7 +172,7 @@ export async function startRedis(): Promise<RedisServer> {
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.once('exit', () => child.kill('SIGKILL'));
+  ownChild(child);
   await until(
     'redis-server to listen',
     () =>

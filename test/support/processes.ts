@@ -25,6 +25,12 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
   });
 }
 
+/** Ties `child` to this process: it is killed when this one exits or a signal ends it. */
+export function ownChild(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
 export interface AppProcess {
   readonly name: string;
   readonly app: AppName;
@@ -63,7 +69,7 @@ export async function spawnApp(
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });
-  live.add(child);
+  ownChild(child);
   const logs: Array<Record<string, unknown>> = [];
   const waiters = new Set<{
     predicate: (l: Record<string, unknown>) => boolean;
@@ -72,7 +78,6 @@ export async function spawnApp(
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
-      live.delete(child);
       resolve({ code, signal });
     }),
   );
