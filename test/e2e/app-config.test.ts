@@ -4,6 +4,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -55,4 +57,33 @@ describe('apps started with an unusable config', () => {
     assert.equal(code, 2, stderr);
     assert.match(stderr, /^ {2}- election\.leaseFile: required with the file backend$/m);
   });
+});
+
+describe('apps whose port is taken', () => {
+  const ARGS = {
+    gateway: (port: number) => ['--host', '127.0.0.1', '--port', String(port), '--schedulers', 'http://127.0.0.1:1'],
+    scheduler: (port: number) => ['--host', '127.0.0.1', '--port', String(port)],
+    runtime: (port: number) => [
+      ...['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+      ...['--sidecar-port', String(port)],
+    ],
+  };
+  for (const app of ['scheduler', 'gateway', 'runtime'] as const) {
+    it(`switchyard-${app} says which address is taken in one line and exits 1`, async () => {
+      const holder = net.createServer().listen(0, '127.0.0.1');
+      await once(holder, 'listening');
+      try {
+        const { port } = holder.address() as net.AddressInfo;
+        const { code, stderr } = await run(app, ARGS[app](port));
+        assert.equal(code, 1, stderr);
+        assert.match(
+          stderr,
+          new RegExp(`^switchyard-${app}: cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use$`, 'm'),
+        );
+        assert.doesNotMatch(stderr, NO_STACK);
+      } finally {
+        holder.close();
+      }
+    });
+  }
 });

@@ -1,3 +1,4 @@
+import { ListenError } from '@switchyard/service';
 import { startLocalCluster } from './local-cluster.ts';
 import { startProcessCluster } from './process-cluster.ts';
 import { table } from './table.ts';
@@ -21,7 +22,11 @@ export async function up(options: UpOptions): Promise<void> {
     `switchyard: starting a local cluster (3 schedulers, 1 gateway, 2 runtimes${options.processes ? ', one process each' : ', in this process'})\n`,
   );
   const settings = { ...options, schedulers: 3, progress };
-  const cluster = options.processes ? await startProcessCluster(settings) : await startLocalCluster(settings);
+  const cluster = await (options.processes ? startProcessCluster(settings) : startLocalCluster(settings)).catch(
+    (error: unknown) => {
+      throw withPortHint(error, options);
+    },
+  );
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const rows = cluster.components().map((c) => [c.kind, c.name, c.address, c.note]);
   const clientConfig = { mcpServers: { switchyard: { type: 'streamable-http', url: cluster.gatewayUrl } } };
@@ -59,4 +64,11 @@ export async function up(options: UpOptions): Promise<void> {
   process.stderr.write('switchyard: stopping…\n');
   await cluster.close();
   process.stderr.write('switchyard: stopped\n');
+}
+
+/** A taken port names the flag that moves it: the gateway's, else one of the schedulers' consecutive ports. */
+function withPortHint(error: unknown, options: UpOptions): unknown {
+  if (!(error instanceof ListenError) || error.code !== 'EADDRINUSE') return error;
+  const flag = error.port === options.gatewayPort ? '--gateway-port' : '--scheduler-port';
+  return new Error(`${error.message}; choose another with ${flag} <port> (0 picks free ports)`, { cause: error });
 }

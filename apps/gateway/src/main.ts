@@ -7,6 +7,7 @@ import { createGateway } from '@switchyard/gateway';
 import {
   createLifecycle,
   createLogger,
+  exitOnListenError,
   createMetrics,
   listen,
   loadAppConfig,
@@ -84,7 +85,9 @@ const server = http.createServer((req, res) => {
 // upstream idle timeout inside the gateway.
 server.requestTimeout = 0;
 server.headersTimeout = 30_000;
-const address = await listen(server, { host: config.host, port: config.port });
+const address = await listen(server, { host: config.host, port: config.port }).catch((error: unknown) =>
+  exitOnListenError('switchyard-gateway', error),
+);
 lifecycle.addServer(server);
 lifecycle.onShutdown(() => gateway.close());
 lifecycle.markReady();

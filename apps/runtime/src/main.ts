@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { startRuntimeNode } from '@switchyard/runtime';
 import { logMeteringSink, redisMeteringSink, type EngineConfig } from '@switchyard/sandbox';
-import { createLifecycle, createLogger, createMetrics, loadAppConfig } from '@switchyard/service';
+import { createLifecycle, createLogger, createMetrics, loadAppConfig, exitOnListenError } from '@switchyard/service';
 import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 
 const config = loadAppConfig(runtimeConfigSchema, {
@@ -67,7 +67,7 @@ const node = await startRuntimeNode({
     : logMeteringSink(logger),
   logger,
   metrics: createMetrics('runtime'),
-});
+}).catch((error: unknown) => exitOnListenError('switchyard-runtime', error));
 lifecycle.onShutdown(() => node.close());
 lifecycle.markReady();
 lifecycle.installSignalHandlers();

@@ -10,6 +10,7 @@ import {
   createMetrics,
   loadAppConfig,
   secretSource,
+  exitOnListenError,
 } from '@switchyard/service';
 import { schedulerConfigSchema, type SchedulerConfig } from './config.ts';
 
@@ -72,7 +73,7 @@ const replica = await startSchedulerReplica({
   probes: { healthz: lifecycle.healthzHandler, readyz: lifecycle.readyzHandler },
   logger,
   metrics: createMetrics('scheduler'),
-});
+}).catch((error: unknown) => exitOnListenError('switchyard-scheduler', error));
 lifecycle.onShutdown(() => replica.close());
 lifecycle.markReady();
 lifecycle.installSignalHandlers();

@@ -3,16 +3,57 @@ import type { Server } from 'node:http';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 
-/** Binds `server` and resolves with the bound address (port 0 picks a free port). */
+/** What an operator reads when a port cannot be bound, by the system's error code. */
+const LISTEN_REASONS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the port is already in use',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'the address is not one of this machine',
+};
+
+/**
+ * A listener that could not be bound: says which address and why in its
+ * message; `code` stays the system's (`EADDRINUSE`, …), the original error
+ * is the `cause`.
+ */
+export class ListenError extends Error {
+  readonly code: string | undefined;
+  readonly host: string;
+  readonly port: number;
+  constructor(host: string, port: number, cause: NodeJS.ErrnoException) {
+    const reason = (cause.code && LISTEN_REASONS[cause.code]) ?? cause.message;
+    super(`cannot listen on ${host}:${port}: ${reason}`, { cause });
+    this.name = 'ListenError';
+    this.code = cause.code;
+    this.host = host;
+    this.port = port;
+  }
+}
+
+/**
+ * Binds `server` and resolves with the bound address (port 0 picks a free
+ * port); rejects with a ListenError.
+ */
 export function listen(server: Server, options: { host: string; port: number }): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
-    const onError = (error: Error): void => reject(error);
+    const onError = (error: Error): void => reject(new ListenError(options.host, options.port, error));
     server.once('error', onError);
     server.listen(options.port, options.host, () => {
       server.off('error', onError);
       resolve(server.address() as AddressInfo);
     });
   });
+}
+
+/**
+ * For an app's entry point: a ListenError (also from a lib that binds
+ * listeners, e.g. a scheduler replica) is written to stderr as one line,
+ * `<program>: cannot listen on <host>:<port>: <reason>`, without a stack,
+ * and the process exits 1. Other errors are rethrown.
+ */
+export function exitOnListenError(program: string, error: unknown): never {
+  if (!(error instanceof ListenError)) throw error;
+  process.stderr.write(`${program}: ${error.message}\n`);
+  process.exit(1);
 }
 
 export interface CloseServerOptions {
