@@ -6,6 +6,9 @@ import type { LeaseLock, LeaseRecord } from './lock.ts';
 import { resolveTiming } from './settings.ts';
 import type { ElectionTiming } from './settings.ts';
 
+/** The step-down reason of stop(): the one way out of leadership that is not a fault. */
+const STOPPED_REASON = 'elector stopped';
+
 /** What leader work receives: its term, and a signal aborted the moment leadership ends. */
 export interface LeadershipContext {
   readonly term: number;
@@ -124,10 +127,10 @@ export class LeaderElector {
   }
 
   async #shutdown(): Promise<void> {
-    this.#stopController.abort(new SwitchyardError('not_ready', 'elector stopped'));
+    this.#stopController.abort(new SwitchyardError('not_ready', STOPPED_REASON));
     await this.#loop;
     const wasLeading = this.#leadership !== undefined;
-    this.#stepDown('elector stopped');
+    this.#stepDown(STOPPED_REASON);
     if (wasLeading) await this.#release();
   }
 
@@ -248,7 +251,10 @@ export class LeaderElector {
     if (!leadership) return;
     this.#leadership = undefined;
     leadership.deadline?.cancel();
-    this.#options.logger?.warn({ term: leadership.term, reason }, 'stopped leading');
+    // Our own stop() is the expected way out; anything else is worth a warning.
+    const fields = { term: leadership.term, reason };
+    if (reason === STOPPED_REASON) this.#options.logger?.info(fields, 'stopped leading');
+    else this.#options.logger?.warn(fields, 'stopped leading');
     leadership.controller.abort(new SwitchyardError('not_ready', `leadership lost: ${reason}`));
     this.#callback('onStoppedLeading', () => this.#options.onStoppedLeading?.());
   }

@@ -139,6 +139,28 @@ describe('LeaderElector on a manual clock', () => {
     assert.notEqual(a.ctx, first);
   });
 
+  it('warns when leadership is lost, and only notes it when stop() ends it', async () => {
+    const h = harness();
+    const lines: string[] = [];
+    const logger = {
+      info: (_: object, message: string) => lines.push(`info ${message}`),
+      warn: (_: object, message: string) => lines.push(`warn ${message}`),
+    };
+    const a = h.elector('a', { logger });
+    a.start();
+    await h.clock.advance(0);
+    h.faulty.add('a');
+    await h.clock.advance(10_000);
+    h.faulty.delete('a');
+    await h.clock.advance(2_000);
+    assert.equal(a.isLeader, true);
+    await a.stop();
+    assert.deepEqual(
+      lines.filter((l) => l.endsWith('stopped leading')),
+      ['warn stopped leading', 'info stopped leading'],
+    );
+  });
+
   it('a candidate counts lease expiry from when it observed the record, not from the renewTime in it', async () => {
     const h = harness();
     const a = h.elector('a');

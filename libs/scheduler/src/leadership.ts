@@ -162,7 +162,9 @@ export class Leadership {
       () => {
         leader.stop();
         if (this.#leader === leader) this.#leader = undefined;
-        options.logger.warn({ term }, 'stopped leading; continuing as a follower');
+        // stop() ends leadership on purpose (the replica is going away); any other loss is a fault it survives.
+        if (this.#stopped) options.logger.info({ term }, 'stopped leading: replica stopping');
+        else options.logger.warn({ term }, 'stopped leading; continuing as a follower');
         options.onRoleChange?.();
       },
       { once: true },
