@@ -1,10 +1,9 @@
-// Closing every part leaves nothing running. The suite runs with
-// --test-force-exit (a file whose tests are done ends even if a handle is
-// still open, so a leak can no longer hang the run), which also means a leak
-// no longer shows by itself: this file looks for one. Two scheduler replicas,
-// a runtime and a gateway run in this process and carry a legacy session
-// with an open GET stream and a tool call; after every close() the event
-// loop must hold no more than it did before they started.
+// Closing every part leaves nothing running. A test file whose code leaves
+// a handle open never ends (Node's test runner waits for it), which is how a
+// whole CI run can hang; this file looks for such leaks on purpose. Two
+// scheduler replicas, a runtime and a gateway run in this process and carry
+// a legacy session with an open GET stream and a tool call; after every
+// close() the event loop must hold no more than it did before they started.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
