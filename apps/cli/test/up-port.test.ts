@@ -1,6 +1,6 @@
 // `switchyard up` on a machine where a port it needs is taken: one line says
 // which address and which flag moves it, and the command exits 1 without
-// leaving anything running.
+// printing the cluster as ready.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

@@ -4,13 +4,22 @@ import { SwitchyardError } from '@switchyard/protocol';
 const ORIGIN = /^(https?:\/\/(?:\[[0-9a-f:.]+\]|[a-z0-9.-]+))(?::(\d{1,5}))?$/;
 const ANY_PORT = ':*';
 
-/** Why `entry` cannot be an allowedOrigins entry (see OriginPolicy), or undefined when it can. */
-export function originEntryProblem(entry: string): string | undefined {
-  if (entry === 'null') return undefined;
+/** An allowedOrigins entry, read: an exact origin, every port of `scheme://host`, or why it is neither. */
+type Entry = { readonly exact: string } | { readonly anyPort: string } | { readonly problem: string };
+
+function parseEntry(entry: string): Entry {
+  if (entry === 'null') return { exact: entry };
   const wildcard = entry.endsWith(ANY_PORT);
   const match = ORIGIN.exec(wildcard ? entry.slice(0, -ANY_PORT.length) : entry);
-  if (match && !(wildcard && match[2] !== undefined)) return undefined;
-  return `"${entry}" is not an origin (scheme://host[:port], lower case, no path) nor scheme://host:*`;
+  if (match && !wildcard) return { exact: entry };
+  if (match && match[2] === undefined) return { anyPort: match[1]! };
+  return { problem: `"${entry}" is not an origin (scheme://host[:port], lower case, no path) nor scheme://host:*` };
+}
+
+/** Why `entry` cannot be an allowedOrigins entry (see OriginPolicy), or undefined when it can. */
+export function originEntryProblem(entry: string): string | undefined {
+  const parsed = parseEntry(entry);
+  return 'problem' in parsed ? parsed.problem : undefined;
 }
 
 /**
@@ -29,10 +38,10 @@ export class OriginPolicy {
 
   constructor(entries: readonly string[]) {
     for (const entry of entries) {
-      const problem = originEntryProblem(entry);
-      if (problem) throw new SwitchyardError('invalid_request', `allowedOrigins: ${problem}`);
-      if (entry.endsWith(ANY_PORT)) this.#anyPort.add(entry.slice(0, -ANY_PORT.length));
-      else this.#exact.add(entry);
+      const parsed = parseEntry(entry);
+      if ('problem' in parsed) throw new SwitchyardError('invalid_request', `allowedOrigins: ${parsed.problem}`);
+      if ('exact' in parsed) this.#exact.add(parsed.exact);
+      else this.#anyPort.add(parsed.anyPort);
     }
   }
 
