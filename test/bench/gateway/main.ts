@@ -102,20 +102,33 @@ function warmCompileCache(): void {
   execFileSync(process.execPath, [join(import.meta.dirname, 'idle-server.ts')], { env, input: '', stdio: 'pipe' });
 }
 
-/** Starts passthrough.ts in front of `origin`, with the gateway's Node options; resolves with its port. */
-async function startPassthrough(origin: string, extra: Stoppable[]): Promise<number> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'passthrough.ts'), origin], {
+/** A helper server of this bench (serve-child.ts) running as its own process. */
+interface ChildServer {
+  readonly pid: number;
+  readonly port: number;
+  /** Closes its stdin, which ends it; resolves on exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `script` (in this folder) with `args` and the gateway's Node
+ * options, through `wrapper` when given; resolves once it printed its port.
+ */
+async function startChildServer(script: string, args: string[], wrapper: readonly string[] = []): Promise<ChildServer> {
+  const command = [...wrapper, process.execPath, join(import.meta.dirname, script), ...args];
+  const child = spawn(command[0]!, command.slice(1), {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, ...GATEWAY_ENV },
   });
-  extra.push({
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  return {
+    pid: child.pid!,
+    port: Number(line.trim()),
     stop: async () => {
       child.stdin!.end();
       if (child.exitCode === null) await once(child, 'exit');
     },
-  });
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-  return Number(line.trim());
+  };
 }
 
 /** What the bench stops at the end: the apps it spawned and the pass-through. */
@@ -269,17 +282,12 @@ async function rssSteps(
  * the cost per stream is the slope between the first and the last step.
  */
 async function idleBaseline(): Promise<Figure[]> {
-  const child = spawn(
-    RAISE_FD_LIMIT[0]!,
-    [...RAISE_FD_LIMIT.slice(1), process.execPath, join(import.meta.dirname, 'idle-server.ts')],
-    { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...GATEWAY_ENV } },
-  );
+  const child = await startChildServer('idle-server.ts', [], RAISE_FD_LIMIT);
   try {
-    const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-    const origin = `http://127.0.0.1:${line.trim()}`;
+    const origin = `http://127.0.0.1:${child.port}`;
     const streams = new Pool(origin, { connections: IDLE_SESSIONS + IDLE_BATCH });
     try {
-      const { start, last, perStreamBytes } = await rssSteps(child.pid!, async (from, to) => {
+      const { start, last, perStreamBytes } = await rssSteps(child.pid, async (from, to) => {
         for (let opened = from; opened < to; opened += IDLE_BATCH) {
           await Promise.all(
             Array.from({ length: Math.min(IDLE_BATCH, to - opened) }, async () => {
@@ -302,8 +310,7 @@ async function idleBaseline(): Promise<Figure[]> {
       await streams.destroy();
     }
   } finally {
-    child.stdin!.end();
-    await once(child, 'exit');
+    await child.stop();
   }
 }
 
@@ -392,11 +399,12 @@ async function main(): Promise<void> {
     extra.push(direct);
     const tunnel = await spawnApp('gateway', 'g-tunnel', [...gatewayArgs, ...schedulers], { env: GATEWAY_ENV });
     extra.push(tunnel);
-    const passthroughPort = await startPassthrough(new URL(directUrl).origin, extra);
+    const passthrough = await startChildServer('passthrough.ts', [new URL(directUrl).origin]);
+    extra.push(passthrough);
     const directHeaders = { authorization: `Bearer ${TOKEN}`, 'x-switchyard-class': 'demo' };
     const targets: Target[] = [
       { name: 'runtime direct', url: `${directUrl}/mcp`, headers: directHeaders },
-      { name: 'bare passthrough', url: `http://127.0.0.1:${passthroughPort}/mcp`, headers: directHeaders },
+      { name: 'bare passthrough', url: `http://127.0.0.1:${passthrough.port}/mcp`, headers: directHeaders },
       { name: 'gateway direct mode', url: `http://127.0.0.1:${direct.port}/mcp`, headers: {} },
       { name: 'gateway tunnel mode', url: `http://127.0.0.1:${tunnel.port}/mcp`, headers: {} },
     ];
