@@ -1,5 +1,6 @@
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Clock } from '@switchyard/clock';
+import { Http2EventStreams, type Dispatch } from './http2-streams.ts';
 import type { GatewayLogger } from './options.ts';
 
 /** How long an origin that did not speak HTTP/2 is sent HTTP/1.1 before HTTP/2 is tried again. */
@@ -15,7 +16,7 @@ const HTTP1_FALLBACK_MS = 10 * 60_000;
  * stream is opened again that way (a GET, so nothing is replayed).
  */
 export class EventStreamUpstream {
-  readonly #http2: Agent;
+  readonly #http2: Http2EventStreams;
   readonly #http1: Dispatcher;
   readonly #clock: Clock;
   readonly #logger: GatewayLogger;
@@ -24,24 +25,20 @@ export class EventStreamUpstream {
 
   constructor(options: {
     http1: Dispatcher;
-    agentOptions: Agent.Options;
     streamsPerConnection: number;
+    connectTimeoutMs: number;
+    /** How long a connection without streams stays open. */
+    idleTimeoutMs: number;
     clock: Clock;
     logger: GatewayLogger;
   }) {
-    this.#http2 = new Agent({
-      ...options.agentOptions,
-      allowH2: true,
-      h2Options: { useH2c: true, maxConcurrentStreams: options.streamsPerConnection },
-      // Also untyped at the top level: undici 8's pool builds its connector from this one, not from h2Options.
-      ...({ useH2c: true } as object),
-    });
+    this.#http2 = new Http2EventStreams(options);
     this.#http1 = options.http1;
     this.#clock = options.clock;
     this.#logger = options.logger;
   }
 
-  dispatcherFor(origin: string): Dispatcher {
+  dispatcherFor(origin: string): Dispatch {
     const until = this.#http1Until.get(origin);
     if (until === undefined) return this.#http2;
     if (this.#clock.now() < until) return this.#http1;
@@ -66,6 +63,6 @@ export class EventStreamUpstream {
   }
 
   close(): Promise<void> {
-    return this.#http2.destroy();
+    return this.#http2.close();
   }
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
+import type { Dispatch } from './http2-streams.ts';
 import { downstreamHeaders, isEventStream } from './upstream.ts';
 
 /** One request to a runtime, as `exchange` sends it. */
@@ -12,8 +13,12 @@ export interface UpstreamCall {
   readonly idleTimeoutMs: number;
 }
 
-/** How a relay ended: the client got the whole response, or one side broke first (both are then cut). */
-export type RelayOutcome = 'complete' | 'broken';
+/**
+ * How a relay ended: the client got the whole response, the client went away
+ * first (the upstream request is then cancelled), or the upstream broke (the
+ * client's response is then cut).
+ */
+export type RelayOutcome = 'complete' | 'cancelled' | 'broken';
 
 /**
  * An upstream response whose head has arrived and whose body waits, paused,
@@ -25,10 +30,12 @@ export interface UpstreamResponse {
   readonly headers: IncomingHttpHeaders;
   /**
    * Sends the status and the headers a client may see, then streams the body
-   * into `res` (the response the exchange was made for). Non-event-stream
-   * bodies are cut after `idleTimeoutMs` without a byte. Never rejects.
+   * into `res` (the response the exchange was made for), and calls `onEnd`
+   * once, when the relay is over. Non-event-stream bodies are cut after
+   * `idleTimeoutMs` without a byte. A callback, not a promise: an open event
+   * stream then holds no promise and reaction for as long as it lasts.
    */
-  relay(res: ServerResponse, idleTimeoutMs: number): Promise<RelayOutcome>;
+  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: (outcome: RelayOutcome) => void): void;
   /** Reads and drops the body (at most DISCARD_BYTES_MAX, else the connection is cut). */
   discard(): Promise<void>;
 }
@@ -80,7 +87,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#cancelled = reason;
     this.#controller?.abort(reason);
     this.#rejectHead(reason);
-    this.#finish('broken');
+    this.#finish('cancelled');
   };
 
   #rejectHead(error: unknown): void {
@@ -149,38 +156,36 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#finish(mode === 'discard' ? 'complete' : 'broken');
   }
 
-  relay(res: ServerResponse, idleTimeoutMs: number): Promise<RelayOutcome> {
-    return new Promise((resolve) => {
-      if (this.#mode !== 'paused') {
-        // The upstream broke, or the client left, while the caller was busy.
-        if (!res.destroyed) res.destroy();
-        return resolve('broken');
-      }
-      this.#settle = resolve;
-      this.#mode = 'relay';
-      const sse = isEventStream(this.headers);
-      // Head stored now, sent with the first write (or flushHeaders below).
-      res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
-      // Copied: an open event stream need not hold them.
-      this.headers = COPIED;
-      if (!sse) {
-        // One timer per response, pushed back by each chunk.
-        const timer = setTimeout(() => this.#controller?.abort(new Error('upstream idle timeout')), idleTimeoutMs);
-        timer.unref();
-        this.#idle = timer;
-      }
-      // Whatever is buffered already is parsed and written now, in one write.
-      this.#cork(res);
-      this.#controller?.resume();
-      // A silent stream (a GET stream, a long tool call) still gets its
-      // headers once this turn of the loop is over; flushing at once would
-      // cost a write of its own when the first event is about to follow.
-      if (sse && !this.#wrote) {
-        setImmediate(() => {
-          if (!this.#wrote && !res.destroyed) res.flushHeaders();
-        });
-      }
-    });
+  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: (outcome: RelayOutcome) => void): void {
+    if (this.#mode !== 'paused') {
+      // The upstream broke, or the client left, while the caller was busy.
+      if (!res.destroyed) res.destroy();
+      return onEnd(this.#cancelled ? 'cancelled' : 'broken');
+    }
+    this.#settle = onEnd;
+    this.#mode = 'relay';
+    const sse = isEventStream(this.headers);
+    // Head stored now, sent with the first write (or flushHeaders below).
+    res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
+    // Copied: an open event stream need not hold them.
+    this.headers = COPIED;
+    if (!sse) {
+      // One timer per response, pushed back by each chunk.
+      const timer = setTimeout(() => this.#controller?.abort(new Error('upstream idle timeout')), idleTimeoutMs);
+      timer.unref();
+      this.#idle = timer;
+    }
+    // Whatever is buffered already is parsed and written now, in one write.
+    this.#cork(res);
+    this.#controller?.resume();
+    // A silent stream (a GET stream, a long tool call) still gets its
+    // headers once this turn of the loop is over; flushing at once would
+    // cost a write of its own when the first event is about to follow.
+    if (sse && !this.#wrote) {
+      setImmediate(() => {
+        if (!this.#wrote && !res.destroyed) res.flushHeaders();
+      });
+    }
   }
 
   discard(): Promise<void> {
@@ -234,7 +239,7 @@ function splitUrl(url: string): { origin: string; path: string } {
  * isConnectFailure), or when `res` closes first (the client went away, which
  * also cancels the upstream request at whatever stage it is).
  */
-export function exchange(dispatcher: Dispatcher, call: UpstreamCall, res: ServerResponse): Promise<UpstreamResponse> {
+export function exchange(dispatcher: Dispatch, call: UpstreamCall, res: ServerResponse): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
     if (call.signal.aborted) return reject(call.signal.reason);
     const { origin, path } = splitUrl(call.url);

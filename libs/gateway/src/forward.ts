@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
+import type { Dispatch } from './http2-streams.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
 import { exchange } from './exchange.ts';
 import type { UpstreamCall, UpstreamResponse } from './exchange.ts';
@@ -21,7 +21,7 @@ export type Attempt =
  * replayed). Errors after the request left are rethrown: they are never retried.
  */
 export async function attempt(
-  dispatcher: Dispatcher,
+  dispatcher: Dispatch,
   clock: Clock,
   call: UpstreamCall,
   res: ServerResponse,

@@ -95,8 +95,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const eventStreams = o.eventStreamsOverHttp2
     ? new EventStreamUpstream({
         http1: upstreamAgent,
-        agentOptions,
         streamsPerConnection: GATEWAY_DEFAULTS.eventStreamsPerConnection,
+        connectTimeoutMs: agentOptions.connectTimeout,
+        idleTimeoutMs: agentOptions.keepAliveTimeout,
         clock: o.clock,
         logger: o.logger,
       })
@@ -188,7 +189,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (sessionId === undefined)
         throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
       await routeSession(ctx, base, sessionId);
-      return;
+      return routingDone(held);
     }
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
@@ -212,6 +213,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       (error as { rpcId?: unknown }).rpcId = info.id;
       throw error;
     }
+    routingDone(held);
+  }
+
+  /**
+   * Routing is over (the answer is being relayed, or was sent): the relay
+   * cancels its upstream request itself when the client goes, so a stream
+   * left open (a GET stream, a long tool call) need not hold the request's
+   * controller.
+   */
+  function routingDone(held: { abort?: AbortController }): void {
+    held.abort = undefined;
   }
 
   function fail(req: IncomingMessage, res: ServerResponse, error: unknown): void {

@@ -15,6 +15,7 @@ import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
 import type { UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
+import type { Dispatch } from './http2-streams.ts';
 import { isEventStream, upstreamHeaders } from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
@@ -85,15 +86,15 @@ function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
 /**
  * Starts relaying and returns at once: the request's async frames (and all
  * they hold) end here instead of living as long as the stream, which for an
- * open GET stream is most of what it costs. The relay itself never rejects.
+ * open GET stream is most of what it costs. Its end is reported to a
+ * callback, so an open stream holds no promise either.
  */
 function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): void {
   const sse = isEventStream(upstream.headers);
   if (sse) ctx.metrics.sseOpened();
   const { metrics } = ctx;
-  const { signal } = r;
-  void upstream.relay(r.res, ctx.idleTimeoutMs).then((outcome) => {
-    if (outcome === 'broken') metrics.upstreamError(signal.aborted ? 'aborted' : 'stream');
+  upstream.relay(r.res, ctx.idleTimeoutMs, (outcome) => {
+    if (outcome !== 'complete') metrics.upstreamError(outcome === 'cancelled' ? 'aborted' : 'stream');
     if (sse) metrics.sseClosed();
   });
 }
@@ -117,7 +118,7 @@ async function call(
     signal: r.signal,
     idleTimeoutMs: ctx.idleTimeoutMs,
   };
-  const send = (dispatcher: Dispatcher): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
+  const send = (dispatcher: Dispatch): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
   const streams = method === 'GET' && !route.direct ? ctx.eventStreams : undefined;
   if (!streams) return send(ctx.dispatcher);
   const origin = new URL(route.url).origin;

@@ -27,7 +27,7 @@ async function relayPair(handler: http.RequestListener): Promise<{ origin: strin
   const front = http.createServer((req, res) => {
     const call = { url: `${base}${req.url}`, method: 'GET' as const, headers: {}, idleTimeoutMs: 60_000 };
     void exchange(agent, { ...call, signal: new AbortController().signal }, res).then((answer) =>
-      answer.relay(res, 60_000),
+      answer.relay(res, 60_000, () => {}),
     );
   });
   front.listen(0, '127.0.0.1');

@@ -1,0 +1,272 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import http2 from 'node:http2';
+import type { Dispatcher } from 'undici';
+
+const { NGHTTP2_CANCEL } = http2.constants;
+
+/** The one method of undici's Dispatcher that `exchange` uses. */
+export type Dispatch = Pick<Dispatcher, 'dispatch'>;
+
+/** One HTTP/2 connection to an origin and the streams open on it. */
+interface Connection {
+  readonly session: http2.ClientHttp2Session;
+  /** `host:port`, shared by every stream's `:authority`. */
+  readonly authority: string;
+  open: number;
+  /** False once the peer sent GOAWAY or the session failed: no new streams. */
+  usable: boolean;
+}
+
+/** Where a stream finds its request from the shared listeners below. */
+const REQUEST = Symbol('switchyard.eventStreamRequest');
+type TaggedStream = http2.ClientHttp2Stream & { [REQUEST]?: StreamRequest };
+
+/**
+ * Requests (event streams: bodiless, answered for as long as the client
+ * listens) as HTTP/2 streams with prior knowledge (h2c), many per connection,
+ * behind undici's dispatch contract as far as `exchange` uses it. Not
+ * undici's own HTTP/2 client: an open stream through it also holds undici's
+ * request, its controller, its stream state and a header object in
+ * dictionary mode, about 1 KB of heap per stream (docs/benchmarks.md);
+ * here it holds one small object and the header array.
+ *
+ * Guarantees: connect failures carry the socket's error code (see
+ * isConnectFailure), a peer that does not speak HTTP/2 fails the request
+ * with `ERR_HTTP2_ERROR` (see EventStreamUpstream), a connection that sent
+ * GOAWAY takes no new streams, and one without streams closes after
+ * `idleTimeoutMs`. No retries, no pings: the exchange and the scheduler's
+ * own timeouts own those.
+ */
+export class Http2EventStreams implements Dispatch {
+  readonly #connections = new Map<string, Connection[]>();
+  readonly #streamsPerConnection: number;
+  readonly #connectTimeoutMs: number;
+  readonly #idleTimeoutMs: number;
+
+  constructor(options: { streamsPerConnection: number; connectTimeoutMs: number; idleTimeoutMs: number }) {
+    this.#streamsPerConnection = options.streamsPerConnection;
+    this.#connectTimeoutMs = options.connectTimeoutMs;
+    this.#idleTimeoutMs = options.idleTimeoutMs;
+  }
+
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const origin = String(options.origin);
+    StreamRequest.start(() => this.#connectionFor(origin), options, handler);
+    return true;
+  }
+
+  close(): Promise<void> {
+    const sessions = [...this.#connections.values()].flat().map((c) => c.session);
+    this.#connections.clear();
+    return Promise.all(
+      sessions.map(
+        (s) => new Promise<void>((resolve) => (s.destroyed ? resolve() : (s.once('close', resolve), s.destroy()))),
+      ),
+    ).then(() => undefined);
+  }
+
+  #connectionFor(origin: string): Connection {
+    let list = this.#connections.get(origin);
+    if (!list) this.#connections.set(origin, (list = []));
+    for (const c of list) if (c.usable && c.open < this.#streamsPerConnection) return c;
+    const connection = this.#connect(origin);
+    list.push(connection);
+    return connection;
+  }
+
+  #connect(origin: string): Connection {
+    const session = http2.connect(origin, {
+      peerMaxConcurrentStreams: this.#streamsPerConnection,
+      settings: { enablePush: false },
+    });
+    const connection: Connection = { session, authority: new URL(origin).host, open: 0, usable: true };
+    const connectTimer = setTimeout(() => {
+      // The code undici gives the same failure, so isConnectFailure reads both alike.
+      const error = Object.assign(new Error(`connect to ${origin} timed out`), { code: 'UND_ERR_CONNECT_TIMEOUT' });
+      session.destroy(error);
+    }, this.#connectTimeoutMs);
+    connectTimer.unref();
+    session.once('connect', () => clearTimeout(connectTimer));
+    const retire = (): void => {
+      clearTimeout(connectTimer);
+      if (!connection.usable) return;
+      connection.usable = false;
+      const list = this.#connections.get(origin);
+      const at = list?.indexOf(connection) ?? -1;
+      if (at >= 0) list!.splice(at, 1);
+      if (list?.length === 0) this.#connections.delete(origin);
+    };
+    session.once('goaway', retire);
+    session.once('close', retire);
+    // The error also reaches every stream of the session, which reports it.
+    session.on('error', retire);
+    session.setTimeout(this.#idleTimeoutMs, () => {
+      if (connection.open > 0) return;
+      // Out of the pool first: a request must not pick a closing session.
+      retire();
+      session.close();
+    });
+    // Only open streams keep the process alive.
+    session.unref();
+    return connection;
+  }
+}
+
+/** One request on a connection, and the controller its handler drives. */
+class StreamRequest implements Dispatcher.DispatchController {
+  rawHeaders: IncomingHttpHeaders | null = null;
+  readonly #handler: Dispatcher.DispatchHandler;
+  #connection: Connection | undefined;
+  #stream: TaggedStream | undefined;
+  #headersTimer: NodeJS.Timeout | undefined;
+  #reason: Error | null = null;
+  #paused = false;
+  #done = false;
+
+  private constructor(handler: Dispatcher.DispatchHandler) {
+    this.#handler = handler;
+  }
+
+  /** Starts the request on the connection `connection()` picks, unless the handler aborts it first. */
+  static start(
+    connection: () => Connection,
+    options: Dispatcher.DispatchOptions,
+    handler: Dispatcher.DispatchHandler,
+  ): void {
+    const request = new StreamRequest(handler);
+    handler.onRequestStart?.(request, {});
+    // Aborted while starting (the client left first): nothing is sent.
+    if (request.#done) return;
+    const c = connection();
+    const headers = [':method', options.method, ':authority', c.authority, ':scheme', 'http', ':path', options.path];
+    for (const [name, value] of Object.entries((options.headers ?? {}) as Record<string, string>)) {
+      headers.push(name, value);
+    }
+    let stream: TaggedStream;
+    try {
+      stream = c.session.request(headers, { endStream: true });
+    } catch (error) {
+      return request.#fail(error as Error);
+    }
+    request.#connection = c;
+    request.#stream = stream;
+    stream[REQUEST] = request;
+    if (c.open++ === 0) c.session.ref();
+    // Shared listeners, not closures, and `on`, not `once` (which wraps each
+    // in one): an open stream holds no function of its own. Each event comes
+    // once, and the request ignores whatever follows its end.
+    stream.on('response', onResponse);
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+    if (options.headersTimeout) {
+      const timer = setTimeout(() => request.abort(new Error('upstream headers timeout')), options.headersTimeout);
+      timer.unref();
+      request.#headersTimer = timer;
+    }
+  }
+
+  get aborted(): boolean {
+    return this.#reason !== null;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get reason(): Error | null {
+    return this.#reason;
+  }
+
+  abort(reason: Error): void {
+    if (this.#done) return;
+    this.#reason = reason;
+    const stream = this.#stream;
+    if (stream && !stream.destroyed) stream.close(NGHTTP2_CANCEL);
+    this.#fail(reason);
+  }
+
+  pause(): void {
+    this.#paused = true;
+    this.#stream?.pause();
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#stream?.resume();
+  }
+
+  static response(request: StreamRequest, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+    clearTimeout(request.#headersTimer);
+    request.#headersTimer = undefined;
+    const fields: IncomingHttpHeaders = {};
+    for (const name in headers) if (name[0] !== ':') fields[name] = headers[name];
+    request.#handler.onResponseStart?.(request, Number(headers[':status']), fields);
+  }
+
+  static data(request: StreamRequest, chunk: Buffer): void {
+    if (!request.#done) request.#handler.onResponseData?.(request, chunk);
+  }
+
+  static end(request: StreamRequest): void {
+    if (request.#done) return;
+    request.#done = true;
+    request.#release();
+    request.#handler.onResponseEnd?.(request, {});
+  }
+
+  static failed(request: StreamRequest, error: Error): void {
+    request.#fail(error);
+  }
+
+  /** After its end, an error or a reset: a stream closed without its end fails the request. */
+  static closed(request: StreamRequest, rstCode: number | undefined): void {
+    const c = request.#connection!;
+    if (--c.open === 0) c.session.unref();
+    if (!request.#done) request.#fail(new Error(`upstream stream closed (code ${rstCode})`));
+  }
+
+  #fail(error: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#release();
+    this.#handler.onResponseError?.(this, error);
+  }
+
+  #release(): void {
+    clearTimeout(this.#headersTimer);
+    this.#headersTimer = undefined;
+  }
+}
+
+function requestOf(stream: TaggedStream): StreamRequest | undefined {
+  return stream[REQUEST];
+}
+
+function onResponse(this: TaggedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+  const request = requestOf(this);
+  if (request) StreamRequest.response(request, headers);
+}
+
+function onData(this: TaggedStream, chunk: Buffer): void {
+  const request = requestOf(this);
+  if (request) StreamRequest.data(request, chunk);
+}
+
+function onEnd(this: TaggedStream): void {
+  const request = requestOf(this);
+  if (request) StreamRequest.end(request);
+}
+
+function onError(this: TaggedStream, error: Error): void {
+  const request = requestOf(this);
+  if (request) StreamRequest.failed(request, error);
+}
+
+/** A stream reset or closed without its end (RST_STREAM, the session gone). */
+function onClose(this: TaggedStream): void {
+  const request = requestOf(this);
+  this[REQUEST] = undefined;
+  if (request) StreamRequest.closed(request, this.rstCode);
+}

@@ -1,0 +1,240 @@
+// The gateway's HTTP/2 client for event streams, on real h2c servers over
+// loopback, driven through undici's dispatch contract as `exchange` drives
+// it: streams share connections up to the cap, bodies flow as they are
+// written, a cancelled request resets its stream upstream, and the failures
+// the gateway tells apart (connect refused, no HTTP/2, no head in time)
+// reach the handler with what it tells them apart by.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { after, afterEach, describe, it } from 'node:test';
+import type { Dispatcher } from 'undici';
+import { Http2EventStreams } from '../src/http2-streams.ts';
+import { isConnectFailure } from '../src/upstream.ts';
+
+/** What a handler saw of one request, in order. */
+interface Recorded {
+  controller?: Dispatcher.DispatchController;
+  status?: number;
+  headers?: Record<string, unknown>;
+  chunks: string[];
+  ended: boolean;
+  error?: Error;
+  settled: Promise<void>;
+}
+
+function record(): { handler: Dispatcher.DispatchHandler; seen: Recorded } {
+  let settle!: () => void;
+  const seen: Recorded = { chunks: [], ended: false, settled: new Promise((r) => (settle = r)) };
+  const handler: Dispatcher.DispatchHandler = {
+    onRequestStart: (c) => void (seen.controller = c),
+    onResponseStart: (_c, status, headers) => {
+      seen.status = status;
+      seen.headers = headers;
+    },
+    onResponseData: (_c, chunk) => void seen.chunks.push(chunk.toString()),
+    onResponseEnd: () => {
+      seen.ended = true;
+      settle();
+    },
+    onResponseError: (_c, error) => {
+      seen.error = error;
+      settle();
+    },
+  };
+  return { handler, seen };
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !check(); i++) await new Promise((r) => setTimeout(r, 2));
+  assert.ok(check(), what);
+}
+
+const GET = (origin: string, path = '/mcp'): Dispatcher.DispatchOptions => ({
+  origin,
+  path,
+  method: 'GET',
+  headers: { accept: 'text/event-stream', 'mcp-session-id': 's1' },
+  headersTimeout: 5000,
+});
+
+describe('Http2EventStreams', () => {
+  const servers: Array<http2.Http2Server | net.Server> = [];
+  const clients: Http2EventStreams[] = [];
+  const client = (streamsPerConnection = 100, idleTimeoutMs = 60_000): Http2EventStreams => {
+    const c = new Http2EventStreams({ streamsPerConnection, connectTimeoutMs: 2000, idleTimeoutMs });
+    clients.push(c);
+    return c;
+  };
+  /** An h2c server; `onStream` answers each stream, the sessions it saw are counted. */
+  async function h2c(onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void) {
+    const server = http2.createServer();
+    const sessions = new Set<http2.ServerHttp2Session>();
+    server.on('session', (s) => sessions.add(s));
+    server.on('stream', (stream, headers) => {
+      // A stream the test resets errors on this side too.
+      stream.on('error', () => {});
+      onStream(stream, headers);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    servers.push(server);
+    return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sessions };
+  }
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+  after(async () => {
+    for (const s of servers) s.close();
+  });
+
+  it('sends the request headers, relays the head without pseudo-headers and each event as it is written', async () => {
+    let seenHeaders: http2.IncomingHttpHeaders | undefined;
+    let upstream: http2.ServerHttp2Stream | undefined;
+    const { origin } = await h2c((stream, headers) => {
+      seenHeaders = headers;
+      upstream = stream;
+      stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+      stream.write('data: one\n\n');
+    });
+    const { handler, seen } = record();
+    client().dispatch(GET(origin), handler);
+    await until(() => seen.chunks.length === 1, 'the first event arrives while the stream stays open');
+    assert.equal(seen.status, 200);
+    assert.deepEqual(
+      Object.keys(seen.headers ?? {}).filter((k) => k.startsWith(':')),
+      [],
+    );
+    assert.equal(seen.headers?.['content-type'], 'text/event-stream');
+    assert.equal(seenHeaders?.[':method'], 'GET');
+    assert.equal(seenHeaders?.[':path'], '/mcp');
+    assert.equal(seenHeaders?.['mcp-session-id'], 's1');
+    upstream!.end('data: two\n\n');
+    await seen.settled;
+    assert.deepEqual(seen.chunks, ['data: one\n\n', 'data: two\n\n']);
+    assert.equal(seen.ended, true);
+    assert.equal(seen.error, undefined);
+  });
+
+  it('opens many streams on one connection, and a second one past the cap', async () => {
+    const { origin, sessions } = await h2c((stream) => stream.respond({ ':status': 200 }));
+    const c = client(3);
+    const requests = Array.from({ length: 4 }, () => record());
+    for (const r of requests) c.dispatch(GET(origin), r.handler);
+    await until(() => requests.every((r) => r.seen.status === 200), 'every stream gets its head');
+    assert.equal(sessions.size, 2, 'three streams on the first connection, the fourth on a second');
+  });
+
+  it('resets the upstream stream with CANCEL when the request is aborted, and reports the reason', async () => {
+    let upstream: http2.ServerHttp2Stream | undefined;
+    const { origin } = await h2c((stream) => {
+      upstream = stream;
+      stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+    });
+    const { handler, seen } = record();
+    client().dispatch(GET(origin), handler);
+    await until(() => seen.status === 200, 'the head arrives');
+    const reason = new Error('client disconnected');
+    seen.controller!.abort(reason);
+    await seen.settled;
+    assert.equal(seen.error, reason);
+    assert.equal(seen.controller!.aborted, true);
+    await once(upstream!, 'close');
+    assert.equal(upstream!.rstCode, http2.constants.NGHTTP2_CANCEL);
+  });
+
+  it('sends nothing for a request aborted as it starts', async () => {
+    const { origin, sessions } = await h2c((stream) => stream.respond({ ':status': 200 }));
+    const { handler, seen } = record();
+    const reason = new Error('client left before');
+    client().dispatch(GET(origin), { ...handler, onRequestStart: (c) => c.abort(reason) });
+    await seen.settled;
+    assert.equal(seen.error, reason);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(sessions.size, 0, 'no connection was needed');
+  });
+
+  it('holds the body while paused and delivers it on resume', async () => {
+    const { origin } = await h2c((stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('held');
+    });
+    const { handler, seen } = record();
+    client().dispatch(GET(origin), { ...handler, onResponseStart: (c, status) => ((seen.status = status), c.pause()) });
+    await until(() => seen.status === 200, 'the head arrives');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(seen.chunks, [], 'nothing while paused');
+    assert.equal(seen.controller!.paused, true);
+    seen.controller!.resume();
+    await seen.settled;
+    assert.deepEqual(seen.chunks, ['held']);
+  });
+
+  it('fails a stream reset by the peer, and a refused connection as a connect failure', async () => {
+    const { origin } = await h2c((stream) => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    const reset = record();
+    client().dispatch(GET(origin), reset.handler);
+    await reset.seen.settled;
+    assert.ok(reset.seen.error, 'a reset stream is an error');
+    assert.equal(isConnectFailure(reset.seen.error), false, 'sent, so never retried');
+
+    const closed = net.createServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const port = (closed.address() as AddressInfo).port;
+    closed.close();
+    await once(closed, 'close');
+    const refused = record();
+    client().dispatch(GET(`http://127.0.0.1:${port}`), refused.handler);
+    await refused.seen.settled;
+    // Node cancels the pending stream, with the socket's error as the cause.
+    assert.equal((refused.seen.error?.cause as { code?: string } | undefined)?.code, 'ECONNREFUSED');
+    assert.equal(isConnectFailure(refused.seen.error), true, 'nothing was sent: the gateway may dial again');
+  });
+
+  it('fails with ERR_HTTP2_ERROR against a peer that answers the preface as HTTP/1.1', async () => {
+    const http1 = net.createServer((socket) => {
+      socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n'));
+    });
+    http1.listen(0, '127.0.0.1');
+    await once(http1, 'listening');
+    servers.push(http1);
+    const { handler, seen } = record();
+    client().dispatch(GET(`http://127.0.0.1:${(http1.address() as AddressInfo).port}`), handler);
+    await seen.settled;
+    assert.equal((seen.error as { code?: string }).code, 'ERR_HTTP2_ERROR');
+  });
+
+  it('gives up on a head that does not come within headersTimeout', async () => {
+    const { origin } = await h2c(() => {});
+    const { handler, seen } = record();
+    const started = Date.now();
+    client().dispatch({ ...GET(origin), headersTimeout: 150 }, handler);
+    await seen.settled;
+    assert.match(String(seen.error?.message), /headers timeout/);
+    assert.ok(Date.now() - started >= 140, 'not before the timeout');
+  });
+
+  it('opens a new connection after the peer sent GOAWAY, and closes one left without streams', async () => {
+    const { origin, sessions } = await h2c((stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end();
+    });
+    const c = client(100, 200);
+    const first = record();
+    c.dispatch(GET(origin), first.handler);
+    await first.seen.settled;
+    const [session] = [...sessions];
+    session!.goaway();
+    await new Promise((r) => setTimeout(r, 50));
+    const second = record();
+    c.dispatch(GET(origin), second.handler);
+    await second.seen.settled;
+    assert.equal(second.seen.ended, true);
+    assert.equal(sessions.size, 2, 'the second request went to a new connection');
+    const [, fresh] = [...sessions];
+    await until(() => fresh!.closed || fresh!.destroyed, 'the idle connection closes after idleTimeoutMs');
+  });
+});
