@@ -20,6 +20,9 @@ export interface UpstreamCall {
  */
 export type RelayOutcome = 'complete' | 'cancelled' | 'broken';
 
+/** Told how a relay ended, and whether it relayed an event stream. */
+export type RelayEnd = (outcome: RelayOutcome, eventStream: boolean) => void;
+
 /**
  * An upstream response whose head has arrived and whose body waits, paused,
  * for the caller to relay it or throw it away (exactly one of the two).
@@ -35,7 +38,7 @@ export interface UpstreamResponse {
    * `idleTimeoutMs` without a byte. A callback, not a promise: an open event
    * stream then holds no promise and reaction for as long as it lasts.
    */
-  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: (outcome: RelayOutcome) => void): void;
+  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void;
   /** Reads and drops the body (at most DISCARD_BYTES_MAX, else the connection is cut). */
   discard(): Promise<void>;
 }
@@ -65,7 +68,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   #corked = false;
   /** Something of the body, or its end, has been written to the client (the head with it). */
   #wrote = false;
-  #settle: ((outcome: RelayOutcome) => void) | undefined;
+  #settle: RelayEnd | undefined;
+  #eventStream = false;
 
   constructor(res: ServerResponse, head: { resolve: (r: UpstreamResponse) => void; reject: (e: unknown) => void }) {
     this.#res = res;
@@ -156,15 +160,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#finish(mode === 'discard' ? 'complete' : 'broken');
   }
 
-  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: (outcome: RelayOutcome) => void): void {
+  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void {
+    const sse = isEventStream(this.headers);
     if (this.#mode !== 'paused') {
       // The upstream broke, or the client left, while the caller was busy.
       if (!res.destroyed) res.destroy();
-      return onEnd(this.#cancelled ? 'cancelled' : 'broken');
+      return onEnd(this.#cancelled ? 'cancelled' : 'broken', sse);
     }
     this.#settle = onEnd;
+    this.#eventStream = sse;
     this.#mode = 'relay';
-    const sse = isEventStream(this.headers);
     // Head stored now, sent with the first write (or flushHeaders below).
     res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
     // Copied: an open event stream need not hold them.
@@ -220,7 +225,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#idle = undefined;
     const settle = this.#settle;
     this.#settle = undefined;
-    settle?.(outcome);
+    settle?.(outcome, this.#eventStream);
   }
 }
 

@@ -139,13 +139,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void> {
     counts.requests++;
     // Filled in as the request passes the gates; read by the close listener.
-    const held: { release?: () => void; abort?: AbortController; gone?: true } = {};
+    const held: { slot?: string; abort?: AbortController; gone?: true } = {};
     // One listener for the response's end: count it when it finished, and
     // otherwise the client went away, which cancels upstream at once. (`on`:
     // a response closes once, and `once` would wrap it in one more closure.)
     res.on('close', () => {
       held.gone = true;
-      held.release?.();
+      if (held.slot !== undefined) limiter.release(held.slot);
       if (res.writableFinished) metrics.request(req.method ?? 'OTHER', res.statusCode);
       else held.abort?.abort(new Error('client disconnected'));
     });
@@ -177,11 +177,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       throw error;
     }
-    const release = limiter.acquire(principal ?? `ip:${req.socket.remoteAddress ?? 'unknown'}`);
-    if (!release) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
+    const slot = principal ?? `ip:${req.socket.remoteAddress ?? 'unknown'}`;
+    if (!limiter.acquire(slot)) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
     // The client left while authentication ran: give the slot back, send nothing.
-    if (held.gone) return release();
-    held.release = release;
+    if (held.gone) return limiter.release(slot);
+    held.slot = slot;
     const abort = (held.abort = new AbortController());
     const base = { req, res, target, signal: abort.signal, ...(principal ? { principal } : {}) };
     const sessionId = sessionIdOf(req);

@@ -15,20 +15,23 @@ export class ConcurrencyLimiter {
     this.#principalsMax = principalsMax;
   }
 
-  /** Takes a slot; returns its release function (idempotent), or undefined when over the limit. */
-  acquire(principal: string): (() => void) | undefined {
+  /**
+   * Takes a slot for `principal`; false when over the limit. Each slot taken
+   * is given back with exactly one `release`. (No release closure per slot:
+   * a slot lasts as long as its request, an open stream's for hours.)
+   */
+  acquire(principal: string): boolean {
     const current = this.#inFlight.get(principal) ?? 0;
-    if (current >= this.#perPrincipalMax) return undefined;
-    if (current === 0 && this.#inFlight.size >= this.#principalsMax) return undefined;
+    if (current >= this.#perPrincipalMax) return false;
+    if (current === 0 && this.#inFlight.size >= this.#principalsMax) return false;
     this.#inFlight.set(principal, current + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.#inFlight.get(principal) ?? 1) - 1;
-      if (left <= 0) this.#inFlight.delete(principal);
-      else this.#inFlight.set(principal, left);
-    };
+    return true;
+  }
+
+  release(principal: string): void {
+    const left = (this.#inFlight.get(principal) ?? 1) - 1;
+    if (left <= 0) this.#inFlight.delete(principal);
+    else this.#inFlight.set(principal, left);
   }
 
   get inFlight(): number {

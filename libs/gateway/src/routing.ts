@@ -13,7 +13,7 @@ import type { Route, RouteCache } from './route-cache.ts';
 import type { Placement, SchedulerClient } from './scheduler-client.ts';
 import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
-import type { UpstreamResponse } from './exchange.ts';
+import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
 import { isEventStream, upstreamHeaders } from './upstream.ts';
@@ -86,17 +86,28 @@ function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
 /**
  * Starts relaying and returns at once: the request's async frames (and all
  * they hold) end here instead of living as long as the stream, which for an
- * open GET stream is most of what it costs. Its end is reported to a
- * callback, so an open stream holds no promise either.
+ * open GET stream is most of what it costs. Its end is reported to one
+ * callback per routing context (relayEndOf), so an open stream holds neither
+ * a promise nor a closure of its own for it.
  */
 function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): void {
-  const sse = isEventStream(upstream.headers);
-  if (sse) ctx.metrics.sseOpened();
-  const { metrics } = ctx;
-  upstream.relay(r.res, ctx.idleTimeoutMs, (outcome) => {
-    if (outcome !== 'complete') metrics.upstreamError(outcome === 'cancelled' ? 'aborted' : 'stream');
-    if (sse) metrics.sseClosed();
-  });
+  if (isEventStream(upstream.headers)) ctx.metrics.sseOpened();
+  upstream.relay(r.res, ctx.idleTimeoutMs, relayEndOf(ctx));
+}
+
+const relayEnds = new WeakMap<RoutingContext, RelayEnd>();
+
+function relayEndOf(ctx: RoutingContext): RelayEnd {
+  let end = relayEnds.get(ctx);
+  if (!end) {
+    const { metrics } = ctx;
+    end = (outcome, eventStream) => {
+      if (outcome !== 'complete') metrics.upstreamError(outcome === 'cancelled' ? 'aborted' : 'stream');
+      if (eventStream) metrics.sseClosed();
+    };
+    relayEnds.set(ctx, end);
+  }
+  return end;
 }
 
 async function call(
