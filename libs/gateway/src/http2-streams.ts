@@ -68,10 +68,21 @@ export class Http2EventStreams implements Dispatch {
   #connectionFor(origin: string): Connection {
     let list = this.#connections.get(origin);
     if (!list) this.#connections.set(origin, (list = []));
-    for (const c of list) if (c.usable && c.open < this.#streamsPerConnection) return c;
+    for (const c of list) if (c.usable && c.open < this.#capOf(c)) return c;
     const connection = this.#connect(origin);
     list.push(connection);
     return connection;
+  }
+
+  /**
+   * Streams a connection may carry: ours, or fewer when the peer allows
+   * fewer (a stream past its limit would wait in nghttp2 for a free slot,
+   * which an event stream may never give back). Known from the peer's
+   * SETTINGS on, so a burst before they arrive can still go over it.
+   */
+  #capOf(c: Connection): number {
+    const peer = c.session.remoteSettings.maxConcurrentStreams;
+    return peer === undefined ? this.#streamsPerConnection : Math.min(peer, this.#streamsPerConnection);
   }
 
   #connect(origin: string): Connection {

@@ -69,8 +69,11 @@ describe('Http2EventStreams', () => {
     return c;
   };
   /** An h2c server; `onStream` answers each stream, the sessions it saw are counted. */
-  async function h2c(onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void) {
-    const server = http2.createServer();
+  async function h2c(
+    onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void,
+    settings: http2.Settings = {},
+  ) {
+    const server = http2.createServer({ settings });
     const sessions = new Set<http2.ServerHttp2Session>();
     server.on('session', (s) => sessions.add(s));
     server.on('stream', (stream, headers) => {
@@ -125,6 +128,20 @@ describe('Http2EventStreams', () => {
     for (const r of requests) c.dispatch(GET(origin), r.handler);
     await until(() => requests.every((r) => r.seen.status === 200), 'every stream gets its head');
     assert.equal(sessions.size, 2, 'three streams on the first connection, the fourth on a second');
+  });
+
+  it('keeps to a lower stream limit the peer announces', async () => {
+    const { origin, sessions } = await h2c((stream) => stream.respond({ ':status': 200 }), {
+      maxConcurrentStreams: 2,
+    });
+    const c = client(100);
+    const first = [record(), record()];
+    for (const r of first) c.dispatch(GET(origin), r.handler);
+    await until(() => first.every((r) => r.seen.status === 200), 'the first two streams get their heads');
+    const third = record();
+    c.dispatch(GET(origin), third.handler);
+    await until(() => third.seen.status === 200, 'a third stream, past the peer limit, is answered too');
+    assert.equal(sessions.size, 2, 'the third stream went to a second connection');
   });
 
   it('resets the upstream stream with CANCEL when the request is aborted, and reports the reason', async () => {
