@@ -17,7 +17,7 @@ interface Connection {
   usable: boolean;
 }
 
-/** Where a stream finds its request from the shared listeners below. */
+/** Where a stream's shared listeners (StreamRequest's) find its request. */
 const REQUEST = Symbol('switchyard.eventStreamRequest');
 type TaggedStream = http2.ClientHttp2Stream & { [REQUEST]?: StreamRequest };
 
@@ -163,14 +163,12 @@ class StreamRequest implements Dispatcher.DispatchController {
     request.#stream = stream;
     stream[REQUEST] = request;
     if (c.open++ === 0) c.session.ref();
-    // Shared listeners, not closures, and `on`, not `once` (which wraps each
-    // in one): an open stream holds no function of its own. Each event comes
-    // once, and the request ignores whatever follows its end.
-    stream.on('response', onResponse);
-    stream.on('data', onData);
-    stream.on('end', onEnd);
-    stream.on('error', onError);
-    stream.on('close', onClose);
+    const on = StreamRequest.#listeners;
+    stream.on('response', on.response);
+    stream.on('data', on.data);
+    stream.on('end', on.end);
+    stream.on('error', on.error);
+    stream.on('close', on.close);
     if (options.headersTimeout) {
       const timer = setTimeout(() => request.abort(new Error('upstream headers timeout')), options.headersTimeout);
       timer.unref();
@@ -208,76 +206,70 @@ class StreamRequest implements Dispatcher.DispatchController {
     this.#stream?.resume();
   }
 
-  static response(request: StreamRequest, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
-    clearTimeout(request.#headersTimer);
-    request.#headersTimer = undefined;
+  #responded(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+    this.#clearHeadersTimer();
     const fields: IncomingHttpHeaders = {};
     for (const name in headers) if (name[0] !== ':') fields[name] = headers[name];
-    request.#handler.onResponseStart?.(request, Number(headers[':status']), fields);
+    this.#handler.onResponseStart?.(this, Number(headers[':status']), fields);
   }
 
-  static data(request: StreamRequest, chunk: Buffer): void {
-    if (!request.#done) request.#handler.onResponseData?.(request, chunk);
+  #received(chunk: Buffer): void {
+    if (!this.#done) this.#handler.onResponseData?.(this, chunk);
   }
 
-  static end(request: StreamRequest): void {
-    if (request.#done) return;
-    request.#done = true;
-    request.#release();
-    request.#handler.onResponseEnd?.(request, {});
-  }
-
-  static failed(request: StreamRequest, error: Error): void {
-    request.#fail(error);
+  #ended(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#clearHeadersTimer();
+    this.#handler.onResponseEnd?.(this, {});
   }
 
   /** After its end, an error or a reset: a stream closed without its end fails the request. */
-  static closed(request: StreamRequest, rstCode: number | undefined): void {
-    const c = request.#connection!;
+  #closed(rstCode: number | undefined): void {
+    const c = this.#connection!;
     if (--c.open === 0) c.session.unref();
-    if (!request.#done) request.#fail(new Error(`upstream stream closed (code ${rstCode})`));
+    if (!this.#done) this.#fail(new Error(`upstream stream closed (code ${rstCode})`));
   }
 
   #fail(error: Error): void {
     if (this.#done) return;
     this.#done = true;
-    this.#release();
+    this.#clearHeadersTimer();
     this.#handler.onResponseError?.(this, error);
   }
 
-  #release(): void {
+  #clearHeadersTimer(): void {
     clearTimeout(this.#headersTimer);
     this.#headersTimer = undefined;
   }
-}
 
-function requestOf(stream: TaggedStream): StreamRequest | undefined {
-  return stream[REQUEST];
-}
-
-function onResponse(this: TaggedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
-  const request = requestOf(this);
-  if (request) StreamRequest.response(request, headers);
-}
-
-function onData(this: TaggedStream, chunk: Buffer): void {
-  const request = requestOf(this);
-  if (request) StreamRequest.data(request, chunk);
-}
-
-function onEnd(this: TaggedStream): void {
-  const request = requestOf(this);
-  if (request) StreamRequest.end(request);
-}
-
-function onError(this: TaggedStream, error: Error): void {
-  const request = requestOf(this);
-  if (request) StreamRequest.failed(request, error);
-}
-
-/** A stream reset or closed without its end (RST_STREAM, the session gone). */
-function onClose(this: TaggedStream): void {
-  const request = requestOf(this);
-  this[REQUEST] = undefined;
-  if (request) StreamRequest.closed(request, this.rstCode);
+  /**
+   * The listeners of every stream, shared (`this` is the stream), and added
+   * with `on`, not `once` (which wraps each in a closure): an open stream
+   * holds no function of its own. Each event comes once, and a request
+   * ignores whatever follows its end.
+   */
+  static readonly #listeners = {
+    response(this: TaggedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+      const request = this[REQUEST];
+      if (request) request.#responded(headers);
+    },
+    data(this: TaggedStream, chunk: Buffer): void {
+      const request = this[REQUEST];
+      if (request) request.#received(chunk);
+    },
+    end(this: TaggedStream): void {
+      const request = this[REQUEST];
+      if (request) request.#ended();
+    },
+    error(this: TaggedStream, error: Error): void {
+      const request = this[REQUEST];
+      if (request) request.#fail(error);
+    },
+    close(this: TaggedStream): void {
+      const request = this[REQUEST];
+      this[REQUEST] = undefined;
+      if (request) request.#closed(this.rstCode);
+    },
+  };
 }
