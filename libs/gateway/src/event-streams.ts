@@ -29,6 +29,8 @@ export class EventStreamUpstream {
     connectTimeoutMs: number;
     /** How long a connection without streams stays open. */
     idleTimeoutMs: number;
+    /** How often a connection with streams is pinged (see Http2EventStreams). */
+    pingIntervalMs: number;
     clock: Clock;
     logger: GatewayLogger;
   }) {

@@ -98,6 +98,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         streamsPerConnection: GATEWAY_DEFAULTS.eventStreamsPerConnection,
         connectTimeoutMs: agentOptions.connectTimeout,
         idleTimeoutMs: agentOptions.keepAliveTimeout,
+        pingIntervalMs: o.eventStreamPingIntervalMs,
         clock: o.clock,
         logger: o.logger,
       })

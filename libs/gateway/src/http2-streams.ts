@@ -33,20 +33,32 @@ type TaggedStream = http2.ClientHttp2Stream & { [REQUEST]?: StreamRequest };
  * Guarantees: connect failures carry the socket's error code (see
  * isConnectFailure), a peer that does not speak HTTP/2 fails the request
  * with `ERR_HTTP2_ERROR` (see EventStreamUpstream), a connection that sent
- * GOAWAY takes no new streams, and one without streams closes after
- * `idleTimeoutMs`. No retries, no pings: the exchange and the scheduler's
- * own timeouts own those.
+ * GOAWAY takes no new streams, one without streams closes after
+ * `idleTimeoutMs`, and one carrying streams that leaves a PING unanswered
+ * for `pingIntervalMs` is destroyed, failing its streams. An event stream
+ * has no idle timeout (it may stay silent for hours), so without the ping a
+ * scheduler that vanished without a reset (host down, network partition)
+ * would hold its clients' streams open until TCP gave up, if ever; failed,
+ * they end at the client, which opens them again (`Last-Event-ID`). No
+ * retries: the exchange owns those.
  */
 export class Http2EventStreams implements Dispatch {
   readonly #connections = new Map<string, Connection[]>();
   readonly #streamsPerConnection: number;
   readonly #connectTimeoutMs: number;
   readonly #idleTimeoutMs: number;
+  readonly #pingIntervalMs: number;
 
-  constructor(options: { streamsPerConnection: number; connectTimeoutMs: number; idleTimeoutMs: number }) {
+  constructor(options: {
+    streamsPerConnection: number;
+    connectTimeoutMs: number;
+    idleTimeoutMs: number;
+    pingIntervalMs: number;
+  }) {
     this.#streamsPerConnection = options.streamsPerConnection;
     this.#connectTimeoutMs = options.connectTimeoutMs;
     this.#idleTimeoutMs = options.idleTimeoutMs;
+    this.#pingIntervalMs = options.pingIntervalMs;
   }
 
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
@@ -107,8 +119,9 @@ export class Http2EventStreams implements Dispatch {
       if (at >= 0) list!.splice(at, 1);
       if (list?.length === 0) this.#connections.delete(origin);
     };
+    const pinger = this.#keepChecked(connection, origin);
     session.once('goaway', retire);
-    session.once('close', retire);
+    session.once('close', () => (clearInterval(pinger), retire()));
     // The error also reaches every stream of the session, which reports it.
     session.on('error', retire);
     session.setTimeout(this.#idleTimeoutMs, () => {
@@ -120,6 +133,29 @@ export class Http2EventStreams implements Dispatch {
     // Only open streams keep the process alive.
     session.unref();
     return connection;
+  }
+
+  /**
+   * Every `pingIntervalMs` a connection with open streams sends a PING; one
+   * still unanswered at the next round means the peer is gone. One timer
+   * per connection, none per stream.
+   */
+  #keepChecked(connection: Connection, origin: string): NodeJS.Timeout {
+    const { session } = connection;
+    let outstanding = false;
+    const pinger = setInterval(() => {
+      if (session.destroyed) return;
+      if (outstanding) {
+        const error = new Error(`no answer to an HTTP/2 ping from ${origin} within ${this.#pingIntervalMs} ms`);
+        return void session.destroy(Object.assign(error, { code: 'ERR_HTTP2_PING_TIMEOUT' }));
+      }
+      if (connection.open === 0 || session.connecting) return;
+      outstanding = true;
+      // An error here is the session closing, which its streams report.
+      session.ping((error) => void (error || (outstanding = false)));
+    }, this.#pingIntervalMs);
+    pinger.unref();
+    return pinger;
   }
 }
 

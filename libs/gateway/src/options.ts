@@ -64,6 +64,12 @@ export interface GatewayOptions {
    * stay on HTTP/1.1.
    */
   readonly eventStreamsOverHttp2?: boolean;
+  /**
+   * How often a connection carrying event streams to a scheduler is checked
+   * with an HTTP/2 PING; a ping unanswered by the next check fails its
+   * streams, which their clients then open again. Default 10 s.
+   */
+  readonly eventStreamPingIntervalMs?: number;
   readonly identity?: IdentityOptions;
   /** Class when no strategy yields one. Default `default`. */
   readonly defaultClass?: string;
@@ -96,6 +102,7 @@ export const GATEWAY_DEFAULTS = {
   eventStreamsOverHttp2: true,
   /** HTTP/2 streams per connection to a scheduler; more streams open another connection. */
   eventStreamsPerConnection: 4_096,
+  eventStreamPingIntervalMs: 10_000,
   defaultClass: DEFAULT_CLASS,
   routeCacheEntriesMax: 100_000,
   routeCacheTtlMs: 15 * 60_000,
@@ -124,6 +131,7 @@ export interface ResolvedOptions {
   readonly upstreamMode: 'proxy' | 'direct';
   readonly upstreamToken?: string;
   readonly eventStreamsOverHttp2: boolean;
+  readonly eventStreamPingIntervalMs: number;
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
   readonly auth: AuthOptions;
@@ -163,6 +171,10 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     schedulers: options.schedulers.map((s) => s.replace(/\/+$/, '')),
     upstreamMode: options.upstreamMode ?? d.upstreamMode,
     eventStreamsOverHttp2: options.eventStreamsOverHttp2 ?? d.eventStreamsOverHttp2,
+    eventStreamPingIntervalMs: positive(
+      'eventStreamPingIntervalMs',
+      options.eventStreamPingIntervalMs ?? d.eventStreamPingIntervalMs,
+    ),
     ...(options.upstreamToken ? { upstreamToken: options.upstreamToken } : {}),
     identity: {
       class: options.identity?.class ?? ['path:class', 'header:X-Switchyard-Class', `default:${defaultClass}`],

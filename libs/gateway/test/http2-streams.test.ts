@@ -63,8 +63,8 @@ const GET = (origin: string, path = '/mcp'): Dispatcher.DispatchOptions => ({
 describe('Http2EventStreams', () => {
   const servers: Array<http2.Http2Server | net.Server> = [];
   const clients: Http2EventStreams[] = [];
-  const client = (streamsPerConnection = 100, idleTimeoutMs = 60_000): Http2EventStreams => {
-    const c = new Http2EventStreams({ streamsPerConnection, connectTimeoutMs: 2000, idleTimeoutMs });
+  const client = (streamsPerConnection = 100, idleTimeoutMs = 60_000, pingIntervalMs = 60_000): Http2EventStreams => {
+    const c = new Http2EventStreams({ streamsPerConnection, connectTimeoutMs: 2000, idleTimeoutMs, pingIntervalMs });
     clients.push(c);
     return c;
   };
@@ -253,5 +253,59 @@ describe('Http2EventStreams', () => {
     assert.equal(sessions.size, 2, 'the second request went to a new connection');
     const [, fresh] = [...sessions];
     await until(() => fresh!.closed || fresh!.destroyed, 'the idle connection closes after idleTimeoutMs');
+  });
+
+  it('pings a connection while it carries streams, and keeps it while the pings are answered', async () => {
+    let upstream: http2.ServerHttp2Stream | undefined;
+    const { origin, sessions } = await h2c((stream) => {
+      upstream = stream;
+      stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+    });
+    let pings = 0;
+    const { handler, seen } = record();
+    client(100, 60_000, 20).dispatch(GET(origin), handler);
+    await until(() => seen.status === 200 && sessions.size === 1, 'the stream is open');
+    [...sessions][0]!.on('ping', () => pings++);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(pings >= 5, `a silent stream's connection is pinged (${pings} pings in 300 ms at 20 ms)`);
+    assert.equal(seen.error, undefined, 'answered pings keep the stream');
+    upstream!.end('data: last\n\n');
+    await seen.settled;
+    assert.equal(seen.ended, true);
+    const after = pings;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(pings - after <= 1, 'a connection without streams is not pinged');
+  });
+
+  it('fails the streams of a connection whose peer stops answering pings', async () => {
+    const { origin } = await h2c((stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+      stream.write('data: one\n\n');
+    });
+    // A relay that can go silent both ways without closing anything: a peer
+    // whose host vanished, as seen from this side.
+    const target = new URL(origin);
+    const sockets: net.Socket[] = [];
+    const relay = net.createServer((inbound) => {
+      const outbound = net.connect(Number(target.port), target.hostname);
+      sockets.push(inbound, outbound);
+      inbound.pipe(outbound).pipe(inbound);
+    });
+    relay.listen(0, '127.0.0.1');
+    await once(relay, 'listening');
+    servers.push(relay);
+    const { handler, seen } = record();
+    client(100, 60_000, 50).dispatch(GET(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`), handler);
+    await until(() => seen.chunks.length === 1, 'the stream is open');
+    const frozenAt = Date.now();
+    for (const socket of sockets) {
+      socket.unpipe();
+      socket.pause();
+    }
+    await seen.settled;
+    assert.equal((seen.error as { code?: string } | undefined)?.code, 'ERR_HTTP2_PING_TIMEOUT');
+    const took = Date.now() - frozenAt;
+    assert.ok(took <= 500, `failed within a few intervals (${took} ms at 50 ms)`);
+    for (const socket of sockets) socket.destroy();
   });
 });
