@@ -58,6 +58,14 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'GET event streams through a scheduler travel as HTTP/2 streams (h2c), many per connection, instead of one HTTP/1.1 connection each.',
     ),
+  eventStreamPingIntervalMs: z
+    .number()
+    .int()
+    .min(100)
+    .default(10000)
+    .describe(
+      'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen.',
+    ),
   identity: z
     .object({
       class: strategy('path:class,header:X-Switchyard-Class', 'Where the class of a request comes from.'),

@@ -44,6 +44,7 @@ const gateway = createGateway({
   schedulers: config.schedulers,
   upstreamMode: config.upstreamMode,
   eventStreamsOverHttp2: config.eventStreamsOverHttp2,
+  eventStreamPingIntervalMs: config.eventStreamPingIntervalMs,
   ...(config.upstreamToken ? { upstreamToken: config.upstreamToken } : {}),
   identity: {
     class: chain(config.identity.class),

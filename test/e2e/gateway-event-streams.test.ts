@@ -1,0 +1,72 @@
+// Acceptance at the process level: a legacy GET event stream through the
+// gateway, carried to the scheduler as an HTTP/2 stream, ends for its client
+// when that scheduler goes silent (SIGSTOP: no reset, no FIN, as a host that
+// vanished looks from the gateway), found by the gateway's HTTP/2 pings.
+// While the scheduler answers them, a silent stream stays open.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCluster, type TestCluster } from '../support/cluster.ts';
+import { LEGACY, initializeBody, post } from './support.ts';
+
+/** As the suites' tunnel pings: shorter ones see stalls of a loaded 2-core machine as silence. */
+const PING_INTERVAL_MS = 1000;
+
+describe('gateway event streams to a scheduler that goes silent', () => {
+  let cluster: TestCluster;
+  before(async () => {
+    cluster = await startCluster({
+      schedulers: 1,
+      runtimes: 1,
+      tunnelPingIntervalMs: 1000,
+      gatewayArgs: ['--event-stream-ping-interval-ms', String(PING_INTERVAL_MS)],
+    });
+    await cluster.waitForRuntimes(['r0'], 15_000);
+  });
+  after(() => cluster?.stop());
+
+  it('keeps a silent stream while pings are answered, and ends it within a few pings once they are not', async () => {
+    const url = cluster.gatewayUrl();
+    const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+    assert.equal(init.status, 200, init.text);
+    const session = init.headers.get('mcp-session-id')!;
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': LEGACY };
+    assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status, 202);
+
+    const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    const reader = res.body!.getReader();
+    // Resolves when the stream ends for the client, however it ends.
+    const ended = (async () => {
+      try {
+        while (!(await reader.read()).done);
+      } catch {
+        // A cut stream is an end too.
+      }
+      return Date.now();
+    })();
+    const early = await Promise.race([
+      ended,
+      new Promise<'open'>((r) => setTimeout(() => r('open'), 3 * PING_INTERVAL_MS)),
+    ]);
+    assert.equal(early, 'open', 'a stream whose scheduler answers its pings stays open');
+
+    const scheduler = cluster.schedulers[0]!;
+    scheduler.signal('SIGSTOP');
+    const stoppedAt = Date.now();
+    try {
+      const endedAt = await Promise.race([
+        ended,
+        new Promise<number>((r) => setTimeout(() => r(-1), 10 * PING_INTERVAL_MS)),
+      ]);
+      assert.notEqual(endedAt, -1, 'the stream must end while the scheduler is stopped');
+      const took = endedAt - stoppedAt;
+      assert.ok(
+        took <= 4 * PING_INTERVAL_MS,
+        `ended ${took} ms after the scheduler stopped (pings every ${PING_INTERVAL_MS} ms)`,
+      );
+    } finally {
+      scheduler.signal('SIGCONT');
+    }
+  });
+});
