@@ -2,7 +2,8 @@
 // gateway, carried to the scheduler as an HTTP/2 stream, ends for its client
 // when that scheduler goes silent (SIGSTOP: no reset, no FIN, as a host that
 // vanished looks from the gateway), found by the gateway's HTTP/2 pings.
-// While the scheduler answers them, a silent stream stays open.
+// While the scheduler answers them, a silent stream stays open. A client
+// that leaves its stream (or loses it) opens the next one at once.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
@@ -23,6 +24,21 @@ describe('gateway event streams to a scheduler that goes silent', () => {
     await cluster.waitForRuntimes(['r0'], 15_000);
   });
   after(() => cluster?.stop());
+
+  it('lets a client that left its GET stream open the next one at once (200, not 409)', async () => {
+    const url = cluster.gatewayUrl();
+    const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
+    assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status, 202);
+    for (const attempt of ['first', 'second', 'third']) {
+      const left = new AbortController();
+      const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: left.signal });
+      assert.equal(res.status, 200, `${attempt} GET: ${res.status === 200 ? '' : await res.text()}`);
+      left.abort();
+      // Through gateway, scheduler and tunnel; the SDK's keep-alive (15 s) would free it far later.
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  });
 
   it('keeps a silent stream while pings are answered, and ends it within a few pings once they are not', async () => {
     const url = cluster.gatewayUrl();

@@ -83,5 +83,39 @@ for (const { name: serverName, serve } of SERVERS) {
       assert.ok(reporter.processes.has('p-stateless'));
       assert.equal(reporter.events.filter((e) => e.startsWith('+t')).length, before);
     });
+
+    it('a GET stream its client left frees its place at once: the next GET is 200, not 409', async () => {
+      const headers = { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
+      const init = await served.fetch(`${served.url}/mcp`, {
+        method: 'POST',
+        headers: { ...headers, accept: 'application/json, text/event-stream', 'x-switchyard-class': 'demo' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+      });
+      await init.text();
+      const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+      const initialized = await served.fetch(`${served.url}/mcp`, {
+        method: 'POST',
+        headers: { ...session, accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      });
+      assert.equal(initialized.status, 202);
+      // A silent stream: nothing is written to it before the SDK's keep-alive (15 s).
+      for (const attempt of ['first', 'second', 'third']) {
+        const left = new AbortController();
+        const res = await served.fetch(`${served.url}/mcp`, {
+          headers: { ...session, accept: 'text/event-stream' },
+          signal: left.signal,
+        });
+        assert.equal(res.status, 200, `${attempt} GET: ${res.status === 200 ? '' : await res.text()}`);
+        left.abort();
+        // The host hears of it over loopback at once; a moment is plenty.
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    });
   });
 }
