@@ -39,9 +39,12 @@ type ProgressParams = { progress: number; total?: number; message?: string };
 /**
  * A sandbox that is an upstream MCP server reached through an SDK client:
  * it re-exposes the upstream tools, resources, prompts and completions on
- * every server registered with it, forwards list-changed notifications to
- * all of them, and relays progress — awaiting the relays before returning a
- * result, since the modern era drops notifications sent after the result.
+ * every server registered with it, forwards list-changed notifications and
+ * log messages to all of them (each filters by its client's level),
+ * resource updates to the ones subscribed to that resource (the upstream
+ * stays subscribed while any is), and relays progress — awaiting the relays
+ * before returning a result, since the modern era drops notifications sent
+ * after the result.
  */
 export class ProxyInstance implements SandboxInstance {
   readonly capabilities: ServerCapabilities;
@@ -57,6 +60,8 @@ export class ProxyInstance implements SandboxInstance {
   /** Progress relays of calls in flight, by the upstream token we chose. */
   readonly #relays = new Map<string, (p: ProgressParams) => void>();
   #progressSeq = 0;
+  /** Resource URI → the clients' servers subscribed to it; the upstream stays subscribed while any is. */
+  readonly #subscribers = new Map<string, Set<McpServer>>();
 
   /**
    * `cacheLists`: serve lists from the client's cache (default false). Only
@@ -70,7 +75,11 @@ export class ProxyInstance implements SandboxInstance {
     const upstream = client.getServerCapabilities() ?? {};
     const caps: ServerCapabilities = {};
     if (upstream.tools) caps.tools = { listChanged: true };
-    if (upstream.resources) caps.resources = { listChanged: true };
+    if (upstream.resources) {
+      caps.resources = { listChanged: true, ...(upstream.resources.subscribe ? { subscribe: true } : {}) };
+    }
+    // Each client's McpServer keeps its own level (logging/setLevel) and filters what is relayed to it.
+    if (upstream.logging) caps.logging = {};
     if (upstream.prompts) caps.prompts = { listChanged: true };
     if (upstream.completions) caps.completions = {};
     this.capabilities = caps;
@@ -104,6 +113,14 @@ export class ProxyInstance implements SandboxInstance {
       'notifications/prompts/list_changed',
       fanOut((s) => s.sendPromptListChanged()),
     );
+    client.setNotificationHandler('notifications/message', (n) =>
+      fanOut((s) => void s.server.sendLoggingMessage(n.params, s.server.transport?.sessionId).catch(() => undefined))(),
+    );
+    client.setNotificationHandler('notifications/resources/updated', (n) => {
+      for (const s of this.#subscribers.get(n.params.uri) ?? []) {
+        if (s.isConnected()) void s.server.sendResourceUpdated(n.params).catch(() => undefined);
+      }
+    });
   }
 
   /**
@@ -194,8 +211,39 @@ export class ProxyInstance implements SandboxInstance {
     if (this.capabilities.completions) {
       s.setRequestHandler('completion/complete', (req, ctx) => c.complete(req.params, opts(ctx)));
     }
+    if (this.capabilities.resources?.subscribe) {
+      s.setRequestHandler('resources/subscribe', async (req, ctx) => {
+        // Forwarded every time (subscribing twice is harmless), so a failed first attempt leaves nothing half-done.
+        await c.subscribeResource(req.params, opts(ctx));
+        this.#subscribersOf(req.params.uri).add(server);
+        return {};
+      });
+      s.setRequestHandler('resources/unsubscribe', async (req, ctx) => {
+        if (this.#leave(server, req.params.uri)) await c.unsubscribeResource(req.params, opts(ctx));
+        return {};
+      });
+    }
     this.#servers.add(server);
-    return () => void this.#servers.delete(server);
+    return () => {
+      this.#servers.delete(server);
+      for (const uri of [...this.#subscribers.keys()]) {
+        if (this.#leave(server, uri)) void c.unsubscribeResource({ uri }).catch(() => undefined);
+      }
+    };
+  }
+
+  #subscribersOf(uri: string): Set<McpServer> {
+    let set = this.#subscribers.get(uri);
+    if (!set) this.#subscribers.set(uri, (set = new Set()));
+    return set;
+  }
+
+  /** Drops `server`'s subscription to `uri`; true when it was the last one (the upstream may unsubscribe). */
+  #leave(server: McpServer, uri: string): boolean {
+    const set = this.#subscribers.get(uri);
+    if (!set?.delete(server) || set.size > 0) return false;
+    this.#subscribers.delete(uri);
+    return true;
   }
 
   async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {

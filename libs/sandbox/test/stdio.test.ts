@@ -116,6 +116,58 @@ describe('stdio engine with server-everything', () => {
     }
   });
 
+  it("v2-legacy: relays the upstream's log messages at each client's level, and resource updates to subscribers only", async () => {
+    /** A legacy client on the shared sandbox that records what reaches it on its GET stream. */
+    const listener = async (name: string) => {
+      const client = new Client({ name, version: '1.0.0' });
+      const seen = { logs: [] as string[], texts: [] as string[], updated: [] as string[] };
+      client.setNotificationHandler('notifications/message', (n) => {
+        seen.logs.push(n.params.level);
+        seen.texts.push(String(n.params.data));
+      });
+      client.setNotificationHandler('notifications/resources/updated', (n) => void seen.updated.push(n.params.uri));
+      const headers = { 'x-switchyard-class': 'everything', 'x-switchyard-process': 'ev-notify' };
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL('/mcp', served.url), {
+          fetch: served.fetch,
+          requestInit: { headers },
+        }),
+      );
+      return { client, seen };
+    };
+    const subscriber = await listener('subscriber');
+    const bystander = await listener('bystander');
+    try {
+      const { resources } = await subscriber.client.listResources();
+      const uri = resources[0]!.uri;
+      // Only the most severe messages for the subscriber; the bystander sets no level and gets every one.
+      await subscriber.client.setLoggingLevel('emergency');
+      await subscriber.client.subscribeResource({ uri });
+      // server-everything's own timers: a random-level log message and an update of each subscribed resource every 5 s.
+      await subscriber.client.callTool({ name: 'toggle-subscriber-updates', arguments: {} });
+      await subscriber.client.callTool({ name: 'toggle-simulated-logging', arguments: {} });
+      await waitFor(
+        'a resource update for the subscriber and log messages for the bystander',
+        () => subscriber.seen.updated.length > 0 && bystander.seen.logs.length > 1,
+        15_000,
+      );
+      assert.deepEqual([...new Set(subscriber.seen.updated)], [uri]);
+      assert.deepEqual(bystander.seen.updated, [], 'no updates for a client that did not subscribe');
+      assert.deepEqual(
+        subscriber.seen.logs.filter((level) => level !== 'emergency'),
+        [],
+        'the subscriber only gets messages at or above its level',
+      );
+      // The last subscriber leaving (DELETE) unsubscribes the upstream, which says so in a log message.
+      await (subscriber.client.transport as StreamableHTTPClientTransport).terminateSession();
+      await waitFor('the upstream to be unsubscribed', () =>
+        bystander.seen.texts.some((t) => t.includes('Unsubscribe')),
+      );
+    } finally {
+      await Promise.all([subscriber.client.close(), bystander.client.close()]);
+    }
+  });
+
   for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
     it(`${flavour}: relays every upstream progress notification before the result`, async () => {
       const c = await connect(flavour, served.url, served.fetch, {
