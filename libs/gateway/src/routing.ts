@@ -176,11 +176,14 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(threadKey(sessionId));
   if (result.kind !== 'response') {
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
+    // A 404 is the runtime itself not knowing the session (ended, expired); anything else lost the runtime.
+    const ended = result.kind === 'gone' && result.status === 404;
     ctx.logger.info(
       { runtime: route.runtime, outcome: result.kind, upstream: route.url, ...detailOf(result) },
-      'session lost with its runtime',
+      ended ? 'session unknown to its runtime' : 'session lost with its runtime',
     );
-    sendError(r.res, 'session_not_found', 'Session not found: its runtime is gone, re-initialize', id);
+    const why = ended ? 'it ended or expired' : 'its runtime is gone';
+    sendError(r.res, 'session_not_found', `Session not found: ${why}; re-initialize`, id);
     return;
   }
   relay(ctx, r, result.upstream);

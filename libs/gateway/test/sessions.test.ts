@@ -75,9 +75,25 @@ describe('legacy sessions through the gateway', () => {
     const client = await connectV2(h.url);
     const transport = client.transport as unknown as { terminateSession(): Promise<void>; sessionId?: string };
     const before = h.gateway.stats().routeCacheEntries;
+    const sessionId = transport.sessionId!;
     await transport.terminateSession();
     assert.equal(h.gateway.stats().routeCacheEntries, before - 1);
     await client.close();
+    // The session's next request: 404, saying it ended rather than blaming a lost runtime.
+    const res = await fetch(h.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
+    });
+    assert.equal(res.status, 404);
+    const body = (await res.json()) as { id: unknown; error: { message: string } };
+    assert.equal(body.id, 9);
+    assert.match(body.error.message, /it ended or expired; re-initialize/);
   });
 });
 
