@@ -176,13 +176,14 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(threadKey(sessionId));
   if (result.kind !== 'response') {
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
-    // A 404 is the runtime itself not knowing the session (ended, expired); anything else lost the runtime.
-    const ended = result.kind === 'gone' && result.status === 404;
+    // A 404 is a runtime not knowing the session: it ended or expired there, or the route was
+    // scheduled anew after its runtime left (nothing here tells those apart). 502 and no dial: the runtime is gone.
+    const unknown = result.kind === 'gone' && result.status === 404;
     ctx.logger.info(
       { runtime: route.runtime, outcome: result.kind, upstream: route.url, ...detailOf(result) },
-      ended ? 'session unknown to its runtime' : 'session lost with its runtime',
+      unknown ? 'session unknown to the runtime' : 'session lost with its runtime',
     );
-    const why = ended ? 'it ended or expired' : 'its runtime is gone';
+    const why = unknown ? 'it ended, expired or lost its runtime' : 'its runtime is gone';
     sendError(r.res, 'session_not_found', `Session not found: ${why}; re-initialize`, id);
     return;
   }

@@ -79,7 +79,7 @@ describe('legacy sessions through the gateway', () => {
     await transport.terminateSession();
     assert.equal(h.gateway.stats().routeCacheEntries, before - 1);
     await client.close();
-    // The session's next request: 404, saying it ended rather than blaming a lost runtime.
+    // The session's next request: 404, saying it may have ended, not only that its runtime is gone.
     const res = await fetch(h.url, {
       method: 'POST',
       headers: {
@@ -93,7 +93,7 @@ describe('legacy sessions through the gateway', () => {
     assert.equal(res.status, 404);
     const body = (await res.json()) as { id: unknown; error: { message: string } };
     assert.equal(body.id, 9);
-    assert.match(body.error.message, /it ended or expired; re-initialize/);
+    assert.match(body.error.message, /it ended, expired or lost its runtime; re-initialize/);
   });
 });
 
