@@ -92,7 +92,7 @@ export class ProxyInstance implements SandboxInstance {
     client.onclose = () => {
       if (!this.#destroyed) this.#death.kill();
     };
-    const fanOut = (send: (s: McpServer) => void) => () => {
+    const each = (send: (s: McpServer) => void): void => {
       for (const s of this.#servers) if (s.isConnected()) send(s);
     };
     client.setRequestHandler('sampling/createMessage', (req) =>
@@ -101,20 +101,13 @@ export class ProxyInstance implements SandboxInstance {
     client.setRequestHandler('elicitation/create', (req) =>
       this.#onBehalf((ctx) => ctx.mcpReq.elicitInput(req.params, this.#asked(ctx))),
     );
-    client.setNotificationHandler(
-      'notifications/tools/list_changed',
-      fanOut((s) => s.sendToolListChanged()),
+    client.setNotificationHandler('notifications/tools/list_changed', () => each((s) => s.sendToolListChanged()));
+    client.setNotificationHandler('notifications/resources/list_changed', () =>
+      each((s) => s.sendResourceListChanged()),
     );
-    client.setNotificationHandler(
-      'notifications/resources/list_changed',
-      fanOut((s) => s.sendResourceListChanged()),
-    );
-    client.setNotificationHandler(
-      'notifications/prompts/list_changed',
-      fanOut((s) => s.sendPromptListChanged()),
-    );
+    client.setNotificationHandler('notifications/prompts/list_changed', () => each((s) => s.sendPromptListChanged()));
     client.setNotificationHandler('notifications/message', (n) =>
-      fanOut((s) => void s.server.sendLoggingMessage(n.params, s.server.transport?.sessionId).catch(() => undefined))(),
+      each((s) => void s.server.sendLoggingMessage(n.params, s.server.transport?.sessionId).catch(() => undefined)),
     );
     client.setNotificationHandler('notifications/resources/updated', (n) => {
       for (const s of this.#subscribers.get(n.params.uri) ?? []) {
@@ -287,6 +280,7 @@ export class ProxyInstance implements SandboxInstance {
     if (this.#destroyed) return;
     this.#destroyed = true;
     this.#servers.clear();
+    this.#subscribers.clear();
     await this.#client.close().catch(() => undefined);
     await this.#cleanup();
   }
