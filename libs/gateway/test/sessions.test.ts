@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { connectV2, startHarness, textOf } from './harness.ts';
+import { connectV2, post, startHarness, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 
 describe('legacy sessions through the gateway', () => {
@@ -80,18 +80,13 @@ describe('legacy sessions through the gateway', () => {
     assert.equal(h.gateway.stats().routeCacheEntries, before - 1);
     await client.close();
     // The session's next request: 404, saying it may have ended, not only that its runtime is gone.
-    const res = await fetch(h.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': sessionId,
-        'mcp-protocol-version': '2025-11-25',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
-    });
+    const res = await post(
+      h.url,
+      { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+      { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+    );
     assert.equal(res.status, 404);
-    const body = (await res.json()) as { id: unknown; error: { message: string } };
+    const body = res.json as { id: unknown; error: { message: string } };
     assert.equal(body.id, 9);
     assert.match(body.error.message, /it ended, expired or lost its runtime; re-initialize/);
   });

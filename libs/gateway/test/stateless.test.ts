@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectV2, startHarness, textOf } from './harness.ts';
+import { connectV2, post, startHarness, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 
 describe('stateless 2026-07-28 requests through the gateway', () => {
@@ -93,18 +93,13 @@ describe('a runtime that goes away', () => {
     await lost.close();
     h.scheduler.runtimes = h.scheduler.runtimes.filter((r) => r.id !== lost.id);
 
-    const res = await fetch(h.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': sessionId,
-        'mcp-protocol-version': '2025-11-25',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
-    });
+    const res = await post(
+      h.url,
+      { jsonrpc: '2.0', id: 7, method: 'tools/list' },
+      { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+    );
     assert.equal(res.status, 404);
-    const body = (await res.json()) as { id: number; error: { code: number } };
+    const body = res.json as { id: number; error: { code: number } };
     assert.deepEqual([body.id, body.error.code], [7, -32001]);
 
     const again = await connectV2(h.url);
