@@ -25,11 +25,18 @@ describe('gateway event streams to a scheduler that goes silent', () => {
   });
   after(() => cluster?.stop());
 
-  it('lets a client that left its GET stream open the next one at once (200, not 409)', async () => {
-    const url = cluster.gatewayUrl();
+  /** Opens a legacy session by raw HTTP; resolves with the headers its later requests carry. */
+  async function openSession(url: string): Promise<Record<string, string>> {
     const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+    assert.equal(init.status, 200, init.text);
     const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
     assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status, 202);
+    return headers;
+  }
+
+  it('lets a client that left its GET stream open the next one at once (200, not 409)', async () => {
+    const url = cluster.gatewayUrl();
+    const headers = await openSession(url);
     for (const attempt of ['first', 'second', 'third']) {
       const left = new AbortController();
       const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: left.signal });
@@ -42,11 +49,7 @@ describe('gateway event streams to a scheduler that goes silent', () => {
 
   it('keeps a silent stream while pings are answered, and ends it within a few pings once they are not', async () => {
     const url = cluster.gatewayUrl();
-    const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
-    assert.equal(init.status, 200, init.text);
-    const session = init.headers.get('mcp-session-id')!;
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': LEGACY };
-    assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status, 202);
+    const headers = await openSession(url);
 
     const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } });
     assert.equal(res.status, 200);
