@@ -45,9 +45,10 @@ async function helmRun(args: string[]): Promise<string> {
   return stdout;
 }
 
-async function render(chart: string, valuesFile?: string): Promise<Manifest[]> {
+async function render(chart: string, valuesFile?: string, set: readonly string[] = []): Promise<Manifest[]> {
   const args = ['template', 'sy', `charts/${chart}`, '--namespace', 'switchyard'];
   if (valuesFile) args.push('-f', valuesFile);
+  for (const s of set) args.push('--set', s);
   return parseAllDocuments(await helmRun(args))
     .map((d) => d.toJSON() as Manifest | null)
     .filter((m): m is Manifest => m !== null);
@@ -119,12 +120,32 @@ for (const c of CHARTS) {
             assert.equal(container.readinessProbe?.httpGet.path, '/readyz');
           }
           for (const e of container.env ?? [])
-            assert.ok(['POD_IP', 'NODE_OPTIONS'].includes(e.name) || e.name.startsWith('SWITCHYARD_'), e.name);
+            assert.ok(
+              ['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES'].includes(e.name) || e.name.startsWith('SWITCHYARD_'),
+              e.name,
+            );
         }
       });
     }
   });
 }
+
+describe('gateway chart contracts', { skip }, () => {
+  const envOf = async (set: readonly string[] = []): Promise<Map<string, string | undefined>> => {
+    const deployment = (await render('gateway', undefined, set)).find((m) => m.kind === 'Deployment')!;
+    const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];
+    return new Map(env.map((e) => [e.name, e.value]));
+  };
+
+  it('runs the gateway with the memory settings the gateway bench measures, each off when set empty', async () => {
+    const defaults = await envOf();
+    assert.equal(defaults.get('NODE_OPTIONS'), '--max-semi-space-size=2');
+    assert.equal(defaults.get('GLIBC_TUNABLES'), 'glibc.malloc.mmap_threshold=10000');
+    const off = await envOf(['nodeOptions=', 'glibcTunables=']);
+    assert.equal(off.has('NODE_OPTIONS'), false);
+    assert.equal(off.has('GLIBC_TUNABLES'), false);
+  });
+});
 
 describe('scheduler chart contracts', { skip }, () => {
   it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {

@@ -10,8 +10,8 @@
 //   bare Node HTTP server holding as many idle event streams (the baseline).
 // Raw HTTP over undici Pools with sessions opened before the timed loops.
 // Every loop has a fixed count. Gateways run with GATEWAY_ENV, as deployed:
-// the Node options apps/gateway/src/main.ts recommends, and a warm module
-// compile cache (the image ships one, see the Dockerfile).
+// the Node options and malloc tunables of the gateway chart, and a warm
+// module compile cache (the image ships one, see the Dockerfile).
 //
 // How many idle streams one gateway is measured with:
 // - a relayed stream holds the client's socket; upstream it is an HTTP/2
@@ -35,6 +35,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
+import { parse } from 'yaml';
 // test/support is this test tree's own process harness, not another package.
 import { startCluster, type TestCluster } from '../../support/cluster.ts';
 import { spawnApp, type AppProcess } from '../../support/processes.ts';
@@ -61,18 +62,26 @@ const IDLE_BATCH = 100;
 /** Sandboxes the idle sessions share (each runtime caps its sandboxes at 200 here, not its sessions). */
 const IDLE_PROCESSES = 100;
 /**
- * Node options every gateway here runs with: the deployment recommendation
- * of apps/gateway/src/main.ts (a small young generation; the app itself
- * sets the old generation's growth).
+ * The environment the gateway chart deploys with, read from its default
+ * values so the bench measures what is installed: Node options (a small
+ * young generation; the app itself sets the old generation's growth) and
+ * glibc malloc tunables (see the chart's values.yaml).
  */
-const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=2';
+const CHART = parse(readFileSync(join(import.meta.dirname, '../../../charts/gateway/values.yaml'), 'utf8')) as {
+  nodeOptions: string;
+  glibcTunables: string;
+};
 /**
  * Node's module compile cache, as the image ships it: a process whose
  * modules are all in it never loads the type stripper (about 16–28 MB of
  * RSS at start). Filled by warmCompileCache before anything is measured.
  */
 const COMPILE_CACHE = join(tmpdir(), 'switchyard-bench-compile-cache');
-const GATEWAY_ENV = { NODE_OPTIONS: GATEWAY_NODE_OPTIONS, NODE_COMPILE_CACHE: COMPILE_CACHE };
+const GATEWAY_ENV = {
+  NODE_OPTIONS: CHART.nodeOptions,
+  GLIBC_TUNABLES: CHART.glibcTunables,
+  NODE_COMPILE_CACHE: COMPILE_CACHE,
+};
 /** Idle streams are opened in this many equal steps, RSS read after each. */
 const IDLE_STEPS = 3;
 const IDLE_SETTLE_MS = 2000;
@@ -276,7 +285,7 @@ async function rssSteps(
 
 /**
  * The same idle streams held by a bare Node HTTP server (idle-server.ts,
- * with the gateway's Node options): what the platform itself costs per
+ * with the gateway's environment): what the platform itself costs per
  * open event stream, measured in this run, to read the gateway's figure
  * against. Streams are opened with plain GETs, in the gateway's steps, and
  * the cost per stream is the slope between the first and the last step.

@@ -2,7 +2,7 @@
 // a bare Node HTTP server that sends every request on to one origin with an
 // undici Pool (`request`, then `pipeline` into the response) and streams the
 // answer back, with no identity, no routing, no security gates and no route
-// cache. Run with the gateway's Node options, it shows what one more loopback
+// cache. Run with the gateway's environment, it shows what one more loopback
 // hop through this platform costs on this machine; the gateway in direct
 // mode makes that hop and does its own work besides. Usage: passthrough.ts
 // <origin>. Prints its port, then serves until stdin closes.
