@@ -242,7 +242,12 @@ export class ProxyInstance implements SandboxInstance {
   async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
     this.#calls.push(ctx);
     try {
-      return await this.#forwardCall(params, ctx);
+      // No tasks are offered (the SDK has no runtime for them), so a call
+      // augmented with one is served as a plain call, as the spec asks of a
+      // receiver without task support; passed on, it would start a task
+      // upstream whose answer is no tools/call result.
+      const { task: _task, ...plain } = params as typeof params & { task?: unknown };
+      return await this.#forwardCall(plain, ctx);
     } finally {
       this.#calls.splice(this.#calls.indexOf(ctx), 1);
     }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createRequire } from 'node:module';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { SandboxHost } from '@switchyard/sandbox';
@@ -114,6 +116,26 @@ describe('stdio engine with server-everything', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('v1: a task-augmented tools/call is served as a plain one (no tasks are offered), and a task-only tool says so', async () => {
+    const c = await connect('v1', served.url, served.fetch, {
+      'x-switchyard-class': 'everything',
+      'x-switchyard-process': 'ev-tasks',
+    });
+    open.push(c);
+    const raw = c.raw as V1Client;
+    const asTask = (name: string, args: Record<string, unknown>) =>
+      raw.request(
+        { method: 'tools/call', params: { name, arguments: args, task: { ttl: 60_000 } } },
+        CallToolResultSchema,
+      );
+    const echoed = await asTask('echo', { message: 'as a task' });
+    assert.match(JSON.stringify(echoed.content), /as a task/);
+    const taskOnly = await asTask('simulate-research-query', { topic: 'cats' });
+    assert.equal(taskOnly.isError, true);
+    assert.match(JSON.stringify(taskOnly.content), /requires task augmentation/);
+    assert.match(await c.callText('echo', { message: 'still here' }), /still here/);
   });
 
   it("v2-legacy: relays the upstream's log messages at each client's level, and resource updates to subscribers only", async () => {
