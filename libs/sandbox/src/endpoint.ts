@@ -16,6 +16,7 @@ import {
   isIdentityValue,
 } from '@switchyard/protocol';
 import { SessionEventStore } from './event-store.ts';
+import { SandboxEventBus } from './listen-bus.ts';
 import type { Sandbox, SandboxRegistry } from './registry.ts';
 import type { Session, SessionTable } from './sessions.ts';
 import type { Logger, StateReporter } from './types.ts';
@@ -65,6 +66,8 @@ export class McpEndpoint {
   readonly #deps: EndpointDeps;
   readonly #current = new AsyncLocalStorage<Sandbox>();
   readonly #modern: McpHttpHandler;
+  /** Where the sandboxes' change events reach their 2026-07-28 listen streams. */
+  readonly #listenStreams = new SandboxEventBus<Sandbox>(() => this.#current.getStore());
 
   constructor(deps: EndpointDeps) {
     this.#deps = deps;
@@ -80,6 +83,7 @@ export class McpEndpoint {
       },
       {
         legacy: 'reject',
+        bus: this.#listenStreams,
         onerror: (error) =>
           deps.logger.debug({ event: 'mcp.modern_error', err: String(error) }, 'modern request error'),
       },
@@ -130,14 +134,36 @@ export class McpEndpoint {
     } catch (error) {
       return responseForError(error, requestIdOf(await readJson(request).catch(() => null)));
     }
+    const stopListening = await this.#listenFor(sandbox, request);
+    const done = (): void => {
+      stopListening();
+      registry.release(sandbox);
+    };
     let response: Response;
     try {
       response = await this.#current.run(sandbox, () => this.#modern.fetch(request));
     } catch (error) {
-      registry.release(sandbox);
+      done();
       throw error;
     }
-    return onResponseDone(response, request.signal, () => registry.release(sandbox));
+    return onResponseDone(response, request.signal, done);
+  }
+
+  /**
+   * A `subscriptions/listen` request opens a stream for as long as its
+   * response lasts: the sandbox is told which resources it watches and
+   * where its change events go. Only a sandbox that has such events is
+   * asked (its request body read a second time; the SDK reads its own copy).
+   */
+  async #listenFor(sandbox: Sandbox, request: Request): Promise<() => void> {
+    const { instance } = sandbox;
+    if (!instance.listen) return () => {};
+    const body = (await readJson(request).catch(() => undefined)) as
+      { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | undefined;
+    if (body?.method !== 'subscriptions/listen') return () => {};
+    const named = body.params?.notifications?.resourceSubscriptions;
+    const resources = Array.isArray(named) ? named.filter((u): u is string => typeof u === 'string') : [];
+    return instance.listen(resources, (event) => this.#listenStreams.publishTo(sandbox, event));
   }
 
   async #legacyFetch(request: Request, setId: (id: ReturnType<typeof requestIdOf>) => void): Promise<Response> {

@@ -1,4 +1,4 @@
-import type { McpServer, ServerCapabilities } from '@modelcontextprotocol/server';
+import type { McpServer, ServerCapabilities, ServerEvent } from '@modelcontextprotocol/server';
 import type { Logger } from './types.ts';
 
 /** What an engine knows when it makes an instance (before it is bound to a sandbox id). */
@@ -28,6 +28,15 @@ export interface SandboxInstance {
   /** Binds the instance to its sandbox id; called once, before the first `register`. */
   bind(sandboxId: string): void;
   register(server: McpServer): () => void;
+  /**
+   * Optional: a 2026-07-28 `subscriptions/listen` stream was opened on this
+   * sandbox, watching `resources`. Until the returned function is called,
+   * the instance hands its change events (list changes, updates of watched
+   * resources) to `publish`, once each however many streams are open:
+   * `publish` reaches all of the sandbox's streams, each filtering by its
+   * own request.
+   */
+  listen?(resources: readonly string[], publish: (event: ServerEvent) => void): () => void;
   /** True once the instance can no longer serve (e.g. its child exited). */
   readonly dead: boolean;
   /** Calls `listener` once when the instance dies on its own. */

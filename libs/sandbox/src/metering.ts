@@ -82,6 +82,7 @@ function meteredInstance(
     },
     onDead: (l) => inner.onDead(l),
     register: (server) => inner.register(server),
+    ...(inner.listen ? { listen: inner.listen.bind(inner) } : {}),
     bind(sandboxId) {
       inner.bind(sandboxId);
       process = sandboxId;

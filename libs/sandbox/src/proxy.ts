@@ -1,5 +1,5 @@
 import { Client, type CacheMode, type Transport } from '@modelcontextprotocol/client';
-import type { McpServer, ServerCapabilities, ServerContext } from '@modelcontextprotocol/server';
+import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
 import { DeathFlag, type SandboxInstance } from './engine.ts';
 
 /** Upper bound on one forwarded upstream request (tool calls may run long and reset it on progress). */
@@ -34,6 +34,11 @@ export function upstreamClient(): Client {
 }
 
 type Params = Record<string, unknown> | undefined;
+/** An open 2026-07-28 listen stream of this sandbox (see `listen`). */
+type Watch = { readonly publish: (event: ServerEvent) => void };
+/** Who may be subscribed to a resource: a legacy session's server or a listen stream. */
+type Subscriber = McpServer | Watch;
+const isWatch = (s: Subscriber): s is Watch => 'publish' in s;
 type ProgressParams = { progress: number; total?: number; message?: string };
 
 /**
@@ -42,7 +47,8 @@ type ProgressParams = { progress: number; total?: number; message?: string };
  * every server registered with it, forwards list-changed notifications and
  * log messages to all of them (each filters by its client's level),
  * resource updates to the ones subscribed to that resource (the upstream
- * stays subscribed while any is), and relays progress — awaiting the relays
+ * stays subscribed while any is), the same changes to 2026-07-28 listen
+ * streams (which name the resources they watch), and relays progress — awaiting the relays
  * before returning a result, since the modern era drops notifications sent
  * after the result.
  */
@@ -60,8 +66,10 @@ export class ProxyInstance implements SandboxInstance {
   /** Progress relays of calls in flight, by the upstream token we chose. */
   readonly #relays = new Map<string, (p: ProgressParams) => void>();
   #progressSeq = 0;
-  /** Resource URI → the clients' servers subscribed to it; the upstream stays subscribed while any is. */
-  readonly #subscribers = new Map<string, Set<McpServer>>();
+  /** Resource URI → the legacy sessions' servers and listen streams subscribed to it; the upstream stays subscribed while any is. */
+  readonly #subscribers = new Map<string, Set<Subscriber>>();
+  /** Open 2026-07-28 listen streams. */
+  readonly #watches = new Set<Watch>();
 
   /**
    * `cacheLists`: serve lists from the client's cache (default false). Only
@@ -101,19 +109,56 @@ export class ProxyInstance implements SandboxInstance {
     client.setRequestHandler('elicitation/create', (req) =>
       this.#onBehalf((ctx) => ctx.mcpReq.elicitInput(req.params, this.#asked(ctx))),
     );
-    client.setNotificationHandler('notifications/tools/list_changed', () => each((s) => s.sendToolListChanged()));
-    client.setNotificationHandler('notifications/resources/list_changed', () =>
-      each((s) => s.sendResourceListChanged()),
-    );
-    client.setNotificationHandler('notifications/prompts/list_changed', () => each((s) => s.sendPromptListChanged()));
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      each((s) => s.sendToolListChanged());
+      this.#toListeners({ kind: 'tools_list_changed' });
+    });
+    client.setNotificationHandler('notifications/resources/list_changed', () => {
+      each((s) => s.sendResourceListChanged());
+      this.#toListeners({ kind: 'resources_list_changed' });
+    });
+    client.setNotificationHandler('notifications/prompts/list_changed', () => {
+      each((s) => s.sendPromptListChanged());
+      this.#toListeners({ kind: 'prompts_list_changed' });
+    });
     client.setNotificationHandler('notifications/message', (n) =>
       each((s) => void s.server.sendLoggingMessage(n.params, s.server.transport?.sessionId).catch(() => undefined)),
     );
     client.setNotificationHandler('notifications/resources/updated', (n) => {
-      for (const s of this.#subscribers.get(n.params.uri) ?? []) {
-        if (s.isConnected()) void s.server.sendResourceUpdated(n.params).catch(() => undefined);
+      const subscribers = [...(this.#subscribers.get(n.params.uri) ?? [])];
+      for (const s of subscribers) {
+        if (!isWatch(s) && s.isConnected()) void s.server.sendResourceUpdated(n.params).catch(() => undefined);
       }
+      if (subscribers.some(isWatch))
+        this.#toListeners({ kind: 'resource_updated', uri: n.params.uri, params: n.params });
     });
+  }
+
+  /**
+   * Every watch publishes to all of this sandbox's listen streams, which
+   * filter for themselves: one publish per event, or each stream would get
+   * it once per open stream.
+   */
+  #toListeners(event: ServerEvent): void {
+    this.#watches.values().next().value?.publish(event);
+  }
+
+  listen(resources: readonly string[], publish: (event: ServerEvent) => void): () => void {
+    const watch: Watch = { publish };
+    this.#watches.add(watch);
+    const uris = this.capabilities.resources?.subscribe ? [...new Set(resources)] : [];
+    for (const uri of uris) {
+      const subscribers = this.#subscribersOf(uri);
+      // A failed subscription shows as updates that never come, as it would upstream.
+      if (subscribers.size === 0) void this.#client.subscribeResource({ uri }).catch(() => undefined);
+      subscribers.add(watch);
+    }
+    return () => {
+      this.#watches.delete(watch);
+      for (const uri of uris) {
+        if (this.#leave(watch, uri)) void this.#client.unsubscribeResource({ uri }).catch(() => undefined);
+      }
+    };
   }
 
   /**
@@ -225,16 +270,16 @@ export class ProxyInstance implements SandboxInstance {
     };
   }
 
-  #subscribersOf(uri: string): Set<McpServer> {
+  #subscribersOf(uri: string): Set<Subscriber> {
     let set = this.#subscribers.get(uri);
     if (!set) this.#subscribers.set(uri, (set = new Set()));
     return set;
   }
 
-  /** Drops `server`'s subscription to `uri`; true when it was the last one (the upstream may unsubscribe). */
-  #leave(server: McpServer, uri: string): boolean {
+  /** Drops `subscriber`'s subscription to `uri`; true when it was the last one (the upstream may unsubscribe). */
+  #leave(subscriber: Subscriber, uri: string): boolean {
     const set = this.#subscribers.get(uri);
-    if (!set?.delete(server) || set.size > 0) return false;
+    if (!set?.delete(subscriber) || set.size > 0) return false;
     this.#subscribers.delete(uri);
     return true;
   }

@@ -121,7 +121,7 @@ describe('stdio engine with server-everything', () => {
   it('v1: a task-augmented tools/call is served as a plain one (no tasks are offered), and a task-only tool says so', async () => {
     const c = await connect('v1', served.url, served.fetch, {
       'x-switchyard-class': 'everything',
-      'x-switchyard-process': 'ev-tasks',
+      'x-switchyard-process': 'ev-v2-legacy',
     });
     open.push(c);
     const raw = c.raw as V1Client;
@@ -187,6 +187,46 @@ describe('stdio engine with server-everything', () => {
       );
     } finally {
       await Promise.all([subscriber.client.close(), bystander.client.close()]);
+    }
+  });
+
+  it('v2-modern: a listen stream gets the updates of the resources it names from its own sandbox only, and the upstream is unsubscribed when it closes', async () => {
+    const headers = (process: string) => ({ 'x-switchyard-class': 'everything', 'x-switchyard-process': process });
+    const modern = async (process: string) => {
+      const c = await connect('v2-modern', served.url, served.fetch, headers(process));
+      open.push(c);
+      const updated: string[] = [];
+      const raw = c.raw as Client;
+      raw.setNotificationHandler('notifications/resources/updated', (n) => void updated.push(n.params.uri));
+      return { raw, updated };
+    };
+    const watcher = await modern('ev-listen');
+    const elsewhere = await modern('ev-v2-modern');
+    // A legacy session on the watcher's sandbox reads the upstream's log messages, which tell of (un)subscriptions.
+    const bystander = new Client({ name: 'bystander', version: '1.0.0' });
+    const texts: string[] = [];
+    bystander.setNotificationHandler('notifications/message', (n) => void texts.push(String(n.params.data)));
+    await bystander.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', served.url), {
+        fetch: served.fetch,
+        requestInit: { headers: headers('ev-listen') },
+      }),
+    );
+    try {
+      const { resources } = await watcher.raw.listResources();
+      const uri = resources[0]!.uri;
+      const listening = await watcher.raw.listen({ resourceSubscriptions: [uri] });
+      const other = await elsewhere.raw.listen({ resourceSubscriptions: [uri] });
+      // server-everything updates each subscribed resource every 5 s once toggled.
+      await watcher.raw.callTool({ name: 'toggle-subscriber-updates', arguments: {} });
+      await waitFor('an update on the listen stream', () => watcher.updated.length > 0, 15_000);
+      assert.deepEqual([...new Set(watcher.updated)], [uri]);
+      assert.deepEqual(elsewhere.updated, [], "another sandbox's listen stream gets none");
+      await listening.close();
+      await other.close();
+      await waitFor('the upstream to be unsubscribed', () => texts.some((t) => t.includes('Unsubscribe')));
+    } finally {
+      await bystander.close();
     }
   });
 
