@@ -48,9 +48,9 @@ type ProgressParams = { progress: number; total?: number; message?: string };
  * log messages to all of them (each filters by its client's level),
  * resource updates to the ones subscribed to that resource (the upstream
  * stays subscribed while any is), the same changes to 2026-07-28 listen
- * streams (which name the resources they watch), and relays progress — awaiting the relays
- * before returning a result, since the modern era drops notifications sent
- * after the result.
+ * streams (which name the resources they watch), and relays progress —
+ * awaiting the relays before returning a result, since the modern era drops
+ * notifications sent after the result.
  */
 export class ProxyInstance implements SandboxInstance {
   readonly capabilities: ServerCapabilities;
