@@ -153,13 +153,23 @@ export class McpEndpoint {
    * A `subscriptions/listen` request opens a stream for as long as its
    * response lasts: the sandbox is told which resources it watches and
    * where its change events go. Only a sandbox that has such events is
-   * asked (its request body read a second time; the SDK reads its own copy).
+   * asked: its request body is read a second time (the SDK reads its own
+   * copy), and parsed only when it names the method.
    */
   async #listenFor(sandbox: Sandbox, request: Request): Promise<() => void> {
     const { instance } = sandbox;
     if (!instance.listen) return () => {};
-    const body = (await readJson(request).catch(() => undefined)) as
-      { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | undefined;
+    const text = await request
+      .clone()
+      .text()
+      .catch(() => '');
+    if (!text.includes('subscriptions/listen')) return () => {};
+    let body: { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | undefined;
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      // Malformed: the SDK answers it.
+    }
     if (body?.method !== 'subscriptions/listen') return () => {};
     const named = body.params?.notifications?.resourceSubscriptions;
     const resources = Array.isArray(named) ? named.filter((u): u is string => typeof u === 'string') : [];
