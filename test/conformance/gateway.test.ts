@@ -29,7 +29,10 @@ import { until } from '../support/processes.ts';
 import { conformanceEngine } from './fixture-engine.ts';
 
 const cli = join(process.cwd(), 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-const inspectorCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/cli/build/cli.js');
+/** What `npx @modelcontextprotocol/inspector` runs. */
+const inspectorCli = createRequire(import.meta.url).resolve(
+  '@modelcontextprotocol/inspector/clients/launcher/build/index.js',
+);
 const baseline = new URL('./expected-failures-gateway.yml', import.meta.url).pathname;
 const JOIN_TOKEN = 'conformance-join-token-0123456789';
 
@@ -99,7 +102,6 @@ describe('MCP conformance suite through the gateway', () => {
   const gateways: Gateway[] = [];
   const servers: http.Server[] = [];
   let url: string;
-  let demoUrl: string;
   let outDir: string;
 
   before(async () => {
@@ -129,14 +131,11 @@ describe('MCP conformance suite through the gateway', () => {
       logger: recording,
       metrics: createMetrics('runtime'),
     });
-    // The inspector CLI sends no headers and always dials `<origin>/mcp`, so
-    // the demo class gets a second gateway whose default class it is.
     url = await serveGateway(gateways, servers, {
       schedulers: [scheduler.url],
       principalConcurrencyMax: 1000,
       logger: recording,
     });
-    demoUrl = await serveGateway(gateways, servers, { schedulers: [scheduler.url], defaultClass: 'demo' });
     // Ready once the scheduler's epoch places the default class on the runtime.
     await until('the runtime to be schedulable', async () => {
       const res = await fetch(`${scheduler.url}/api/schedule`, {
@@ -221,7 +220,8 @@ describe('MCP conformance suite through the gateway', () => {
   }
 
   it('lists the demo tools to the inspector CLI', async () => {
-    const child = spawn(process.execPath, [inspectorCli, '--cli', demoUrl, '--method', 'tools/list'], {
+    const args = ['--cli', url, '--header', 'X-Switchyard-Class: demo', '--method', 'tools/list'];
+    const child = spawn(process.execPath, [inspectorCli, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

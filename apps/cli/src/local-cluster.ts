@@ -41,8 +41,8 @@ export function everythingEngine(): EngineConfig {
 
 /**
  * Identity sources of the local gateway: the defaults plus `?class=` and
- * `?process=`, for clients that can set neither headers nor paths (the
- * inspector CLI keeps a URL's query but not its path after /mcp).
+ * `?process=`, for clients that can set neither headers nor paths (a client
+ * configured with one URL ending in /mcp).
  */
 export const LOCAL_IDENTITY = {
   class: ['path:class', 'header:X-Switchyard-Class', 'query:class'],

@@ -124,5 +124,7 @@ export function alive(pid: number): boolean {
   return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X';
 }
 
-/** The inspector's CLI entry, run with this Node. */
-export const INSPECTOR_CLI = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/cli/build/cli.js');
+/** What `npx @modelcontextprotocol/inspector` runs, run with this Node. */
+export const INSPECTOR_CLI = createRequire(import.meta.url).resolve(
+  '@modelcontextprotocol/inspector/clients/launcher/build/index.js',
+);
