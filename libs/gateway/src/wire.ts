@@ -60,11 +60,15 @@ export function inspectBody(body: Buffer): MessageInfo {
   if (Array.isArray(parsed)) {
     if (parsed.length === 0) throw new SwitchyardError('invalid_request', 'Invalid request: empty batch');
     const messages = parsed.map(messageOf);
+    // The 2025-03-26 revision, the one that has batches, forbids this; refused before anything is scheduled.
+    if (messages.some((m) => m.method === 'initialize')) {
+      throw new SwitchyardError('invalid_request', 'Invalid request: initialize must not be part of a JSON-RPC batch');
+    }
     const first = messages.find((m) => m.method !== undefined);
     return {
       id: null,
       ...(first?.method !== undefined ? { method: first.method } : {}),
-      isInitialize: messages.some((m) => m.method === 'initialize'),
+      isInitialize: false,
       ...(first?.claimed !== undefined ? { claimedVersion: first.claimed } : {}),
     };
   }

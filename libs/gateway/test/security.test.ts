@@ -66,6 +66,13 @@ describe('gateway security with bearer auth', () => {
       rpc: -32000,
     },
     {
+      name: 'rejects an initialize inside a batch with 400 -32600',
+      body: [INITIALIZE],
+      headers: () => auth(ALICE),
+      status: 400,
+      rpc: -32600,
+    },
+    {
       name: 'rejects an unsupported MCP-Protocol-Version with 400',
       body: INITIALIZE,
       headers: () => ({ ...auth(ALICE), 'mcp-protocol-version': '1999-01-01' }),
@@ -113,7 +120,7 @@ describe('gateway security with bearer auth', () => {
       const res = await post(h.url, c.body, c.headers());
       assert.equal(res.status, c.status);
       const body = res.json as { error?: { code: number } };
-      if (c.rpc !== 0) assert.equal(body.error?.code, c.rpc);
+      if (c.rpc !== 0) assert.equal(body.error?.code, c.rpc, JSON.stringify(body));
       if (c.status === 401) assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm="switchyard"/);
     });
   }

@@ -6,6 +6,7 @@
 export const ERROR_CODES = {
   parse_error: { status: 400, rpc: -32700 },
   invalid_request: { status: 400, rpc: -32600 },
+  invalid_params: { status: 400, rpc: -32602 },
   bad_identity: { status: 400, rpc: -32600 },
   session_required: { status: 400, rpc: -32000 },
   unsupported_protocol_version: { status: 400, rpc: -32000 },

@@ -74,6 +74,7 @@ describe('error registry', () => {
   const table: Array<[keyof typeof ERROR_CODES, number, number]> = [
     ['parse_error', 400, -32700],
     ['invalid_request', 400, -32600],
+    ['invalid_params', 400, -32602],
     ['bad_identity', 400, -32600],
     ['session_required', 400, -32000],
     ['unsupported_protocol_version', 400, -32000],

@@ -188,9 +188,7 @@ export class McpEndpoint {
     }
     const body = await readJson(request);
     setId(requestIdOf(body));
-    if (!isInitializeRequest(body)) {
-      return errorResponse('session_required', `${MCP_SESSION_HEADER} header required`, requestIdOf(body));
-    }
+    if (!isInitializeRequest(body)) return refusalWithoutSession(body);
     return this.#initialize(request);
   }
 
@@ -253,4 +251,25 @@ export class McpEndpoint {
     if (transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
     return response;
   }
+}
+
+/**
+ * Why a POST without a session that is not a valid `initialize` is refused:
+ * an `initialize` that is malformed or batched (the 2025-03-26 revision
+ * forbids that) is named as such, not as a missing session.
+ */
+function refusalWithoutSession(body: unknown): Response {
+  const id = requestIdOf(body);
+  const isInitialize = (m: unknown): boolean => (m as { method?: unknown } | null)?.method === 'initialize';
+  if (Array.isArray(body) && body.some(isInitialize)) {
+    return errorResponse('invalid_request', 'initialize must not be part of a JSON-RPC batch');
+  }
+  if (isInitialize(body)) {
+    return errorResponse(
+      'invalid_params',
+      'initialize needs params with protocolVersion, capabilities and clientInfo',
+      id,
+    );
+  }
+  return errorResponse('session_required', `${MCP_SESSION_HEADER} header required`, id);
 }

@@ -81,6 +81,22 @@ describe('bad input at /mcp', () => {
       text: /mcp-session-id/,
     },
     {
+      name: 'an initialize without its params is a 400 invalid params, not a missing session',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'initialize', params: {} }),
+      headers: { 'x-switchyard-class': 'demo' },
+      status: 400,
+      rpc: -32602,
+      text: /protocolVersion/,
+    },
+    {
+      name: 'an initialize inside a batch is a 400 invalid request',
+      body: JSON.stringify([INIT]),
+      headers: { 'x-switchyard-class': 'demo' },
+      status: 400,
+      rpc: -32600,
+      text: /batch/,
+    },
+    {
       name: 'an unknown session is a 404',
       body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
       headers: { 'mcp-session-id': 'no-such-session' },
