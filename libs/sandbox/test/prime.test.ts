@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
 import type { SandboxHost } from '@switchyard/sandbox';
 import { connect, type TestClient } from './fixtures/clients.ts';
 import { serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
@@ -103,6 +104,33 @@ describe('warm-pool priming and upstream list caching (stdio)', () => {
     assert.deepEqual(await client.listToolNames(), ['echo', 'grow', 'grown-3', 'seen']);
     const lists = (await seen(client)).filter((m) => m === 'tools/list');
     assert.equal(lists.length, 2, 'one upstream list before the announcement (priming or first) and one after');
+  });
+
+  it("a 2026-07-28 listen stream hears its own sandbox's tool list change, and no other sandbox's", async () => {
+    const listener = async (process: string) => {
+      const c = await connect('v2-modern', served.url, served.fetch, {
+        'x-switchyard-class': 'announcing',
+        'x-switchyard-process': process,
+      });
+      opened.push(c);
+      const heard = { changes: 0 };
+      const raw = c.raw as Client;
+      raw.setNotificationHandler('notifications/tools/list_changed', () => void heard.changes++);
+      return { stream: await raw.listen({ toolsListChanged: true }), heard };
+    };
+    const watcher = await listener('p-listen');
+    const bystander = await listener('p-listen-other');
+    try {
+      const grower = await open('announcing', 'p-listen');
+      assert.equal(await grower.callText('grow'), 'grown');
+      await waitFor('the change on the listen stream', () => watcher.heard.changes > 0);
+      // Both sandboxes' children run the same fixture, so a change routed by class instead of sandbox would show here.
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(watcher.heard.changes, 1);
+      assert.equal(bystander.heard.changes, 0);
+    } finally {
+      await Promise.all([watcher.stream.close(), bystander.stream.close()]);
+    }
   });
 });
 
