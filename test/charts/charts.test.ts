@@ -137,6 +137,17 @@ describe('gateway chart contracts', { skip }, () => {
     return new Map(env.map((e) => [e.name, e.value]));
   };
 
+  // The validation above can fail: the same rendered Deployment, broken in one field, is refused.
+  it('refuses a rendered Deployment whose container port is not a number', async () => {
+    const deployment = (await render('gateway')).find((m) => m.kind === 'Deployment')!;
+    const broken = structuredClone(deployment) as Manifest & {
+      spec: { template: { spec: { containers: { ports: { containerPort: unknown }[] }[] } } };
+    };
+    broken.spec.template.spec.containers[0]!.ports[0]!.containerPort = 'http';
+    assert.doesNotThrow(() => new Deployment(deployment as never).validate());
+    assert.throws(() => new Deployment(broken as never).validate(), /containerPort/);
+  });
+
   it('runs the gateway with the memory settings the gateway bench measures, each off when set empty', async () => {
     const defaults = await envOf();
     assert.equal(defaults.get('NODE_OPTIONS'), '--max-semi-space-size=2');
