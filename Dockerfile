@@ -7,7 +7,9 @@
 
 FROM node:24-slim AS deps
 WORKDIR /app
-# Manifests first, so the dependency layer is reused until they change.
+# npm links the workspaces (libs/*, apps/*) into node_modules, so it needs
+# their folders, not only the manifests: this layer is rebuilt whenever any
+# source changes.
 COPY package.json package-lock.json ./
 COPY libs/ ./libs/
 COPY apps/ ./apps/
