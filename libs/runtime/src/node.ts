@@ -96,13 +96,12 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     clock,
     logger,
     ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),
+    // The dialer logs each connect and disconnect itself.
     onConnected: () => {
-      logger.info({ scheduler: options.schedulerUrl }, 'tunnel connected');
       const waiters = connectedWaiters;
       connectedWaiters = [];
       for (const resolve of waiters) resolve();
     },
-    onDisconnected: (reason) => logger.warn({ reason }, 'tunnel disconnected'),
   });
 
   let closing: Promise<void> | undefined;

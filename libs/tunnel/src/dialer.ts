@@ -178,7 +178,9 @@ class Dialer implements TunnelDialer {
     const wasConnected = this.connected && this.#link === link;
     if (this.#link === link) this.connected = false;
     if (wasConnected) {
-      this.#logger.warn({ runtime: this.#o.info.id, reason }, 'tunnel disconnected');
+      // A close asked for (the runtime stopping) is no trouble to warn of, whichever end noticed first.
+      if (this.#closed) this.#logger.info({ runtime: this.#o.info.id, reason }, 'tunnel closed');
+      else this.#logger.warn({ runtime: this.#o.info.id, reason }, 'tunnel disconnected');
       this.#o.onDisconnected?.(reason);
     }
     if (this.#closed || this.#link !== link) return;

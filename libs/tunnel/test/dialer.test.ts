@@ -97,10 +97,11 @@ describe('tunnel dialer', () => {
     });
   }
 
-  it('stops reconnecting once closed', async () => {
+  it('stops reconnecting once closed, and logs that close as info, not as a lost tunnel', async () => {
     const scheduler = await startScheduler();
     open.schedulers.push(scheduler);
     const clock = new ManualClock();
+    const { logger, lines } = captureLogger();
     const accepted = scheduler.nextTunnel('rt-close');
     const dialer = dialTunnel({
       url: scheduler.url,
@@ -108,15 +109,22 @@ describe('tunnel dialer', () => {
       info: runtimeInfo('rt-close'),
       handler: (_req, res) => res.end(),
       clock,
+      logger,
     });
     const tunnel = await accepted;
+    await until(() => dialer.connected);
     dialer.close();
     dialer.close();
     assert.match(await tunnel.whenClosed, /GOAWAY|closed/);
+    await until(() => !dialer.connected);
     await clock.advance(60_000);
     assert.equal(dialer.connected, false);
     assert.equal(scheduler.endpoint.list().length, 0);
     assert.equal(clock.pendingTimers, 0);
+    assert.deepEqual(
+      lines.filter((l) => l.msg.startsWith('tunnel ')).map((l) => `${l.level} ${l.msg}`),
+      ['info tunnel connected', 'info tunnel closed'],
+    );
   });
 
   it('declares a scheduler dead when it stops answering pings, then redials', async () => {
