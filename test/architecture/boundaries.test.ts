@@ -1,6 +1,7 @@
 // Import boundaries of the house style, checked with full path resolution so
 // they cannot erode silently: no deep imports across packages, no `../../`
-// escapes, the pure libs import nothing from Node, and libs never import apps.
+// escapes, the pure libs import nothing from Node, libs never import apps,
+// and every package declares the packages its sources load at run time.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { builtinModules } from 'node:module';
@@ -16,6 +17,8 @@ interface Pkg {
   name: string;
   kind: 'lib' | 'app';
   exports: Set<string>;
+  /** Its `dependencies`: what a production install (no devDependencies) gives it. */
+  dependencies: Set<string>;
 }
 
 function packages(): Pkg[] {
@@ -26,8 +29,18 @@ function packages(): Pkg[] {
     for (const entry of readdirSync(base)) {
       const manifest = join(base, entry, 'package.json');
       if (!existsSync(manifest)) continue;
-      const json = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; exports?: Record<string, string> };
-      out.push({ dir: join(base, entry), name: json.name, kind, exports: new Set(Object.keys(json.exports ?? {})) });
+      const json = JSON.parse(readFileSync(manifest, 'utf8')) as {
+        name: string;
+        exports?: Record<string, string>;
+        dependencies?: Record<string, string>;
+      };
+      out.push({
+        dir: join(base, entry),
+        name: json.name,
+        kind,
+        exports: new Set(Object.keys(json.exports ?? {})),
+        dependencies: new Set(Object.keys(json.dependencies ?? {})),
+      });
     }
   }
   return out;
@@ -98,6 +111,23 @@ export function eagerImportsOf(text: string): string[] {
   return [...text.matchAll(STATIC_VALUE_IMPORT_RE)].map((m) => m[1]!).filter((spec) => LAZY_PACKAGES.includes(spec));
 }
 
+/** Imports that load code at run time: not `import type` (erased when types are stripped). */
+const VALUE_IMPORT_RE =
+  /(?:^|\n)\s*(?:import|export)\s+(?!type\b)[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+/** The npm packages `text` loads at run time (`@scope/name` or `name`), Node's built-ins left out. */
+export function runtimePackagesOf(text: string): string[] {
+  const specs = [...text.matchAll(VALUE_IMPORT_RE)].map((m) => (m[1] ?? m[2])!);
+  return specs
+    .filter((spec) => !spec.startsWith('.') && !isBuiltin(spec))
+    .map((spec) =>
+      spec
+        .split('/')
+        .slice(0, spec.startsWith('@') ? 2 : 1)
+        .join('/'),
+    );
+}
+
 describe('import boundaries', () => {
   it('hold across every package', () => {
     const pkgs = packages();
@@ -120,6 +150,31 @@ describe('import boundaries', () => {
       "const jose = await import('jose');",
     ].join('\n');
     assert.deepEqual(eagerImportsOf(sample), ['@kubernetes/client-node', 'ioredis']);
+  });
+
+  // A production install (the image's `npm ci --omit=dev`) has only these;
+  // a package found in the workspace's node_modules through another's
+  // declaration, or as a devDependency, would be missing there.
+  it('declare in each package.json the packages its sources load at run time', () => {
+    const undeclared: string[] = [];
+    for (const pkg of packages()) {
+      for (const file of sourceFiles(join(pkg.dir, 'src'))) {
+        for (const name of runtimePackagesOf(readFileSync(file, 'utf8'))) {
+          if (!pkg.dependencies.has(name)) undeclared.push(`${relative(root, file)}: ${name}`);
+        }
+      }
+    }
+    assert.deepEqual([...new Set(undeclared)], []);
+    const sample = [
+      "import type { Server } from '@modelcontextprotocol/server';",
+      "import { McpServer } from '@modelcontextprotocol/server';",
+      "import { type Redis } from 'ioredis';",
+      "import { setTimeout } from 'node:timers/promises';",
+      "const { SignJWT } = await import('jose');",
+      "import { x } from './local.ts';",
+      "import { Agent } from 'undici/lib/dispatcher/agent.js';",
+    ].join('\n');
+    assert.deepEqual(runtimePackagesOf(sample), ['@modelcontextprotocol/server', 'ioredis', 'jose', 'undici']);
   });
 
   it('lib entries use explicit named exports', () => {
