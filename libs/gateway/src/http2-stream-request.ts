@@ -65,7 +65,8 @@ export class StreamRequest implements Dispatcher.DispatchController {
     stream.on('error', on.error);
     stream.on('close', on.close);
     if (options.headersTimeout) {
-      const timer = setTimeout(() => request.abort(new Error('upstream headers timeout')), options.headersTimeout);
+      const timeout = Object.assign(new Error('upstream headers timeout'), { code: 'UND_ERR_HEADERS_TIMEOUT' });
+      const timer = setTimeout(() => request.abort(timeout), options.headersTimeout);
       timer.unref();
       request.#headersTimer = timer;
     }

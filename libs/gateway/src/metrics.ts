@@ -11,7 +11,7 @@ export interface GatewayMetrics {
   sseClosed(): void;
 }
 
-export type UpstreamErrorReason = 'connect' | 'gone' | 'stream' | 'timeout' | 'scheduler' | 'aborted';
+export type UpstreamErrorReason = 'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted';
 
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {

@@ -16,7 +16,7 @@ import type { Attempt } from './forward.ts';
 import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
-import { isEventStream, upstreamHeaders } from './upstream.ts';
+import { isEventStream, isHeadersTimeout, upstreamHeaders } from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
 
@@ -110,7 +110,39 @@ function relayEndOf(ctx: RoutingContext): RelayEnd {
   return end;
 }
 
+/**
+ * One request to the route's runtime. A failure after the request left (the
+ * runtime reset or closed the connection, or sent no head in time) is the
+ * upstream's, so the client gets 502 or 504 rather than a 500; it is not
+ * retried, as the runtime may have acted on it.
+ */
 async function call(
+  ctx: RoutingContext,
+  r: Routed,
+  route: Route,
+  asserted: Parameters<typeof upstreamHeaders>[1],
+  gone: ReadonlySet<number>,
+): Promise<Attempt> {
+  try {
+    return await send(ctx, r, route, asserted, gone);
+  } catch (error) {
+    // The client left: nobody to answer.
+    if (r.signal.aborted || error instanceof SwitchyardError) throw error;
+    const timedOut = isHeadersTimeout(error);
+    ctx.metrics.upstreamError(timedOut ? 'timeout' : 'reset');
+    ctx.logger.warn(
+      { runtime: route.runtime, upstream: route.url, err: String((error as Error)?.message) },
+      'upstream failed after the request was sent',
+    );
+    throw timedOut
+      ? new SwitchyardError('upstream_timeout', 'Gateway timeout: the runtime sent no answer in time', { cause: error })
+      : new SwitchyardError('upstream_unavailable', 'Bad gateway: the runtime closed the connection before answering', {
+          cause: error,
+        });
+  }
+}
+
+async function send(
   ctx: RoutingContext,
   r: Routed,
   route: Route,
@@ -129,15 +161,15 @@ async function call(
     signal: r.signal,
     idleTimeoutMs: ctx.idleTimeoutMs,
   };
-  const send = (dispatcher: Dispatch): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
+  const via = (dispatcher: Dispatch): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
   const streams = method === 'GET' && !route.direct ? ctx.eventStreams : undefined;
-  if (!streams) return send(ctx.dispatcher);
+  if (!streams) return via(ctx.dispatcher);
   const origin = new URL(route.url).origin;
   try {
-    return await send(streams.dispatcherFor(origin));
+    return await via(streams.dispatcherFor(origin));
   } catch (error) {
     if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
-    return send(ctx.dispatcher);
+    return via(ctx.dispatcher);
   }
 }
 

@@ -19,6 +19,11 @@ const CONNECT_ERROR_CODES = new Set([
   'EADDRNOTAVAIL',
 ]);
 
+/** True for a response head that did not come in time (undici's code; the HTTP/2 client uses it too). */
+export function isHeadersTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === 'UND_ERR_HEADERS_TIMEOUT';
+}
+
 export function isConnectFailure(error: unknown): boolean {
   let e = error as { code?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 3; depth++, e = e.cause as typeof e) {

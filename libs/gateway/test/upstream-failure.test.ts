@@ -1,0 +1,75 @@
+// A runtime that fails a request after receiving it: the gateway answers 502
+// (the connection closed before a response head) or 504 (no head in time),
+// never a 500, and sends the request once (it may have been acted on).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
+import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
+import { INITIALIZE, listen, post, stopServer } from './harness.ts';
+import { createGateway } from '@switchyard/gateway';
+import type { Gateway } from '@switchyard/gateway';
+
+const STATELESS = { 'mcp-protocol-version': '2026-07-28', 'x-switchyard-process': 'p1' };
+const call = (tool: string) => ({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: tool, arguments: {} } });
+
+describe('a runtime that fails after the request reached it', () => {
+  const received: string[] = [];
+  const runtime = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      received.push(body);
+      // "stall" never answers; anything else is cut before a response head.
+      if (!body.includes('stall')) res.socket?.destroy();
+    });
+  });
+  let scheduler: SchedulerDouble;
+  let gateway: Gateway;
+  let server: Awaited<ReturnType<typeof listen>>;
+
+  before(async () => {
+    await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
+    const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
+    scheduler = await startSchedulerDouble([{ id: 'rt-failing', address }]);
+    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct', idleTimeoutMs: 500 });
+    server = await listen(gateway);
+  });
+  after(async () => {
+    await stopServer(server.server);
+    await gateway.close();
+    runtime.closeAllConnections();
+    await new Promise((resolve) => runtime.close(resolve));
+    await scheduler.close();
+  });
+
+  const cases = [
+    {
+      name: 'a stateless tools/call cut by the runtime is a 502, sent once',
+      body: call('reset'),
+      headers: STATELESS,
+      status: 502,
+    },
+    { name: 'an initialize cut by the runtime is a 502, sent once', body: INITIALIZE, headers: {}, status: 502 },
+    {
+      name: 'a tools/call the runtime never answers is a 504 after the idle timeout, sent once',
+      body: call('stall'),
+      headers: STATELESS,
+      status: 504,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      received.length = 0;
+      const errorsBefore = gateway.stats().upstreamErrors;
+      const res = await post(server.url, c.body, c.headers);
+      assert.equal(res.status, c.status, JSON.stringify(res.json));
+      const error = (res.json as { error: { code: number; data: { reason: string } } }).error;
+      assert.equal(error.code, -32000);
+      assert.equal(error.data.reason, c.status === 502 ? 'upstream_unavailable' : 'upstream_timeout');
+      assert.equal(received.length, 1, 'the request reached the runtime exactly once');
+      assert.equal(gateway.stats().upstreamErrors, errorsBefore + 1);
+    });
+  }
+});
