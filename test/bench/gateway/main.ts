@@ -141,7 +141,15 @@ async function startChildServer(script: string, args: string[], wrapper: readonl
 }
 
 /** What the bench stops at the end: the apps it spawned and the pass-through. */
-type Stoppable = Pick<AppProcess, 'stop'>;
+type Stoppable = Pick<AppProcess, 'stop'> & Partial<Pick<AppProcess, 'name' | 'logs'>>;
+
+/** On a failed run: the last warnings and errors each app logged, which say what went wrong on its side. */
+function reportTrouble(apps: readonly Stoppable[]): void {
+  for (const app of apps) {
+    const trouble = (app.logs ?? []).filter((l) => Number(l.level) >= 40).slice(-5);
+    for (const line of trouble) progress(`${app.name}: ${JSON.stringify(line)}`);
+  }
+}
 
 /** Runs the app with its soft descriptor limit raised to the hard one (an unprivileged process may do that). */
 const RAISE_FD_LIMIT = ['sh', '-c', 'ulimit -n "$(ulimit -Hn)" && exec "$@"', 'sh'];
@@ -472,6 +480,9 @@ async function main(): Promise<void> {
       unit: 'ratio',
     });
     report('gateway', figures);
+  } catch (error) {
+    reportTrouble([...cluster.schedulers, ...cluster.runtimes, ...extra]);
+    throw error;
   } finally {
     await Promise.all(extra.map((p) => p.stop(2000)));
     await cluster.stop();
