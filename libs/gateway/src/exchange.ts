@@ -55,6 +55,23 @@ const CLIENT_GONE = 'client disconnected';
  * every request and fewer objects held by every open event stream. The
  * client's response closing early is the cancellation, at any stage.
  */
+/** Failures of the upstream's making before its response head: see isUpstreamFailure. */
+const upstreamFailures = new WeakSet<object>();
+
+/**
+ * True for an error `exchange` rejected with because of the upstream (it
+ * reset or closed the connection, or sent no head in time), as opposed to
+ * the client leaving or a fault of the gateway's own.
+ */
+export function isUpstreamFailure(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && upstreamFailures.has(error);
+}
+
+function upstreamFailure(error: Error): Error {
+  upstreamFailures.add(error);
+  return error;
+}
+
 class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   statusCode = 0;
   headers: IncomingHttpHeaders = {};
@@ -141,7 +158,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   }
 
   onResponseEnd(): void {
-    if (this.#head) return this.#rejectHead(new Error('upstream ended without a response'));
+    if (this.#head) return this.#rejectHead(upstreamFailure(new Error('upstream ended without a response')));
     const mode = this.#mode;
     this.#mode = 'done';
     // 'complete' then comes with the response's 'close' (after 'finish').
@@ -152,7 +169,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
-    if (this.#head) return this.#rejectHead(error);
+    if (this.#head) return this.#rejectHead(upstreamFailure(error));
     const mode = this.#mode;
     this.#mode = 'done';
     // Headers may be out already: the client can only be told by a cut stream.

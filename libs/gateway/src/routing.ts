@@ -13,6 +13,7 @@ import type { Route, RouteCache } from './route-cache.ts';
 import type { Placement, SchedulerClient } from './scheduler-client.ts';
 import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
+import { isUpstreamFailure } from './exchange.ts';
 import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
@@ -126,8 +127,8 @@ async function call(
   try {
     return await send(ctx, r, route, asserted, gone);
   } catch (error) {
-    // The client left: nobody to answer.
-    if (r.signal.aborted || error instanceof SwitchyardError) throw error;
+    // The client left (nobody to answer), or the fault is not the upstream's.
+    if (r.signal.aborted || !isUpstreamFailure(error)) throw error;
     const timedOut = isHeadersTimeout(error);
     ctx.metrics.upstreamError(timedOut ? 'timeout' : 'reset');
     ctx.logger.warn(
