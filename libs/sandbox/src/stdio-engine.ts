@@ -30,8 +30,10 @@ export function stdioEngine(config: StdioConfig): Engine {
       const stderr = transport.stderr;
       if (stderr) {
         const lines = createInterface({ input: stderr as Readable, crlfDelay: Infinity });
+        // A stdio MCP server's log goes to stderr (the protocol has stdout):
+        // informational as often as not, so no warning.
         lines.on('line', (line) =>
-          ctx.logger.warn(
+          ctx.logger.info(
             { event: 'sandbox.stderr', class: ctx.className, line: line.slice(0, STDERR_LINE_MAX) },
             'stderr',
           ),

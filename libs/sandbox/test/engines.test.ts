@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
 import { connect } from './fixtures/clients.ts';
-import { RecordingReporter, serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
+import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
 const REDIS = '/usr/bin/redis-server';
@@ -65,6 +65,7 @@ describe('warm pool and metering decorators', () => {
   let served: Served;
   let reporter: RecordingReporter;
   const metered: MeteringEvent[] = [];
+  const logger = captureLogger();
 
   before(async () => {
     reporter = new RecordingReporter();
@@ -76,6 +77,7 @@ describe('warm pool and metering decorators', () => {
       sandboxesMax: 3,
       reporter,
       meter: { record: (e) => void metered.push(e) },
+      logger,
     });
     served = await serveHttp1(host);
   });
@@ -88,6 +90,16 @@ describe('warm pool and metering decorators', () => {
     await waitFor('the pool to fill', () => host.stats().warm === 2);
     assert.equal(reporter.processes.size, 0);
     assert.deepEqual(reporter.weight, { sandboxes: 3 });
+  });
+
+  it("logs a stdio sandbox's stderr at info, as the server's own log", async () => {
+    const stderr = () => logger.lines.filter((l) => l.obj.event === 'sandbox.stderr');
+    await waitFor('a stderr line', () => stderr().length > 0);
+    assert.deepEqual(stderr()[0], {
+      level: 'info',
+      obj: { event: 'sandbox.stderr', class: 'tiny', line: 'tiny: serving on stdio' },
+    });
+    assert.ok(stderr().every((l) => l.level === 'info'));
   });
 
   it('binds a pooled sandbox to the process id on activation, meters it as warm, and refills', async () => {
