@@ -103,7 +103,10 @@ async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: Serve
   ctx.metrics.scheduleRequests.inc({ outcome: decision.ok ? decision.source : 'unschedulable' });
   const base = { epoch: ctx.view.epoch, term: ctx.view.term };
   if (!decision.ok) {
-    ctx.logger.warn(
+    // An explain is a dry run (`switchyard explain`): nothing to warn an operator of.
+    const log = parsed.value.explain ? ctx.logger.debug : ctx.logger.warn;
+    log.call(
+      ctx.logger,
       { class: parsed.value.class, ...base, runtimes: ctx.view.counts().runtimes, reason: decision.unschedulable },
       'unschedulable',
     );

@@ -1,7 +1,7 @@
 import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import { createMetrics } from '@switchyard/service';
-import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { startSchedulerReplica, type ReplicaLogger, type SchedulerReplica } from '@switchyard/scheduler';
 
 export const TOKEN = 'test-join-token-0123456789';
 
@@ -15,7 +15,11 @@ export const quietLogger = {
 /** Tuned-down timings so elections and epochs settle in well under a second. */
 export const FAST_ELECTION = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 };
 
-export async function startReplicas(count: number, store = new MemoryLeaseStore()): Promise<SchedulerReplica[]> {
+export async function startReplicas(
+  count: number,
+  store = new MemoryLeaseStore(),
+  logger: ReplicaLogger = quietLogger,
+): Promise<SchedulerReplica[]> {
   const replicas: SchedulerReplica[] = [];
   for (let i = 0; i < count; i++) {
     replicas.push(
@@ -29,7 +33,7 @@ export async function startReplicas(count: number, store = new MemoryLeaseStore(
         epoch: { cycleIntervalMs: 200 },
         joinTokens: () => [TOKEN],
         tunnelPingIntervalMs: 300,
-        logger: quietLogger,
+        logger,
         metrics: createMetrics('scheduler'),
       }),
     );
