@@ -118,11 +118,11 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   return {
     async handleMcp(req, res) {
       if (closing) return rejectClosed(res);
-      await mcp(req, forHttp2(res));
+      await mcp(req, withoutHopByHop(res));
     },
     async handleRest(req, res) {
       if (closing) return rejectClosed(res);
-      await rest(req, forHttp2(res));
+      await rest(req, withoutHopByHop(res));
     },
     stats: () => ({
       sandboxes: registry.size,
@@ -143,12 +143,18 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   };
 }
 
-/** Connection-specific headers HTTP/2 forbids (RFC 9113 §8.2.2); the SDK adapter may set them. */
+/** Connection-specific headers (RFC 9113 §8.2.2); the SDK adapter may set them (`Connection: keep-alive` on SSE). */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade'];
 
-/** On an `http2` compat response, drops hop-by-hop headers instead of letting Node warn and drop them. */
-function forHttp2(res: HostResponse): HostResponse {
-  if (!('stream' in res)) return res;
+/**
+ * Drops the hop-by-hop headers the SDK sets, leaving the connection to Node.
+ * HTTP/2 forbids them (Node would warn and drop them). On HTTP/1.1 a
+ * `Connection` header set by the app stops Node from announcing its
+ * `Keep-Alive: timeout`; a pooling client (the gateway's, in direct mode)
+ * then keeps an idle connection past the server's timeout, and a request
+ * sent on it as the server closes it is reset.
+ */
+function withoutHopByHop(res: HostResponse): HostResponse {
   const writeHead = res.writeHead.bind(res);
   res.writeHead = (status, headers) => {
     const kept = { ...headers };

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { SandboxHost } from '@switchyard/sandbox';
 import { FLAVOURS, connect, type TestClient } from './fixtures/clients.ts';
@@ -119,3 +120,51 @@ for (const { name: serverName, serve } of SERVERS) {
     });
   });
 }
+
+// A pooling client (the gateway, in direct mode) closes an idle connection
+// before the server does only if it is told the server's timeout. The SDK
+// sets `Connection: keep-alive` on event streams, and a Connection header set
+// by the app stops Node from announcing `Keep-Alive: timeout`; the gateway
+// then reused connections the runtime was closing and got resets.
+describe('HTTP/1.1 answers of the host', () => {
+  let host: SandboxHost;
+  let served: Served;
+  before(async () => {
+    host = testHost({ runtimeId: 'rt-ka', classes: { demo: { engine: 'builtin' } } });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  it('leave the connection to Node, which announces its keep-alive timeout, on JSON and event-stream answers', async () => {
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'ka', version: '1' } },
+    };
+    for (const accept of ['application/json, text/event-stream', 'text/event-stream, application/json']) {
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const body = JSON.stringify(initialize);
+        const req = http.request(`${served.url}/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept, 'x-switchyard-class': 'demo' },
+        });
+        req.once('response', resolve).once('error', reject);
+        req.end(body);
+      });
+      res.resume();
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers['keep-alive']), /^timeout=\d+$/, JSON.stringify(res.headers));
+    }
+    const missing = await fetch(`${served.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+    });
+    await missing.text();
+    assert.match(String(missing.headers.get('keep-alive')), /^timeout=\d+$/);
+  });
+});
