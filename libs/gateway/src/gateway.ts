@@ -87,7 +87,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     sseClosed: () => (counts.sseOpen--, exported.sseClosed()),
   };
   const agentOptions = {
-    keepAliveTimeout: Math.min(o.idleTimeoutMs, 60_000),
+    keepAliveTimeout: Math.min(o.idleTimeoutMs, GATEWAY_DEFAULTS.upstreamKeepAliveMs),
     connectTimeout: GATEWAY_DEFAULTS.connectTimeoutMs,
   };
   const upstreamAgent = new Agent(agentOptions);
@@ -97,7 +97,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         http1: upstreamAgent,
         streamsPerConnection: GATEWAY_DEFAULTS.eventStreamsPerConnection,
         connectTimeoutMs: agentOptions.connectTimeout,
-        idleTimeoutMs: agentOptions.keepAliveTimeout,
+        idleTimeoutMs: Math.min(o.idleTimeoutMs, GATEWAY_DEFAULTS.http2IdleMs),
         pingIntervalMs: o.eventStreamPingIntervalMs,
         clock: o.clock,
         logger: o.logger,

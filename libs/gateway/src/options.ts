@@ -122,6 +122,15 @@ export const GATEWAY_DEFAULTS = {
   /** Reschedules of an `initialize` or stateless request whose runtime could not be dialled. */
   rescheduleMax: 2,
   connectTimeoutMs: 5_000,
+  /**
+   * How long an idle HTTP/1.1 connection to an upstream is kept when the
+   * upstream does not announce its own timeout (`Keep-Alive: timeout`, which
+   * wins when present): under the 5 s of Node's servers and most others, so
+   * the gateway closes first and never sends on a connection being closed.
+   */
+  upstreamKeepAliveMs: 4_000,
+  /** How long an HTTP/2 connection to a scheduler without streams stays open (GOAWAY makes its close safe). */
+  http2IdleMs: 60_000,
 } as const;
 
 const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() {} };

@@ -73,3 +73,47 @@ describe('a runtime that fails after the request reached it', () => {
     });
   }
 });
+
+// An upstream that does not announce its keep-alive timeout: the gateway must
+// close an idle connection before a typical server does (Node's 5 s), or it
+// may send a request on a connection the server is closing, and get a reset.
+describe('an idle connection to an upstream that announces no keep-alive timeout', () => {
+  let closedAfterMs: number | undefined;
+  let answeredAt = 0;
+  const runtime = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 9, result: { content: [] } });
+      // Set by the app, this header keeps Node from announcing its timeout.
+      res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive' });
+      res.end(body, () => (answeredAt = performance.now()));
+      req.socket.once('close', () => (closedAfterMs = performance.now() - answeredAt));
+    });
+  });
+  runtime.keepAliveTimeout = 60_000;
+  let scheduler: SchedulerDouble;
+  let gateway: Gateway;
+  let server: Awaited<ReturnType<typeof listen>>;
+  before(async () => {
+    await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
+    const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
+    scheduler = await startSchedulerDouble([{ id: 'rt-quiet', address }]);
+    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct' });
+    server = await listen(gateway);
+  });
+  after(async () => {
+    await stopServer(server.server);
+    await gateway.close();
+    runtime.closeAllConnections();
+    await new Promise((resolve) => runtime.close(resolve));
+    await scheduler.close();
+  });
+
+  it('is closed by the gateway within 5 s', async () => {
+    const res = await post(server.url, call('echo'), STATELESS);
+    assert.equal(res.status, 200);
+    const deadline = performance.now() + 6_000;
+    while (closedAfterMs === undefined && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(closedAfterMs !== undefined && closedAfterMs < 5_000, `closed after ${closedAfterMs} ms`);
+  });
+});
