@@ -2,17 +2,40 @@
 // (the connection closed before a response head) or 504 (no head in time),
 // never a 500, and sends the request once (it may have been acted on).
 import { createServer } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
-import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
 import { createGateway } from '@switchyard/gateway';
-import type { Gateway } from '@switchyard/gateway';
+import type { Gateway, GatewayOptions } from '@switchyard/gateway';
 
 const STATELESS = { 'mcp-protocol-version': '2026-07-28', 'x-switchyard-process': 'p1' };
 const call = (tool: string) => ({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: tool, arguments: {} } });
+
+/** A direct-mode gateway whose scheduler places everything on `runtime` (started here); close() stops all three. */
+async function gatewayInFrontOf(
+  runtime: Server,
+  options: Partial<GatewayOptions> = {},
+): Promise<{ gateway: Gateway; url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
+  const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
+  const scheduler = await startSchedulerDouble([{ id: 'rt-under-test', address }]);
+  const gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct', ...options });
+  const { server, url } = await listen(gateway);
+  return {
+    gateway,
+    url,
+    async close() {
+      await stopServer(server);
+      await gateway.close();
+      runtime.closeAllConnections();
+      await new Promise((resolve) => runtime.close(resolve));
+      await scheduler.close();
+    },
+  };
+}
 
 describe('a runtime that fails after the request reached it', () => {
   const received: string[] = [];
@@ -25,24 +48,9 @@ describe('a runtime that fails after the request reached it', () => {
       if (!body.includes('stall')) res.socket?.destroy();
     });
   });
-  let scheduler: SchedulerDouble;
-  let gateway: Gateway;
-  let server: Awaited<ReturnType<typeof listen>>;
-
-  before(async () => {
-    await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
-    const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
-    scheduler = await startSchedulerDouble([{ id: 'rt-failing', address }]);
-    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct', idleTimeoutMs: 500 });
-    server = await listen(gateway);
-  });
-  after(async () => {
-    await stopServer(server.server);
-    await gateway.close();
-    runtime.closeAllConnections();
-    await new Promise((resolve) => runtime.close(resolve));
-    await scheduler.close();
-  });
+  let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+  before(async () => (front = await gatewayInFrontOf(runtime, { idleTimeoutMs: 500 })));
+  after(() => front.close());
 
   const cases = [
     {
@@ -62,14 +70,14 @@ describe('a runtime that fails after the request reached it', () => {
   for (const c of cases) {
     it(c.name, async () => {
       received.length = 0;
-      const errorsBefore = gateway.stats().upstreamErrors;
-      const res = await post(server.url, c.body, c.headers);
+      const errorsBefore = front.gateway.stats().upstreamErrors;
+      const res = await post(front.url, c.body, c.headers);
       assert.equal(res.status, c.status, JSON.stringify(res.json));
       const error = (res.json as { error: { code: number; data: { reason: string } } }).error;
       assert.equal(error.code, -32000);
       assert.equal(error.data.reason, c.status === 502 ? 'upstream_unavailable' : 'upstream_timeout');
       assert.equal(received.length, 1, 'the request reached the runtime exactly once');
-      assert.equal(gateway.stats().upstreamErrors, errorsBefore + 1);
+      assert.equal(front.gateway.stats().upstreamErrors, errorsBefore + 1);
     });
   }
 });
@@ -91,26 +99,12 @@ describe('an idle connection to an upstream that announces no keep-alive timeout
     });
   });
   runtime.keepAliveTimeout = 60_000;
-  let scheduler: SchedulerDouble;
-  let gateway: Gateway;
-  let server: Awaited<ReturnType<typeof listen>>;
-  before(async () => {
-    await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
-    const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
-    scheduler = await startSchedulerDouble([{ id: 'rt-quiet', address }]);
-    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct' });
-    server = await listen(gateway);
-  });
-  after(async () => {
-    await stopServer(server.server);
-    await gateway.close();
-    runtime.closeAllConnections();
-    await new Promise((resolve) => runtime.close(resolve));
-    await scheduler.close();
-  });
+  let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+  before(async () => (front = await gatewayInFrontOf(runtime)));
+  after(() => front.close());
 
   it('is closed by the gateway within 5 s', async () => {
-    const res = await post(server.url, call('echo'), STATELESS);
+    const res = await post(front.url, call('echo'), STATELESS);
     assert.equal(res.status, 200);
     const deadline = performance.now() + 6_000;
     while (closedAfterMs === undefined && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
