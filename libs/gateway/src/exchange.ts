@@ -48,13 +48,6 @@ const DISCARD_BYTES_MAX = 64 * 1024;
 const COPIED: IncomingHttpHeaders = Object.freeze({});
 const CLIENT_GONE = 'client disconnected';
 
-/**
- * An undici dispatch handler that writes the response straight into the
- * client's `ServerResponse`. It replaces `request()` + `pipe()`: no body
- * stream, no AbortSignal listener, no promise per step, so less work on
- * every request and fewer objects held by every open event stream. The
- * client's response closing early is the cancellation, at any stage.
- */
 /** Failures of the upstream's making before its response head: see isUpstreamFailure. */
 const upstreamFailures = new WeakSet<object>();
 
@@ -72,6 +65,13 @@ function upstreamFailure(error: Error): Error {
   return error;
 }
 
+/**
+ * An undici dispatch handler that writes the response straight into the
+ * client's `ServerResponse`. It replaces `request()` + `pipe()`: no body
+ * stream, no AbortSignal listener, no promise per step, so less work on
+ * every request and fewer objects held by every open event stream. The
+ * client's response closing early is the cancellation, at any stage.
+ */
 class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   statusCode = 0;
   headers: IncomingHttpHeaders = {};

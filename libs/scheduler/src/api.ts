@@ -104,9 +104,7 @@ async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: Serve
   const base = { epoch: ctx.view.epoch, term: ctx.view.term };
   if (!decision.ok) {
     // An explain is a dry run (`switchyard explain`): nothing to warn an operator of.
-    const log = parsed.value.explain ? ctx.logger.debug : ctx.logger.warn;
-    log.call(
-      ctx.logger,
+    ctx.logger[parsed.value.explain ? 'debug' : 'warn'](
       { class: parsed.value.class, ...base, runtimes: ctx.view.counts().runtimes, reason: decision.unschedulable },
       'unschedulable',
     );
