@@ -39,11 +39,15 @@ export interface UpstreamResponse {
    * stream then holds no promise and reaction for as long as it lasts.
    */
   relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void;
-  /** Reads and drops the body (at most DISCARD_BYTES_MAX, else the connection is cut). */
-  discard(): Promise<void>;
+  /**
+   * Reads and drops the body (at most DISCARD_BYTES_MAX, else the connection
+   * is cut); resolves with its first BODY_HEAD_BYTES, enough for an error's words.
+   */
+  discard(): Promise<Buffer>;
 }
 
 const DISCARD_BYTES_MAX = 64 * 1024;
+const BODY_HEAD_BYTES = 1024;
 /** What `headers` holds once relay has copied them: one shared empty object, not one per open stream. */
 const COPIED: IncomingHttpHeaders = Object.freeze({});
 const CLIENT_GONE = 'client disconnected';
@@ -60,7 +64,8 @@ export function isUpstreamFailure(error: unknown): boolean {
   return typeof error === 'object' && error !== null && upstreamFailures.has(error);
 }
 
-function upstreamFailure(error: Error): Error {
+/** Marks `error` as the upstream's (see isUpstreamFailure): for failures found after the head, e.g. in a proxy's 502. */
+export function upstreamFailure(error: Error): Error {
   upstreamFailures.add(error);
   return error;
 }
@@ -81,6 +86,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   #mode: 'head' | 'paused' | 'relay' | 'discard' | 'done' = 'head';
   #cancelled: Error | undefined;
   #discarded = 0;
+  #bodyHead: Buffer[] = [];
   #idle: NodeJS.Timeout | undefined;
   #corked = false;
   /** Something of the body, or its end, has been written to the client (the head with it). */
@@ -142,6 +148,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#mode === 'discard') {
+      if (this.#discarded < BODY_HEAD_BYTES) this.#bodyHead.push(chunk.subarray(0, BODY_HEAD_BYTES - this.#discarded));
       this.#discarded += chunk.length;
       if (this.#discarded > DISCARD_BYTES_MAX) controller.abort(new Error('upstream body too large to discard'));
       return;
@@ -210,10 +217,10 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     }
   }
 
-  discard(): Promise<void> {
+  discard(): Promise<Buffer> {
     return new Promise((resolve) => {
       this.#detach();
-      this.#settle = () => resolve();
+      this.#settle = () => resolve(Buffer.concat(this.#bodyHead));
       if (this.#mode !== 'paused') return this.#finish('complete');
       this.#mode = 'discard';
       this.#controller?.resume();

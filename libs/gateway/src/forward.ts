@@ -3,7 +3,8 @@ import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import type { Dispatch } from './http2-streams.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
-import { exchange } from './exchange.ts';
+import { PROXY_ERRORS } from '@switchyard/protocol';
+import { exchange, upstreamFailure } from './exchange.ts';
 import type { UpstreamCall, UpstreamResponse } from './exchange.ts';
 import { isConnectFailure } from './upstream.ts';
 
@@ -18,7 +19,10 @@ export type Attempt =
 /**
  * Dials the runtime, once more after GATEWAY_DEFAULTS.dialRetryDelayMs when
  * the connection could not be made (no byte was written, so nothing is
- * replayed). Errors after the request left are rethrown: they are never retried.
+ * replayed). Errors after the request left are rethrown: they are never
+ * retried. A scheduler proxy's 502 saying the runtime reset the stream is
+ * one of them, an upstream failure as a reset connection is in direct mode:
+ * the runtime is still there and may have acted on the request.
  */
 export async function attempt(
   dispatcher: Dispatch,
@@ -31,7 +35,10 @@ export async function attempt(
     try {
       const upstream = await exchange(dispatcher, call, res);
       if (goneStatuses.has(upstream.statusCode)) {
-        await upstream.discard();
+        const body = await upstream.discard();
+        if (upstream.statusCode === 502 && proxyErrorOf(body) === PROXY_ERRORS.streamFailed) {
+          throw upstreamFailure(new Error('the runtime reset the stream behind the scheduler proxy'));
+        }
         return { kind: 'gone', status: upstream.statusCode };
       }
       return { kind: 'response', upstream };
@@ -40,5 +47,14 @@ export async function attempt(
       if (dial >= 1) return { kind: 'unreachable', error };
       await sleep(clock, GATEWAY_DEFAULTS.dialRetryDelayMs, call.signal);
     }
+  }
+}
+
+/** The `error` of a scheduler proxy's 502 body `{"error","runtime"}`, if that is what it is. */
+function proxyErrorOf(body: Buffer): unknown {
+  try {
+    return (JSON.parse(body.toString('utf8')) as { error?: unknown } | null)?.error;
+  } catch {
+    return undefined;
   }
 }

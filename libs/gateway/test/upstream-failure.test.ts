@@ -1,12 +1,14 @@
 // A runtime that fails a request after receiving it: the gateway answers 502
-// (the connection closed before a response head) or 504 (no head in time),
-// never a 500, and sends the request once (it may have been acted on).
+// (the connection closed before a response head, or the stream was reset
+// behind a scheduler proxy) or 504 (no head in time), never a 500, and sends
+// the request once (it may have been acted on).
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
+import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway, GatewayOptions } from '@switchyard/gateway';
@@ -14,19 +16,25 @@ import type { Gateway, GatewayOptions } from '@switchyard/gateway';
 const STATELESS = { 'mcp-protocol-version': '2026-07-28', 'x-switchyard-process': 'p1' };
 const call = (tool: string) => ({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: tool, arguments: {} } });
 
-/** A direct-mode gateway whose scheduler places everything on `runtime` (started here); close() stops all three. */
+/**
+ * A direct-mode gateway (unless `options` say otherwise) whose scheduler
+ * places everything on `runtime` (started here), offered under each of
+ * `ids`; close() stops all three.
+ */
 async function gatewayInFrontOf(
   runtime: Server,
   options: Partial<GatewayOptions> = {},
-): Promise<{ gateway: Gateway; url: string; close(): Promise<void> }> {
+  ids = ['rt-under-test'],
+): Promise<{ gateway: Gateway; url: string; scheduler: SchedulerDouble; close(): Promise<void> }> {
   await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
   const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
-  const scheduler = await startSchedulerDouble([{ id: 'rt-under-test', address }]);
+  const scheduler = await startSchedulerDouble(ids.map((id) => ({ id, address })));
   const gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct', ...options });
   const { server, url } = await listen(gateway);
   return {
     gateway,
     url,
+    scheduler,
     async close() {
       await stopServer(server);
       await gateway.close();
@@ -80,6 +88,97 @@ describe('a runtime that fails after the request reached it', () => {
       assert.equal(front.gateway.stats().upstreamErrors, errorsBefore + 1);
     });
   }
+});
+
+// Through a scheduler proxy, whose 502 body says what became of the request
+// (the contract of libs/tunnel's proxy, which its own tests hold it to): the
+// runtime reset the stream → 502 to the client, the session kept, nothing
+// resent; the runtime is not connected → the session is lost (404), an
+// initialize is placed elsewhere.
+describe('a runtime behind a scheduler proxy that fails a request', () => {
+  const received: { runtime: string; method: string }[] = [];
+  /** What the proxy answers for each runtime; anything absent answers as a runtime would. */
+  const failures = new Map<string, 'runtime stream failed' | 'runtime not connected'>();
+  const proxy = createServer((req, res) => {
+    const runtime = /^\/api\/proxy\/([^/]+)\/mcp$/.exec(req.url ?? '')?.[1] ?? '';
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      const message = JSON.parse(body) as { id: number; method: string };
+      received.push({ runtime, method: message.method });
+      const failure = failures.get(runtime);
+      if (failure) {
+        res.writeHead(502, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ error: failure, runtime }));
+      }
+      const session = req.headers['x-switchyard-session-id'];
+      res.writeHead(200, { 'content-type': 'application/json', ...(session ? { 'mcp-session-id': session } : {}) });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { from: runtime } }));
+    });
+  });
+  let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+  before(async () => (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, ['rt-a', 'rt-b'])));
+  after(() => front.close());
+  const reasonOf = (json: unknown): string => (json as { error: { data: { reason: string } } }).error.data.reason;
+
+  it('keeps a session whose runtime reset one request, and loses it once the runtime is gone', async () => {
+    failures.clear();
+    front.scheduler.preferred = 'rt-a';
+    const opened = await post(front.url, INITIALIZE);
+    assert.equal(opened.status, 200);
+    const session = { 'mcp-session-id': opened.headers.get('mcp-session-id')! };
+    const scheduled = front.scheduler.calls.length;
+
+    failures.set('rt-a', 'runtime stream failed');
+    received.length = 0;
+    const reset = await post(front.url, call('echo'), session);
+    assert.equal(reset.status, 502, JSON.stringify(reset.json));
+    assert.equal(reasonOf(reset.json), 'upstream_unavailable');
+    assert.deepEqual(received, [{ runtime: 'rt-a', method: 'tools/call' }], 'sent once');
+
+    failures.clear();
+    const next = await post(front.url, call('echo'), session);
+    assert.equal(next.status, 200, 'the session still routes to its runtime');
+    assert.equal(front.scheduler.calls.length, scheduled, 'from the route cache: the route was kept');
+
+    failures.set('rt-a', 'runtime not connected');
+    const gone = await post(front.url, call('echo'), session);
+    assert.equal(gone.status, 404);
+    assert.equal(reasonOf(gone.json), 'session_not_found');
+  });
+
+  it('answers 502 to an initialize whose stream the runtime reset, sent once', async () => {
+    failures.clear();
+    failures.set('rt-a', 'runtime stream failed');
+    front.scheduler.preferred = 'rt-a';
+    received.length = 0;
+    const res = await post(front.url, INITIALIZE);
+    assert.equal(res.status, 502, JSON.stringify(res.json));
+    assert.deepEqual(received, [{ runtime: 'rt-a', method: 'initialize' }]);
+  });
+
+  it('places an initialize elsewhere when its runtime is not connected', async () => {
+    failures.clear();
+    failures.set('rt-a', 'runtime not connected');
+    front.scheduler.preferred = 'rt-a';
+    received.length = 0;
+    const res = await post(front.url, INITIALIZE);
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    assert.deepEqual(
+      received.map((r) => r.runtime),
+      ['rt-a', 'rt-b'],
+    );
+  });
+
+  it('answers 502 to a stateless request whose stream the runtime reset, without resending it', async () => {
+    failures.clear();
+    failures.set('rt-a', 'runtime stream failed');
+    front.scheduler.preferred = 'rt-a';
+    received.length = 0;
+    const res = await post(front.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, STATELESS);
+    assert.equal(res.status, 502, JSON.stringify(res.json));
+    assert.deepEqual(received, [{ runtime: 'rt-a', method: 'tools/list' }]);
+  });
 });
 
 // An upstream that does not announce its keep-alive timeout: the gateway must

@@ -16,3 +16,15 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
+
+/**
+ * The `error` of a scheduler proxy's 502 body `{"error","runtime"}`, which
+ * tells a caller what became of its request: `notConnected` — no tunnel to
+ * the runtime here, or it died with the request (the runtime is gone);
+ * `streamFailed` — the runtime, still connected, reset the stream before
+ * answering (it may have acted on the request, so it is not to be resent).
+ */
+export const PROXY_ERRORS = {
+  notConnected: 'runtime not connected',
+  streamFailed: 'runtime stream failed',
+} as const;

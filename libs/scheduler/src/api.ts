@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
-import { SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
+import { PROXY_ERRORS, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
 import { proxyStreamToTunnel, proxyToTunnel } from '@switchyard/tunnel';
 import type { RuntimeSummary } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
@@ -172,7 +172,7 @@ function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
     return forwardToReplica(req, res, `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`, runtimeId);
   }
   req.resume();
-  sendJson(res, 502, { error: 'runtime not connected', runtime: runtimeId });
+  sendJson(res, 502, { error: PROXY_ERRORS.notConnected, runtime: runtimeId });
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string): true {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import http2 from 'node:http2';
+import { PROXY_ERRORS } from '@switchyard/protocol';
 import { tunnelRequestHeaders } from './headers.ts';
 import { relayResponse } from './relay.ts';
 import type { Tunnel } from './tunnel.ts';
@@ -22,8 +23,9 @@ export interface ProxyOptions {
  * (e.g. one SSE event) is written as it arrives; a reply with a declared
  * `Content-Length` is complete for the client at its last byte; a client
  * disconnect resets the stream with CANCEL. An upstream failure before any
- * byte of the answer left is a 502, after that it destroys the client
- * response. No tunnel → 502 `{"error":"runtime not connected","runtime":"<id>"}`.
+ * byte of the answer left is a 502 (see `failureOf` for its words), after
+ * that it destroys the client response. No tunnel → 502
+ * `{"error":"runtime not connected","runtime":"<id>"}`.
  * No retries, no timeout (layered idle timeouts belong to the servers).
  */
 export function proxyToTunnel(
@@ -34,7 +36,7 @@ export function proxyToTunnel(
   options: ProxyOptions = {},
 ): void {
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
-  if (!tunnel || tunnel.closed) return answer502(res, 'runtime not connected', runtimeId);
+  if (!tunnel || tunnel.closed) return answer502(res, PROXY_ERRORS.notConnected, runtimeId);
   const method = req.method ?? 'GET';
   const headers = tunnelRequestHeaders(
     req.headers,
@@ -54,10 +56,10 @@ export function proxyToTunnel(
     req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
   }
   stream.once('response', (upstream) => relayResponse(stream, res, upstream, method));
-  stream.once('error', () => fail(res, runtimeId));
+  stream.once('error', () => fail(res, tunnel));
   stream.once('close', () => {
     // A reset (RST_STREAM, session death) ends the stream without 'end'.
-    if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR || !stream.readableEnded) fail(res, runtimeId);
+    if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR || !stream.readableEnded) fail(res, tunnel);
   });
 }
 
@@ -101,17 +103,30 @@ export function openStream(
   try {
     return tunnel.request(headers, { endStream });
   } catch {
-    return tunnel.closed ? 'runtime not connected' : 'runtime stream failed';
+    return failureOf(tunnel);
   }
+}
+
+/**
+ * Why a stream of `tunnel` failed, in the words of the 502 body. A stream
+ * that went down with its tunnel is "not connected": the runtime is gone,
+ * and so is whatever it held for the request (a caller may start over
+ * elsewhere). Otherwise the runtime, still there, reset this one stream. The
+ * session counts as well as `closed`: a socket that closed under it destroys
+ * it, and its streams fail, before the tunnel has heard.
+ */
+export function failureOf(tunnel: Tunnel): string {
+  const gone = tunnel.closed || tunnel.session.destroyed || tunnel.session.closed;
+  return gone ? PROXY_ERRORS.notConnected : PROXY_ERRORS.streamFailed;
 }
 
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
-function fail(res: ServerResponse, runtimeId: string): void {
+function fail(res: ServerResponse, tunnel: Tunnel): void {
   if (res.writableEnded || res.destroyed) return;
-  if (!res.headersSent) return answer502(res, 'runtime stream failed', runtimeId);
+  if (!res.headersSent) return answer502(res, failureOf(tunnel), tunnel.runtimeId);
   // This turn's chunks may still be corked: the client gets what the runtime sent, then the abort.
   const socket = res.socket;
   while (socket && !socket.destroyed && socket.writableCorked > 0) socket.uncork();

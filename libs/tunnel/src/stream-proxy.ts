@@ -1,6 +1,7 @@
 import http2 from 'node:http2';
+import { PROXY_ERRORS } from '@switchyard/protocol';
 import { endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
-import { openStream, type ProxyOptions } from './proxy.ts';
+import { failureOf, openStream, type ProxyOptions } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
 
 const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
@@ -27,7 +28,7 @@ export function proxyStreamToTunnel(
 ): void {
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
   inbound.on('error', () => {});
-  if (!tunnel || tunnel.closed) return answer502(inbound, 'runtime not connected', runtimeId);
+  if (!tunnel || tunnel.closed) return answer502(inbound, PROXY_ERRORS.notConnected, runtimeId);
   const headers = tunnelRequestHeaders(
     inboundHeaders,
     { method: inboundHeaders[':method'] ?? 'GET', path, authority: inboundHeaders[':authority'] ?? 'runtime' },
@@ -65,7 +66,7 @@ export function proxyStreamToTunnel(
     // A reset (RST_STREAM, tunnel death) ends the stream without 'end'.
     if (upstream.rstCode === NGHTTP2_NO_ERROR && upstream.readableEnded) return;
     if (inbound.destroyed || inbound.closed) return;
-    if (!inbound.headersSent) return answer502(inbound, 'runtime stream failed', runtimeId);
+    if (!inbound.headersSent) return answer502(inbound, failureOf(tunnel), runtimeId);
     broken = true;
     inbound.close(NGHTTP2_INTERNAL_ERROR);
   });

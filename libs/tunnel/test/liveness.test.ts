@@ -75,6 +75,11 @@ describe('tunnel liveness against a runtime process', () => {
       while (tunnel.rttMs === undefined && performance.now() < rttDeadline) await new Promise((r) => setTimeout(r, 20));
       assert.ok(tunnel.rttMs !== undefined && tunnel.rttMs >= 0, 'rttMs is measured by the pings');
       const proxied = await hangingProxyRequest(`${scheduler.url}/proxy/${id}/hang`);
+      // Unanswered when the runtime goes: the 502 says it went, not that it refused this request.
+      const streamsBefore = tunnel.session.state.nextStreamID ?? 0;
+      const unanswered = httpRequest(`${scheduler.url}/proxy/${id}/silent`);
+      // Stream ids of a client go up by two: the proxy has opened its stream.
+      while ((tunnel.session.state.nextStreamID ?? 0) <= streamsBefore) await new Promise((r) => setTimeout(r, 5));
       const direct = await tunnel.fetch('http://runtime/hang');
       const reader = direct.body!.getReader();
       await reader.read();
@@ -91,6 +96,9 @@ describe('tunnel liveness against a runtime process', () => {
       assert.ok(detectedMs < 3 * PING_INTERVAL_MS, `dropped after ${detectedMs.toFixed(0)} ms (${reason})`);
       assert.notEqual(await proxied.ended, 'end', 'the proxied response must not look complete');
       assert.equal(await directFailed, 'error');
+      const refused = await unanswered;
+      assert.equal(refused.status, 502);
+      assert.deepEqual(JSON.parse(refused.body), { error: 'runtime not connected', runtime: id });
       const failedMs = performance.now() - killedAt;
       assert.ok(failedMs < 3 * PING_INTERVAL_MS + 200, `in-flight requests failed after ${failedMs.toFixed(0)} ms`);
       assert.equal(scheduler.endpoint.get(id), undefined);

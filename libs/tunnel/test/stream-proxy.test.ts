@@ -23,6 +23,7 @@ describe('proxyStreamToTunnel', () => {
   let front: http2.Http2Server;
   let session: http2.ClientHttp2Session;
   const closedOnRuntime: string[] = [];
+  const silentArrived: string[] = [];
 
   /** The runtime's handler: compat request and response, as the runtime serves MCP. */
   const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
@@ -35,6 +36,9 @@ describe('proxyStreamToTunnel', () => {
       res.addTrailers({ 'x-checksum': 'abc' });
       return void res.end('body');
     }
+    // Never answered: the request waits until its stream or the tunnel goes.
+    if (req.url === '/silent') return void silentArrived.push(req.url);
+    if (req.url === '/reset-before') return void res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     if (req.url === '/hold') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('event: ready\n\n');
@@ -112,6 +116,24 @@ describe('proxyStreamToTunnel', () => {
     const answer = await ask({ ':path': '/rt-none/x' });
     assert.equal(answer.status, 502);
     assert.deepEqual(JSON.parse(answer.body), { error: 'runtime not connected', runtime: 'rt-none' });
+  });
+
+  it('answers 502 "runtime stream failed" when the connected runtime resets the stream before answering', async () => {
+    const answer = await ask({ ':path': '/rt-s/reset-before' });
+    assert.equal(answer.status, 502);
+    assert.deepEqual(JSON.parse(answer.body), { error: 'runtime stream failed', runtime: 'rt-s' });
+  });
+
+  it('answers 502 "runtime not connected" when the tunnel dies before the answer', async () => {
+    const answer = ask({ ':path': '/rt-s/silent' });
+    const tunnel = scheduler.endpoint.get('rt-s')!;
+    // Once the runtime has the request, not before: otherwise nothing was ever in flight.
+    while (silentArrived.length === 0) await new Promise((r) => setTimeout(r, 5));
+    tunnel.session.destroy(new Error('tunnel lost'));
+    const got = await answer;
+    assert.equal(got.status, 502);
+    assert.deepEqual(JSON.parse(got.body), { error: 'runtime not connected', runtime: 'rt-s' });
+    ({ dialer } = await startRuntime(scheduler, 'rt-s', handler));
   });
 
   it('resets the client stream when the tunnel dies mid-answer', async () => {
