@@ -119,6 +119,13 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
   let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
   before(async () => (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, ['rt-a', 'rt-b'])));
   after(() => front.close());
+  /** The next request goes to rt-a, which fails it so; rt-b answers. */
+  const failFirstPick = (failure: 'runtime stream failed' | 'runtime not connected'): void => {
+    failures.clear();
+    failures.set('rt-a', failure);
+    front.scheduler.preferred = 'rt-a';
+    received.length = 0;
+  };
   const reasonOf = (json: unknown): string => (json as { error: { data: { reason: string } } }).error.data.reason;
 
   it('keeps a session whose runtime reset one request, and loses it once the runtime is gone', async () => {
@@ -148,20 +155,14 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
   });
 
   it('answers 502 to an initialize whose stream the runtime reset, sent once', async () => {
-    failures.clear();
-    failures.set('rt-a', 'runtime stream failed');
-    front.scheduler.preferred = 'rt-a';
-    received.length = 0;
+    failFirstPick('runtime stream failed');
     const res = await post(front.url, INITIALIZE);
     assert.equal(res.status, 502, JSON.stringify(res.json));
     assert.deepEqual(received, [{ runtime: 'rt-a', method: 'initialize' }]);
   });
 
   it('places an initialize elsewhere when its runtime is not connected', async () => {
-    failures.clear();
-    failures.set('rt-a', 'runtime not connected');
-    front.scheduler.preferred = 'rt-a';
-    received.length = 0;
+    failFirstPick('runtime not connected');
     const res = await post(front.url, INITIALIZE);
     assert.equal(res.status, 200, JSON.stringify(res.json));
     assert.deepEqual(
@@ -171,10 +172,7 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
   });
 
   it('answers 502 to a stateless request whose stream the runtime reset, without resending it', async () => {
-    failures.clear();
-    failures.set('rt-a', 'runtime stream failed');
-    front.scheduler.preferred = 'rt-a';
-    received.length = 0;
+    failFirstPick('runtime stream failed');
     const res = await post(front.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, STATELESS);
     assert.equal(res.status, 502, JSON.stringify(res.json));
     assert.deepEqual(received, [{ runtime: 'rt-a', method: 'tools/list' }]);
