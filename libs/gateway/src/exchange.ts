@@ -86,7 +86,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   #mode: 'head' | 'paused' | 'relay' | 'discard' | 'done' = 'head';
   #cancelled: Error | undefined;
   #discarded = 0;
-  #bodyHead: Buffer[] = [];
+  /** The first bytes of a discarded body; only a discard creates it. */
+  #bodyHead: Buffer[] | undefined;
   #idle: NodeJS.Timeout | undefined;
   #corked = false;
   /** Something of the body, or its end, has been written to the client (the head with it). */
@@ -148,7 +149,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#mode === 'discard') {
-      if (this.#discarded < BODY_HEAD_BYTES) this.#bodyHead.push(chunk.subarray(0, BODY_HEAD_BYTES - this.#discarded));
+      if (this.#discarded < BODY_HEAD_BYTES) this.#bodyHead?.push(chunk.subarray(0, BODY_HEAD_BYTES - this.#discarded));
       this.#discarded += chunk.length;
       if (this.#discarded > DISCARD_BYTES_MAX) controller.abort(new Error('upstream body too large to discard'));
       return;
@@ -220,7 +221,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   discard(): Promise<Buffer> {
     return new Promise((resolve) => {
       this.#detach();
-      this.#settle = () => resolve(Buffer.concat(this.#bodyHead));
+      const bodyHead: Buffer[] = (this.#bodyHead = []);
+      this.#settle = () => resolve(Buffer.concat(bodyHead));
       if (this.#mode !== 'paused') return this.#finish('complete');
       this.#mode = 'discard';
       this.#controller?.resume();

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
+import { PROXY_ERRORS } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
-import { PROXY_ERRORS } from '@switchyard/protocol';
 import { exchange, upstreamFailure } from './exchange.ts';
 import type { UpstreamCall, UpstreamResponse } from './exchange.ts';
 import { isConnectFailure } from './upstream.ts';

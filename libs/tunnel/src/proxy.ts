@@ -111,13 +111,10 @@ export function openStream(
  * Why a stream of `tunnel` failed, in the words of the 502 body. A stream
  * that went down with its tunnel is "not connected": the runtime is gone,
  * and so is whatever it held for the request (a caller may start over
- * elsewhere). Otherwise the runtime, still there, reset this one stream. The
- * session counts as well as `closed`: a socket that closed under it destroys
- * it, and its streams fail, before the tunnel has heard.
+ * elsewhere). Otherwise the runtime, still there, reset this one stream.
  */
 export function failureOf(tunnel: Tunnel): string {
-  const gone = tunnel.closed || tunnel.session.destroyed || tunnel.session.closed;
-  return gone ? PROXY_ERRORS.notConnected : PROXY_ERRORS.streamFailed;
+  return tunnel.usable ? PROXY_ERRORS.streamFailed : PROXY_ERRORS.notConnected;
 }
 
 function hasBody(req: IncomingMessage): boolean {

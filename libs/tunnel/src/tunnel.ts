@@ -30,6 +30,12 @@ export interface Tunnel {
   readonly rttMs: number | undefined;
   readonly session: http2.ClientHttp2Session;
   readonly closed: boolean;
+  /**
+   * False once `closed` or once the session is closing or destroyed: a
+   * socket that closes under the session destroys it, and fails its
+   * streams, before the tunnel hears of it.
+   */
+  readonly usable: boolean;
   /** Resolves with the close reason; never rejects. */
   readonly whenClosed: Promise<string>;
   /** Opens a stream into the runtime; `:scheme`/`:authority` default to http/runtime. */
@@ -108,8 +114,12 @@ class ClientTunnel implements Tunnel {
     this.fetch = createH2Fetch((headers) => this.request(headers));
   }
 
+  get usable(): boolean {
+    return !this.closed && !this.session.closed && !this.session.destroyed;
+  }
+
   request(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream {
-    if (this.closed || this.session.closed || this.session.destroyed) {
+    if (!this.usable) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} is closed`);
     }
     try {
