@@ -24,6 +24,8 @@ export interface RouteCacheConfig {
 /** Shared key prefix in Redis; other replicas read the same keys. */
 export const REDIS_ROUTE_PREFIX = 'switchyard:route:';
 const REDIS_COMMAND_TIMEOUT_MS = 500;
+/** How stale the time that ages entries may be; nothing against TTLs of minutes. */
+const TTL_RESOLUTION_MS = 1000;
 
 /**
  * Loaded only when a Redis URL is configured: the client library is a few
@@ -74,16 +76,30 @@ export class RouteCache {
   constructor(config: RouteCacheConfig) {
     this.#config = config;
     this.#ttlMs = config.ttlMs;
-    this.#memory = new LRUCache<string, Route>({ max: config.maxEntries, ttl: config.ttlMs, updateAgeOnGet: true });
+    this.#memory = new LRUCache<string, Route>({
+      max: config.maxEntries,
+      ttl: config.ttlMs,
+      updateAgeOnGet: true,
+      // The library caches the time it reads for this long, behind a timer it
+      // sets anew each time: at its default of 1 ms, one timer per request.
+      ttlResolution: TTL_RESOLUTION_MS,
+    });
     if (config.redisUrl) this.#redis = connectRedis(config.redisUrl, config.logger);
   }
 
-  async get(key: string): Promise<Route | undefined> {
-    const local = this.#memory.get(key);
-    if (local) {
-      this.#config.onLookup?.('hit', 'memory');
-      return local;
-    }
+  /**
+   * The route this replica holds in memory (a hit renews its TTL), at once:
+   * the lookup of almost every request, so it costs no promise. Undefined on
+   * a miss, which `remote` then takes to Redis.
+   */
+  local(key: string): Route | undefined {
+    const route = this.#memory.get(key);
+    if (route) this.#config.onLookup?.('hit', 'memory');
+    return route;
+  }
+
+  /** The route from Redis (then kept in memory too), for a key `local` missed; undefined without Redis. */
+  async remote(key: string): Promise<Route | undefined> {
     if (!this.#redis || this.#closed) {
       this.#config.onLookup?.('miss', 'memory');
       return undefined;

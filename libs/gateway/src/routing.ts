@@ -194,7 +194,8 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const src = source(r, sessionId);
   const cls = classOf(ctx, src);
   const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
-  let route = await ctx.cache.get(threadKey(sessionId));
+  const key = threadKey(sessionId);
+  let route = ctx.cache.local(key) ?? (await ctx.cache.remote(key));
   if (route && route.principal !== r.principal) throw new SwitchyardError('session_not_found', 'Session not found');
   if (!route) {
     const placement = await ctx.scheduler.schedule(
@@ -202,11 +203,11 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
       r.signal,
     );
     route = routeOf(ctx, placement, r.principal);
-    await ctx.cache.set(threadKey(sessionId), route);
+    await ctx.cache.set(key, route);
   }
   const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
   const result = await call(ctx, r, route, asserted, LEGACY_GONE);
-  if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(threadKey(sessionId));
+  if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(key);
   if (result.kind !== 'response') {
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
     // A 404 is a runtime not knowing the session: it ended or expired there, or the route was
@@ -276,7 +277,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const asserted = { class: cls, process, ...(r.principal ? { principal: r.principal } : {}) };
   const exclude: string[] = [];
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
-    let route = key && round === 0 ? await ctx.cache.get(key) : undefined;
+    let route = key && round === 0 ? (ctx.cache.local(key) ?? (await ctx.cache.remote(key))) : undefined;
     if (!route) {
       const placement = await ctx.scheduler.schedule(
         { class: cls, processId: process, threadId: thread, sticky: true, ...(exclude.length ? { exclude } : {}) },

@@ -1,0 +1,81 @@
+// The route cache's memory tier, as every request meets it: a hit is
+// answered at once and counted; a miss without Redis is counted as a memory
+// miss; and lookups spread out in time, as requests are, do not set a timer
+// each (the LRU library's clock cache does at its default resolution). The
+// Redis tier is tested against a real server in redis.test.ts.
+import assert from 'node:assert/strict';
+import { createHook } from 'node:async_hooks';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RouteCache } from '../src/route-cache.ts';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+const route = { runtime: 'rt-1', url: 'http://127.0.0.1:1/mcp' };
+
+function cacheWithLookups(): { cache: RouteCache; lookups: string[] } {
+  const lookups: string[] = [];
+  const cache = new RouteCache({
+    maxEntries: 10,
+    ttlMs: 60_000,
+    logger: silent,
+    onLookup: (result, tier) => lookups.push(`${result} ${tier}`),
+  });
+  return { cache, lookups };
+}
+
+/** Timers created while `work` runs (Node's own, whoever sets them). */
+async function timersSetDuring(work: () => Promise<void>): Promise<number> {
+  let timers = 0;
+  const hook = createHook({
+    init(_id, type) {
+      if (type === 'Timeout') timers++;
+    },
+  }).enable();
+  try {
+    await work();
+  } finally {
+    hook.disable();
+  }
+  return timers;
+}
+
+describe('route cache memory tier', () => {
+  it('answers a stored route at once and counts a memory hit', async () => {
+    const { cache, lookups } = cacheWithLookups();
+    await cache.set('thread:a', route);
+    assert.deepEqual(cache.local('thread:a'), route);
+    assert.deepEqual(lookups, ['hit memory']);
+    await cache.close();
+  });
+
+  it('counts a miss as a memory miss when there is no redis', async () => {
+    const { cache, lookups } = cacheWithLookups();
+    assert.equal(cache.local('thread:b'), undefined);
+    assert.equal(await cache.remote('thread:b'), undefined);
+    assert.deepEqual(lookups, ['miss memory']);
+    await cache.close();
+  });
+
+  it('forgets a deleted route', async () => {
+    const { cache } = cacheWithLookups();
+    await cache.set('thread:c', route);
+    await cache.delete('thread:c');
+    assert.equal(cache.local('thread:c'), undefined);
+    await cache.close();
+  });
+
+  it('sets no timer per lookup for lookups a few milliseconds apart', async () => {
+    const { cache } = cacheWithLookups();
+    await cache.set('thread:d', route);
+    const lookups = 20;
+    // Each pause sets one timer of its own; anything beyond those is the cache's.
+    const timers = await timersSetDuring(async () => {
+      for (let i = 0; i < lookups; i++) {
+        assert.deepEqual(cache.local('thread:d'), route);
+        await sleep(3);
+      }
+    });
+    assert.ok(timers - lookups <= 2, `${timers - lookups} timers set by ${lookups} lookups`);
+    await cache.close();
+  });
+});
