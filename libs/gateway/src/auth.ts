@@ -3,8 +3,8 @@ import type { JWTVerifyGetKey } from 'jose';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import type { AuthOptions } from './options.ts';
 
-/** Turns an `Authorization` header into a principal; undefined when auth is off. */
-export type Authenticator = (authorization: string | undefined) => Promise<string | undefined>;
+/** Turns an `Authorization` header into a principal, or throws SwitchyardError('unauthorized'). */
+export type Authenticator = (authorization: string | undefined) => Promise<string>;
 
 /** The challenge sent with every 401 (RFC 6750). */
 export function bearerChallenge(error?: 'invalid_token'): string {
@@ -27,12 +27,14 @@ function bearerToken(authorization: string | undefined): string {
 }
 
 /**
- * Builds the authenticator for a mode. Bearer tokens are compared as SHA-256
- * digests with timingSafeEqual, so neither content nor length leaks through
- * timing. JWT subjects that are not identity values are replaced by a label.
+ * Builds the authenticator for a mode; none for mode `none`, so that a
+ * gateway without auth spends no promise on it per request. Bearer tokens
+ * are compared as SHA-256 digests with timingSafeEqual, so neither content
+ * nor length leaks through timing. JWT subjects that are not identity values
+ * are replaced by a label.
  */
-export function createAuthenticator(options: AuthOptions): Authenticator {
-  if (options.mode === 'none') return async () => undefined;
+export function createAuthenticator(options: AuthOptions): Authenticator | undefined {
+  if (options.mode === 'none') return undefined;
   if (options.mode === 'bearer') {
     const known = (options.tokens ?? []).map((t) => ({ digest: digest(t), principal: label('token', t) }));
     return async (authorization) => {

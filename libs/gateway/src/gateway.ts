@@ -167,7 +167,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     let principal: string | undefined;
     try {
-      principal = await authenticate(headerValue(req, 'authorization'));
+      if (authenticate) principal = await authenticate(headerValue(req, 'authorization'));
     } catch (error) {
       if (error instanceof SwitchyardError && error.code === 'unauthorized') {
         const token = headerValue(req, 'authorization') !== undefined;
@@ -194,7 +194,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
-    const body = await readBody(req, { bytesMax: o.bodyBytesMax, signal: abort.signal });
+    // No abort signal: a client that goes away closes the request, which ends the read.
+    const body = await readBody(req, { bytesMax: o.bodyBytesMax });
     const info = inspectBody(body);
     const r: Routed = { ...base, body, info };
     try {
