@@ -45,8 +45,8 @@ import { closeSession, echo, LEGACY, openSession, poolFor, type Session, type Ta
 const TOKEN = 'bench-direct-token-0123456789';
 const CONCURRENCIES = [1, 32] as const;
 const CALLS = { 1: 2000, 32: 8000 } as const;
-/** Interleaved rounds per concurrency; CALLS divide evenly. */
-const ROUNDS = 4;
+/** Interleaved rounds per concurrency; CALLS divide evenly, and so do ROUNDS by the number of targets. */
+const ROUNDS = 8;
 const WARMUP_CALLS = 300;
 const IDLE_TARGET = 10_000;
 /**
@@ -197,13 +197,17 @@ async function round(lane: Lane, calls: number): Promise<void> {
  * Every target at one concurrency, in ROUNDS interleaved rounds: on a shared,
  * loaded machine the load drifts within seconds, and target-after-target
  * loops charged that drift to whichever target ran during a busy spell.
+ * Each round starts one target later, so every target runs in every place
+ * of the order equally often and no place's share of the noise (two
+ * gateways with the same code measured up to 0.1 ms apart here in a fixed
+ * order) lands on one target, the baseline included.
  */
 async function measureAll(targets: readonly Target[], concurrency: 1 | 32): Promise<Map<string, Loop>> {
   const lanes: Lane[] = [];
   try {
     for (const target of targets) lanes.push(await openLane(target, concurrency));
     for (let r = 0; r < ROUNDS; r++) {
-      for (const lane of lanes) await round(lane, CALLS[concurrency] / ROUNDS);
+      for (let i = 0; i < lanes.length; i++) await round(lanes[(r + i) % lanes.length]!, CALLS[concurrency] / ROUNDS);
     }
     const loops = new Map<string, Loop>();
     for (const lane of lanes) {
