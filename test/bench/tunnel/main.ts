@@ -3,7 +3,10 @@
 // - throughput of one HTTP/2 stream and of 64 parallel streams, against the
 //   same byte counts over direct loopback TCP (one and 64 connections);
 // - the latency an HTTP/1.1 round trip gains by going through a
-//   proxyToTunnel server, against calling the same handler over HTTP/1.1.
+//   proxyToTunnel server, against calling the same handler over HTTP/1.1;
+// - what the WebSocket layer costs: one stream's throughput and a bare
+//   stream's round trip over the tunnel against HTTP/2 with the tunnel's
+//   settings on a plain TCP connection between the same two processes.
 // Each path and its baseline run in ROUNDS interleaved rounds (the order
 // flipping every round), as in the gateway bench: on a shared machine load
 // drifts within seconds, and one long run after the other charged that drift
@@ -12,11 +15,12 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
+import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createTunnelEndpoint, proxyToTunnel } from '@switchyard/tunnel';
+import { H2_TUNING, createTunnelEndpoint, proxyToTunnel } from '@switchyard/tunnel';
 import type { Tunnel } from '@switchyard/tunnel';
 import { percentile, progress, report } from '../report.ts';
 
@@ -47,23 +51,33 @@ async function main(): Promise<void> {
   );
   try {
     const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-    const ports = JSON.parse(line) as { httpPort: number; tcpPort: number };
+    const ports = JSON.parse(line) as { httpPort: number; h2Port: number; tcpPort: number };
     const tunnel = await accepted.promise;
     progress(`runtime connected (generation ${tunnel.generation})`);
+    const h2 = await connectH2(ports.h2Port);
+    const overTunnel: OpenStream = (headers) => tunnel.request(headers);
+    const overTcp: OpenStream = (headers) => h2.request(headers);
 
-    await tunnelBytes(tunnel, 32 * 1024 * 1024);
+    await streamBytes(overTunnel, 32 * 1024 * 1024);
+    await streamBytes(overTcp, 32 * 1024 * 1024);
     await tcpBytes(ports.tcpPort, 32 * 1024 * 1024);
     const one = await interleaved(
-      () => tunnelBytes(tunnel, ONE_STREAM_BYTES / ROUNDS),
+      () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
       () => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES / ROUNDS),
     );
     const oneStream = rate(ONE_STREAM_BYTES, one.path);
     const oneTcp = rate(ONE_STREAM_BYTES, one.base);
     progress(`one stream: ${oneStream.toFixed(0)} MB/s`);
     progress(`one TCP connection: ${oneTcp.toFixed(0)} MB/s`);
+    const oneH2 = await interleaved(
+      () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
+      () => streamBytes(overTcp, ONE_STREAM_BYTES / ROUNDS),
+    );
+    const [oneStreamAgain, oneH2Tcp] = [rate(ONE_STREAM_BYTES, oneH2.path), rate(ONE_STREAM_BYTES, oneH2.base)];
+    progress(`one stream: ${oneStreamAgain.toFixed(0)} MB/s; one HTTP/2 stream on TCP: ${oneH2Tcp.toFixed(0)} MB/s`);
     const total = PARALLEL * PER_STREAM_BYTES;
     const many = await interleaved(
-      () => fanOut(() => tunnelBytes(tunnel, PER_STREAM_BYTES / ROUNDS)),
+      () => fanOut(() => streamBytes(overTunnel, PER_STREAM_BYTES / ROUNDS)),
       () => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES / ROUNDS)),
     );
     const manyStreams = rate(total, many.path);
@@ -71,8 +85,19 @@ async function main(): Promise<void> {
     progress(`${PARALLEL} streams: ${manyStreams.toFixed(0)} MB/s`);
     progress(`${PARALLEL} TCP connections: ${manyTcp.toFixed(0)} MB/s`);
 
-    const raw = await streamLatencies(tunnel);
+    const raw: number[] = [];
+    const rawH2: number[] = [];
+    await streamLatencies(overTunnel, WARMUP_CALLS, []);
+    await streamLatencies(overTcp, WARMUP_CALLS, []);
+    await interleaved(
+      () => streamLatencies(overTunnel, LATENCY_CALLS / ROUNDS, raw),
+      () => streamLatencies(overTcp, LATENCY_CALLS / ROUNDS, rawH2),
+    );
+    raw.sort((a, b) => a - b);
+    rawH2.sort((a, b) => a - b);
     progress(`bare tunnel stream p50 ${percentile(raw, 50).toFixed(3)} ms, p99 ${percentile(raw, 99).toFixed(3)} ms`);
+    progress(`bare HTTP/2 stream on TCP p50 ${percentile(rawH2, 50).toFixed(3)} ms`);
+    h2.close();
     const direct = latencyLane(ports.httpPort);
     const proxied = latencyLane(schedulerPort);
     await Promise.all([warm(direct), warm(proxied)]);
@@ -103,6 +128,10 @@ async function main(): Promise<void> {
       { metric: 'proxied_http_p99', value: figures.proxiedP99, unit: 'ms' },
       { metric: 'bare_stream_p50', value: percentile(raw, 50), unit: 'ms' },
       { metric: 'bare_stream_p99', value: percentile(raw, 99), unit: 'ms' },
+      { metric: 'h2_tcp_stream_p50', value: percentile(rawH2, 50), unit: 'ms' },
+      { metric: 'websocket_layer_p50', value: percentile(raw, 50) - percentile(rawH2, 50), unit: 'ms' },
+      { metric: 'h2_tcp_one_stream_throughput', value: oneH2Tcp, unit: 'MB/s' },
+      { metric: 'one_stream_vs_h2_tcp', value: oneStreamAgain / oneH2Tcp, unit: 'ratio' },
       { metric: 'added_latency_p50', value: figures.proxiedP50 - figures.directP50, unit: 'ms' },
       { metric: 'added_latency_p99', value: figures.proxiedP99 - figures.directP99, unit: 'ms' },
     ]);
@@ -126,12 +155,26 @@ function fanOut(fn: () => Promise<number>): Promise<number[]> {
   return Promise.all(Array.from({ length: PARALLEL }, fn));
 }
 
-/** Reads `/bytes/<n>` through the tunnel; resolves with the bytes received. */
-async function tunnelBytes(tunnel: Tunnel, bytes: number): Promise<number> {
-  const stream = tunnel.request({ ':path': `/bytes/${bytes}` });
+/** Opens an HTTP/2 stream to the runtime: through the tunnel, or on the plain TCP baseline. */
+type OpenStream = (headers: http2.OutgoingHttpHeaders) => http2.ClientHttp2Stream;
+
+/** HTTP/2 with the tunnel's settings on a plain TCP connection to the runtime's h2c port. */
+async function connectH2(port: number): Promise<http2.ClientHttp2Session> {
+  const session = http2.connect(`http://127.0.0.1:${port}`, {
+    settings: { initialWindowSize: H2_TUNING.streamWindowBytes, maxFrameSize: H2_TUNING.maxFrameBytes },
+    maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+  });
+  await once(session, 'connect');
+  session.setLocalWindowSize(H2_TUNING.sessionWindowBytes);
+  return session;
+}
+
+/** Reads `/bytes/<n>` on a stream `open` gives; resolves with the bytes received. */
+async function streamBytes(open: OpenStream, bytes: number): Promise<number> {
+  const stream = open({ ':path': `/bytes/${bytes}` });
   let received = 0;
   for await (const chunk of stream) received += (chunk as Buffer).length;
-  if (received !== bytes) throw new Error(`tunnel delivered ${received} of ${bytes} bytes`);
+  if (received !== bytes) throw new Error(`stream delivered ${received} of ${bytes} bytes`);
   return received;
 }
 
@@ -196,17 +239,15 @@ async function interleaved(
   return total;
 }
 
-/** Sequential GETs on bare tunnel streams (no HTTP/1.1 hop), for locating the added latency. */
-async function streamLatencies(tunnel: Tunnel): Promise<number[]> {
-  const samples: number[] = [];
-  for (let i = 0; i < WARMUP_CALLS + LATENCY_CALLS; i++) {
+/** `calls` sequential GETs on bare streams (no HTTP/1.1 hop), their latencies added to `samples`. */
+async function streamLatencies(open: OpenStream, calls: number, samples: number[]): Promise<void> {
+  for (let i = 0; i < calls; i++) {
     const start = performance.now();
-    const stream = tunnel.request({ ':path': '/ping' });
+    const stream = open({ ':path': '/ping' });
     stream.resume();
     await once(stream, 'end');
-    if (i >= WARMUP_CALLS) samples.push(performance.now() - start);
+    samples.push(performance.now() - start);
   }
-  return samples.sort((a, b) => a - b);
 }
 
 await main();

@@ -1,13 +1,15 @@
 // The runtime half of the tunnel bench, in its own process so both ends get a
-// core. It serves one handler three ways: through the tunnel (HTTP/2), over
-// plain HTTP/1.1 (the latency baseline) and a raw TCP blaster (the throughput
-// baseline). argv: <scheduler url> <token>. Prints {"httpPort","tcpPort"} once connected.
+// core. It serves one handler four ways: through the tunnel (HTTP/2 over the
+// WebSocket), over HTTP/2 on a plain TCP connection with the tunnel's
+// settings (the tunnel without its WebSocket layer), over plain HTTP/1.1
+// (the latency baseline) and a raw TCP blaster (the throughput baseline).
+// argv: <scheduler url> <token>. Prints {"httpPort","h2Port","tcpPort"} once connected.
 import http from 'node:http';
-import type http2 from 'node:http2';
+import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { dialTunnel } from '@switchyard/tunnel';
+import { H2_TUNING, dialTunnel } from '@switchyard/tunnel';
 
 const [url, token] = process.argv.slice(2) as [string, string];
 const CHUNK = Buffer.alloc(256 * 1024, 0x61);
@@ -45,7 +47,17 @@ const blaster = net.createServer((socket) => {
   });
 });
 blaster.listen(0, '127.0.0.1');
-await Promise.all([once(plain, 'listening'), once(blaster, 'listening')]);
+// The tunnel's HTTP/2 settings, as the dialer's server advertises them.
+const h2 = http2.createServer(
+  {
+    settings: { initialWindowSize: H2_TUNING.streamWindowBytes, maxFrameSize: H2_TUNING.maxFrameBytes },
+    maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+  },
+  (req, res) => void handler(req, res),
+);
+h2.on('session', (session) => session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes)));
+h2.listen(0, '127.0.0.1');
+await Promise.all([once(plain, 'listening'), once(blaster, 'listening'), once(h2, 'listening')]);
 
 const dialer = dialTunnel({
   url,
@@ -55,6 +67,7 @@ const dialer = dialTunnel({
   onConnected: () => {
     const ports = {
       httpPort: (plain.address() as AddressInfo).port,
+      h2Port: (h2.address() as AddressInfo).port,
       tcpPort: (blaster.address() as AddressInfo).port,
     };
     process.stdout.write(`${JSON.stringify(ports)}\n`);
