@@ -198,9 +198,9 @@ async function round(lane: Lane, calls: number): Promise<void> {
  * loaded machine the load drifts within seconds, and target-after-target
  * loops charged that drift to whichever target ran during a busy spell.
  * Each round starts one target later, so every target runs in every place
- * of the order equally often and no place's share of the noise (two
- * gateways with the same code measured up to 0.1 ms apart here in a fixed
- * order) lands on one target, the baseline included.
+ * of the order equally often and no place's share of the noise lands on
+ * one target, the baseline included: with a fixed order, two gateway builds
+ * measured 0.1 ms apart, and swapping their places turned the gap around.
  */
 async function measureAll(targets: readonly Target[], concurrency: 1 | 32): Promise<Map<string, Loop>> {
   const lanes: Lane[] = [];
