@@ -11,6 +11,6 @@ export { createH2Fetch } from './fetch.ts';
 export type { OpenStream } from './fetch.ts';
 export { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 export type { BackoffOptions } from './backoff.ts';
-export { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS } from './defaults.ts';
+export { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 export type { TunnelLogger } from './defaults.ts';
 export { bearerMatches } from './admission.ts';

@@ -7,8 +7,8 @@
 // - what the WebSocket layer costs: one stream's throughput and a bare
 //   stream's round trip over the tunnel against HTTP/2 with the tunnel's
 //   settings on a plain TCP connection between the same two processes.
-// Each path and its baseline run in ROUNDS interleaved rounds (the order
-// flipping every round), as in the gateway bench: on a shared machine load
+// Each path and its baselines run in ROUNDS interleaved rounds (each round
+// starting one later), as in the gateway bench: on a shared machine load
 // drifts within seconds, and one long run after the other charged that drift
 // to whichever ran during a busy spell. Every loop has a fixed count; the
 // child exits when our stdin closes.
@@ -20,7 +20,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { H2_TUNING, createTunnelEndpoint, proxyToTunnel } from '@switchyard/tunnel';
+import { H2_TUNING, createTunnelEndpoint, h2Settings, proxyToTunnel } from '@switchyard/tunnel';
 import type { Tunnel } from '@switchyard/tunnel';
 import { percentile, progress, report } from '../report.ts';
 
@@ -61,27 +61,23 @@ async function main(): Promise<void> {
     await streamBytes(overTunnel, 32 * 1024 * 1024);
     await streamBytes(overTcp, 32 * 1024 * 1024);
     await tcpBytes(ports.tcpPort, 32 * 1024 * 1024);
-    const one = await interleaved(
-      () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
-      () => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES / ROUNDS),
-    );
-    const oneStream = rate(ONE_STREAM_BYTES, one.path);
-    const oneTcp = rate(ONE_STREAM_BYTES, one.base);
+    const [oneStream, oneTcp, oneH2Tcp] = (
+      await interleaved(
+        () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
+        () => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES / ROUNDS),
+        () => streamBytes(overTcp, ONE_STREAM_BYTES / ROUNDS),
+      )
+    ).map((ms) => rate(ONE_STREAM_BYTES, ms)) as [number, number, number];
     progress(`one stream: ${oneStream.toFixed(0)} MB/s`);
     progress(`one TCP connection: ${oneTcp.toFixed(0)} MB/s`);
-    const oneH2 = await interleaved(
-      () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
-      () => streamBytes(overTcp, ONE_STREAM_BYTES / ROUNDS),
-    );
-    const [oneStreamAgain, oneH2Tcp] = [rate(ONE_STREAM_BYTES, oneH2.path), rate(ONE_STREAM_BYTES, oneH2.base)];
-    progress(`one stream: ${oneStreamAgain.toFixed(0)} MB/s; one HTTP/2 stream on TCP: ${oneH2Tcp.toFixed(0)} MB/s`);
+    progress(`one HTTP/2 stream on TCP: ${oneH2Tcp.toFixed(0)} MB/s`);
     const total = PARALLEL * PER_STREAM_BYTES;
-    const many = await interleaved(
-      () => fanOut(() => streamBytes(overTunnel, PER_STREAM_BYTES / ROUNDS)),
-      () => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES / ROUNDS)),
-    );
-    const manyStreams = rate(total, many.path);
-    const manyTcp = rate(total, many.base);
+    const [manyStreams, manyTcp] = (
+      await interleaved(
+        () => fanOut(() => streamBytes(overTunnel, PER_STREAM_BYTES / ROUNDS)),
+        () => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES / ROUNDS)),
+      )
+    ).map((ms) => rate(total, ms)) as [number, number];
     progress(`${PARALLEL} streams: ${manyStreams.toFixed(0)} MB/s`);
     progress(`${PARALLEL} TCP connections: ${manyTcp.toFixed(0)} MB/s`);
 
@@ -131,7 +127,7 @@ async function main(): Promise<void> {
       { metric: 'h2_tcp_stream_p50', value: percentile(rawH2, 50), unit: 'ms' },
       { metric: 'websocket_layer_p50', value: percentile(raw, 50) - percentile(rawH2, 50), unit: 'ms' },
       { metric: 'h2_tcp_one_stream_throughput', value: oneH2Tcp, unit: 'MB/s' },
-      { metric: 'one_stream_vs_h2_tcp', value: oneStreamAgain / oneH2Tcp, unit: 'ratio' },
+      { metric: 'one_stream_vs_h2_tcp', value: oneStream / oneH2Tcp, unit: 'ratio' },
       { metric: 'added_latency_p50', value: figures.proxiedP50 - figures.directP50, unit: 'ms' },
       { metric: 'added_latency_p99', value: figures.proxiedP99 - figures.directP99, unit: 'ms' },
     ]);
@@ -161,7 +157,7 @@ type OpenStream = (headers: http2.OutgoingHttpHeaders) => http2.ClientHttp2Strea
 /** HTTP/2 with the tunnel's settings on a plain TCP connection to the runtime's h2c port. */
 async function connectH2(port: number): Promise<http2.ClientHttp2Session> {
   const session = http2.connect(`http://127.0.0.1:${port}`, {
-    settings: { initialWindowSize: H2_TUNING.streamWindowBytes, maxFrameSize: H2_TUNING.maxFrameBytes },
+    settings: h2Settings(),
     maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
   });
   await once(session, 'connect');
@@ -224,19 +220,18 @@ async function sample(lane: LatencyLane, calls: number): Promise<void> {
 }
 
 /**
- * Runs `path` and `base` ROUNDS times each, alternating which goes first;
- * resolves with the total milliseconds each took.
+ * Runs each of `runs` ROUNDS times, each round starting one later (with two,
+ * they alternate); resolves with the total milliseconds each took, in order.
  */
-async function interleaved(
-  path: () => Promise<unknown>,
-  base: () => Promise<unknown>,
-): Promise<{ path: number; base: number }> {
-  const total = { path: 0, base: 0 };
+async function interleaved(...runs: Array<() => Promise<unknown>>): Promise<number[]> {
+  const totals = runs.map(() => 0);
   for (let r = 0; r < ROUNDS; r++) {
-    const order = r % 2 === 0 ? (['path', 'base'] as const) : (['base', 'path'] as const);
-    for (const which of order) total[which] += await timed(which === 'path' ? path : base);
+    for (let i = 0; i < runs.length; i++) {
+      const which = (r + i) % runs.length;
+      totals[which]! += await timed(runs[which]!);
+    }
   }
-  return total;
+  return totals;
 }
 
 /** `calls` sequential GETs on bare streams (no HTTP/1.1 hop), their latencies added to `samples`. */

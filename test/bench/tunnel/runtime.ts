@@ -9,7 +9,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { H2_TUNING, dialTunnel } from '@switchyard/tunnel';
+import { H2_TUNING, dialTunnel, h2Settings } from '@switchyard/tunnel';
 
 const [url, token] = process.argv.slice(2) as [string, string];
 const CHUNK = Buffer.alloc(256 * 1024, 0x61);
@@ -49,10 +49,7 @@ const blaster = net.createServer((socket) => {
 blaster.listen(0, '127.0.0.1');
 // The tunnel's HTTP/2 settings, as the dialer's server advertises them.
 const h2 = http2.createServer(
-  {
-    settings: { initialWindowSize: H2_TUNING.streamWindowBytes, maxFrameSize: H2_TUNING.maxFrameBytes },
-    maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
-  },
+  { settings: h2Settings(), maxSessionMemory: H2_TUNING.maxSessionMemoryMb },
   (req, res) => void handler(req, res),
 );
 h2.on('session', (session) => session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes)));
