@@ -1,6 +1,5 @@
 import type http from 'node:http';
 import http2 from 'node:http2';
-import WebSocket from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
 import { RUNTIME_INFO_HEADER } from '@switchyard/protocol';
@@ -11,11 +10,14 @@ import { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } fr
 import type { TunnelLogger } from './defaults.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { LengthDeclaringResponse } from './response.ts';
-import { byteStream, probe } from './wire.ts';
+import type { Carrier, CarrierTransport, TunnelTransport } from './carrier.ts';
+import { connectCarrier } from './connect.ts';
 
 export interface DialTunnelOptions {
-  /** Scheduler base URL, `ws(s)://` or `http(s)://`; `/api/runtime/connect` is appended. */
+  /** Scheduler base URL, `http(s)://` or `ws(s)://`; `/api/runtime/connect` is appended. */
   readonly url: string;
+  /** How the tunnel's HTTP/2 travels (see `TunnelTransport`). Default `auto`. */
+  readonly transport?: TunnelTransport;
   readonly token: string;
   readonly info: RuntimeInfo;
   /** Serves every stream the scheduler opens, on http2 compat objects (not express). */
@@ -42,9 +44,11 @@ export interface TunnelDialer {
 }
 
 /**
- * Dials the scheduler and serves HTTP/2 over the WebSocket, reconnecting
+ * Dials the scheduler and serves HTTP/2 on the upgraded connection, reconnecting
  * forever with exponential backoff and jitter (250 ms doubling to 30 s by
- * default; reset after a successful connect). A 400/401 refusal is logged
+ * default; reset after a successful connect). With transport `auto` every dial
+ * asks for `http2` first and, when a reached peer answers anything but that
+ * upgrade (or a 401, 431 or 503), dials again at once for `websocket`. A 400/401 refusal is logged
  * with its status and body and retried at the maximum delay, since it will
  * not heal by itself soon. Not guaranteed: that requests in flight survive a
  * reconnect (they fail; the scheduler decides about retries).
@@ -53,8 +57,13 @@ export function dialTunnel(options: DialTunnelOptions): TunnelDialer {
   return new Dialer(options);
 }
 
+/** Refusals about the runtime (token, size) or the scheduler (capacity), not the transport: a WebSocket would fare no better. */
+const REFUSALS_OF_ANY_TRANSPORT = new Set([401, 431, 503]);
+
 interface Link {
-  readonly ws: WebSocket;
+  /** Drops the connect attempt in flight, if any. */
+  cancel: (() => void) | undefined;
+  carrier: Carrier | undefined;
   session: http2.ServerHttp2Session | undefined;
   heartbeat: Heartbeat | undefined;
   down: boolean;
@@ -70,7 +79,7 @@ class Dialer implements TunnelDialer {
     typeof http2.Http2ServerRequest,
     typeof LengthDeclaringResponse
   >;
-  readonly #url: string;
+  readonly #url: URL;
   #attempt = 0;
   #link: Link | undefined;
   #retry: Timer | undefined;
@@ -81,10 +90,10 @@ class Dialer implements TunnelDialer {
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? silentLogger;
-    const base = new URL(o.url);
-    base.protocol = base.protocol === 'https:' || base.protocol === 'wss:' ? 'wss:' : 'ws:';
-    base.pathname = base.pathname.replace(/\/$/, '') + CONNECT_PATH;
-    this.#url = base.toString();
+    const url = new URL(o.url);
+    url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'https:' : 'http:';
+    url.pathname = url.pathname.replace(/\/$/, '') + CONNECT_PATH;
+    this.#url = url;
     this.#server = http2.createServer(
       {
         settings: h2Settings(),
@@ -111,60 +120,65 @@ class Dialer implements TunnelDialer {
 
   #connect(): void {
     if (this.#closed) return;
-    const encoded = Buffer.from(JSON.stringify(this.#o.info)).toString('base64url');
-    const ws = new WebSocket(this.#url, {
-      perMessageDeflate: false,
-      maxPayload: TUNNEL_DEFAULTS.wsPayloadBytesMax,
-      // Masking guards browser-scripted payloads against poisoning caching proxies (RFC 6455 §10.3); here the
-      // payload is HTTP/2 frames from our own runtime, and XOR-ing every byte halved single-stream throughput.
-      // ws skips the XOR on both ends for an all-zero key.
-      generateMask: (mask: Buffer) => void mask.fill(0),
-      headers: { authorization: `Bearer ${this.#o.token}`, [RUNTIME_INFO_HEADER]: encoded },
-    });
-    const link: Link = { ws, session: undefined, heartbeat: undefined, down: false };
+    const link: Link = { cancel: undefined, carrier: undefined, session: undefined, heartbeat: undefined, down: false };
     this.#link = link;
-    ws.on('error', (error) => this.#down(link, `websocket error: ${error.message}`));
-    ws.once('close', (code) => this.#down(link, `websocket closed (${code})`));
-    ws.once('unexpected-response', (_req, res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        // The body is a short JSON refusal; keep at most 4 KiB of it for the log.
-        if (size < 4096) chunks.push(chunk);
-        size += chunk.length;
+    const headers = {
+      authorization: `Bearer ${this.#o.token}`,
+      [RUNTIME_INFO_HEADER]: Buffer.from(JSON.stringify(this.#o.info)).toString('base64url'),
+    };
+    const url = this.#url.toString();
+    const transport = this.#o.transport ?? 'auto';
+    const attempt = (t: CarrierTransport, fallback: boolean): void => {
+      link.cancel = connectCarrier(t, this.#url, headers, {
+        onOpen: (carrier) => this.#up(link, carrier),
+        onRefused: (status, body) => {
+          if (fallback && !REFUSALS_OF_ANY_TRANSPORT.has(status))
+            return this.#fallBack(link, `answered ${status}`, attempt);
+          this.#logger.error({ status, body, url, transport: t }, 'scheduler refused the tunnel');
+          this.#down(link, `refused with ${status}`, status === 400 || status === 401);
+        },
+        // Only a peer that was reached can have refused the upgrade; an unreachable one is retried later as is.
+        onFailed: (reason, reached) =>
+          fallback && reached ? this.#fallBack(link, reason, attempt) : this.#down(link, reason),
       });
-      res.once('end', () => {
-        const status = res.statusCode ?? 0;
-        const body = Buffer.concat(chunks).toString('utf8').slice(0, 4096);
-        this.#logger.error({ status, body, url: this.#url }, 'scheduler refused the tunnel');
-        this.#down(link, `refused with ${status}`, status === 400 || status === 401);
-      });
-      res.once('error', () => this.#down(link, `refused with ${res.statusCode}`));
-    });
-    ws.once('open', () => this.#up(link));
+    };
+    attempt(transport === 'websocket' ? 'websocket' : 'http2', transport === 'auto');
   }
 
-  #up(link: Link): void {
-    if (this.#closed || link.down) return void link.ws.terminate();
+  /** `auto`: the `http2` upgrade did not go through (an older scheduler, a proxy that passes only WebSocket). */
+  #fallBack(link: Link, reason: string, attempt: (t: CarrierTransport, fallback: boolean) => void): void {
+    if (this.#closed || link.down) return;
+    this.#logger.info({ url: this.#url.toString(), reason }, 'http2 upgrade not taken; dialing WebSocket');
+    attempt('websocket', false);
+  }
+
+  #up(link: Link, carrier: Carrier): void {
+    link.cancel = undefined;
+    link.carrier = carrier;
+    if (this.#closed || link.down) return carrier.destroy();
+    carrier.onEnd((reason) => this.#down(link, reason));
     this.#server.once('session', (session: http2.ServerHttp2Session) => {
       link.session = session;
       session.on('error', (error) => this.#down(link, `session error: ${error.message}`));
       session.once('close', () => this.#down(link, 'session closed'));
       session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
     });
-    this.#server.emit('connection', byteStream(link.ws));
+    this.#server.emit('connection', carrier.stream);
     const pingIntervalMs = this.#o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     link.heartbeat = new Heartbeat({
       clock: this.#clock,
       intervalMs: pingIntervalMs,
       timeoutMs: this.#o.pingTimeoutMs ?? pingIntervalMs,
-      probe: () => (link.session ? probe(link.session, link.ws) : Promise.reject(new Error('no session'))),
+      probe: () => (link.session ? carrier.probe(link.session) : Promise.reject(new Error('no session'))),
       onRtt: () => {},
       onDead: (reason) => this.#down(link, reason),
     });
     this.#attempt = 0;
     this.connected = true;
-    this.#logger.info({ url: this.#url, runtime: this.#o.info.id }, 'tunnel connected');
+    this.#logger.info(
+      { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport },
+      'tunnel connected',
+    );
     this.#o.onConnected?.();
   }
 
@@ -174,7 +188,8 @@ class Dialer implements TunnelDialer {
     link.down = true;
     link.heartbeat?.stop();
     if (link.session && !link.session.destroyed) link.session.destroy();
-    link.ws.terminate();
+    link.cancel?.();
+    link.carrier?.destroy();
     const wasConnected = this.connected && this.#link === link;
     if (this.#link === link) this.connected = false;
     if (wasConnected) {

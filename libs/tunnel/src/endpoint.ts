@@ -1,11 +1,13 @@
 import type { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import type WebSocket from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import { admit, writeRefusal } from './admission.ts';
+import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
+import type { Carrier } from './carrier.ts';
 import { TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { openClientTunnel } from './tunnel.ts';
@@ -32,7 +34,8 @@ export interface TunnelEndpointOptions {
 
 /**
  * The scheduler's side of `/api/runtime/connect`: authenticates runtimes,
- * upgrades them to WebSocket and holds one HTTP/2 tunnel per runtime id.
+ * upgrades them (to `switchyard-tunnel` or WebSocket, as each asks) and holds
+ * one HTTP/2 tunnel per runtime id.
  * Events are the `onTunnel`/`onTunnelClosed` option callbacks.
  */
 export interface TunnelEndpoint {
@@ -50,7 +53,8 @@ export interface TunnelEndpoint {
  * per runtime id (a newer connection replaces and closes the older), join
  * tokens are compared in constant time and never logged. Refusals are plain
  * HTTP responses with a JSON body: 401 bad token, 400 bad `X-Runtime-Info`
- * (naming the field), 431 headers too large, 503 full or closing.
+ * (naming the field, or an `Upgrade` other than the two transports), 431
+ * headers too large, 503 full or closing.
  */
 export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndpoint {
   if (!Number.isInteger(options.maxRuntimes) || options.maxRuntimes < 1) {
@@ -104,7 +108,15 @@ class Endpoint implements TunnelEndpoint {
       );
       return writeRefusal(socket, { status: 503, body: { error: 'runtime capacity reached' } });
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, info));
+    const upgrade = req.headers.upgrade?.toLowerCase();
+    if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, info);
+    if (upgrade === 'websocket') {
+      return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), info));
+    }
+    writeRefusal(socket, {
+      status: 400,
+      body: { error: 'unsupported Upgrade', field: 'Upgrade', detail: `expected ${TUNNEL_UPGRADE} or websocket` },
+    });
   }
 
   get(runtimeId: string): Tunnel | undefined {
@@ -122,11 +134,20 @@ class Endpoint implements TunnelEndpoint {
     this.#wss.close();
   }
 
-  #accept(ws: WebSocket, info: Tunnel['info']): void {
-    if (this.#closed) return void ws.terminate();
+  /** The `http2` transport: answer 101, then HTTP/2 runs on the socket itself. */
+  #acceptUpgrade(socket: Duplex, head: Buffer, info: Tunnel['info']): void {
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`);
+    // The runtime speaks only after our 101, so `head` is empty unless it broke protocol; HTTP/2 will judge.
+    if (head.length > 0) socket.unshift(head);
+    if (socket instanceof Socket) socket.setNoDelay(true);
+    this.#accept(socketCarrier(socket), info);
+  }
+
+  #accept(carrier: Carrier, info: Tunnel['info']): void {
+    if (this.#closed) return carrier.destroy();
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const tunnel = openClientTunnel({
-      ws,
+      carrier,
       info,
       generation: this.#generation,
       clock: this.#clock,
@@ -137,7 +158,7 @@ class Endpoint implements TunnelEndpoint {
     const previous = this.#tunnels.get(info.id);
     this.#tunnels.set(info.id, tunnel);
     previous?.close('replaced by a newer connection');
-    this.#logger.info({ runtime: info.id, generation: tunnel.generation }, 'tunnel open');
+    this.#logger.info({ runtime: info.id, generation: tunnel.generation, transport: carrier.transport }, 'tunnel open');
     void tunnel.whenClosed.then((reason) => {
       if (this.#tunnels.get(info.id) === tunnel) this.#tunnels.delete(info.id);
       this.#o.onTunnelClosed?.(tunnel, reason);

@@ -2,6 +2,8 @@ export { createTunnelEndpoint } from './endpoint.ts';
 export type { TunnelEndpoint, TunnelEndpointOptions } from './endpoint.ts';
 export type { Tunnel } from './tunnel.ts';
 export { dialTunnel } from './dialer.ts';
+export { TUNNEL_UPGRADE } from './carrier.ts';
+export type { CarrierTransport, TunnelTransport } from './carrier.ts';
 export { LengthDeclaringResponse } from './response.ts';
 export type { DialTunnelOptions, TunnelDialer } from './dialer.ts';
 export { proxyToTunnel } from './proxy.ts';

@@ -1,5 +1,4 @@
 import http2 from 'node:http2';
-import type WebSocket from 'ws';
 import type { Clock, Timer } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
@@ -7,7 +6,7 @@ import { H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { byteStream, probe } from './wire.ts';
+import type { Carrier, CarrierTransport } from './carrier.ts';
 
 /**
  * One runtime's live tunnel, as the scheduler holds it. The scheduler is the
@@ -26,6 +25,8 @@ export interface Tunnel {
   readonly generation: number;
   /** Clock time (ms) the tunnel was accepted. */
   readonly connectedAt: number;
+  /** How its HTTP/2 travels: straight on the upgraded connection or in WebSocket messages. */
+  readonly transport: CarrierTransport;
   /** Last HTTP/2 ping round trip; undefined until the first ping is answered. */
   readonly rttMs: number | undefined;
   readonly session: http2.ClientHttp2Session;
@@ -47,7 +48,7 @@ export interface Tunnel {
 }
 
 export interface ClientTunnelOptions {
-  readonly ws: WebSocket;
+  readonly carrier: Carrier;
   readonly info: RuntimeInfo;
   readonly generation: number;
   readonly clock: Clock;
@@ -56,7 +57,7 @@ export interface ClientTunnelOptions {
   readonly logger: TunnelLogger;
 }
 
-/** Builds the scheduler side of an accepted WebSocket. */
+/** Builds the scheduler side of an accepted connection. */
 export function openClientTunnel(options: ClientTunnelOptions): Tunnel {
   return new ClientTunnel(options);
 }
@@ -66,12 +67,13 @@ class ClientTunnel implements Tunnel {
   readonly info: RuntimeInfo;
   readonly generation: number;
   readonly connectedAt: number;
+  readonly transport: CarrierTransport;
   readonly session: http2.ClientHttp2Session;
   readonly whenClosed: Promise<string>;
   readonly fetch: typeof fetch;
   rttMs: number | undefined;
   closed = false;
-  readonly #ws: WebSocket;
+  readonly #carrier: Carrier;
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
   readonly #heartbeat: Heartbeat;
@@ -83,13 +85,13 @@ class ClientTunnel implements Tunnel {
     this.info = o.info;
     this.generation = o.generation;
     this.connectedAt = o.clock.now();
-    this.#ws = o.ws;
+    this.#carrier = o.carrier;
+    this.transport = o.carrier.transport;
     this.#clock = o.clock;
     this.#logger = o.logger;
     this.whenClosed = new Promise((resolve) => (this.#resolveClosed = resolve));
-    const stream = byteStream(o.ws);
     this.session = http2.connect('http://runtime', {
-      createConnection: () => stream,
+      createConnection: () => o.carrier.stream,
       settings: h2Settings(),
       maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
       peerMaxConcurrentStreams: H2_TUNING.maxConcurrentStreams,
@@ -99,15 +101,12 @@ class ClientTunnel implements Tunnel {
     // The runtime is draining: no new streams, but those in flight may finish.
     this.session.once('goaway', () => this.close('runtime sent GOAWAY'));
     this.session.once('close', () => this.#die('session closed'));
-    o.ws.once('close', (code) => this.#die(`websocket closed (${code})`));
-    // A protocol error leaves the socket in a closing handshake for a while; the tunnel is unusable now.
-    o.ws.once('error', (error) => this.#die(`websocket error: ${error.message}`));
-    stream.once('close', () => this.#die('byte stream closed'));
+    o.carrier.onEnd((reason) => this.#die(reason));
     this.#heartbeat = new Heartbeat({
       clock: o.clock,
       intervalMs: o.pingIntervalMs,
       timeoutMs: o.pingTimeoutMs,
-      probe: () => probe(this.session, o.ws),
+      probe: () => o.carrier.probe(this.session),
       onRtt: (rttMs) => (this.rttMs = rttMs),
       onDead: (reason) => this.#die(reason),
     });
@@ -157,6 +156,6 @@ class ClientTunnel implements Tunnel {
     if (!this.session.destroyed) {
       this.session.destroy(new SwitchyardError('upstream_unavailable', `runtime ${this.runtimeId}: ${reason}`));
     }
-    this.#ws.terminate();
+    this.#carrier.destroy();
   }
 }

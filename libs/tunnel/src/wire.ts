@@ -49,11 +49,12 @@ export function byteStream(ws: WebSocket): Duplex {
 }
 
 /**
- * One liveness round: an HTTP/2 PING (answered by the peer's HTTP/2 stack) and
- * a WebSocket ping (answered by its WebSocket layer, and keeps middleboxes from
- * idling the connection out). Resolves with the HTTP/2 round trip in ms.
+ * One liveness round: an HTTP/2 PING (answered by the peer's HTTP/2 stack)
+ * and, on a WebSocket carrier, a WebSocket ping (answered by its WebSocket
+ * layer, and keeps middleboxes from idling the connection out). Resolves with
+ * the HTTP/2 round trip in ms.
  */
-export function probe(session: http2.Http2Session, ws: WebSocket): Promise<number> {
+export function probe(session: http2.Http2Session, ws?: WebSocket): Promise<number> {
   const h2 = new Promise<number>((resolve, reject) => {
     try {
       const sent = session.ping((error, durationMs) => (error ? reject(error) : resolve(durationMs)));
@@ -62,6 +63,7 @@ export function probe(session: http2.Http2Session, ws: WebSocket): Promise<numbe
       reject(error instanceof Error ? error : new Error(String(error)));
     }
   });
+  if (!ws) return h2;
   const pong = new Promise<void>((resolve, reject) => {
     if (ws.readyState !== ws.OPEN) return reject(new Error('websocket not open'));
     ws.once('pong', () => resolve());

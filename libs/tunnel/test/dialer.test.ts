@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { ManualClock } from '@switchyard/clock/testing';
 import { dialTunnel } from '../src/index.ts';
-import type { TunnelDialer } from '../src/index.ts';
+import type { TunnelDialer, TunnelTransport } from '../src/index.ts';
 import { captureLogger, readStream, runtimeInfo, startScheduler, TOKEN } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
@@ -56,13 +57,39 @@ describe('tunnel dialer', () => {
     assert.equal(events.at(-1), 'up');
   });
 
-  const refusals = [
+  // perDial: connect requests one dial makes. `auto` dials WebSocket after a refused http2 upgrade, except
+  // for refusals no transport changes (401, 431, 503).
+  const refusals: {
+    name: string;
+    token: string;
+    status: number;
+    badInfo?: true;
+    transport: TunnelTransport;
+    perDial: number;
+  }[] = [
     {
       name: 'a 401 refusal is logged with status and body and retried at the maximum delay',
       token: 'wrong',
       status: 401,
+      transport: 'auto',
+      perDial: 1,
     },
-    { name: 'a 400 refusal is logged and retried at the maximum delay', token: TOKEN, status: 400, badInfo: true },
+    {
+      name: 'a 400 refusal is logged and retried at the maximum delay, after trying WebSocket too',
+      token: TOKEN,
+      status: 400,
+      badInfo: true,
+      transport: 'auto',
+      perDial: 2,
+    },
+    {
+      name: 'a 400 refusal of a runtime dialing only http2 is logged and retried at the maximum delay',
+      token: TOKEN,
+      status: 400,
+      badInfo: true,
+      transport: 'http2',
+      perDial: 1,
+    },
   ];
   for (const c of refusals) {
     it(c.name, async () => {
@@ -80,6 +107,7 @@ describe('tunnel dialer', () => {
         logger,
         random: () => 0,
         backoff: { initialMs: 100, maxMs: 5000 },
+        transport: c.transport,
       });
       open.dialers.push(dialer);
       const refused = (): number => scheduler.logs.filter((l) => l.msg.includes('refused')).length;
@@ -90,12 +118,78 @@ describe('tunnel dialer', () => {
       assert.doesNotMatch(JSON.stringify(lines), new RegExp(TOKEN));
       await until(() => clock.pendingTimers === 1);
       await clock.advance(4999);
-      assert.equal(refused(), 1, 'no retry before the maximum delay');
+      assert.equal(refused(), c.perDial, 'no retry before the maximum delay');
       await clock.advance(1);
-      await until(() => refused() === 2);
+      await until(() => refused() === 2 * c.perDial);
       assert.equal(dialer.connected, false);
     });
   }
+
+  // A scheduler of an older release, or a proxy in front of it that passes WebSocket upgrades only.
+  const webSocketOnly = [
+    {
+      name: 'answers 400',
+      refuse: (socket: Duplex) => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n'),
+    },
+    { name: 'drops the connection', refuse: (socket: Duplex) => socket.destroy() },
+  ];
+  for (const peer of webSocketOnly) {
+    it(`falls back to WebSocket in the same dial when a peer that takes WebSocket only ${peer.name}`, async () => {
+      const scheduler = await startScheduler();
+      open.schedulers.push(scheduler);
+      scheduler.server.removeAllListeners('upgrade');
+      scheduler.server.on('upgrade', (req, socket, head) =>
+        req.headers.upgrade === 'websocket' ? scheduler.endpoint.handleUpgrade(req, socket, head) : peer.refuse(socket),
+      );
+      const clock = new ManualClock();
+      const { logger, lines } = captureLogger();
+      const accepted = scheduler.nextTunnel('rt-fallback');
+      const dialer = dialTunnel({
+        url: scheduler.url,
+        token: TOKEN,
+        info: runtimeInfo('rt-fallback'),
+        handler: (_req, res) => res.end('over websocket'),
+        clock,
+        logger,
+      });
+      open.dialers.push(dialer);
+      const tunnel = await accepted;
+      assert.equal(tunnel.transport, 'websocket');
+      assert.equal((await readStream(tunnel.request({ ':path': '/' }))).body, 'over websocket');
+      assert.deepEqual(
+        lines.map((l) => `${l.level} ${l.msg}`),
+        ['info http2 upgrade not taken; dialing WebSocket', 'info tunnel connected'],
+      );
+      assert.equal(clock.pendingTimers, 1, 'no redial was scheduled, only the heartbeat');
+    });
+  }
+
+  it('does not fall back when told to dial http2 only', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    scheduler.server.removeAllListeners('upgrade');
+    const asked: string[] = [];
+    scheduler.server.on('upgrade', (req, socket, head) => {
+      asked.push(req.headers.upgrade ?? '');
+      if (req.headers.upgrade === 'websocket') scheduler.endpoint.handleUpgrade(req, socket, head);
+      else socket.destroy();
+    });
+    const clock = new ManualClock();
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-h2-only'),
+      handler: (_req, res) => res.end(),
+      clock,
+      transport: 'http2',
+    });
+    open.dialers.push(dialer);
+    // The failed dial leaves one timer: the redial.
+    await until(() => clock.pendingTimers === 1);
+    assert.deepEqual(asked, ['switchyard-tunnel']);
+    assert.equal(dialer.connected, false);
+    assert.deepEqual(scheduler.endpoint.list(), []);
+  });
 
   it('stops reconnecting once closed, and logs that close as info, not as a lost tunnel', async () => {
     const scheduler = await startScheduler();

@@ -1,10 +1,13 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http from 'node:http';
 import type http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
 import { EventSource } from 'eventsource';
 import { SwitchyardError } from '@switchyard/protocol';
-import type { TunnelDialer } from '../src/index.ts';
+import { TUNNEL_UPGRADE } from '../src/index.ts';
+import type { CarrierTransport, TunnelDialer } from '../src/index.ts';
 import { TOKEN, encodeInfo, httpRequest, readStream, runtimeInfo, startRuntime, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
@@ -51,16 +54,50 @@ describe('tunnel endpoint admission', () => {
   });
   after(() => scheduler.close());
 
-  it('accepts a runtime and carries requests through its tunnel', async () => {
-    const { dialer, tunnel } = await startRuntime(scheduler, 'rt-a', hello);
+  const transports: CarrierTransport[] = ['http2', 'websocket'];
+  for (const transport of transports) {
+    it(`accepts a runtime dialing for ${transport} and carries requests through its tunnel`, async () => {
+      const id = `rt-a-${transport}`;
+      const { dialer, tunnel } = await startRuntime(scheduler, id, hello, { transport });
+      dialers.push(dialer);
+      assert.equal(scheduler.endpoint.get(id), tunnel);
+      assert.equal(tunnel.transport, transport);
+      assert.deepEqual(tunnel.info.classes, ['demo']);
+      assert.ok(tunnel.generation > Date.now() * 999, 'generation starts from the wall clock');
+      const reply = await readStream(tunnel.request({ ':method': 'GET', ':path': '/x?y=1' }));
+      assert.deepEqual(reply, { status: 200, body: 'hello GET /x?y=1' });
+      const viaProxy = await httpRequest(`${scheduler.url}/proxy/${id}/p`, { method: 'POST', body: 'abc' });
+      assert.equal(viaProxy.body, 'hello POST /p');
+    });
+  }
+
+  it('drops at once a runtime that hangs up after the upgrade, before speaking HTTP/2', async () => {
+    // The default ping interval is 5 s: a close reason within a second comes from the hang-up itself.
+    const accepted = scheduler.nextTunnel('rt-gone');
+    const req = http.request(`${scheduler.url}/api/runtime/connect`, {
+      agent: false,
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo(runtimeInfo('rt-gone')),
+        connection: 'Upgrade',
+        upgrade: TUNNEL_UPGRADE,
+      },
+    });
+    req.end();
+    const [, socket] = (await once(req, 'upgrade')) as [http.IncomingMessage, Duplex];
+    const tunnel = await accepted;
+    const start = performance.now();
+    socket.end();
+    const reason = await tunnel.whenClosed;
+    assert.ok(performance.now() - start < 1000, `dropped after ${(performance.now() - start).toFixed(0)} ms`);
+    assert.equal(reason, 'connection closed by the peer');
+    assert.equal(scheduler.endpoint.get('rt-gone'), undefined);
+  });
+
+  it('takes the http2 transport when a runtime leaves the choice to it', async () => {
+    const { dialer, tunnel } = await startRuntime(scheduler, 'rt-auto', hello);
     dialers.push(dialer);
-    assert.equal(scheduler.endpoint.get('rt-a'), tunnel);
-    assert.deepEqual(tunnel.info.classes, ['demo']);
-    assert.ok(tunnel.generation > Date.now() * 999, 'generation starts from the wall clock');
-    const reply = await readStream(tunnel.request({ ':method': 'GET', ':path': '/x?y=1' }));
-    assert.deepEqual(reply, { status: 200, body: 'hello GET /x?y=1' });
-    const viaProxy = await httpRequest(`${scheduler.url}/proxy/rt-a/p`, { method: 'POST', body: 'abc' });
-    assert.equal(viaProxy.body, 'hello POST /p');
+    assert.equal(tunnel.transport, 'http2');
   });
 
   it('serves fetch with streaming bodies in both directions', async () => {
@@ -163,14 +200,31 @@ describe('tunnel endpoint admission', () => {
       mention: /too large/,
     },
   ];
-  for (const c of refusals) {
-    it(c.name, async () => {
-      const reply = await connect(scheduler, c.headers);
-      assert.equal(reply.status, c.status);
-      assert.match(reply.body, c.mention);
-      assert.equal(scheduler.endpoint.get('r1'), undefined);
-    });
+  for (const upgrade of ['websocket', TUNNEL_UPGRADE]) {
+    for (const c of refusals) {
+      it(`${c.name} (Upgrade: ${upgrade})`, async () => {
+        const reply = await connect(scheduler, { ...c.headers, upgrade });
+        assert.equal(reply.status, c.status);
+        assert.match(reply.body, c.mention);
+        assert.equal(scheduler.endpoint.get('r1'), undefined);
+      });
+    }
   }
+
+  it('refuses an Upgrade other than the two transports with 400 naming both', async () => {
+    const reply = await connect(scheduler, {
+      authorization: `Bearer ${TOKEN}`,
+      'x-runtime-info': encodeInfo(runtimeInfo('r1')),
+      upgrade: 'h2c',
+    });
+    assert.equal(reply.status, 400);
+    assert.deepEqual(JSON.parse(reply.body), {
+      error: 'unsupported Upgrade',
+      field: 'Upgrade',
+      detail: `expected ${TUNNEL_UPGRADE} or websocket`,
+    });
+    assert.equal(scheduler.endpoint.get('r1'), undefined);
+  });
 
   it('never writes a presented token into the logs', async () => {
     await connect(scheduler, { authorization: 'Bearer not-the-token-secret-xyz' });

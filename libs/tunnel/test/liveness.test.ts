@@ -5,6 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import { join } from 'node:path';
+import type { CarrierTransport } from '../src/index.ts';
 import { TOKEN, httpRequest, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
@@ -12,9 +13,9 @@ const PING_INTERVAL_MS = 300;
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'runtime.ts');
 
 /** Starts the fixture runtime in a child process and waits until the scheduler holds its tunnel. */
-async function spawnRuntime(scheduler: Scheduler, id: string): Promise<ChildProcess> {
+async function spawnRuntime(scheduler: Scheduler, id: string, transport: CarrierTransport): Promise<ChildProcess> {
   const accepted = scheduler.nextTunnel(id);
-  const child = spawn(process.execPath, [FIXTURE, scheduler.url, TOKEN, id, String(PING_INTERVAL_MS)], {
+  const child = spawn(process.execPath, [FIXTURE, scheduler.url, TOKEN, id, String(PING_INTERVAL_MS), transport], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await accepted;
@@ -64,10 +65,12 @@ describe('tunnel liveness against a runtime process', () => {
       reason: /no ping answer/,
     },
   ];
-  for (const c of cases) {
-    it(c.name, async () => {
-      const id = `rt-${c.signal.toLowerCase()}`;
-      const child = await spawnRuntime(scheduler, id);
+  const transports: CarrierTransport[] = ['http2', 'websocket'];
+  for (const [c, transport] of cases.flatMap((c) => transports.map((t) => [c, t] as const))) {
+    it(`${c.name} (${transport})`, async () => {
+      const id = `rt-${c.signal.toLowerCase()}-${transport}`;
+      const child = await spawnRuntime(scheduler, id, transport);
+      assert.equal(scheduler.endpoint.get(id)?.transport, transport);
       children.push(child);
       const tunnel = scheduler.endpoint.get(id)!;
       assert.equal(await (await tunnel.fetch('http://runtime/hello')).text(), `hello from ${id}`);
