@@ -71,7 +71,15 @@ export const runtimeConfigSchema = z.object({
     .prefault({})
     .describe('Metering.'),
   tunnel: z
-    .object({ pingIntervalMs: z.number().int().min(1).default(5000).describe('Interval of tunnel liveness pings.') })
+    .object({
+      pingIntervalMs: z.number().int().min(1).default(5000).describe('Interval of tunnel liveness pings.'),
+      transport: z
+        .enum(['auto', 'http2', 'websocket'])
+        .default('auto')
+        .describe(
+          'How the tunnel carries HTTP/2: http2 straight on the upgraded connection (fastest), websocket inside WebSocket messages (for proxies that pass only WebSocket), auto tries http2 first.',
+        ),
+    })
     .prefault({})
     .describe('Scheduler tunnel.'),
   ...processConfigFields,

@@ -62,6 +62,7 @@ const node = await startRuntimeNode({
   ...(config.sidecarPort > 0 ? { sidecarPort: config.sidecarPort } : {}),
   ...(direct.enabled && direct.token ? { direct: { host: direct.host, port: direct.port, token: direct.token } } : {}),
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
+  tunnelTransport: config.tunnel.transport,
   meter: config.metering.redisUrl
     ? redisMeteringSink({ url: config.metering.redisUrl, stream: config.metering.stream, logger })
     : logMeteringSink(logger),

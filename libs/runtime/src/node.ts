@@ -96,6 +96,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     clock,
     logger,
     ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),
+    ...(options.tunnelTransport !== undefined ? { transport: options.tunnelTransport } : {}),
     // The dialer logs each connect and disconnect itself.
     onConnected: () => {
       const waiters = connectedWaiters;

@@ -1,6 +1,7 @@
 import type { Clock } from '@switchyard/clock';
 import type { Engine, EngineConfig, MeteringSink } from '@switchyard/sandbox';
 import type { Metrics } from '@switchyard/service';
+import type { TunnelTransport } from '@switchyard/tunnel';
 
 /** The slice of a pino logger the runtime uses. */
 export interface RuntimeLogger {
@@ -40,6 +41,8 @@ export interface RuntimeNodeOptions {
     readonly advertiseUrl?: string;
   };
   readonly tunnelPingIntervalMs?: number;
+  /** How the tunnel carries HTTP/2 (see `TunnelTransport`). Default `auto`. */
+  readonly tunnelTransport?: TunnelTransport;
   readonly logger: RuntimeLogger;
   readonly metrics: Metrics;
   readonly meter?: MeteringSink;
