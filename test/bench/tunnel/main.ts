@@ -4,9 +4,11 @@
 //   same byte counts over direct loopback TCP (one and 64 connections);
 // - the latency an HTTP/1.1 round trip gains by going through a
 //   proxyToTunnel server, against calling the same handler over HTTP/1.1;
-// - what the WebSocket layer costs: one stream's throughput and a bare
-//   stream's round trip over the tunnel against HTTP/2 with the tunnel's
-//   settings on a plain TCP connection between the same two processes.
+// - the tunnel against HTTP/2 with the tunnel's settings on a plain TCP
+//   connection between the same two processes (one stream's throughput, a
+//   bare stream's round trip): what the tunnel costs over HTTP/2 itself;
+// - the same for the WebSocket transport (a second tunnel from the same
+//   runtime), the fallback for proxies that pass only WebSocket upgrades.
 // Each path and its baselines run in ROUNDS interleaved rounds (each round
 // starting one later), as in the gateway bench: on a shared machine load
 // drifts within seconds, and one long run after the other charged that drift
@@ -21,7 +23,6 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { H2_TUNING, createTunnelEndpoint, h2Settings, proxyToTunnel } from '@switchyard/tunnel';
-import type { Tunnel } from '@switchyard/tunnel';
 import { percentile, progress, report } from '../report.ts';
 
 const TOKEN = 'bench-token';
@@ -35,9 +36,13 @@ const WARMUP_CALLS = 300;
 const ROUNDS = 4;
 
 async function main(): Promise<void> {
-  const accepted = Promise.withResolvers<Tunnel>();
-  const endpoint = createTunnelEndpoint({ tokens: () => [TOKEN], maxRuntimes: 1, onTunnel: accepted.resolve });
-  const scheduler = http.createServer((req, res) => proxyToTunnel(endpoint.get('bench'), req, res, req.url ?? '/'));
+  const endpoint = createTunnelEndpoint({ tokens: () => [TOKEN], maxRuntimes: 2 });
+  // `/ws/<path>` goes through the WebSocket-transport tunnel, anything else through the default one.
+  const scheduler = http.createServer((req, res) => {
+    const url = req.url ?? '/';
+    if (url.startsWith('/ws/')) return proxyToTunnel(endpoint.get('bench-ws'), req, res, url.slice(3));
+    proxyToTunnel(endpoint.get('bench'), req, res, url);
+  });
   scheduler.on('upgrade', (req, socket, head) => endpoint.handleUpgrade(req, socket, head));
   scheduler.listen(0, '127.0.0.1');
   await once(scheduler, 'listening');
@@ -52,23 +57,25 @@ async function main(): Promise<void> {
   try {
     const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
     const ports = JSON.parse(line) as { httpPort: number; h2Port: number; tcpPort: number };
-    const tunnel = await accepted.promise;
-    progress(`runtime connected (generation ${tunnel.generation})`);
+    const tunnel = endpoint.get('bench')!;
+    const wsTunnel = endpoint.get('bench-ws')!;
+    progress(`runtime connected: ${tunnel.transport} and ${wsTunnel.transport} tunnels`);
     const h2 = await connectH2(ports.h2Port);
     const overTunnel: OpenStream = (headers) => tunnel.request(headers);
+    const overWs: OpenStream = (headers) => wsTunnel.request(headers);
     const overTcp: OpenStream = (headers) => h2.request(headers);
 
-    await streamBytes(overTunnel, 32 * 1024 * 1024);
-    await streamBytes(overTcp, 32 * 1024 * 1024);
+    for (const open of [overTunnel, overWs, overTcp]) await streamBytes(open, 32 * 1024 * 1024);
     await tcpBytes(ports.tcpPort, 32 * 1024 * 1024);
-    const [oneStream, oneTcp, oneH2Tcp] = (
+    const [oneStream, oneWs, oneTcp, oneH2Tcp] = (
       await interleaved(
         () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
+        () => streamBytes(overWs, ONE_STREAM_BYTES / ROUNDS),
         () => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES / ROUNDS),
         () => streamBytes(overTcp, ONE_STREAM_BYTES / ROUNDS),
       )
-    ).map((ms) => rate(ONE_STREAM_BYTES, ms)) as [number, number, number];
-    progress(`one stream: ${oneStream.toFixed(0)} MB/s`);
+    ).map((ms) => rate(ONE_STREAM_BYTES, ms)) as [number, number, number, number];
+    progress(`one stream: ${oneStream.toFixed(0)} MB/s (over WebSocket ${oneWs.toFixed(0)} MB/s)`);
     progress(`one TCP connection: ${oneTcp.toFixed(0)} MB/s`);
     progress(`one HTTP/2 stream on TCP: ${oneH2Tcp.toFixed(0)} MB/s`);
     const total = PARALLEL * PER_STREAM_BYTES;
@@ -81,34 +88,39 @@ async function main(): Promise<void> {
     progress(`${PARALLEL} streams: ${manyStreams.toFixed(0)} MB/s`);
     progress(`${PARALLEL} TCP connections: ${manyTcp.toFixed(0)} MB/s`);
 
-    const raw: number[] = [];
-    const rawH2: number[] = [];
-    await streamLatencies(overTunnel, WARMUP_CALLS, []);
-    await streamLatencies(overTcp, WARMUP_CALLS, []);
+    const [raw, rawWs, rawH2] = [[], [], []] as [number[], number[], number[]];
+    for (const open of [overTunnel, overWs, overTcp]) await streamLatencies(open, WARMUP_CALLS, []);
     await interleaved(
       () => streamLatencies(overTunnel, LATENCY_CALLS / ROUNDS, raw),
+      () => streamLatencies(overWs, LATENCY_CALLS / ROUNDS, rawWs),
       () => streamLatencies(overTcp, LATENCY_CALLS / ROUNDS, rawH2),
     );
-    raw.sort((a, b) => a - b);
-    rawH2.sort((a, b) => a - b);
+    for (const samples of [raw, rawWs, rawH2]) samples.sort((a, b) => a - b);
     progress(`bare tunnel stream p50 ${percentile(raw, 50).toFixed(3)} ms, p99 ${percentile(raw, 99).toFixed(3)} ms`);
+    progress(`bare WebSocket-tunnel stream p50 ${percentile(rawWs, 50).toFixed(3)} ms`);
     progress(`bare HTTP/2 stream on TCP p50 ${percentile(rawH2, 50).toFixed(3)} ms`);
     h2.close();
-    const direct = latencyLane(ports.httpPort);
-    const proxied = latencyLane(schedulerPort);
-    await Promise.all([warm(direct), warm(proxied)]);
+    const direct = latencyLane(ports.httpPort, '/ping');
+    const proxied = latencyLane(schedulerPort, '/ping');
+    const proxiedWs = latencyLane(schedulerPort, '/ws/ping');
+    await Promise.all([warm(direct), warm(proxied), warm(proxiedWs)]);
     await interleaved(
       () => sample(proxied, LATENCY_CALLS / ROUNDS),
       () => sample(direct, LATENCY_CALLS / ROUNDS),
+      () => sample(proxiedWs, LATENCY_CALLS / ROUNDS),
     );
-    direct.agent.destroy();
-    proxied.agent.destroy();
-    const [d, p] = [direct.samples.sort((a, b) => a - b), proxied.samples.sort((a, b) => a - b)];
+    for (const lane of [direct, proxied, proxiedWs]) lane.agent.destroy();
+    const [d, p, w] = [direct, proxied, proxiedWs].map((lane) => lane.samples.sort((a, b) => a - b)) as [
+      number[],
+      number[],
+      number[],
+    ];
     const figures = {
       directP50: percentile(d, 50),
       directP99: percentile(d, 99),
       proxiedP50: percentile(p, 50),
       proxiedP99: percentile(p, 99),
+      proxiedWebSocketP50: percentile(w, 50),
     };
     progress(`latency ms: ${JSON.stringify(figures)}`);
     report('tunnel', [
@@ -125,11 +137,16 @@ async function main(): Promise<void> {
       { metric: 'bare_stream_p50', value: percentile(raw, 50), unit: 'ms' },
       { metric: 'bare_stream_p99', value: percentile(raw, 99), unit: 'ms' },
       { metric: 'h2_tcp_stream_p50', value: percentile(rawH2, 50), unit: 'ms' },
-      { metric: 'websocket_layer_p50', value: percentile(raw, 50) - percentile(rawH2, 50), unit: 'ms' },
       { metric: 'h2_tcp_one_stream_throughput', value: oneH2Tcp, unit: 'MB/s' },
       { metric: 'one_stream_vs_h2_tcp', value: oneStream / oneH2Tcp, unit: 'ratio' },
       { metric: 'added_latency_p50', value: figures.proxiedP50 - figures.directP50, unit: 'ms' },
       { metric: 'added_latency_p99', value: figures.proxiedP99 - figures.directP99, unit: 'ms' },
+      // The WebSocket transport (for proxies that pass only WebSocket upgrades), from the same rounds.
+      { metric: 'websocket_one_stream_throughput', value: oneWs, unit: 'MB/s' },
+      { metric: 'websocket_one_stream_vs_tcp', value: oneWs / oneTcp, unit: 'ratio' },
+      { metric: 'websocket_stream_p50', value: percentile(rawWs, 50), unit: 'ms' },
+      { metric: 'websocket_layer_p50', value: percentile(rawWs, 50) - percentile(rawH2, 50), unit: 'ms' },
+      { metric: 'websocket_added_latency_p50', value: figures.proxiedWebSocketP50 - figures.directP50, unit: 'ms' },
     ]);
   } finally {
     child.stdin!.end();
@@ -188,12 +205,13 @@ async function tcpBytes(port: number, bytes: number): Promise<number> {
 /** One way to reach the `/ping` handler, with the latencies it has collected. */
 interface LatencyLane {
   readonly port: number;
+  readonly path: string;
   readonly agent: http.Agent;
   readonly samples: number[];
 }
 
-function latencyLane(port: number): LatencyLane {
-  return { port, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), samples: [] };
+function latencyLane(port: number, path: string): LatencyLane {
+  return { port, path, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), samples: [] };
 }
 
 /** One keep-alive GET of a tiny answer; resolves with its latency in ms. */
@@ -201,7 +219,7 @@ async function ping(lane: LatencyLane): Promise<number> {
   const start = performance.now();
   await new Promise<void>((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port: lane.port, path: '/ping', agent: lane.agent }, (res) => {
+      .get({ host: '127.0.0.1', port: lane.port, path: lane.path, agent: lane.agent }, (res) => {
         res.resume();
         res.once('end', resolve);
       })

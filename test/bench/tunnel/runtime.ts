@@ -1,8 +1,9 @@
 // The runtime half of the tunnel bench, in its own process so both ends get a
-// core. It serves one handler four ways: through the tunnel (HTTP/2 over the
-// WebSocket), over HTTP/2 on a plain TCP connection with the tunnel's
-// settings (the tunnel without its WebSocket layer), over plain HTTP/1.1
-// (the latency baseline) and a raw TCP blaster (the throughput baseline).
+// core. It serves one handler five ways: through two tunnels (runtime `bench`
+// on the default transport, `bench-ws` on the WebSocket one), over HTTP/2 on
+// a plain TCP connection with the tunnel's settings (HTTP/2 with no tunnel
+// around it), over plain HTTP/1.1 (the latency baseline) and a raw TCP
+// blaster (the throughput baseline).
 // argv: <scheduler url> <token>. Prints {"httpPort","h2Port","tcpPort"} once connected.
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -56,22 +57,30 @@ h2.on('session', (session) => session.once('connect', () => session.setLocalWind
 h2.listen(0, '127.0.0.1');
 await Promise.all([once(plain, 'listening'), once(blaster, 'listening'), once(h2, 'listening')]);
 
-const dialer = dialTunnel({
-  url,
-  token,
-  info: { id: 'bench', classes: ['bench'], metadata: {}, version: '1.0.0', limits: {} },
-  handler: (req, res) => void handler(req, res),
-  onConnected: () => {
-    const ports = {
-      httpPort: (plain.address() as AddressInfo).port,
-      h2Port: (h2.address() as AddressInfo).port,
-      tcpPort: (blaster.address() as AddressInfo).port,
-    };
-    process.stdout.write(`${JSON.stringify(ports)}\n`);
-  },
-});
+// Two tunnels to the same scheduler: the default transport (HTTP/2 straight on
+// the upgraded connection) and the WebSocket fallback.
+const transports = { bench: 'auto', 'bench-ws': 'websocket' } as const;
+let connected = 0;
+const dialers = Object.entries(transports).map(([id, transport]) =>
+  dialTunnel({
+    url,
+    token,
+    transport,
+    info: { id, classes: ['bench'], metadata: {}, version: '1.0.0', limits: {} },
+    handler: (req, res) => void handler(req, res),
+    onConnected: () => {
+      if (++connected !== Object.keys(transports).length) return;
+      const ports = {
+        httpPort: (plain.address() as AddressInfo).port,
+        h2Port: (h2.address() as AddressInfo).port,
+        tcpPort: (blaster.address() as AddressInfo).port,
+      };
+      process.stdout.write(`${JSON.stringify(ports)}\n`);
+    },
+  }),
+);
 process.stdin.once('end', () => {
-  dialer.close();
+  for (const dialer of dialers) dialer.close();
   process.exit(0);
 });
 process.stdin.resume();
