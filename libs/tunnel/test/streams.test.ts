@@ -177,41 +177,34 @@ describe('a runtime writing garbage', () => {
     },
     {
       name: 'garbage bytes below the WebSocket framing lose only their own tunnel',
-      send: async (accepted) => {
-        const req = http.request(`${scheduler.url}/api/runtime/connect`, {
-          agent: false,
-          headers: {
-            ...headers,
-            connection: 'Upgrade',
-            upgrade: 'websocket',
-            'sec-websocket-version': '13',
-            'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-          },
-        });
-        req.end();
-        const [, socket] = (await once(req, 'upgrade')) as [http.IncomingMessage, Socket];
-        socket.on('error', () => {});
-        await accepted;
-        socket.write(randomBytes(4096));
-        return () => socket.destroy();
-      },
+      send: (accepted) =>
+        garbageAfterUpgrade(accepted, {
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        }),
+    },
+    {
+      name: 'garbage bytes on the http2 transport lose only their own tunnel',
+      send: (accepted) => garbageAfterUpgrade(accepted, { upgrade: TUNNEL_UPGRADE }),
     },
   ];
-  cases.push({
-    name: 'garbage bytes on the http2 transport lose only their own tunnel',
-    send: async (accepted) => {
-      const req = http.request(`${scheduler.url}/api/runtime/connect`, {
-        agent: false,
-        headers: { ...headers, connection: 'Upgrade', upgrade: TUNNEL_UPGRADE },
-      });
-      req.end();
-      const [, socket] = (await once(req, 'upgrade')) as [http.IncomingMessage, Socket];
-      socket.on('error', () => {});
-      await accepted;
-      socket.write(randomBytes(4096));
-      return () => socket.destroy();
-    },
-  });
+  /** Completes the connect upgrade by hand, then writes random bytes where the tunnel's protocol should be. */
+  async function garbageAfterUpgrade(
+    accepted: Promise<Tunnel>,
+    upgradeHeaders: http.OutgoingHttpHeaders,
+  ): Promise<() => void> {
+    const req = http.request(`${scheduler.url}/api/runtime/connect`, {
+      agent: false,
+      headers: { ...headers, connection: 'Upgrade', ...upgradeHeaders },
+    });
+    req.end();
+    const [, socket] = (await once(req, 'upgrade')) as [http.IncomingMessage, Socket];
+    socket.on('error', () => {});
+    await accepted;
+    socket.write(randomBytes(4096));
+    return () => socket.destroy();
+  }
   for (const c of cases) {
     it(c.name, async () => {
       const accepted = scheduler.nextTunnel('bad');
