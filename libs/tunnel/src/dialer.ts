@@ -44,13 +44,13 @@ export interface TunnelDialer {
 }
 
 /**
- * Dials the scheduler and serves HTTP/2 on the upgraded connection, reconnecting
- * forever with exponential backoff and jitter (250 ms doubling to 30 s by
- * default; reset after a successful connect). With transport `auto` every dial
- * asks for `http2` first and, when a reached peer answers anything but that
- * upgrade (or a 401, 431 or 503), dials again at once for `websocket`. A 400/401 refusal is logged
- * with its status and body and retried at the maximum delay, since it will
- * not heal by itself soon. Not guaranteed: that requests in flight survive a
+ * Dials the scheduler and serves HTTP/2 on the upgraded connection,
+ * reconnecting forever with exponential backoff and jitter (250 ms doubling
+ * to 30 s by default; reset after a successful connect). With transport
+ * `auto` every dial asks for `http2` first and, when a reached peer answers
+ * anything but that upgrade (or a 401, 431 or 503), dials again at once for
+ * `websocket`. A 400/401 refusal is logged with its status and body and
+ * retried at the maximum delay, since it will not heal by itself soon. Not guaranteed: that requests in flight survive a
  * reconnect (they fail; the scheduler decides about retries).
  */
 export function dialTunnel(options: DialTunnelOptions): TunnelDialer {

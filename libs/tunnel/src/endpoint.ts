@@ -113,6 +113,10 @@ class Endpoint implements TunnelEndpoint {
     if (upgrade === 'websocket') {
       return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), info));
     }
+    this.#logger.warn(
+      { remote, runtime: info.id, status: 400, upgrade },
+      'runtime connect refused: unsupported Upgrade',
+    );
     writeRefusal(socket, {
       status: 400,
       body: { error: 'unsupported Upgrade', field: 'Upgrade', detail: `expected ${TUNNEL_UPGRADE} or websocket` },
