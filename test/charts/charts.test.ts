@@ -25,6 +25,12 @@ const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : f
 const helmPath = skip ? 'helm' : located;
 if (skip) console.log(`chart tests skipped: ${skip}`);
 
+/** The SWITCHYARD_* names `app` reads, from its `--help` (which lists each setting's env name). */
+function envNamesOf(app: string): Set<string> {
+  const help = execFileSync(process.execPath, [join(root, `apps/${app}/src/main.ts`), '--help'], { encoding: 'utf8' });
+  return new Set(help.match(/(?<=env: )SWITCHYARD_[A-Z0-9_]+/g) ?? []);
+}
+
 type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
 const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,
@@ -119,11 +125,11 @@ for (const c of CHARTS) {
             assert.equal(container.livenessProbe?.httpGet.path, '/healthz');
             assert.equal(container.readinessProbe?.httpGet.path, '/readyz');
           }
+          // A misspelt SWITCHYARD_* name would be ignored by the app without a word.
+          const read = envNamesOf(c.chart);
+          assert.ok(read.size > 5, `${c.chart} --help lists its env names`);
           for (const e of container.env ?? [])
-            assert.ok(
-              ['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES'].includes(e.name) || e.name.startsWith('SWITCHYARD_'),
-              e.name,
-            );
+            assert.ok(['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES'].includes(e.name) || read.has(e.name), e.name);
         }
       });
     }
@@ -212,5 +218,19 @@ describe('scheduler chart contracts', { skip }, () => {
       (m) => m.kind === 'Service' && (m.spec as { clusterIP?: string }).clusterIP === 'None',
     );
     assert.ok(headless, 'headless peer Service');
+  });
+});
+
+describe('runtime chart contracts', { skip }, () => {
+  const transportOf = async (set: readonly string[] = []): Promise<string | undefined> => {
+    const deployment = (await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!;
+    const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];
+    return env.find((e) => e.name === 'SWITCHYARD_TUNNEL_TRANSPORT')?.value;
+  };
+
+  it('sets the tunnel transport from tunnelTransport, auto by default, and refuses an unknown one', async () => {
+    assert.equal(await transportOf(), 'auto');
+    assert.equal(await transportOf(['tunnelTransport=websocket']), 'websocket');
+    await assert.rejects(transportOf(['tunnelTransport=quic']), /tunnelTransport/);
   });
 });
