@@ -2,9 +2,12 @@
 // loopback. Measured in one run, so the ratios compare like with like:
 // - `tools/call` (echo) latency p50/p99 and req/s at concurrency 1 and 32 for
 //   the runtime's direct listener, a gateway in direct mode, a gateway going
-//   through the scheduler's tunnel (proxy mode), and the latency floor: a
-//   bare Node + undici pass-through to the direct listener (passthrough.ts),
-//   which is what one more hop costs on this machine before any gateway work;
+//   through the scheduler's tunnel (proxy mode), the scheduler's
+//   `/api/proxy` called straight (the tunnel-mode path without the gateway's
+//   hop, which splits that path's cost between its two hops), and the latency
+//   floor: a bare Node + undici pass-through to the direct listener
+//   (passthrough.ts), which is what one more hop costs on this machine before
+//   any gateway work;
 // - RSS of one fresh gateway (proxy mode) holding idle legacy sessions with
 //   open GET streams, read from /proc/<pid>/status at three counts, and of a
 //   bare Node HTTP server holding as many idle event streams (the baseline).
@@ -46,7 +49,7 @@ const TOKEN = 'bench-direct-token-0123456789';
 const CONCURRENCIES = [1, 32] as const;
 const CALLS = { 1: 2000, 32: 8000 } as const;
 /** Interleaved rounds per concurrency; CALLS divide evenly, and so do ROUNDS by the number of targets. */
-const ROUNDS = 8;
+const ROUNDS = 10;
 const WARMUP_CALLS = 300;
 const IDLE_TARGET = 10_000;
 /**
@@ -428,6 +431,13 @@ async function main(): Promise<void> {
       { name: 'bare passthrough', url: `http://127.0.0.1:${passthrough.port}/mcp`, headers: directHeaders },
       { name: 'gateway direct mode', url: `http://127.0.0.1:${direct.port}/mcp`, headers: {} },
       { name: 'gateway tunnel mode', url: `http://127.0.0.1:${tunnel.port}/mcp`, headers: {} },
+      // What the tunnel-mode gateway sends on, less what only it asserts (the
+      // runtime takes the session id as the process, as behind the gateway).
+      {
+        name: 'scheduler proxy',
+        url: `${cluster.schedulerUrls()[0]}/api/proxy/${encodeURIComponent(runtime.name)}/mcp`,
+        headers: { 'x-switchyard-class': 'demo' },
+      },
     ];
     const figures: Figure[] = [];
     const loops = new Map<string, Loop>();
@@ -467,6 +477,17 @@ async function main(): Promise<void> {
       {
         metric: 'tunnel_mode_added_p50_c1',
         value: loops.get('gateway tunnel mode/1')!.p50Ms - base1.p50Ms,
+        unit: 'ms',
+      },
+      // The tunnel-mode path split in two: the scheduler's hop with the tunnel, and the gateway's hop before it.
+      {
+        metric: 'scheduler_proxy_added_p50_c1',
+        value: loops.get('scheduler proxy/1')!.p50Ms - base1.p50Ms,
+        unit: 'ms',
+      },
+      {
+        metric: 'tunnel_mode_over_scheduler_proxy_p50_c1',
+        value: loops.get('gateway tunnel mode/1')!.p50Ms - loops.get('scheduler proxy/1')!.p50Ms,
         unit: 'ms',
       },
       {
