@@ -98,8 +98,10 @@ export class McpEndpoint {
       if (!['POST', 'GET', 'DELETE'].includes(request.method)) {
         return errorResponse('method_not_allowed', `${request.method} not allowed on /mcp`);
       }
-      if (request.method === 'POST' && !(await isLegacyRequest(request))) return await this.#modernFetch(request);
-      return await this.#legacyFetch(request, (value) => (id = value));
+      if (request.method !== 'POST') return await this.#legacyFetch(request, (value) => (id = value));
+      const posted = await readOnce(request);
+      if (!(await isLegacyRequest(posted.request, posted.body))) return await this.#modernFetch(posted);
+      return await this.#legacyFetch(posted.request, (value) => (id = value), posted.body);
     } catch (error) {
       if (!(error instanceof SwitchyardError)) {
         this.#deps.logger.error({ event: 'mcp.failed', err: String(error) }, 'mcp request failed');
@@ -124,7 +126,7 @@ export class McpEndpoint {
     return className;
   }
 
-  async #modernFetch(request: Request): Promise<Response> {
+  async #modernFetch({ request, body }: Posted): Promise<Response> {
     const className = this.#className(request);
     const named = identityHeader(request, IDENTITY_HEADERS.process);
     const { registry } = this.#deps;
@@ -132,16 +134,16 @@ export class McpEndpoint {
     try {
       sandbox = await registry.acquire(className, named ?? randomUUID(), { ephemeral: named === undefined });
     } catch (error) {
-      return responseForError(error, requestIdOf(await readJson(request).catch(() => null)));
+      return responseForError(error, requestIdOf(body ?? (await readJson(request).catch(() => null))));
     }
-    const stopListening = await this.#listenFor(sandbox, request);
+    const stopListening = await this.#listenFor(sandbox, request, body);
     const done = (): void => {
       stopListening();
       registry.release(sandbox);
     };
     let response: Response;
     try {
-      response = await this.#current.run(sandbox, () => this.#modern.fetch(request));
+      response = await this.#current.run(sandbox, () => this.#modern.fetch(request, parsed(body)));
     } catch (error) {
       done();
       throw error;
@@ -153,50 +155,47 @@ export class McpEndpoint {
    * A `subscriptions/listen` request opens a stream for as long as its
    * response lasts: the sandbox is told which resources it watches and
    * where its change events go. Only a sandbox that has such events is
-   * asked: its request body is read a second time (the SDK reads its own
-   * copy), and parsed only when it names the method.
+   * asked, from the body read for routing (one that was not JSON opens none:
+   * the SDK answers it).
    */
-  async #listenFor(sandbox: Sandbox, request: Request): Promise<() => void> {
+  async #listenFor(sandbox: Sandbox, request: Request, parsedBody: unknown): Promise<() => void> {
     const { instance } = sandbox;
     if (!instance.listen) return () => {};
-    const text = await request
-      .clone()
-      .text()
-      .catch(() => '');
-    if (!text.includes('subscriptions/listen')) return () => {};
-    let body: { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | undefined;
-    try {
-      body = JSON.parse(text) as typeof body;
-    } catch {
-      // Malformed: the SDK answers it.
-    }
+    const body = parsedBody as
+      | { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } }
+      | null
+      | undefined;
     if (body?.method !== 'subscriptions/listen') return () => {};
     const named = body.params?.notifications?.resourceSubscriptions;
     const resources = Array.isArray(named) ? named.filter((u): u is string => typeof u === 'string') : [];
     return instance.listen(resources, (event) => this.#listenStreams.publishTo(sandbox, event));
   }
 
-  async #legacyFetch(request: Request, setId: (id: ReturnType<typeof requestIdOf>) => void): Promise<Response> {
+  async #legacyFetch(
+    request: Request,
+    setId: (id: ReturnType<typeof requestIdOf>) => void,
+    parsedBody?: unknown,
+  ): Promise<Response> {
     const sessionId = header(request, MCP_SESSION_HEADER);
     if (sessionId !== undefined) {
       const session = this.#deps.sessions.get(sessionId);
       if (!session) return errorResponse('session_not_found', `session not found`);
-      return this.#inSession(session, request);
+      return this.#inSession(session, request, parsedBody);
     }
     if (request.method !== 'POST') {
       return errorResponse('method_not_allowed', `${request.method} /mcp needs an ${MCP_SESSION_HEADER} header`);
     }
-    const body = await readJson(request);
+    const body = parsedBody ?? (await readJson(request));
     setId(requestIdOf(body));
     if (!isInitializeRequest(body)) return refusalWithoutSession(body);
-    return this.#initialize(request);
+    return this.#initialize(request, body);
   }
 
-  async #inSession(session: Session, request: Request): Promise<Response> {
+  async #inSession(session: Session, request: Request, parsedBody?: unknown): Promise<Response> {
     const end = this.#deps.sessions.begin(session);
     let response: Response;
     try {
-      response = await session.transport.handleRequest(request);
+      response = await session.transport.handleRequest(request, parsed(parsedBody));
     } catch (error) {
       end();
       throw error;
@@ -209,7 +208,7 @@ export class McpEndpoint {
     return onResponseDone(response, request.signal, end);
   }
 
-  async #initialize(request: Request): Promise<Response> {
+  async #initialize(request: Request, body: unknown): Promise<Response> {
     const { sessions, registry, reporter } = this.#deps;
     const className = this.#className(request);
     const named = identityHeader(request, IDENTITY_HEADERS.process);
@@ -246,11 +245,43 @@ export class McpEndpoint {
     }
     sessions.add(session);
     reporter.addThread(sandbox.id, sessionId);
-    const response = await this.#inSession(session, request);
+    const response = await this.#inSession(session, request, body);
     // A refused initialize leaves no session behind.
     if (transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
     return response;
   }
+}
+
+/** A POST whose body was read once; `body` is its JSON, absent when it is not JSON. */
+interface Posted {
+  readonly request: Request;
+  readonly body?: unknown;
+}
+
+/**
+ * Reads a POST body once for everything that needs it: the routing
+ * (`isLegacyRequest`), the session checks and the SDK's transports all take
+ * the parsed body, where each would otherwise read its own copy of the
+ * stream (a clone per read) and parse it again. A body that is empty or not
+ * JSON is handed on as a fresh request with the same text, so the SDK
+ * answers it exactly as before.
+ */
+async function readOnce(request: Request): Promise<Posted> {
+  const text = await request.text();
+  if (text.length > 0) {
+    try {
+      return { request, body: JSON.parse(text) as unknown };
+    } catch {
+      // Not JSON: the SDK's own reading answers it.
+    }
+  }
+  const { url, method, headers, signal } = request;
+  return { request: new Request(url, { method, headers, signal, body: text }) };
+}
+
+/** The SDK's option for a body already parsed (none when it was not JSON). */
+function parsed(body: unknown): { parsedBody: unknown } | undefined {
+  return body === undefined ? undefined : { parsedBody: body };
 }
 
 /**

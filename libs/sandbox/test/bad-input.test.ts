@@ -50,6 +50,21 @@ describe('bad input at /mcp', () => {
       text: /not valid JSON/,
     },
     {
+      name: 'an empty body is a 400 parse error',
+      body: '',
+      status: 400,
+      rpc: -32700,
+      text: /empty/,
+    },
+    {
+      name: 'a JSON body that is not a message (null) is a 400 invalid request',
+      body: 'null',
+      headers: { 'x-switchyard-class': 'demo' },
+      status: 400,
+      rpc: -32600,
+      text: /not a valid JSON-RPC message/,
+    },
+    {
       name: 'an unknown class is a JSON-RPC error naming the class',
       body: JSON.stringify(INIT),
       headers: { 'x-switchyard-class': 'nope' },
@@ -136,6 +151,53 @@ describe('bad input at /mcp', () => {
         headers: { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
       });
       assert.equal(del.status, 200);
+    }
+  });
+});
+
+describe('bad bodies within a session', () => {
+  let host: SandboxHost;
+  let served: Served;
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${served.url}/mcp`, { method: 'POST', headers: { ...JSON_HEADERS, ...headers }, body });
+
+  before(async () => {
+    host = testHost({ runtimeId: 'rt-bad-session', classes: { demo: { engine: 'builtin' } }, sandboxesMax: 2 });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  // Bodies are read once for routing and handed on parsed; one that is not JSON reaches the SDK as text.
+  it("gets the SDK's 400 for each, and the session lives on", async () => {
+    const init = await post(JSON.stringify(INIT), { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'bad-1' });
+    assert.equal(init.status, 200);
+    const session = {
+      'x-switchyard-class': 'demo',
+      'mcp-session-id': init.headers.get('mcp-session-id')!,
+      'mcp-protocol-version': '2025-06-18',
+    };
+    await init.body?.cancel();
+    try {
+      for (const [body, code, message] of [
+        ['{"jsonrpc":', -32700, /Parse error: Invalid JSON/],
+        ['', -32700, /Parse error: Invalid JSON/],
+        ['{"hello":1}', -32600, /not a valid JSON-RPC message/],
+        ['[]', -32600, /empty JSON-RPC batch/],
+      ] as const) {
+        const res = await post(body, session);
+        assert.equal(res.status, 400, body);
+        const answer = (await res.json()) as { error: { code: number; message: string } };
+        assert.equal(answer.error.code, code, body);
+        assert.match(answer.error.message, message);
+      }
+      const list = await post(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }), session);
+      assert.equal(list.status, 200);
+      assert.match(await list.text(), /"echo"/);
+    } finally {
+      await fetch(`${served.url}/mcp`, { method: 'DELETE', headers: session });
     }
   });
 });
