@@ -20,7 +20,8 @@ import { SandboxEventBus } from './listen-bus.ts';
 import type { Sandbox, SandboxRegistry } from './registry.ts';
 import type { Session, SessionTable } from './sessions.ts';
 import type { Logger, StateReporter } from './types.ts';
-import { errorResponse, onResponseDone, readJson, requestIdOf, responseForError } from './wire.ts';
+import { type Answer, settled } from './answer.ts';
+import { errorResponse, readJson, requestIdOf, responseForError } from './wire.ts';
 
 export interface EndpointDeps {
   readonly registry: SandboxRegistry;
@@ -58,9 +59,11 @@ function identityHeader(request: Request, name: string): string | undefined {
 }
 
 /**
- * The runtime's `/mcp` endpoint as a fetch face: legacy sessions on one SDK
- * transport each, 2026-07-28 requests through the SDK's per-request handler
- * with the sandbox chosen by `X-Switchyard-Process`.
+ * The runtime's `/mcp` endpoint on web-standard requests: legacy sessions on
+ * one SDK transport each, 2026-07-28 requests through the SDK's per-request
+ * handler with the sandbox chosen by `X-Switchyard-Process`. Each answer
+ * names what it holds (a session's place, a sandbox) for its writer to
+ * release when the response is over (see `answer.ts`).
  */
 export class McpEndpoint {
   readonly #deps: EndpointDeps;
@@ -90,13 +93,13 @@ export class McpEndpoint {
     );
   }
 
-  readonly fetch = async (request: Request): Promise<Response> => {
+  readonly handle = async (request: Request): Promise<Answer> => {
     let id: ReturnType<typeof requestIdOf> = null;
     try {
       const path = new URL(request.url).pathname;
-      if (path !== '/mcp') return errorResponse('not_found', `no route for ${path}`);
+      if (path !== '/mcp') return settled(errorResponse('not_found', `no route for ${path}`));
       if (!['POST', 'GET', 'DELETE'].includes(request.method)) {
-        return errorResponse('method_not_allowed', `${request.method} not allowed on /mcp`);
+        return settled(errorResponse('method_not_allowed', `${request.method} not allowed on /mcp`));
       }
       if (request.method !== 'POST') return await this.#legacyFetch(request, (value) => (id = value));
       const posted = await readOnce(request);
@@ -106,7 +109,7 @@ export class McpEndpoint {
       if (!(error instanceof SwitchyardError)) {
         this.#deps.logger.error({ event: 'mcp.failed', err: String(error) }, 'mcp request failed');
       }
-      return responseForError(error, id);
+      return settled(responseForError(error, id));
     }
   };
 
@@ -126,7 +129,7 @@ export class McpEndpoint {
     return className;
   }
 
-  async #modernFetch({ request, body }: Posted): Promise<Response> {
+  async #modernFetch({ request, body }: Posted): Promise<Answer> {
     const className = this.#className(request);
     const named = identityHeader(request, IDENTITY_HEADERS.process);
     const { registry } = this.#deps;
@@ -134,21 +137,19 @@ export class McpEndpoint {
     try {
       sandbox = await registry.acquire(className, named ?? randomUUID(), { ephemeral: named === undefined });
     } catch (error) {
-      return responseForError(error, requestIdOf(body ?? (await readJson(request).catch(() => null))));
+      return settled(responseForError(error, requestIdOf(body ?? (await readJson(request).catch(() => null)))));
     }
     const stopListening = await this.#listenFor(sandbox, request, body);
-    const done = (): void => {
+    const release = (): void => {
       stopListening();
       registry.release(sandbox);
     };
-    let response: Response;
     try {
-      response = await this.#current.run(sandbox, () => this.#modern.fetch(request, parsed(body)));
+      return { response: await this.#current.run(sandbox, () => this.#modern.fetch(request, parsed(body))), release };
     } catch (error) {
-      done();
+      release();
       throw error;
     }
-    return onResponseDone(response, request.signal, done);
   }
 
   /**
@@ -162,9 +163,7 @@ export class McpEndpoint {
     const { instance } = sandbox;
     if (!instance.listen) return () => {};
     const body = parsedBody as
-      | { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } }
-      | null
-      | undefined;
+      { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | null | undefined;
     if (body?.method !== 'subscriptions/listen') return () => {};
     const named = body.params?.notifications?.resourceSubscriptions;
     const resources = Array.isArray(named) ? named.filter((u): u is string => typeof u === 'string') : [];
@@ -175,23 +174,25 @@ export class McpEndpoint {
     request: Request,
     setId: (id: ReturnType<typeof requestIdOf>) => void,
     parsedBody?: unknown,
-  ): Promise<Response> {
+  ): Promise<Answer> {
     const sessionId = header(request, MCP_SESSION_HEADER);
     if (sessionId !== undefined) {
       const session = this.#deps.sessions.get(sessionId);
-      if (!session) return errorResponse('session_not_found', `session not found`);
+      if (!session) return settled(errorResponse('session_not_found', `session not found`));
       return this.#inSession(session, request, parsedBody);
     }
     if (request.method !== 'POST') {
-      return errorResponse('method_not_allowed', `${request.method} /mcp needs an ${MCP_SESSION_HEADER} header`);
+      return settled(
+        errorResponse('method_not_allowed', `${request.method} /mcp needs an ${MCP_SESSION_HEADER} header`),
+      );
     }
     const body = parsedBody ?? (await readJson(request));
     setId(requestIdOf(body));
-    if (!isInitializeRequest(body)) return refusalWithoutSession(body);
+    if (!isInitializeRequest(body)) return settled(refusalWithoutSession(body));
     return this.#initialize(request, body);
   }
 
-  async #inSession(session: Session, request: Request, parsedBody?: unknown): Promise<Response> {
+  async #inSession(session: Session, request: Request, parsedBody?: unknown): Promise<Answer> {
     const end = this.#deps.sessions.begin(session);
     let response: Response;
     try {
@@ -203,12 +204,12 @@ export class McpEndpoint {
     if (request.method === 'DELETE' && response.ok) {
       end();
       this.#deps.sessions.close(session.id, 'deleted');
-      return response;
+      return settled(response);
     }
-    return onResponseDone(response, request.signal, end);
+    return { response, release: end };
   }
 
-  async #initialize(request: Request, body: unknown): Promise<Response> {
+  async #initialize(request: Request, body: unknown): Promise<Answer> {
     const { sessions, registry, reporter } = this.#deps;
     const className = this.#className(request);
     const named = identityHeader(request, IDENTITY_HEADERS.process);
@@ -245,10 +246,10 @@ export class McpEndpoint {
     }
     sessions.add(session);
     reporter.addThread(sandbox.id, sessionId);
-    const response = await this.#inSession(session, request, body);
+    const answer = await this.#inSession(session, request, body);
     // A refused initialize leaves no session behind.
     if (transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
-    return response;
+    return answer;
   }
 }
 

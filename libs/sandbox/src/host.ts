@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '@switchyard/clock';
 import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { builtinEngine } from './builtin.ts';
 import type { Engine, EngineContext } from './engine.ts';
+import { answerWriter } from './answer.ts';
 import { McpEndpoint } from './endpoint.ts';
 import { httpEngine } from './http-engine.ts';
 import { withWarmPool, type WarmPoolEngine } from './warm-pool.ts';
@@ -111,7 +112,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,
     onerror: (error: Error) => logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
   };
-  const mcp = toNodeHandler({ fetch: endpoint.fetch }, nodeOpts);
+  const mcp = answerWriter(endpoint.handle, nodeOpts);
   const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
   let closing: Promise<void> | undefined;
 

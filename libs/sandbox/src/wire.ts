@@ -28,30 +28,3 @@ export async function readJson(request: Request): Promise<unknown> {
     throw new SwitchyardError('parse_error', 'request body is not valid JSON', { cause: error });
   }
 }
-
-/**
- * Calls `done` once when the response body has been fully sent or the
- * client went away (`signal`), so holders of a request-scoped resource can
- * release it however the exchange ends. A client going away also cancels
- * the body at once: the SDK's Node adapter notices a closed response only
- * when the next chunk arrives, and until the SDK transport's stream is
- * cancelled it keeps the session's one GET stream (a new GET is 409) and a
- * POST stream's place (a `Last-Event-ID` resume is 409). A silent GET
- * stream waited for the SDK's 15 s keep-alive.
- */
-export function onResponseDone(response: Response, signal: AbortSignal, done: () => void): Response {
-  let called = false;
-  const once = (): void => {
-    if (called) return;
-    called = true;
-    done();
-  };
-  if (!response.body) {
-    once();
-    return response;
-  }
-  signal.addEventListener('abort', once, { once: true });
-  // Aborting the pipe cancels the transport's stream and errors ours, which ends the adapter's copy loop.
-  const body = response.body.pipeThrough(new TransformStream({ flush: once }), { signal });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-}

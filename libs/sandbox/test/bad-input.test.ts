@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { SandboxHost } from '@switchyard/sandbox';
+import { SANDBOX_DEFAULTS, type SandboxHost } from '@switchyard/sandbox';
 import { RecordingReporter, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
 const INIT = {
@@ -129,6 +129,17 @@ describe('bad input at /mcp', () => {
       assert.match(body.error.message, c.text);
     });
   }
+
+  it('a body over the limit is a 413 JSON-RPC error, and the host keeps serving', async () => {
+    const big = JSON.stringify({ ...INIT, padding: 'x'.repeat(SANDBOX_DEFAULTS.bodyBytesMax) });
+    const res = await post(big, { 'x-switchyard-class': 'demo' });
+    assert.equal(res.status, 413);
+    const body = (await res.json()) as { error: { code: number; message: string } };
+    assert.equal(body.error.code, -32000);
+    assert.match(body.error.message, /too large|exceeds/i);
+    const weight = await fetch(`${served.url}/weight`);
+    assert.equal(weight.status, 200);
+  });
 
   it('the sandbox limit answers 503 "sandbox limit reached" and reports idle weight 0', async () => {
     const held: string[] = [];
