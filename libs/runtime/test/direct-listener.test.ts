@@ -2,7 +2,8 @@
 // an SSE response's head at once: a legacy GET stream stays silent until the
 // server has something to say, and a proxy in front waits for the head before
 // it answers its own client. Through the tunnel HTTP/2 sends HEADERS at once;
-// HTTP/1.1 in Node would hold them until the first body write.
+// HTTP/1.1 in Node would hold them until the first body write. It admits
+// only its configured bearer token.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { startRuntimeNode, type RuntimeNode } from '../src/index.ts';
@@ -46,5 +47,18 @@ describe('runtime direct listener', () => {
       clearTimeout(timer);
       stream.abort();
     }
+  });
+
+  it('refuses a missing, wrong or partial bearer token with 401, and serves the right one', async () => {
+    node ??= await startRuntimeNode(await nodeOptions({ demo: { engine: 'builtin' } }));
+    const url = node.directUrl!;
+    for (const authorization of [undefined, 'Bearer wrong-token', `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`]) {
+      const res = await fetch(`${url}/healthz`, { headers: authorization ? { authorization } : {} });
+      assert.equal(res.status, 401, String(authorization));
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+      await res.body?.cancel();
+    }
+    const ok = await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(ok.status, 200);
   });
 });

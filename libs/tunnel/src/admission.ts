@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RUNTIME_INFO_HEADER, parseWith, runtimeInfoSchema } from '@switchyard/protocol';
@@ -13,7 +13,26 @@ export interface Refusal {
 export type Admission =
   { readonly ok: true; readonly info: RuntimeInfo } | { readonly ok: false; readonly refusal: Refusal };
 
-const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+const sha256 = (value: string): Buffer => hash('sha256', value, 'buffer');
+
+/**
+ * Digests of the configured tokens, which are few and the same on every
+ * request (a runtime's direct listener checks one per tool call); bounded,
+ * should a caller's token list keep changing. Presented tokens are never
+ * kept.
+ */
+const configured = new Map<string, Buffer>();
+const CONFIGURED_MAX = 64;
+
+function configuredDigest(token: string): Buffer {
+  let digest = configured.get(token);
+  if (!digest) {
+    if (configured.size >= CONFIGURED_MAX) configured.clear();
+    digest = sha256(token);
+    configured.set(token, digest);
+  }
+  return digest;
+}
 
 /**
  * Constant-time membership of `presented` among `tokens`: both sides are
@@ -23,7 +42,7 @@ const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'ut
 export function tokenMatches(presented: string, tokens: readonly string[]): boolean {
   const digest = sha256(presented);
   let match = false;
-  for (const token of tokens) match = timingSafeEqual(digest, sha256(token)) || match;
+  for (const token of tokens) match = timingSafeEqual(digest, configuredDigest(token)) || match;
   return match && tokens.length > 0;
 }
 
