@@ -455,51 +455,29 @@ async function main(): Promise<void> {
         );
       }
     }
-    const base1 = loops.get('runtime direct/1')!;
-    const base32 = loops.get('runtime direct/32')!;
+    /** How much longer lane `slower` took than lane `faster` at p50, concurrency 1. */
+    const p50Gap = (metric: string, slower: string, faster: string): Figure => ({
+      metric,
+      value: loops.get(`${slower}/1`)!.p50Ms - loops.get(`${faster}/1`)!.p50Ms,
+      unit: 'ms',
+    });
+    /** Lane `lane`'s throughput at concurrency 32 as a share of the runtime's own. */
+    const throughputRatio = (metric: string, lane: string): Figure => ({
+      metric,
+      value: loops.get(`${lane}/32`)!.rps / loops.get('runtime direct/32')!.rps,
+      unit: 'ratio',
+    });
     figures.push(
-      {
-        metric: 'direct_mode_added_p50_c1',
-        value: loops.get('gateway direct mode/1')!.p50Ms - base1.p50Ms,
-        unit: 'ms',
-      },
-      {
-        metric: 'passthrough_added_p50_c1',
-        value: loops.get('bare passthrough/1')!.p50Ms - base1.p50Ms,
-        unit: 'ms',
-      },
+      p50Gap('direct_mode_added_p50_c1', 'gateway direct mode', 'runtime direct'),
+      p50Gap('passthrough_added_p50_c1', 'bare passthrough', 'runtime direct'),
       // The gateway's own work: its hop less the leanest plain hop, measured alike.
-      {
-        metric: 'direct_mode_over_passthrough_p50_c1',
-        value: loops.get('gateway direct mode/1')!.p50Ms - loops.get('bare passthrough/1')!.p50Ms,
-        unit: 'ms',
-      },
-      {
-        metric: 'tunnel_mode_added_p50_c1',
-        value: loops.get('gateway tunnel mode/1')!.p50Ms - base1.p50Ms,
-        unit: 'ms',
-      },
+      p50Gap('direct_mode_over_passthrough_p50_c1', 'gateway direct mode', 'bare passthrough'),
+      p50Gap('tunnel_mode_added_p50_c1', 'gateway tunnel mode', 'runtime direct'),
       // The tunnel-mode path split in two: the scheduler's hop with the tunnel, and the gateway's hop before it.
-      {
-        metric: 'scheduler_proxy_added_p50_c1',
-        value: loops.get('scheduler proxy/1')!.p50Ms - base1.p50Ms,
-        unit: 'ms',
-      },
-      {
-        metric: 'tunnel_mode_over_scheduler_proxy_p50_c1',
-        value: loops.get('gateway tunnel mode/1')!.p50Ms - loops.get('scheduler proxy/1')!.p50Ms,
-        unit: 'ms',
-      },
-      {
-        metric: 'direct_mode_throughput_ratio_c32',
-        value: loops.get('gateway direct mode/32')!.rps / base32.rps,
-        unit: 'ratio',
-      },
-      {
-        metric: 'tunnel_mode_throughput_ratio_c32',
-        value: loops.get('gateway tunnel mode/32')!.rps / base32.rps,
-        unit: 'ratio',
-      },
+      p50Gap('scheduler_proxy_added_p50_c1', 'scheduler proxy', 'runtime direct'),
+      p50Gap('tunnel_mode_over_scheduler_proxy_p50_c1', 'gateway tunnel mode', 'scheduler proxy'),
+      throughputRatio('direct_mode_throughput_ratio_c32', 'gateway direct mode'),
+      throughputRatio('tunnel_mode_throughput_ratio_c32', 'gateway tunnel mode'),
     );
     figures.push(...(await idleFigures(cluster, extra)));
     const baseline = await idleBaseline();
