@@ -139,7 +139,7 @@ export class McpEndpoint {
     } catch (error) {
       return settled(responseForError(error, requestIdOf(body ?? (await readJson(request).catch(() => null)))));
     }
-    const stopListening = await this.#listenFor(sandbox, request, body);
+    const stopListening = this.#listenFor(sandbox, body);
     const release = (): void => {
       stopListening();
       registry.release(sandbox);
@@ -159,7 +159,7 @@ export class McpEndpoint {
    * asked, from the body read for routing (one that was not JSON opens none:
    * the SDK answers it).
    */
-  async #listenFor(sandbox: Sandbox, request: Request, parsedBody: unknown): Promise<() => void> {
+  #listenFor(sandbox: Sandbox, parsedBody: unknown): () => void {
     const { instance } = sandbox;
     if (!instance.listen) return () => {};
     const body = parsedBody as
