@@ -28,3 +28,14 @@ export const PROXY_ERRORS = {
   notConnected: 'runtime not connected',
   streamFailed: 'runtime stream failed',
 } as const;
+
+/**
+ * A relay connection (protocol.md §7, "Relay connections"): `GET ${RELAY.path}<runtime id>` with
+ * `Connection: Upgrade` and `Upgrade: ${RELAY.upgrade}` asks a scheduler
+ * replica to carry the connection whole into that runtime's tunnel, where
+ * the runtime serves HTTP/1.1 on it.
+ */
+export const RELAY = {
+  path: '/api/relay/',
+  upgrade: 'switchyard-relay',
+} as const;

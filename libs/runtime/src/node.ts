@@ -93,6 +93,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     token: options.joinToken,
     info,
     handler: route,
+    relayHandler: route,
     clock,
     logger,
     ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),

@@ -1,13 +1,18 @@
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RUNTIME_INFO_HEADER, parseWith, runtimeInfoSchema } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 
-/** Why a connect request was refused, as written back on the raw socket. */
+/** Why an upgrade request was refused, as written back on the raw socket. */
 export interface Refusal {
-  readonly status: 400 | 401 | 431 | 503;
-  readonly body: { readonly error: string; readonly field?: string; readonly detail?: string };
+  readonly status: 400 | 401 | 431 | 501 | 502 | 503;
+  readonly body: {
+    readonly error: string;
+    readonly field?: string;
+    readonly detail?: string;
+    readonly runtime?: string;
+  };
 }
 
 export type Admission =
@@ -87,19 +92,12 @@ export function refuse(status: Refusal['status'], body: Refusal['body']): Admiss
   return { ok: false, refusal: { status, body } };
 }
 
-const REASONS: Record<Refusal['status'], string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  431: 'Request Header Fields Too Large',
-  503: 'Service Unavailable',
-};
-
 /** Answers a refused upgrade with a plain HTTP response on the raw socket, then closes it. */
 export function writeRefusal(socket: Duplex, refusal: Refusal): void {
   const body = JSON.stringify(refusal.body);
   const extra = refusal.status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '';
   socket.end(
-    `HTTP/1.1 ${refusal.status} ${REASONS[refusal.status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
       `${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

@@ -45,6 +45,9 @@ export const TUNNEL_DEFAULTS = {
 /** Where runtimes dial in. */
 export const CONNECT_PATH = '/api/runtime/connect';
 
+/** `:authority` of the CONNECT stream a relay connection runs on; a runtime accepts any. */
+export const RELAY_AUTHORITY = 'runtime:80';
+
 /** Minimal structured logger; pino fits it. */
 export interface TunnelLogger {
   info(obj: object, msg: string): void;

@@ -12,6 +12,7 @@ import { Heartbeat } from './heartbeat.ts';
 import { LengthDeclaringResponse } from './response.ts';
 import type { Carrier, CarrierTransport, TunnelTransport } from './carrier.ts';
 import { connectCarrier } from './connect.ts';
+import { serveRelayConnections } from './relay-connection.ts';
 
 export interface DialTunnelOptions {
   /** Scheduler base URL, `http(s)://` or `ws(s)://`; `/api/runtime/connect` is appended. */
@@ -22,6 +23,12 @@ export interface DialTunnelOptions {
   readonly info: RuntimeInfo;
   /** Serves every stream the scheduler opens, on http2 compat objects (not express). */
   readonly handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
+  /**
+   * Serves the requests of relay connections (HTTP/1.1 on CONNECT streams,
+   * see `relay-connection.ts`); normally the same routes as `handler`.
+   * Without it a CONNECT stream is refused (405) and gateways use `/api/proxy`.
+   */
+  readonly relayHandler?: http.RequestListener;
   /** Liveness probe period. Default 5000 ms. */
   readonly pingIntervalMs?: number;
   /** Default = pingIntervalMs. */
@@ -102,6 +109,7 @@ class Dialer implements TunnelDialer {
       },
       o.handler,
     );
+    if (o.relayHandler) serveRelayConnections(this.#server, o.relayHandler);
     this.#connect();
   }
 

@@ -9,6 +9,7 @@ export type { DialTunnelOptions, TunnelDialer } from './dialer.ts';
 export { proxyToTunnel } from './proxy.ts';
 export type { ProxyOptions } from './proxy.ts';
 export { proxyStreamToTunnel } from './stream-proxy.ts';
+export { relayConnection, serveRelayConnections } from './relay-connection.ts';
 export { createH2Fetch } from './fetch.ts';
 export type { OpenStream } from './fetch.ts';
 export { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import type { Clock, Timer } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
-import { H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
+import { H2_TUNING, RELAY_AUTHORITY, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
 import { Heartbeat } from './heartbeat.ts';
@@ -41,6 +41,11 @@ export interface Tunnel {
   readonly whenClosed: Promise<string>;
   /** Opens a stream into the runtime; `:scheme`/`:authority` default to http/runtime. */
   request(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream;
+  /**
+   * Opens a CONNECT stream: a byte stream to the runtime's HTTP/1.1 server,
+   * on which a gateway's connection is relayed (see `relay-connection.ts`).
+   */
+  openConnection(): http2.ClientHttp2Stream;
   /** Minimal WHATWG fetch over this tunnel (see `createH2Fetch`); usable as the `eventsource` package's `fetch`. */
   readonly fetch: typeof fetch;
   /** GOAWAY, then destroy after a short grace. Idempotent. */
@@ -118,11 +123,20 @@ class ClientTunnel implements Tunnel {
   }
 
   request(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream {
+    return this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, options);
+  }
+
+  openConnection(): http2.ClientHttp2Stream {
+    // A CONNECT stream carries no :scheme or :path (RFC 9113 §8.5).
+    return this.#open({ ':method': 'CONNECT', ':authority': RELAY_AUTHORITY });
+  }
+
+  #open(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream {
     if (!this.usable) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} is closed`);
     }
     try {
-      return this.session.request({ ':scheme': 'http', ':authority': 'runtime', ...headers }, options);
+      return this.session.request(headers, options);
     } catch (error) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} refused a stream`, {
         cause: error,

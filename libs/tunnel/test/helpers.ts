@@ -6,7 +6,7 @@ import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { finished } from 'node:stream/promises';
 import type { RuntimeInfo } from '@switchyard/protocol';
-import { createTunnelEndpoint, dialTunnel, proxyToTunnel } from '../src/index.ts';
+import { createTunnelEndpoint, dialTunnel, proxyToTunnel, relayConnection } from '../src/index.ts';
 import type { DialTunnelOptions, Tunnel, TunnelDialer, TunnelEndpoint, TunnelEndpointOptions } from '../src/index.ts';
 
 export const TOKEN = 'join-token-0123456789abcdef';
@@ -43,7 +43,10 @@ export interface Scheduler {
   close(): Promise<void>;
 }
 
-/** A scheduler: the endpoint on `/api/runtime/connect`, the proxy on `/proxy/:runtime/*`. */
+/**
+ * A scheduler: the endpoint on `/api/runtime/connect`, the proxy on
+ * `/proxy/:runtime/*`, relay connections on `/relay/:runtime`.
+ */
 export async function startScheduler(options: Partial<TunnelEndpointOptions> = {}, port = 0): Promise<Scheduler> {
   const events = new EventEmitter();
   events.setMaxListeners(100);
@@ -61,7 +64,11 @@ export async function startScheduler(options: Partial<TunnelEndpointOptions> = {
     if (!match) return void res.writeHead(404).end();
     proxyToTunnel(endpoint.get(match[1]!), req, res, match[2]!, { runtimeId: match[1]! });
   });
-  server.on('upgrade', (req, socket, head) => endpoint.handleUpgrade(req, socket, head));
+  server.on('upgrade', (req, socket, head) => {
+    const relay = /^\/relay\/([^/]+)$/.exec(req.url ?? '');
+    if (relay) return relayConnection(endpoint.get(relay[1]!), socket, head, relay[1]!);
+    endpoint.handleUpgrade(req, socket, head);
+  });
   server.listen(port, '127.0.0.1');
   await once(server, 'listening');
   const actual = (server.address() as AddressInfo).port;

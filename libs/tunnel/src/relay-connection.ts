@@ -1,0 +1,97 @@
+import type { EventEmitter } from 'node:events';
+import http from 'node:http';
+import http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
+import { PROXY_ERRORS, RELAY } from '@switchyard/protocol';
+import { writeRefusal } from './admission.ts';
+import { failureOf } from './proxy.ts';
+import type { Tunnel } from './tunnel.ts';
+
+/**
+ * Relay connections: a gateway's HTTP/1.1 connection carried whole through a
+ * runtime's tunnel, as one long-lived HTTP/2 CONNECT stream that the runtime
+ * serves with an HTTP/1.1 server of its own (see protocol.md §2 and §7).
+ *
+ * `/api/proxy` costs the scheduler an HTTP/1.1 request in and an HTTP/2
+ * stream out for every request, and the runtime a new stream with its
+ * compatibility objects. On a relay connection the scheduler only copies
+ * bytes, and the stream outlives the request like a keep-alive connection.
+ * Measured side by side on loopback (a stand-in runtime answering an echo
+ * call), a request cost the scheduler 77 against 282 µs of CPU, the
+ * runtime 100 against 174, and the round trip 0.21 against 0.36 ms.
+ */
+
+const SWITCHED = `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
+
+/**
+ * The scheduler's side: answers `GET /api/relay/<runtime>` with
+ * `Upgrade: switchyard-relay`. Once the runtime has accepted the CONNECT
+ * stream the gateway gets `101` and the socket and the stream are piped both
+ * ways; either end closing closes the other (a gateway's close resets the
+ * stream with CANCEL, which the runtime sees as its client leaving).
+ * Refusals are plain HTTP answers with a JSON body, and no byte of a request
+ * has crossed by then: 502 `runtime not connected` (no tunnel here, or it
+ * died) or `runtime stream failed`, 501 when the runtime does not serve
+ * relay connections (an older release: its HTTP/2 server answers CONNECT
+ * with 405).
+ */
+export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head: Buffer, runtimeId: string): void {
+  socket.on('error', () => {});
+  let state: 'opening' | 'refused' | 'piped' = 'opening';
+  const refuse = (status: 501 | 502, error: string): void => {
+    if (state !== 'opening' || socket.destroyed) return;
+    state = 'refused';
+    writeRefusal(socket, { status, body: { error, runtime: runtimeId } });
+  };
+  if (!tunnel?.usable) return refuse(502, PROXY_ERRORS.notConnected);
+  let stream: http2.ClientHttp2Stream;
+  try {
+    stream = tunnel.openConnection();
+  } catch {
+    return refuse(502, failureOf(tunnel));
+  }
+  stream.on('error', () => {});
+  socket.once('close', () => {
+    if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+  });
+  stream.once('response', (headers) => {
+    if (headers[':status'] !== 200) {
+      refuse(501, 'the runtime does not accept relay connections');
+      return void stream.close(http2.constants.NGHTTP2_CANCEL);
+    }
+    if (state !== 'opening' || socket.destroyed) return;
+    state = 'piped';
+    socket.write(SWITCHED);
+    if (head.length > 0) stream.write(head);
+    socket.pipe(stream);
+    stream.pipe(socket);
+  });
+  stream.once('close', () => {
+    if (state === 'opening') return refuse(502, failureOf(tunnel));
+    // An end (the runtime closed its connection) reached the gateway through the pipe; a reset ends it here.
+    if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR || !stream.readableEnded) socket.destroy();
+  });
+}
+
+/**
+ * The runtime's side: every CONNECT stream `server` (the tunnel's HTTP/2
+ * server) receives becomes a connection of an HTTP/1.1 server that serves
+ * `handler`, the same handler as tunnel streams. Idle relay connections
+ * close after Node's keep-alive timeout (5 s, announced in `Keep-Alive`), so
+ * gateways drop them first.
+ */
+export function serveRelayConnections(server: EventEmitter, handler: http.RequestListener): http.Server {
+  const connections = http.createServer(handler);
+  server.on('connect', (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    const stream = res.stream;
+    stream.on('error', () => {});
+    // Node's HTTP/1.1 server writes a head without a body (a 202, a 204) as
+    // a string, and an HTTP/2 stream sends strings from memory that is gone
+    // by the time the frame leaves (Node 24: the head arrived garbled). A
+    // stream that turns strings into buffers first, as sockets do, sends them intact.
+    (stream as unknown as { _writableState: { decodeStrings: boolean } })._writableState.decodeStrings = true;
+    stream.respond({ ':status': 200 });
+    connections.emit('connection', stream);
+  });
+  return connections;
+}

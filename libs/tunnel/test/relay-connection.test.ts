@@ -1,0 +1,135 @@
+// Relay connections end to end on loopback: a real scheduler HTTP server
+// (relayConnection on its upgrade), a real runtime dialer serving HTTP/1.1
+// on CONNECT streams, and plain Node HTTP clients on the relayed socket.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
+import type { TunnelDialer } from '../src/index.ts';
+import { startRuntime, startScheduler } from './helpers.ts';
+import type { Scheduler } from './helpers.ts';
+
+/** Asks `scheduler` for the relay to `runtime`; resolves with the answer's status, head and the socket. */
+async function askRelay(
+  scheduler: Scheduler,
+  runtime: string,
+): Promise<{ status: number; head: string; socket: net.Socket }> {
+  const socket = net.connect(scheduler.port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write(`GET /relay/${runtime} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n`);
+  const text = await new Promise<string>((resolve) => {
+    let read = '';
+    const onData = (chunk: Buffer): void => {
+      read += chunk.toString('latin1');
+      // A 101 is all head; a refusal is read to its end.
+      if (!read.includes('\r\n\r\n') || !read.startsWith('HTTP/1.1 101')) return;
+      socket.off('data', onData).off('end', onEnd).pause();
+      resolve(read);
+    };
+    const onEnd = (): void => resolve(read);
+    socket.on('data', onData).once('end', onEnd);
+  });
+  return { status: Number(text.slice(9, 12)), head: text, socket };
+}
+
+/** One HTTP/1.1 exchange on an already relayed socket (answers carry a Content-Length). */
+function exchange(socket: net.Socket, path: string, body = ''): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    let read = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      read = Buffer.concat([read, chunk]);
+      const end = read.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const head = read.toString('latin1', 0, end);
+      const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
+      if (read.length < end + 4 + length) return;
+      socket.off('data', onData).off('close', reject).pause();
+      resolve({ status: Number(head.slice(9, 12)), body: read.toString('utf8', end + 4, end + 4 + length) });
+    };
+    socket.on('data', onData).once('close', reject).resume();
+    const method = body ? 'POST' : 'GET';
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: runtime\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
+    socket.write(body);
+  });
+}
+
+describe('relay connections', () => {
+  let scheduler: Scheduler;
+  let dialer: TunnelDialer;
+  let legacy: TunnelDialer;
+  const connections = new Set<unknown>();
+  let cancelled = 0;
+
+  before(async () => {
+    scheduler = await startScheduler();
+    ({ dialer } = await startRuntime(scheduler, 'rt-relay', () => {}, {
+      relayHandler: (req, res) => {
+        connections.add(req.socket);
+        if (req.url === '/hold') {
+          res.once('close', () => cancelled++);
+          return void res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders();
+        }
+        let bytes = 0;
+        req.on('data', (c: Buffer) => (bytes += c.length));
+        req.once('end', () => res.end(JSON.stringify({ path: req.url, bytes })));
+      },
+    }));
+    // A runtime of a release without relay connections.
+    ({ dialer: legacy } = await startRuntime(scheduler, 'rt-legacy', (_req, res) => void res.end('tunnel')));
+  });
+  after(async () => {
+    dialer.close();
+    legacy.close();
+    await scheduler.close();
+  });
+
+  it('carries one keep-alive connection to the runtime: several requests, both ways, on one stream', async () => {
+    connections.clear();
+    const { status, socket } = await askRelay(scheduler, 'rt-relay');
+    assert.equal(status, 101);
+    const first = await exchange(socket, '/a');
+    const big = 'x'.repeat(5 * 1024 * 1024);
+    const second = await exchange(socket, '/b', big);
+    assert.deepEqual(JSON.parse(first.body), { path: '/a', bytes: 0 });
+    assert.deepEqual(JSON.parse(second.body), { path: '/b', bytes: big.length });
+    assert.equal(connections.size, 1, 'both requests arrived on one connection of the runtime');
+    socket.destroy();
+  });
+
+  it('refuses a runtime whose tunnel it does not hold with 502 "runtime not connected", and closes', async () => {
+    const { status, head, socket } = await askRelay(scheduler, 'rt-nowhere');
+    assert.equal(status, 502);
+    assert.deepEqual(JSON.parse(head.slice(head.indexOf('\r\n\r\n') + 4)), {
+      error: 'runtime not connected',
+      runtime: 'rt-nowhere',
+    });
+    assert.ok(socket.readableEnded || socket.destroyed, 'the connection closed after the refusal');
+  });
+
+  it('refuses a runtime that does not serve relay connections with 501', async () => {
+    const { status, head } = await askRelay(scheduler, 'rt-legacy');
+    assert.equal(status, 501, head);
+    assert.match(head, /does not accept relay connections/);
+  });
+
+  it('tells the runtime at once when the gateway leaves mid-request', async () => {
+    const before = cancelled;
+    const { socket } = await askRelay(scheduler, 'rt-relay');
+    socket.write('GET /hold HTTP/1.1\r\nHost: runtime\r\n\r\n');
+    const head = once(socket, 'data');
+    socket.resume();
+    await head;
+    socket.destroy();
+    const deadline = Date.now() + 2000;
+    while (cancelled === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(cancelled, before + 1, "the runtime's response closed");
+  });
+
+  it('closes the relayed connection when the tunnel goes', async () => {
+    const { socket } = await askRelay(scheduler, 'rt-relay');
+    assert.deepEqual(JSON.parse((await exchange(socket, '/c')).body), { path: '/c', bytes: 0 });
+    const closed = once(socket, 'close');
+    scheduler.endpoint.get('rt-relay')!.close('test');
+    await closed;
+  });
+});
