@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
-import { PROXY_ERRORS, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
-import { proxyStreamToTunnel, proxyToTunnel } from '@switchyard/tunnel';
+import { PROXY_ERRORS, RELAY, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
+import type { Duplex } from 'node:stream';
+import { proxyStreamToTunnel, proxyToTunnel, relayConnection } from '@switchyard/tunnel';
 import type { RuntimeSummary } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
 import { HOP_HEADER, forwardToReplica, postJson } from './forward.ts';
@@ -24,6 +25,7 @@ export interface ApiContext {
 
 const PROXY_PATH = /^\/api\/proxy\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
 const RUNTIME_PATH = /^\/api\/runtime\/([^/?]+)$/;
+const RELAY_PATH = /^\/api\/relay\/([^/?]+)$/;
 const SNAPSHOT_PATH = /^\/api\/epoch\/(\d+)\/snapshot$/;
 
 /** Routes the scheduler API; returns false for a path it does not serve. */
@@ -161,6 +163,30 @@ export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream
   proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, `${proxy[2] ?? '/'}${proxy[3] ?? ''}`, {
     runtimeId,
   });
+}
+
+/**
+ * `GET /api/relay/:runtime` with `Upgrade: switchyard-relay`: a gateway's
+ * connection carried whole into the runtime's tunnel (see
+ * `relayConnection`). Only a runtime whose tunnel this replica holds is
+ * reached; anything else is a refusal, after which a gateway sends that
+ * request through `/api/proxy` (which forwards to the owner).
+ */
+export function handleRelay(ctx: ApiContext, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const relay = RELAY_PATH.exec((req.url ?? '/').split('?', 1)[0]!);
+  if (!relay || req.headers.upgrade?.toLowerCase() !== RELAY.upgrade) {
+    socket.on('error', () => {});
+    const body = JSON.stringify({
+      error: `expected GET /api/relay/<runtime> with Upgrade: ${RELAY.upgrade}`,
+      code: 'invalid_request',
+    });
+    return void socket.end(
+      `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  ctx.metrics.relayConnections.inc();
+  const runtimeId = decodeSegment(relay[1]!);
+  relayConnection(ctx.part.tunnel(runtimeId), socket, head, runtimeId);
 }
 
 function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {

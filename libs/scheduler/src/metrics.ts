@@ -12,6 +12,7 @@ export interface ReplicaMetrics {
   readonly scheduleRequests: Counter<'outcome'>;
   readonly scheduleSeconds: Histogram;
   readonly proxyRequests: Counter;
+  readonly relayConnections: Counter;
 }
 
 /** The replica's metrics (design brief §6); no per-runtime or per-session labels. */
@@ -43,5 +44,9 @@ export function createReplicaMetrics(metrics: Metrics): ReplicaMetrics {
       buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
     }),
     proxyRequests: metrics.counter({ name: 'proxy_requests_total', help: 'Requests received on /api/proxy' }),
+    relayConnections: metrics.counter({
+      name: 'relay_connections_total',
+      help: 'Relay connections asked for on /api/relay (each carries many requests)',
+    }),
   };
 }

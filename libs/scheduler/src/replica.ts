@@ -2,8 +2,9 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
 import { closeServer, listen, metricsHandler, serveH2c } from '@switchyard/service';
+import { RELAY } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
-import { handleApi, handleApiStream, type ApiContext } from './api.ts';
+import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
 import { ClusterView } from './cluster-view.ts';
 import { sendJson } from './http-util.ts';
 import { Leadership } from './leadership.ts';
@@ -151,6 +152,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === CONNECT_PATH) return endpoint.handleUpgrade(req, socket, head);
+    if (path?.startsWith(RELAY.path)) return handleRelay(ctx, req, socket, head);
     if (leadership.syncServer.handleUpgrade(req, socket, head)) return;
     socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
