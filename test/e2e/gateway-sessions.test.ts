@@ -61,6 +61,11 @@ describe('gateway sessions and streams across processes', () => {
         }
         const runtimes = new Set(results.map((r) => r.first.runtime));
         assert.deepEqual([...runtimes].sort(), ['r0', 'r1'], 'sessions land on both runtimes');
+        // The POSTs went on relay connections, each carrying many of them.
+        let relays = 0;
+        for (const s of cluster.schedulers)
+          relays += await metric(s.url!, 'switchyard_scheduler_relay_connections_total');
+        assert.ok(relays > 0 && relays < SESSIONS * CALLS, `relay connections: ${relays}`);
         assert.equal(new Set(results.map((r) => r.first.sandbox)).size, SESSIONS, 'one sandbox per session');
       } finally {
         await Promise.all(clients.map(closeSession));

@@ -58,6 +58,12 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'GET event streams through a scheduler travel as HTTP/2 streams (h2c), many per connection, instead of one HTTP/1.1 connection each.',
     ),
+  relayConnections: z
+    .boolean()
+    .default(true)
+    .describe(
+      'Requests through a scheduler travel on relay connections it carries whole into the runtime tunnel, instead of being proxied one by one on /api/proxy; turn off if a hop between gateway and scheduler passes no custom Upgrade.',
+    ),
   eventStreamPingIntervalMs: z
     .number()
     .int()

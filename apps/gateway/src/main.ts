@@ -53,6 +53,7 @@ const gateway = createGateway({
   schedulers: config.schedulers,
   upstreamMode: config.upstreamMode,
   eventStreamsOverHttp2: config.eventStreamsOverHttp2,
+  relayConnections: config.relayConnections,
   eventStreamPingIntervalMs: config.eventStreamPingIntervalMs,
   ...(config.upstreamToken ? { upstreamToken: config.upstreamToken } : {}),
   identity: {

@@ -12,6 +12,7 @@ import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
 import type { GatewayOptions } from './options.ts';
 import { matchTarget } from './request-target.ts';
 import type { RequestTarget } from './request-target.ts';
+import { RelayConnections } from './relay-connections.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
@@ -103,6 +104,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger: o.logger,
       })
     : undefined;
+  const relays = o.relayConnections ? new RelayConnections({ ...agentOptions, clock: o.clock }) : undefined;
   const cache = new RouteCache({
     maxEntries: o.routeCache.maxEntries,
     ttlMs: o.routeCache.ttlMs,
@@ -121,6 +123,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const ctx: RoutingContext = {
     dispatcher: upstreamAgent,
     ...(eventStreams ? { eventStreams } : {}),
+    ...(relays ? { relays } : {}),
     scheduler,
     cache,
     clock: o.clock,
@@ -273,6 +276,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         upstreamAgent.destroy(),
         schedulerAgent.destroy(),
         eventStreams?.close(),
+        relays?.close(),
         cache.close(),
       ]).then(() => undefined);
       return closing;

@@ -7,3 +7,5 @@ export { originEntryProblem } from './origins.ts';
 export type { IdentityStrategy } from './identity.ts';
 export { SUPPORTED_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION } from './wire.ts';
 export { REDIS_ROUTE_PREFIX } from './route-cache.ts';
+export { relayConnector } from './relay-connections.ts';
+export type { RelayConnector } from './relay-connections.ts';

@@ -65,6 +65,15 @@ export interface GatewayOptions {
    */
   readonly eventStreamsOverHttp2?: boolean;
   /**
+   * Requests with a body (and DELETEs) through a scheduler travel on relay
+   * connections: keep-alive connections the scheduler carries whole into the
+   * runtime's tunnel (see RelayConnections), instead of through
+   * `/api/proxy`, which parses and re-sends every request. Default true; a
+   * refused relay (an older scheduler or runtime, a runtime that moved to
+   * another replica) sends its requests through `/api/proxy` for a while.
+   */
+  readonly relayConnections?: boolean;
+  /**
    * How often a connection carrying event streams to a scheduler is checked
    * with an HTTP/2 PING; a ping unanswered by the next check fails its
    * streams, which their clients then open again. Default 10 s.
@@ -100,6 +109,7 @@ export interface GatewayOptions {
 export const GATEWAY_DEFAULTS = {
   upstreamMode: 'proxy',
   eventStreamsOverHttp2: true,
+  relayConnections: true,
   /** HTTP/2 streams per connection to a scheduler; more streams open another connection. */
   eventStreamsPerConnection: 4_096,
   eventStreamPingIntervalMs: 10_000,
@@ -140,6 +150,7 @@ export interface ResolvedOptions {
   readonly upstreamMode: 'proxy' | 'direct';
   readonly upstreamToken?: string;
   readonly eventStreamsOverHttp2: boolean;
+  readonly relayConnections: boolean;
   readonly eventStreamPingIntervalMs: number;
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
@@ -180,6 +191,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     schedulers: options.schedulers.map((s) => s.replace(/\/+$/, '')),
     upstreamMode: options.upstreamMode ?? d.upstreamMode,
     eventStreamsOverHttp2: options.eventStreamsOverHttp2 ?? d.eventStreamsOverHttp2,
+    relayConnections: options.relayConnections ?? d.relayConnections,
     eventStreamPingIntervalMs: positive(
       'eventStreamPingIntervalMs',
       options.eventStreamPingIntervalMs ?? d.eventStreamPingIntervalMs,

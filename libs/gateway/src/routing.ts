@@ -17,6 +17,7 @@ import { isUpstreamFailure } from './exchange.ts';
 import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
+import type { RelayConnections } from './relay-connections.ts';
 import { isEventStream, isHeadersTimeout, upstreamHeaders } from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
@@ -26,6 +27,8 @@ export interface RoutingContext {
   readonly dispatcher: Dispatcher;
   /** For `GET` event streams through a scheduler (HTTP/2, see `eventStreamsOverHttp2`); else `dispatcher`. */
   readonly eventStreams?: EventStreamUpstream;
+  /** For every other request through a scheduler (see `relayConnections`); else `dispatcher`. */
+  readonly relays?: RelayConnections;
   readonly scheduler: SchedulerClient;
   readonly cache: RouteCache;
   readonly clock: Clock;
@@ -163,13 +166,26 @@ async function send(
     idleTimeoutMs: ctx.idleTimeoutMs,
   };
   const via = (dispatcher: Dispatch): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
-  const streams = method === 'GET' && !route.direct ? ctx.eventStreams : undefined;
-  if (!streams) return via(ctx.dispatcher);
-  const origin = new URL(route.url).origin;
+  if (route.direct) return via(ctx.dispatcher);
+  // Through a scheduler: event streams as HTTP/2 streams, the rest on relay
+  // connections; either, refused before the request left, falls back to
+  // plain HTTP/1.1 through `/api/proxy`.
+  if (method === 'GET' && ctx.eventStreams) {
+    const streams = ctx.eventStreams;
+    const origin = new URL(route.url).origin;
+    try {
+      return await via(streams.dispatcherFor(origin));
+    } catch (error) {
+      if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
+      return via(ctx.dispatcher);
+    }
+  }
+  const relays = method === 'GET' ? undefined : ctx.relays;
+  if (!relays?.covers(route.url)) return via(ctx.dispatcher);
   try {
-    return await via(streams.dispatcherFor(origin));
+    return await via(relays);
   } catch (error) {
-    if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
+    if (r.signal.aborted || !relays.refused(route.url, error)) throw error;
     return via(ctx.dispatcher);
   }
 }

@@ -94,9 +94,12 @@ describe('a runtime that fails after the request reached it', () => {
 // (the contract of libs/tunnel's proxy, which its own tests hold it to): the
 // runtime reset the stream → 502 to the client, the session kept, nothing
 // resent; the runtime is not connected → the session is lost (404), an
-// initialize is placed elsewhere.
+// initialize is placed elsewhere. The proxy is of a release without relay
+// connections: it refuses them as such a scheduler does (404), so the
+// gateway sends every request through /api/proxy.
 describe('a runtime behind a scheduler proxy that fails a request', () => {
   const received: { runtime: string; method: string }[] = [];
+  const relayAsks: string[] = [];
   /** What the proxy answers for each runtime; anything absent answers as a runtime would. */
   const failures = new Map<string, 'runtime stream failed' | 'runtime not connected'>();
   const proxy = createServer((req, res) => {
@@ -115,6 +118,10 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
       res.writeHead(200, { 'content-type': 'application/json', ...(session ? { 'mcp-session-id': session } : {}) });
       res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { from: runtime } }));
     });
+  });
+  proxy.on('upgrade', (req, socket) => {
+    relayAsks.push(`${req.url} ${req.headers.upgrade}`);
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
   before(async () => (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, ['rt-a', 'rt-b'])));
@@ -152,6 +159,7 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
     const gone = await post(front.url, call('echo'), session);
     assert.equal(gone.status, 404);
     assert.equal(reasonOf(gone.json), 'session_not_found');
+    assert.deepEqual(relayAsks, ['/api/relay/rt-a switchyard-relay'], 'the relay was asked for once, then not again');
   });
 
   it('answers 502 to an initialize whose stream the runtime reset, sent once', async () => {

@@ -1,0 +1,156 @@
+import net from 'node:net';
+import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
+import type { Clock } from '@switchyard/clock';
+import { RELAY } from '@switchyard/protocol';
+import type { Dispatch } from './http2-streams.ts';
+
+const PROXY_PREFIX = '/api/proxy/';
+/** How long requests for a relay that was refused go through `/api/proxy` before it is asked for again. */
+const REFUSED_MS = 30_000;
+/** Largest answer head to a relay request; a scheduler's is a few dozen bytes. */
+const HEAD_BYTES_MAX = 16 * 1024;
+const REFUSED = 'SWITCHYARD_RELAY_REFUSED';
+
+/**
+ * Requests bound for a tunnelled runtime (`…/api/proxy/<runtime>/<path>`
+ * URLs), sent on relay connections: keep-alive HTTP/1.1 connections that
+ * the scheduler replica carries whole into the runtime's tunnel (protocol.md
+ * §7). The scheduler then copies bytes instead of proxying each request, and
+ * the runtime serves them as HTTP/1.1 on a stream that outlives the request;
+ * the request and its answer are the same bytes as through `/api/proxy`.
+ *
+ * One undici pool per (scheduler, runtime), closed by the agent once it has
+ * no connection left. A refused relay (the runtime is not connected to that
+ * replica, or is of a release without relay connections) fails its requests
+ * before any byte of them left, with an error `refused` recognises; the
+ * caller sends them through `/api/proxy` instead, and does so for that
+ * relay for the next REFUSED_MS. Everything else is as for any upstream
+ * connection: a scheduler that cannot be reached fails with the socket's
+ * error code (see isConnectFailure), a connection that breaks fails the
+ * request in flight.
+ */
+export class RelayConnections implements Dispatch {
+  readonly #agent: Agent;
+  readonly #clock: Clock;
+  /** Relay key → time until which it is not asked for. */
+  readonly #refusedUntil = new Map<string, number>();
+
+  constructor(options: { keepAliveTimeout: number; connectTimeout: number; clock: Clock }) {
+    this.#clock = options.clock;
+    const connectTimeoutMs = options.connectTimeout;
+    this.#agent = new Agent({
+      keepAliveTimeout: options.keepAliveTimeout,
+      // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
+      factory: (key, opts) => {
+        const relay = new URL(String(key));
+        return new Pool(relay.origin, { ...opts, connect: relayConnector(relay, connectTimeoutMs) });
+      },
+    });
+  }
+
+  /** True when a relay may be tried for `url` now: a scheduler proxy URL whose relay was not refused lately. */
+  covers(url: string): boolean {
+    const key = relayKeyOf(url);
+    if (key === undefined) return false;
+    const until = this.#refusedUntil.get(key);
+    if (until === undefined) return true;
+    if (this.#clock.now() < until) return false;
+    this.#refusedUntil.delete(key);
+    return true;
+  }
+
+  /** True when `error` is a refusal of the relay for `url` (remembered for REFUSED_MS): send through `/api/proxy`. */
+  refused(url: string, error: unknown): boolean {
+    if ((error as { code?: unknown } | undefined)?.code !== REFUSED) return false;
+    const key = relayKeyOf(url);
+    if (key !== undefined) this.#refusedUntil.set(key, this.#clock.now() + REFUSED_MS);
+    return true;
+  }
+
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const origin = String(options.origin);
+    const path = options.path;
+    const slash = path.indexOf('/', PROXY_PREFIX.length);
+    const runtime = path.slice(PROXY_PREFIX.length, slash === -1 ? path.length : slash);
+    return this.#agent.dispatch(
+      { ...options, origin: `${origin}${RELAY.path}${runtime}`, path: slash === -1 ? '/' : path.slice(slash) },
+      handler,
+    );
+  }
+
+  close(): Promise<void> {
+    return this.#agent.destroy();
+  }
+}
+
+/** `http://scheduler/api/relay/<runtime>` for `http://scheduler/api/proxy/<runtime>/…`, else undefined. */
+function relayKeyOf(url: string): string | undefined {
+  const pathAt = url.indexOf('/', url.indexOf('//') + 2);
+  if (pathAt === -1 || !url.startsWith(PROXY_PREFIX, pathAt)) return undefined;
+  const runtimeAt = pathAt + PROXY_PREFIX.length;
+  const end = url.indexOf('/', runtimeAt);
+  const runtime = url.slice(runtimeAt, end === -1 ? url.length : end);
+  return runtime ? `${url.slice(0, pathAt)}${RELAY.path}${runtime}` : undefined;
+}
+
+export type RelayConnector = (options: buildConnector.Options, callback: buildConnector.Callback) => net.Socket;
+
+/**
+ * An undici connector for the relay at `relay`
+ * (`http://scheduler/api/relay/<runtime>`): dials the scheduler and asks for the relay; hands undici the
+ * socket after the `101`, with whatever followed it put back. The socket's
+ * own errors keep their codes (ECONNREFUSED, …); no answer in time is
+ * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector.
+ */
+export function relayConnector(relay: URL, timeoutMs: number): RelayConnector {
+  const request =
+    `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n` +
+    `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
+  const port = Number(relay.port || 80);
+  const host = relay.hostname.replace(/^\[(.*)\]$/, '$1');
+  return (_options, callback) => {
+    const socket = net.connect({ host, port, noDelay: true });
+    let head: Buffer = Buffer.alloc(0);
+    let done = false;
+    const finish = (error: Error | null): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('error', finish);
+      socket.off('close', closed);
+      if (!error) return callback(null, socket);
+      socket.destroy();
+      callback(error, null);
+    };
+    const onData = (chunk: Buffer): void => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end === -1) {
+        if (head.length > HEAD_BYTES_MAX) finish(refusal(relay, 0, 'answer head too large'));
+        return;
+      }
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1', 0, 16))?.[1] ?? 0);
+      if (status !== 101) return finish(refusal(relay, status, head.toString('utf8', end + 4, end + 4 + 512)));
+      socket.pause();
+      if (head.length > end + 4) socket.unshift(head.subarray(end + 4));
+      finish(null);
+    };
+    // Nothing of a request was sent yet: a peer that hangs up without answering refuses too.
+    const closed = (): void => finish(refusal(relay, 0, 'connection closed before an answer'));
+    const timer = setTimeout(() => {
+      const error = new Error(`relay connect to ${relay.host} timed out`);
+      finish(Object.assign(error, { code: 'UND_ERR_CONNECT_TIMEOUT' }));
+    }, timeoutMs);
+    socket.once('connect', () => socket.write(request));
+    socket.on('data', onData);
+    socket.on('error', finish);
+    socket.once('close', closed);
+    return socket;
+  };
+}
+
+function refusal(relay: URL, status: number, detail: string): Error {
+  const error = new Error(`relay ${relay.pathname} refused by ${relay.host} (${status || 'no status'}): ${detail}`);
+  return Object.assign(error, { code: REFUSED, status });
+}
