@@ -3,8 +3,9 @@
 // - `tools/call` (echo) latency p50/p99 and req/s at concurrency 1 and 32 for
 //   the runtime's direct listener, a gateway in direct mode, a gateway going
 //   through the scheduler's tunnel (proxy mode), the scheduler's
-//   `/api/proxy` called straight (the tunnel-mode path without the gateway's
-//   hop, which splits that path's cost between its two hops), and the latency
+//   `/api/proxy` and a relay connection called straight (the tunnel-mode
+//   path without the gateway's hop, which splits that path's cost between its
+//   two hops; the gateway sends its POSTs on relay connections), and the latency
 //   floor: a bare Node + undici pass-through to the direct listener
 //   (passthrough.ts), which is what one more hop costs on this machine before
 //   any gateway work;
@@ -438,6 +439,13 @@ async function main(): Promise<void> {
         url: `${cluster.schedulerUrls()[0]}/api/proxy/${encodeURIComponent(runtime.name)}/mcp`,
         headers: { 'x-switchyard-class': 'demo' },
       },
+      // The same on relay connections, which the tunnel-mode gateway uses for its POSTs.
+      {
+        name: 'scheduler relay',
+        url: `${cluster.schedulerUrls()[0]}/mcp`,
+        relay: `${cluster.schedulerUrls()[0]}/api/relay/${encodeURIComponent(runtime.name)}`,
+        headers: { 'x-switchyard-class': 'demo' },
+      },
     ];
     const figures: Figure[] = [];
     const loops = new Map<string, Loop>();
@@ -476,6 +484,9 @@ async function main(): Promise<void> {
       // The tunnel-mode path split in two: the scheduler's hop with the tunnel, and the gateway's hop before it.
       p50Gap('scheduler_proxy_added_p50_c1', 'scheduler proxy', 'runtime direct'),
       p50Gap('tunnel_mode_over_scheduler_proxy_p50_c1', 'gateway tunnel mode', 'scheduler proxy'),
+      // The same split on the path the gateway takes (relay connections).
+      p50Gap('scheduler_relay_added_p50_c1', 'scheduler relay', 'runtime direct'),
+      p50Gap('tunnel_mode_over_scheduler_relay_p50_c1', 'gateway tunnel mode', 'scheduler relay'),
       throughputRatio('direct_mode_throughput_ratio_c32', 'gateway direct mode'),
       throughputRatio('tunnel_mode_throughput_ratio_c32', 'gateway tunnel mode'),
     );

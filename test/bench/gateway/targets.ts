@@ -2,6 +2,7 @@
 // delete the session. The latency loops use these instead of an SDK client so
 // that the figures measure the path, not the client library.
 import { Pool } from 'undici';
+import { relayConnector } from '@switchyard/gateway';
 
 export const LEGACY = '2025-11-25';
 
@@ -10,6 +11,8 @@ export interface Target {
   readonly name: string;
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** A scheduler's `/api/relay/<runtime>` URL: the target is reached on relay connections to it. */
+  readonly relay?: string;
 }
 
 export interface Session {
@@ -22,7 +25,8 @@ const ACCEPT = { 'content-type': 'application/json', accept: 'application/json, 
 
 /** A pool of `connections` keep-alive connections to the target's origin. */
 export function poolFor(target: Target, connections: number): Pool {
-  return new Pool(new URL(target.url).origin, { connections, pipelining: 1 });
+  const connect = target.relay ? { connect: relayConnector(new URL(target.relay), 5000) } : {};
+  return new Pool(new URL(target.url).origin, { connections, pipelining: 1, ...connect });
 }
 
 async function send(
