@@ -12,7 +12,7 @@ import { Heartbeat } from './heartbeat.ts';
 import { LengthDeclaringResponse } from './response.ts';
 import type { Carrier, CarrierTransport, TunnelTransport } from './carrier.ts';
 import { connectCarrier } from './connect.ts';
-import { serveRelayConnections } from './relay-connection.ts';
+import { serveRelayConnections, type RelayServer } from './relay-connection.ts';
 
 export interface DialTunnelOptions {
   /** Scheduler base URL, `http(s)://` or `ws(s)://`; `/api/runtime/connect` is appended. */
@@ -91,6 +91,7 @@ class Dialer implements TunnelDialer {
   #link: Link | undefined;
   #retry: Timer | undefined;
   #closed = false;
+  #relays: RelayServer | undefined;
   connected = false;
 
   constructor(o: DialTunnelOptions) {
@@ -109,7 +110,7 @@ class Dialer implements TunnelDialer {
       },
       o.handler,
     );
-    if (o.relayHandler) serveRelayConnections(this.#server, o.relayHandler);
+    if (o.relayHandler) this.#relays = serveRelayConnections(this.#server, o.relayHandler);
     this.#connect();
   }
 
@@ -117,6 +118,7 @@ class Dialer implements TunnelDialer {
     if (this.#closed) return;
     this.#closed = true;
     this.#retry?.cancel();
+    this.#relays?.drain();
     const link = this.#link;
     if (!link) return;
     // GOAWAY tells the scheduler no new streams will be served; the socket then goes.

@@ -73,6 +73,18 @@ export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head
   });
 }
 
+/** The runtime's relay connections, as its dialer holds them. */
+export interface RelayServer {
+  /**
+   * The runtime is going away: idle relay connections close now, busy ones
+   * once their last answer is out (it says `Connection: close` when its head
+   * is still to be written). A gateway then dials a new relay, which the
+   * scheduler refuses once the tunnel is gone, instead of sending requests
+   * into the tunnel's last second of grace.
+   */
+  drain(): void;
+}
+
 /**
  * The runtime's side: every CONNECT stream `server` (the tunnel's HTTP/2
  * server) receives becomes a connection of an HTTP/1.1 server that serves
@@ -80,18 +92,39 @@ export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head
  * close after Node's keep-alive timeout (5 s, announced in `Keep-Alive`), so
  * gateways drop them first.
  */
-export function serveRelayConnections(server: EventEmitter, handler: http.RequestListener): http.Server {
-  const connections = http.createServer(handler);
+export function serveRelayConnections(server: EventEmitter, handler: http.RequestListener): RelayServer {
+  /** Each open relay stream, with the number of its requests not yet answered. */
+  const busy = new Map<http2.ServerHttp2Stream, number>();
+  let draining = false;
+  const connections = http.createServer((req, res) => {
+    const stream = req.socket as unknown as http2.ServerHttp2Stream;
+    busy.set(stream, (busy.get(stream) ?? 0) + 1);
+    if (draining) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      const left = (busy.get(stream) ?? 1) - 1;
+      if (busy.has(stream)) busy.set(stream, left);
+      if (draining && left === 0) stream.end();
+    });
+    handler(req, res);
+  });
   server.on('connect', (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     const stream = res.stream;
     stream.on('error', () => {});
+    if (draining) return void stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
     // Node's HTTP/1.1 server writes a head without a body (a 202, a 204) as
     // a string, and an HTTP/2 stream sends strings from memory that is gone
     // by the time the frame leaves (Node 24: the head arrived garbled). A
     // stream that turns strings into buffers first, as sockets do, sends them intact.
     (stream as unknown as { _writableState: { decodeStrings: boolean } })._writableState.decodeStrings = true;
     stream.respond({ ':status': 200 });
+    busy.set(stream, 0);
+    stream.once('close', () => busy.delete(stream));
     connections.emit('connection', stream);
   });
-  return connections;
+  return {
+    drain() {
+      draining = true;
+      for (const [stream, requests] of busy) if (requests === 0) stream.end();
+    },
+  };
 }

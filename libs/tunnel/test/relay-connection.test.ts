@@ -125,6 +125,22 @@ describe('relay connections', () => {
     assert.equal(cancelled, before + 1, "the runtime's response closed");
   });
 
+  it('closes an idle relayed connection at once when the runtime goes away, not after the grace', async () => {
+    const { dialer: leaving } = await startRuntime(scheduler, 'rt-leaving', () => {}, {
+      relayHandler: (_req, res) => void res.end('ok'),
+    });
+    const { socket } = await askRelay(scheduler, 'rt-leaving');
+    assert.deepEqual(await exchange(socket, '/x'), { status: 200, body: 'ok' });
+    const started = performance.now();
+    const ended = once(socket, 'end');
+    socket.resume();
+    leaving.close();
+    await ended;
+    const elapsedMs = performance.now() - started;
+    // The tunnel's GOAWAY grace is TUNNEL_DEFAULTS.closeGraceMs (1 s).
+    assert.ok(elapsedMs < 500, `ended after ${elapsedMs.toFixed(0)} ms`);
+  });
+
   it('closes the relayed connection when the tunnel goes', async () => {
     const { socket } = await askRelay(scheduler, 'rt-relay');
     assert.deepEqual(JSON.parse((await exchange(socket, '/c')).body), { path: '/c', bytes: 0 });
