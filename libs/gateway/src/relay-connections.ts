@@ -83,8 +83,12 @@ export class RelayConnections implements Dispatch {
   }
 }
 
-/** `http://scheduler/api/relay/<runtime>` for `http://scheduler/api/proxy/<runtime>/…`, else undefined. */
+/**
+ * `http://scheduler/api/relay/<runtime>` for `http://scheduler/api/proxy/<runtime>/…`,
+ * else undefined (also for `https:`: the connector speaks plain TCP).
+ */
 function relayKeyOf(url: string): string | undefined {
+  if (!url.startsWith('http://')) return undefined;
   const pathAt = url.indexOf('/', url.indexOf('//') + 2);
   if (pathAt === -1 || !url.startsWith(PROXY_PREFIX, pathAt)) return undefined;
   const runtimeAt = pathAt + PROXY_PREFIX.length;

@@ -1,0 +1,124 @@
+// The gateway's relay connections against real loopback servers standing in
+// for a scheduler: one that grants the relay and then serves HTTP/1.1 on the
+// upgraded connection itself (as the runtime would behind a real one), one
+// that refuses it as a release without relays does (404), and one that is
+// not listening. What the routing relies on: which URLs a relay covers, that
+// a refusal is told apart from a connect failure and remembered for a while,
+// and that a granted relay carries many requests on one connection.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { Dispatcher } from 'undici';
+import { RelayConnections } from '../src/relay-connections.ts';
+import { isConnectFailure } from '../src/upstream.ts';
+
+/** Sends one POST through `relays` as `exchange` would; resolves with the status and body, or the error. */
+function post(relays: RelayConnections, url: string): Promise<{ status?: number; body?: string; error?: Error }> {
+  return new Promise((resolve) => {
+    const slash = url.indexOf('/', url.indexOf('//') + 2);
+    const chunks: Buffer[] = [];
+    let status = 0;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart: () => {},
+      onResponseStart: (_c, statusCode) => void (status = statusCode),
+      onResponseData: (_c, chunk) => void chunks.push(chunk),
+      onResponseEnd: () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }),
+      onResponseError: (_c, error) => resolve({ error }),
+    };
+    relays.dispatch({ origin: url.slice(0, slash), path: url.slice(slash), method: 'POST', body: '{}' }, handler);
+  });
+}
+
+async function listen(server: http.Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+}
+
+describe('relay connections from the gateway', () => {
+  const clock = new ManualClock();
+  const relays = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock });
+  const asked: string[] = [];
+  const connections = new Set<net.Socket>();
+  /** Grants every relay; the upgraded connection is served by `inner` (the stand-in runtime). */
+  const inner = http.createServer((req, res) => {
+    connections.add(req.socket);
+    req.resume();
+    req.once('end', () => res.end(`${req.method} ${req.url}`));
+  });
+  const granting = http.createServer((_req, res) => res.writeHead(500).end());
+  granting.on('upgrade', (req, socket: net.Socket) => {
+    asked.push(`${req.url} ${req.headers.upgrade}`);
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n');
+    inner.emit('connection', socket);
+  });
+  const refusing = http.createServer((_req, res) => res.writeHead(500).end());
+  refusing.on('upgrade', (_req, socket: net.Socket) => {
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
+  let grantingUrl = '';
+  let refusingUrl = '';
+  before(async () => {
+    grantingUrl = await listen(granting);
+    refusingUrl = await listen(refusing);
+  });
+  after(async () => {
+    await relays.close();
+    for (const server of [granting, refusing]) {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('covers plain-HTTP scheduler proxy URLs only', () => {
+    assert.equal(relays.covers('http://s:7070/api/proxy/rt-1/mcp'), true);
+    assert.equal(relays.covers('https://s:7070/api/proxy/rt-1/mcp'), false);
+    assert.equal(relays.covers('http://s:7070/mcp'), false);
+    assert.equal(relays.covers('http://s:7070/api/proxy/'), false);
+  });
+
+  it('asks for /api/relay/<runtime> and sends request after request on its connections, path past the runtime', async () => {
+    const requests = 6;
+    for (let n = 0; n < requests; n++) {
+      assert.deepEqual(await post(relays, `${grantingUrl}/api/proxy/rt-1/mcp?n=${n}`), {
+        status: 200,
+        body: `POST /mcp?n=${n}`,
+      });
+    }
+    // undici marks a connection free a moment after its answer's end, so a
+    // request sent at once may open a second one; after that they are reused.
+    assert.ok(asked.length <= 2, `relays asked for: ${asked.length}`);
+    assert.ok(
+      asked.every((a) => a === '/api/relay/rt-1 switchyard-relay'),
+      asked.join(),
+    );
+    assert.equal(connections.size, asked.length, 'each relay carried requests to the stand-in runtime');
+  });
+
+  it('fails a refused relay with an error `refused` knows (not a connect failure), and skips it for 30 s', async () => {
+    const url = `${refusingUrl}/api/proxy/rt-2/mcp`;
+    const { error } = await post(relays, url);
+    assert.ok(error);
+    assert.equal(isConnectFailure(error), false);
+    assert.equal(relays.refused(url, error), true);
+    assert.equal(relays.covers(url), false);
+    assert.equal(relays.covers(`${refusingUrl}/api/proxy/rt-3/mcp`), true, 'another runtime is not affected');
+    await clock.advance(30_001);
+    assert.equal(relays.covers(url), true);
+  });
+
+  it('reports a scheduler that is not listening as a connect failure, not a refusal', async () => {
+    const probe = net.createServer();
+    probe.listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const port = (probe.address() as net.AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const url = `http://127.0.0.1:${port}/api/proxy/rt-4/mcp`;
+    const { error } = await post(relays, url);
+    assert.equal(isConnectFailure(error), true, String(error));
+    assert.equal(relays.refused(url, error), false);
+  });
+});
