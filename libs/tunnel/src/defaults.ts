@@ -40,6 +40,13 @@ export const TUNNEL_DEFAULTS = {
   wsPayloadBytesMax: 4 * 1024 * 1024,
   /** Time a GOAWAY'd session gets to finish before it is destroyed. */
   closeGraceMs: 1_000,
+  /**
+   * How long a runtime keeps an idle relay connection (announced in
+   * `Keep-Alive`, so the gateway closes first). A new relay costs a
+   * connection, an upgrade and a CONNECT stream, more than a request; agents
+   * call tools seconds apart, so relays stay for a minute, not Node's 5 s.
+   */
+  relayKeepAliveMs: 60_000,
 } as const;
 
 /** Where runtimes dial in. */

@@ -4,6 +4,7 @@ import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { PROXY_ERRORS, RELAY } from '@switchyard/protocol';
 import { writeRefusal } from './admission.ts';
+import { TUNNEL_DEFAULTS } from './defaults.ts';
 import { failureOf } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -89,8 +90,8 @@ export interface RelayServer {
  * The runtime's side: every CONNECT stream `server` (the tunnel's HTTP/2
  * server) receives becomes a connection of an HTTP/1.1 server that serves
  * `handler`, the same handler as tunnel streams. Idle relay connections
- * close after Node's keep-alive timeout (5 s, announced in `Keep-Alive`), so
- * gateways drop them first.
+ * close after TUNNEL_DEFAULTS.relayKeepAliveMs, announced in `Keep-Alive`,
+ * so gateways drop them first.
  */
 export function serveRelayConnections(server: EventEmitter, handler: http.RequestListener): RelayServer {
   /** Each open relay stream, with the number of its requests not yet answered. */
@@ -107,6 +108,7 @@ export function serveRelayConnections(server: EventEmitter, handler: http.Reques
     });
     handler(req, res);
   });
+  connections.keepAliveTimeout = TUNNEL_DEFAULTS.relayKeepAliveMs;
   server.on('connect', (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     const stream = res.stream;
     stream.on('error', () => {});

@@ -32,6 +32,9 @@ async function askRelay(
   return { status: Number(text.slice(9, 12)), head: text, socket };
 }
 
+/** The `Keep-Alive` of the last answer `exchange` read. */
+let keepAlive: string | undefined;
+
 /** One HTTP/1.1 exchange on an already relayed socket (answers carry a Content-Length). */
 function exchange(socket: net.Socket, path: string, body = ''): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -44,6 +47,7 @@ function exchange(socket: net.Socket, path: string, body = ''): Promise<{ status
       const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
       if (read.length < end + 4 + length) return;
       socket.off('data', onData).off('close', reject).pause();
+      keepAlive = /keep-alive: (.*)/i.exec(head)?.[1];
       resolve({ status: Number(head.slice(9, 12)), body: read.toString('utf8', end + 4, end + 4 + length) });
     };
     socket.on('data', onData).once('close', reject).resume();
@@ -93,6 +97,7 @@ describe('relay connections', () => {
     assert.deepEqual(JSON.parse(first.body), { path: '/a', bytes: 0 });
     assert.deepEqual(JSON.parse(second.body), { path: '/b', bytes: big.length });
     assert.equal(connections.size, 1, 'both requests arrived on one connection of the runtime');
+    assert.equal(keepAlive, 'timeout=60', 'a relay is kept for a minute, and says so');
     socket.destroy();
   });
 
