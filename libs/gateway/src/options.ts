@@ -70,7 +70,8 @@ export interface GatewayOptions {
    * runtime's tunnel (see RelayConnections), instead of through
    * `/api/proxy`, which parses and re-sends every request. Default true; a
    * refused relay (an older scheduler or runtime, a runtime that moved to
-   * another replica) sends its requests through `/api/proxy` for a while.
+   * another replica) sends its requests through `/api/proxy` for a while,
+   * and `https:` scheduler URLs always do (relays speak plain TCP).
    */
   readonly relayConnections?: boolean;
   /**
