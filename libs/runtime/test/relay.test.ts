@@ -4,45 +4,28 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createTunnelEndpoint, relayConnection } from '@switchyard/tunnel';
+import { askRelay, exchangeRaw, type RawAnswer } from '@switchyard/tunnel/testing';
 import { startRuntimeNode, type RuntimeNode } from '../src/index.ts';
 import { LEGACY, nodeOptions } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789';
 
-/** One HTTP/1.1 exchange on a relayed socket; every answer here carries a Content-Length. */
-function exchange(
-  socket: net.Socket,
-  headers: Record<string, string>,
-  body: object,
-): Promise<{ status: number; head: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    let read = Buffer.alloc(0);
-    const onData = (chunk: Buffer): void => {
-      read = Buffer.concat([read, chunk]);
-      const end = read.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const head = read.toString('latin1', 0, end);
-      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-      if (read.length < end + 4 + length) return;
-      socket.off('data', onData).off('close', reject);
-      resolve({ status: Number(head.slice(9, 12)), head, body: read.toString('utf8', end + 4, end + 4 + length) });
-    };
-    socket.on('data', onData).once('close', reject);
-    const text = JSON.stringify(body);
-    const lines = Object.entries({
-      host: 'runtime',
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': LEGACY,
-      'x-switchyard-class': 'demo',
-      'content-length': String(Buffer.byteLength(text)),
-      ...headers,
-    }).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.write(`POST /mcp HTTP/1.1\r\n${lines.join('')}\r\n${text}`);
-  });
+/** One legacy JSON-RPC POST on a relayed socket. */
+function exchange(socket: net.Socket, headers: Record<string, string>, body: object): Promise<RawAnswer> {
+  const text = JSON.stringify(body);
+  const lines = Object.entries({
+    host: 'runtime',
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': LEGACY,
+    'x-switchyard-class': 'demo',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  }).map(([name, value]) => `${name}: ${value}\r\n`);
+  return exchangeRaw(socket, `POST /mcp HTTP/1.1\r\n${lines.join('')}\r\n${text}`);
 }
 
 describe('runtime node on relay connections', () => {
@@ -80,11 +63,8 @@ describe('runtime node on relay connections', () => {
   });
 
   it('serves legacy sessions, answers without a body included, on one relayed connection', async () => {
-    const socket = net.connect(port, '127.0.0.1');
-    await once(socket, 'connect');
-    socket.write('GET /relay/rt-test HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n');
-    const [switched] = (await once(socket, 'data')) as [Buffer];
-    assert.match(switched.toString('latin1'), /^HTTP\/1\.1 101 /);
+    const { status, socket } = await askRelay(port, '/relay/rt-test');
+    assert.equal(status, 101);
     try {
       for (let i = 0; i < 3; i++) {
         const init = await exchange(

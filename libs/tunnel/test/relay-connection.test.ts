@@ -4,57 +4,29 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import net from 'node:net';
+import type net from 'node:net';
 import type { TunnelDialer } from '../src/index.ts';
+import { askRelay, exchangeRaw } from '../src/testing.ts';
 import { startRuntime, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
-/** Asks `scheduler` for the relay to `runtime`; resolves with the answer's status, head and the socket. */
-async function askRelay(
-  scheduler: Scheduler,
-  runtime: string,
-): Promise<{ status: number; head: string; socket: net.Socket }> {
-  const socket = net.connect(scheduler.port, '127.0.0.1');
-  await once(socket, 'connect');
-  socket.write(`GET /relay/${runtime} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n`);
-  const text = await new Promise<string>((resolve) => {
-    let read = '';
-    const onData = (chunk: Buffer): void => {
-      read += chunk.toString('latin1');
-      // A 101 is all head; a refusal is read to its end.
-      if (!read.includes('\r\n\r\n') || !read.startsWith('HTTP/1.1 101')) return;
-      socket.off('data', onData).off('end', onEnd).pause();
-      resolve(read);
-    };
-    const onEnd = (): void => resolve(read);
-    socket.on('data', onData).once('end', onEnd);
-  });
-  return { status: Number(text.slice(9, 12)), head: text, socket };
+/** Asks `scheduler` (the test helpers' relay route) for the relay to `runtime`. */
+function ask(scheduler: Scheduler, runtime: string): ReturnType<typeof askRelay> {
+  return askRelay(scheduler.port, `/relay/${runtime}`);
 }
 
 /** The `Keep-Alive` of the last answer `exchange` read. */
 let keepAlive: string | undefined;
 
-/** One HTTP/1.1 exchange on an already relayed socket (answers carry a Content-Length). */
-function exchange(socket: net.Socket, path: string, body = ''): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    let read = Buffer.alloc(0);
-    const onData = (chunk: Buffer): void => {
-      read = Buffer.concat([read, chunk]);
-      const end = read.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const head = read.toString('latin1', 0, end);
-      const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
-      if (read.length < end + 4 + length) return;
-      socket.off('data', onData).off('close', reject).pause();
-      keepAlive = /keep-alive: (.*)/i.exec(head)?.[1];
-      resolve({ status: Number(head.slice(9, 12)), body: read.toString('utf8', end + 4, end + 4 + length) });
-    };
-    socket.on('data', onData).once('close', reject).resume();
-    const method = body ? 'POST' : 'GET';
-    socket.write(`${method} ${path} HTTP/1.1\r\nHost: runtime\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
-    socket.write(body);
-  });
+/** One HTTP/1.1 exchange on an already relayed socket. */
+async function exchange(socket: net.Socket, path: string, body = ''): Promise<{ status: number; body: string }> {
+  const method = body ? 'POST' : 'GET';
+  const answer = await exchangeRaw(
+    socket,
+    `${method} ${path} HTTP/1.1\r\nHost: runtime\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  keepAlive = /keep-alive: (.*)/i.exec(answer.head)?.[1];
+  return { status: answer.status, body: answer.body };
 }
 
 describe('relay connections', () => {
@@ -89,7 +61,7 @@ describe('relay connections', () => {
 
   it('carries one keep-alive connection to the runtime: several requests, both ways, on one stream', async () => {
     connections.clear();
-    const { status, socket } = await askRelay(scheduler, 'rt-relay');
+    const { status, socket } = await ask(scheduler, 'rt-relay');
     assert.equal(status, 101);
     const first = await exchange(socket, '/a');
     const big = 'x'.repeat(5 * 1024 * 1024);
@@ -102,7 +74,7 @@ describe('relay connections', () => {
   });
 
   it('refuses a runtime whose tunnel it does not hold with 502 "runtime not connected", and closes', async () => {
-    const { status, head, socket } = await askRelay(scheduler, 'rt-nowhere');
+    const { status, text: head, socket } = await ask(scheduler, 'rt-nowhere');
     assert.equal(status, 502);
     assert.deepEqual(JSON.parse(head.slice(head.indexOf('\r\n\r\n') + 4)), {
       error: 'runtime not connected',
@@ -112,14 +84,14 @@ describe('relay connections', () => {
   });
 
   it('refuses a runtime that does not serve relay connections with 501', async () => {
-    const { status, head } = await askRelay(scheduler, 'rt-legacy');
+    const { status, text: head } = await ask(scheduler, 'rt-legacy');
     assert.equal(status, 501, head);
     assert.match(head, /does not accept relay connections/);
   });
 
   it('tells the runtime at once when the gateway leaves mid-request', async () => {
     const before = cancelled;
-    const { socket } = await askRelay(scheduler, 'rt-relay');
+    const { socket } = await ask(scheduler, 'rt-relay');
     socket.write('GET /hold HTTP/1.1\r\nHost: runtime\r\n\r\n');
     const head = once(socket, 'data');
     socket.resume();
@@ -134,7 +106,7 @@ describe('relay connections', () => {
     const { dialer: leaving } = await startRuntime(scheduler, 'rt-leaving', () => {}, {
       relayHandler: (_req, res) => void res.end('ok'),
     });
-    const { socket } = await askRelay(scheduler, 'rt-leaving');
+    const { socket } = await ask(scheduler, 'rt-leaving');
     assert.deepEqual(await exchange(socket, '/x'), { status: 200, body: 'ok' });
     const started = performance.now();
     const ended = once(socket, 'end');
@@ -147,7 +119,7 @@ describe('relay connections', () => {
   });
 
   it('closes the relayed connection when the tunnel goes', async () => {
-    const { socket } = await askRelay(scheduler, 'rt-relay');
+    const { socket } = await ask(scheduler, 'rt-relay');
     assert.deepEqual(JSON.parse((await exchange(socket, '/c')).body), { path: '/c', bytes: 0 });
     const closed = once(socket, 'close');
     scheduler.endpoint.get('rt-relay')!.close('test');

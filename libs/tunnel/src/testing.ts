@@ -1,0 +1,62 @@
+// For tests: a gateway's side of a relay connection on a raw socket, so that
+// the bytes on the wire are the test's to see (`@switchyard/tunnel/testing`).
+import { once } from 'node:events';
+import net from 'node:net';
+import { RELAY } from '@switchyard/protocol';
+
+/** One HTTP/1.1 answer read off a socket. */
+export interface RawAnswer {
+  readonly status: number;
+  /** Status line and headers, without the blank line. */
+  readonly head: string;
+  readonly body: string;
+}
+
+/**
+ * Asks the server at `port` for a relay on `path` (default
+ * `/api/relay/<runtime>` is the scheduler's); resolves with the answer's
+ * status and whole text (a refusal is read to its end) and the socket,
+ * paused, after a `101`.
+ */
+export async function askRelay(
+  port: number,
+  path: string,
+): Promise<{ status: number; text: string; socket: net.Socket }> {
+  const socket = net.connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: scheduler\r\nConnection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`);
+  const text = await new Promise<string>((resolve) => {
+    let read = '';
+    const onData = (chunk: Buffer): void => {
+      read += chunk.toString('latin1');
+      if (!read.includes('\r\n\r\n') || !read.startsWith('HTTP/1.1 101')) return;
+      socket.off('data', onData).off('end', onEnd).pause();
+      resolve(read);
+    };
+    const onEnd = (): void => resolve(read);
+    socket.on('data', onData).once('end', onEnd);
+  });
+  return { status: Number(text.slice(9, 12)), text, socket };
+}
+
+/**
+ * Writes `request` (raw HTTP/1.1) on `socket` and reads one answer, which
+ * must declare its length (or have none); leaves the socket paused.
+ */
+export function exchangeRaw(socket: net.Socket, request: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    let read = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      read = Buffer.concat([read, chunk]);
+      const end = read.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const head = read.toString('latin1', 0, end);
+      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+      if (read.length < end + 4 + length) return;
+      socket.off('data', onData).off('close', reject).pause();
+      resolve({ status: Number(head.slice(9, 12)), head, body: read.toString('utf8', end + 4, end + 4 + length) });
+    };
+    socket.on('data', onData).once('close', reject).resume();
+    socket.write(request);
+  });
+}
