@@ -104,7 +104,19 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger: o.logger,
       })
     : undefined;
-  const relays = o.relayConnections ? new RelayConnections({ ...agentOptions, clock: o.clock }) : undefined;
+  const relays = o.relayConnections
+    ? new RelayConnections({
+        ...agentOptions,
+        clock: o.clock,
+        onRefused: (relay, error) => {
+          metrics.relayRefused();
+          o.logger.info(
+            { relay, err: error.message },
+            'relay refused; that runtime is reached through /api/proxy for 30 s',
+          );
+        },
+      })
+    : undefined;
   const cache = new RouteCache({
     maxEntries: o.routeCache.maxEntries,
     ttlMs: o.routeCache.ttlMs,

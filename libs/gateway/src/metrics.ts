@@ -9,6 +9,8 @@ export interface GatewayMetrics {
   routeLookup(result: 'hit' | 'miss', tier: 'memory' | 'redis'): void;
   sseOpened(): void;
   sseClosed(): void;
+  /** A scheduler refused a relay connection (its requests then go through `/api/proxy` for a while). */
+  relayRefused(): void;
 }
 
 export type UpstreamErrorReason = 'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted';
@@ -21,6 +23,7 @@ export const noMetrics: GatewayMetrics = {
   routeLookup: noop,
   sseOpened: noop,
   sseClosed: noop,
+  relayRefused: noop,
 };
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
@@ -73,6 +76,11 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     registers,
   });
   const sse = new Gauge({ name: `${prefix}sse_streams_open`, help: 'Open SSE response streams', registers });
+  const relayRefusals = new Counter({
+    name: `${prefix}relay_refusals_total`,
+    help: 'Relay connections a scheduler refused; that runtime is then reached through /api/proxy for a while',
+    registers,
+  });
   const requestChild = memo((key) => {
     const space = key.indexOf(' ');
     return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
@@ -91,5 +99,6 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     routeLookup: (result, tier) => lookupChild(`${result} ${tier}`).inc(),
     sseOpened: () => sse.inc(),
     sseClosed: () => sse.dec(),
+    relayRefused: () => relayRefusals.inc(),
   };
 }

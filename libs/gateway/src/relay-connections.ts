@@ -35,8 +35,17 @@ export class RelayConnections implements Dispatch {
   /** Relay key → time until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
 
-  constructor(options: { keepAliveTimeout: number; connectTimeout: number; clock: Clock }) {
+  readonly #onRefused: (relay: string, error: Error) => void;
+
+  constructor(options: {
+    keepAliveTimeout: number;
+    connectTimeout: number;
+    clock: Clock;
+    /** Told of each refusal that starts a REFUSED_MS spell (not of the requests failed with it). */
+    onRefused?: (relay: string, error: Error) => void;
+  }) {
     this.#clock = options.clock;
+    this.#onRefused = options.onRefused ?? (() => {});
     const connectTimeoutMs = options.connectTimeout;
     this.#agent = new Agent({
       keepAliveTimeout: options.keepAliveTimeout,
@@ -63,7 +72,10 @@ export class RelayConnections implements Dispatch {
   refused(url: string, error: unknown): boolean {
     if ((error as { code?: unknown } | undefined)?.code !== REFUSED) return false;
     const key = relayKeyOf(url);
-    if (key !== undefined) this.#refusedUntil.set(key, this.#clock.now() + REFUSED_MS);
+    if (key === undefined) return true;
+    const known = (this.#refusedUntil.get(key) ?? 0) > this.#clock.now();
+    this.#refusedUntil.set(key, this.#clock.now() + REFUSED_MS);
+    if (!known) this.#onRefused(key, error as Error);
     return true;
   }
 

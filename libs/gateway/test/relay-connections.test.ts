@@ -40,7 +40,13 @@ async function listen(server: http.Server): Promise<string> {
 
 describe('relay connections from the gateway', () => {
   const clock = new ManualClock();
-  const relays = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock });
+  const refusals: string[] = [];
+  const relays = new RelayConnections({
+    keepAliveTimeout: 4000,
+    connectTimeout: 2000,
+    clock,
+    onRefused: (relay) => refusals.push(relay),
+  });
   const asked: string[] = [];
   const connections = new Set<net.Socket>();
   /** Grants every relay; the upgraded connection is served by `inner` (the stand-in runtime). */
@@ -105,6 +111,9 @@ describe('relay connections from the gateway', () => {
     assert.equal(isConnectFailure(error), false);
     assert.equal(relays.refused(url, error), true);
     assert.equal(relays.covers(url), false);
+    // A second request failed by the same refusal (queued on the same connection) is no news.
+    assert.equal(relays.refused(url, error), true);
+    assert.deepEqual(refusals, [`${refusingUrl}/api/relay/rt-2`]);
     assert.equal(relays.covers(`${refusingUrl}/api/proxy/rt-3/mcp`), true, 'another runtime is not affected');
     await clock.advance(30_001);
     assert.equal(relays.covers(url), true);
