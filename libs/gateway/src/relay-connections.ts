@@ -10,6 +10,8 @@ const REFUSED_MS = 30_000;
 /** Largest answer head to a relay request; a scheduler's is a few dozen bytes. */
 const HEAD_BYTES_MAX = 16 * 1024;
 const REFUSED = 'SWITCHYARD_RELAY_REFUSED';
+/** Refusals remembered before the expired ones are swept (runtime ids come and go). */
+const REFUSALS_SWEPT_AT = 1024;
 
 /**
  * Requests bound for a tunnelled runtime (`…/api/proxy/<runtime>/<path>`
@@ -34,7 +36,6 @@ export class RelayConnections implements Dispatch {
   readonly #clock: Clock;
   /** Relay key → time until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
-
   readonly #onRefused: (relay: string, error: Error) => void;
 
   constructor(options: {
@@ -73,12 +74,17 @@ export class RelayConnections implements Dispatch {
     if ((error as { code?: unknown } | undefined)?.code !== REFUSED) return false;
     const key = relayKeyOf(url);
     if (key === undefined) return true;
-    const known = (this.#refusedUntil.get(key) ?? 0) > this.#clock.now();
-    this.#refusedUntil.set(key, this.#clock.now() + REFUSED_MS);
+    const now = this.#clock.now();
+    const known = (this.#refusedUntil.get(key) ?? 0) > now;
+    if (!known && this.#refusedUntil.size >= REFUSALS_SWEPT_AT) {
+      for (const [k, until] of this.#refusedUntil) if (until <= now) this.#refusedUntil.delete(k);
+    }
+    this.#refusedUntil.set(key, now + REFUSED_MS);
     if (!known) this.#onRefused(key, error as Error);
     return true;
   }
 
+  /** Sends a request for a URL `covers` accepted, its path past the runtime's segment. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const origin = String(options.origin);
     const path = options.path;
