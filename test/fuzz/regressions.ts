@@ -123,3 +123,36 @@ export const TUNNEL_REGRESSIONS: ReadonlyArray<Regression<TunnelCase>> = [
     input: { bytes: Buffer.from('ffffff040000000000', 'hex').toString('base64') },
   },
 ];
+
+export type RelayCase =
+  | { readonly kind: 'ask'; readonly path: string; readonly upgrade: string }
+  /** Bytes (base64) written on a relay the scheduler granted into runtime r0. */
+  | { readonly kind: 'bytes'; readonly bytes: string };
+
+const base64 = (text: string): string => Buffer.from(text, 'latin1').toString('base64');
+const NOTIFICATION = '{"jsonrpc":"2.0","method":"notifications/initialized"}';
+
+export const RELAY_REGRESSIONS: ReadonlyArray<Regression<RelayCase>> = [
+  {
+    note: 'a WebSocket upgrade on the relay path',
+    input: { kind: 'ask', path: '/api/relay/r0', upgrade: 'websocket' },
+  },
+  {
+    note: 'a relay to a runtime id that is not one',
+    input: { kind: 'ask', path: '/api/relay/%', upgrade: 'switchyard-relay' },
+  },
+  {
+    note: 'a request that declares more body than it sends',
+    input: { kind: 'bytes', bytes: base64('POST /mcp HTTP/1.1\r\nHost: r\r\nContent-Length: 100000\r\n\r\n{}') },
+  },
+  {
+    note: 'a notification without a session, then bytes that are no HTTP',
+    input: {
+      kind: 'bytes',
+      bytes: base64(
+        'POST /mcp HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
+          `X-Switchyard-Class: demo\r\nContent-Length: ${NOTIFICATION.length}\r\n\r\n${NOTIFICATION}\x00\xff`,
+      ),
+    },
+  },
+];

@@ -9,16 +9,13 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import fc from 'fast-check';
 import { askRelay, exchangeRaw } from '@switchyard/tunnel/testing';
+import { RELAY_REGRESSIONS, type RelayCase } from './regressions.ts';
 import { FUZZ_SEED, describeFailures, runCases, startFuzzCluster, type FuzzCluster } from './support.ts';
 
-const CASES = 4_000;
+const CASES = 10_000;
 const PARALLEL = 32;
 /** Longest wait for the far end to close a relay after a case's bytes. */
 const CLOSE_WAIT_MS = 1000;
-
-type RelayCase =
-  | { readonly kind: 'ask'; readonly path: string; readonly upgrade: string }
-  | { readonly kind: 'bytes'; readonly bytes: string };
 
 const token = fc.stringMatching(/^[!-~]{0,24}$/);
 const headerLine = fc
@@ -120,6 +117,14 @@ describe('fuzz: relay connections into a runtime', () => {
     cluster = await startFuzzCluster(1);
   });
   after(() => cluster?.close());
+
+  for (const { note, input } of RELAY_REGRESSIONS) {
+    it(`regression: ${note}`, async () => {
+      const port = Number(new URL(cluster.replicas[0]!.url).port);
+      assert.equal(await runCase(port, input), undefined);
+      await cluster.assertHealthy();
+    });
+  }
 
   it(`answers ${CASES} arbitrary relay requests and relayed byte streams, and still serves MCP on a relay`, async () => {
     const port = Number(new URL(cluster.replicas[0]!.url).port);
