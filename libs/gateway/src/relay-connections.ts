@@ -86,12 +86,9 @@ export class RelayConnections implements Dispatch {
 
   /** Sends a request for a URL `covers` accepted, its path past the runtime's segment. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const origin = String(options.origin);
-    const path = options.path;
-    const slash = path.indexOf('/', PROXY_PREFIX.length);
-    const runtime = path.slice(PROXY_PREFIX.length, slash === -1 ? path.length : slash);
+    const { runtime, rest } = proxyPathOf(options.path)!;
     return this.#agent.dispatch(
-      { ...options, origin: `${origin}${RELAY.path}${runtime}`, path: slash === -1 ? '/' : path.slice(slash) },
+      { ...options, origin: `${String(options.origin)}${RELAY.path}${runtime}`, path: rest },
       handler,
     );
   }
@@ -108,11 +105,16 @@ export class RelayConnections implements Dispatch {
 function relayKeyOf(url: string): string | undefined {
   if (!url.startsWith('http://')) return undefined;
   const pathAt = url.indexOf('/', url.indexOf('//') + 2);
-  if (pathAt === -1 || !url.startsWith(PROXY_PREFIX, pathAt)) return undefined;
-  const runtimeAt = pathAt + PROXY_PREFIX.length;
-  const end = url.indexOf('/', runtimeAt);
-  const runtime = url.slice(runtimeAt, end === -1 ? url.length : end);
-  return runtime ? `${url.slice(0, pathAt)}${RELAY.path}${runtime}` : undefined;
+  const proxied = pathAt === -1 ? undefined : proxyPathOf(url.slice(pathAt));
+  return proxied ? `${url.slice(0, pathAt)}${RELAY.path}${proxied.runtime}` : undefined;
+}
+
+/** `/api/proxy/<runtime><rest>` split, the runtime segment still encoded; undefined for any other path. */
+function proxyPathOf(path: string): { runtime: string; rest: string } | undefined {
+  if (!path.startsWith(PROXY_PREFIX)) return undefined;
+  const slash = path.indexOf('/', PROXY_PREFIX.length);
+  const runtime = path.slice(PROXY_PREFIX.length, slash === -1 ? path.length : slash);
+  return runtime ? { runtime, rest: slash === -1 ? '/' : path.slice(slash) } : undefined;
 }
 
 export type RelayConnector = (options: buildConnector.Options, callback: buildConnector.Callback) => net.Socket;
