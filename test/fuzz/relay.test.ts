@@ -6,7 +6,7 @@
 // still work: the runtime stays available and serves MCP on a new relay.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
+import type net from 'node:net';
 import fc from 'fast-check';
 import { askRelay, exchangeRaw } from '@switchyard/tunnel/testing';
 import { RELAY_REGRESSIONS, type RelayCase } from './regressions.ts';
@@ -81,9 +81,9 @@ async function settle(socket: net.Socket): Promise<void> {
 
 async function runCase(port: number, c: RelayCase): Promise<string | undefined> {
   if (c.kind === 'ask') {
-    const socket = await rawAsk(port, c.path, c.upgrade);
-    if (!socket.answered) return 'no answer to a relay request';
-    await settle(socket.socket);
+    const { status, socket } = await askRelay(port, c.path, c.upgrade);
+    if (status === 0) return 'no answer to a relay request';
+    await settle(socket);
     return undefined;
   }
   const { status, socket } = await askRelay(port, '/api/relay/r0');
@@ -91,24 +91,9 @@ async function runCase(port: number, c: RelayCase): Promise<string | undefined> 
     socket.destroy();
     return `relay to r0 answered ${status}`;
   }
-  socket.on('error', () => {});
   socket.end(Buffer.from(c.bytes, 'base64'));
   await settle(socket);
   return undefined;
-}
-
-/** A relay request with an arbitrary path and Upgrade; answered means some HTTP status line came back. */
-async function rawAsk(port: number, path: string, upgrade: string): Promise<{ answered: boolean; socket: net.Socket }> {
-  const socket = net.connect(port, '127.0.0.1');
-  socket.on('error', () => {});
-  const answered = await new Promise<boolean>((resolve) => {
-    socket.once('connect', () =>
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: s\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\n\r\n`),
-    );
-    socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1').startsWith('HTTP/1.1 ')));
-    socket.once('close', () => resolve(false));
-  });
-  return { answered, socket };
 }
 
 describe('fuzz: relay connections into a runtime', () => {

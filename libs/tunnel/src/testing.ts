@@ -13,30 +13,43 @@ export interface RawAnswer {
 }
 
 /**
- * Asks the server at `port` for a relay on `path` (default
- * `/api/relay/<runtime>` is the scheduler's); resolves with the answer's
- * status and whole text (a refusal is read to its end) and the socket,
- * paused, after a `101`.
+ * Asks the server at `port` for a relay on `path` (the scheduler's is
+ * `/api/relay/<runtime>`), with `upgrade` as the `Upgrade` token; resolves
+ * with the answer's status (0 when none came) and whole text (a refusal is
+ * read to its end, another answer to its declared length) and the socket,
+ * paused.
  */
 export async function askRelay(
   port: number,
   path: string,
+  upgrade: string = RELAY.upgrade,
 ): Promise<{ status: number; text: string; socket: net.Socket }> {
   const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
   await once(socket, 'connect');
-  socket.write(`GET ${path} HTTP/1.1\r\nHost: scheduler\r\nConnection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: scheduler\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\n\r\n`);
   const text = await new Promise<string>((resolve) => {
     let read = '';
     const onData = (chunk: Buffer): void => {
       read += chunk.toString('latin1');
-      if (!read.includes('\r\n\r\n') || !read.startsWith('HTTP/1.1 101')) return;
-      socket.off('data', onData).off('end', onEnd).pause();
+      const end = read.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      // A 101 is all head. Any other answer is read to the close it
+      // announces (a refusal), else to its declared length: a server that
+      // answers as to a plain request may keep the connection.
+      const head = read.slice(0, end);
+      const declared = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? NaN);
+      const closing = /^connection: close$/im.test(head);
+      const whole = read.startsWith('HTTP/1.1 101') || (!closing && read.length >= end + 4 + declared);
+      if (!whole) return;
+      socket.off('data', onData).off('end', onEnd).off('close', onEnd).pause();
       resolve(read);
     };
     const onEnd = (): void => resolve(read);
-    socket.on('data', onData).once('end', onEnd);
+    socket.on('data', onData).once('end', onEnd).once('close', onEnd);
   });
-  return { status: Number(text.slice(9, 12)), text, socket };
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
+  return { status: status === undefined ? 0 : Number(status), text, socket };
 }
 
 /**
