@@ -62,7 +62,7 @@ export const gatewayConfigSchema = z.object({
     .boolean()
     .default(true)
     .describe(
-      'Requests through a scheduler travel on relay connections it carries whole into the runtime tunnel, instead of being proxied one by one on /api/proxy (plain-HTTP scheduler URLs only); turn off if a hop between gateway and scheduler passes no custom Upgrade.',
+      'Requests through a scheduler travel on relay connections it carries whole into the runtime tunnel, instead of being proxied one by one on /api/proxy (over TLS for https: scheduler URLs); turn off if a hop between gateway and scheduler passes no custom Upgrade.',
     ),
   eventStreamPingIntervalMs: z
     .number()

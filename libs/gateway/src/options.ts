@@ -70,8 +70,9 @@ export interface GatewayOptions {
    * runtime's tunnel (see RelayConnections), instead of through
    * `/api/proxy`, which parses and re-sends every request. Default true; a
    * refused relay (an older scheduler or runtime, a runtime that moved to
-   * another replica) sends its requests through `/api/proxy` for a while,
-   * and `https:` scheduler URLs always do (relays speak plain TCP).
+   * another replica) sends its requests through `/api/proxy` for a while.
+   * Relays to `https:` scheduler URLs run over TLS, verified as undici
+   * verifies the scheduler's other connections.
    */
   readonly relayConnections?: boolean;
   /**

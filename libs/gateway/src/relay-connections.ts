@@ -1,4 +1,5 @@
 import net from 'node:net';
+import tls from 'node:tls';
 import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import { RELAY } from '@switchyard/protocol';
@@ -98,12 +99,9 @@ export class RelayConnections implements Dispatch {
   }
 }
 
-/**
- * `http://scheduler/api/relay/<runtime>` for `http://scheduler/api/proxy/<runtime>/…`,
- * else undefined (also for `https:`: the connector speaks plain TCP).
- */
+/** `http(s)://scheduler/api/relay/<runtime>` for `http(s)://scheduler/api/proxy/<runtime>/…`, else undefined. */
 function relayKeyOf(url: string): string | undefined {
-  if (!url.startsWith('http://')) return undefined;
+  if (!url.startsWith('http://') && !url.startsWith('https://')) return undefined;
   const pathAt = url.indexOf('/', url.indexOf('//') + 2);
   const proxied = pathAt === -1 ? undefined : proxyPathOf(url.slice(pathAt));
   return proxied ? `${url.slice(0, pathAt)}${RELAY.path}${proxied.runtime}` : undefined;
@@ -121,19 +119,26 @@ export type RelayConnector = (options: buildConnector.Options, callback: buildCo
 
 /**
  * An undici connector for the relay at `relay`
- * (`http://scheduler/api/relay/<runtime>`): dials the scheduler and asks for the relay; hands undici the
- * socket after the `101`, with whatever followed it put back. The socket's
- * own errors keep their codes (ECONNREFUSED, …); no answer in time is
+ * (`http(s)://scheduler/api/relay/<runtime>`): dials the scheduler (over TLS
+ * for `https:`, verified against Node's default CAs as undici's own connector
+ * is) and asks for the relay; hands undici the socket after the `101`, with
+ * whatever followed it put back. The socket's own errors keep their codes
+ * (ECONNREFUSED, a certificate's, …); no answer in time is
  * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector.
  */
 export function relayConnector(relay: URL, timeoutMs: number): RelayConnector {
   const request =
     `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n` +
     `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
-  const port = Number(relay.port || 80);
+  const secure = relay.protocol === 'https:';
+  const port = Number(relay.port || (secure ? 443 : 80));
   const host = relay.hostname.replace(/^\[(.*)\]$/, '$1');
+  // SNI takes host names only.
+  const servername = net.isIP(host) ? undefined : host;
   return (_options, callback) => {
-    const socket = net.connect({ host, port, noDelay: true });
+    const socket = secure
+      ? tls.connect({ host, port, ALPNProtocols: ['http/1.1'], ...(servername ? { servername } : {}) }).setNoDelay(true)
+      : net.connect({ host, port, noDelay: true });
     let head: Buffer = Buffer.alloc(0);
     let done = false;
     const finish = (error: Error | null): void => {
@@ -166,7 +171,7 @@ export function relayConnector(relay: URL, timeoutMs: number): RelayConnector {
       const error = new Error(`relay connect to ${relay.host} timed out`);
       finish(Object.assign(error, { code: 'UND_ERR_CONNECT_TIMEOUT' }));
     }, timeoutMs);
-    socket.once('connect', () => socket.write(request));
+    socket.once(secure ? 'secureConnect' : 'connect', () => socket.write(request));
     socket.on('data', onData);
     socket.on('error', finish);
     socket.once('close', closed);

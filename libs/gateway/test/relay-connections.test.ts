@@ -4,11 +4,18 @@
 // that refuses it as a release without relays does (404), and one that is
 // not listening. What the routing relies on: which URLs a relay covers, that
 // a refusal is told apart from a connect failure and remembered for a while,
-// and that a granted relay carries many requests on one connection.
+// and that a granted relay carries many requests on one connection; and,
+// for `https:` scheduler URLs, that the relay is asked for inside verified
+// TLS (a TLS front with a certificate made by the openssl CLI for the test).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Dispatcher } from 'undici';
@@ -32,10 +39,31 @@ function post(relays: RelayConnections, url: string): Promise<{ status?: number;
   });
 }
 
-async function listen(server: http.Server): Promise<string> {
+async function listen(server: net.Server, scheme = 'http'): Promise<string> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  return `${scheme}://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+}
+
+/** A self-signed certificate for 127.0.0.1, or why there is none (no openssl CLI). */
+function certificateFor127(): { key: string; cert: string } | { missing: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-tls-'));
+  try {
+    execFileSync(
+      'openssl',
+      [
+        ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1'],
+        ...['-subj', '/CN=switchyard relay test', '-addext', 'subjectAltName=IP:127.0.0.1'],
+        ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+      ],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } catch (error) {
+    return { missing: `no test certificate (openssl CLI: ${(error as Error).message})` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 describe('relay connections from the gateway', () => {
@@ -79,9 +107,10 @@ describe('relay connections from the gateway', () => {
     }
   });
 
-  it('covers plain-HTTP scheduler proxy URLs only', () => {
+  it('covers scheduler proxy URLs only', () => {
     assert.equal(relays.covers('http://s:7070/api/proxy/rt-1/mcp'), true);
-    assert.equal(relays.covers('https://s:7070/api/proxy/rt-1/mcp'), false);
+    assert.equal(relays.covers('https://s:7070/api/proxy/rt-1/mcp'), true);
+    assert.equal(relays.covers('wss://s:7070/api/proxy/rt-1/mcp'), false);
     assert.equal(relays.covers('http://s:7070/mcp'), false);
     assert.equal(relays.covers('http://s:7070/api/proxy/'), false);
   });
@@ -129,5 +158,30 @@ describe('relay connections from the gateway', () => {
     const { error } = await post(relays, url);
     assert.equal(isConnectFailure(error), true, String(error));
     assert.equal(relays.refused(url, error), false);
+  });
+
+  it('asks for the relay inside TLS on https: URLs, and only with a certificate it trusts', async (t) => {
+    const certificate = certificateFor127();
+    if ('missing' in certificate) return t.skip(certificate.missing);
+    // A TLS front as a proxy ending TLS before the scheduler would be.
+    const front = tls.createServer(certificate, (socket) => granting.emit('connection', socket));
+    const frontUrl = await listen(front, 'https');
+    const defaults = tls.getCACertificates('default');
+    try {
+      const url = `${frontUrl}/api/proxy/rt-5/mcp`;
+      const untrusted = await post(relays, url);
+      assert.match(String((untrusted.error as { code?: string } | undefined)?.code), /SELF_SIGNED/);
+      assert.equal(relays.refused(url, untrusted.error), false, 'a certificate failure is no refusal');
+      tls.setDefaultCACertificates([...defaults, certificate.cert]);
+      assert.deepEqual(await post(relays, url), { status: 200, body: 'POST /mcp' });
+      assert.equal(asked.at(-1), '/api/relay/rt-5 switchyard-relay');
+      assert.ok(
+        [...connections].some((socket) => socket instanceof tls.TLSSocket),
+        'the relay ran inside TLS',
+      );
+    } finally {
+      tls.setDefaultCACertificates(defaults);
+      front.close();
+    }
   });
 });
