@@ -34,6 +34,10 @@ export interface ClusterOptions {
   readonly gatewayArgs?: readonly string[];
   /** How long start-up waits for every runtime to show on every scheduler; default 15 s. */
   readonly startTimeoutMs?: number;
+  /** The tree every app runs from (see spawnApp's `root`), e.g. a production install; default this checkout. */
+  readonly root?: string;
+  /** Environment every app gets on top of this process's. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface TestCluster {
@@ -118,6 +122,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     return ['--election.backend', 'kubernetes', '--election.kubeconfig', kubeconfig];
   };
 
+  const spawnOptions = {
+    ...(options.root ? { root: options.root } : {}),
+    ...(options.env ? { env: { ...options.env } } : {}),
+  };
   const classes: Record<string, unknown> = { demo: { engine: 'builtin' } };
   if (options.everything) {
     const entry = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -133,26 +141,39 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       ...['--join-token', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
       ...(options.runtimeArgs ?? []),
     ];
-    const runtime = await spawnApp('runtime', id, args, extra.wrapper ? { wrapper: extra.wrapper } : {});
+    const runtime = await spawnApp('runtime', id, args, {
+      ...spawnOptions,
+      ...(extra.wrapper ? { wrapper: extra.wrapper } : {}),
+    });
     runtimes.push(runtime);
     return runtime;
   };
   const startScheduler = (i: number, port: number): Promise<AppProcess> =>
-    spawnApp('scheduler', `s${i}`, [
-      ...['--host', '127.0.0.1', '--port', String(port), '--replica-id', `s${i}`, ...leaseArgs()],
-      ...['--election.lease-duration-ms', String(election.leaseDurationMs)],
-      ...['--election.renew-deadline-ms', String(election.renewDeadlineMs)],
-      ...['--election.retry-period-ms', String(election.retryPeriodMs)],
-      ...(election.jitterFactor === undefined ? [] : ['--election.jitter-factor', String(election.jitterFactor)]),
-      ...['--join-tokens', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
-      ...(options.schedulerArgs ?? []),
-    ]);
+    spawnApp(
+      'scheduler',
+      `s${i}`,
+      [
+        ...['--host', '127.0.0.1', '--port', String(port), '--replica-id', `s${i}`, ...leaseArgs()],
+        ...['--election.lease-duration-ms', String(election.leaseDurationMs)],
+        ...['--election.renew-deadline-ms', String(election.renewDeadlineMs)],
+        ...['--election.retry-period-ms', String(election.retryPeriodMs)],
+        ...(election.jitterFactor === undefined ? [] : ['--election.jitter-factor', String(election.jitterFactor)]),
+        ...['--join-tokens', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
+        ...(options.schedulerArgs ?? []),
+      ],
+      spawnOptions,
+    );
   const startGateway = (i: number, port: number): Promise<AppProcess> =>
-    spawnApp('gateway', `g${i}`, [
-      ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
-      ...['--schedulers', schedulers.map((s) => s.url).join(',')],
-      ...(options.gatewayArgs ?? []),
-    ]);
+    spawnApp(
+      'gateway',
+      `g${i}`,
+      [
+        ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
+        ...['--schedulers', schedulers.map((s) => s.url).join(',')],
+        ...(options.gatewayArgs ?? []),
+      ],
+      spawnOptions,
+    );
 
   try {
     for (let i = 0; i < (options.schedulers ?? 3); i++) schedulers.push(await startScheduler(i, 0));

@@ -4,6 +4,7 @@
 // considered up when it logs its `ready` line. Every process is killed when
 // the test process exits or is ended by a signal, whatever happened.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -62,9 +63,12 @@ export async function spawnApp(
     readyTimeoutMs?: number;
     /** A command that execs Node in its place (e.g. `ip netns exec <ns>`), so the pid is still Node's. */
     wrapper?: readonly string[];
+    /** The tree the app runs from (a folder with `apps/` and its own `node_modules/`); default this checkout. */
+    root?: string;
   } = {},
 ): Promise<AppProcess> {
-  const command = [...(options.wrapper ?? []), process.execPath, `${ROOT}apps/${app}/src/main.ts`, ...args];
+  const main = join(options.root ?? ROOT, 'apps', app, 'src', 'main.ts');
+  const command = [...(options.wrapper ?? []), process.execPath, main, ...args];
   const child = spawn(command[0]!, command.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
