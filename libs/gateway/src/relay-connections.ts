@@ -85,6 +85,11 @@ export class RelayConnections implements Dispatch {
     return true;
   }
 
+  /** Relays remembered as refused: those in their REFUSED_MS, and expired ones not yet swept. */
+  get refusalsRemembered(): number {
+    return this.#refusedUntil.size;
+  }
+
   /** Sends a request for a URL `covers` accepted, its path past the runtime's segment. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const { runtime, rest } = proxyPathOf(options.path)!;

@@ -148,6 +148,23 @@ describe('relay connections from the gateway', () => {
     assert.equal(relays.covers(url), true);
   });
 
+  it('forgets expired refusals once it remembers 1,024 relays, when another is refused', async () => {
+    const { error } = await post(relays, `${refusingUrl}/api/proxy/rt-sweep/mcp`);
+    const own = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock });
+    try {
+      for (let n = 0; n < 1024; n++) own.refused(`${refusingUrl}/api/proxy/gone-${n}/mcp`, error);
+      assert.equal(own.refusalsRemembered, 1024);
+      await clock.advance(30_001);
+      assert.equal(own.refusalsRemembered, 1024, 'expired, not yet swept');
+      own.refused(`${refusingUrl}/api/proxy/new-1/mcp`, error);
+      assert.equal(own.refusalsRemembered, 1, 'the expired 1,024 swept, the new one kept');
+      assert.equal(own.covers(`${refusingUrl}/api/proxy/new-1/mcp`), false);
+      assert.equal(own.covers(`${refusingUrl}/api/proxy/gone-0/mcp`), true);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('reports a scheduler that is not listening as a connect failure, not a refusal', async () => {
     const probe = net.createServer();
     probe.listen(0, '127.0.0.1');
