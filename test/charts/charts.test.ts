@@ -31,6 +31,9 @@ function envNamesOf(app: string): Set<string> {
   return new Set(help.match(/(?<=env: )SWITCHYARD_[A-Z0-9_]+/g) ?? []);
 }
 
+/** Environment the charts may set besides the apps' own SWITCHYARD_* names. */
+const NODE_ENV_NAMES = new Set(['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES', 'NODE_EXTRA_CA_CERTS']);
+
 type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
 const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,
@@ -128,8 +131,7 @@ for (const c of CHARTS) {
           // A misspelt SWITCHYARD_* name would be ignored by the app without a word.
           const read = envNamesOf(c.chart);
           assert.ok(read.size > 5, `${c.chart} --help lists its env names`);
-          for (const e of container.env ?? [])
-            assert.ok(['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES'].includes(e.name) || read.has(e.name), e.name);
+          for (const e of container.env ?? []) assert.ok(NODE_ENV_NAMES.has(e.name) || read.has(e.name), e.name);
         }
       });
     }
@@ -163,6 +165,54 @@ describe('gateway chart contracts', { skip }, () => {
     assert.equal(off.has('GLIBC_TUNABLES'), false);
   });
 });
+
+// Both dial schedulers, which may sit behind TLS with a private CA.
+for (const chart of ['gateway', 'runtime']) {
+  describe(`charts/${chart}: trustedCA`, { skip }, () => {
+    type Pod = {
+      containers: { env?: { name: string; value?: string }[]; volumeMounts?: Record<string, unknown>[] }[];
+      volumes?: { name: string; configMap?: { name: string } }[];
+    };
+    const podWith = async (set: readonly string[] = []): Promise<Pod> => {
+      const workload = (await render(chart, undefined, set)).find((m) => m.kind === 'Deployment')!;
+      new Deployment(workload as never).validate();
+      return (workload.spec as { template: { spec: Pod } }).template.spec;
+    };
+
+    it('mounts the ConfigMap and points NODE_EXTRA_CA_CERTS at its key; sets neither by default', async () => {
+      const pod = await podWith(['trustedCA.existingConfigMap=corp-ca', 'trustedCA.key=bundle.pem']);
+      const container = pod.containers[0]!;
+      assert.equal(
+        container.env?.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value,
+        '/etc/switchyard/ca/bundle.pem',
+      );
+      assert.deepEqual(
+        container.volumeMounts?.find((v) => v.name === 'trusted-ca'),
+        { name: 'trusted-ca', mountPath: '/etc/switchyard/ca', readOnly: true },
+      );
+      assert.deepEqual(
+        pod.volumes?.find((v) => v.name === 'trusted-ca'),
+        {
+          name: 'trusted-ca',
+          configMap: { name: 'corp-ca' },
+        },
+      );
+      const plain = await podWith();
+      assert.equal(
+        plain.containers[0]!.env?.some((e) => e.name === 'NODE_EXTRA_CA_CERTS'),
+        false,
+      );
+      assert.equal(
+        plain.volumes?.some((v) => v.name === 'trusted-ca'),
+        false,
+      );
+    });
+
+    it('refuses an empty key', async () => {
+      await assert.rejects(podWith(['trustedCA.existingConfigMap=corp-ca', 'trustedCA.key=']), /key/);
+    });
+  });
+}
 
 describe('scheduler chart contracts', { skip }, () => {
   it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {
