@@ -133,6 +133,13 @@ export const GATEWAY_DEFAULTS = {
   dialRetryDelayMs: 50,
   /** Reschedules of an `initialize` or stateless request whose runtime could not be dialled. */
   rescheduleMax: 2,
+  /**
+   * How long a request whose scheduler replica cannot be dialled waits for
+   * its runtime to show through another replica: a runtime redials the
+   * scheduler Service at once when its replica goes (from 250 ms), and its
+   * sessions live on.
+   */
+  ownerLossWaitMs: 3_000,
   connectTimeoutMs: 5_000,
   /**
    * How long an idle HTTP/1.1 connection to an upstream is kept when the

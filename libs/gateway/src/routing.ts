@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import type { ScheduleRequestInput } from '@switchyard/protocol';
+import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { randomId, resolvePart } from './identity.ts';
 import type { IdentitySource, IdentityStrategy } from './identity.ts';
@@ -190,6 +192,42 @@ async function send(
   }
 }
 
+/**
+ * `route` goes through a scheduler replica that could not be dialled, so
+ * nothing was sent, and its runtime may be alive: a runtime whose replica
+ * goes redials another through the scheduler Service, sessions and all.
+ * Asks the scheduler again, backing off (20 ms doubling to 1 s) for up to
+ * GATEWAY_DEFAULTS.ownerLossWaitMs, until it places `request` on the same
+ * runtime through another replica; undefined if it does not by then. No
+ * replica answering is thrown (503): that says nothing of the runtime.
+ */
+async function rerouted(
+  ctx: RoutingContext,
+  r: Routed,
+  route: Route,
+  request: ScheduleRequestInput,
+): Promise<Route | undefined> {
+  const deadline = ctx.clock.now() + GATEWAY_DEFAULTS.ownerLossWaitMs;
+  for (let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs; ctx.clock.now() < deadline;) {
+    await sleep(ctx.clock, backoffMs, r.signal);
+    backoffMs = Math.min(backoffMs * 2, GATEWAY_DEFAULTS.scheduleBackoffMaxMs);
+    try {
+      const next = routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), route.principal);
+      if (next.runtime === route.runtime && next.url !== route.url) {
+        ctx.logger.info(
+          { runtime: route.runtime, from: route.url, to: next.url },
+          'runtime found through another replica',
+        );
+        return next;
+      }
+    } catch (error) {
+      // No runtime to place it on yet: the session's may still be redialling.
+      if (!(error instanceof SwitchyardError && error.code === 'unschedulable')) throw error;
+    }
+  }
+  return undefined;
+}
+
 /** What an operator needs to tell a dead runtime from a dead proxy hop: the status, or the dial error. */
 function detailOf(result: Exclude<Attempt, { kind: 'response' }>): { status?: number; err?: string } {
   return result.kind === 'gone' ? { status: result.status } : { err: String((result.error as Error)?.message) };
@@ -211,18 +249,22 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const cls = classOf(ctx, src);
   const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
   const key = threadKey(sessionId);
+  const request = { class: cls, processId: process, threadId: sessionId, sticky: true };
   let route = ctx.cache.local(key) ?? (await ctx.cache.remote(key));
   if (route && route.principal !== r.principal) throw new SwitchyardError('session_not_found', 'Session not found');
   if (!route) {
-    const placement = await ctx.scheduler.schedule(
-      { class: cls, processId: process, threadId: sessionId, sticky: true },
-      r.signal,
-    );
-    route = routeOf(ctx, placement, r.principal);
+    route = routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), r.principal);
     await ctx.cache.set(key, route);
   }
   const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
-  const result = await call(ctx, r, route, asserted, LEGACY_GONE);
+  let result = await call(ctx, r, route, asserted, LEGACY_GONE);
+  const moved = result.kind === 'unreachable' && !route.direct ? await rerouted(ctx, r, route, request) : undefined;
+  if (moved) {
+    ctx.metrics.upstreamError('connect');
+    route = moved;
+    await ctx.cache.set(key, route);
+    result = await call(ctx, r, route, asserted, LEGACY_GONE);
+  }
   if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(key);
   if (result.kind !== 'response') {
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
@@ -291,15 +333,16 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const process = named ?? thread;
   const key = named ? processKey(cls, named) : undefined;
   const asserted = { class: cls, process, ...(r.principal ? { principal: r.principal } : {}) };
+  const request = { class: cls, processId: process, threadId: thread, sticky: true };
   const exclude: string[] = [];
+  let found: Route | undefined;
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
-    let route = key && round === 0 ? (ctx.cache.local(key) ?? (await ctx.cache.remote(key))) : undefined;
+    let route = found ?? (key && round === 0 ? (ctx.cache.local(key) ?? (await ctx.cache.remote(key))) : undefined);
     if (!route) {
-      const placement = await ctx.scheduler.schedule(
-        { class: cls, processId: process, threadId: thread, sticky: true, ...(exclude.length ? { exclude } : {}) },
-        r.signal,
+      route = routeOf(
+        ctx,
+        await ctx.scheduler.schedule({ ...request, ...(exclude.length ? { exclude } : {}) }, r.signal),
       );
-      route = routeOf(ctx, placement);
       if (key) await ctx.cache.set(key, route);
     }
     const result = await call(ctx, r, route, asserted, STATELESS_GONE);
@@ -311,7 +354,10 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
     // A 502 may have come after the proxy read the body: a tool call is never sent twice.
     if (result.kind === 'gone' && r.info?.method === 'tools/call') break;
-    exclude.push(route.runtime);
+    // A named process behind a replica that cannot be dialled: its sandbox may live on behind another.
+    found = key && result.kind === 'unreachable' && !route.direct ? await rerouted(ctx, r, route, request) : undefined;
+    if (found) await ctx.cache.set(key!, found);
+    else exclude.push(route.runtime);
   }
   throw new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
 }
