@@ -13,7 +13,7 @@ export interface GatewayMetrics {
   relayRefused(): void;
 }
 
-export type UpstreamErrorReason = 'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted';
+export type UpstreamErrorReason = 'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted' | 'tls';
 
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {

@@ -20,7 +20,7 @@ import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
 import type { RelayConnections } from './relay-connections.ts';
-import { isEventStream, isHeadersTimeout, upstreamHeaders } from './upstream.ts';
+import { isEventStream, isHeadersTimeout, isTlsFailure, upstreamHeaders } from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
 
@@ -134,6 +134,15 @@ async function call(
   } catch (error) {
     // The client left (nobody to answer), or the fault is not the upstream's.
     if (r.signal.aborted || !isUpstreamFailure(error)) throw error;
+    if (isTlsFailure(error)) {
+      ctx.metrics.upstreamError('tls');
+      const err = String((error as Error)?.message);
+      ctx.logger.error(
+        { upstream: route.url, err },
+        'TLS to the upstream failed: check its certificate and the trusted CAs',
+      );
+      throw new SwitchyardError('upstream_unavailable', 'Bad gateway: TLS to the upstream failed', { cause: error });
+    }
     const timedOut = isHeadersTimeout(error);
     ctx.metrics.upstreamError(timedOut ? 'timeout' : 'reset');
     ctx.logger.warn(

@@ -32,6 +32,21 @@ export function isConnectFailure(error: unknown): boolean {
   return false;
 }
 
+/**
+ * Codes of a TLS handshake that failed: a certificate not trusted, expired
+ * or for another name, or a peer that does not speak TLS.
+ */
+const TLS_ERROR_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$)/;
+
+/** A TLS handshake that failed: no request byte left, and only configuration mends it (a retry would not). */
+export function isTlsFailure(error: unknown): boolean {
+  let e = error as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 3; depth++, e = e.cause as typeof e) {
+    if (typeof e.code === 'string' && TLS_ERROR_CODE.test(e.code)) return true;
+  }
+  return false;
+}
+
 const NOTHING_LISTED: ReadonlySet<string> = new Set();
 
 /** Header names a `Connection` header lists (hop-by-hop by declaration). */

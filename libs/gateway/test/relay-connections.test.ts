@@ -8,18 +8,15 @@
 // for `https:` scheduler URLs, that the relay is asked for inside verified
 // TLS (a TLS front with a certificate made by the openssl CLI for the test).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Dispatcher } from 'undici';
 import { RelayConnections } from '../src/relay-connections.ts';
+import { certificateFor127 } from './fixtures/certificate.ts';
 import { isConnectFailure } from '../src/upstream.ts';
 
 /** Sends one POST through `relays` as `exchange` would; resolves with the status and body, or the error. */
@@ -43,27 +40,6 @@ async function listen(server: net.Server, scheme = 'http'): Promise<string> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return `${scheme}://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-}
-
-/** A self-signed certificate for 127.0.0.1, or why there is none (no openssl CLI). */
-function certificateFor127(): { key: string; cert: string } | { missing: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'relay-tls-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1'],
-        ...['-subj', '/CN=switchyard relay test', '-addext', 'subjectAltName=IP:127.0.0.1'],
-        ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
-      ],
-      { stdio: 'ignore' },
-    );
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
-  } catch (error) {
-    return { missing: `no test certificate (openssl CLI: ${(error as Error).message})` };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 describe('relay connections from the gateway', () => {

@@ -3,10 +3,12 @@
 // behind a scheduler proxy) or 504 (no head in time), never a 500, and sends
 // the request once (it may have been acted on).
 import { createServer } from 'node:http';
+import https from 'node:https';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { certificateFor127 } from './fixtures/certificate.ts';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
@@ -215,4 +217,54 @@ describe('an idle connection to an upstream that announces no keep-alive timeout
     while (closedAfterMs === undefined && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.ok(closedAfterMs !== undefined && closedAfterMs < 5_000, `closed after ${closedAfterMs} ms`);
   });
+});
+
+// A scheduler replica behind TLS whose certificate the gateway does not
+// trust: the handshake fails before any request byte leaves, on relay
+// connections and through /api/proxy alike. The client gets a 502 that says
+// TLS, the operator an error line that says what to check, and no retry or
+// rescheduling hides it (only configuration mends it).
+describe('a scheduler replica whose certificate the gateway does not trust', () => {
+  const certificate = certificateFor127();
+  const missing = 'missing' in certificate ? certificate.missing : false;
+  let reached = 0;
+  const replica = https.createServer('missing' in certificate ? {} : certificate, (_req, res) => {
+    reached++;
+    res.end();
+  });
+  let address = '';
+  before(async () => {
+    if (missing) return;
+    await new Promise<void>((resolve) => replica.listen(0, '127.0.0.1', resolve));
+    address = `https://127.0.0.1:${(replica.address() as AddressInfo).port}`;
+  });
+  after(() => replica.close());
+
+  for (const relayConnections of [true, false]) {
+    it(
+      `answers 502 "TLS … failed" and logs why (relay connections ${relayConnections ? 'on' : 'off'})`,
+      { skip: missing },
+      async () => {
+        const errors: string[] = [];
+        const log = (): void => {};
+        const logger = { info: log, warn: log, debug: log, error: (_o: object, msg: string) => void errors.push(msg) };
+        const scheduler = await startSchedulerDouble([{ id: 'rt-tls', address }]);
+        const gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'proxy', relayConnections, logger });
+        const { server, url } = await listen(gateway);
+        try {
+          const res = await post(url, INITIALIZE);
+          assert.equal(res.status, 502, JSON.stringify(res.json));
+          assert.match((res.json as { error: { message: string } }).error.message, /TLS to the upstream failed/);
+          assert.deepEqual(errors, ['TLS to the upstream failed: check its certificate and the trusted CAs']);
+          assert.equal(scheduler.calls.length, 1, 'not rescheduled');
+          assert.equal(reached, 0, 'no request got through');
+          assert.equal(gateway.stats().upstreamErrors, 1);
+        } finally {
+          await stopServer(server);
+          await gateway.close();
+          await scheduler.close();
+        }
+      },
+    );
+  }
 });
