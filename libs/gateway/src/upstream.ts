@@ -24,12 +24,17 @@ export function isHeadersTimeout(error: unknown): boolean {
   return (error as { code?: unknown } | undefined)?.code === 'UND_ERR_HEADERS_TIMEOUT';
 }
 
-export function isConnectFailure(error: unknown): boolean {
+/** True when `error` or one of its first causes carries a code `matches` accepts (undici wraps socket errors). */
+function hasCode(error: unknown, matches: (code: string) => boolean): boolean {
   let e = error as { code?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 3; depth++, e = e.cause as typeof e) {
-    if (typeof e.code === 'string' && CONNECT_ERROR_CODES.has(e.code)) return true;
+    if (typeof e.code === 'string' && matches(e.code)) return true;
   }
   return false;
+}
+
+export function isConnectFailure(error: unknown): boolean {
+  return hasCode(error, (code) => CONNECT_ERROR_CODES.has(code));
 }
 
 /**
@@ -40,11 +45,7 @@ const TLS_ERROR_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIG
 
 /** A TLS handshake that failed: no request byte left, and only configuration mends it (a retry would not). */
 export function isTlsFailure(error: unknown): boolean {
-  let e = error as { code?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 3; depth++, e = e.cause as typeof e) {
-    if (typeof e.code === 'string' && TLS_ERROR_CODE.test(e.code)) return true;
-  }
-  return false;
+  return hasCode(error, (code) => TLS_ERROR_CODE.test(code));
 }
 
 const NOTHING_LISTED: ReadonlySet<string> = new Set();
