@@ -56,7 +56,7 @@ export const gatewayConfigSchema = z.object({
     .boolean()
     .default(true)
     .describe(
-      'GET event streams through a scheduler travel as HTTP/2 streams (h2c), many per connection, instead of one HTTP/1.1 connection each.',
+      'GET event streams through a scheduler travel as HTTP/2 streams (h2c, or ALPN h2 on https: URLs), many per connection, instead of one HTTP/1.1 connection each; a scheduler or TLS front without HTTP/2 gets HTTP/1.1.',
     ),
   relayConnections: z
     .boolean()

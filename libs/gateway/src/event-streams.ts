@@ -2,18 +2,27 @@ import type { Dispatcher } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import { Http2EventStreams, type Dispatch } from './http2-streams.ts';
 import type { GatewayLogger } from './options.ts';
+import { hasCode } from './upstream.ts';
 
 /** How long an origin that did not speak HTTP/2 is sent HTTP/1.1 before HTTP/2 is tried again. */
 const HTTP1_FALLBACK_MS = 10 * 60_000;
 
 /**
+ * The TLS alert of a server that does not offer `h2` among its ALPN
+ * protocols (Node's https servers and most TLS proxies without HTTP/2 on).
+ */
+const NO_H2_ALPN = 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL';
+
+/**
  * Where the gateway sends event streams (`GET /mcp`) bound for a scheduler:
- * HTTP/2 with prior knowledge (h2c), thousands of streams on a few
- * connections. A scheduler that answers the HTTP/2 preface as HTTP/1.1
- * would (a release from before h2c during a rolling upgrade, or an
- * HTTP/1.1-only hop in between) fails the request before anything of it was
- * processed; that origin then gets HTTP/1.1 for HTTP1_FALLBACK_MS, and the
- * stream is opened again that way (a GET, so nothing is replayed).
+ * HTTP/2, thousands of streams on a few connections; with prior knowledge
+ * (h2c) on `http:` URLs, negotiated by ALPN on `https:` ones (TLS ended by
+ * a proxy in front of the scheduler). A scheduler that answers the HTTP/2
+ * preface as HTTP/1.1 would (a release from before h2c during a rolling
+ * upgrade, or an HTTP/1.1-only hop in between), or a TLS front that does not
+ * offer `h2`, fails the request before anything of it was processed; that
+ * origin then gets HTTP/1.1 for HTTP1_FALLBACK_MS, and the stream is opened
+ * again that way (a GET, so nothing is replayed).
  */
 export class EventStreamUpstream {
   readonly #http2: Http2EventStreams;
@@ -50,16 +59,20 @@ export class EventStreamUpstream {
 
   /**
    * True when `error`, from an HTTP/2 request to `origin`, shows the peer
-   * does not speak HTTP/2 with prior knowledge; the origin then gets
-   * HTTP/1.1 from this one on.
+   * does not speak HTTP/2; the origin then gets HTTP/1.1 from this one on.
    */
   fellBack(origin: string, error: unknown): boolean {
-    if ((error as { code?: unknown } | undefined)?.code !== 'ERR_HTTP2_ERROR') return false;
+    const refused =
+      (error as { code?: unknown } | undefined)?.code === 'ERR_HTTP2_ERROR' ||
+      hasCode(error, (code) => code === NO_H2_ALPN);
+    if (!refused) return false;
     if (this.#http1Until.has(origin)) return true;
     this.#http1Until.set(origin, this.#clock.now() + HTTP1_FALLBACK_MS);
     this.#logger.warn(
       { origin, err: String((error as Error).message), forMs: HTTP1_FALLBACK_MS },
-      'scheduler does not speak HTTP/2 with prior knowledge; event streams use HTTP/1.1',
+      origin.startsWith('https:')
+        ? 'scheduler TLS endpoint does not offer HTTP/2 (ALPN h2); event streams use HTTP/1.1'
+        : 'scheduler does not speak HTTP/2 with prior knowledge; event streams use HTTP/1.1',
     );
     return true;
   }

@@ -57,9 +57,10 @@ export interface GatewayOptions {
   readonly upstreamToken?: string;
   /**
    * Event streams (`GET /mcp`) through a scheduler travel as HTTP/2 streams
-   * with prior knowledge (h2c), many to a connection, instead of one
-   * HTTP/1.1 connection each. Default true; schedulers of this version
-   * serve both on one port, and one that refuses the HTTP/2 preface gets
+   * (h2c on `http:` URLs, ALPN `h2` inside TLS on `https:` ones), many to a
+   * connection, instead of one HTTP/1.1 connection each. Default true;
+   * schedulers of this version serve both on one port, and one that refuses
+   * the HTTP/2 preface, or a TLS front that does not offer `h2`, gets
    * HTTP/1.1 for a while (see EventStreamUpstream). Requests with a body
    * stay on HTTP/1.1.
    */

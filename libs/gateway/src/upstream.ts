@@ -25,7 +25,7 @@ export function isHeadersTimeout(error: unknown): boolean {
 }
 
 /** True when `error` or one of its first causes carries a code `matches` accepts (undici wraps socket errors). */
-function hasCode(error: unknown, matches: (code: string) => boolean): boolean {
+export function hasCode(error: unknown, matches: (code: string) => boolean): boolean {
   let e = error as { code?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 3; depth++, e = e.cause as typeof e) {
     if (typeof e.code === 'string' && matches(e.code)) return true;

@@ -1,7 +1,12 @@
+import net from 'node:net';
+import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { certificateFor127 } from './fixtures/certificate.ts';
+import { startRuntime } from './fixtures/runtime.ts';
+import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import { connectV2, post, startHarness, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 
@@ -127,6 +132,79 @@ describe('event streams through a scheduler that speaks only HTTP/1.1', () => {
     assert.deepEqual(
       warnings.filter((w) => w.includes('HTTP/2')),
       ['scheduler does not speak HTTP/2 with prior knowledge; event streams use HTTP/1.1'],
+    );
+  });
+});
+
+describe('event streams through a TLS front that offers only HTTP/1.1', () => {
+  // A scheduler reached on an https: URL, with TLS ended by a proxy that
+  // does not offer h2 by ALPN (it answers an h2-only offer with a TLS alert,
+  // as Node's https servers and most proxies without HTTP/2 do). The front
+  // here pipes the decrypted bytes to a runtime fixture, which stands in for
+  // the scheduler behind it as above.
+  const certificate = certificateFor127();
+  const missing = 'missing' in certificate ? certificate.missing : false;
+  const defaults = tls.getCACertificates('default');
+  const warnings: string[] = [];
+  let h: Harness;
+  let front: tls.Server;
+  before(async () => {
+    if ('missing' in certificate) return;
+    const runtime = await startRuntime('rt-0');
+    const target = new URL(runtime.address);
+    front = tls.createServer({ ...certificate, ALPNProtocols: ['http/1.1'] }, (socket) => {
+      const upstream = net.connect(Number(target.port), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      const end = (): void => void (socket.destroy(), upstream.destroy());
+      socket.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    const address = `https://127.0.0.1:${(front.address() as net.AddressInfo).port}`;
+    tls.setDefaultCACertificates([...defaults, certificate.cert]);
+    const scheduler = await startSchedulerDouble([{ id: runtime.id, address }]);
+    const logger = {
+      info() {},
+      debug() {},
+      error() {},
+      warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''),
+    };
+    const inner = await startHarness(0, { upstreamMode: 'proxy', logger }, scheduler);
+    h = {
+      ...inner,
+      runtimes: [runtime],
+      async close() {
+        await inner.close();
+        await runtime.close();
+        await scheduler.close();
+        front.close();
+      },
+    };
+  });
+  after(async () => {
+    tls.setDefaultCACertificates(defaults);
+    await h?.close();
+  });
+
+  it('opens them over HTTP/1.1 inside TLS, and says why once', { skip: missing }, async () => {
+    for (const text of ['first', 'second']) {
+      const client = await connectV2(h.url);
+      try {
+        const received = new Promise<string>((resolve) => {
+          client.setNotificationHandler('notifications/message', (n) => resolve(String(n.params.data)));
+        });
+        for (let i = 0; i < 500 && h.gateway.stats().sseOpen === 0; i++) await new Promise((r) => setTimeout(r, 2));
+        assert.equal(h.gateway.stats().sseOpen, 1, 'the GET stream is open through the gateway');
+        await h.runtimes[0]!.notifyAll(text);
+        assert.equal(await received, text);
+      } finally {
+        await client.close();
+      }
+      for (let i = 0; i < 500 && h.gateway.stats().sseOpen > 0; i++) await new Promise((r) => setTimeout(r, 2));
+    }
+    assert.deepEqual(
+      warnings.filter((w) => w.includes('HTTP/2')),
+      ['scheduler TLS endpoint does not offer HTTP/2 (ALPN h2); event streams use HTTP/1.1'],
     );
   });
 });
