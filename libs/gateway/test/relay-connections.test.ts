@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Dispatcher } from 'undici';
 import { RelayConnections } from '../src/relay-connections.ts';
-import { certificateFor127 } from './fixtures/certificate.ts';
+import { certificateFor127 } from '@switchyard/service/testing';
 import { isConnectFailure } from '../src/upstream.ts';
 
 /** Sends one POST through `relays` as `exchange` would; resolves with the status and body, or the error. */

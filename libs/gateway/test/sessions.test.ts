@@ -1,10 +1,9 @@
-import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { certificateFor127 } from './fixtures/certificate.ts';
+import { certificateFor127, startTlsFront, type TlsFront } from '@switchyard/service/testing';
 import { startRuntime } from './fixtures/runtime.ts';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import { connectV2, post, startHarness, textOf } from './harness.ts';
@@ -138,31 +137,20 @@ describe('event streams through a scheduler that speaks only HTTP/1.1', () => {
 
 describe('event streams through a TLS front that offers only HTTP/1.1', () => {
   // A scheduler reached on an https: URL, with TLS ended by a proxy that
-  // does not offer h2 by ALPN (it answers an h2-only offer with a TLS alert,
-  // as Node's https servers and most proxies without HTTP/2 do). The front
-  // here pipes the decrypted bytes to a runtime fixture, which stands in for
-  // the scheduler behind it as above.
+  // does not offer h2 by ALPN. The front pipes the decrypted bytes to a
+  // runtime fixture, which stands in for the scheduler behind it as above.
   const certificate = certificateFor127();
   const missing = 'missing' in certificate ? certificate.missing : false;
   const defaults = tls.getCACertificates('default');
   const warnings: string[] = [];
   let h: Harness;
-  let front: tls.Server;
+  let front: TlsFront;
   before(async () => {
     if ('missing' in certificate) return;
     const runtime = await startRuntime('rt-0');
-    const target = new URL(runtime.address);
-    front = tls.createServer({ ...certificate, ALPNProtocols: ['http/1.1'] }, (socket) => {
-      const upstream = net.connect(Number(target.port), target.hostname);
-      socket.pipe(upstream).pipe(socket);
-      const end = (): void => void (socket.destroy(), upstream.destroy());
-      socket.on('error', end).on('close', end);
-      upstream.on('error', end).on('close', end);
-    });
-    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
-    const address = `https://127.0.0.1:${(front.address() as net.AddressInfo).port}`;
+    front = await startTlsFront(certificate, Number(new URL(runtime.address).port));
     tls.setDefaultCACertificates([...defaults, certificate.cert]);
-    const scheduler = await startSchedulerDouble([{ id: runtime.id, address }]);
+    const scheduler = await startSchedulerDouble([{ id: runtime.id, address: front.url }]);
     const logger = {
       info() {},
       debug() {},
@@ -177,7 +165,7 @@ describe('event streams through a TLS front that offers only HTTP/1.1', () => {
         await inner.close();
         await runtime.close();
         await scheduler.close();
-        front.close();
+        await front.close();
       },
     };
   });

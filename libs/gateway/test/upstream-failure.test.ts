@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { certificateFor127 } from './fixtures/certificate.ts';
+import { certificateFor127 } from '@switchyard/service/testing';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';

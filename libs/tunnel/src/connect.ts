@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import { TUNNEL_DEFAULTS } from './defaults.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
@@ -51,6 +52,10 @@ function connectUpgrade(url: URL, headers: Record<string, string>, h: ConnectHan
     // The scheduler starts HTTP/2 right behind its 101; those bytes may have come with it.
     if (head.length > 0) socket.unshift(head);
     if (socket instanceof Socket) socket.setNoDelay(true);
+    // Inside TLS (an https: URL, TLS ended by a proxy) Node's HTTP/2 server
+    // takes a connection's protocol from ALPN, which said HTTP/1.1 or
+    // nothing, and would refuse it; the Upgrade switched it to HTTP/2.
+    if (socket instanceof TLSSocket) socket.alpnProtocol = 'h2';
     h.onOpen(socketCarrier(socket));
   });
   req.once('response', (res) => readRefusal(res, (status, body) => settle() && h.onRefused(status, body)));

@@ -4,8 +4,10 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
 import { WebSocketServer } from 'ws';
 import { ManualClock } from '@switchyard/clock/testing';
+import { certificateFor127, startTlsFront } from '@switchyard/service/testing';
 import { dialTunnel } from '../src/index.ts';
 import type { TunnelDialer, TunnelTransport } from '../src/index.ts';
 import { captureLogger, readStream, runtimeInfo, startScheduler, TOKEN } from './helpers.ts';
@@ -162,6 +164,46 @@ describe('tunnel dialer', () => {
       );
       assert.equal(clock.pendingTimers, 1, 'no redial was scheduled, only the heartbeat');
     });
+  }
+
+  // A runtime on a private node dials the scheduler on an https: URL, TLS
+  // ended by an ingress in front of it. Inside TLS the socket carries ALPN's
+  // verdict (HTTP/1.1 or none), which Node's HTTP/2 server would go by; the
+  // upgrade, not ALPN, decides what runs after the 101.
+  const certificate = certificateFor127();
+  for (const transport of ['http2', 'websocket'] as const) {
+    it(
+      `dials an https: URL through a TLS-ending front (${transport})`,
+      { skip: 'missing' in certificate && certificate.missing },
+      async () => {
+        if ('missing' in certificate) return;
+        const scheduler = await startScheduler();
+        open.schedulers.push(scheduler);
+        const front = await startTlsFront(certificate, scheduler.port);
+        const defaults = tls.getCACertificates('default');
+        tls.setDefaultCACertificates([...defaults, certificate.cert]);
+        const accepted = scheduler.nextTunnel(`rt-tls-${transport}`);
+        const dialer = dialTunnel({
+          url: front.url,
+          token: TOKEN,
+          info: runtimeInfo(`rt-tls-${transport}`),
+          handler: (_req, res) => res.end('inside TLS'),
+          transport,
+        });
+        try {
+          const tunnel = await accepted;
+          assert.equal(tunnel.transport, transport);
+          for (let i = 0; i < 3; i++) {
+            assert.deepEqual(await readStream(tunnel.request({ ':path': '/' })), { status: 200, body: 'inside TLS' });
+          }
+          assert.equal(dialer.connected, true);
+        } finally {
+          dialer.close();
+          tls.setDefaultCACertificates(defaults);
+          await front.close();
+        }
+      },
+    );
   }
 
   it('does not fall back when told to dial http2 only', async () => {

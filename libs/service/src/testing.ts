@@ -1,0 +1,81 @@
+// For tests of servers behind TLS (`@switchyard/service/testing`): a
+// throwaway certificate, and a TLS-ending front that passes the decrypted
+// bytes to a port, as an ingress or load balancer in front of a scheduler
+// would.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
+
+/**
+ * A self-signed certificate for 127.0.0.1, made with the openssl CLI; none
+ * when the CLI is missing (the caller then skips with the reason; CI
+ * installs it).
+ */
+export function certificateFor127(): { key: string; cert: string } | { missing: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-tls-'));
+  try {
+    execFileSync(
+      'openssl',
+      [
+        ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1'],
+        ...['-subj', '/CN=switchyard test', '-addext', 'subjectAltName=IP:127.0.0.1'],
+        ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+      ],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } catch (error) {
+    return { missing: `no test certificate (openssl CLI: ${(error as Error).message})` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export interface TlsFront {
+  /** `https://127.0.0.1:<port>` */
+  readonly url: string;
+  /** The protocol ALPN settled on, per connection passed on (`false`: none asked for). */
+  readonly negotiated: ReadonlyArray<string | false>;
+  close(): Promise<void>;
+}
+
+/**
+ * Ends TLS on 127.0.0.1 with `certificate` and pipes each connection's bytes
+ * to `port` (which may start listening later). `alpn` is what it offers by ALPN:
+ * `['http/1.1']` answers a client asking only for `h2` with a TLS alert, as
+ * Node's https servers and most proxies without HTTP/2 do; with `h2` in it
+ * the bytes are still only piped, as by a load balancer that ends TLS, so
+ * the server behind must speak HTTP/2 itself (schedulers do, h2c).
+ */
+export async function startTlsFront(
+  certificate: { key: string; cert: string },
+  port: number,
+  alpn: readonly string[] = ['http/1.1'],
+): Promise<TlsFront> {
+  const negotiated: Array<string | false> = [];
+  const open = new Set<net.Socket>();
+  const server = tls.createServer({ ...certificate, ALPNProtocols: [...alpn] }, (client) => {
+    negotiated.push(client.alpnProtocol ?? false);
+    const upstream = net.connect(port, '127.0.0.1');
+    open.add(client);
+    const end = (): void => void (client.destroy(), upstream.destroy(), open.delete(client));
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+    client.pipe(upstream).pipe(client);
+  });
+  // A client that fails the handshake (an untrusted certificate) is no error of the front's.
+  server.on('tlsClientError', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    negotiated,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of open) socket.destroy();
+      }),
+  };
+}
