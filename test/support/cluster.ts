@@ -29,7 +29,8 @@ export interface ClusterOptions {
   readonly tunnelPingIntervalMs?: number;
   /** Extra classes beyond `demo` (builtin): `everything` adds the reference server. */
   readonly everything?: boolean;
-  readonly schedulerArgs?: readonly string[];
+  /** Extra arguments of every scheduler, or of scheduler `i`. */
+  readonly schedulerArgs?: readonly string[] | ((i: number) => readonly string[]);
   readonly runtimeArgs?: readonly string[];
   readonly gatewayArgs?: readonly string[];
   /** How long start-up waits for every runtime to show on every scheduler; default 15 s. */
@@ -67,6 +68,8 @@ export interface TestCluster {
   restartScheduler(i: number): Promise<AppProcess>;
   /** Starts gateway `i` again on its previous port, stopping it first if it still runs. Replaces `gateways[i]`. */
   restartGateway(i: number): Promise<AppProcess>;
+  /** Starts one more gateway (stopped with the cluster), listing `schedulers` (default: every replica's URL). */
+  addGateway(schedulers?: readonly string[]): Promise<AppProcess>;
   /** The scheduler that currently says it leads. */
   leader(): Promise<AppProcess>;
   /** Waits until every live scheduler's latest epoch lists exactly these available runtimes. */
@@ -159,17 +162,21 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         ...['--election.retry-period-ms', String(election.retryPeriodMs)],
         ...(election.jitterFactor === undefined ? [] : ['--election.jitter-factor', String(election.jitterFactor)]),
         ...['--join-tokens', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
-        ...(options.schedulerArgs ?? []),
+        ...(typeof options.schedulerArgs === 'function' ? options.schedulerArgs(i) : (options.schedulerArgs ?? [])),
       ],
       spawnOptions,
     );
-  const startGateway = (i: number, port: number): Promise<AppProcess> =>
+  const startGateway = (
+    i: number,
+    port: number,
+    to: readonly string[] = schedulers.map((s) => s.url!),
+  ): Promise<AppProcess> =>
     spawnApp(
       'gateway',
       `g${i}`,
       [
         ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
-        ...['--schedulers', schedulers.map((s) => s.url).join(',')],
+        ...['--schedulers', to.join(',')],
         ...(options.gatewayArgs ?? []),
       ],
       spawnOptions,
@@ -199,6 +206,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       await old.stop(1000);
       schedulers[i] = await startScheduler(i, old.port!);
       return schedulers[i];
+    },
+    async addGateway(to) {
+      const gateway = await startGateway(gateways.length, 0, to);
+      gateways.push(gateway);
+      return gateway;
     },
     async restartGateway(i) {
       const old = gateways[i]!;

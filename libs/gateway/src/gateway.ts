@@ -90,6 +90,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const agentOptions = {
     keepAliveTimeout: Math.min(o.idleTimeoutMs, GATEWAY_DEFAULTS.upstreamKeepAliveMs),
     connectTimeout: GATEWAY_DEFAULTS.connectTimeoutMs,
+    // HTTP/1.1 even where TLS would negotiate h2 (undici offers it by
+    // default): a TLS front that passes bytes through (a load balancer ending
+    // TLS) would hand a scheduler HTTP/2, which it serves only for event
+    // streams. Those have their own client (EventStreamUpstream).
+    allowH2: false,
   };
   const upstreamAgent = new Agent(agentOptions);
   const schedulerAgent = new Agent(agentOptions);
