@@ -96,6 +96,25 @@ describe('legacy sessions through the gateway', () => {
   });
 });
 
+/** Opens a session's GET stream twice in turn, each time receiving a notification on it. */
+async function streamTwice(h: Harness): Promise<void> {
+  for (const text of ['first', 'second']) {
+    const client = await connectV2(h.url);
+    try {
+      const received = new Promise<string>((resolve) => {
+        client.setNotificationHandler('notifications/message', (n) => resolve(String(n.params.data)));
+      });
+      for (let i = 0; i < 500 && h.gateway.stats().sseOpen === 0; i++) await new Promise((r) => setTimeout(r, 2));
+      assert.equal(h.gateway.stats().sseOpen, 1, 'the GET stream is open through the gateway');
+      await h.runtimes[0]!.notifyAll(text);
+      assert.equal(await received, text);
+    } finally {
+      await client.close();
+    }
+    for (let i = 0; i < 500 && h.gateway.stats().sseOpen > 0; i++) await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
 describe('event streams through a scheduler that speaks only HTTP/1.1', () => {
   // The runtime fixtures stand in for schedulers here: plain HTTP/1.1
   // servers answering any path, as a scheduler from before h2c would.
@@ -113,21 +132,7 @@ describe('event streams through a scheduler that speaks only HTTP/1.1', () => {
   after(() => h.close());
 
   it('opens them over HTTP/1.1 after the HTTP/2 preface is refused, and says so once', async () => {
-    for (const text of ['first', 'second']) {
-      const client = await connectV2(h.url);
-      try {
-        const received = new Promise<string>((resolve) => {
-          client.setNotificationHandler('notifications/message', (n) => resolve(String(n.params.data)));
-        });
-        for (let i = 0; i < 500 && h.gateway.stats().sseOpen === 0; i++) await new Promise((r) => setTimeout(r, 2));
-        assert.equal(h.gateway.stats().sseOpen, 1, 'the GET stream is open through the gateway');
-        await h.runtimes[0]!.notifyAll(text);
-        assert.equal(await received, text);
-      } finally {
-        await client.close();
-      }
-      for (let i = 0; i < 500 && h.gateway.stats().sseOpen > 0; i++) await new Promise((r) => setTimeout(r, 2));
-    }
+    await streamTwice(h);
     assert.deepEqual(
       warnings.filter((w) => w.includes('HTTP/2')),
       ['scheduler does not speak HTTP/2 with prior knowledge; event streams use HTTP/1.1'],
@@ -175,21 +180,7 @@ describe('event streams through a TLS front that offers only HTTP/1.1', () => {
   });
 
   it('opens them over HTTP/1.1 inside TLS, and says why once', { skip: missing }, async () => {
-    for (const text of ['first', 'second']) {
-      const client = await connectV2(h.url);
-      try {
-        const received = new Promise<string>((resolve) => {
-          client.setNotificationHandler('notifications/message', (n) => resolve(String(n.params.data)));
-        });
-        for (let i = 0; i < 500 && h.gateway.stats().sseOpen === 0; i++) await new Promise((r) => setTimeout(r, 2));
-        assert.equal(h.gateway.stats().sseOpen, 1, 'the GET stream is open through the gateway');
-        await h.runtimes[0]!.notifyAll(text);
-        assert.equal(await received, text);
-      } finally {
-        await client.close();
-      }
-      for (let i = 0; i < 500 && h.gateway.stats().sseOpen > 0; i++) await new Promise((r) => setTimeout(r, 2));
-    }
+    await streamTwice(h);
     assert.deepEqual(
       warnings.filter((w) => w.includes('HTTP/2')),
       ['scheduler TLS endpoint does not offer HTTP/2 (ALPN h2); event streams use HTTP/1.1'],

@@ -241,6 +241,22 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
   });
   after(() => replica.close());
 
+  /** What the client, the log and the metrics show of a failed handshake: no retry, nothing got through. */
+  const assertTlsFailure = (
+    status: number,
+    json: unknown,
+    errors: string[],
+    scheduler: SchedulerDouble,
+    gateway: Gateway,
+  ): void => {
+    assert.equal(status, 502, JSON.stringify(json));
+    assert.match((json as { error: { message: string } }).error.message, /TLS to the upstream failed/);
+    assert.deepEqual(errors, ['TLS to the upstream failed: check its certificate and the trusted CAs']);
+    assert.equal(scheduler.calls.length, 1, 'not rescheduled');
+    assert.equal(reached, 0, 'no request got through');
+    assert.equal(gateway.stats().upstreamErrors, 1);
+  };
+
   for (const relayConnections of [true, false]) {
     it(
       `answers 502 "TLS … failed" and logs why (relay connections ${relayConnections ? 'on' : 'off'})`,
@@ -254,12 +270,7 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
         const { server, url } = await listen(gateway);
         try {
           const res = await post(url, INITIALIZE);
-          assert.equal(res.status, 502, JSON.stringify(res.json));
-          assert.match((res.json as { error: { message: string } }).error.message, /TLS to the upstream failed/);
-          assert.deepEqual(errors, ['TLS to the upstream failed: check its certificate and the trusted CAs']);
-          assert.equal(scheduler.calls.length, 1, 'not rescheduled');
-          assert.equal(reached, 0, 'no request got through');
-          assert.equal(gateway.stats().upstreamErrors, 1);
+          assertTlsFailure(res.status, res.json, errors, scheduler, gateway);
         } finally {
           await stopServer(server);
           await gateway.close();
@@ -287,13 +298,7 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
       const res = await fetch(url, {
         headers: { accept: 'text/event-stream', 'mcp-session-id': 'a-session', 'mcp-protocol-version': '2025-06-18' },
       });
-      const body = (await res.json()) as { error: { message: string } };
-      assert.equal(res.status, 502, JSON.stringify(body));
-      assert.match(body.error.message, /TLS to the upstream failed/);
-      assert.deepEqual(errors, ['TLS to the upstream failed: check its certificate and the trusted CAs']);
-      assert.equal(scheduler.calls.length, 1, 'not rescheduled');
-      assert.equal(reached, 0, 'no request got through');
-      assert.equal(gateway.stats().upstreamErrors, 1);
+      assertTlsFailure(res.status, await res.json(), errors, scheduler, gateway);
     } finally {
       await stopServer(server);
       await gateway.close();
