@@ -53,12 +53,13 @@ export interface TestCluster {
   /**
    * Starts another runtime (e.g. a restarted one) with the cluster's settings.
    * `options.schedulerUrl` overrides the replica it dials; `options.wrapper`
-   * prefixes the command (e.g. `ip netns exec <ns>`).
+   * prefixes the command (e.g. `ip netns exec <ns>`); `options.args` are its
+   * own on top of `runtimeArgs`.
    */
   startRuntime(
     id: string,
     schedulerIndex?: number,
-    options?: { schedulerUrl?: string; wrapper?: readonly string[] },
+    options?: { schedulerUrl?: string; wrapper?: readonly string[]; args?: readonly string[] },
   ): Promise<AppProcess>;
   /**
    * Starts scheduler `i` again on its previous port (so runtimes dialling it
@@ -143,6 +144,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       ...['--config', runtimeConfig, '--runtime-id', id, '--scheduler-url', target],
       ...['--join-token', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
       ...(options.runtimeArgs ?? []),
+      ...(extra.args ?? []),
     ];
     const runtime = await spawnApp('runtime', id, args, {
       ...spawnOptions,
