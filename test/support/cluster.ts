@@ -33,6 +33,12 @@ export interface ClusterOptions {
   readonly schedulerArgs?: readonly string[] | ((i: number) => readonly string[]);
   readonly runtimeArgs?: readonly string[];
   readonly gatewayArgs?: readonly string[];
+  /**
+   * For schedulers whose API wants a token (their `apiTokens`, which the
+   * caller passes in `schedulerArgs`): what this support code presents, and
+   * every gateway's `--scheduler-token`.
+   */
+  readonly apiToken?: string;
   /** How long start-up waits for every runtime to show on every scheduler; default 15 s. */
   readonly startTimeoutMs?: number;
   /** The tree every app runs from (see spawnApp's `root`), e.g. a production install; default this checkout. */
@@ -70,7 +76,15 @@ export interface TestCluster {
   /** Starts gateway `i` again on its previous port, stopping it first if it still runs. Replaces `gateways[i]`. */
   restartGateway(i: number): Promise<AppProcess>;
   /** Starts one more gateway (stopped with the cluster), listing `schedulers` (default: every replica's URL). */
-  addGateway(schedulers?: readonly string[]): Promise<AppProcess>;
+  addGateway(
+    schedulers?: readonly string[],
+    extra?: {
+      /** Arguments on top of `gatewayArgs`. */
+      readonly args?: readonly string[];
+      /** Its `--scheduler-token` instead of `apiToken`. */
+      readonly schedulerToken?: string;
+    },
+  ): Promise<AppProcess>;
   /** The scheduler that currently says it leads. */
   leader(): Promise<AppProcess>;
   /** Waits until every live scheduler's latest epoch lists exactly these available runtimes. */
@@ -78,13 +92,19 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-export async function epochOf(url: string): Promise<{ epoch: number | null; term: number; isLeader: boolean }> {
-  const res = await fetch(`${url}/api/epoch`, { signal: AbortSignal.timeout(2000) });
+const withToken = (token: string | undefined): Record<string, string> =>
+  token === undefined ? {} : { authorization: `Bearer ${token}` };
+
+export async function epochOf(
+  url: string,
+  apiToken?: string,
+): Promise<{ epoch: number | null; term: number; isLeader: boolean }> {
+  const res = await fetch(`${url}/api/epoch`, { headers: withToken(apiToken), signal: AbortSignal.timeout(2000) });
   return (await res.json()) as { epoch: number | null; term: number; isLeader: boolean };
 }
 
-export async function availableRuntimes(url: string): Promise<string[]> {
-  const res = await fetch(`${url}/api/runtimes`, { signal: AbortSignal.timeout(2000) });
+export async function availableRuntimes(url: string, apiToken?: string): Promise<string[]> {
+  const res = await fetch(`${url}/api/runtimes`, { headers: withToken(apiToken), signal: AbortSignal.timeout(2000) });
   const body = (await res.json()) as { runtimes: Array<{ id: string; available: boolean }> };
   return body.runtimes
     .filter((r) => r.available)
@@ -172,6 +192,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     i: number,
     port: number,
     to: readonly string[] = schedulers.map((s) => s.url!),
+    extra: { readonly args?: readonly string[]; readonly schedulerToken?: string } = {},
   ): Promise<AppProcess> =>
     spawnApp(
       'gateway',
@@ -179,7 +200,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       [
         ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
         ...['--schedulers', to.join(',')],
+        ...((extra.schedulerToken ?? options.apiToken) !== undefined
+          ? ['--scheduler-token', (extra.schedulerToken ?? options.apiToken)!]
+          : []),
         ...(options.gatewayArgs ?? []),
+        ...(extra.args ?? []),
       ],
       spawnOptions,
     );
@@ -209,8 +234,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       schedulers[i] = await startScheduler(i, old.port!);
       return schedulers[i];
     },
-    async addGateway(to) {
-      const gateway = await startGateway(gateways.length, 0, to);
+    async addGateway(to, extra) {
+      const gateway = await startGateway(gateways.length, 0, to, extra);
       gateways.push(gateway);
       return gateway;
     },
@@ -223,7 +248,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     leader: () =>
       until('a leader', async () => {
         for (const s of alive()) {
-          const info = await epochOf(s.url!).catch(() => undefined);
+          const info = await epochOf(s.url!, options.apiToken).catch(() => undefined);
           if (info?.isLeader) return s;
         }
         return undefined;
@@ -233,7 +258,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         `runtimes ${ids.join(',')} on every scheduler`,
         async () => {
           const want = [...ids].sort().join(',');
-          const seen = await Promise.all(alive().map((s) => availableRuntimes(s.url!)));
+          const seen = await Promise.all(alive().map((s) => availableRuntimes(s.url!, options.apiToken)));
           return seen.every((list) => list.join(',') === want) || undefined;
         },
         timeoutMs,

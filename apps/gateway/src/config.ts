@@ -52,6 +52,15 @@ export const gatewayConfigSchema = z.object({
     .optional()
     .meta({ secret: true })
     .describe("Bearer token presented to runtimes' direct listeners (upstreamMode direct)."),
+  schedulerToken: z
+    .string()
+    .trim()
+    .regex(/^[\x21-\x7e]{16,}$/, 'at least 16 visible ASCII characters')
+    .optional()
+    .meta({ secret: true })
+    .describe(
+      'Bearer token presented to schedulers, one of their apiTokens; needed when they set any. A scheduler strips it before its tunnel: runtimes never see it.',
+    ),
   eventStreamsOverHttp2: z
     .boolean()
     .default(true)

@@ -56,6 +56,7 @@ const gateway = createGateway({
   relayConnections: config.relayConnections,
   eventStreamPingIntervalMs: config.eventStreamPingIntervalMs,
   ...(config.upstreamToken ? { upstreamToken: config.upstreamToken } : {}),
+  ...(config.schedulerToken ? { schedulerToken: config.schedulerToken } : {}),
   identity: {
     class: chain(config.identity.class),
     process: chain(config.identity.process),

@@ -66,6 +66,17 @@ export const schedulerConfigSchema = z.object({
     .string()
     .optional()
     .describe('File of join tokens, one per line; re-read when it changes (for mounted Secrets).'),
+  apiTokens: z
+    .array(z.string().min(16))
+    .default([])
+    .meta({ secret: true })
+    .describe(
+      'Tokens gateways (their schedulerToken) and operators present on the scheduler API and live page. With none here and no apiTokenFile, the API is open to whoever reaches the port.',
+    ),
+  apiTokenFile: z
+    .string()
+    .optional()
+    .describe('File of API tokens, one per line; re-read when it changes (for mounted Secrets).'),
   maxRuntimes: z.number().int().min(1).default(1000).describe('Most runtime tunnels this replica holds at once.'),
   tunnel: z
     .object({

@@ -53,6 +53,11 @@ async function leaseLock(election: SchedulerConfig['election']): Promise<LeaseLo
 const joinTokens = secretSource(config.joinTokens, config.joinTokenFile);
 if (joinTokens().length === 0) logger.warn({}, 'no join tokens configured: no runtime can join until one is');
 
+const apiTokens = secretSource(config.apiTokens, config.apiTokenFile);
+if (apiTokens().length === 0) {
+  logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
+}
+
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const replica = await startSchedulerReplica({
   replicaId: config.replicaId,
@@ -67,6 +72,7 @@ const replica = await startSchedulerReplica({
     jitterFactor: config.election.jitterFactor,
   },
   joinTokens,
+  apiTokens,
   maxRuntimes: config.maxRuntimes,
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   epoch: config.epoch,

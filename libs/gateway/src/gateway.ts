@@ -109,10 +109,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger: o.logger,
       })
     : undefined;
+  const schedulerAuthorization = o.schedulerToken !== undefined ? `Bearer ${o.schedulerToken}` : undefined;
   const relays = o.relayConnections
     ? new RelayConnections({
         ...agentOptions,
         clock: o.clock,
+        ...(schedulerAuthorization ? { authorization: schedulerAuthorization } : {}),
         onRefused: (relay, error) => {
           metrics.relayRefused();
           o.logger.info(
@@ -132,6 +134,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const scheduler = new SchedulerClient({
     schedulers: o.schedulers,
     dispatcher: schedulerAgent,
+    ...(schedulerAuthorization ? { authorization: schedulerAuthorization } : {}),
     clock: o.clock,
     logger: o.logger,
     timeoutMs: GATEWAY_DEFAULTS.connectTimeoutMs,
@@ -148,6 +151,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics,
     upstreamMode: o.upstreamMode,
     ...(o.upstreamToken !== undefined ? { upstreamToken: o.upstreamToken } : {}),
+    ...(schedulerAuthorization ? { schedulerAuthorization } : {}),
     idleTimeoutMs: o.idleTimeoutMs,
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,

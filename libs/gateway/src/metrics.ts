@@ -13,7 +13,8 @@ export interface GatewayMetrics {
   relayRefused(): void;
 }
 
-export type UpstreamErrorReason = 'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted' | 'tls';
+export type UpstreamErrorReason =
+  'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted' | 'tls' | 'unauthorized';
 
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {

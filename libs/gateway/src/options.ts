@@ -56,6 +56,14 @@ export interface GatewayOptions {
    */
   readonly upstreamToken?: string;
   /**
+   * Bearer token presented to schedulers (one of their `apiTokens`): on
+   * scheduling calls, `/api/proxy` requests, event streams and relay
+   * connections (on the relay's upgrade only: the requests a relay carries
+   * reach the runtime as sent). A scheduler strips it before its tunnel, so
+   * no runtime sees it. Default none, for schedulers with an open API.
+   */
+  readonly schedulerToken?: string;
+  /**
    * Event streams (`GET /mcp`) through a scheduler travel as HTTP/2 streams
    * (h2c on `http:` URLs, ALPN `h2` inside TLS on `https:` ones), many to a
    * connection, instead of one HTTP/1.1 connection each. Default true;
@@ -159,6 +167,7 @@ export interface ResolvedOptions {
   readonly schedulers: readonly string[];
   readonly upstreamMode: 'proxy' | 'direct';
   readonly upstreamToken?: string;
+  readonly schedulerToken?: string;
   readonly eventStreamsOverHttp2: boolean;
   readonly relayConnections: boolean;
   readonly eventStreamPingIntervalMs: number;
@@ -173,6 +182,14 @@ export interface ResolvedOptions {
   readonly logger: GatewayLogger;
   readonly metrics?: { readonly registry: Registry; readonly prefix: string };
   readonly clock: Clock;
+}
+
+/** A token sent in a header this gateway writes by hand (the relay upgrade): visible ASCII only. */
+function headerToken(name: string, value: string): string {
+  if (!/^[\x21-\x7e]+$/.test(value)) {
+    throw new SwitchyardError('invalid_request', `${name} must be visible ASCII characters only`);
+  }
+  return value;
 }
 
 function positive(name: string, value: number): number {
@@ -207,6 +224,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       options.eventStreamPingIntervalMs ?? d.eventStreamPingIntervalMs,
     ),
     ...(options.upstreamToken ? { upstreamToken: options.upstreamToken } : {}),
+    ...(options.schedulerToken ? { schedulerToken: headerToken('schedulerToken', options.schedulerToken) } : {}),
     identity: {
       class: options.identity?.class ?? ['path:class', 'header:X-Switchyard-Class', `default:${defaultClass}`],
       process: options.identity?.process ?? ['path:process', 'header:X-Switchyard-Process'],

@@ -43,18 +43,21 @@ export class RelayConnections implements Dispatch {
     keepAliveTimeout: number;
     connectTimeout: number;
     clock: Clock;
+    /** `Authorization` on each relay's upgrade (the schedulers' API token); the requests it carries go without. */
+    authorization?: string;
     /** Told of each refusal that starts a REFUSED_MS spell (not of the requests failed with it). */
     onRefused?: (relay: string, error: Error) => void;
   }) {
     this.#clock = options.clock;
     this.#onRefused = options.onRefused ?? (() => {});
     const connectTimeoutMs = options.connectTimeout;
+    const { authorization } = options;
     this.#agent = new Agent({
       keepAliveTimeout: options.keepAliveTimeout,
       // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
       factory: (key, opts) => {
         const relay = new URL(String(key));
-        return new Pool(relay.origin, { ...opts, connect: relayConnector(relay, connectTimeoutMs) });
+        return new Pool(relay.origin, { ...opts, connect: relayConnector(relay, connectTimeoutMs, authorization) });
       },
     });
   }
@@ -131,9 +134,10 @@ export type RelayConnector = (options: buildConnector.Options, callback: buildCo
  * (ECONNREFUSED, a certificate's, …); no answer in time is
  * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector.
  */
-export function relayConnector(relay: URL, timeoutMs: number): RelayConnector {
+export function relayConnector(relay: URL, timeoutMs: number, authorization?: string): RelayConnector {
   const request =
     `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n` +
+    (authorization !== undefined ? `Authorization: ${authorization}\r\n` : '') +
     `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
   const secure = relay.protocol === 'https:';
   const port = Number(relay.port || (secure ? 443 : 80));

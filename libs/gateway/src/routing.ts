@@ -20,7 +20,14 @@ import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
 import type { RelayConnections } from './relay-connections.ts';
-import { isEventStream, isHeadersTimeout, isTlsFailure, upstreamHeaders } from './upstream.ts';
+import {
+  SCHEDULER_TOKEN_REFUSED,
+  isEventStream,
+  isHeadersTimeout,
+  isTlsFailure,
+  refusedSchedulerToken,
+  upstreamHeaders,
+} from './upstream.ts';
 import { sendError } from './wire.ts';
 import type { MessageInfo } from './wire.ts';
 
@@ -39,6 +46,8 @@ export interface RoutingContext {
   readonly upstreamMode: 'proxy' | 'direct';
   /** Bearer token for runtimes' direct listeners; sent on direct routes only. */
   readonly upstreamToken?: string;
+  /** `Authorization` for schedulers' API; sent on routes through a scheduler (relays: on the upgrade only). */
+  readonly schedulerAuthorization?: string;
   readonly idleTimeoutMs: number;
   readonly chains: {
     readonly class: readonly IdentityStrategy[];
@@ -129,8 +138,9 @@ async function call(
   asserted: Parameters<typeof upstreamHeaders>[1],
   gone: ReadonlySet<number>,
 ): Promise<Attempt> {
+  let result: Attempt;
   try {
-    return await send(ctx, r, route, asserted, gone);
+    result = await send(ctx, r, route, asserted, gone);
   } catch (error) {
     // The client left (nobody to answer), or the fault is not the upstream's.
     if (r.signal.aborted || !isUpstreamFailure(error)) throw error;
@@ -155,6 +165,18 @@ async function call(
           cause: error,
         });
   }
+  // Not the client's credentials, so not the client's 401 (it would start an MCP client's OAuth flow).
+  if (
+    result.kind === 'response' &&
+    !route.direct &&
+    refusedSchedulerToken(result.upstream.statusCode, result.upstream.headers)
+  ) {
+    await result.upstream.discard();
+    ctx.metrics.upstreamError('unauthorized');
+    ctx.logger.error({ upstream: route.url }, SCHEDULER_TOKEN_REFUSED);
+    throw new SwitchyardError('upstream_unavailable', "Bad gateway: a scheduler refused this gateway's credentials");
+  }
+  return result;
 }
 
 async function send(
@@ -176,28 +198,34 @@ async function send(
     signal: r.signal,
     idleTimeoutMs: ctx.idleTimeoutMs,
   };
-  const via = (dispatcher: Dispatch): Promise<Attempt> => attempt(dispatcher, ctx.clock, upstream, r.res, gone);
+  const via = (dispatcher: Dispatch, call = upstream): Promise<Attempt> =>
+    attempt(dispatcher, ctx.clock, call, r.res, gone);
   if (route.direct) return via(ctx.dispatcher);
   // Through a scheduler: event streams as HTTP/2 streams, the rest on relay
   // connections; either, refused before the request left, falls back to
-  // plain HTTP/1.1 through `/api/proxy`.
+  // plain HTTP/1.1 through `/api/proxy`. The scheduler's API token rides
+  // each request it reads; a relay's requests reach the runtime as sent, so
+  // the token rides the relay's upgrade instead (RelayConnections).
+  const proxied = ctx.schedulerAuthorization
+    ? { ...upstream, headers: { ...headers, authorization: ctx.schedulerAuthorization } }
+    : upstream;
   if (method === 'GET' && ctx.eventStreams) {
     const streams = ctx.eventStreams;
     const origin = new URL(route.url).origin;
     try {
-      return await via(streams.dispatcherFor(origin));
+      return await via(streams.dispatcherFor(origin), proxied);
     } catch (error) {
       if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
-      return via(ctx.dispatcher);
+      return via(ctx.dispatcher, proxied);
     }
   }
   const relays = method === 'GET' ? undefined : ctx.relays;
-  if (!relays?.covers(route.url)) return via(ctx.dispatcher);
+  if (!relays?.covers(route.url)) return via(ctx.dispatcher, proxied);
   try {
     return await via(relays);
   } catch (error) {
     if (r.signal.aborted || !relays.refused(route.url, error)) throw error;
-    return via(ctx.dispatcher);
+    return via(ctx.dispatcher, proxied);
   }
 }
 

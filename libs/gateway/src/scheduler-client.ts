@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { SCHEDULER_TOKEN_REFUSED, refusedSchedulerToken } from './upstream.ts';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
@@ -16,6 +17,8 @@ export interface Placement {
 export interface SchedulerClientConfig {
   readonly schedulers: readonly string[];
   readonly dispatcher: Dispatcher;
+  /** `Authorization` for the schedulers' API (gateway option `schedulerToken`). */
+  readonly authorization?: string;
   readonly clock: Clock;
   readonly logger: GatewayLogger;
   readonly timeoutMs: number;
@@ -88,7 +91,10 @@ export class SchedulerClient {
         origin: url.origin,
         path: url.pathname,
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: {
+          'content-type': 'application/json',
+          ...(this.#config.authorization ? { authorization: this.#config.authorization } : {}),
+        },
         body: JSON.stringify(request),
         headersTimeout: this.#config.timeoutMs,
         bodyTimeout: this.#config.timeoutMs,
@@ -111,6 +117,10 @@ export class SchedulerClient {
       }
       // 400 means this gateway built a bad request: an internal failure, not a retry case.
       if (res.statusCode === 400) throw new SwitchyardError('internal', 'Scheduler rejected the schedule request');
+      if (refusedSchedulerToken(res.statusCode, res.headers)) {
+        this.#config.logger.error({ scheduler: base }, SCHEDULER_TOKEN_REFUSED);
+        return { kind: 'retry' };
+      }
       this.#config.logger.warn({ scheduler: base, status: res.statusCode }, 'scheduler answered unexpectedly');
       return { kind: 'retry' };
     } catch (error) {

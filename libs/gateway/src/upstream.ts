@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS } from '@switchyard/protocol';
+import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS, SCHEDULER_API_REALM } from '@switchyard/protocol';
 
 /** Hop-by-hop headers plus those undici computes itself. */
 const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'expect']);
@@ -105,6 +105,17 @@ export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boo
   }
   if (eventStream) out['x-accel-buffering'] = 'no';
   return out;
+}
+
+/** What a gateway logs (at error level) when a scheduler refuses its API token. */
+export const SCHEDULER_TOKEN_REFUSED =
+  "scheduler refused this gateway's API token: set schedulerToken to one of the scheduler's apiTokens";
+
+/** True for a scheduler's 401 refusing this gateway's API token (not a runtime's 401, which passes through). */
+export function refusedSchedulerToken(status: number, headers: IncomingHttpHeaders): boolean {
+  if (status !== 401) return false;
+  const challenge = headers['www-authenticate'];
+  return String(challenge ?? '').includes(`realm="${SCHEDULER_API_REALM}"`);
 }
 
 /** True for `text/event-stream` responses (SSE: no idle timeout, headers flushed early). */

@@ -39,3 +39,10 @@ export const RELAY = {
   path: '/api/relay/',
   upgrade: 'switchyard-relay',
 } as const;
+
+/**
+ * The realm of a scheduler's `WWW-Authenticate` challenge when it refuses a
+ * caller's API token (scheduler `apiTokens`), so that a gateway tells that
+ * 401 apart from any a runtime answers.
+ */
+export const SCHEDULER_API_REALM = 'switchyard-scheduler';

@@ -136,9 +136,11 @@ async function forwardSchedule(
     throw new SwitchyardError('not_ready', 'no epoch committed yet; retry shortly');
   }
   ctx.metrics.scheduleRequests.inc({ outcome: 'forwarded' });
-  const answer = await postJson(`${leader.url}/api/schedule`, body, 5000).catch((cause: unknown) => {
-    throw new SwitchyardError('not_ready', 'no epoch yet and the leader is unreachable', { cause });
-  });
+  const answer = await postJson(`${leader.url}/api/schedule`, body, 5000, req.headers.authorization).catch(
+    (cause: unknown) => {
+      throw new SwitchyardError('not_ready', 'no epoch yet and the leader is unreachable', { cause });
+    },
+  );
   sendJson(res, answer.status, answer.body);
 }
 
@@ -160,6 +162,7 @@ export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream
   }
   ctx.metrics.proxyRequests.inc();
   const runtimeId = decodeSegment(proxy[1]!);
+  delete headers.authorization;
   proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, `${proxy[2] ?? '/'}${proxy[3] ?? ''}`, {
     runtimeId,
   });
@@ -192,7 +195,11 @@ export function handleRelay(ctx: ApiContext, req: IncomingMessage, socket: Duple
 function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {
   ctx.metrics.proxyRequests.inc();
   const tunnel = ctx.part.tunnel(runtimeId);
-  if (tunnel) return proxyToTunnel(tunnel, req, res, rest, { runtimeId });
+  // The caller's API token is for this replica (and the owner, when forwarded), never for a runtime.
+  if (tunnel) {
+    delete req.headers.authorization;
+    return proxyToTunnel(tunnel, req, res, rest, { runtimeId });
+  }
   const owner = ctx.view.runtime(runtimeId);
   if (owner?.ownerUrl && owner.owner !== ctx.replicaId && !req.headers[HOP_HEADER]) {
     return forwardToReplica(req, res, `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`, runtimeId);

@@ -46,15 +46,20 @@ function filterHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHead
   return out;
 }
 
-/** POSTs JSON to another replica and returns status and parsed body. */
+/** POSTs JSON to another replica (with the caller's API token, if any) and returns status and parsed body. */
 export async function postJson(
   url: string,
   body: unknown,
   timeoutMs: number,
+  authorization?: string,
 ): Promise<{ status: number; body: unknown }> {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', [HOP_HEADER]: '1' },
+    headers: {
+      'content-type': 'application/json',
+      [HOP_HEADER]: '1',
+      ...(authorization !== undefined ? { authorization } : {}),
+    },
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(timeoutMs),
   });

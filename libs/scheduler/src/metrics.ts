@@ -13,6 +13,7 @@ export interface ReplicaMetrics {
   readonly scheduleSeconds: Histogram;
   readonly proxyRequests: Counter;
   readonly relayConnections: Counter;
+  readonly apiUnauthorized: Counter;
 }
 
 /** The replica's metrics (design brief §6); no per-runtime or per-session labels. */
@@ -47,6 +48,10 @@ export function createReplicaMetrics(metrics: Metrics): ReplicaMetrics {
     relayConnections: metrics.counter({
       name: 'relay_connections_total',
       help: 'Relay connections asked for on /api/relay (each carries many requests)',
+    }),
+    apiUnauthorized: metrics.counter({
+      name: 'api_unauthorized_total',
+      help: 'API requests, relay connections and HTTP/2 streams refused for a missing or wrong API token',
     }),
   };
 }

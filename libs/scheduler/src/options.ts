@@ -29,6 +29,14 @@ export interface SchedulerReplicaOptions {
    * (a follower presents the first).
    */
   readonly joinTokens: () => readonly string[];
+  /**
+   * Tokens gateways and operators present on the scheduler API (`/api/*`
+   * but the runtimes' connect path and peers' sync, which have their own,
+   * and the live page `/ui`); read on every request. None (the default): the
+   * API is open to whoever reaches the port, which then must be a network
+   * only gateways and peers reach. Probes and `/metrics` stay open.
+   */
+  readonly apiTokens?: () => readonly string[];
   readonly maxRuntimes?: number;
   readonly tunnelPingIntervalMs?: number;
   readonly epoch?: {

@@ -5,6 +5,7 @@ import { closeServer, listen, metricsHandler, serveH2c } from '@switchyard/servi
 import { RELAY } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
+import { apiGuard, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
 import { ClusterView } from './cluster-view.ts';
 import { sendJson } from './http-util.ts';
 import { Leadership } from './leadership.ts';
@@ -122,6 +123,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     logger,
   };
   const serveMetrics = metricsHandler(options.metrics.registry);
+  const admitted = apiGuard(options.apiTokens);
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?', 1)[0];
@@ -135,6 +137,11 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       metrics.epochLagSeconds.set(view.hasEpoch ? (clock.now() - lastCommitMs) / 1000 : 0);
       return serveMetrics(req, res);
     }
+    if (!admitted(req.headers.authorization)) {
+      metrics.apiUnauthorized.inc();
+      req.resume();
+      return refuseRequest(res, path ?? '/');
+    }
     try {
       if (ui.handle(req, res) || handleApi(ctx, req, res)) return;
     } catch (error) {
@@ -147,12 +154,20 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // Gateways hold their event streams as HTTP/2 streams on this port (see handleApiStream).
   const h2c = serveH2c(server, {
     maxConcurrentStreams: H2C_STREAMS_MAX,
-    onStream: (stream, headers) => handleApiStream(ctx, stream, headers),
+    onStream: (stream, headers) => {
+      if (admitted(headers.authorization)) return handleApiStream(ctx, stream, headers);
+      metrics.apiUnauthorized.inc();
+      refuseStream(stream);
+    },
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === CONNECT_PATH) return endpoint.handleUpgrade(req, socket, head);
-    if (path?.startsWith(RELAY.path)) return handleRelay(ctx, req, socket, head);
+    if (path?.startsWith(RELAY.path)) {
+      if (admitted(req.headers.authorization)) return handleRelay(ctx, req, socket, head);
+      metrics.apiUnauthorized.inc();
+      return refuseUpgrade(socket);
+    }
     if (leadership.syncServer.handleUpgrade(req, socket, head)) return;
     socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });

@@ -1,7 +1,12 @@
 import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import { createMetrics } from '@switchyard/service';
-import { startSchedulerReplica, type ReplicaLogger, type SchedulerReplica } from '@switchyard/scheduler';
+import {
+  startSchedulerReplica,
+  type ReplicaLogger,
+  type SchedulerReplica,
+  type SchedulerReplicaOptions,
+} from '@switchyard/scheduler';
 
 export const TOKEN = 'test-join-token-0123456789';
 
@@ -19,6 +24,7 @@ export async function startReplicas(
   count: number,
   store = new MemoryLeaseStore(),
   logger: ReplicaLogger = quietLogger,
+  extra: Partial<SchedulerReplicaOptions> = {},
 ): Promise<SchedulerReplica[]> {
   const replicas: SchedulerReplica[] = [];
   for (let i = 0; i < count; i++) {
@@ -35,6 +41,7 @@ export async function startReplicas(
         tunnelPingIntervalMs: 300,
         logger,
         metrics: createMetrics('scheduler'),
+        ...extra,
       }),
     );
   }

@@ -16,4 +16,4 @@ export { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 export type { BackoffOptions } from './backoff.ts';
 export { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 export type { TunnelLogger } from './defaults.ts';
-export { bearerMatches } from './admission.ts';
+export { bearerMatches, tokenMatches } from './admission.ts';

@@ -14,7 +14,8 @@ export interface RawAnswer {
 
 /**
  * Asks the server at `port` for a relay on `path` (the scheduler's is
- * `/api/relay/<runtime>`), with `upgrade` as the `Upgrade` token; resolves
+ * `/api/relay/<runtime>`), with `upgrade` as the `Upgrade` token and
+ * `headers` besides; resolves
  * with the answer's status (0 when none came) and whole text (a refusal is
  * read to its end, another answer to its declared length) and the socket,
  * paused.
@@ -23,11 +24,15 @@ export async function askRelay(
   port: number,
   path: string,
   upgrade: string = RELAY.upgrade,
+  headers: Readonly<Record<string, string>> = {},
 ): Promise<{ status: number; text: string; socket: net.Socket }> {
   const socket = net.connect(port, '127.0.0.1');
   socket.on('error', () => {});
   await once(socket, 'connect');
-  socket.write(`GET ${path} HTTP/1.1\r\nHost: scheduler\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\n\r\n`);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nHost: scheduler\r\n${extra.join('')}Connection: Upgrade\r\nUpgrade: ${upgrade}\r\n\r\n`,
+  );
   const text = await new Promise<string>((resolve) => {
     let read = '';
     const onData = (chunk: Buffer): void => {

@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type http2 from 'node:http2';
+import { SCHEDULER_API_REALM } from '@switchyard/protocol';
+import { bearerMatches, tokenMatches } from '@switchyard/tunnel';
+
+/**
+ * The scheduler API's own credentials (`apiTokens`): gateways present one as
+ * `Authorization: Bearer`, a browser on the live page as the password of
+ * HTTP Basic (any user name), since it cannot send a bearer token. With no
+ * tokens configured every caller is let in, as on a cluster network no one
+ * else reaches.
+ */
+export type ApiGuard = (authorization: string | undefined) => boolean;
+
+export function apiGuard(tokens: (() => readonly string[]) | undefined): ApiGuard {
+  return (authorization) => {
+    const accepted = tokens?.() ?? [];
+    if (accepted.length === 0) return true;
+    if (bearerMatches(authorization, accepted)) return true;
+    const password = basicPassword(authorization);
+    return password !== undefined && tokenMatches(password, accepted);
+  };
+}
+
+function basicPassword(authorization: string | undefined): string | undefined {
+  const basic = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(authorization ?? '');
+  if (!basic) return undefined;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : decoded.slice(colon + 1);
+}
+
+const REFUSAL = JSON.stringify({ error: 'missing or invalid API token', code: 'unauthorized' });
+const REALM = `realm="${SCHEDULER_API_REALM}"`;
+
+/** 401 for an HTTP/1.1 request; the live page's challenge is Basic, so that a browser asks for the token. */
+export function refuseRequest(res: ServerResponse, path: string): void {
+  res.writeHead(401, {
+    'www-authenticate': path.startsWith('/ui') ? `Basic ${REALM}, charset="UTF-8"` : `Bearer ${REALM}`,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(REFUSAL),
+    'cache-control': 'no-store',
+  });
+  res.end(REFUSAL);
+}
+
+/** 401 for an upgrade request (a relay connection), then the socket closes. */
+export function refuseUpgrade(socket: Duplex): void {
+  socket.on('error', () => {});
+  socket.end(
+    `HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer ${REALM}\r\nConnection: close\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(REFUSAL)}\r\n\r\n${REFUSAL}`,
+  );
+}
+
+/** 401 for an HTTP/2 stream (an event stream a gateway opens). */
+export function refuseStream(stream: http2.ServerHttp2Stream): void {
+  stream.on('error', () => {});
+  stream.respond({
+    ':status': 401,
+    'www-authenticate': `Bearer ${REALM}`,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(REFUSAL),
+  });
+  stream.end(REFUSAL);
+}
