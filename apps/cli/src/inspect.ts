@@ -20,21 +20,40 @@ interface RuntimeSummary {
   version: string;
 }
 
-async function getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
+/** A scheduler replica to ask, with one of its API tokens when it sets any (scheduler `apiTokens`). */
+export interface SchedulerTarget {
+  readonly url: string;
+  readonly token?: string;
+}
+
+async function getJson<T>(
+  target: SchedulerTarget,
+  path: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: T }> {
+  const headers = new Headers(init.headers);
+  if (target.token !== undefined) headers.set('authorization', `Bearer ${target.token}`);
   let response: Response;
   try {
-    response = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+    response = await fetch(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
   } catch (error) {
-    throw new Error(`cannot reach ${new URL(url).origin}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot reach ${new URL(target.url).origin}: ${(error as Error).message}`, { cause: error });
+  }
+  if (response.status === 401) {
+    await response.body?.cancel();
+    throw new Error(
+      `${new URL(target.url).origin} refused ${target.token === undefined ? 'a request without' : 'the'} API token: ` +
+        'pass one of its apiTokens with --token, or in SWITCHYARD_API_TOKEN',
+    );
   }
   return { status: response.status, body: (await response.json()) as T };
 }
 
 /** `switchyard status`: leader, term, epoch and the runtimes of the latest epoch. */
-export async function status(schedulerUrl: string): Promise<string> {
+export async function status(target: SchedulerTarget): Promise<string> {
   const [{ body: epoch }, { body: list }] = await Promise.all([
-    getJson<EpochInfo>(`${schedulerUrl}/api/epoch`),
-    getJson<{ runtimes: RuntimeSummary[] }>(`${schedulerUrl}/api/runtimes`),
+    getJson<EpochInfo>(target, '/api/epoch'),
+    getJson<{ runtimes: RuntimeSummary[] }>(target, '/api/runtimes'),
   ]);
   const weight = (w: Record<string, number>): string =>
     Object.entries(w)
@@ -71,15 +90,17 @@ interface Explained {
 
 /** `switchyard explain`: the pipeline trace of one request on the current epoch (a dry run). */
 export async function explain(
-  schedulerUrl: string,
+  target: SchedulerTarget,
   request: { class: string; processId: string; threadId?: string },
 ): Promise<{ text: string; ok: boolean }> {
-  const { status: code, body } = await getJson<Explained>(`${schedulerUrl}/api/schedule`, {
+  const { status: code, body } = await getJson<Explained>(target, '/api/schedule', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ ...request, explain: true }),
   });
   if (code === 400) return { text: `bad request: ${body.error}`, ok: false };
+  // Not a trace: e.g. a replica with no epoch yet (503 not_ready).
+  if (!Array.isArray(body.trace)) throw new Error(`scheduler answered ${code}: ${body.error ?? 'no trace'}`);
   const rows = body.trace.map((t) => [
     t.stage,
     String(t.before),

@@ -2,14 +2,16 @@
 // The `switchyard` command: a local cluster, cluster status, scheduling
 // explanations, and joining a runtime from any machine.
 import { parseArgs } from 'node:util';
-import { explain, status } from './inspect.ts';
+import { explain, status, type SchedulerTarget } from './inspect.ts';
 import { joinRuntime } from './join.ts';
 import { up } from './up.ts';
 
 const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
-  switchyard status [--scheduler http://127.0.0.1:7070]
-  switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>]
+  switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token>]
+  switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token>]
+
+  --token (or SWITCHYARD_API_TOKEN): one of the scheduler's apiTokens, when it sets any.
   switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class <name>]... [--sandboxes 100]`;
 
 function port(value: string | undefined, fallback: number, flag: string): number {
@@ -20,6 +22,12 @@ function port(value: string | undefined, fallback: number, flag: string): number
 }
 
 class UsageError extends Error {}
+
+/** The replica `status` and `explain` ask. */
+function schedulerTarget(values: { scheduler?: string | undefined; token?: string | undefined }): SchedulerTarget {
+  const token = values.token ?? process.env.SWITCHYARD_API_TOKEN;
+  return { url: values.scheduler ?? 'http://127.0.0.1:7070', ...(token ? { token } : {}) };
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -47,8 +55,11 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'status': {
-      const { values } = parseArgs({ args: rest, options: { scheduler: { type: 'string' } } });
-      console.log(await status(values.scheduler ?? 'http://127.0.0.1:7070'));
+      const { values } = parseArgs({
+        args: rest,
+        options: { scheduler: { type: 'string' }, token: { type: 'string' } },
+      });
+      console.log(await status(schedulerTarget(values)));
       return 0;
     }
     case 'explain': {
@@ -56,13 +67,14 @@ async function main(argv: string[]): Promise<number> {
         args: rest,
         options: {
           scheduler: { type: 'string' },
+          token: { type: 'string' },
           class: { type: 'string' },
           process: { type: 'string' },
           thread: { type: 'string' },
         },
       });
       if (!values.class || !values.process) throw new UsageError('explain needs --class and --process');
-      const result = await explain(values.scheduler ?? 'http://127.0.0.1:7070', {
+      const result = await explain(schedulerTarget(values), {
         class: values.class,
         processId: values.process,
         ...(values.thread ? { threadId: values.thread } : {}),

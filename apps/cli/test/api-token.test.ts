@@ -1,0 +1,61 @@
+// `switchyard status` and `explain` against a scheduler whose API wants a
+// token (`apiTokens`): a replica in this process, the command as a child.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
+import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { createMetrics } from '@switchyard/service';
+import { runCli } from './support.ts';
+
+const API_TOKEN = 'api-token-0123456789abcdef';
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+describe('switchyard status and explain with an API token', () => {
+  let replica: SchedulerReplica;
+  before(async () => {
+    replica = await startSchedulerReplica({
+      replicaId: 's0',
+      advertiseUrl: 'http://127.0.0.1:{port}',
+      host: '127.0.0.1',
+      port: 0,
+      lock: createMemoryLock(new MemoryLeaseStore()),
+      election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
+      joinTokens: () => [],
+      apiTokens: () => [API_TOKEN],
+      logger: quiet,
+      metrics: createMetrics('scheduler'),
+    });
+  });
+  after(() => replica?.close());
+
+  it('says the scheduler wants a token, and exits 1, without one', async () => {
+    for (const args of [
+      ['status', '--scheduler', replica.url],
+      ['explain', '--class', 'demo', '--process', 'p', '--scheduler', replica.url],
+    ]) {
+      const { code, stdout, stderr } = await runCli(args);
+      assert.equal(code, 1, stderr);
+      assert.equal(stdout, '');
+      assert.match(stderr, /refused a request without API token: pass one of its apiTokens with --token/);
+    }
+    const wrong = await runCli(['status', '--scheduler', replica.url, '--token', 'wrong-token-0123456789abc']);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /refused the API token/);
+  });
+
+  it('answers with --token, or with SWITCHYARD_API_TOKEN', async () => {
+    const flag = await runCli(['status', '--scheduler', replica.url, '--token', API_TOKEN]);
+    assert.equal(flag.code, 0, flag.stderr);
+    assert.match(flag.stdout, /^leader: {3}s0 /m);
+    process.env.SWITCHYARD_API_TOKEN = API_TOKEN;
+    try {
+      const env = await runCli(['explain', '--class', 'demo', '--process', 'p', '--scheduler', replica.url]);
+      // No runtime here: the dry run ends unschedulable (exit 1), but the scheduler answered it.
+      assert.match(env.stdout, /STAGE +IN +OUT/);
+      assert.match(env.stdout, /→ unschedulable at /);
+      assert.equal(env.code, 1);
+    } finally {
+      delete process.env.SWITCHYARD_API_TOKEN;
+    }
+  });
+});
