@@ -280,6 +280,65 @@ for (const c of INGRESSES) {
   });
 }
 
+// The scheduler API's tokens: a file from a Secret on the schedulers (read
+// again when it changes), one token in the environment of the gateways.
+describe('charts: scheduler API tokens', { skip }, () => {
+  type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
+  type Pod = {
+    containers: { env?: Env[]; volumeMounts?: { name: string; mountPath: string }[] }[];
+    volumes?: { name: string; secret?: { secretName: string } }[];
+  };
+  const workloadOf = (manifests: Manifest[]): Pod =>
+    podOf(manifests.find((m) => ['StatefulSet', 'Deployment'].includes(m.kind))!) as unknown as Pod;
+
+  it('scheduler: creates the Secret from values and points SWITCHYARD_API_TOKEN_FILE at its mounted key', async () => {
+    const token = 'api-token-0123456789abcdef';
+    const manifests = await render('scheduler', undefined, [`apiTokens.values={${token}}`]);
+    const secret = manifests.find((m) => m.kind === 'Secret' && m.metadata.name === 'sy-scheduler-api')!;
+    assert.deepEqual(secret.stringData, { tokens: `${token}\n` });
+    const pod = workloadOf(manifests);
+    const env = pod.containers[0]!.env!.find((e) => e.name === 'SWITCHYARD_API_TOKEN_FILE');
+    assert.equal(env?.value, '/etc/switchyard/api/tokens');
+    assert.deepEqual(
+      pod.containers[0]!.volumeMounts!.find((v) => v.name === 'api-tokens'),
+      { name: 'api-tokens', mountPath: '/etc/switchyard/api', readOnly: true },
+    );
+    assert.equal(pod.volumes!.find((v) => v.name === 'api-tokens')?.secret?.secretName, 'sy-scheduler-api');
+  });
+
+  it('scheduler: mounts an existing Secret instead, and sets nothing without tokens', async () => {
+    const existing = workloadOf(await render('scheduler', 'test/charts/values-production-scheduler.yaml'));
+    assert.equal(existing.volumes!.find((v) => v.name === 'api-tokens')?.secret?.secretName, 'switchyard-api');
+    const manifests = await render('scheduler');
+    assert.equal(manifests.filter((m) => m.metadata.name === 'sy-scheduler-api').length, 0);
+    const pod = workloadOf(manifests);
+    assert.equal(
+      pod.containers[0]!.env!.some((e) => e.name === 'SWITCHYARD_API_TOKEN_FILE'),
+      false,
+    );
+    assert.equal(
+      pod.volumes!.some((v) => v.name === 'api-tokens'),
+      false,
+    );
+  });
+
+  it('scheduler: refuses a token too short to be one', async () => {
+    await assert.rejects(render('scheduler', undefined, ['apiTokens.values={short}']), /apiTokens\.values\.0/);
+  });
+
+  it('gateway: takes SWITCHYARD_SCHEDULER_TOKEN from the Secret named, and sets nothing without one', async () => {
+    const pod = workloadOf(await render('gateway', 'test/charts/values-production-gateway.yaml'));
+    assert.deepEqual(pod.containers[0]!.env!.find((e) => e.name === 'SWITCHYARD_SCHEDULER_TOKEN')?.valueFrom, {
+      secretKeyRef: { name: 'switchyard-api', key: 'tokens' },
+    });
+    const plain = workloadOf(await render('gateway'));
+    assert.equal(
+      plain.containers[0]!.env!.some((e) => e.name === 'SWITCHYARD_SCHEDULER_TOKEN'),
+      false,
+    );
+  });
+});
+
 describe('scheduler chart contracts', { skip }, () => {
   it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {
     const role = (await render('scheduler')).find((m) => m.kind === 'Role')!;

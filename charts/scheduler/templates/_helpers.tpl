@@ -42,3 +42,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "scheduler.hasJoinTokens" -}}
 {{- if or .Values.joinTokens.existingSecret .Values.joinTokens.values -}}true{{- end -}}
 {{- end -}}
+
+{{- define "scheduler.apiSecretName" -}}
+{{- default (printf "%s-api" (include "scheduler.fullname" .)) .Values.apiTokens.existingSecret -}}
+{{- end -}}
+
+{{- define "scheduler.hasApiTokens" -}}
+{{- if or .Values.apiTokens.existingSecret .Values.apiTokens.values -}}true{{- end -}}
+{{- end -}}
