@@ -1,6 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import {
+  MCP_SESSION_HEADER,
+  RUNTIME_DIRECT_REALM,
+  SCHEDULER_API_REALM,
+  SwitchyardError,
+  isIdentityValue,
+} from '@switchyard/protocol';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
@@ -21,11 +27,12 @@ import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
 import type { RelayConnections } from './relay-connections.ts';
 import {
+  RUNTIME_TOKEN_REFUSED,
   SCHEDULER_TOKEN_REFUSED,
   isEventStream,
   isHeadersTimeout,
   isTlsFailure,
-  refusedSchedulerToken,
+  refusedGatewayToken,
   upstreamHeaders,
 } from './upstream.ts';
 import { sendError } from './wire.ts';
@@ -166,15 +173,13 @@ async function call(
         });
   }
   // Not the client's credentials, so not the client's 401 (it would start an MCP client's OAuth flow).
-  if (
-    result.kind === 'response' &&
-    !route.direct &&
-    refusedSchedulerToken(result.upstream.statusCode, result.upstream.headers)
-  ) {
+  const realm = route.direct ? RUNTIME_DIRECT_REALM : SCHEDULER_API_REALM;
+  if (result.kind === 'response' && refusedGatewayToken(result.upstream.statusCode, result.upstream.headers, realm)) {
     await result.upstream.discard();
     ctx.metrics.upstreamError('unauthorized');
-    ctx.logger.error({ upstream: route.url }, SCHEDULER_TOKEN_REFUSED);
-    throw new SwitchyardError('upstream_unavailable', "Bad gateway: a scheduler refused this gateway's credentials");
+    ctx.logger.error({ upstream: route.url }, route.direct ? RUNTIME_TOKEN_REFUSED : SCHEDULER_TOKEN_REFUSED);
+    const upstream = route.direct ? 'a runtime' : 'a scheduler';
+    throw new SwitchyardError('upstream_unavailable', `Bad gateway: ${upstream} refused this gateway's credentials`);
   }
   return result;
 }

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
-import { SCHEDULER_TOKEN_REFUSED, refusedSchedulerToken } from './upstream.ts';
+import { SCHEDULER_API_REALM, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { SCHEDULER_TOKEN_REFUSED, refusedGatewayToken } from './upstream.ts';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
@@ -117,7 +117,7 @@ export class SchedulerClient {
       }
       // 400 means this gateway built a bad request: an internal failure, not a retry case.
       if (res.statusCode === 400) throw new SwitchyardError('internal', 'Scheduler rejected the schedule request');
-      if (refusedSchedulerToken(res.statusCode, res.headers)) {
+      if (refusedGatewayToken(res.statusCode, res.headers, SCHEDULER_API_REALM)) {
         this.#config.logger.error({ scheduler: base }, SCHEDULER_TOKEN_REFUSED);
         return { kind: 'retry' };
       }

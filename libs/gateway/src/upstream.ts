@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS, SCHEDULER_API_REALM } from '@switchyard/protocol';
+import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS } from '@switchyard/protocol';
 
 /** Hop-by-hop headers plus those undici computes itself. */
 const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'expect']);
@@ -110,12 +110,19 @@ export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boo
 /** What a gateway logs (at error level) when a scheduler refuses its API token. */
 export const SCHEDULER_TOKEN_REFUSED =
   "scheduler refused this gateway's API token: set schedulerToken to one of the scheduler's apiTokens";
+/** What a gateway logs (at error level) when a runtime's direct listener refuses its token. */
+export const RUNTIME_TOKEN_REFUSED =
+  "runtime refused this gateway's upstream token: set upstreamToken to the runtimes' directListen.token";
 
-/** True for a scheduler's 401 refusing this gateway's API token (not a runtime's 401, which passes through). */
-export function refusedSchedulerToken(status: number, headers: IncomingHttpHeaders): boolean {
+/**
+ * True for a 401 with which a scheduler (`realm` SCHEDULER_API_REALM) or a
+ * runtime's direct listener (RUNTIME_DIRECT_REALM) refuses this gateway's
+ * own token; a sandbox's 401 passes through to the client.
+ */
+export function refusedGatewayToken(status: number, headers: IncomingHttpHeaders, realm: string): boolean {
   if (status !== 401) return false;
   const challenge = headers['www-authenticate'];
-  return String(challenge ?? '').includes(`realm="${SCHEDULER_API_REALM}"`);
+  return String(challenge ?? '').includes(`realm="${realm}"`);
 }
 
 /** True for `text/event-stream` responses (SSE: no idle timeout, headers flushed early). */

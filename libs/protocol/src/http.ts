@@ -41,8 +41,10 @@ export const RELAY = {
 } as const;
 
 /**
- * The realm of a scheduler's `WWW-Authenticate` challenge when it refuses a
- * caller's API token (scheduler `apiTokens`), so that a gateway tells that
- * 401 apart from any a runtime answers.
+ * The realms of the `WWW-Authenticate` challenges with which Switchyard's own
+ * servers refuse a gateway's token: a scheduler its API token (scheduler
+ * `apiTokens`), a runtime's direct listener its upstream token. A gateway
+ * tells those 401s apart from any a sandbox answers, which pass through.
  */
 export const SCHEDULER_API_REALM = 'switchyard-scheduler';
+export const RUNTIME_DIRECT_REALM = 'switchyard-runtime';

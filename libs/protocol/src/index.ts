@@ -9,7 +9,7 @@ export {
   isIdentityValue,
 } from './identity.ts';
 export type { Identity } from './identity.ts';
-export { HOP_BY_HOP_HEADERS, PROXY_ERRORS, RELAY, SCHEDULER_API_REALM } from './http.ts';
+export { HOP_BY_HOP_HEADERS, PROXY_ERRORS, RELAY, RUNTIME_DIRECT_REALM, SCHEDULER_API_REALM } from './http.ts';
 export {
   RUNTIME_LIMITS,
   metadataSchema,

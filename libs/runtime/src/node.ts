@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
-import type { RuntimeInfo } from '@switchyard/protocol';
+import { RUNTIME_DIRECT_REALM, type RuntimeInfo } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
 import { closeServer, listen, metricsHandler } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
@@ -135,8 +135,11 @@ function requireBearer(token: string, next: http.RequestListener): http.RequestL
   const tokens = [token];
   return (req, res) => {
     if (!bearerMatches(req.headers.authorization, tokens)) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
-      res.end(JSON.stringify({ error: 'a valid bearer token is required' }));
+      res.writeHead(401, {
+        'content-type': 'application/json',
+        'www-authenticate': `Bearer realm="${RUNTIME_DIRECT_REALM}"`,
+      });
+      res.end(JSON.stringify({ error: 'a valid bearer token is required', code: 'unauthorized' }));
       return;
     }
     next(req, res);

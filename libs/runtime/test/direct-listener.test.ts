@@ -55,7 +55,7 @@ describe('runtime direct listener', () => {
     for (const authorization of [undefined, 'Bearer wrong-token', `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`]) {
       const res = await fetch(`${url}/healthz`, { headers: authorization ? { authorization } : {} });
       assert.equal(res.status, 401, String(authorization));
-      assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="switchyard-runtime"');
       await res.body?.cancel();
     }
     const ok = await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } });
