@@ -56,6 +56,13 @@ export const runtimeConfigSchema = z.object({
       host: z.string().default('0.0.0.0').describe('Address of the direct listener.'),
       port: z.number().int().min(0).max(65535).default(0).describe('Port of the direct listener (0 picks one).'),
       token: z.string().optional().meta({ secret: true }).describe('Bearer token gateways must present on it.'),
+      advertiseUrl: z
+        .url()
+        .optional()
+        .meta({ defaultText: 'http://<host>:<port>' })
+        .describe(
+          'Base URL gateways dial for the direct listener, e.g. http://<pod IP>:<port>; needed when host is 0.0.0.0 or ::, which no other machine can dial.',
+        ),
     })
     .prefault({})
     .describe('Direct listener.'),

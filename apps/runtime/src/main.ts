@@ -48,6 +48,12 @@ if (direct.enabled && !direct.token) {
   logger.fatal({}, 'directListen.enabled requires directListen.token: the listener trusts identity headers');
   process.exit(1);
 }
+if (direct.enabled && !direct.advertiseUrl && ['0.0.0.0', '::'].includes(direct.host)) {
+  logger.warn(
+    { host: direct.host },
+    'the direct listener advertises an address only this machine can dial: set directListen.advertiseUrl',
+  );
+}
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const node = await startRuntimeNode({
   runtimeId: config.runtimeId,
@@ -60,7 +66,16 @@ const node = await startRuntimeNode({
   metadata: config.metadata,
   version: config.version,
   ...(config.sidecarPort > 0 ? { sidecarPort: config.sidecarPort } : {}),
-  ...(direct.enabled && direct.token ? { direct: { host: direct.host, port: direct.port, token: direct.token } } : {}),
+  ...(direct.enabled && direct.token
+    ? {
+        direct: {
+          host: direct.host,
+          port: direct.port,
+          token: direct.token,
+          ...(direct.advertiseUrl ? { advertiseUrl: direct.advertiseUrl } : {}),
+        },
+      }
+    : {}),
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   tunnelTransport: config.tunnel.transport,
   meter: config.metering.redisUrl
