@@ -339,6 +339,53 @@ describe('charts: scheduler API tokens', { skip }, () => {
   });
 });
 
+// Direct mode: runtimes advertise a listener on their pod IP, gateways dial
+// it with the token both read from a Secret.
+describe('charts: direct mode', { skip }, () => {
+  type Env = { name: string; value?: string; valueFrom?: Record<string, unknown> };
+  type Container = { env: Env[]; ports?: { name: string; containerPort: number }[] };
+  const containerOf = (manifests: Manifest[]): Container =>
+    podOf(manifests.find((m) => ['Deployment', 'DaemonSet'].includes(m.kind))!).containers[0] as unknown as Container;
+
+  it('runtime: serves the listener on its port and advertises the pod IP, the token from the Secret', async () => {
+    const container = containerOf(await render('runtime', 'test/charts/values-production-runtime.yaml'));
+    assert.deepEqual(container.ports, [{ name: 'direct', containerPort: 7080, protocol: 'TCP' }]);
+    const names = container.env.map((e) => e.name);
+    const env = new Map(container.env.map((e) => [e.name, e]));
+    assert.equal(env.get('SWITCHYARD_DIRECT_LISTEN_ENABLED')?.value, 'true');
+    assert.equal(env.get('SWITCHYARD_DIRECT_LISTEN_PORT')?.value, '7080');
+    assert.equal(env.get('SWITCHYARD_DIRECT_LISTEN_ADVERTISE_URL')?.value, 'http://$(POD_IP):7080');
+    assert.deepEqual(env.get('POD_IP')?.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } });
+    // Kubernetes expands $(POD_IP) only from variables defined before it.
+    assert.ok(names.indexOf('POD_IP') < names.indexOf('SWITCHYARD_DIRECT_LISTEN_ADVERTISE_URL'));
+    assert.deepEqual(env.get('SWITCHYARD_DIRECT_LISTEN_TOKEN')?.valueFrom, {
+      secretKeyRef: { name: 'switchyard-direct', key: 'token' },
+    });
+    const plain = containerOf(await render('runtime'));
+    assert.equal(plain.ports, undefined);
+    assert.equal(
+      plain.env.some((e) => e.name.startsWith('SWITCHYARD_DIRECT_LISTEN')),
+      false,
+    );
+  });
+
+  it('runtime: refuses a listener without a token', async () => {
+    await assert.rejects(render('runtime', undefined, ['directListener.enabled=true']), /directListener\.token/);
+  });
+
+  it('gateway: takes upstreamToken from its Secret, and refuses direct mode without one', async () => {
+    const container = containerOf(
+      await render('gateway', undefined, ['upstreamMode=direct', 'upstreamToken.existingSecret=switchyard-direct']),
+    );
+    const env = new Map(container.env.map((e) => [e.name, e]));
+    assert.equal(env.get('SWITCHYARD_UPSTREAM_MODE')?.value, 'direct');
+    assert.deepEqual(env.get('SWITCHYARD_UPSTREAM_TOKEN')?.valueFrom, {
+      secretKeyRef: { name: 'switchyard-direct', key: 'token' },
+    });
+    await assert.rejects(render('gateway', undefined, ['upstreamMode=direct']), /upstreamToken\.existingSecret/);
+  });
+});
+
 describe('scheduler chart contracts', { skip }, () => {
   it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {
     const role = (await render('scheduler')).find((m) => m.kind === 'Role')!;
