@@ -4,15 +4,18 @@
 // (the live page, the fuzzers); the code under test is the apps' own.
 import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
-import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { startSchedulerReplica, type SchedulerReplica, type SchedulerReplicaOptions } from '@switchyard/scheduler';
 import { createMetrics } from '@switchyard/service';
 
 export const IN_PROCESS_TOKEN = 'in-process-join-token-0123456789';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** `count` replicas `s0…` sharing one memory lease. */
-export async function startReplicas(count: number): Promise<SchedulerReplica[]> {
+/** `count` replicas `s0…` sharing one memory lease; `extra` options for each. */
+export async function startReplicas(
+  count: number,
+  extra: Partial<SchedulerReplicaOptions> = {},
+): Promise<SchedulerReplica[]> {
   const store = new MemoryLeaseStore();
   const replicas: SchedulerReplica[] = [];
   for (let i = 0; i < count; i++) {
@@ -29,6 +32,7 @@ export async function startReplicas(count: number): Promise<SchedulerReplica[]> 
         tunnelPingIntervalMs: 300,
         logger: quiet,
         metrics: createMetrics('scheduler'),
+        ...extra,
       }),
     );
   }
