@@ -10,9 +10,10 @@ const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
   switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token>]
   switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token>]
+  switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class <name>]... [--sandboxes 100]
 
-  --token (or SWITCHYARD_API_TOKEN): one of the scheduler's apiTokens, when it sets any.
-  switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class <name>]... [--sandboxes 100]`;
+status and explain: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens, when it sets any;
+runtime join: --token is a join token.`;
 
 function port(value: string | undefined, fallback: number, flag: string): number {
   if (value === undefined) return fallback;
