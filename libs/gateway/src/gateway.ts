@@ -13,6 +13,7 @@ import type { GatewayOptions } from './options.ts';
 import { matchTarget } from './request-target.ts';
 import type { RequestTarget } from './request-target.ts';
 import { RelayConnections } from './relay-connections.ts';
+import { RefusalLog } from './refusal-log.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
@@ -110,6 +111,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       })
     : undefined;
   const schedulerAuthorization = o.schedulerToken !== undefined ? `Bearer ${o.schedulerToken}` : undefined;
+  const refusals = new RefusalLog(o.logger, o.clock);
   const relays = o.relayConnections
     ? new RelayConnections({
         ...agentOptions,
@@ -135,6 +137,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     schedulers: o.schedulers,
     dispatcher: schedulerAgent,
     ...(schedulerAuthorization ? { authorization: schedulerAuthorization } : {}),
+    refusals,
     clock: o.clock,
     logger: o.logger,
     timeoutMs: GATEWAY_DEFAULTS.connectTimeoutMs,
@@ -152,6 +155,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     upstreamMode: o.upstreamMode,
     ...(o.upstreamToken !== undefined ? { upstreamToken: o.upstreamToken } : {}),
     ...(schedulerAuthorization ? { schedulerAuthorization } : {}),
+    refusals,
     idleTimeoutMs: o.idleTimeoutMs,
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { SCHEDULER_API_REALM, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import type { RefusalLog } from './refusal-log.ts';
 import { SCHEDULER_TOKEN_REFUSED, refusedGatewayToken } from './upstream.ts';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
@@ -19,6 +20,8 @@ export interface SchedulerClientConfig {
   readonly dispatcher: Dispatcher;
   /** `Authorization` for the schedulers' API (gateway option `schedulerToken`). */
   readonly authorization?: string;
+  /** Where a scheduler's refusal of that token is reported. */
+  readonly refusals: RefusalLog;
   readonly clock: Clock;
   readonly logger: GatewayLogger;
   readonly timeoutMs: number;
@@ -118,7 +121,7 @@ export class SchedulerClient {
       // 400 means this gateway built a bad request: an internal failure, not a retry case.
       if (res.statusCode === 400) throw new SwitchyardError('internal', 'Scheduler rejected the schedule request');
       if (refusedGatewayToken(res.statusCode, res.headers, SCHEDULER_API_REALM)) {
-        this.#config.logger.error({ scheduler: base }, SCHEDULER_TOKEN_REFUSED);
+        this.#config.refusals.refused(base, SCHEDULER_TOKEN_REFUSED);
         return { kind: 'retry' };
       }
       this.#config.logger.warn({ scheduler: base, status: res.statusCode }, 'scheduler answered unexpectedly');
