@@ -13,6 +13,7 @@ import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CONNECT_PATH } from '@switchyard/tunnel';
 
 const root = join(import.meta.dirname, '../..');
@@ -50,6 +51,7 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'networking.k8s.io/v1/Ingress': Ingress,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
 };
 
 async function helmRun(args: string[]): Promise<string> {
@@ -385,6 +387,51 @@ describe('charts: direct mode', { skip }, () => {
     await assert.rejects(render('gateway', undefined, ['upstreamMode=direct']), /upstreamToken\.existingSecret/);
   });
 });
+
+// Prometheus Operator: each ServiceMonitor selects exactly one of its
+// chart's Services (the scheduler's two would scrape every replica twice)
+// and scrapes /metrics on a port that Service has.
+for (const chart of ['gateway', 'scheduler']) {
+  describe(`charts/${chart}: serviceMonitor`, { skip }, () => {
+    type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
+    type MonitorSpec = {
+      selector: { matchLabels: Record<string, string> };
+      endpoints: { port: string; path: string; interval: string }[];
+    };
+
+    it('renders none by default', async () => {
+      assert.equal((await render(chart)).filter((m) => m.kind === 'ServiceMonitor').length, 0);
+    });
+
+    it('selects one Service and scrapes /metrics on its port, with the labels the operator looks for', async () => {
+      const manifests = (await render(chart, `test/charts/values-production-${chart}.yaml`)) as Labelled[];
+      const monitors = manifests.filter((m) => m.kind === 'ServiceMonitor');
+      assert.equal(monitors.length, 1);
+      const monitor = monitors[0]!;
+      assert.equal(monitor.metadata.labels?.release, 'prometheus');
+      const spec = monitor.spec as MonitorSpec;
+      const selected = manifests.filter(
+        (m) =>
+          m.kind === 'Service' &&
+          Object.entries(spec.selector.matchLabels).every(([k, v]) => m.metadata.labels?.[k] === v),
+      );
+      assert.equal(selected.length, 1, selected.map((m) => m.metadata.name).join(','));
+      const ports = (selected[0]!.spec as { ports: { name: string }[] }).ports.map((p) => p.name);
+      assert.deepEqual(
+        spec.endpoints.map((e) => ({ path: e.path, known: ports.includes(e.port) })),
+        [{ path: '/metrics', known: true }],
+      );
+      assert.equal(spec.endpoints[0]!.interval, chart === 'scheduler' ? '15s' : '30s');
+    });
+
+    it('refuses an interval Prometheus would not take', async () => {
+      await assert.rejects(
+        render(chart, undefined, ['serviceMonitor.enabled=true', 'serviceMonitor.interval=30 seconds']),
+        /serviceMonitor\.interval/,
+      );
+    });
+  });
+}
 
 describe('scheduler chart contracts', { skip }, () => {
   it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {
