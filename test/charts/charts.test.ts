@@ -12,7 +12,7 @@ import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1
 import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CONNECT_PATH } from '@switchyard/tunnel';
 
@@ -51,6 +51,7 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
 };
 
@@ -432,6 +433,53 @@ for (const chart of ['gateway', 'scheduler']) {
     });
   });
 }
+
+// The scheduler's NetworkPolicy admits the pods of all three charts, as
+// rendered, and the extra peers given, on the port the replica listens on.
+describe('charts/scheduler: networkPolicy', { skip }, () => {
+  type Selector = { matchLabels?: Record<string, string> };
+  type PolicySpec = {
+    podSelector: Selector;
+    ingress: { from: { podSelector?: Selector; namespaceSelector?: Selector }[]; ports: { port: string }[] }[];
+  };
+  const matches = (selector: Selector, labels: Record<string, string>): boolean =>
+    Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const podLabelsOf = async (chart: string): Promise<Record<string, string>> => {
+    const workload = (await render(chart)).find((m) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(m.kind))!;
+    return (workload.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+  };
+
+  it('renders none by default', async () => {
+    assert.equal((await render('scheduler')).filter((m) => m.kind === 'NetworkPolicy').length, 0);
+  });
+
+  it("guards the scheduler pods' port, admitting gateway, runtime and scheduler pods and the peers given", async () => {
+    const manifests = await render('scheduler', 'test/charts/values-production-scheduler.yaml');
+    const spec = manifests.find((m) => m.kind === 'NetworkPolicy')!.spec as PolicySpec;
+    assert.ok(matches(spec.podSelector, await podLabelsOf('scheduler')), 'selects the scheduler pods');
+    assert.equal(spec.ingress.length, 1);
+    const [rule] = spec.ingress;
+    const container = podOf(manifests.find((m) => m.kind === 'StatefulSet')!).containers[0] as unknown as {
+      ports: { name: string }[];
+    };
+    assert.deepEqual(
+      rule!.ports.map((p) => p.port),
+      container.ports.map((p) => p.name),
+    );
+    const pods = rule!.from.filter((f) => f.podSelector && !f.namespaceSelector);
+    for (const chart of ['gateway', 'runtime', 'scheduler']) {
+      const labels = await podLabelsOf(chart);
+      assert.ok(
+        pods.some((f) => matches(f.podSelector!, labels)),
+        `${chart} pods (${JSON.stringify(labels)}) are admitted`,
+      );
+    }
+    assert.deepEqual(
+      rule!.from.filter((f) => f.namespaceSelector),
+      [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }],
+    );
+  });
+});
 
 describe('scheduler chart contracts', { skip }, () => {
   it('grants exactly get, create and update on leases, get/update limited to the lease name', async () => {
