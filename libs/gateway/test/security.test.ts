@@ -1,10 +1,7 @@
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { INITIALIZE, connectV2, post, startHarness, stopServer, textOf } from './harness.ts';
+import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { INITIALIZE, connectV2, post, startHarness, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 
 const ALICE = 'alice-token-0123456789';
@@ -169,35 +166,18 @@ describe('gateway security with bearer auth', () => {
 
 describe('gateway JWT auth against a local JWKS', () => {
   let h: Harness;
-  let jwks: Server;
-  let sign: (sub: string, audience?: string) => Promise<string>;
+  let jwks: Jwks;
   before(async () => {
-    const { publicKey, privateKey } = await generateKeyPair('ES256');
-    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
-    jwks = createServer((_req, res) =>
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })),
-    );
-    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
-    const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`;
-    sign = (sub, audience = 'switchyard') =>
-      new SignJWT({})
-        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-        .setSubject(sub)
-        .setIssuer('https://issuer.test')
-        .setAudience(audience)
-        .setExpirationTime('5m')
-        .sign(privateKey);
-    h = await startHarness(1, {
-      auth: { mode: 'jwt', jwksUrl, issuer: 'https://issuer.test', audience: 'switchyard' },
-    });
+    jwks = await startJwks();
+    h = await startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE } });
   });
   after(async () => {
     await h.close();
-    await stopServer(jwks);
+    await jwks.close();
   });
 
   it('accepts a valid token and forwards its subject as the principal', async () => {
-    const client = await connectV2(h.url, 'legacy', auth(await sign('user-42')));
+    const client = await connectV2(h.url, 'legacy', auth(await jwks.sign('user-42')));
     try {
       const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
       assert.deepEqual([who.principal, who.authorization], ['user-42', '']);
@@ -207,7 +187,7 @@ describe('gateway JWT auth against a local JWKS', () => {
   });
 
   it('rejects a token for another audience with 401 and an invalid_token challenge', async () => {
-    const res = await post(h.url, INITIALIZE, auth(await sign('user-42', 'other')));
+    const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-42', 'other')));
     assert.equal(res.status, 401);
     assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   });
