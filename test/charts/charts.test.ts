@@ -221,10 +221,18 @@ for (const chart of ['gateway', 'runtime']) {
 }
 
 // Each Ingress lets in from outside the cluster exactly what outside clients
-// need: MCP clients /mcp (the gateway), runtimes the tunnel's connect path
+// need: MCP clients /mcp and its OAuth metadata (the gateway), runtimes the tunnel's connect path
 // (the scheduler, whose other endpoints have no authentication of their own).
 const INGRESSES = [
-  { chart: 'gateway', host: 'mcp.example.com', paths: [{ path: '/mcp', pathType: 'Prefix' }] },
+  {
+    chart: 'gateway',
+    host: 'mcp.example.com',
+    paths: [
+      { path: '/mcp', pathType: 'Prefix' },
+      // What MCP clients discover authorization servers from (auth mode jwt).
+      { path: '/.well-known/oauth-protected-resource', pathType: 'Prefix' },
+    ],
+  },
   { chart: 'scheduler', host: 'scheduler.example.com', paths: [{ path: CONNECT_PATH, pathType: 'Exact' }] },
 ];
 type IngressSpec = {
@@ -259,7 +267,7 @@ for (const c of INGRESSES) {
           paths: r.http.paths.map((p) => ({ path: p.path, pathType: p.pathType })),
           backends: r.http.paths.map((p) => p.backend.service.name),
         })),
-        [{ host: c.host, paths: c.paths, backends: [service.metadata.name] }],
+        [{ host: c.host, paths: c.paths, backends: c.paths.map(() => service.metadata.name) }],
       );
       for (const p of spec.rules[0]!.http.paths) assert.ok(ports.includes(p.backend.service.port.name));
     });

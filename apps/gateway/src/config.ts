@@ -30,6 +30,22 @@ const authSchema = z
     jwksUrl: z.url().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
     issuer: z.string().optional().describe('Required JWT `iss` (mode jwt).'),
     audience: z.string().optional().describe('Required JWT `aud` (mode jwt).'),
+    resource: z
+      .url()
+      .optional()
+      .meta({ defaultText: "from each request's Host and X-Forwarded-Proto" })
+      .describe(
+        'Canonical URL of /mcp as MCP clients reach it, e.g. https://mcp.example.com/mcp (mode jwt): the resource of the OAuth protected resource metadata clients discover authorization servers from.',
+      ),
+    authorizationServers: z
+      .array(z.url())
+      .optional()
+      .meta({ defaultText: 'issuer, when it is a URL' })
+      .describe('Authorization servers (issuer URLs) that MCP clients get tokens from (mode jwt).'),
+    scopes: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('Scopes MCP clients ask for, named in the metadata and in 401 challenges (mode jwt).'),
   })
   .superRefine((a, ctx) => {
     if (a.mode === 'bearer' && a.tokens.length === 0 && !a.tokensFile) {

@@ -13,6 +13,7 @@ import type { GatewayOptions } from './options.ts';
 import { matchTarget } from './request-target.ts';
 import type { RequestTarget } from './request-target.ts';
 import { RelayConnections } from './relay-connections.ts';
+import { createProtectedResource } from './protected-resource.ts';
 import { RefusalLog } from './refusal-log.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
@@ -161,6 +162,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
   };
   const authenticate = createAuthenticator(o.auth);
+  const protectedResource = createProtectedResource(o.auth);
   const limiter = new ConcurrencyLimiter(o.principalConcurrencyMax, GATEWAY_DEFAULTS.principalsTrackedMax);
   let closed = false;
   let closing: Promise<void> | undefined;
@@ -199,8 +201,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     } catch (error) {
       if (error instanceof SwitchyardError && error.code === 'unauthorized') {
         const token = headerValue(req, 'authorization') !== undefined;
+        const invalid = token ? 'invalid_token' : undefined;
         sendError(res, 'unauthorized', error.message, null, {
-          'WWW-Authenticate': bearerChallenge(token ? 'invalid_token' : undefined),
+          'WWW-Authenticate': protectedResource?.challenge(req, invalid) ?? bearerChallenge(invalid),
         });
         return;
       }
@@ -269,6 +272,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   // saves the framework's per-request work, which profiling put on a par
   // with the gateway's own.
   const app: GatewayHandler = (req, res) => {
+    if (protectedResource?.handle(req, res)) return;
     let target: RequestTarget | undefined;
     try {
       target = matchTarget(req.url);

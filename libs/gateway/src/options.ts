@@ -42,6 +42,16 @@ export interface AuthOptions {
   readonly jwksUrl?: string;
   readonly issuer?: string;
   readonly audience?: string;
+  /**
+   * `jwt`: what MCP clients discover through the gateway's OAuth 2.0
+   * Protected Resource Metadata (RFC 9728): the canonical URL of `/mcp` as
+   * clients reach it (default: from each request's Host and
+   * X-Forwarded-Proto), the authorization servers that issue its tokens
+   * (default: `issuer`, when it is a URL) and the scopes to ask for.
+   */
+  readonly resource?: string;
+  readonly authorizationServers?: readonly string[];
+  readonly scopes?: readonly string[];
 }
 
 export interface GatewayOptions {
@@ -184,6 +194,25 @@ export interface ResolvedOptions {
   readonly clock: Clock;
 }
 
+const isHttpUrl = (value: string): boolean => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
+/** RFC 6749 §3.3 scope-token: printable ASCII but space, `"` and `\`, so it fits a quoted challenge parameter. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** The protected resource metadata options (see AuthOptions) are what RFC 9728 and RFC 6750 allow. */
+function checkResourceMetadata(auth: AuthOptions): void {
+  if (auth.resource !== undefined && !(isHttpUrl(auth.resource) && new URL(auth.resource).hash === '')) {
+    throw new SwitchyardError('invalid_request', 'auth.resource must be an http(s) URL without a fragment');
+  }
+  for (const server of auth.authorizationServers ?? []) {
+    if (!isHttpUrl(server))
+      throw new SwitchyardError('invalid_request', `auth.authorizationServers: ${server} is not an http(s) URL`);
+  }
+  for (const scope of auth.scopes ?? []) {
+    if (!SCOPE_TOKEN.test(scope))
+      throw new SwitchyardError('invalid_request', `auth.scopes: ${scope} is not a scope token`);
+  }
+}
+
 /** A token sent in a header this gateway writes by hand (the relay upgrade): visible ASCII only. */
 function headerToken(name: string, value: string): string {
   if (!/^[\x21-\x7e]+$/.test(value)) {
@@ -212,6 +241,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (auth.mode === 'jwt' && !(auth.jwksUrl && URL.canParse(auth.jwksUrl))) {
     throw new SwitchyardError('invalid_request', 'auth.jwksUrl must be a URL in jwt mode');
   }
+  checkResourceMetadata(auth);
   const defaultClass = options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass;
   const d = GATEWAY_DEFAULTS;
   return {

@@ -1,0 +1,108 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthOptions } from './options.ts';
+
+/** RFC 9728's well-known path; the document for `/mcp` sits at this plus `/mcp`. */
+export const METADATA_PATH = '/.well-known/oauth-protected-resource';
+const MCP = '/mcp';
+/** A Host header fit to name a resource: a host name or IP literal, an optional port. */
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * The gateway as an OAuth 2.0 protected resource (MCP authorization, RFC
+ * 9728), in auth mode `jwt`: it serves the metadata that tells an MCP client
+ * which authorization servers issue its tokens, and names that document in
+ * the challenge of every 401, so a client that meets the gateway without a
+ * token can go and get one. The resource is the canonical URL of `/mcp`:
+ * `auth.resource` when set (behind an ingress, the URL clients use);
+ * otherwise built per request from `Host` and `X-Forwarded-Proto`.
+ */
+export class ProtectedResource {
+  readonly #resource: URL | undefined;
+  readonly #servers: readonly string[];
+  readonly #scopes: readonly string[];
+
+  constructor(options: { resource?: string; authorizationServers: readonly string[]; scopes?: readonly string[] }) {
+    this.#resource = options.resource === undefined ? undefined : new URL(options.resource);
+    this.#servers = options.authorizationServers;
+    this.#scopes = options.scopes ?? [];
+  }
+
+  /** The `WWW-Authenticate` value of a 401 (RFC 6750, RFC 9728 §5.1). */
+  challenge(req: IncomingMessage, error?: 'invalid_token'): string {
+    const resource = this.#resourceOf(req);
+    const parts = ['Bearer realm="switchyard"'];
+    if (resource) parts.push(`resource_metadata="${metadataUrl(resource)}"`);
+    if (this.#scopes.length > 0) parts.push(`scope="${this.#scopes.join(' ')}"`);
+    if (error) parts.push(`error="${error}"`);
+    return parts.join(', ');
+  }
+
+  /** Answers a request for the metadata document; false for any other path. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    if (!req.url?.startsWith(METADATA_PATH)) return false;
+    const path = req.url.split('?', 1)[0]!;
+    if (path !== METADATA_PATH && !path.startsWith(`${METADATA_PATH}/`)) return false;
+    // The document for `/mcp` covers its path form `/mcp/<class>/<process>` too (a resource is a URL prefix).
+    const suffix = path.slice(METADATA_PATH.length);
+    const resource = this.#resourceOf(req);
+    const known = suffix === '' || suffix === MCP || suffix.startsWith(`${MCP}/`);
+    if (!known || !resource) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+      return true;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json' });
+      res.end('{"error":"method not allowed"}');
+      return true;
+    }
+    const body = JSON.stringify({
+      resource: resource.href,
+      authorization_servers: this.#servers,
+      bearer_methods_supported: ['header'],
+      ...(this.#scopes.length > 0 ? { scopes_supported: this.#scopes } : {}),
+    });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      // A public document that browser-based clients read from any origin.
+      'access-control-allow-origin': '*',
+      // Built from this request's Host unless configured: not for shared caches then.
+      'cache-control': this.#resource ? 'public, max-age=3600' : 'no-store',
+    });
+    res.end(req.method === 'HEAD' ? undefined : body);
+    return true;
+  }
+
+  #resourceOf(req: IncomingMessage): URL | undefined {
+    if (this.#resource) return this.#resource;
+    const host = req.headers.host;
+    if (host === undefined || !HOST.test(host)) return undefined;
+    const forwarded = String(req.headers['x-forwarded-proto'] ?? '')
+      .split(',', 1)[0]!
+      .trim()
+      .toLowerCase();
+    return new URL(`${forwarded === 'https' ? 'https' : 'http'}://${host}${MCP}`);
+  }
+}
+
+/** Where the metadata of `resource` is: the well-known path inserted before the resource's path (RFC 9728 §3.1). */
+function metadataUrl(resource: URL): string {
+  const path = resource.pathname === '/' ? '' : resource.pathname;
+  return `${resource.origin}${METADATA_PATH}${path}`;
+}
+
+/**
+ * The protected resource of auth mode `jwt`, when it names an authorization
+ * server (`auth.authorizationServers`, else the token issuer when that is a
+ * URL); undefined otherwise, and in the other modes, which have none.
+ */
+export function createProtectedResource(auth: AuthOptions): ProtectedResource | undefined {
+  if (auth.mode !== 'jwt') return undefined;
+  const servers = auth.authorizationServers ?? (auth.issuer && URL.canParse(auth.issuer) ? [auth.issuer] : []);
+  if (servers.length === 0) return undefined;
+  return new ProtectedResource({
+    authorizationServers: servers,
+    ...(auth.resource !== undefined ? { resource: auth.resource } : {}),
+    ...(auth.scopes !== undefined ? { scopes: auth.scopes } : {}),
+  });
+}
