@@ -48,6 +48,12 @@ const config = loadAppConfig(gatewayConfigSchema, {
 const logger = createLogger({ name: 'gateway', level: config.logLevel });
 const metrics = createMetrics('gateway');
 const chain = (value: string): string[] => value.split(',').map((s) => s.trim());
+if (config.auth.mode === 'jwt' && !config.auth.audience && !config.auth.resource) {
+  logger.warn(
+    {},
+    "auth mode jwt without auth.audience or auth.resource accepts the issuer's tokens for any audience: set one",
+  );
+}
 
 const gateway = createGateway({
   schedulers: config.schedulers,

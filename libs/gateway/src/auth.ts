@@ -48,9 +48,12 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   // Loaded in jwt mode only: a few MB of resident memory the other modes never use.
   const jose = import('jose');
   let jwks: JWTVerifyGetKey | undefined;
+  // A token must have been issued for this gateway (MCP authorization): for
+  // `audience`, else for the resource clients asked tokens for (RFC 8707).
+  const audience = options.audience ?? options.resource;
   const verifyOptions = {
     ...(options.issuer ? { issuer: options.issuer } : {}),
-    ...(options.audience ? { audience: options.audience } : {}),
+    ...(audience ? { audience } : {}),
   };
   return async (authorization) => {
     const token = bearerToken(authorization);

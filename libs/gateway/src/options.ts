@@ -48,6 +48,7 @@ export interface AuthOptions {
    * clients reach it (default: from each request's Host and
    * X-Forwarded-Proto), the authorization servers that issue its tokens
    * (default: `issuer`, when it is a URL) and the scopes to ask for.
+   * Without `audience`, a token's `aud` must name `resource`.
    */
   readonly resource?: string;
   readonly authorizationServers?: readonly string[];

@@ -15,7 +15,7 @@ import {
   type OAuthClientProvider,
 } from '@modelcontextprotocol/client';
 import { createGateway } from '@switchyard/gateway';
-import { AUDIENCE, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
 import { INITIALIZE, post, startHarness, stopServer, type Harness } from './harness.ts';
 
 const METADATA = '/.well-known/oauth-protected-resource';
@@ -51,7 +51,7 @@ describe('OAuth protected resource metadata (auth mode jwt)', () => {
       auth: {
         mode: 'jwt',
         jwksUrl: jwks.url,
-        issuer,
+        issuer: ISSUER,
         resource: 'https://mcp.example.com/mcp',
         authorizationServers: ['https://login.example.com/tenant'],
         scopes: ['mcp:tools', 'offline_access'],
@@ -126,6 +126,17 @@ describe('OAuth protected resource metadata (auth mode jwt)', () => {
       'Bearer realm="switchyard", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", ' +
         'scope="mcp:tools offline_access", error="invalid_token"',
     );
+  });
+
+  it('without auth.audience, accepts only tokens issued for the configured resource', async () => {
+    const accepted = await post(configured.url, INITIALIZE, {
+      authorization: `Bearer ${await jwks.sign('u', 'https://mcp.example.com/mcp')}`,
+    });
+    assert.equal(accepted.status, 200, JSON.stringify(accepted.json));
+    const elsewhere = await post(configured.url, INITIALIZE, {
+      authorization: `Bearer ${await jwks.sign('u', 'https://other.example.com/mcp')}`,
+    });
+    assert.equal(elsewhere.status, 401);
   });
 
   it('answers 404 for the metadata of another path, and 405 for a POST', async () => {
