@@ -40,6 +40,21 @@ describe('a scheduler API behind tokens', () => {
   let dir: string;
   let tokenFile: string;
   let cluster: TestCluster;
+  /**
+   * Writes the token file and waits until every replica has read it (they
+   * look at it at most once a second): until they answer `status` to the
+   * gateways' token (OLD) on a call that changes nothing.
+   */
+  const rotate = async (tokens: string, status: 200 | 401): Promise<void> => {
+    writeFileSync(tokenFile, tokens);
+    for (const s of cluster.schedulers) {
+      await until(`${s.name} answers ${status} to the old token`, async () => {
+        const res = await fetch(`${s.url}/api/epoch`, { headers: { authorization: `Bearer ${OLD}` } });
+        await res.body?.cancel();
+        return res.status === status || undefined;
+      });
+    }
+  };
   const refusals = async (): Promise<number> => {
     let sum = 0;
     for (const s of cluster.schedulers) sum += await metric(s.url!, 'switchyard_scheduler_api_unauthorized_total');
@@ -125,7 +140,7 @@ describe('a scheduler API behind tokens', () => {
       post(url, toolCallBody(id, 'counter'), { 'mcp-session-id': sessionOf(client), 'mcp-protocol-version': LEGACY });
     try {
       assert.equal(await counter(client), 1);
-      writeFileSync(tokenFile, `${NEW}\n`);
+      await rotate(`${NEW}\n`, 401);
       const refused = await call(2);
       assert.equal(refused.status, 502, refused.text);
       assert.match(
@@ -134,12 +149,12 @@ describe('a scheduler API behind tokens', () => {
       );
       await gateway.waitForLog((l) => l.msg === REFUSED_LOG && l.level === 50, 5_000);
       // Both tokens during a rotation: the gateway's is good again, and its session was kept.
-      writeFileSync(tokenFile, `${OLD}\n${NEW}\n`);
+      await rotate(`${OLD}\n${NEW}\n`, 200);
       const served = await call(3);
       assert.equal(served.status, 200, served.text);
       assert.equal(textOf(rpcResult(served)), '2');
     } finally {
-      writeFileSync(tokenFile, `${OLD}\n`);
+      await rotate(`${OLD}\n`, 200);
       await client.close();
     }
   });

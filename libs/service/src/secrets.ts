@@ -3,15 +3,27 @@ import { readFileSync, statSync } from 'node:fs';
 /**
  * Secrets given inline and/or as a file of one value per line (a mounted
  * Kubernetes Secret). The file is re-read when its modification time
- * changes, so rotating a Secret needs no restart. Blank lines and `#`
- * comments are ignored. A file that cannot be read yields the inline values
- * only; the caller decides whether an empty list is fatal.
+ * changes, so rotating a Secret needs no restart; it is looked at no more
+ * often than every `recheckMs` (default 1 s), since callers ask on every
+ * request or connection. Blank lines and `#` comments are ignored. A file
+ * that cannot be read yields the inline values only; the caller decides
+ * whether an empty list is fatal. The list keeps its identity until the
+ * file changes, so a caller may derive things from it once per change.
  */
-export function secretSource(inline: readonly string[], file: string | undefined): () => readonly string[] {
+export function secretSource(
+  inline: readonly string[],
+  file: string | undefined,
+  options: { readonly recheckMs?: number; readonly now?: () => number } = {},
+): () => readonly string[] {
+  if (file === undefined) return () => inline;
+  const recheckMs = options.recheckMs ?? 1000;
+  const now = options.now ?? Date.now;
   let cached: readonly string[] = inline;
   let seenMtimeMs = -1;
+  let checkedAt = -Infinity;
   return () => {
-    if (file === undefined) return inline;
+    if (now() - checkedAt < recheckMs) return cached;
+    checkedAt = now();
     try {
       const mtimeMs = statSync(file).mtimeMs;
       if (mtimeMs !== seenMtimeMs) {

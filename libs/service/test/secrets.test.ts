@@ -19,14 +19,23 @@ describe('secretSource', () => {
     assert.deepEqual(secretSource(['inline'], file)(), ['inline', 'one', 'two']);
   });
 
-  it('re-reads the file after it changes', () => {
+  it('re-reads the file after it changes, looking no more often than every recheckMs', () => {
     const file = join(dir, 'rotating');
     writeFileSync(file, 'old\n');
-    const source = secretSource([], file);
-    assert.deepEqual(source(), ['old']);
+    let clock = 0;
+    const source = secretSource([], file, { recheckMs: 1000, now: () => clock });
+    const first = source();
+    assert.deepEqual(first, ['old']);
     writeFileSync(file, 'new\n');
     utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    clock = 999;
+    assert.equal(source(), first, 'not looked at again yet');
+    clock = 1000;
     assert.deepEqual(source(), ['new']);
+    clock = 5000;
+    const unchanged = source();
+    clock = 9000;
+    assert.equal(source(), unchanged, 'same list while the file is unchanged');
   });
 
   it('falls back to the inline values when the file is missing', () => {
