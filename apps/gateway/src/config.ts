@@ -26,7 +26,10 @@ const authSchema = z
       .default([])
       .meta({ secret: true })
       .describe('Accepted bearer tokens (mode bearer).'),
-    tokensFile: z.string().optional().describe('File of bearer tokens, one per line (mode bearer).'),
+    tokensFile: z
+      .string()
+      .optional()
+      .describe('File of bearer tokens, one per line (mode bearer); re-read when it changes (for mounted Secrets).'),
     jwksUrl: z.url().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
     issuer: z.string().optional().describe('Required JWT `iss` (mode jwt).'),
     audience: z.string().optional().describe('Required JWT `aud` (mode jwt).'),

@@ -76,7 +76,8 @@ const gateway = createGateway({
   },
   auth: {
     mode: config.auth.mode,
-    tokens: secretSource(config.auth.tokens, config.auth.tokensFile)(),
+    // Read again when the file changes: a mounted Secret rotates without a restart.
+    tokens: secretSource(config.auth.tokens, config.auth.tokensFile),
     ...(config.auth.jwksUrl ? { jwksUrl: config.auth.jwksUrl } : {}),
     ...(config.auth.issuer ? { issuer: config.auth.issuer } : {}),
     ...(config.auth.audience ? { audience: config.auth.audience } : {}),

@@ -36,8 +36,16 @@ function bearerToken(authorization: string | undefined): string {
 export function createAuthenticator(options: AuthOptions): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
   if (options.mode === 'bearer') {
-    const known = (options.tokens ?? []).map((t) => ({ digest: digest(t), principal: label('token', t) }));
+    const { tokens } = options;
+    const source = typeof tokens === 'function' ? tokens : () => tokens ?? [];
+    let hashed: readonly string[] | undefined;
+    let known: { digest: Buffer; principal: string }[] = [];
     return async (authorization) => {
+      const current = source();
+      if (current !== hashed) {
+        known = current.map((t) => ({ digest: digest(t), principal: label('token', t) }));
+        hashed = current;
+      }
       const presented = digest(bearerToken(authorization));
       let principal: string | undefined;
       for (const k of known) if (timingSafeEqual(k.digest, presented)) principal = k.principal;

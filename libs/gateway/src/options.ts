@@ -36,8 +36,12 @@ export interface RouteCacheOptions {
 
 export interface AuthOptions {
   readonly mode: 'none' | 'bearer' | 'jwt';
-  /** Accepted static tokens (`bearer`). */
-  readonly tokens?: readonly string[];
+  /**
+   * Accepted static tokens (`bearer`); a function is asked on every request
+   * (e.g. a file read again when it changes), and what it returns is hashed
+   * again only when it returns another list.
+   */
+  readonly tokens?: readonly string[] | (() => readonly string[]);
   /** JWKS endpoint (`jwt`). */
   readonly jwksUrl?: string;
   readonly issuer?: string;
@@ -236,7 +240,8 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     if (!URL.canParse(url)) throw new SwitchyardError('invalid_request', `scheduler URL is invalid: ${url}`);
   }
   const auth = options.auth ?? { mode: 'none' };
-  if (auth.mode === 'bearer' && !(auth.tokens && auth.tokens.length > 0)) {
+  const tokens = typeof auth.tokens === 'function' ? auth.tokens() : auth.tokens;
+  if (auth.mode === 'bearer' && !(tokens && tokens.length > 0)) {
     throw new SwitchyardError('invalid_request', 'auth.tokens must list at least one token in bearer mode');
   }
   if (auth.mode === 'jwt' && !(auth.jwksUrl && URL.canParse(auth.jwksUrl))) {

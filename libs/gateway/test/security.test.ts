@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createGateway } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
 import { INITIALIZE, connectV2, post, startHarness, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
@@ -190,5 +191,31 @@ describe('gateway JWT auth against a local JWKS', () => {
     const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-42', 'other')));
     assert.equal(res.status, 401);
     assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  });
+});
+
+// Bearer tokens from a source asked on every request (the app's is a file
+// read again when it changes): a rotated-out token is refused at once.
+describe('gateway bearer auth with rotating tokens', () => {
+  let h: Harness;
+  let tokens: readonly string[] = [ALICE];
+  before(async () => {
+    h = await startHarness(1, { auth: { mode: 'bearer', tokens: () => tokens } });
+  });
+  after(() => h?.close());
+
+  it('accepts the tokens the source lists now, and no other', async () => {
+    assert.equal((await post(h.url, INITIALIZE, auth(ALICE))).status, 200);
+    assert.equal((await post(h.url, INITIALIZE, auth(BOB))).status, 401);
+    tokens = [BOB];
+    assert.equal((await post(h.url, INITIALIZE, auth(ALICE))).status, 401);
+    assert.equal((await post(h.url, INITIALIZE, auth(BOB))).status, 200);
+  });
+
+  it('refuses to start with a source that lists no token', () => {
+    assert.throws(
+      () => createGateway({ schedulers: ['http://127.0.0.1:1'], auth: { mode: 'bearer', tokens: () => [] } }),
+      /at least one token/,
+    );
   });
 });
