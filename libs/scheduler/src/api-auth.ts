@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type http2 from 'node:http2';
 import { SCHEDULER_API_REALM } from '@switchyard/protocol';
 import { bearerMatches, tokenMatches } from '@switchyard/tunnel';
+import { endSocketWithJson } from './http-util.ts';
 
 /**
  * The scheduler API's own credentials (`apiTokens`): gateways present one as
@@ -31,7 +32,8 @@ function basicPassword(authorization: string | undefined): string | undefined {
   return colon < 0 ? undefined : decoded.slice(colon + 1);
 }
 
-const REFUSAL = JSON.stringify({ error: 'missing or invalid API token', code: 'unauthorized' });
+const REFUSAL = { error: 'missing or invalid API token', code: 'unauthorized' } as const;
+const REFUSAL_TEXT = JSON.stringify(REFUSAL);
 const REALM = `realm="${SCHEDULER_API_REALM}"`;
 
 /** 401 for an HTTP/1.1 request; the live page's challenge is Basic, so that a browser asks for the token. */
@@ -39,19 +41,15 @@ export function refuseRequest(res: ServerResponse, path: string): void {
   res.writeHead(401, {
     'www-authenticate': path.startsWith('/ui') ? `Basic ${REALM}, charset="UTF-8"` : `Bearer ${REALM}`,
     'content-type': 'application/json',
-    'content-length': Buffer.byteLength(REFUSAL),
+    'content-length': Buffer.byteLength(REFUSAL_TEXT),
     'cache-control': 'no-store',
   });
-  res.end(REFUSAL);
+  res.end(REFUSAL_TEXT);
 }
 
 /** 401 for an upgrade request (a relay connection), then the socket closes. */
 export function refuseUpgrade(socket: Duplex): void {
-  socket.on('error', () => {});
-  socket.end(
-    `HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer ${REALM}\r\nConnection: close\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(REFUSAL)}\r\n\r\n${REFUSAL}`,
-  );
+  endSocketWithJson(socket, 401, REFUSAL, { 'WWW-Authenticate': `Bearer ${REALM}` });
 }
 
 /** 401 for an HTTP/2 stream (an event stream a gateway opens). */
@@ -61,7 +59,7 @@ export function refuseStream(stream: http2.ServerHttp2Stream): void {
     ':status': 401,
     'www-authenticate': `Bearer ${REALM}`,
     'content-type': 'application/json',
-    'content-length': Buffer.byteLength(REFUSAL),
+    'content-length': Buffer.byteLength(REFUSAL_TEXT),
   });
-  stream.end(REFUSAL);
+  stream.end(REFUSAL_TEXT);
 }

@@ -6,7 +6,7 @@ import { proxyStreamToTunnel, proxyToTunnel, relayConnection } from '@switchyard
 import type { RuntimeSummary } from '@switchyard/scheduling';
 import type { ClusterView } from './cluster-view.ts';
 import { HOP_HEADER, forwardToReplica, postJson } from './forward.ts';
-import { readJson, sendError, sendJson } from './http-util.ts';
+import { endSocketWithJson, readJson, sendError, sendJson } from './http-util.ts';
 import type { Leadership } from './leadership.ts';
 import type { LocalPart } from './local-part.ts';
 import type { ReplicaMetrics } from './metrics.ts';
@@ -178,14 +178,10 @@ export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream
 export function handleRelay(ctx: ApiContext, req: IncomingMessage, socket: Duplex, head: Buffer): void {
   const relay = RELAY_PATH.exec((req.url ?? '/').split('?', 1)[0]!);
   if (!relay || req.headers.upgrade?.toLowerCase() !== RELAY.upgrade) {
-    socket.on('error', () => {});
-    const body = JSON.stringify({
+    return endSocketWithJson(socket, 400, {
       error: `expected GET /api/relay/<runtime> with Upgrade: ${RELAY.upgrade}`,
       code: 'invalid_request',
     });
-    return void socket.end(
-      `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
   }
   ctx.metrics.relayConnections.inc();
   const runtimeId = decodeSegment(relay[1]!);

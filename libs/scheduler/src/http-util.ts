@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { SwitchyardError, statusOf } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 
@@ -32,4 +33,20 @@ export async function readJson(req: IncomingMessage, bytesMax: number): Promise<
   } catch (cause) {
     throw new SwitchyardError('parse_error', 'body is not valid JSON', { cause });
   }
+}
+
+/** Answers an upgrade request on its raw socket (no ServerResponse there) with a JSON body, and closes it. */
+export function endSocketWithJson(
+  socket: Duplex,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  socket.on('error', () => {});
+  const text = JSON.stringify(body);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extra.join('')}Connection: close\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+  );
 }
