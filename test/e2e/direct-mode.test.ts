@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { connect, counter, freePort, initializeBody, metric, post, whoami, type AnyClient } from './support.ts';
+import { counter, freePort, initializeBody, metric, post, sessionsAcross, type AnyClient } from './support.ts';
 
 const TOKEN = 'direct-token-0123456789abcdef';
 const NO_ADDRESS_WARNING =
@@ -57,14 +57,8 @@ describe('direct mode with advertised runtime addresses', () => {
       args: ['--upstream-mode', 'direct', '--upstream-token', TOKEN],
     });
     const clients: AnyClient[] = [];
-    const placed = new Set<string>();
     try {
-      // Placement is the scheduler's; open sessions until both runtimes hold some (bounded).
-      while (placed.size < 2 && clients.length < 40) {
-        const client = await connect('v2', `http://127.0.0.1:${gateway.port}/mcp`);
-        clients.push(client);
-        placed.add((await whoami(client)).runtime);
-      }
+      const placed = await sessionsAcross(`http://127.0.0.1:${gateway.port}/mcp`, clients);
       assert.deepEqual([...placed].sort(), ['r0', 'r1']);
       for (const client of clients) for (let n = 1; n <= 3; n++) assert.equal(await counter(client), n);
       assert.equal(await through(), before, 'no request went through the scheduler');

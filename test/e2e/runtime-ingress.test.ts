@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { CONNECT_PATH } from '@switchyard/tunnel';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { connect, counter, metric, whoami, type AnyClient } from './support.ts';
+import { counter, metric, sessionsAcross, type AnyClient } from './support.ts';
 
 const REQUEST_LINE_BYTES_MAX = 8 * 1024;
 
@@ -114,14 +114,8 @@ describe('runtimes through an ingress that routes only the connect path', () => 
   it('serves sessions on both runtimes while runtimes ask for nothing but the connect path', async () => {
     const refusedBefore = front.refused.length;
     const clients: AnyClient[] = [];
-    const placed = new Set<string>();
     try {
-      // Placement is the scheduler's; open sessions until both runtimes hold some (bounded).
-      while (placed.size < 2 && clients.length < 40) {
-        const client = await connect('v2', cluster.gatewayUrl(0));
-        clients.push(client);
-        placed.add((await whoami(client)).runtime);
-      }
+      const placed = await sessionsAcross(cluster.gatewayUrl(0), clients);
       assert.deepEqual([...placed].sort(), Object.keys(TRANSPORTS).sort());
       for (const client of clients) for (let n = 1; n <= 3; n++) assert.equal(await counter(client), n);
       const scheduler = cluster.schedulers[0]!.url!;

@@ -14,17 +14,17 @@ import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
 import {
-  LEGACY,
   connect,
   counter,
   initializeBody,
+  LEGACY,
   metric,
   post,
   rpcResult,
   sessionOf,
+  sessionsAcross,
   textOf,
   toolCallBody,
-  whoami,
   type AnyClient,
   type RawReply,
 } from './support.ts';
@@ -93,15 +93,9 @@ describe('a scheduler API behind tokens', () => {
     try {
       for (const gateway of gateways) {
         const base = `http://127.0.0.1:${gateway.port}`;
-        const placed = new Set<string>();
-        const mine: AnyClient[] = [];
-        // Placement is the scheduler's; open sessions until both runtimes hold some (bounded).
-        while (placed.size < 2 && mine.length < 40) {
-          const client = await connect('v2', `${base}/mcp`);
-          mine.push(client);
-          placed.add((await whoami(client)).runtime);
-        }
-        clients.push(...mine);
+        const opened = clients.length;
+        const placed = await sessionsAcross(`${base}/mcp`, clients);
+        const mine = clients.slice(opened);
         assert.equal(placed.size, 2, `${gateway.name} reached both runtimes`);
         for (const client of mine) for (let n = 1; n <= 3; n++) assert.equal(await counter(client), n);
         await until(`${mine.length} GET streams open through ${gateway.name}`, async () =>

@@ -57,6 +57,27 @@ export function callWith(
   return generation === 'v1' ? call.call(client, params, undefined, options) : call.call(client, params, options);
 }
 
+/**
+ * Opens v2 sessions at `url` until they sit on `runtimes` distinct runtimes
+ * (placement is the scheduler's), `sessionsMax` at most. Each client goes
+ * onto `clients` as it opens, so the caller closes them all even when this
+ * throws. Resolves with the runtimes reached.
+ */
+export async function sessionsAcross(
+  url: string,
+  clients: AnyClient[],
+  runtimes = 2,
+  sessionsMax = 40,
+): Promise<Set<string>> {
+  const placed = new Set<string>();
+  for (let opened = 0; placed.size < runtimes && opened < sessionsMax; opened++) {
+    const client = await connect('v2', url);
+    clients.push(client);
+    placed.add((await whoami(client)).runtime);
+  }
+  return placed;
+}
+
 /** Session id of a connected legacy client. */
 export function sessionOf(client: AnyClient): string {
   const id = (client as unknown as { transport?: { sessionId?: string } }).transport?.sessionId;

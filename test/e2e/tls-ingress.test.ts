@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { certificateFor127, startTlsFront, type TlsFront } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { connect, counter, freePort, metric, whoami, type AnyClient } from './support.ts';
+import { counter, freePort, metric, sessionsAcross, type AnyClient } from './support.ts';
 
 const certificate = certificateFor127();
 const missing = 'missing' in certificate ? certificate.missing : false;
@@ -66,14 +66,8 @@ describe('scheduler replicas behind TLS-ending fronts', { skip: missing }, () =>
     const gateway = await cluster.addGateway(fronts.map((f) => f.url));
     const base = `http://127.0.0.1:${gateway.port}`;
     const clients: AnyClient[] = [];
-    const placed = new Set<string>();
     try {
-      // Placement is the scheduler's; open sessions until both runtimes hold some (bounded).
-      while (placed.size < 2 && clients.length < 40) {
-        const client = await connect('v2', `${base}/mcp`);
-        clients.push(client);
-        placed.add((await whoami(client)).runtime);
-      }
+      const placed = await sessionsAcross(`${base}/mcp`, clients);
       assert.deepEqual([...placed].sort(), ['r0', 'r1']);
       for (const client of clients) for (let n = 1; n <= 3; n++) assert.equal(await counter(client), n);
       await until(`${clients.length} GET streams open through the gateway`, async () =>
