@@ -14,7 +14,7 @@ import { matchTarget } from './request-target.ts';
 import type { RequestTarget } from './request-target.ts';
 import { RelayConnections } from './relay-connections.ts';
 import { createProtectedResource } from './protected-resource.ts';
-import { RefusalLog } from './refusal-log.ts';
+import { ThrottledLog } from './throttled-log.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
@@ -112,7 +112,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       })
     : undefined;
   const schedulerAuthorization = o.schedulerToken !== undefined ? `Bearer ${o.schedulerToken}` : undefined;
-  const refusals = new RefusalLog(o.logger, o.clock);
+  const upstreamLog = new ThrottledLog(o.logger, o.clock);
   const relays = o.relayConnections
     ? new RelayConnections({
         ...agentOptions,
@@ -131,16 +131,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     maxEntries: o.routeCache.maxEntries,
     ttlMs: o.routeCache.ttlMs,
     ...(o.routeCache.redisUrl ? { redisUrl: o.routeCache.redisUrl } : {}),
-    logger: o.logger,
+    upstreamLog,
     onLookup: (result, tier) => metrics.routeLookup(result, tier),
   });
   const scheduler = new SchedulerClient({
     schedulers: o.schedulers,
     dispatcher: schedulerAgent,
     ...(schedulerAuthorization ? { authorization: schedulerAuthorization } : {}),
-    refusals,
+    upstreamLog,
     clock: o.clock,
-    logger: o.logger,
     timeoutMs: GATEWAY_DEFAULTS.connectTimeoutMs,
     onLatency: (s, outcome) => metrics.scheduleLatency(s, outcome),
   });
@@ -156,7 +155,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     upstreamMode: o.upstreamMode,
     ...(o.upstreamToken !== undefined ? { upstreamToken: o.upstreamToken } : {}),
     ...(schedulerAuthorization ? { schedulerAuthorization } : {}),
-    refusals,
+    upstreamLog,
     idleTimeoutMs: o.idleTimeoutMs,
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,

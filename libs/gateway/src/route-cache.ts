@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
-import type { GatewayLogger } from './options.ts';
+import type { ThrottledLog } from './throttled-log.ts';
 
 /** Where a thread (legacy session) or a named process is served. */
 export interface Route {
@@ -17,7 +17,8 @@ export interface RouteCacheConfig {
   readonly maxEntries: number;
   readonly ttlMs: number;
   readonly redisUrl?: string;
-  readonly logger: GatewayLogger;
+  /** Where Redis trouble is reported: throttled, since while Redis is away every lookup fails alike. */
+  readonly upstreamLog: ThrottledLog;
   readonly onLookup?: (result: 'hit' | 'miss', tier: 'memory' | 'redis') => void;
 }
 
@@ -27,24 +28,40 @@ const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** How stale the time that ages entries may be; nothing against TTLs of minutes. */
 const TTL_RESOLUTION_MS = 1000;
 
+/** How long the first requests wait for the first connection to Redis; later ones never wait for one. */
+const REDIS_FIRST_CONNECT_WAIT_MS = 1000;
+
+/** The Redis URL as logs may show it: without credentials. */
+function redisLabel(url: string): string {
+  return URL.canParse(url) ? `${new URL(url).protocol}//${new URL(url).host}` : 'redis';
+}
+
 /**
  * Loaded only when a Redis URL is configured: the client library is a few
  * MB of a gateway's resident memory that most deployments never use.
+ * Resolves once connected, or after REDIS_FIRST_CONNECT_WAIT_MS without.
+ * No offline queue: while Redis is away a command fails at once (a miss,
+ * a dropped write) instead of holding its request for the command timeout.
  */
-async function connectRedis(url: string, logger: GatewayLogger): Promise<Redis | undefined> {
+async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | undefined> {
+  const label = redisLabel(url);
   try {
     const { Redis } = await import('ioredis');
     const redis = new Redis(url, {
       lazyConnect: false,
       maxRetriesPerRequest: 1,
       commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-      enableOfflineQueue: true,
+      enableOfflineQueue: false,
     });
     // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
-    redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'route cache redis error'));
+    redis.on('error', (error: Error) => log.warn(label, 'route cache redis error', { err: error.message }));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, REDIS_FIRST_CONNECT_WAIT_MS);
+      redis.once('ready', () => (clearTimeout(timer), resolve()));
+    });
     return redis;
   } catch (error) {
-    logger.error({ err: (error as Error).message }, 'route cache redis unavailable');
+    log.error(label, 'route cache redis unavailable', { err: (error as Error).message });
     return undefined;
   }
 }
@@ -71,6 +88,7 @@ export class RouteCache {
   readonly #redis: Promise<Redis | undefined> | undefined;
   readonly #ttlMs: number;
   readonly #config: RouteCacheConfig;
+  #redisLabel = '';
   #closed = false;
 
   constructor(config: RouteCacheConfig) {
@@ -84,7 +102,10 @@ export class RouteCache {
       // sets anew each time: at its default of 1 ms, one timer per request.
       ttlResolution: TTL_RESOLUTION_MS,
     });
-    if (config.redisUrl) this.#redis = connectRedis(config.redisUrl, config.logger);
+    if (config.redisUrl) {
+      this.#redisLabel = redisLabel(config.redisUrl);
+      this.#redis = connectRedis(config.redisUrl, config.upstreamLog);
+    }
   }
 
   /**
@@ -114,7 +135,9 @@ export class RouteCache {
         return parsed;
       }
     } catch (error) {
-      this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis read failed');
+      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis read failed', {
+        err: (error as Error).message,
+      });
     }
     this.#config.onLookup?.('miss', 'redis');
     return undefined;
@@ -126,7 +149,9 @@ export class RouteCache {
     try {
       await (await this.#redis)?.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
     } catch (error) {
-      this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis write failed');
+      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis write failed', {
+        err: (error as Error).message,
+      });
     }
   }
 
@@ -136,7 +161,9 @@ export class RouteCache {
     try {
       await (await this.#redis)?.del(REDIS_ROUTE_PREFIX + key);
     } catch (error) {
-      this.#config.logger.warn({ err: (error as Error).message }, 'route cache redis delete failed');
+      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis delete failed', {
+        err: (error as Error).message,
+      });
     }
   }
 

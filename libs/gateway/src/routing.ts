@@ -25,7 +25,7 @@ import { isUpstreamFailure } from './exchange.ts';
 import type { RelayEnd, UpstreamResponse } from './exchange.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
-import type { RefusalLog } from './refusal-log.ts';
+import type { ThrottledLog } from './throttled-log.ts';
 import type { RelayConnections } from './relay-connections.ts';
 import {
   RUNTIME_TOKEN_REFUSED,
@@ -56,8 +56,8 @@ export interface RoutingContext {
   readonly upstreamToken?: string;
   /** `Authorization` for schedulers' API; sent on routes through a scheduler (relays: on the upgrade only). */
   readonly schedulerAuthorization?: string;
-  /** Where an upstream's refusal of this gateway's own token is reported. */
-  readonly refusals: RefusalLog;
+  /** Where trouble with an upstream is reported, throttled per upstream (a refused token, a failing TLS handshake). */
+  readonly upstreamLog: ThrottledLog;
   readonly idleTimeoutMs: number;
   readonly chains: {
     readonly class: readonly IdentityStrategy[];
@@ -157,9 +157,10 @@ async function call(
     if (isTlsFailure(error)) {
       ctx.metrics.upstreamError('tls');
       const err = String((error as Error)?.message);
-      ctx.logger.error(
-        { upstream: route.url, err },
+      ctx.upstreamLog.error(
+        new URL(route.url).origin,
         'TLS to the upstream failed: check its certificate and the trusted CAs',
+        { err },
       );
       throw new SwitchyardError('upstream_unavailable', 'Bad gateway: TLS to the upstream failed', { cause: error });
     }
@@ -180,7 +181,7 @@ async function call(
   if (result.kind === 'response' && refusedGatewayToken(result.upstream.statusCode, result.upstream.headers, realm)) {
     await result.upstream.discard();
     ctx.metrics.upstreamError('unauthorized');
-    ctx.refusals.refused(new URL(route.url).origin, route.direct ? RUNTIME_TOKEN_REFUSED : SCHEDULER_TOKEN_REFUSED);
+    ctx.upstreamLog.error(new URL(route.url).origin, route.direct ? RUNTIME_TOKEN_REFUSED : SCHEDULER_TOKEN_REFUSED);
     const upstream = route.direct ? 'a runtime' : 'a scheduler';
     throw new SwitchyardError('upstream_unavailable', `Bad gateway: ${upstream} refused this gateway's credentials`);
   }

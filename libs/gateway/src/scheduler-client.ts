@@ -1,12 +1,11 @@
 import type { Dispatcher } from 'undici';
 import { SCHEDULER_API_REALM, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
-import type { RefusalLog } from './refusal-log.ts';
+import type { ThrottledLog } from './throttled-log.ts';
 import { SCHEDULER_TOKEN_REFUSED, refusedGatewayToken } from './upstream.ts';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { GATEWAY_DEFAULTS } from './options.ts';
-import type { GatewayLogger } from './options.ts';
 
 /** A placement the gateway can send traffic to. */
 export interface Placement {
@@ -20,10 +19,9 @@ export interface SchedulerClientConfig {
   readonly dispatcher: Dispatcher;
   /** `Authorization` for the schedulers' API (gateway option `schedulerToken`). */
   readonly authorization?: string;
-  /** Where a scheduler's refusal of that token is reported. */
-  readonly refusals: RefusalLog;
+  /** Where trouble with a replica is reported (throttled: a replica that is down fails every ask alike). */
+  readonly upstreamLog: ThrottledLog;
   readonly clock: Clock;
-  readonly logger: GatewayLogger;
   readonly timeoutMs: number;
   readonly onLatency?: (seconds: number, outcome: 'ok' | 'unschedulable' | 'error') => void;
 }
@@ -121,14 +119,14 @@ export class SchedulerClient {
       // 400 means this gateway built a bad request: an internal failure, not a retry case.
       if (res.statusCode === 400) throw new SwitchyardError('internal', 'Scheduler rejected the schedule request');
       if (refusedGatewayToken(res.statusCode, res.headers, SCHEDULER_API_REALM)) {
-        this.#config.refusals.refused(base, SCHEDULER_TOKEN_REFUSED);
+        this.#config.upstreamLog.error(base, SCHEDULER_TOKEN_REFUSED);
         return { kind: 'retry' };
       }
-      this.#config.logger.warn({ scheduler: base, status: res.statusCode }, 'scheduler answered unexpectedly');
+      this.#config.upstreamLog.warn(base, 'scheduler answered unexpectedly', { status: res.statusCode });
       return { kind: 'retry' };
     } catch (error) {
       if (error instanceof SwitchyardError || signal?.aborted) throw error;
-      this.#config.logger.warn({ scheduler: base, err: (error as Error).message }, 'scheduler unreachable');
+      this.#config.upstreamLog.warn(base, 'scheduler unreachable', { err: (error as Error).message });
       return { kind: 'retry' };
     }
   }

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { REDIS_ROUTE_PREFIX, createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
@@ -23,8 +24,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
+async function startRedis(port?: number): Promise<{ url: string; child: ChildProcess }> {
+  port ??= await freePort();
   const child = spawn(REDIS_BIN, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
@@ -88,5 +89,65 @@ describe('route cache shared through redis', { skip }, () => {
     const after = await post(h.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
     assert.equal(after.status, 404, 'the session ended on the runtime');
     assert.equal((after.json as { id: number }).id, 3);
+  });
+});
+
+describe('route cache while redis is away', { skip }, () => {
+  let redis: { url: string; child: ChildProcess };
+  let h: Harness;
+  const lines: { level: string; msg: string }[] = [];
+  const at =
+    (level: string) =>
+    (_obj: object, msg?: string): void =>
+      void lines.push({ level, msg: msg ?? '' });
+  before(async () => {
+    redis = await startRedis();
+    h = await startHarness(2, {
+      routeCache: { redisUrl: redis.url },
+      logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    });
+  });
+  after(async () => {
+    await h?.close();
+    redis?.child.kill('SIGKILL');
+  });
+
+  it('serves sessions without waiting on redis, says so once, and shares routes again when it is back', async () => {
+    const opened = await post(h.url, INITIALIZE);
+    assert.equal(opened.status, 200, 'with redis up');
+    const exited = new Promise((resolve) => redis.child.once('exit', resolve));
+    redis.child.kill('SIGKILL');
+    await exited;
+    // The client has seen the connection go once it fails to reconnect.
+    while (!lines.some((l) => l.msg === 'route cache redis error')) await sleep(10);
+    const took: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const started = performance.now();
+      const init = await post(h.url, INITIALIZE);
+      assert.equal(init.status, 200, JSON.stringify(init.json));
+      const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
+      const listed = await post(h.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+      assert.equal(listed.status, 200, 'the route was kept in memory');
+      took.push(performance.now() - started);
+    }
+    // Each new session writes its route: held for the client's command
+    // timeout (500 ms) with an offline queue, failed at once without one.
+    const median = took.sort((a, b) => a - b)[took.length >> 1]!;
+    assert.ok(median < 200, `a new session and one call took ${median.toFixed(0)} ms at the median`);
+    const writeFailures = lines.filter((l) => l.msg === 'route cache redis write failed');
+    assert.equal(writeFailures.length, 1, 'ten failed writes, one line');
+
+    redis = await startRedis(Number(new URL(redis.url).port));
+    const client = new Redis(redis.url);
+    try {
+      for (let deadline = Date.now() + 10_000; ; await sleep(50)) {
+        assert.ok(Date.now() < deadline, 'routes reach redis again within 10 s');
+        const init = await post(h.url, INITIALIZE);
+        const session = init.headers.get('mcp-session-id')!;
+        if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
+      }
+    } finally {
+      client.disconnect();
+    }
   });
 });

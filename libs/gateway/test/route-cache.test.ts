@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { createHook } from 'node:async_hooks';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { systemClock } from '@switchyard/clock';
 import { RouteCache } from '../src/route-cache.ts';
+import { ThrottledLog } from '../src/throttled-log.ts';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const route = { runtime: 'rt-1', url: 'http://127.0.0.1:1/mcp' };
@@ -17,7 +19,7 @@ function cacheWithLookups(): { cache: RouteCache; lookups: string[] } {
   const cache = new RouteCache({
     maxEntries: 10,
     ttlMs: 60_000,
-    logger: silent,
+    upstreamLog: new ThrottledLog(silent, systemClock),
     onLookup: (result, tier) => lookups.push(`${result} ${tier}`),
   });
   return { cache, lookups };

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { certificateFor127 } from '@switchyard/service/testing';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
-import { INITIALIZE, listen, post, stopServer } from './harness.ts';
+import { INITIALIZE, listen, post, startHarness, stopServer } from './harness.ts';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway, GatewayOptions } from '@switchyard/gateway';
 
@@ -304,6 +304,36 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
       await gateway.close();
       await scheduler.close();
       h2Replica.close();
+    }
+  });
+});
+
+describe('a scheduler replica that cannot be dialled', () => {
+  it('is asked around and logged once, not once per request', async () => {
+    const h = await startHarness(1);
+    const warnings: string[] = [];
+    const quiet = (): void => {};
+    const logger = {
+      info: quiet,
+      debug: quiet,
+      error: quiet,
+      warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''),
+    };
+    // Nothing listens on port 1: every ask of that replica is refused.
+    const gateway = createGateway({
+      schedulers: ['http://127.0.0.1:1', h.scheduler.url],
+      upstreamMode: 'direct',
+      logger,
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      for (let i = 0; i < 10; i++) assert.equal((await post(url, INITIALIZE)).status, 200);
+      // Asks start at each replica in turn, so half of the ten met the refusing one first.
+      assert.deepEqual(warnings, ['scheduler unreachable']);
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      await h.close();
     }
   });
 });
