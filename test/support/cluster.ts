@@ -60,12 +60,18 @@ export interface TestCluster {
    * Starts another runtime (e.g. a restarted one) with the cluster's settings.
    * `options.schedulerUrl` overrides the replica it dials; `options.wrapper`
    * prefixes the command (e.g. `ip netns exec <ns>`); `options.args` are its
-   * own on top of `runtimeArgs`.
+   * own on top of `runtimeArgs`; `options.joinTokenFile` is where it reads its
+   * join token instead of being given the cluster's.
    */
   startRuntime(
     id: string,
     schedulerIndex?: number,
-    options?: { schedulerUrl?: string; wrapper?: readonly string[]; args?: readonly string[] },
+    options?: {
+      schedulerUrl?: string;
+      wrapper?: readonly string[];
+      args?: readonly string[];
+      joinTokenFile?: string;
+    },
   ): Promise<AppProcess>;
   /**
    * Starts scheduler `i` again on its previous port (so runtimes dialling it
@@ -162,7 +168,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     const target = extra.schedulerUrl ?? schedulers[schedulerIndex % schedulers.length]!.url!;
     const args = [
       ...['--config', runtimeConfig, '--runtime-id', id, '--scheduler-url', target],
-      ...['--join-token', token, '--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
+      ...(extra.joinTokenFile ? ['--join-token-file', extra.joinTokenFile] : ['--join-token', token]),
+      ...['--tunnel.ping-interval-ms', ping, '--drain-delay-ms', '0'],
       ...(options.runtimeArgs ?? []),
       ...(extra.args ?? []),
     ];

@@ -26,7 +26,12 @@ export const runtimeConfigSchema = z.object({
   runtimeId: hostIdentityField('Stable id of this runtime.'),
   schedulerUrl: z.url().describe('Base URL of a scheduler replica (or its Service) to dial.'),
   joinToken: z.string().optional().meta({ secret: true }).describe('Token presented to the scheduler when joining.'),
-  joinTokenFile: z.string().optional().describe('File holding the join token (for mounted Secrets).'),
+  joinTokenFile: z
+    .string()
+    .optional()
+    .describe(
+      'File holding the join token (a mounted Secret); read again before each dial when it changed, so a rotated token needs no restart.',
+    ),
   classes: z
     .record(z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/), classSchema)
     .prefault({ demo: { engine: 'builtin' } })

@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 // switchyard-runtime: one runtime node. Parses config and hands it to
 // @switchyard/runtime; the tunnel to the scheduler is dialled from here.
-import { readFileSync } from 'node:fs';
 import { startRuntimeNode } from '@switchyard/runtime';
 import { logMeteringSink, redisMeteringSink, type EngineConfig } from '@switchyard/sandbox';
-import { createLifecycle, createLogger, createMetrics, loadAppConfig, exitOnListenError } from '@switchyard/service';
+import {
+  createLifecycle,
+  createLogger,
+  createMetrics,
+  loadAppConfig,
+  exitOnListenError,
+  secretSource,
+} from '@switchyard/service';
 import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 
 const config = loadAppConfig(runtimeConfigSchema, {
@@ -14,13 +20,21 @@ const config = loadAppConfig(runtimeConfigSchema, {
 });
 const logger = createLogger({ name: 'runtime', level: config.logLevel });
 
-function joinToken(c: RuntimeConfig): string {
-  const token = c.joinToken ?? (c.joinTokenFile ? readFileSync(c.joinTokenFile, 'utf8').trim() : '');
-  if (token === '') {
+/**
+ * The join token, asked at every dial: from joinTokenFile it is read again
+ * when the file changes, so a rotated Secret is presented from the next
+ * dial on (a scheduler that drops the old token closes the tunnel, and the
+ * redial carries the new one). A file that cannot be read for a moment
+ * leaves the last token read.
+ */
+function joinTokenSource(c: RuntimeConfig): () => string {
+  const read = secretSource(c.joinToken ? [c.joinToken] : [], c.joinTokenFile);
+  let token = read()[0];
+  if (!token) {
     logger.fatal({}, 'a join token is required (joinToken or joinTokenFile)');
     process.exit(1);
   }
-  return token;
+  return () => (token = read()[0] ?? token!);
 }
 
 function engines(classes: RuntimeConfig['classes']): Record<string, EngineConfig> {
@@ -58,7 +72,7 @@ const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger })
 const node = await startRuntimeNode({
   runtimeId: config.runtimeId,
   schedulerUrl: config.schedulerUrl,
-  joinToken: joinToken(config),
+  joinToken: joinTokenSource(config),
   classes: engines(config.classes),
   sandboxesMax: config.sandboxesMax,
   sessionIdleMs: config.sessionIdleMs,

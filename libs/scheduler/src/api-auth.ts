@@ -1,8 +1,10 @@
+import type { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type http2 from 'node:http2';
+import type { Clock } from '@switchyard/clock';
 import { SCHEDULER_API_REALM } from '@switchyard/protocol';
-import { bearerMatches, tokenMatches } from '@switchyard/tunnel';
+import { bearerMatches, tokenMatches, watchTokenRevocations } from '@switchyard/tunnel';
 import { endSocketWithJson } from './http-util.ts';
 
 /**
@@ -12,15 +14,41 @@ import { endSocketWithJson } from './http-util.ts';
  * tokens configured every caller is let in, as on a cluster network no one
  * else reaches.
  */
-export type ApiGuard = (authorization: string | undefined) => boolean;
+export interface ApiAdmission {
+  admits(authorization: string | undefined): boolean;
+  /**
+   * Keeps what `authorization` let in (a relay connection, an event stream:
+   * they run for hours) until `closer` emits 'close', and calls `end` if
+   * its token is removed from `apiTokens` meanwhile. Nothing without tokens.
+   */
+  hold(authorization: string | undefined, closer: EventEmitter, end: () => void): void;
+  /** Stops watching the tokens; ends nothing. */
+  close(): void;
+}
 
-export function apiGuard(tokens: (() => readonly string[]) | undefined): ApiGuard {
-  return (authorization) => {
+export function apiAdmission(
+  tokens: (() => readonly string[]) | undefined,
+  clock: Clock,
+  onRevoked: (ended: number) => void,
+): ApiAdmission {
+  const admits = (authorization: string | undefined): boolean => {
     const accepted = tokens?.() ?? [];
     if (accepted.length === 0) return true;
     if (bearerMatches(authorization, accepted)) return true;
     const password = basicPassword(authorization);
     return password !== undefined && tokenMatches(password, accepted);
+  };
+  const revocations = tokens ? watchTokenRevocations({ tokens, clock, onRevoked }) : undefined;
+  return {
+    admits,
+    hold(authorization, closer, end) {
+      if (!revocations) return;
+      closer.once(
+        'close',
+        revocations.hold(() => admits(authorization), end),
+      );
+    },
+    close: () => revocations?.close(),
   };
 }
 

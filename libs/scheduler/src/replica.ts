@@ -1,11 +1,12 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
 import { closeServer, listen, metricsHandler, serveH2c } from '@switchyard/service';
 import { RELAY } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
-import { apiGuard, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
+import { apiAdmission, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
 import { ClusterView } from './cluster-view.ts';
 import { sendJson } from './http-util.ts';
 import { Leadership } from './leadership.ts';
@@ -123,7 +124,9 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     logger,
   };
   const serveMetrics = metricsHandler(options.metrics.registry);
-  const admitted = apiGuard(options.apiTokens);
+  const api = apiAdmission(options.apiTokens, clock, (ended) =>
+    logger.warn({ ended }, 'closed API connections and streams whose token was removed'),
+  );
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?', 1)[0];
@@ -137,11 +140,12 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       metrics.epochLagSeconds.set(view.hasEpoch ? (clock.now() - lastCommitMs) / 1000 : 0);
       return serveMetrics(req, res);
     }
-    if (!admitted(req.headers.authorization)) {
+    if (!api.admits(req.headers.authorization)) {
       metrics.apiUnauthorized.inc();
       req.resume();
       return refuseRequest(res, path ?? '/');
     }
+    api.hold(req.headers.authorization, res, () => res.destroy());
     try {
       if (ui.handle(req, res) || handleApi(ctx, req, res)) return;
     } catch (error) {
@@ -155,7 +159,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   const h2c = serveH2c(server, {
     maxConcurrentStreams: H2C_STREAMS_MAX,
     onStream: (stream, headers) => {
-      if (admitted(headers.authorization)) return handleApiStream(ctx, stream, headers);
+      if (api.admits(headers.authorization)) {
+        api.hold(headers.authorization, stream, () => stream.close(http2.constants.NGHTTP2_CANCEL));
+        return handleApiStream(ctx, stream, headers);
+      }
       metrics.apiUnauthorized.inc();
       refuseStream(stream);
     },
@@ -164,7 +171,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === CONNECT_PATH) return endpoint.handleUpgrade(req, socket, head);
     if (path?.startsWith(RELAY.path)) {
-      if (admitted(req.headers.authorization)) return handleRelay(ctx, req, socket, head);
+      if (api.admits(req.headers.authorization)) {
+        api.hold(req.headers.authorization, socket, () => socket.destroy());
+        return handleRelay(ctx, req, socket, head);
+      }
       metrics.apiUnauthorized.inc();
       return refuseUpgrade(socket);
     }
@@ -187,6 +197,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     close() {
       closing ??= (async () => {
         ready = false;
+        api.close();
         ui.close();
         await leadership.stop();
         endpoint.close();

@@ -4,7 +4,8 @@
 // a tunnel. Everything on loopback.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingHttpHeaders } from 'node:http';
+import { once, type EventEmitter } from 'node:events';
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import http2 from 'node:http2';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { RuntimeNode } from '@switchyard/runtime';
@@ -178,5 +179,90 @@ describe('scheduler API tokens', () => {
         ['stream', 'h2', undefined],
       ],
     );
+  });
+});
+
+describe('removing a scheduler API token', () => {
+  const OLD = 'api-token-old-0123456789abcdef';
+  const NEW = 'api-token-new-0123456789abcdef';
+  let accepted: readonly string[] = [OLD, NEW];
+  let replica: SchedulerReplica;
+  let standIn: TunnelDialer;
+
+  before(async () => {
+    replica = (await startReplicas(1, new MemoryLeaseStore(), undefined, { apiTokens: () => accepted }))[0]!;
+    standIn = dialTunnel({
+      url: replica.url,
+      token: TOKEN,
+      info: { id: 'holder', classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
+      // An event stream that stays open until someone ends it.
+      handler: (_req, res) => void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': open\n\n'),
+      relayHandler: (_req, res) => {
+        res.setHeader('content-length', 2);
+        res.end('ok');
+      },
+    });
+    await until('the stand-in runtime connected', () => standIn.connected);
+  });
+
+  after(async () => {
+    standIn?.close();
+    await replica?.close();
+  });
+
+  /** What one token holds open: a relay connection, an HTTP/2 event stream, the live page's event stream. */
+  async function holdOpen(token: string) {
+    const port = Number(new URL(replica.url).port);
+    const relay = await askRelay(port, '/api/relay/holder', undefined, bearer(token));
+    assert.equal(relay.status, 101);
+    const session = http2.connect(replica.url);
+    session.on('error', () => {});
+    const stream = session.request({ ':path': '/api/proxy/holder/events', ...bearer(token) });
+    stream.on('error', () => {});
+    const [head] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+    assert.equal(head[':status'], 200);
+    const page = await new Promise<IncomingMessage>((resolve, reject) =>
+      http.get(`${replica.url}/ui/events`, { headers: bearer(token) }, resolve).once('error', reject),
+    );
+    assert.equal(page.statusCode, 200);
+    page.on('error', () => {}).resume();
+    const closed = (emitter: EventEmitter): { done: boolean } => {
+      const state = { done: false };
+      emitter.once('close', () => (state.done = true));
+      return state;
+    };
+    return {
+      relay: relay.socket,
+      closed: { relay: closed(relay.socket), stream: closed(stream), page: closed(page) },
+      end() {
+        relay.socket.destroy();
+        session.destroy();
+        page.destroy();
+      },
+    };
+  }
+
+  it('closes the relay connections and event streams it let in, within seconds, and nothing else', async () => {
+    const old = await holdOpen(OLD);
+    const kept = await holdOpen(NEW);
+    try {
+      accepted = [NEW];
+      await until('what the old token let in is closed', () =>
+        Object.values(old.closed).every((c) => c.done) ? true : undefined,
+      );
+      assert.deepEqual(
+        Object.values(kept.closed).map((c) => c.done),
+        [false, false, false],
+        'what the new token let in stays open',
+      );
+      const answer = await exchangeRaw(kept.relay, 'GET /mcp HTTP/1.1\r\nHost: runtime\r\n\r\n');
+      assert.equal(answer.status, 200, 'and carries requests');
+      const refused = await askRelay(Number(new URL(replica.url).port), '/api/relay/holder', undefined, bearer(OLD));
+      assert.equal(refused.status, 401, 'the old token is refused from then on');
+      refused.socket.destroy();
+    } finally {
+      old.end();
+      kept.end();
+    }
   });
 });

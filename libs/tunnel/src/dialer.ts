@@ -19,7 +19,8 @@ export interface DialTunnelOptions {
   readonly url: string;
   /** How the tunnel's HTTP/2 travels (see `TunnelTransport`). Default `auto`. */
   readonly transport?: TunnelTransport;
-  readonly token: string;
+  /** The join token; a function is asked at every dial, so a rotated token file is used from the next one. */
+  readonly token: string | (() => string);
   readonly info: RuntimeInfo;
   /** Serves every stream the scheduler opens, on http2 compat objects (not express). */
   readonly handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
@@ -132,8 +133,9 @@ class Dialer implements TunnelDialer {
     if (this.#closed) return;
     const link: Link = { cancel: undefined, carrier: undefined, session: undefined, heartbeat: undefined, down: false };
     this.#link = link;
+    const token = typeof this.#o.token === 'function' ? this.#o.token() : this.#o.token;
     const headers = {
-      authorization: `Bearer ${this.#o.token}`,
+      authorization: `Bearer ${token}`,
       [RUNTIME_INFO_HEADER]: Buffer.from(JSON.stringify(this.#o.info)).toString('base64url'),
     };
     const url = this.#url.toString();

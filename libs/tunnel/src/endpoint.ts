@@ -5,16 +5,22 @@ import { WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
-import { admit, writeRefusal } from './admission.ts';
+import { admit, bearerMatches, writeRefusal } from './admission.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
 import { TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
+import { watchTokenRevocations } from './revocation.ts';
+import type { TokenRevocations } from './revocation.ts';
 import { openClientTunnel } from './tunnel.ts';
 import type { Tunnel } from './tunnel.ts';
 
 export interface TunnelEndpointOptions {
-  /** Join tokens currently accepted; read on every connect so rotation needs no restart. */
+  /**
+   * Join tokens currently accepted; read on every connect so rotation needs
+   * no restart. A tunnel whose token is removed from the list is closed
+   * (within about a second; see TokenRevocations).
+   */
   readonly tokens: () => readonly string[];
   /** Most runtimes connected at once; one more is answered 503. A reconnect of a connected id does not count. */
   readonly maxRuntimes: number;
@@ -70,6 +76,7 @@ class Endpoint implements TunnelEndpoint {
   readonly #pingIntervalMs: number;
   readonly #pingTimeoutMs: number;
   readonly #tunnels = new Map<string, Tunnel>();
+  readonly #revocations: TokenRevocations;
   readonly #wss: WebSocketServer;
   #generation: number;
   #closed = false;
@@ -82,6 +89,7 @@ class Endpoint implements TunnelEndpoint {
     this.#pingTimeoutMs = o.pingTimeoutMs ?? this.#pingIntervalMs;
     // Microseconds of wall time: a restarted scheduler still hands out higher generations.
     this.#generation = this.#clock.now() * 1000;
+    this.#revocations = watchTokenRevocations({ tokens: o.tokens, clock: this.#clock });
     this.#wss = new WebSocketServer({
       noServer: true,
       perMessageDeflate: false,
@@ -109,9 +117,12 @@ class Endpoint implements TunnelEndpoint {
       return writeRefusal(socket, { status: 503, body: { error: 'runtime capacity reached' } });
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
-    if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, info);
+    const authorization = req.headers.authorization;
+    if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, info, authorization);
     if (upgrade === 'websocket') {
-      return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), info));
+      return this.#wss.handleUpgrade(req, socket, head, (ws) =>
+        this.#accept(webSocketCarrier(ws), info, authorization),
+      );
     }
     this.#logger.warn(
       { remote, runtime: info.id, status: 400, upgrade },
@@ -134,20 +145,21 @@ class Endpoint implements TunnelEndpoint {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#revocations.close();
     for (const tunnel of this.#tunnels.values()) tunnel.close('endpoint closed');
     this.#wss.close();
   }
 
   /** The `http2` transport: answer 101, then HTTP/2 runs on the socket itself. */
-  #acceptUpgrade(socket: Duplex, head: Buffer, info: Tunnel['info']): void {
+  #acceptUpgrade(socket: Duplex, head: Buffer, info: Tunnel['info'], authorization: string | undefined): void {
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`);
     // The runtime speaks only after our 101, so `head` is empty unless it broke protocol; HTTP/2 will judge.
     if (head.length > 0) socket.unshift(head);
     if (socket instanceof Socket) socket.setNoDelay(true);
-    this.#accept(socketCarrier(socket), info);
+    this.#accept(socketCarrier(socket), info, authorization);
   }
 
-  #accept(carrier: Carrier, info: Tunnel['info']): void {
+  #accept(carrier: Carrier, info: Tunnel['info'], authorization: string | undefined): void {
     if (this.#closed) return carrier.destroy();
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const tunnel = openClientTunnel({
@@ -163,7 +175,15 @@ class Endpoint implements TunnelEndpoint {
     this.#tunnels.set(info.id, tunnel);
     previous?.close('replaced by a newer connection');
     this.#logger.info({ runtime: info.id, generation: tunnel.generation, transport: carrier.transport }, 'tunnel open');
+    const release = this.#revocations.hold(
+      () => bearerMatches(authorization, this.#o.tokens()),
+      () => {
+        this.#logger.warn({ runtime: info.id }, 'tunnel closed: its join token was removed');
+        tunnel.close('join token removed');
+      },
+    );
     void tunnel.whenClosed.then((reason) => {
+      release();
       if (this.#tunnels.get(info.id) === tunnel) this.#tunnels.delete(info.id);
       this.#o.onTunnelClosed?.(tunnel, reason);
     });

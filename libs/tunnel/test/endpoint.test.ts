@@ -291,4 +291,40 @@ describe('tunnel endpoint admission', () => {
       await own.close();
     }
   });
+
+  for (const transport of transports) {
+    it(
+      `closes a tunnel (${transport}) once its join token is removed; the runtime redials with its new token`,
+      { timeout: 10_000 },
+      async () => {
+        const NEW = 'join-token-rotated-0123456789';
+        let accepted: readonly string[] = [TOKEN, NEW];
+        const own = await startScheduler({ tokens: () => accepted });
+        try {
+          let presented = TOKEN;
+          const stale = await startRuntime(own, `rt-stale-${transport}`, hello, { transport });
+          dialers.push(stale.dialer);
+          const moved = await startRuntime(own, `rt-moved-${transport}`, hello, { transport, token: () => presented });
+          dialers.push(moved.dialer);
+          const fresh = await startRuntime(own, `rt-fresh-${transport}`, hello, { transport, token: NEW });
+          dialers.push(fresh.dialer);
+          presented = NEW;
+          const redialled = own.nextTunnel(`rt-moved-${transport}`);
+          accepted = [NEW];
+          assert.equal(await stale.tunnel.whenClosed, 'join token removed');
+          assert.equal(await moved.tunnel.whenClosed, 'join token removed');
+          const again = await redialled;
+          assert.equal((await readStream(again.request({ ':path': '/' }))).status, 200, 'back with the new token');
+          assert.equal(own.endpoint.get(`rt-fresh-${transport}`), fresh.tunnel, 'a tunnel on the new token stays');
+          assert.equal(own.endpoint.get(`rt-stale-${transport}`), undefined, 'the old token is refused on redial');
+          assert.ok(
+            own.logs.some((l) => l.msg === 'tunnel closed: its join token was removed'),
+            'the scheduler says why',
+          );
+        } finally {
+          await own.close();
+        }
+      },
+    );
+  }
 });
