@@ -21,6 +21,12 @@ export interface SyncServerOptions {
    * every peer is admitted — only for a network no one else can reach.
    */
   readonly authorize?: (req: IncomingMessage) => boolean;
+  /**
+   * Watches an admitted peer: called with its upgrade request and a function
+   * that closes its connection (1008), e.g. once the token it presented is
+   * removed; returns the release to call when the connection closes first.
+   */
+  readonly watch?: (req: IncomingMessage, close: () => void) => () => void;
 }
 
 export interface SyncServer {
@@ -63,6 +69,8 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         return true;
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
+        const release = options.watch?.(req, () => ws.close(1008, 'credentials withdrawn'));
+        if (release) ws.once('close', release);
         options.onConnection(wsSyncConnection(ws, { bufferedBytesMax }), replica);
       });
       return true;

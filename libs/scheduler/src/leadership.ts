@@ -11,7 +11,7 @@ import {
 } from '@switchyard/epoch';
 import type { RuntimeState } from '@switchyard/protocol';
 import { applyOps as apply, diffStates, mergeParts } from '@switchyard/scheduling';
-import { bearerMatches } from '@switchyard/tunnel';
+import { bearerMatches, watchTokenRevocations, type TokenRevocations } from '@switchyard/tunnel';
 import type { ClusterView } from './cluster-view.ts';
 import type { ReplicaLogger } from './options.ts';
 
@@ -51,6 +51,7 @@ export class Leadership {
   readonly #elector: LeaderElector;
   readonly #follower: EpochFollower;
   readonly #syncServer: SyncServer;
+  readonly #peerRevocations: TokenRevocations;
   #leader: EpochLeader | undefined;
   #holder: { id: string; address: string } | undefined;
   /** The last leader other than this replica; its runtimes are not carried into our term (it may be dead). */
@@ -72,8 +73,12 @@ export class Leadership {
       sink: view,
       onReject: (info) => options.logger.warn({ ...info }, 'sync message fenced off'),
     });
+    // A follower on a join token that is then removed is closed, and redials with its own current first token.
+    this.#peerRevocations = watchTokenRevocations({ tokens: options.peerTokens, clock });
+    const admits = (authorization: string | undefined): boolean => bearerMatches(authorization, options.peerTokens());
     this.#syncServer = createSyncServer({
-      authorize: (req) => bearerMatches(req.headers.authorization, options.peerTokens()),
+      authorize: (req) => admits(req.headers.authorization),
+      watch: (req, close) => this.#peerRevocations.hold(() => admits(req.headers.authorization), close),
       onConnection: (conn, replica) => {
         if (this.#leader) this.#leader.attach(conn, replica);
         else conn.close(1013, 'not the leader');
@@ -132,6 +137,7 @@ export class Leadership {
     this.#follower.stop();
     this.#connection?.close(1001, 'replica stopping');
     this.#syncServer.close();
+    this.#peerRevocations.close();
   }
 
   #lead(term: number, signal: AbortSignal): void {

@@ -1,7 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { RuntimeNode } from '@switchyard/runtime';
+import { MemoryLeaseStore } from '@switchyard/election';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { WebSocket } from 'ws';
 import { TOKEN, getJson, postJson, startReplicas, startRuntime, until } from './support.ts';
@@ -135,4 +137,51 @@ describe('epoch sync admission', () => {
       assert.equal(seen, status);
     });
   }
+});
+
+describe('epoch sync after a join token is removed', () => {
+  const OLD = 'join-token-old-0123456789abcdef';
+  const NEW = TOKEN;
+  let accepted: readonly string[] = [OLD, NEW];
+  let replicas: SchedulerReplica[] = [];
+  before(async () => {
+    replicas = await startReplicas(2, new MemoryLeaseStore(), undefined, { joinTokens: () => accepted });
+  });
+  after(() => Promise.all(replicas.map((r) => r.close())));
+
+  const runtimesOf = async (replica: SchedulerReplica): Promise<string[]> =>
+    ((await getJson(`${replica.url}/api/runtimes`)).body as { runtimes: { id: string }[] }).runtimes.map((r) => r.id);
+
+  it('closes a peer on it (1008), keeps one on a listed token, and followers sync on with their new first token', async () => {
+    const leader = (await until('a leader', () => replicas.find((r) => r.isLeader)))!;
+    const follower = replicas.find((r) => r !== leader)!;
+    await until('the follower has an epoch', async () => (await getJson(`${follower.url}/api/epoch`)).status === 200);
+    const peer = async (token: string): Promise<{ ws: WebSocket; closed: Promise<number> }> => {
+      const ws = new WebSocket(`${leader.url.replace('http', 'ws')}/api/sync/peer-${token === OLD ? 'old' : 'new'}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+      await once(ws, 'upgrade');
+      return { ws, closed };
+    };
+    const old = await peer(OLD);
+    const kept = await peer(NEW);
+    try {
+      accepted = [NEW];
+      assert.equal(await old.closed, 1008);
+      assert.equal(kept.ws.readyState, WebSocket.OPEN, 'a peer on the new token stays');
+      // The follower presented OLD, its first token, and was closed too: it syncs on with NEW.
+      const late = await startRuntime('late', leader.url);
+      try {
+        await until('the follower sees a runtime joined since', async () =>
+          (await runtimesOf(follower)).includes('late'),
+        );
+      } finally {
+        await late.close();
+      }
+    } finally {
+      old.ws.terminate();
+      kept.ws.terminate();
+    }
+  });
 });
