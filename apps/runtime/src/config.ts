@@ -94,6 +94,21 @@ export const runtimeConfigSchema = z.object({
     })
     .prefault({})
     .describe('Scheduler tunnel.'),
+  health: z
+    .object({
+      host: z.string().default('0.0.0.0').describe('Address of the health listener.'),
+      port: z
+        .number()
+        .int()
+        .min(0)
+        .max(65535)
+        .default(0)
+        .describe(
+          'Port serving /healthz (the process answers), /readyz (the tunnel is up and the runtime not draining) and /metrics, for kubelet probes and Prometheus; 0 is off.',
+        ),
+    })
+    .prefault({})
+    .describe('Health listener.'),
   ...processConfigFields,
 });
 

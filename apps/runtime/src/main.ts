@@ -9,9 +9,11 @@ import {
   createMetrics,
   loadAppConfig,
   exitOnListenError,
+  listen,
   secretSource,
 } from '@switchyard/service';
 import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
+import { createHealthServer } from './health.ts';
 
 const config = loadAppConfig(runtimeConfigSchema, {
   argv: process.argv.slice(2),
@@ -69,6 +71,15 @@ if (direct.enabled && !direct.advertiseUrl && ['0.0.0.0', '::'].includes(direct.
   );
 }
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
+const metrics = createMetrics('runtime');
+let connected = (): boolean => false;
+// Up before the node, so that a liveness probe finds it while sandboxes start.
+const health =
+  config.health.port > 0 ? createHealthServer({ lifecycle, connected: () => connected(), metrics }) : undefined;
+const healthAddress = health
+  ? await listen(health, config.health).catch((error: unknown) => exitOnListenError('switchyard-runtime', error))
+  : undefined;
+if (health) lifecycle.addServer(health);
 const node = await startRuntimeNode({
   runtimeId: config.runtimeId,
   schedulerUrl: config.schedulerUrl,
@@ -96,9 +107,18 @@ const node = await startRuntimeNode({
     ? redisMeteringSink({ url: config.metering.redisUrl, stream: config.metering.stream, logger })
     : logMeteringSink(logger),
   logger,
-  metrics: createMetrics('runtime'),
+  metrics,
 }).catch((error: unknown) => exitOnListenError('switchyard-runtime', error));
+connected = () => node.connected;
 lifecycle.onShutdown(() => node.close());
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
-logger.info({ runtime: node.runtimeId, scheduler: config.schedulerUrl, direct: node.directUrl }, 'ready');
+logger.info(
+  {
+    runtime: node.runtimeId,
+    scheduler: config.schedulerUrl,
+    direct: node.directUrl,
+    ...(healthAddress ? { health: `http://${config.health.host}:${healthAddress.port}` } : {}),
+  },
+  'ready',
+);

@@ -53,7 +53,6 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   });
   const watch = createWatchHandler(store, { clock });
   const route = runtimeRouter(host, watch, metricsHandler(options.metrics.registry));
-  registerMetrics(options, host);
 
   const servers: http.Server[] = [];
   let sidecarUrl: string | undefined;
@@ -105,6 +104,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
       for (const resolve of waiters) resolve();
     },
   });
+  registerMetrics(options, host, () => dialer.connected);
 
   let closing: Promise<void> | undefined;
   return {
@@ -149,8 +149,14 @@ function requireBearer(token: string, next: http.RequestListener): http.RequestL
 function registerMetrics(
   options: RuntimeNodeOptions,
   host: { stats(): { sandboxes: number; sessions: number; cancelled: number } },
+  connected: () => boolean,
 ): void {
   const { metrics } = options;
+  metrics.gauge({
+    name: 'tunnel_connected',
+    help: '1 while the tunnel to a scheduler is open, else 0',
+    collect: () => (connected() ? 1 : 0),
+  });
   metrics.gauge({
     name: 'sandboxes',
     help: 'Sandboxes alive (warm pool excluded)',

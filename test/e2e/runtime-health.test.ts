@@ -1,0 +1,49 @@
+// A runtime's health listener, as kubelet and Prometheus meet it, with
+// processes on loopback: /healthz answers while the process does, /readyz
+// only while its tunnel is up (a rollout waits for each new runtime to
+// join), /metrics is the runtime's own registry, reached without a
+// scheduler.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startCluster, type TestCluster } from '../support/cluster.ts';
+import { until } from '../support/processes.ts';
+import { freePort } from './support.ts';
+
+describe('a runtime health listener', () => {
+  let cluster: TestCluster;
+  let health: string;
+  before(async () => {
+    cluster = await startCluster({ schedulers: 1, runtimes: 0, gateways: 0 });
+    const port = await freePort();
+    health = `http://127.0.0.1:${port}`;
+    await cluster.startRuntime('probed', 0, { args: ['--health.host', '127.0.0.1', '--health.port', String(port)] });
+    await cluster.waitForRuntimes(['probed']);
+  });
+  after(() => cluster?.stop());
+
+  const probe = async (path: string): Promise<{ status: number; body: string }> => {
+    const res = await fetch(`${health}${path}`, { signal: AbortSignal.timeout(2000) });
+    return { status: res.status, body: await res.text() };
+  };
+
+  it('is ready with its tunnel up, and serves its metrics', async () => {
+    assert.deepEqual(await probe('/healthz'), { status: 200, body: '{"status":"ok"}' });
+    assert.deepEqual(await probe('/readyz'), { status: 200, body: '{"status":"ready"}' });
+    const metrics = await probe('/metrics');
+    assert.equal(metrics.status, 200);
+    assert.match(metrics.body, /^switchyard_runtime_tunnel_connected 1$/m);
+    assert.equal((await probe('/nope')).status, 404);
+    const ready = cluster.runtimes[0]!.logs.find((l) => l.msg === 'ready');
+    assert.equal(ready?.health, health, 'its ready line says where');
+  });
+
+  it('turns unready, not unhealthy, while no scheduler holds its tunnel, and ready again once one does', async () => {
+    const scheduler = cluster.schedulers[0]!;
+    await scheduler.stop(1000);
+    await until('the runtime unready', async () => (await probe('/readyz')).status === 503 || undefined);
+    assert.deepEqual(await probe('/readyz'), { status: 503, body: '{"status":"disconnected"}' });
+    assert.equal((await probe('/healthz')).status, 200, 'a restart would not help it');
+    await cluster.restartScheduler(0);
+    await until('the runtime ready again', async () => (await probe('/readyz')).status === 200 || undefined, 15_000);
+  });
+});
