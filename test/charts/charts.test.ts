@@ -13,7 +13,7 @@ import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
-import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { PodMonitor, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CONNECT_PATH } from '@switchyard/tunnel';
 
 const root = join(import.meta.dirname, '../..');
@@ -53,6 +53,7 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'networking.k8s.io/v1/Ingress': Ingress,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
 };
 
 async function helmRun(args: string[]): Promise<string> {
@@ -93,7 +94,7 @@ const CHARTS = [
     probes: true,
     expect: ['Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget'],
   },
-  { chart: 'runtime', workload: 'Deployment', probes: false, expect: ['ConfigMap'] },
+  { chart: 'runtime', workload: 'Deployment', probes: true, expect: ['ConfigMap'] },
 ];
 
 for (const c of CHARTS) {
@@ -360,7 +361,10 @@ describe('charts: direct mode', { skip }, () => {
 
   it('runtime: serves the listener on its port and advertises the pod IP, the token from the Secret', async () => {
     const container = containerOf(await render('runtime', 'test/charts/values-production-runtime.yaml'));
-    assert.deepEqual(container.ports, [{ name: 'direct', containerPort: 7080, protocol: 'TCP' }]);
+    assert.deepEqual(
+      container.ports?.find((p) => p.name === 'direct'),
+      { name: 'direct', containerPort: 7080, protocol: 'TCP' },
+    );
     const names = container.env.map((e) => e.name);
     const env = new Map(container.env.map((e) => [e.name, e]));
     assert.equal(env.get('SWITCHYARD_DIRECT_LISTEN_ENABLED')?.value, 'true');
@@ -373,7 +377,10 @@ describe('charts: direct mode', { skip }, () => {
       secretKeyRef: { name: 'switchyard-direct', key: 'token' },
     });
     const plain = containerOf(await render('runtime'));
-    assert.equal(plain.ports, undefined);
+    assert.equal(
+      plain.ports?.some((p) => p.name === 'direct'),
+      false,
+    );
     assert.equal(
       plain.env.some((e) => e.name.startsWith('SWITCHYARD_DIRECT_LISTEN')),
       false,
@@ -441,6 +448,60 @@ for (const chart of ['gateway', 'scheduler']) {
     });
   });
 }
+
+// Runtimes have no Service: a PodMonitor scrapes each pod on the health
+// port the probes use.
+describe('charts/runtime: health port and podMonitor', { skip }, () => {
+  type Container = {
+    ports?: { name: string; containerPort: number }[];
+    env?: { name: string; value?: string }[];
+    livenessProbe?: { httpGet: { port: string } };
+    readinessProbe?: { httpGet: { port: string } };
+  };
+  const containerOf = (manifests: Manifest[]): Container =>
+    podOf(manifests.find((m) => m.kind === 'Deployment' || m.kind === 'DaemonSet')!).containers[0] as Container;
+
+  it('probes the health port it names and passes it to the runtime', async () => {
+    const container = containerOf(await render('runtime'));
+    assert.deepEqual(container.ports, [{ name: 'health', containerPort: 7090, protocol: 'TCP' }]);
+    assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_HEALTH_PORT')?.value, '7090');
+    assert.equal(container.livenessProbe?.httpGet.port, 'health');
+    assert.equal(container.readinessProbe?.httpGet.port, 'health');
+  });
+
+  it('turns the listener and its probes off with port 0', async () => {
+    const container = containerOf(await render('runtime', undefined, ['health.port=0']));
+    assert.equal(container.ports, undefined);
+    assert.equal(container.livenessProbe, undefined);
+    assert.equal(
+      container.env?.some((e) => e.name === 'SWITCHYARD_HEALTH_PORT'),
+      false,
+    );
+  });
+
+  it('renders a PodMonitor selecting the runtime pods on their health port, when asked', async () => {
+    assert.equal((await render('runtime')).filter((m) => m.kind === 'PodMonitor').length, 0);
+    const manifests = await render('runtime', undefined, ['podMonitor.enabled=true', 'podMonitor.labels.release=prom']);
+    const monitor = manifests.find((m) => m.kind === 'PodMonitor') as Manifest & {
+      metadata: { labels: Record<string, string> };
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: { port: string; path: string }[];
+      };
+    };
+    assert.equal(monitor.metadata.labels.release, 'prom');
+    const deployment = manifests.find((m) => m.kind === 'Deployment') as Manifest & {
+      spec: { template: { metadata: { labels: Record<string, string> } } };
+    };
+    const podLabels = deployment.spec.template.metadata.labels;
+    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(podLabels[k], v, k);
+    assert.deepEqual(
+      monitor.spec.podMetricsEndpoints.map((e) => [e.port, e.path]),
+      [['health', '/metrics']],
+    );
+    await assert.rejects(render('runtime', undefined, ['podMonitor.enabled=true', 'health.port=0']), /health\.port/);
+  });
+});
 
 // The scheduler's NetworkPolicy admits the pods of all three charts, as
 // rendered, and the extra peers given, on the port the replica listens on.
