@@ -15,6 +15,7 @@ import type { RequestTarget } from './request-target.ts';
 import { RelayConnections } from './relay-connections.ts';
 import { createProtectedResource } from './protected-resource.ts';
 import { ThrottledLog } from './throttled-log.ts';
+import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, tokenHeader } from './token-header.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
@@ -111,7 +112,11 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger: o.logger,
       })
     : undefined;
-  const schedulerAuthorization = o.schedulerToken !== undefined ? `Bearer ${o.schedulerToken}` : undefined;
+  // Asked per request and per new connection, so a rotated token is presented without a restart.
+  const schedulerAuthorization = o.schedulerToken
+    ? tokenHeader(SCHEDULER_TOKEN, o.schedulerToken, o.logger)
+    : undefined;
+  const upstreamAuthorization = o.upstreamToken ? tokenHeader(UPSTREAM_TOKEN, o.upstreamToken, o.logger) : undefined;
   const upstreamLog = new ThrottledLog(o.logger, o.clock);
   const relays = o.relayConnections
     ? new RelayConnections({
@@ -153,7 +158,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger: o.logger,
     metrics,
     upstreamMode: o.upstreamMode,
-    ...(o.upstreamToken !== undefined ? { upstreamToken: o.upstreamToken } : {}),
+    ...(upstreamAuthorization ? { upstreamAuthorization } : {}),
     ...(schedulerAuthorization ? { schedulerAuthorization } : {}),
     upstreamLog,
     idleTimeoutMs: o.idleTimeoutMs,

@@ -1,7 +1,14 @@
 export { createGateway } from './gateway.ts';
 export type { Gateway, GatewayHandler, GatewayStats } from './gateway.ts';
 export { GATEWAY_DEFAULTS } from './options.ts';
-export type { GatewayOptions, GatewayLogger, IdentityOptions, RouteCacheOptions, AuthOptions } from './options.ts';
+export type {
+  GatewayOptions,
+  GatewayLogger,
+  IdentityOptions,
+  RouteCacheOptions,
+  AuthOptions,
+  TokenOption,
+} from './options.ts';
 export { parseStrategy } from './identity.ts';
 export { originEntryProblem } from './origins.ts';
 export type { IdentityStrategy } from './identity.ts';

@@ -3,6 +3,8 @@ import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { OriginPolicy } from './origins.ts';
+import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, checkToken } from './token-header.ts';
+import type { TokenRule } from './token-header.ts';
 
 /** Minimal pino-compatible logger; the gateway never passes secrets to it. */
 export interface GatewayLogger {
@@ -59,6 +61,18 @@ export interface AuthOptions {
   readonly scopes?: readonly string[];
 }
 
+/**
+ * A token the gateway presents: fixed, or a function asked for the current
+ * one (e.g. a mounted Secret read again when it changes), so a rotated
+ * token is presented without a restart. Connections already admitted with
+ * the old one are not closed by the gateway: their peer ends them when it
+ * drops that token, and their replacements present the current one. The
+ * function should keep returning the same string while the token stays the
+ * same; what it returns is checked only when it changes, and an answer that
+ * is undefined or invalid keeps the last good token (see tokenHeader).
+ */
+export type TokenOption = string | (() => string | undefined);
+
 export interface GatewayOptions {
   /** Scheduler replica base URLs (`http://host:port`); tried in order with failover. */
   readonly schedulers: readonly string[];
@@ -66,18 +80,21 @@ export interface GatewayOptions {
   readonly upstreamMode?: 'proxy' | 'direct';
   /**
    * Bearer token presented to a runtime's direct listener (direct mode), which
-   * trusts identity headers and so demands one. Sent only on direct routes,
-   * never through the scheduler proxy. Default none.
+   * trusts identity headers and so demands one; visible ASCII. Sent only on
+   * direct routes, never through the scheduler proxy. Default none. A
+   * function is asked on every request (see TokenOption).
    */
-  readonly upstreamToken?: string;
+  readonly upstreamToken?: TokenOption;
   /**
-   * Bearer token presented to schedulers (one of their `apiTokens`): on
-   * scheduling calls, `/api/proxy` requests, event streams and relay
-   * connections (on the relay's upgrade only: the requests a relay carries
-   * reach the runtime as sent). A scheduler strips it before its tunnel, so
-   * no runtime sees it. Default none, for schedulers with an open API.
+   * Bearer token presented to schedulers (one of their `apiTokens`), at
+   * least 16 visible ASCII characters: on scheduling calls, `/api/proxy`
+   * requests, event streams and relay connections (on the relay's upgrade
+   * only: the requests a relay carries reach the runtime as sent). A
+   * scheduler strips it before its tunnel, so no runtime sees it. Default
+   * none, for schedulers with an open API. A function is asked on every
+   * request and for every new relay connection (see TokenOption).
    */
-  readonly schedulerToken?: string;
+  readonly schedulerToken?: TokenOption;
   /**
    * Event streams (`GET /mcp`) through a scheduler travel as HTTP/2 streams
    * (h2c on `http:` URLs, ALPN `h2` inside TLS on `https:` ones), many to a
@@ -181,8 +198,8 @@ const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() 
 export interface ResolvedOptions {
   readonly schedulers: readonly string[];
   readonly upstreamMode: 'proxy' | 'direct';
-  readonly upstreamToken?: string;
-  readonly schedulerToken?: string;
+  readonly upstreamToken?: TokenOption;
+  readonly schedulerToken?: TokenOption;
   readonly eventStreamsOverHttp2: boolean;
   readonly relayConnections: boolean;
   readonly eventStreamPingIntervalMs: number;
@@ -218,12 +235,9 @@ function checkResourceMetadata(auth: AuthOptions): void {
   }
 }
 
-/** A token sent in a header this gateway writes by hand (the relay upgrade): visible ASCII only. */
-function headerToken(name: string, value: string): string {
-  if (!/^[\x21-\x7e]+$/.test(value)) {
-    throw new SwitchyardError('invalid_request', `${name} must be visible ASCII characters only`);
-  }
-  return value;
+/** A fixed token is checked here, once; a function's answers as they change (tokenHeader). */
+function fixedOrAsked(rule: TokenRule, token: TokenOption): TokenOption {
+  return typeof token === 'string' ? checkToken(rule, token) : token;
 }
 
 function positive(name: string, value: number): number {
@@ -259,8 +273,8 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       'eventStreamPingIntervalMs',
       options.eventStreamPingIntervalMs ?? d.eventStreamPingIntervalMs,
     ),
-    ...(options.upstreamToken ? { upstreamToken: options.upstreamToken } : {}),
-    ...(options.schedulerToken ? { schedulerToken: headerToken('schedulerToken', options.schedulerToken) } : {}),
+    ...(options.upstreamToken ? { upstreamToken: fixedOrAsked(UPSTREAM_TOKEN, options.upstreamToken) } : {}),
+    ...(options.schedulerToken ? { schedulerToken: fixedOrAsked(SCHEDULER_TOKEN, options.schedulerToken) } : {}),
     identity: {
       class: options.identity?.class ?? ['path:class', 'header:X-Switchyard-Class', `default:${defaultClass}`],
       process: options.identity?.process ?? ['path:process', 'header:X-Switchyard-Process'],

@@ -43,8 +43,11 @@ export class RelayConnections implements Dispatch {
     keepAliveTimeout: number;
     connectTimeout: number;
     clock: Clock;
-    /** `Authorization` on each relay's upgrade (the schedulers' API token); the requests it carries go without. */
-    authorization?: string;
+    /**
+     * `Authorization` on each relay's upgrade (the schedulers' API token),
+     * asked at every dial; the requests it carries go without.
+     */
+    authorization?: () => string | undefined;
     /** Told of each refusal that starts a REFUSED_MS spell (not of the requests failed with it). */
     onRefused?: (relay: string, error: Error) => void;
   }) {
@@ -129,22 +132,28 @@ export type RelayConnector = (options: buildConnector.Options, callback: buildCo
  * An undici connector for the relay at `relay`
  * (`http(s)://scheduler/api/relay/<runtime>`): dials the scheduler (over TLS
  * for `https:`, verified against Node's default CAs as undici's own connector
- * is) and asks for the relay; hands undici the socket after the `101`, with
+ * is) and asks for the relay, with the `Authorization` that `authorization`
+ * gives at that dial (a connection outlives a rotated token; the next one
+ * presents the new token); hands undici the socket after the `101`, with
  * whatever followed it put back. The socket's own errors keep their codes
  * (ECONNREFUSED, a certificate's, …); no answer in time is
  * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector.
  */
-export function relayConnector(relay: URL, timeoutMs: number, authorization?: string): RelayConnector {
-  const request =
-    `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n` +
-    (authorization !== undefined ? `Authorization: ${authorization}\r\n` : '') +
-    `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
+export function relayConnector(
+  relay: URL,
+  timeoutMs: number,
+  authorization?: () => string | undefined,
+): RelayConnector {
+  const start = `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n`;
+  const upgrade = `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
   const secure = relay.protocol === 'https:';
   const port = Number(relay.port || (secure ? 443 : 80));
   const host = relay.hostname.replace(/^\[(.*)\]$/, '$1');
   // SNI takes host names only.
   const servername = net.isIP(host) ? undefined : host;
   return (_options, callback) => {
+    const credentials = authorization?.();
+    const request = credentials === undefined ? start + upgrade : `${start}Authorization: ${credentials}\r\n${upgrade}`;
     const socket = secure
       ? tls.connect({ host, port, ALPNProtocols: ['http/1.1'], ...(servername ? { servername } : {}) }).setNoDelay(true)
       : net.connect({ host, port, noDelay: true });

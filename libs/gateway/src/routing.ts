@@ -52,10 +52,10 @@ export interface RoutingContext {
   readonly logger: GatewayLogger;
   readonly metrics: GatewayMetrics;
   readonly upstreamMode: 'proxy' | 'direct';
-  /** Bearer token for runtimes' direct listeners; sent on direct routes only. */
-  readonly upstreamToken?: string;
-  /** `Authorization` for schedulers' API; sent on routes through a scheduler (relays: on the upgrade only). */
-  readonly schedulerAuthorization?: string;
+  /** `Authorization` for runtimes' direct listeners, asked per request; sent on direct routes only. */
+  readonly upstreamAuthorization?: () => string | undefined;
+  /** `Authorization` for schedulers' API, asked per request; sent on routes through a scheduler (relays: on the upgrade only). */
+  readonly schedulerAuthorization?: () => string | undefined;
   /** Where trouble with an upstream is reported, throttled per upstream (a refused token, a failing TLS handshake). */
   readonly upstreamLog: ThrottledLog;
   readonly idleTimeoutMs: number;
@@ -198,7 +198,8 @@ async function send(
   const method = r.req.method as 'GET' | 'POST' | 'DELETE';
   const headers = upstreamHeaders(r.req.headers, asserted);
   // The client's own Authorization was stripped above; this one is the gateway's.
-  if (route.direct && ctx.upstreamToken !== undefined) headers.authorization = `Bearer ${ctx.upstreamToken}`;
+  const direct = route.direct ? ctx.upstreamAuthorization?.() : undefined;
+  if (direct !== undefined) headers.authorization = direct;
   const upstream = {
     url: route.url,
     method,
@@ -215,9 +216,8 @@ async function send(
   // plain HTTP/1.1 through `/api/proxy`. The scheduler's API token rides
   // each request it reads; a relay's requests reach the runtime as sent, so
   // the token rides the relay's upgrade instead (RelayConnections).
-  const proxied = ctx.schedulerAuthorization
-    ? { ...upstream, headers: { ...headers, authorization: ctx.schedulerAuthorization } }
-    : upstream;
+  const authorization = ctx.schedulerAuthorization?.();
+  const proxied = authorization !== undefined ? { ...upstream, headers: { ...headers, authorization } } : upstream;
   if (method === 'GET' && ctx.eventStreams) {
     const streams = ctx.eventStreams;
     const origin = new URL(route.url).origin;

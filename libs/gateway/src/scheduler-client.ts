@@ -17,8 +17,8 @@ export interface Placement {
 export interface SchedulerClientConfig {
   readonly schedulers: readonly string[];
   readonly dispatcher: Dispatcher;
-  /** `Authorization` for the schedulers' API (gateway option `schedulerToken`). */
-  readonly authorization?: string;
+  /** `Authorization` for the schedulers' API (gateway option `schedulerToken`), asked per call. */
+  readonly authorization?: () => string | undefined;
   /** Where trouble with a replica is reported (throttled: a replica that is down fails every ask alike). */
   readonly upstreamLog: ThrottledLog;
   readonly clock: Clock;
@@ -87,6 +87,7 @@ export class SchedulerClient {
 
   async #ask(base: string, request: ScheduleRequestInput, signal?: AbortSignal): Promise<Attempt> {
     const url = new URL(`${base}/api/schedule`);
+    const authorization = this.#config.authorization?.();
     try {
       const res = await this.#config.dispatcher.request({
         origin: url.origin,
@@ -94,7 +95,7 @@ export class SchedulerClient {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          ...(this.#config.authorization ? { authorization: this.#config.authorization } : {}),
+          ...(authorization !== undefined ? { authorization } : {}),
         },
         body: JSON.stringify(request),
         headersTimeout: this.#config.timeoutMs,
