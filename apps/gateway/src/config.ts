@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { originEntryProblem } from '@switchyard/gateway';
-import { processConfigFields } from '@switchyard/service';
+import { ConfigError, processConfigFields } from '@switchyard/service';
 
 /** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
 const ONE = String.raw`(default:[A-Za-z0-9._:@-]{1,128}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})`;
@@ -68,9 +68,17 @@ export const gatewayConfigSchema = z.object({
     .describe('`proxy` sends traffic through the scheduler tunnel; `direct` dials a runtime address when it has one.'),
   upstreamToken: z
     .string()
+    .trim()
+    .regex(/^[\x21-\x7e]+$/, 'visible ASCII characters only')
     .optional()
     .meta({ secret: true })
     .describe("Bearer token presented to runtimes' direct listeners (upstreamMode direct)."),
+  upstreamTokenFile: z
+    .string()
+    .optional()
+    .describe(
+      "File holding upstreamToken instead (a mounted Secret), its first value, so it may list the runtimes' tokens too; read again when it changes, so a rotated token is presented without a restart. A file without a valid token is logged and leaves the last good one in use.",
+    ),
   schedulerToken: z
     .string()
     .trim()
@@ -79,6 +87,12 @@ export const gatewayConfigSchema = z.object({
     .meta({ secret: true })
     .describe(
       'Bearer token presented to schedulers, one of their apiTokens; needed when they set any. A scheduler strips it before its tunnel: runtimes never see it.',
+    ),
+  schedulerTokenFile: z
+    .string()
+    .optional()
+    .describe(
+      "File holding schedulerToken instead (a mounted Secret), its first value, so it may be the schedulers' apiTokens file; read again when it changes, so a rotated token is presented without a restart (new relay connections and event streams too). A file without a valid token is logged and leaves the last good one in use.",
     ),
   eventStreamsOverHttp2: z
     .boolean()
@@ -155,3 +169,18 @@ export const gatewayConfigSchema = z.object({
 });
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+
+/**
+ * One token is presented, from its inline value or from its file, never a
+ * choice between the two at run time (loadAppConfig's `derive`).
+ */
+export function checkTokenSources(config: GatewayConfig): GatewayConfig {
+  const problems: string[] = [];
+  for (const name of ['schedulerToken', 'upstreamToken'] as const) {
+    if (config[name] !== undefined && config[`${name}File`] !== undefined) {
+      problems.push(`${name}File: set ${name} or ${name}File, not both`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError('invalid configuration', problems);
+  return config;
+}

@@ -2,7 +2,7 @@
 // switchyard-gateway: the /mcp front door. Parses config, builds the gateway
 // from @switchyard/gateway and serves it with probes and metrics.
 import v8 from 'node:v8';
-import { createGateway } from '@switchyard/gateway';
+import { createGateway, type TokenOption } from '@switchyard/gateway';
 import {
   createLifecycle,
   createLogger,
@@ -13,7 +13,7 @@ import {
   metricsHandler,
   secretSource,
 } from '@switchyard/service';
-import { gatewayConfigSchema } from './config.ts';
+import { checkTokenSources, gatewayConfigSchema } from './config.ts';
 
 // Not `import http from 'node:http'`: Node builds that ESM namespace by
 // reading every export, and three of them (WebSocket, CloseEvent,
@@ -44,6 +44,7 @@ const config = loadAppConfig(gatewayConfigSchema, {
   argv: process.argv.slice(2),
   env: process.env,
   program: 'switchyard-gateway',
+  derive: checkTokenSources,
 });
 const logger = createLogger({ name: 'gateway', level: config.logLevel });
 const metrics = createMetrics('gateway');
@@ -55,14 +56,27 @@ if (config.auth.mode === 'jwt' && !config.auth.audience && !config.auth.resource
   );
 }
 
+/**
+ * A token from its inline value or from its file: the file's first value,
+ * read again when the file changes (at most once a second). The same string
+ * comes back until then, so the gateway builds its header once per change.
+ */
+function tokenFrom(inline: string | undefined, file: string | undefined): TokenOption | undefined {
+  if (file === undefined) return inline;
+  const read = secretSource([], file);
+  return () => read()[0];
+}
+const upstreamToken = tokenFrom(config.upstreamToken, config.upstreamTokenFile);
+const schedulerToken = tokenFrom(config.schedulerToken, config.schedulerTokenFile);
+
 const gateway = createGateway({
   schedulers: config.schedulers,
   upstreamMode: config.upstreamMode,
   eventStreamsOverHttp2: config.eventStreamsOverHttp2,
   relayConnections: config.relayConnections,
   eventStreamPingIntervalMs: config.eventStreamPingIntervalMs,
-  ...(config.upstreamToken ? { upstreamToken: config.upstreamToken } : {}),
-  ...(config.schedulerToken ? { schedulerToken: config.schedulerToken } : {}),
+  ...(upstreamToken ? { upstreamToken } : {}),
+  ...(schedulerToken ? { schedulerToken } : {}),
   identity: {
     class: chain(config.identity.class),
     process: chain(config.identity.process),
