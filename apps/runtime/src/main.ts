@@ -60,8 +60,13 @@ function engines(classes: RuntimeConfig['classes']): Record<string, EngineConfig
 }
 
 const direct = config.directListen;
-if (direct.enabled && !direct.token) {
-  logger.fatal({}, 'directListen.enabled requires directListen.token: the listener trusts identity headers');
+// Read again when the file changes: a rotation lists the old and the new token, then only the new one.
+const directTokens = secretSource(direct.token ? [direct.token] : [], direct.tokenFile);
+if (direct.enabled && directTokens().length === 0) {
+  logger.fatal(
+    {},
+    'directListen.enabled requires directListen.token or a directListen.tokenFile listing one: the listener trusts identity headers',
+  );
   process.exit(1);
 }
 if (direct.enabled && !direct.advertiseUrl && ['0.0.0.0', '::'].includes(direct.host)) {
@@ -91,12 +96,12 @@ const node = await startRuntimeNode({
   metadata: config.metadata,
   version: config.version,
   ...(config.sidecarPort > 0 ? { sidecarPort: config.sidecarPort } : {}),
-  ...(direct.enabled && direct.token
+  ...(direct.enabled
     ? {
         direct: {
           host: direct.host,
           port: direct.port,
-          token: direct.token,
+          tokens: directTokens,
           ...(direct.advertiseUrl ? { advertiseUrl: direct.advertiseUrl } : {}),
         },
       }

@@ -5,7 +5,7 @@ import { RUNTIME_DIRECT_REALM, type RuntimeInfo } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
 import { closeServer, listen, metricsHandler } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
-import type { RuntimeNodeOptions } from './options.ts';
+import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
 
 export interface RuntimeNode {
@@ -64,7 +64,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   }
   let directUrl: string | undefined;
   if (options.direct) {
-    const direct = http.createServer(requireBearer(options.direct.token, route));
+    const direct = http.createServer(requireBearer(options.direct.tokens, route, logger));
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
     directUrl = (options.direct.advertiseUrl ?? `http://${options.direct.host}:{port}`).replace(
       '{port}',
@@ -131,10 +131,27 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   };
 }
 
-function requireBearer(token: string, next: http.RequestListener): http.RequestListener {
-  const tokens = [token];
+/**
+ * Admits requests bearing one of the tokens listed now. An empty list (a
+ * token file emptied) refuses everything rather than opening the listener,
+ * and says so once each time the list becomes empty.
+ */
+function requireBearer(
+  tokens: readonly string[] | (() => readonly string[]),
+  next: http.RequestListener,
+  logger: RuntimeLogger,
+): http.RequestListener {
+  const listed = typeof tokens === 'function' ? tokens : () => tokens;
+  let seen: readonly string[] | undefined;
   return (req, res) => {
-    if (!bearerMatches(req.headers.authorization, tokens)) {
+    const accepted = listed();
+    if (accepted !== seen) {
+      if (accepted.length === 0 && seen?.length !== 0) {
+        logger.error({}, 'the direct listener has no token: it refuses every request until one is listed');
+      }
+      seen = accepted;
+    }
+    if (!bearerMatches(req.headers.authorization, accepted)) {
       res.writeHead(401, {
         'content-type': 'application/json',
         'www-authenticate': `Bearer realm="${RUNTIME_DIRECT_REALM}"`,

@@ -33,12 +33,16 @@ export interface RuntimeNodeOptions {
   readonly sidecarPort?: number;
   /**
    * A direct listener for gateways in `direct` mode. It trusts identity
-   * headers, so it requires this bearer token on every request.
+   * headers, so it requires one of `tokens` as a bearer token on every
+   * request; a function is asked on every request (a token file read again
+   * when it changes), so a rotation can accept the old and the new token for
+   * a while and then only the new one. With no token listed it refuses
+   * every request.
    */
   readonly direct?: {
     readonly host: string;
     readonly port: number;
-    readonly token: string;
+    readonly tokens: readonly string[] | (() => readonly string[]);
     readonly advertiseUrl?: string;
   };
   readonly tunnelPingIntervalMs?: number;

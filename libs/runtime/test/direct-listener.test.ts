@@ -3,7 +3,8 @@
 // server has something to say, and a proxy in front waits for the head before
 // it answers its own client. Through the tunnel HTTP/2 sends HEADERS at once;
 // HTTP/1.1 in Node would hold them until the first body write. It admits
-// only its configured bearer token.
+// only the bearer tokens its list holds at each request (a token file read
+// again when it changes), and none when the list is empty.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { startRuntimeNode, type RuntimeNode } from '../src/index.ts';
@@ -60,5 +61,38 @@ describe('runtime direct listener', () => {
     }
     const ok = await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(ok.status, 200);
+  });
+});
+
+describe('runtime direct listener with rotating tokens', () => {
+  let node: RuntimeNode | undefined;
+  after(() => node?.close());
+
+  it('accepts whatever its token list holds at each request, and refuses everything when it holds none', async () => {
+    const OLD = 'direct-token-old-0123456789';
+    const NEW = 'direct-token-new-0123456789';
+    let tokens: readonly string[] = [OLD];
+    const errors: string[] = [];
+    const options = await nodeOptions({ demo: { engine: 'builtin' } });
+    node = await startRuntimeNode({
+      ...options,
+      direct: { host: '127.0.0.1', port: 0, tokens: () => tokens },
+      logger: { ...options.logger, error: (_fields, msg) => void errors.push(String(msg)) },
+    });
+    const status = async (token: string): Promise<number> => {
+      const res = await fetch(`${node!.directUrl}/healthz`, { headers: { authorization: `Bearer ${token}` } });
+      await res.body?.cancel();
+      return res.status;
+    };
+    const statuses = async (): Promise<number[]> => [await status(OLD), await status(NEW)];
+    assert.deepEqual(await statuses(), [200, 401]);
+    tokens = [OLD, NEW];
+    assert.deepEqual(await statuses(), [200, 200], 'both during a rotation');
+    tokens = [NEW];
+    assert.deepEqual(await statuses(), [401, 200], 'the old one is refused once removed');
+    assert.deepEqual(errors, []);
+    tokens = [];
+    assert.deepEqual(await statuses(), [401, 401], 'no token listed opens nothing');
+    assert.deepEqual(errors, ['the direct listener has no token: it refuses every request until one is listed']);
   });
 });

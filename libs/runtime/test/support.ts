@@ -31,7 +31,7 @@ export async function nodeOptions(
     ...(engines ? { engines } : {}),
     sandboxesMax: 4,
     sessionIdleMs: 60_000,
-    direct: { host: '127.0.0.1', port: 0, token: TOKEN },
+    direct: { host: '127.0.0.1', port: 0, tokens: [TOKEN] },
     logger: quiet,
     metrics: createMetrics('runtime'),
   };
