@@ -89,6 +89,8 @@ export interface TestCluster {
       readonly args?: readonly string[];
       /** Its `--scheduler-token` instead of `apiToken`. */
       readonly schedulerToken?: string;
+      /** Where it reads its scheduler token instead of being given one (`--scheduler-token-file`). */
+      readonly schedulerTokenFile?: string;
     },
   ): Promise<AppProcess>;
   /** The scheduler that currently says it leads. */
@@ -116,6 +118,12 @@ export async function availableRuntimes(url: string, apiToken?: string): Promise
     .filter((r) => r.available)
     .map((r) => r.id)
     .sort();
+}
+
+/** A gateway's scheduler token: from its file, else given, else none. */
+function schedulerTokenArgs(file: string | undefined, token: string | undefined): string[] {
+  if (file !== undefined) return ['--scheduler-token-file', file];
+  return token !== undefined ? ['--scheduler-token', token] : [];
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
@@ -199,7 +207,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     i: number,
     port: number,
     to: readonly string[] = schedulers.map((s) => s.url!),
-    extra: { readonly args?: readonly string[]; readonly schedulerToken?: string } = {},
+    extra: {
+      readonly args?: readonly string[];
+      readonly schedulerToken?: string;
+      readonly schedulerTokenFile?: string;
+    } = {},
   ): Promise<AppProcess> =>
     spawnApp(
       'gateway',
@@ -207,9 +219,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       [
         ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
         ...['--schedulers', to.join(',')],
-        ...((extra.schedulerToken ?? options.apiToken) !== undefined
-          ? ['--scheduler-token', (extra.schedulerToken ?? options.apiToken)!]
-          : []),
+        ...schedulerTokenArgs(extra.schedulerTokenFile, extra.schedulerToken ?? options.apiToken),
         ...(options.gatewayArgs ?? []),
         ...(extra.args ?? []),
       ],
