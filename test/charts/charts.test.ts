@@ -292,8 +292,60 @@ for (const c of INGRESSES) {
   });
 }
 
-// The scheduler API's tokens: a file from a Secret on the schedulers (read
-// again when it changes), one token in the environment of the gateways.
+type SecretPod = {
+  containers: {
+    env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: unknown } }[];
+    volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+  }[];
+  volumes?: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] } }[];
+};
+
+/**
+ * The Secret key behind the file an env var names (the volume mounted at
+ * its folder), and whether it is mounted read-only; undefined without the
+ * variable.
+ */
+function secretFileOf(pod: SecretPod, env: string): { secret: string; key: string; readOnly: boolean } | undefined {
+  const container = pod.containers[0]!;
+  const path = container.env?.find((e) => e.name === env)?.value;
+  if (path === undefined) return undefined;
+  const slash = path.lastIndexOf('/');
+  const mount = container.volumeMounts?.find((m) => m.mountPath === path.slice(0, slash));
+  const volume = pod.volumes?.find((v) => v.name === mount?.name);
+  const item = volume?.secret?.items?.find((i) => i.path === path.slice(slash + 1));
+  assert.ok(mount && volume?.secret && item, `${env}=${path} is a key of a mounted Secret`);
+  return { secret: volume.secret.secretName, key: item.key, readOnly: mount.readOnly === true };
+}
+
+// Tokens come from Secrets mounted as files, which kubelet updates in a
+// running pod and the apps read again; a Secret in the environment is fixed
+// for the life of the container, so a rotation would need a restart.
+describe('charts: tokens as mounted files', { skip }, () => {
+  const cases = [
+    { chart: 'gateway', set: ['upstreamMode=direct', 'upstreamToken.existingSecret=switchyard-direct'] },
+    { chart: 'runtime', set: [] },
+    { chart: 'scheduler', set: ['apiTokens.existingSecret=switchyard-api'] },
+  ];
+  for (const c of cases) {
+    it(`${c.chart}: takes no token from a Secret into the environment`, async () => {
+      const manifests = await render(c.chart, `test/charts/values-production-${c.chart}.yaml`, c.set);
+      const workload = manifests.find((m) => ['Deployment', 'DaemonSet', 'StatefulSet'].includes(m.kind))!;
+      const env = (podOf(workload) as unknown as SecretPod).containers[0]!.env ?? [];
+      const fromSecrets = env.filter((e) => e.valueFrom?.secretKeyRef !== undefined).map((e) => e.name);
+      assert.deepEqual(
+        fromSecrets.filter((name) => name.includes('TOKEN')),
+        [],
+      );
+      assert.ok(
+        env.some((e) => /^SWITCHYARD_.*TOKENS?_FILE$/.test(e.name)),
+        'a token file is named',
+      );
+    });
+  }
+});
+
+// The scheduler API's tokens: a file from a Secret on the schedulers, the
+// first line of one on the gateways, each read again when it changes.
 describe('charts: scheduler API tokens', { skip }, () => {
   type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
   type Pod = {
@@ -338,14 +390,20 @@ describe('charts: scheduler API tokens', { skip }, () => {
     await assert.rejects(render('scheduler', undefined, ['apiTokens.values={short}']), /apiTokens\.values\.0/);
   });
 
-  it('gateway: takes SWITCHYARD_SCHEDULER_TOKEN from the Secret named, and sets nothing without one', async () => {
+  it("gateway: reads its token from the Secret's key, mounted read-only, and sets nothing without one", async () => {
     const pod = workloadOf(await render('gateway', 'test/charts/values-production-gateway.yaml'));
-    assert.deepEqual(pod.containers[0]!.env!.find((e) => e.name === 'SWITCHYARD_SCHEDULER_TOKEN')?.valueFrom, {
-      secretKeyRef: { name: 'switchyard-api', key: 'tokens' },
+    assert.deepEqual(secretFileOf(pod as SecretPod, 'SWITCHYARD_SCHEDULER_TOKEN_FILE'), {
+      secret: 'switchyard-api',
+      key: 'tokens',
+      readOnly: true,
     });
     const plain = workloadOf(await render('gateway'));
     assert.equal(
-      plain.containers[0]!.env!.some((e) => e.name === 'SWITCHYARD_SCHEDULER_TOKEN'),
+      plain.containers[0]!.env!.some((e) => e.name.startsWith('SWITCHYARD_SCHEDULER_TOKEN')),
+      false,
+    );
+    assert.equal(
+      plain.volumes?.some((v) => v.name === 'scheduler-token'),
       false,
     );
   });
@@ -356,11 +414,14 @@ describe('charts: scheduler API tokens', { skip }, () => {
 describe('charts: direct mode', { skip }, () => {
   type Env = { name: string; value?: string; valueFrom?: Record<string, unknown> };
   type Container = { env: Env[]; ports?: { name: string; containerPort: number }[] };
+  const workloadPod = (manifests: Manifest[]): SecretPod =>
+    podOf(manifests.find((m) => ['Deployment', 'DaemonSet'].includes(m.kind))!) as unknown as SecretPod;
   const containerOf = (manifests: Manifest[]): Container =>
-    podOf(manifests.find((m) => ['Deployment', 'DaemonSet'].includes(m.kind))!).containers[0] as unknown as Container;
+    workloadPod(manifests).containers[0] as unknown as Container;
 
-  it('runtime: serves the listener on its port and advertises the pod IP, the token from the Secret', async () => {
-    const container = containerOf(await render('runtime', 'test/charts/values-production-runtime.yaml'));
+  it('runtime: serves the listener on its port and advertises the pod IP, the tokens from the Secret', async () => {
+    const manifests = await render('runtime', 'test/charts/values-production-runtime.yaml');
+    const container = containerOf(manifests);
     assert.deepEqual(
       container.ports?.find((p) => p.name === 'direct'),
       { name: 'direct', containerPort: 7080, protocol: 'TCP' },
@@ -373,8 +434,11 @@ describe('charts: direct mode', { skip }, () => {
     assert.deepEqual(env.get('POD_IP')?.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } });
     // Kubernetes expands $(POD_IP) only from variables defined before it.
     assert.ok(names.indexOf('POD_IP') < names.indexOf('SWITCHYARD_DIRECT_LISTEN_ADVERTISE_URL'));
-    assert.deepEqual(env.get('SWITCHYARD_DIRECT_LISTEN_TOKEN')?.valueFrom, {
-      secretKeyRef: { name: 'switchyard-direct', key: 'token' },
+    assert.equal(env.has('SWITCHYARD_DIRECT_LISTEN_TOKEN'), false);
+    assert.deepEqual(secretFileOf(workloadPod(manifests), 'SWITCHYARD_DIRECT_LISTEN_TOKEN_FILE'), {
+      secret: 'switchyard-direct',
+      key: 'token',
+      readOnly: true,
     });
     const plain = containerOf(await render('runtime'));
     assert.equal(
@@ -391,14 +455,19 @@ describe('charts: direct mode', { skip }, () => {
     await assert.rejects(render('runtime', undefined, ['directListener.enabled=true']), /directListener\.token/);
   });
 
-  it('gateway: takes upstreamToken from its Secret, and refuses direct mode without one', async () => {
-    const container = containerOf(
-      await render('gateway', undefined, ['upstreamMode=direct', 'upstreamToken.existingSecret=switchyard-direct']),
-    );
-    const env = new Map(container.env.map((e) => [e.name, e]));
+  it("gateway: reads upstreamToken from its Secret's key, mounted read-only, and refuses direct mode without one", async () => {
+    const manifests = await render('gateway', undefined, [
+      'upstreamMode=direct',
+      'upstreamToken.existingSecret=switchyard-direct',
+      'upstreamToken.key=gateways',
+    ]);
+    const env = new Map(containerOf(manifests).env.map((e) => [e.name, e]));
     assert.equal(env.get('SWITCHYARD_UPSTREAM_MODE')?.value, 'direct');
-    assert.deepEqual(env.get('SWITCHYARD_UPSTREAM_TOKEN')?.valueFrom, {
-      secretKeyRef: { name: 'switchyard-direct', key: 'token' },
+    assert.equal(env.has('SWITCHYARD_UPSTREAM_TOKEN'), false);
+    assert.deepEqual(secretFileOf(workloadPod(manifests), 'SWITCHYARD_UPSTREAM_TOKEN_FILE'), {
+      secret: 'switchyard-direct',
+      key: 'gateways',
+      readOnly: true,
     });
     await assert.rejects(render('gateway', undefined, ['upstreamMode=direct']), /upstreamToken\.existingSecret/);
   });
