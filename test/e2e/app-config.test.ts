@@ -5,7 +5,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -14,19 +17,21 @@ function run(
   app: 'scheduler' | 'gateway' | 'runtime',
   args: readonly string[],
   env: Record<string, string | undefined> = process.env,
-): Promise<{ code: number | null; stderr: string }> {
+): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [`${ROOT}apps/${app}/src/main.ts`, ...args], {
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
       env,
     });
     let stderr = '';
+    let stdout = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
     child.once('error', reject);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr });
+      resolve({ code, stderr, stdout });
     });
   });
 }
@@ -86,4 +91,25 @@ describe('apps whose port is taken', () => {
       }
     });
   }
+});
+
+describe('a runtime asked for a direct listener without a token', () => {
+  it('refuses to start when neither directListen.token nor its token file lists one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-direct-'));
+    try {
+      const file = join(dir, 'tokens');
+      writeFileSync(file, '# rotated out\n\n');
+      const { code, stdout } = await run('runtime', [
+        ...['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+        ...['--direct-listen.enabled', 'true', '--direct-listen.port', '0', '--direct-listen.token-file', file],
+      ]);
+      assert.equal(code, 1, stdout);
+      assert.match(
+        stdout,
+        /directListen\.enabled requires directListen\.token or a directListen\.tokenFile listing one/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
