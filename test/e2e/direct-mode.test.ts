@@ -13,7 +13,7 @@ const TOKEN = 'direct-token-0123456789abcdef';
 const NO_ADDRESS_WARNING =
   'the direct listener advertises an address only this machine can dial: set directListen.advertiseUrl';
 const RUNTIME_TOKEN_REFUSED =
-  "runtime refused this gateway's upstream token: set upstreamToken to the runtimes' directListen.token";
+  "runtime refused this gateway's upstream token: set upstreamToken (or upstreamTokenFile) to one of the runtimes' directListen tokens";
 
 const directArgs = (port: number, advertise: boolean): string[] => [
   ...['--direct-listen.enabled', 'true', '--direct-listen.host', '0.0.0.0', '--direct-listen.port', String(port)],

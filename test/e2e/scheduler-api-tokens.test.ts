@@ -34,7 +34,7 @@ const NEW = 'api-token-new-0123456789abcdef';
 /** Every request through a scheduler on plain `/api/proxy`, which reads each one (and so checks each one's token). */
 const PLAIN = ['--relay-connections', 'false', '--event-streams-over-http2', 'false'];
 const REFUSED_LOG =
-  "scheduler refused this gateway's API token: set schedulerToken to one of the scheduler's apiTokens";
+  "scheduler refused this gateway's API token: set schedulerToken (or schedulerTokenFile) to one of the schedulers' apiTokens";
 
 describe('a scheduler API behind tokens', () => {
   let dir: string;

@@ -20,7 +20,7 @@ const OLD = 'direct-token-old-0123456789abcdef';
 const NEW = 'direct-token-new-0123456789abcdef';
 const CHANGED = 'upstreamToken changed: runtimes are presented the new one';
 const RUNTIME_TOKEN_REFUSED =
-  "runtime refused this gateway's upstream token: set upstreamToken to the runtimes' directListen.token";
+  "runtime refused this gateway's upstream token: set upstreamToken (or upstreamTokenFile) to one of the runtimes' directListen tokens";
 
 describe('rotating the upstream token of direct mode', () => {
   let dir: string;

@@ -109,10 +109,10 @@ export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boo
 
 /** What a gateway logs (at error level) when a scheduler refuses its API token. */
 export const SCHEDULER_TOKEN_REFUSED =
-  "scheduler refused this gateway's API token: set schedulerToken to one of the scheduler's apiTokens";
+  "scheduler refused this gateway's API token: set schedulerToken (or schedulerTokenFile) to one of the schedulers' apiTokens";
 /** What a gateway logs (at error level) when a runtime's direct listener refuses its token. */
 export const RUNTIME_TOKEN_REFUSED =
-  "runtime refused this gateway's upstream token: set upstreamToken to the runtimes' directListen.token";
+  "runtime refused this gateway's upstream token: set upstreamToken (or upstreamTokenFile) to one of the runtimes' directListen tokens";
 
 /**
  * True for a 401 with which a scheduler (`realm` SCHEDULER_API_REALM) or a
