@@ -77,10 +77,8 @@ if (direct.enabled && !direct.advertiseUrl && ['0.0.0.0', '::'].includes(direct.
 }
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const metrics = createMetrics('runtime');
-let connected = (): boolean => false;
 // Up before the node, so that a liveness probe finds it while sandboxes start.
-const health =
-  config.health.port > 0 ? createHealthServer({ lifecycle, connected: () => connected(), metrics }) : undefined;
+const health = config.health.port > 0 ? createHealthServer({ lifecycle, metrics }) : undefined;
 const healthAddress = health
   ? await listen(health, config.health).catch((error: unknown) => exitOnListenError('switchyard-runtime', error))
   : undefined;
@@ -114,7 +112,7 @@ const node = await startRuntimeNode({
   logger,
   metrics,
 }).catch((error: unknown) => exitOnListenError('switchyard-runtime', error));
-connected = () => node.connected;
+lifecycle.addReadinessCheck(() => (node.connected ? undefined : 'disconnected'));
 lifecycle.onShutdown(() => node.close());
 lifecycle.markReady();
 lifecycle.installSignalHandlers();

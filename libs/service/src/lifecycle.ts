@@ -50,8 +50,14 @@ export interface Lifecycle {
   markReady(): void;
   /** Always 200 while the process serves HTTP at all. */
   readonly healthzHandler: Handler;
-  /** 200 after markReady; 503 before it and from the start of a drain. */
+  /** 200 after markReady while every readiness check passes; 503 before it, on a failing check and from the start of a drain. */
   readonly readyzHandler: Handler;
+  /**
+   * One more condition of readiness besides the lifecycle's own state (a
+   * runtime's tunnel being up): `check` returns why the process is not
+   * ready, which /readyz reports as its status, or undefined.
+   */
+  addReadinessCheck(check: () => string | undefined): void;
   /** A server to stop (stop accepting, finish in-flight, cut at the deadline) during shutdown. */
   addServer(server: Server): void;
   /** Runs after the servers closed, in reverse registration order, within the remaining deadline. */
@@ -82,6 +88,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
   const { logger } = options;
   const servers = new Set<Server>();
   const hooks: ShutdownHook[] = [];
+  const readinessChecks: Array<() => string | undefined> = [];
   let state: LifecycleState = 'starting';
   let shuttingDown: Promise<ShutdownResult> | undefined;
 
@@ -137,7 +144,17 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
       if (state === 'starting') state = 'ready';
     },
     healthzHandler: (_req, res) => reply(res, 200, { status: 'ok' }),
-    readyzHandler: (_req, res) => reply(res, state === 'ready' ? 200 : 503, { status: state }),
+    readyzHandler: (_req, res) => {
+      if (state !== 'ready') return reply(res, 503, { status: state });
+      for (const check of readinessChecks) {
+        const notReady = check();
+        if (notReady !== undefined) return reply(res, 503, { status: notReady });
+      }
+      reply(res, 200, { status: state });
+    },
+    addReadinessCheck(check) {
+      readinessChecks.push(check);
+    },
     addServer(server) {
       servers.add(server);
     },

@@ -52,6 +52,21 @@ describe('probes', () => {
     assert.equal(await status(`${url}/readyz`), 200);
   });
 
+  it('readyz is 503 with the reason of a failing readiness check, healthz 200 regardless', async () => {
+    const lc = createLifecycle({ logger: quiet, clock: new ManualClock() });
+    let connected = false;
+    lc.addReadinessCheck(() => (connected ? undefined : 'disconnected'));
+    lc.markReady();
+    const { url } = await probeServer(lc);
+    const body = async (): Promise<unknown> => (await fetch(`${url}/readyz`)).json();
+    assert.equal(await status(`${url}/readyz`), 503);
+    assert.deepEqual(await body(), { status: 'disconnected' });
+    assert.equal(await status(`${url}/healthz`), 200);
+    connected = true;
+    assert.equal(await status(`${url}/readyz`), 200);
+    assert.deepEqual(await body(), { status: 'ready' });
+  });
+
   it('readyz turns 503 at the start of a drain while the listener still accepts, then the listener closes', async () => {
     const clock = new ManualClock();
     const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 5000, shutdownTimeoutMs: 30000 });
