@@ -10,13 +10,20 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import type { AppProcess } from '../support/processes.ts';
 import { until } from '../support/processes.ts';
-import { connect, counter, metric, sessionsAcross, type AnyClient } from './support.ts';
+import {
+  connect,
+  counter,
+  counterRounds,
+  metric,
+  sessionsAcross,
+  underTrafficUntilLogged,
+  type AnyClient,
+} from './support.ts';
 
 const OLD = 'api-token-old-0123456789abcdef';
 const NEW = 'api-token-new-0123456789abcdef';
@@ -68,23 +75,14 @@ describe('rotating the scheduler API token', () => {
   it('moves the gateway to the new token while its sessions on both runtimes carry on, none refused', async () => {
     const url = `http://127.0.0.1:${gateway.port}/mcp`;
     const clients: AnyClient[] = [];
-    let calls = 0;
-    const everyCounter = async (when: string): Promise<void> => {
-      calls++;
-      for (const client of clients) assert.equal(await counter(client), calls, when);
-    };
+    const everyCounter = counterRounds(clients);
     try {
       assert.equal((await sessionsAcross(url, clients)).size, 2, 'sessions on both runtimes');
       await everyCounter('on the old token');
       await schedulersTake(`${OLD}\n${NEW}\n`, NEW, 200);
       await everyCounter('while the schedulers accept both');
       writeFileSync(gatewayFile, `${NEW}\n`);
-      // The gateway reads its file again when a request asks for the token (at most once a second).
-      for (let round = 0; !gateway.logs.some((l) => l.msg === CHANGED); round++) {
-        assert.ok(round < 50, 'the gateway read its new token within 5 s');
-        await everyCounter('while the gateway reads its file');
-        await sleep(100);
-      }
+      await underTrafficUntilLogged(gateway, CHANGED, everyCounter);
 
       const relays = await sum('switchyard_scheduler_relay_connections_total');
       await schedulersTake(`${NEW}\n`, OLD, 401);

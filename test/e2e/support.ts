@@ -1,6 +1,7 @@
 // Client-side helpers of the process-level gateway suites: SDK clients of both
 // generations, raw JSON-RPC over fetch, metric scraping and a throwaway
 // redis-server. Everything here talks to real processes over loopback.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Socket, createServer } from 'node:net';
@@ -8,7 +9,8 @@ import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ownChild, until } from '../support/processes.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ownChild, until, type AppProcess } from '../support/processes.ts';
 
 export const MODERN = '2026-07-28';
 export const LEGACY = '2025-11-25';
@@ -76,6 +78,36 @@ export async function sessionsAcross(
     placed.add((await whoami(client)).runtime);
   }
   return placed;
+}
+
+/**
+ * A round of `counter` on every client: the n-th round expects n from each,
+ * so a session that lost its sandbox (or a call that failed) shows, with
+ * `when` saying at which step.
+ */
+export function counterRounds(clients: readonly AnyClient[]): (when: string) => Promise<void> {
+  let rounds = 0;
+  return async (when) => {
+    rounds++;
+    for (const client of clients) assert.equal(await counter(client), rounds, when);
+  };
+}
+
+/**
+ * Keeps `round`s of traffic going until `gateway` logs `message`, within 5 s:
+ * a gateway reads a rotated token file when a request asks for the token
+ * (at most once a second), not by itself.
+ */
+export async function underTrafficUntilLogged(
+  gateway: AppProcess,
+  message: string,
+  round: (when: string) => Promise<void>,
+): Promise<void> {
+  for (let rounds = 0; !gateway.logs.some((l) => l.msg === message); rounds++) {
+    assert.ok(rounds < 50, `${gateway.name} logged "${message}" within 5 s`);
+    await round(`while ${gateway.name} reads its token file`);
+    await sleep(100);
+  }
 }
 
 /** Session id of a connected legacy client. */
