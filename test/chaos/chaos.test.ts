@@ -14,6 +14,7 @@ import { InvariantSampler } from './invariants.ts';
 import { SessionLoad } from './load.ts';
 import { createPartition, netnsUnavailable, type Partition } from './netns.ts';
 import { runScenario, type ChaosContext } from './scenario.ts';
+import { initializeBody, metric } from '../e2e/support.ts';
 
 const SUITE_BUDGET_MS = 170_000;
 const RUNTIMES = ['r0', 'r1', 'r2'];
@@ -28,6 +29,43 @@ const TUNNEL_PING_INTERVAL_MS = 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const netnsSkip = netnsUnavailable();
 if (netnsSkip) console.log(`chaos: the network-partition scenario is skipped: ${netnsSkip}`);
+
+/**
+ * While a scheduler replica is frozen (it takes connections, answers
+ * nothing), new sessions through every gateway are placed by the other
+ * replicas within a second: each gateway asks the frozen one at most once
+ * (its ask waits for the hedge delay, not a timeout) and then asks it last.
+ * Judged on the gateways' schedule latency, so a session that lands on a
+ * runtime behind the frozen replica (it then waits, whatever the gateway
+ * does) does not count against it.
+ */
+async function newSessionsAskAround(lc: LeaseCluster): Promise<void> {
+  const SESSIONS = 6;
+  const bases = [0, 1].map((g) => lc.cluster.gatewayUrl(g).replace(/\/mcp$/, ''));
+  const placed = (le?: string) =>
+    Promise.all(
+      bases.map((b) =>
+        le
+          ? metric(b, 'switchyard_gateway_schedule_duration_seconds_bucket', { le, outcome: 'ok' })
+          : metric(b, 'switchyard_gateway_schedule_duration_seconds_count', { outcome: 'ok' }),
+      ),
+    ).then((counts) => counts.reduce((a, b) => a + b, 0));
+  const [countBefore, withinBefore] = [await placed(), await placed('1')];
+  for (let i = 0; i < SESSIONS; i++) {
+    // Whether the session answers in time is the scenario's concern; only its placement is judged here.
+    await fetch(lc.cluster.gatewayUrl(i % 2), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(initializeBody()),
+      signal: AbortSignal.timeout(1000),
+    })
+      .then((res) => res.body?.cancel())
+      .catch(() => undefined);
+  }
+  const [count, within] = [(await placed()) - countBefore, (await placed('1')) - withinBefore];
+  assert.ok(count >= SESSIONS, `placed ${count} of ${SESSIONS} new sessions while a replica was frozen`);
+  assert.equal(within, count, `${count - within} placements waited over 1 s for the frozen replica`);
+}
 
 describe('chaos: one cluster, steady load, one fault at a time', () => {
   let lc: LeaseCluster;
@@ -149,15 +187,17 @@ describe('chaos: one cluster, steady load, one fault at a time', () => {
     });
   });
 
-  it('SIGSTOP/SIGCONT of a follower for 3 s', async () => {
+  it('SIGSTOP/SIGCONT of a follower for 3 s: new sessions are placed around it', async () => {
     const i = await schedulerIndex(false);
     const victim = lc.cluster.schedulers[i]!;
     await runScenario(ctx, {
       name: 'stop follower',
       victims: { schedulers: [i] },
       inject: async () => {
+        const stopped = performance.now();
         victim.signal('SIGSTOP');
-        await sleep(3000);
+        await newSessionsAskAround(lc);
+        await sleep(3000 - (performance.now() - stopped));
       },
       heal: async () => victim.signal('SIGCONT'),
     });
@@ -215,8 +255,10 @@ describe('chaos: one cluster, steady load, one fault at a time', () => {
       name: `stop runtime ${id}`,
       victims: { runtimes: [id] },
       inject: async () => {
+        const stopped = performance.now();
         victim.signal('SIGSTOP');
-        await sleep(3000);
+        await newSessionsAskAround(lc);
+        await sleep(3000 - (performance.now() - stopped));
       },
       heal: async () => victim.signal('SIGCONT'),
     });

@@ -147,6 +147,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     clock: o.clock,
     timeoutMs: GATEWAY_DEFAULTS.connectTimeoutMs,
     onLatency: (s, outcome) => metrics.scheduleLatency(s, outcome),
+    onHedge: () => metrics.scheduleHedged(),
   });
   const ctx: RoutingContext = {
     dispatcher: upstreamAgent,

@@ -11,6 +11,8 @@ export interface GatewayMetrics {
   sseClosed(): void;
   /** A scheduler refused a relay connection (its requests then go through `/api/proxy` for a while). */
   relayRefused(): void;
+  /** A scheduler ask went unanswered long enough that another replica was asked too. */
+  scheduleHedged(): void;
 }
 
 export type UpstreamErrorReason =
@@ -25,6 +27,7 @@ export const noMetrics: GatewayMetrics = {
   sseOpened: noop,
   sseClosed: noop,
   relayRefused: noop,
+  scheduleHedged: noop,
 };
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
@@ -82,6 +85,11 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     help: 'Relay connections a scheduler refused; that runtime is then reached through /api/proxy for a while',
     registers,
   });
+  const hedges = new Counter({
+    name: `${prefix}schedule_hedges_total`,
+    help: 'Scheduler asks sent because an earlier ask of the same call went unanswered for 250 ms',
+    registers,
+  });
   const requestChild = memo((key) => {
     const space = key.indexOf(' ');
     return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
@@ -101,5 +109,6 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     sseOpened: () => sse.inc(),
     sseClosed: () => sse.dec(),
     relayRefused: () => relayRefusals.inc(),
+    scheduleHedged: () => hedges.inc(),
   };
 }

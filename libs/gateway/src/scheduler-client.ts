@@ -4,7 +4,7 @@ import type { ThrottledLog } from './throttled-log.ts';
 import { SCHEDULER_TOKEN_REFUSED, refusedGatewayToken } from './upstream.ts';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
-import type { Clock } from '@switchyard/clock';
+import type { Clock, Timer } from '@switchyard/clock';
 import { GATEWAY_DEFAULTS } from './options.ts';
 
 /** A placement the gateway can send traffic to. */
@@ -24,6 +24,8 @@ export interface SchedulerClientConfig {
   readonly clock: Clock;
   readonly timeoutMs: number;
   readonly onLatency?: (seconds: number, outcome: 'ok' | 'unschedulable' | 'error') => void;
+  /** An ask went SCHEDULE_HEDGE_MS unanswered and the next replica was asked too. */
+  readonly onHedge?: () => void;
 }
 
 const RESPONSE_BYTES_MAX = 256 * 1024;
@@ -40,16 +42,32 @@ function placementOf(body: unknown): Placement | undefined {
   return { runtime: b.runtime, proxyUrl: b.proxyUrl, ...(address ? { address } : {}) };
 }
 
+/** How long an ask goes unanswered before the next replica is asked too (a placement takes a millisecond or two). */
+export const SCHEDULE_HEDGE_MS = 250;
+/** How long a replica that failed or lagged is asked last; doubled each time it fails again, up to the max. */
+const SUSPECT_MS = 1_000;
+const SUSPECT_MAX_MS = 30_000;
+
 /**
- * Asks scheduler replicas for a placement. Replicas are tried in turn from a
- * rotating start; a round where none answers is followed by a backoff
- * (20 ms doubling to 1 s) and at most GATEWAY_DEFAULTS.scheduleRoundsMax
- * rounds. A replica's `unschedulable` answer is final (every replica answers
- * the same for the same epoch). Throws SwitchyardError `unschedulable` (503)
- * or `not_ready` (503, no replica answered).
+ * Asks scheduler replicas for a placement. Placing is a read of the
+ * replica's epoch, the same on every replica, so asks may overlap: a round
+ * asks replicas in turn from a rotating start, the next one as soon as an
+ * ask fails or has gone SCHEDULE_HEDGE_MS unanswered (a frozen or
+ * partitioned replica takes connections and never answers), and the first
+ * decision wins. A replica that failed or lagged is asked last for a while,
+ * so it delays no other call. A single URL (a Service in front of the
+ * replicas) is asked twice a round: the second ask goes on another
+ * connection, which the Service may send to another replica. A round where
+ * none answers is followed by a backoff (20 ms doubling to 1 s) and at most
+ * GATEWAY_DEFAULTS.scheduleRoundsMax rounds. A replica's `unschedulable`
+ * answer is final (every replica answers the same for the same epoch).
+ * Throws SwitchyardError `unschedulable` (503) or `not_ready` (503, no
+ * replica answered).
  */
 export class SchedulerClient {
   readonly #config: SchedulerClientConfig;
+  /** Replicas to ask last: until when, and after how many failures in a row. */
+  readonly #suspects = new Map<string, { until: number; failures: number }>();
   #next = 0;
 
   constructor(config: SchedulerClientConfig) {
@@ -60,29 +78,101 @@ export class SchedulerClient {
     const started = performance.now();
     const done = (outcome: 'ok' | 'unschedulable' | 'error'): void =>
       this.#config.onLatency?.((performance.now() - started) / 1000, outcome);
-    const { schedulers } = this.#config;
     let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs;
-    const start = this.#next++ % schedulers.length;
+    const start = this.#next++;
     for (let round = 0; round < GATEWAY_DEFAULTS.scheduleRoundsMax; round++) {
       if (round > 0) {
         await sleep(this.#config.clock, backoffMs, signal);
         backoffMs = Math.min(backoffMs * 2, GATEWAY_DEFAULTS.scheduleBackoffMaxMs);
       }
-      for (let i = 0; i < schedulers.length; i++) {
-        signal?.throwIfAborted();
-        const attempt = await this.#ask(schedulers[(start + i) % schedulers.length]!, request, signal);
-        if (attempt.kind === 'placed') {
-          done('ok');
-          return attempt.placement;
-        }
-        if (attempt.kind === 'unschedulable') {
-          done('unschedulable');
-          throw new SwitchyardError('unschedulable', `No runtime can serve this request: ${attempt.message}`);
-        }
+      signal?.throwIfAborted();
+      const attempt = await this.#round(this.#order(start), request, signal);
+      if (attempt.kind === 'placed') {
+        done('ok');
+        return attempt.placement;
+      }
+      if (attempt.kind === 'unschedulable') {
+        done('unschedulable');
+        throw new SwitchyardError('unschedulable', `No runtime can serve this request: ${attempt.message}`);
       }
     }
     done('error');
     throw new SwitchyardError('not_ready', 'No scheduler replica answered');
+  }
+
+  /** The replicas from `start` on, those in good standing first (stable), suspects after, soonest cleared first. */
+  #order(start: number): string[] {
+    const { schedulers } = this.#config;
+    const now = this.#config.clock.now();
+    const askedLastUntil = (base: string): number => Math.max(this.#suspects.get(base)?.until ?? 0, now);
+    return Array.from(
+      { length: Math.max(schedulers.length, 2) },
+      (_, i) => schedulers[(start + i) % schedulers.length]!,
+    ).sort((a, b) => askedLastUntil(a) - askedLastUntil(b));
+  }
+
+  /** One round over `order`: resolves with the first decision, or `retry` once every ask failed. */
+  #round(order: readonly string[], request: ScheduleRequestInput, signal?: AbortSignal): Promise<Attempt> {
+    const abandon = new AbortController();
+    const asks = signal ? AbortSignal.any([signal, abandon.signal]) : abandon.signal;
+    return new Promise((resolve, reject) => {
+      const outstanding: string[] = [];
+      let next = 0;
+      let hedge: Timer | undefined;
+      let settled = false;
+      const settle = (finish: () => void): void => {
+        if (settled) return;
+        settled = true;
+        hedge?.cancel();
+        // Replicas still silent when another decided lagged behind it; a caller that left says nothing of them.
+        if (!signal?.aborted) for (const base of outstanding) this.#suspect(base);
+        abandon.abort();
+        finish();
+      };
+      const askNext = (): void => {
+        hedge?.cancel();
+        const base = order[next++]!;
+        outstanding.push(base);
+        if (next < order.length) {
+          hedge = this.#config.clock.setTimeout(() => {
+            this.#config.upstreamLog.warn(base, 'scheduler slow to answer; asking another replica too', {
+              waitedMs: SCHEDULE_HEDGE_MS,
+            });
+            this.#config.onHedge?.();
+            askNext();
+          }, SCHEDULE_HEDGE_MS);
+        }
+        this.#ask(base, request, asks).then(
+          (attempt) => {
+            outstanding.splice(outstanding.indexOf(base), 1);
+            if (settled) return;
+            if (attempt.kind !== 'retry') {
+              this.#suspects.delete(base);
+              return settle(() => resolve(attempt));
+            }
+            this.#suspect(base);
+            if (next < order.length) askNext();
+            else if (outstanding.length === 0) settle(() => resolve(attempt));
+          },
+          (error: unknown) => settle(() => reject(error)),
+        );
+      };
+      askNext();
+    });
+  }
+
+  /**
+   * Asks `base` last for a while. Calls that overlap fail together, so a
+   * failure counts towards the doubling only once the last period is over
+   * (the replica was tried again): a replica that lagged through one burst
+   * of calls is asked last for a second, not for the maximum.
+   */
+  #suspect(base: string): void {
+    const now = this.#config.clock.now();
+    const known = this.#suspects.get(base);
+    if (known && known.until > now) return;
+    const failures = (known?.failures ?? 0) + 1;
+    this.#suspects.set(base, { until: now + Math.min(SUSPECT_MS * 2 ** (failures - 1), SUSPECT_MAX_MS), failures });
   }
 
   async #ask(base: string, request: ScheduleRequestInput, signal?: AbortSignal): Promise<Attempt> {

@@ -13,6 +13,7 @@ import { certificateFor127 } from '@switchyard/service/testing';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, startHarness, stopServer } from './harness.ts';
+import { Registry } from 'prom-client';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway, GatewayOptions } from '@switchyard/gateway';
 
@@ -308,17 +309,23 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
   });
 });
 
+/** A gateway logger keeping the messages of its warnings. */
+function warningLog() {
+  const warnings: string[] = [];
+  const quiet = (): void => {};
+  const logger = {
+    info: quiet,
+    debug: quiet,
+    error: quiet,
+    warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''),
+  };
+  return { logger, warnings };
+}
+
 describe('a scheduler replica that cannot be dialled', () => {
   it('is asked around and logged once, not once per request', async () => {
     const h = await startHarness(1);
-    const warnings: string[] = [];
-    const quiet = (): void => {};
-    const logger = {
-      info: quiet,
-      debug: quiet,
-      error: quiet,
-      warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''),
-    };
+    const { logger, warnings } = warningLog();
     // Nothing listens on port 1: every ask of that replica is refused.
     const gateway = createGateway({
       schedulers: ['http://127.0.0.1:1', h.scheduler.url],
@@ -328,11 +335,91 @@ describe('a scheduler replica that cannot be dialled', () => {
     const { server, url } = await listen(gateway);
     try {
       for (let i = 0; i < 10; i++) assert.equal((await post(url, INITIALIZE)).status, 200);
-      // Asks start at each replica in turn, so half of the ten met the refusing one first.
+      // The first ask met the refusing replica, which is asked last after that and now and then again:
+      // one line for all of it.
       assert.deepEqual(warnings, ['scheduler unreachable']);
     } finally {
       await stopServer(server);
       await gateway.close();
+      await h.close();
+    }
+  });
+});
+
+describe('a scheduler replica that takes connections but never answers', () => {
+  // A frozen replica (SIGSTOP, a stuck event loop) or one behind a partition
+  // looks like this: the kernel completes the handshake, nothing answers.
+  it('is asked around after the hedge delay, then asked last', async () => {
+    const h = await startHarness(1);
+    const asked: string[] = [];
+    const frozen = createServer((req) => void asked.push(req.url ?? ''));
+    await new Promise<void>((resolve) => frozen.listen(0, '127.0.0.1', resolve));
+    const registry = new Registry();
+    const { logger, warnings } = warningLog();
+    const gateway = createGateway({
+      schedulers: [`http://127.0.0.1:${(frozen.address() as AddressInfo).port}`, h.scheduler.url],
+      upstreamMode: 'direct',
+      metrics: { registry, prefix: 'switchyard_gateway_' },
+      logger,
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      const waits: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const started = performance.now();
+        assert.equal((await post(url, INITIALIZE)).status, 200);
+        waits.push(performance.now() - started);
+      }
+      // The first session met the frozen replica first and waited for the hedge (250 ms), not for a timeout (5 s).
+      assert.ok(waits[0]! >= 200 && waits[0]! < 1500, `first session waited ${waits[0]!.toFixed(0)} ms`);
+      // After that the frozen replica is asked last, so no later session waits for it.
+      for (const wait of waits.slice(1)) assert.ok(wait < 200, `a later session waited ${wait.toFixed(0)} ms`);
+      assert.deepEqual(asked, ['/api/schedule']);
+      assert.match(await registry.metrics(), /switchyard_gateway_schedule_hedges_total 1\n/);
+      assert.deepEqual(warnings, ['scheduler slow to answer; asking another replica too']);
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      frozen.closeAllConnections();
+      await new Promise((resolve) => frozen.close(resolve));
+      await h.close();
+    }
+  });
+
+  it('behind one URL (a Service), is asked around on another connection', async () => {
+    const h = await startHarness(1);
+    // Stands for a Service: the first connection lands on a frozen replica, later ones on a live one.
+    let connections = 0;
+    const service = createServer((req, res) => {
+      if ((req.socket as { frozen?: boolean }).frozen) return;
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        fetch(`${h.scheduler.url}${req.url}`, { method: 'POST', body: Buffer.concat(chunks) }).then(
+          async (answer) =>
+            res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text()),
+          () => res.writeHead(502).end(),
+        );
+      });
+    });
+    service.on('connection', (socket) => Object.assign(socket, { frozen: connections++ === 0 }));
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    const gateway = createGateway({
+      schedulers: [`http://127.0.0.1:${(service.address() as AddressInfo).port}`],
+      upstreamMode: 'direct',
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      const started = performance.now();
+      assert.equal((await post(url, INITIALIZE)).status, 200);
+      const waited = performance.now() - started;
+      assert.ok(waited >= 200 && waited < 1500, `the session waited ${waited.toFixed(0)} ms`);
+      assert.equal(connections, 2);
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      service.closeAllConnections();
+      await new Promise((resolve) => service.close(resolve));
       await h.close();
     }
   });
