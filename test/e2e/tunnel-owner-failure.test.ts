@@ -13,16 +13,26 @@ import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
 import { connect, counter, whoami, type AnyClient } from './support.ts';
+import type { AppProcess } from '../support/processes.ts';
 
 const SESSIONS = 8;
 
-/** A Service stand-in: each connection goes to the next replica port that accepts it. */
-async function serviceFront(ports: readonly number[]): Promise<{ url: string; close(): void }> {
+interface ServiceFront {
+  readonly url: string;
+  /** Ports taken out of the rotation, as a replica failing its readiness probe leaves the Service's endpoints. */
+  readonly out: Set<number>;
+  close(): void;
+}
+
+/** A Service stand-in: each connection goes to the next replica port in the rotation that accepts it. */
+async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   let next = 0;
+  const out = new Set<number>();
   const server = net.createServer((client) => {
     client.on('error', () => {});
     const dial = (triesLeft: number): void => {
-      const upstream = net.connect({ host: '127.0.0.1', port: ports[next++ % ports.length]! });
+      const inRotation = ports.filter((p) => !out.has(p));
+      const upstream = net.connect({ host: '127.0.0.1', port: inRotation[next++ % inRotation.length]! });
       upstream.once('connect', () => {
         upstream.on('error', () => client.destroy());
         upstream.on('close', () => client.destroy());
@@ -37,6 +47,7 @@ async function serviceFront(ports: readonly number[]): Promise<{ url: string; cl
   await once(server, 'listening');
   return {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    out,
     close: () => server.close(),
   };
 }
@@ -50,7 +61,7 @@ async function runtimesSeenBy(url: string): Promise<RuntimeRow[]> {
 
 describe('a scheduler replica dies with tunnels on it (runtimes dial a Service)', () => {
   let cluster: TestCluster;
-  let front: { url: string; close(): void };
+  let front: ServiceFront;
   before(async () => {
     cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
     front = await serviceFront(cluster.schedulers.map((s) => s.port!));
@@ -90,6 +101,74 @@ describe('a scheduler replica dies with tunnels on it (runtimes dial a Service)'
       assert.deepEqual(counts, Array<number>(SESSIONS).fill(2), `sessions on ${placed.map((p) => p.runtime)}`);
       assert.ok(placed.filter((p) => p.runtime === moved).length >= 1, 'at least one session was on the moved runtime');
     } finally {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    }
+  });
+});
+
+describe('a scheduler replica goes silent with tunnels on it (frozen: it takes connections, answers nothing)', () => {
+  let cluster: TestCluster;
+  let front: ServiceFront;
+  let victim: AppProcess | undefined;
+  before(async () => {
+    cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+    front = await serviceFront(cluster.schedulers.map((s) => s.port!));
+    await cluster.startRuntime('r0', 0, { schedulerUrl: front.url });
+    await cluster.startRuntime('r1', 0, { schedulerUrl: front.url });
+    await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
+  });
+  after(async () => {
+    victim?.signal('SIGCONT');
+    front?.close();
+    await cluster?.stop();
+  });
+
+  it('costs each of its sessions at most one failed call (502), then they count on through another replica', async () => {
+    const clients: AnyClient[] = await Promise.all(
+      Array.from({ length: SESSIONS }, () => connect('v2', cluster.gatewayUrl())),
+    );
+    try {
+      const placed = await Promise.all(clients.map(async (c) => (await whoami(c)).runtime));
+      for (const c of clients) assert.equal(await counter(c), 1);
+      // A follower holding a runtime with sessions on it, so no election is part of what is measured.
+      const leader = await cluster.leader();
+      const rows = await runtimesSeenBy(cluster.schedulerUrls()[0]!);
+      const moved = [...new Set(placed)].find((id) => rows.find((r) => r.id === id)?.owner !== leader.name);
+      assert.ok(moved, `a session on a runtime held by a follower (${JSON.stringify(rows)}, leader ${leader.name})`);
+      const owner = rows.find((r) => r.id === moved)!.owner;
+      victim = cluster.schedulers.find((s) => s.name === owner)!;
+      const frozenAt = performance.now();
+      victim.signal('SIGSTOP');
+      front.out.add(victim.port!);
+
+      const failures: string[] = [];
+      const counts = await Promise.all(
+        clients.map(async (c) => {
+          // Bounded: a call that fails is made again, at most four times in all.
+          for (let attempt = 0; attempt < 4; attempt++) {
+            try {
+              return await counter(c);
+            } catch (error) {
+              failures.push((error as Error).message);
+              await new Promise((resolve) => setTimeout(resolve, 500));
+            }
+          }
+          return -1;
+        }),
+      );
+      const tookMs = performance.now() - frozenAt;
+      assert.deepEqual(counts, Array<number>(SESSIONS).fill(2), `failures: ${failures.join(' | ')}`);
+      const onMoved = placed.filter((r) => r === moved).length;
+      assert.ok(failures.length <= onMoved, `${failures.length} failed calls for ${onMoved} sessions on ${moved}`);
+      for (const f of failures) assert.match(f, /stopped answering/);
+      // Detection takes one to two checks (5 s each); the idle timeout it replaces is 5 minutes.
+      assert.ok(tookMs < 20_000, `all sessions counted on after ${(tookMs / 1000).toFixed(1)} s`);
+      console.log(
+        `silent owner: ${onMoved} of ${SESSIONS} sessions on ${moved}, ${failures.length} failed calls, ` +
+          `all counting again after ${(tookMs / 1000).toFixed(1)} s`,
+      );
+    } finally {
+      victim?.signal('SIGCONT');
       await Promise.all(clients.map((c) => c.close().catch(() => {})));
     }
   });

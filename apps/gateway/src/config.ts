@@ -114,6 +114,14 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen.',
     ),
+  schedulerCheckIntervalMs: z
+    .number()
+    .int()
+    .min(100)
+    .default(5000)
+    .describe(
+      'How often a scheduler replica that relay connections are open to is checked (GET /healthz); one that leaves a check unanswered by the next has its relays closed (their requests fail with 502) and is not dialled until it answers again, so requests follow their runtimes to the replica they redial.',
+    ),
   identity: z
     .object({
       class: strategy('path:class,header:X-Switchyard-Class', 'Where the class of a request comes from.'),

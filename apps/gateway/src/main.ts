@@ -75,6 +75,7 @@ const gateway = createGateway({
   eventStreamsOverHttp2: config.eventStreamsOverHttp2,
   relayConnections: config.relayConnections,
   eventStreamPingIntervalMs: config.eventStreamPingIntervalMs,
+  schedulerCheckIntervalMs: config.schedulerCheckIntervalMs,
   ...(upstreamToken ? { upstreamToken } : {}),
   ...(schedulerToken ? { schedulerToken } : {}),
   identity: {

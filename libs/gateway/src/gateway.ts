@@ -19,6 +19,7 @@ import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, tokenHeader } from './token-header.ts'
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
+import { SchedulerChecks } from './scheduler-checks.ts';
 import { SchedulerClient } from './scheduler-client.ts';
 import {
   STATELESS_PROTOCOL_VERSION,
@@ -122,6 +123,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     ? new RelayConnections({
         ...agentOptions,
         clock: o.clock,
+        checks: new SchedulerChecks({
+          intervalMs: o.schedulerCheckIntervalMs,
+          clock: o.clock,
+          check: (origin, timeoutMs) =>
+            schedulerAgent
+              .request({ origin, path: '/healthz', method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+              .then((res) => res.body.dump()),
+          logger: o.logger,
+        }),
         ...(schedulerAuthorization ? { authorization: schedulerAuthorization } : {}),
         onRefused: (relay, error) => {
           metrics.relayRefused();

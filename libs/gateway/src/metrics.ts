@@ -16,7 +16,7 @@ export interface GatewayMetrics {
 }
 
 export type UpstreamErrorReason =
-  'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted' | 'tls' | 'unauthorized';
+  'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted' | 'tls' | 'unauthorized' | 'silent';
 
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {

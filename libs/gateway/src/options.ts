@@ -122,6 +122,14 @@ export interface GatewayOptions {
    * streams, which their clients then open again. Default 10 s.
    */
   readonly eventStreamPingIntervalMs?: number;
+  /**
+   * How often a scheduler replica that relay connections are open to is
+   * checked (`GET /healthz`). One that leaves a check unanswered by the
+   * next has its relay connections closed, failing their requests (502),
+   * and is not dialled until it answers again; requests for its runtimes
+   * follow them to the replica they redial. Default 5 s.
+   */
+  readonly schedulerCheckIntervalMs?: number;
   readonly identity?: IdentityOptions;
   /** Class when no strategy yields one. Default `default`. */
   readonly defaultClass?: string;
@@ -156,6 +164,7 @@ export const GATEWAY_DEFAULTS = {
   /** HTTP/2 streams per connection to a scheduler; more streams open another connection. */
   eventStreamsPerConnection: 4_096,
   eventStreamPingIntervalMs: 10_000,
+  schedulerCheckIntervalMs: 5_000,
   defaultClass: DEFAULT_CLASS,
   routeCacheEntriesMax: 100_000,
   routeCacheTtlMs: 15 * 60_000,
@@ -203,6 +212,7 @@ export interface ResolvedOptions {
   readonly eventStreamsOverHttp2: boolean;
   readonly relayConnections: boolean;
   readonly eventStreamPingIntervalMs: number;
+  readonly schedulerCheckIntervalMs: number;
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
   readonly auth: AuthOptions;
@@ -272,6 +282,10 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     eventStreamPingIntervalMs: positive(
       'eventStreamPingIntervalMs',
       options.eventStreamPingIntervalMs ?? d.eventStreamPingIntervalMs,
+    ),
+    schedulerCheckIntervalMs: positive(
+      'schedulerCheckIntervalMs',
+      options.schedulerCheckIntervalMs ?? d.schedulerCheckIntervalMs,
     ),
     ...(options.upstreamToken ? { upstreamToken: fixedOrAsked(UPSTREAM_TOKEN, options.upstreamToken) } : {}),
     ...(options.schedulerToken ? { schedulerToken: fixedOrAsked(SCHEDULER_TOKEN, options.schedulerToken) } : {}),

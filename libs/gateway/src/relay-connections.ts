@@ -4,6 +4,7 @@ import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import { RELAY } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
+import { notDialled, type SchedulerChecks } from './scheduler-checks.ts';
 
 const PROXY_PREFIX = '/api/proxy/';
 /** How long requests for a relay that was refused go through `/api/proxy` before it is asked for again. */
@@ -38,6 +39,7 @@ export class RelayConnections implements Dispatch {
   /** Relay key → time until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
   readonly #onRefused: (relay: string, error: Error) => void;
+  readonly #checks: SchedulerChecks | undefined;
 
   constructor(options: {
     keepAliveTimeout: number;
@@ -50,17 +52,23 @@ export class RelayConnections implements Dispatch {
     authorization?: () => string | undefined;
     /** Told of each refusal that starts a REFUSED_MS spell (not of the requests failed with it). */
     onRefused?: (relay: string, error: Error) => void;
+    /** Watches the replicas relays are open to; a silent one's relays are closed and not dialled. */
+    checks?: SchedulerChecks;
   }) {
     this.#clock = options.clock;
     this.#onRefused = options.onRefused ?? (() => {});
     const connectTimeoutMs = options.connectTimeout;
-    const { authorization } = options;
+    const { authorization, checks } = options;
+    this.#checks = checks;
     this.#agent = new Agent({
       keepAliveTimeout: options.keepAliveTimeout,
       // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
       factory: (key, opts) => {
         const relay = new URL(String(key));
-        return new Pool(relay.origin, { ...opts, connect: relayConnector(relay, connectTimeoutMs, authorization) });
+        return new Pool(relay.origin, {
+          ...opts,
+          connect: relayConnector(relay, connectTimeoutMs, authorization, checks),
+        });
       },
     });
   }
@@ -106,6 +114,7 @@ export class RelayConnections implements Dispatch {
   }
 
   close(): Promise<void> {
+    this.#checks?.close();
     return this.#agent.destroy();
   }
 }
@@ -126,7 +135,7 @@ function proxyPathOf(path: string): { runtime: string; rest: string } | undefine
   return runtime ? { runtime, rest: slash === -1 ? '/' : path.slice(slash) } : undefined;
 }
 
-export type RelayConnector = (options: buildConnector.Options, callback: buildConnector.Callback) => net.Socket;
+export type RelayConnector = (options: buildConnector.Options, callback: buildConnector.Callback) => net.Socket | void;
 
 /**
  * An undici connector for the relay at `relay`
@@ -137,12 +146,15 @@ export type RelayConnector = (options: buildConnector.Options, callback: buildCo
  * presents the new token); hands undici the socket after the `101`, with
  * whatever followed it put back. The socket's own errors keep their codes
  * (ECONNREFUSED, a certificate's, …); no answer in time is
- * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector.
+ * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector. With `checks`,
+ * an open relay is watched, and a relay to a silent replica is not dialled
+ * (SchedulerChecks).
  */
 export function relayConnector(
   relay: URL,
   timeoutMs: number,
   authorization?: () => string | undefined,
+  checks?: SchedulerChecks,
 ): RelayConnector {
   const start = `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n`;
   const upgrade = `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;
@@ -152,6 +164,7 @@ export function relayConnector(
   // SNI takes host names only.
   const servername = net.isIP(host) ? undefined : host;
   return (_options, callback) => {
+    if (checks?.silent(relay.origin)) return process.nextTick(callback, notDialled(relay.origin), null);
     const credentials = authorization?.();
     const request = credentials === undefined ? start + upgrade : `${start}Authorization: ${credentials}\r\n${upgrade}`;
     const socket = secure
@@ -166,7 +179,10 @@ export function relayConnector(
       socket.off('data', onData);
       socket.off('error', finish);
       socket.off('close', closed);
-      if (!error) return callback(null, socket);
+      if (!error) {
+        checks?.track(relay.origin, socket);
+        return callback(null, socket);
+      }
       socket.destroy();
       callback(error, null);
     };
