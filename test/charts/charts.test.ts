@@ -4,9 +4,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { DaemonSet, Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
@@ -687,5 +688,33 @@ describe('runtime chart contracts', { skip }, () => {
     assert.equal(await transportOf(), 'auto');
     assert.equal(await transportOf(['tunnelTransport=websocket']), 'websocket');
     await assert.rejects(transportOf(['tunnelTransport=quic']), /tunnelTransport/);
+  });
+});
+
+describe('the install commands of docs/operations.md', () => {
+  it('point runtimes and gateways at the Service their scheduler release creates', { skip }, async () => {
+    const doc = readFileSync(join(root, 'docs/operations.md'), 'utf8');
+    const releases = new Set([...doc.matchAll(/helm install (\S+) charts\/scheduler\b/g)].map((m) => m[1]!));
+    // In-cluster URLs name a Service of the namespace (no dot); the others go through an Ingress host.
+    const urls = [...doc.matchAll(/(?:schedulerUrl=|schedulers='\{)(https?:\/\/[^}'\s]+)/g)]
+      .map((m) => m[1]!)
+      .filter((url) => !new URL(url).hostname.includes('.'));
+    const valuesOf = (chart: string) => parse(readFileSync(join(root, `charts/${chart}/values.yaml`), 'utf8'));
+    const defaults = [...(valuesOf('gateway') as { schedulers: string[] }).schedulers];
+    defaults.push((valuesOf('runtime') as { schedulerUrl: string }).schedulerUrl);
+    assert.ok(releases.size > 0 && urls.length > 0, 'the page installs a scheduler and points others at it');
+    // The chart's own name as the release, or a prefix of it: both give the Service the defaults name.
+    for (const release of [...releases, 'switchyard']) {
+      const manifests = parseAllDocuments(await helmRun(['template', release, 'charts/scheduler']))
+        .map((d) => d.toJSON() as Manifest | null)
+        .filter((m): m is Manifest => m?.kind === 'Service');
+      const services = manifests.map((m) => m.metadata.name);
+      for (const url of [...urls, ...defaults]) {
+        assert.ok(
+          services.includes(new URL(url).hostname),
+          `${url} names a Service of release ${release}: ${services}`,
+        );
+      }
+    }
   });
 });

@@ -6,7 +6,13 @@
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name (include "runtime.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- $name := include "runtime.name" . -}}
+{{- /* A release named after its chart (switchyard-runtime) is not doubled to switchyard-runtime-runtime. */ -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 

@@ -6,7 +6,13 @@
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name (include "scheduler.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- $name := include "scheduler.name" . -}}
+{{- /* A release named after its chart (switchyard-scheduler) is not doubled to switchyard-scheduler-scheduler. */ -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
