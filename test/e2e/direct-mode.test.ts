@@ -7,7 +7,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { counter, freePort, initializeBody, metric, post, sessionsAcross, type AnyClient } from './support.ts';
+import {
+  connect,
+  counter,
+  freePort,
+  initializeBody,
+  metric,
+  post,
+  sessionsAcross,
+  whoami,
+  type AnyClient,
+} from './support.ts';
 
 const TOKEN = 'direct-token-0123456789abcdef';
 const NO_ADDRESS_WARNING =
@@ -77,6 +87,40 @@ describe('direct mode with advertised runtime addresses', () => {
     assert.equal(body.jsonrpc, '2.0');
     assert.match(body.error.message, /a runtime refused this gateway's credentials/);
     await gateway.waitForLog((l) => l.msg === RUNTIME_TOKEN_REFUSED && l.level === 50, 5_000);
+  });
+
+  it('loses the sessions of a runtime that goes silent: one held call ends 502, the next 404 at once', async () => {
+    const gateway = await cluster.addGateway(undefined, {
+      args: ['--upstream-mode', 'direct', '--upstream-token', TOKEN, '--upstream-check-interval-ms', '1000'],
+    });
+    const url = `http://127.0.0.1:${gateway.port}/mcp`;
+    const clients: AnyClient[] = [];
+    const victim = cluster.runtimes.find((r) => r.name === 'r0')!;
+    try {
+      await sessionsAcross(url, clients);
+      const placed = await Promise.all(clients.map(async (c) => (await whoami(c)).runtime));
+      const frozen = clients.filter((_, i) => placed[i] === 'r0');
+      const alive = clients.filter((_, i) => placed[i] === 'r1');
+      for (const c of clients) assert.equal(await counter(c), 1);
+      victim.signal('SIGSTOP');
+      const started = performance.now();
+      // Held by the frozen runtime until the gateway's checks find it silent (one to two intervals).
+      const held = await Promise.all(frozen.map((c) => counter(c).then(String, (e: Error) => e.message)));
+      for (const message of held) assert.match(message, /the runtime stopped answering/);
+      assert.ok(performance.now() - started < 5000, `held calls ended after ${performance.now() - started} ms`);
+      for (const c of frozen) {
+        const at = performance.now();
+        await assert.rejects(counter(c), /404|[Ss]ession not found/);
+        assert.ok(performance.now() - at < 1000, 'the silent runtime is not dialled again');
+      }
+      for (const c of alive) assert.equal(await counter(c), 2);
+      const fresh = await connect('v2', url);
+      clients.push(fresh);
+      assert.equal((await whoami(fresh)).runtime, 'r1');
+    } finally {
+      victim.signal('SIGCONT');
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    }
   });
 
   it('warns when a runtime listening on every interface advertises no address', async () => {

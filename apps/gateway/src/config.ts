@@ -114,13 +114,13 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen.',
     ),
-  schedulerCheckIntervalMs: z
+  upstreamCheckIntervalMs: z
     .number()
     .int()
     .min(100)
     .default(5000)
     .describe(
-      'How often a scheduler replica that relay connections are open to is checked (GET /healthz); one that leaves a check unanswered by the next has its relays closed (their requests fail with 502) and is not dialled until it answers again, so requests follow their runtimes to the replica they redial.',
+      'How often an upstream the gateway holds HTTP/1.1 connections to (a scheduler replica for relays and /api/proxy, a runtime in direct mode) is checked with GET /healthz; one that leaves a check unanswered by the next has its connections closed (their requests fail with 502) and is not dialled until it answers again, so sessions follow their runtime to the replica it redialled, or are lost (404) as with a dead runtime.',
     ),
   identity: z
     .object({

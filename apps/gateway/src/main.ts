@@ -75,7 +75,7 @@ const gateway = createGateway({
   eventStreamsOverHttp2: config.eventStreamsOverHttp2,
   relayConnections: config.relayConnections,
   eventStreamPingIntervalMs: config.eventStreamPingIntervalMs,
-  schedulerCheckIntervalMs: config.schedulerCheckIntervalMs,
+  upstreamCheckIntervalMs: config.upstreamCheckIntervalMs,
   ...(upstreamToken ? { upstreamToken } : {}),
   ...(schedulerToken ? { schedulerToken } : {}),
   identity: {

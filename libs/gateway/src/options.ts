@@ -123,13 +123,15 @@ export interface GatewayOptions {
    */
   readonly eventStreamPingIntervalMs?: number;
   /**
-   * How often a scheduler replica that relay connections are open to is
-   * checked (`GET /healthz`). One that leaves a check unanswered by the
-   * next has its relay connections closed, failing their requests (502),
-   * and is not dialled until it answers again; requests for its runtimes
-   * follow them to the replica they redial. Default 5 s.
+   * How often an upstream the gateway holds HTTP/1.1 connections to (a
+   * scheduler replica for relays and `/api/proxy`, a runtime in direct mode)
+   * is checked (`GET /healthz`). One that leaves a check unanswered by the
+   * next has its connections closed, failing their requests (502), and is
+   * not dialled until it answers again: sessions follow their runtime to
+   * the replica it redialled, or are lost (404) as with a dead runtime.
+   * Default 5 s.
    */
-  readonly schedulerCheckIntervalMs?: number;
+  readonly upstreamCheckIntervalMs?: number;
   readonly identity?: IdentityOptions;
   /** Class when no strategy yields one. Default `default`. */
   readonly defaultClass?: string;
@@ -164,7 +166,7 @@ export const GATEWAY_DEFAULTS = {
   /** HTTP/2 streams per connection to a scheduler; more streams open another connection. */
   eventStreamsPerConnection: 4_096,
   eventStreamPingIntervalMs: 10_000,
-  schedulerCheckIntervalMs: 5_000,
+  upstreamCheckIntervalMs: 5_000,
   defaultClass: DEFAULT_CLASS,
   routeCacheEntriesMax: 100_000,
   routeCacheTtlMs: 15 * 60_000,
@@ -212,7 +214,7 @@ export interface ResolvedOptions {
   readonly eventStreamsOverHttp2: boolean;
   readonly relayConnections: boolean;
   readonly eventStreamPingIntervalMs: number;
-  readonly schedulerCheckIntervalMs: number;
+  readonly upstreamCheckIntervalMs: number;
   readonly identity: Required<IdentityOptions>;
   readonly routeCache: Required<Omit<RouteCacheOptions, 'redisUrl'>> & { readonly redisUrl?: string };
   readonly auth: AuthOptions;
@@ -283,9 +285,9 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       'eventStreamPingIntervalMs',
       options.eventStreamPingIntervalMs ?? d.eventStreamPingIntervalMs,
     ),
-    schedulerCheckIntervalMs: positive(
-      'schedulerCheckIntervalMs',
-      options.schedulerCheckIntervalMs ?? d.schedulerCheckIntervalMs,
+    upstreamCheckIntervalMs: positive(
+      'upstreamCheckIntervalMs',
+      options.upstreamCheckIntervalMs ?? d.upstreamCheckIntervalMs,
     ),
     ...(options.upstreamToken ? { upstreamToken: fixedOrAsked(UPSTREAM_TOKEN, options.upstreamToken) } : {}),
     ...(options.schedulerToken ? { schedulerToken: fixedOrAsked(SCHEDULER_TOKEN, options.schedulerToken) } : {}),

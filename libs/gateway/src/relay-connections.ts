@@ -4,7 +4,7 @@ import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import { RELAY } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
-import { notDialled, type SchedulerChecks } from './scheduler-checks.ts';
+import { notDialled, type UpstreamChecks } from './upstream-checks.ts';
 
 const PROXY_PREFIX = '/api/proxy/';
 /** How long requests for a relay that was refused go through `/api/proxy` before it is asked for again. */
@@ -39,7 +39,6 @@ export class RelayConnections implements Dispatch {
   /** Relay key → time until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
   readonly #onRefused: (relay: string, error: Error) => void;
-  readonly #checks: SchedulerChecks | undefined;
 
   constructor(options: {
     keepAliveTimeout: number;
@@ -52,14 +51,13 @@ export class RelayConnections implements Dispatch {
     authorization?: () => string | undefined;
     /** Told of each refusal that starts a REFUSED_MS spell (not of the requests failed with it). */
     onRefused?: (relay: string, error: Error) => void;
-    /** Watches the replicas relays are open to; a silent one's relays are closed and not dialled. */
-    checks?: SchedulerChecks;
+    /** Watches the replicas relays are open to (closed by its owner); a silent one's relays are closed and not dialled. */
+    checks?: UpstreamChecks;
   }) {
     this.#clock = options.clock;
     this.#onRefused = options.onRefused ?? (() => {});
     const connectTimeoutMs = options.connectTimeout;
     const { authorization, checks } = options;
-    this.#checks = checks;
     this.#agent = new Agent({
       keepAliveTimeout: options.keepAliveTimeout,
       // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
@@ -114,7 +112,6 @@ export class RelayConnections implements Dispatch {
   }
 
   close(): Promise<void> {
-    this.#checks?.close();
     return this.#agent.destroy();
   }
 }
@@ -148,13 +145,13 @@ export type RelayConnector = (options: buildConnector.Options, callback: buildCo
  * (ECONNREFUSED, a certificate's, …); no answer in time is
  * UND_ERR_CONNECT_TIMEOUT, as from undici's own connector. With `checks`,
  * an open relay is watched, and a relay to a silent replica is not dialled
- * (SchedulerChecks).
+ * (UpstreamChecks).
  */
 export function relayConnector(
   relay: URL,
   timeoutMs: number,
   authorization?: () => string | undefined,
-  checks?: SchedulerChecks,
+  checks?: UpstreamChecks,
 ): RelayConnector {
   const start = `GET ${relay.pathname} HTTP/1.1\r\nHost: ${relay.host}\r\n`;
   const upgrade = `Connection: Upgrade\r\nUpgrade: ${RELAY.upgrade}\r\n\r\n`;

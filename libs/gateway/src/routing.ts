@@ -27,7 +27,7 @@ import type { EventStreamUpstream } from './event-streams.ts';
 import type { Dispatch } from './http2-streams.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 import type { RelayConnections } from './relay-connections.ts';
-import { SCHEDULER_SILENT } from './scheduler-checks.ts';
+import { UPSTREAM_SILENT } from './upstream-checks.ts';
 import {
   RUNTIME_TOKEN_REFUSED,
   SCHEDULER_TOKEN_REFUSED,
@@ -166,14 +166,13 @@ async function call(
       );
       throw new SwitchyardError('upstream_unavailable', 'Bad gateway: TLS to the upstream failed', { cause: error });
     }
-    if (hasCode(error, (code) => code === SCHEDULER_SILENT)) {
-      // SchedulerChecks logged it, once for all the requests it ended.
+    if (hasCode(error, (code) => code === UPSTREAM_SILENT)) {
+      // UpstreamChecks logged it, once for all the requests it ended.
       ctx.metrics.upstreamError('silent');
-      throw new SwitchyardError(
-        'upstream_unavailable',
-        'Bad gateway: the scheduler replica carrying this request stopped answering',
-        { cause: error },
-      );
+      const upstream = route.direct ? 'the runtime' : 'the scheduler replica carrying this request';
+      throw new SwitchyardError('upstream_unavailable', `Bad gateway: ${upstream} stopped answering`, {
+        cause: error,
+      });
     }
     const timedOut = isHeadersTimeout(error);
     ctx.metrics.upstreamError(timedOut ? 'timeout' : 'reset');

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS } from '@switchyard/protocol';
-import { SCHEDULER_SILENT_NOT_DIALLED } from './scheduler-checks.ts';
+import { UPSTREAM_SILENT_NOT_DIALLED } from './upstream-checks.ts';
 
 /** Hop-by-hop headers plus those undici computes itself. */
 const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'expect']);
@@ -18,7 +18,7 @@ const CONNECT_ERROR_CODES = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
   'EADDRNOTAVAIL',
-  SCHEDULER_SILENT_NOT_DIALLED,
+  UPSTREAM_SILENT_NOT_DIALLED,
 ]);
 
 /** True for a response head that did not come in time (undici's code; the HTTP/2 client uses it too). */

@@ -1,11 +1,13 @@
-// A session whose scheduler replica goes silent (frozen, or cut off by the
-// network): it takes requests and answers nothing, and its runtime redials
-// another replica. A relay is plain HTTP/1.1 with no ping, so without a
-// check the request in flight, and every later one on a kept-alive relay,
-// would wait the gateway's idle timeout. Replicas here are stand-ins that
-// grant relays and serve the requests on them themselves, saying which
-// replica answered; "freezing" one makes it hold every request, its
-// `/healthz` included, until it thaws.
+// A session whose upstream goes silent (frozen, or cut off by the network):
+// it takes requests and answers nothing. HTTP/1.1 has no ping, so without a
+// check the request in flight, and every later one on a kept-alive
+// connection, would wait the gateway's idle timeout. Through a scheduler
+// replica, the runtime redials another replica and its sessions follow it;
+// in direct mode, a silent runtime's sessions are lost (404) as a dead
+// one's are. Upstreams here are stand-ins: replicas that grant relays and
+// serve the requests on them themselves, runtimes that answer directly,
+// each saying who answered; "freezing" one makes it hold every request,
+// its `/healthz` included, until it thaws.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -35,8 +37,12 @@ interface Replica {
   close(): Promise<void>;
 }
 
-/** A replica stand-in; a request whose body names the tool `freeze` freezes it on arrival. */
-function replica(name: string): Replica {
+/**
+ * A replica stand-in granting relays (or, `direct`, a runtime answering on
+ * its own listener); a request whose body names the tool `freeze` freezes
+ * it on arrival.
+ */
+function replica(name: string, direct = false): Replica {
   const held: Array<() => void> = [];
   const self: Replica = {
     name,
@@ -72,6 +78,7 @@ function replica(name: string): Replica {
   const relays = new Set<Socket>();
   const outer = http.createServer((req, res) => {
     if (req.url === '/healthz') return answerOrHold(() => res.end('{"status":"ok"}'));
+    if (direct) return runtime.emit('request', req, res);
     res.writeHead(404).end();
   });
   outer.on('upgrade', (_req, socket: Socket) => {
@@ -99,7 +106,7 @@ describe('a session whose scheduler replica goes silent', () => {
     gateway = createGateway({
       schedulers: [scheduler.url],
       upstreamMode: 'proxy',
-      schedulerCheckIntervalMs: CHECK_MS,
+      upstreamCheckIntervalMs: CHECK_MS,
       // Long, so that only the checks can end a request held by a silent replica in time.
       idleTimeoutMs: 60_000,
       metrics: { registry, prefix: 'switchyard_gateway_' },
@@ -144,12 +151,12 @@ describe('a session whose scheduler replica goes silent', () => {
 
     const metrics = await registry.metrics();
     assert.match(metrics, /switchyard_gateway_upstream_errors_total\{reason="silent"\} 1\n/);
-    assert.equal(lines.filter((l) => l.includes('stopped answering; closed its relay connections')).length, 1);
+    assert.equal(lines.filter((l) => l.includes('upstream stopped answering; closed its connections')).length, 1);
   });
 
   it('dials the replica again once it answers', async () => {
     a.thaw();
-    const back = 'scheduler replica answers again; relays to it are dialled again';
+    const back = 'upstream answers again; it is dialled again';
     for (let i = 0; i < 100 && !lines.includes(back); i++) await new Promise((resolve) => setTimeout(resolve, 20));
     assert.ok(lines.includes(back), lines.join('\n'));
     // A new session placed on a is served there.
@@ -161,6 +168,64 @@ describe('a session whose scheduler replica goes silent', () => {
       jsonrpc: '2.0',
       id: 5,
       result: { replica: 'a' },
+    });
+  });
+});
+
+describe('a session whose runtime goes silent, in direct mode', () => {
+  const c = replica('c', true);
+  const d = replica('d', true);
+  let scheduler: SchedulerDouble;
+  let gateway: Gateway;
+  let url: string;
+  let server: http.Server;
+  before(async () => {
+    while (!c.url || !d.url) await new Promise((resolve) => setTimeout(resolve, 5));
+    scheduler = await startSchedulerDouble([{ id: 'rt-c', address: c.url }]);
+    gateway = createGateway({
+      schedulers: [scheduler.url],
+      upstreamMode: 'direct',
+      upstreamCheckIntervalMs: CHECK_MS,
+      idleTimeoutMs: 60_000,
+    });
+    ({ server, url } = await listen(gateway));
+  });
+  after(async () => {
+    await stopServer(server);
+    await gateway.close();
+    c.thaw();
+    await c.close();
+    await d.close();
+    await scheduler.close();
+  });
+
+  it('fails the request it held with a 502, then loses the session (404) at once, as with a dead runtime', async () => {
+    const opened = await post(url, INITIALIZE);
+    assert.equal(opened.status, 200, JSON.stringify(opened.json));
+    const session = { 'mcp-session-id': opened.headers.get('mcp-session-id')! };
+    const started = performance.now();
+    const held = post(url, call(2, 'freeze'), session);
+    while (!c.frozen) await new Promise((resolve) => setTimeout(resolve, 5));
+    scheduler.runtimes = [{ id: 'rt-d', address: d.url }];
+    const cut = await held;
+    const waited = performance.now() - started;
+    assert.equal(cut.status, 502);
+    assert.match(JSON.stringify(cut.json), /the runtime stopped answering/);
+    assert.ok(waited < 3 * CHECK_MS + 500, `the held request waited ${waited.toFixed(0)} ms`);
+
+    const lostAt = performance.now();
+    const lost = await post(url, call(3, 'echo'), session);
+    assert.equal(lost.status, 404, JSON.stringify(lost.json));
+    assert.ok(performance.now() - lostAt < 1000, 'not dialled: the runtime is known to be silent');
+    assert.equal(c.received.filter((body) => body.includes('"id":3')).length, 0);
+
+    const again = await post(url, INITIALIZE);
+    assert.equal(again.status, 200);
+    const next = { 'mcp-session-id': again.headers.get('mcp-session-id')! };
+    assert.deepEqual((await post(url, call(4, 'echo'), next)).json, {
+      jsonrpc: '2.0',
+      id: 4,
+      result: { replica: 'd' },
     });
   });
 });
