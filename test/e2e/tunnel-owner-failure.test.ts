@@ -52,6 +52,16 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   };
 }
 
+/** Three replicas, and two runtimes dialling them through a Service front. */
+async function runtimesBehindAServiceFront(): Promise<{ cluster: TestCluster; front: ServiceFront }> {
+  const cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+  const front = await serviceFront(cluster.schedulers.map((s) => s.port!));
+  await cluster.startRuntime('r0', 0, { schedulerUrl: front.url });
+  await cluster.startRuntime('r1', 0, { schedulerUrl: front.url });
+  await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
+  return { cluster, front };
+}
+
 type RuntimeRow = { id: string; available: boolean; owner: string };
 
 async function runtimesSeenBy(url: string): Promise<RuntimeRow[]> {
@@ -62,13 +72,7 @@ async function runtimesSeenBy(url: string): Promise<RuntimeRow[]> {
 describe('a scheduler replica dies with tunnels on it (runtimes dial a Service)', () => {
   let cluster: TestCluster;
   let front: ServiceFront;
-  before(async () => {
-    cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
-    front = await serviceFront(cluster.schedulers.map((s) => s.port!));
-    await cluster.startRuntime('r0', 0, { schedulerUrl: front.url });
-    await cluster.startRuntime('r1', 0, { schedulerUrl: front.url });
-    await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
-  });
+  before(async () => ({ cluster, front } = await runtimesBehindAServiceFront()));
   after(async () => {
     front?.close();
     await cluster?.stop();
@@ -110,13 +114,7 @@ describe('a scheduler replica goes silent with tunnels on it (frozen: it takes c
   let cluster: TestCluster;
   let front: ServiceFront;
   let victim: AppProcess | undefined;
-  before(async () => {
-    cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
-    front = await serviceFront(cluster.schedulers.map((s) => s.port!));
-    await cluster.startRuntime('r0', 0, { schedulerUrl: front.url });
-    await cluster.startRuntime('r1', 0, { schedulerUrl: front.url });
-    await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
-  });
+  before(async () => ({ cluster, front } = await runtimesBehindAServiceFront()));
   after(async () => {
     victim?.signal('SIGCONT');
     front?.close();

@@ -51,6 +51,17 @@ describe('upstream checks', () => {
     return { clock, checks, warnings, upstreams };
   }
 
+  /** An upstream made silent by its first check failing, and the connection that was open to it. */
+  async function silencedByAFailedCheck() {
+    const setUp = setup();
+    const { socket } = await connection();
+    setUp.upstreams.track(ORIGIN, socket);
+    await setUp.clock.advance(INTERVAL_MS);
+    setUp.checks.shift()!.fail();
+    await flushMicrotasks();
+    return { ...setUp, socket };
+  }
+
   it('checks an upstream while connections to it are open, and not after', async () => {
     const { clock, checks, upstreams } = setup();
     const { socket } = await connection();
@@ -98,23 +109,14 @@ describe('upstream checks', () => {
   });
 
   it('makes an upstream silent at once when a check fails (it refuses connections)', async () => {
-    const { clock, checks, upstreams } = setup();
-    const { socket } = await connection();
-    upstreams.track(ORIGIN, socket);
-    await clock.advance(INTERVAL_MS);
-    checks[0]!.fail();
-    await flushMicrotasks();
+    const { upstreams, socket } = await silencedByAFailedCheck();
     assert.equal(upstreams.silent(ORIGIN), true);
+    await closed(socket);
     upstreams.close();
   });
 
   it('forgets a silent upstream nobody dials after a minute of failed checks', async () => {
-    const { clock, checks, upstreams } = setup();
-    const { socket } = await connection();
-    upstreams.track(ORIGIN, socket);
-    await clock.advance(INTERVAL_MS);
-    checks[0]!.fail();
-    await flushMicrotasks();
+    const { clock, checks, upstreams, socket } = await silencedByAFailedCheck();
     await closed(socket);
     for (let t = 0; t < 59_000; t += INTERVAL_MS) {
       await clock.advance(INTERVAL_MS);
@@ -129,12 +131,7 @@ describe('upstream checks', () => {
   });
 
   it('refuses a dial to a silent upstream without dialling, with a connect failure', async () => {
-    const { clock, checks, upstreams } = setup();
-    const { socket } = await connection();
-    upstreams.track(ORIGIN, socket);
-    await clock.advance(INTERVAL_MS);
-    checks[0]!.fail();
-    await flushMicrotasks();
+    const { upstreams } = await silencedByAFailedCheck();
     let dialled = 0;
     const connector = upstreams.watching((_options, callback) => {
       dialled++;
