@@ -44,6 +44,14 @@ function placementOf(body: unknown): Placement | undefined {
 
 /** How long an ask goes unanswered before the next replica is asked too (a placement takes a millisecond or two). */
 export const SCHEDULE_HEDGE_MS = 250;
+/**
+ * Hedges are budgeted, so that replicas all slow under load are not asked
+ * for more at the worst time: each call earns a tenth of a hedge, up to a
+ * burst of ten (enough for every call in flight when one replica freezes,
+ * after which it is asked last and nothing needs hedging).
+ */
+const HEDGES_PER_CALL = 0.1;
+const HEDGE_BURST = 10;
 /** How long a replica that failed or lagged is asked last; doubled each time it fails again, up to the max. */
 const SUSPECT_MS = 1_000;
 const SUSPECT_MAX_MS = 30_000;
@@ -54,7 +62,8 @@ const SUSPECT_MAX_MS = 30_000;
  * asks replicas in turn from a rotating start, the next one as soon as an
  * ask fails or has gone SCHEDULE_HEDGE_MS unanswered (a frozen or
  * partitioned replica takes connections and never answers), and the first
- * decision wins. A replica that failed or lagged is asked last for a while,
+ * decision wins (hedges are budgeted: at most about one call in ten hedges
+ * over time). A replica that failed or lagged is asked last for a while,
  * so it delays no other call. A single URL (a Service in front of the
  * replicas) is asked twice a round: the second ask goes on another
  * connection, which the Service may send to another replica. A round where
@@ -69,6 +78,7 @@ export class SchedulerClient {
   /** Replicas to ask last: until when, and after how many failures in a row. */
   readonly #suspects = new Map<string, { until: number; failures: number }>();
   #next = 0;
+  #hedges: number = HEDGE_BURST;
 
   constructor(config: SchedulerClientConfig) {
     this.#config = config;
@@ -80,6 +90,7 @@ export class SchedulerClient {
       this.#config.onLatency?.((performance.now() - started) / 1000, outcome);
     let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs;
     const start = this.#next++;
+    this.#hedges = Math.min(this.#hedges + HEDGES_PER_CALL, HEDGE_BURST);
     for (let round = 0; round < GATEWAY_DEFAULTS.scheduleRoundsMax; round++) {
       if (round > 0) {
         await sleep(this.#config.clock, backoffMs, signal);
@@ -135,6 +146,9 @@ export class SchedulerClient {
         outstanding.push(base);
         if (next < order.length) {
           hedge = this.#config.clock.setTimeout(() => {
+            // Out of budget: this ask goes on alone until it answers, fails or times out.
+            if (this.#hedges < 1) return;
+            this.#hedges -= 1;
             this.#config.upstreamLog.warn(base, 'scheduler slow to answer; asking another replica too', {
               waitedMs: SCHEDULE_HEDGE_MS,
             });

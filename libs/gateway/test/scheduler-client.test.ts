@@ -153,6 +153,37 @@ describe('scheduler client: which replica is asked', () => {
     }
   });
 
+  it('hedges within a budget when every replica is slow: ten at once, then one call in ten', async () => {
+    const held: Array<() => void> = [];
+    /** Holds every ask until released, then answers it as the live replica does. */
+    const slow = () =>
+      replica((res) => {
+        held.push(
+          () =>
+            void fetch(`${live.url}/api/schedule`, { method: 'POST', body: JSON.stringify(REQUEST) }).then(async (a) =>
+              res.writeHead(a.status, { 'content-type': 'application/json' }).end(await a.text()),
+            ),
+        );
+      });
+    const [a, b] = [await slow(), await slow()];
+    const clock = new ManualClock();
+    const hedges = { count: 0 };
+    const client = clientOf([a.url, b.url], clock, hedges);
+    try {
+      const placing = Array.from({ length: 30 }, () => client.schedule(REQUEST));
+      await until(() => a.asked + b.asked === 30);
+      await clock.advance(SCHEDULE_HEDGE_MS);
+      await until(() => a.asked + b.asked === 40);
+      assert.equal(hedges.count, 10, 'the burst: ten of the thirty calls hedged');
+      for (const release of held.splice(0)) release();
+      await Promise.all(placing);
+      assert.equal(hedges.count, 10);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('asks a single URL (a Service) twice a round, on two connections', async () => {
     const service = await replica(notReady);
     const clock = new ManualClock();
