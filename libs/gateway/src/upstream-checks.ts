@@ -136,7 +136,8 @@ export class UpstreamChecks {
         },
         () => {
           watched.checking = false;
-          this.#silence(watched);
+          // A check cut short by the gateway closing says nothing of the upstream.
+          if (!this.#closed) this.#silence(watched);
         },
       );
     }

@@ -130,6 +130,19 @@ describe('upstream checks', () => {
     upstreams.close();
   });
 
+  it('says nothing of an upstream whose check the closing gateway cut short', async () => {
+    const { clock, checks, warnings, upstreams } = setup();
+    const { socket } = await connection();
+    upstreams.track(ORIGIN, socket);
+    await clock.advance(INTERVAL_MS);
+    upstreams.close();
+    checks[0]!.fail();
+    await flushMicrotasks();
+    assert.deepEqual(warnings, []);
+    assert.equal(socket.destroyed, false, 'its connections are closed by their owner, not as silent');
+    socket.destroy();
+  });
+
   it('refuses a dial to a silent upstream without dialling, with a connect failure', async () => {
     const { upstreams } = await silencedByAFailedCheck();
     let dialled = 0;
