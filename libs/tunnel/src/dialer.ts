@@ -43,6 +43,9 @@ export interface DialTunnelOptions {
   readonly onDisconnected?: (reason: string) => void;
 }
 
+/** Failed dials in a row between two `scheduler unreachable` lines (the first is logged). */
+const UNREACHABLE_LOGGED_EVERY = 10;
+
 /** The runtime's side: keeps one tunnel to the scheduler up. */
 export interface TunnelDialer {
   /** True while a tunnel is open. */
@@ -213,9 +216,18 @@ class Dialer implements TunnelDialer {
     if (this.#closed || this.#link !== link) return;
     const random = this.#o.random ?? Math.random;
     const maxMs = this.#o.backoff?.maxMs ?? BACKOFF_DEFAULTS.maxMs;
+    const attempt = this.#attempt;
     const delayMs = refused
       ? backoffDelayMs(0, { ...this.#o.backoff, initialMs: maxMs }, random)
       : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
+    // A scheduler that cannot be reached (a wrong URL, a firewall, an outage) is said so at the first
+    // failed dial and every tenth after: a runtime that never joins must not be silent about it.
+    if (!refused && !wasConnected && attempt % UNREACHABLE_LOGGED_EVERY === 0) {
+      this.#logger.warn(
+        { url: this.#url.toString(), runtime: this.#o.info.id, reason, attempt: attempt + 1, retryInMs: delayMs },
+        'scheduler unreachable; dialling again',
+      );
+    }
     this.#retry = this.#clock.setTimeout(() => this.#connect(), delayMs);
   }
 }

@@ -233,6 +233,39 @@ describe('tunnel dialer', () => {
     assert.deepEqual(scheduler.endpoint.list(), []);
   });
 
+  it('says a scheduler it cannot reach is unreachable at the first failed dial and every tenth after', async () => {
+    const clock = new ManualClock();
+    const { logger, lines } = captureLogger();
+    const dialer = dialTunnel({
+      // Nothing listens on port 1: every dial is refused at once.
+      url: 'http://127.0.0.1:1',
+      token: TOKEN,
+      info: runtimeInfo('rt-nowhere'),
+      handler: (_req, res) => res.end(),
+      clock,
+      random: () => 0,
+      backoff: { initialMs: 10, maxMs: 10 },
+      logger,
+    });
+    const unreachable = () => lines.filter((l) => l.msg === 'scheduler unreachable; dialling again');
+    try {
+      for (let dials = 1; dials <= 11; dials++) {
+        await until(() => clock.pendingTimers === 1);
+        if (dials < 11) await clock.advance(10);
+      }
+      assert.deepEqual(
+        unreachable().map((l) => [l.level, (l.obj as { attempt: number }).attempt]),
+        [
+          ['warn', 1],
+          ['warn', 11],
+        ],
+      );
+      assert.match(String((unreachable()[0]!.obj as { reason: string }).reason), /ECONNREFUSED/);
+    } finally {
+      dialer.close();
+    }
+  });
+
   it('stops reconnecting once closed, and logs that close as info, not as a lost tunnel', async () => {
     const scheduler = await startScheduler();
     open.schedulers.push(scheduler);
