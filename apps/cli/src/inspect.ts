@@ -26,9 +26,11 @@ export interface SchedulerTarget {
   readonly token?: string;
 }
 
+/** A JSON answer with one of the `expected` statuses from the scheduler at `target`; anything else is an error saying so. */
 async function getJson<T>(
   target: SchedulerTarget,
   path: string,
+  expected: readonly number[],
   init: RequestInit = {},
 ): Promise<{ status: number; body: T }> {
   const headers = new Headers(init.headers);
@@ -46,14 +48,21 @@ async function getJson<T>(
         'pass one of its apiTokens with --token, or in SWITCHYARD_API_TOKEN',
     );
   }
-  return { status: response.status, body: (await response.json()) as T };
+  const body: unknown = await response.json().catch(() => undefined);
+  if (typeof body !== 'object' || body === null || !expected.includes(response.status)) {
+    throw new Error(
+      `${target.url} does not answer as a Switchyard scheduler (HTTP ${response.status} to ${path}): ` +
+        'pass a scheduler replica or its Service with --scheduler',
+    );
+  }
+  return { status: response.status, body: body as T };
 }
 
 /** `switchyard status`: leader, term, epoch and the runtimes of the latest epoch. */
 export async function status(target: SchedulerTarget): Promise<string> {
   const [{ body: epoch }, { body: list }] = await Promise.all([
-    getJson<EpochInfo>(target, '/api/epoch'),
-    getJson<{ runtimes: RuntimeSummary[] }>(target, '/api/runtimes'),
+    getJson<EpochInfo>(target, '/api/epoch', [200]),
+    getJson<{ runtimes: RuntimeSummary[] }>(target, '/api/runtimes', [200]),
   ]);
   const weight = (w: Record<string, number>): string =>
     Object.entries(w)
@@ -93,7 +102,8 @@ export async function explain(
   target: SchedulerTarget,
   request: { class: string; processId: string; threadId?: string },
 ): Promise<{ text: string; ok: boolean }> {
-  const { status: code, body } = await getJson<Explained>(target, '/api/schedule', {
+  // 200 placed, 503 unschedulable (or no epoch yet), 400 a request the scheduler refused.
+  const { status: code, body } = await getJson<Explained>(target, '/api/schedule', [200, 400, 503], {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ ...request, explain: true }),
@@ -110,6 +120,12 @@ export async function explain(
   ]);
   const verdict = body.ok
     ? `→ ${body.runtime} (source: ${body.source}, epoch ${body.epoch})`
-    : `→ unschedulable at ${body.unschedulable?.stage}: ${body.unschedulable?.message} [${body.unschedulable?.code}]`;
+    : `→ unschedulable at ${stageAndMessage(body.unschedulable)} [${body.unschedulable?.code}]`;
   return { text: [table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows), '', verdict].join('\n'), ok: body.ok };
+}
+
+/** `Stage: message`, where messages that already name their stage are not prefixed twice. */
+function stageAndMessage(reason: { stage: string; message: string } | undefined): string {
+  if (!reason) return 'an unknown stage';
+  return reason.message.startsWith(`${reason.stage}: `) ? reason.message : `${reason.stage}: ${reason.message}`;
 }

@@ -18,15 +18,49 @@ const KNOWN: Record<string, () => EngineConfig> = {
   everything: everythingEngine,
 };
 
-/** `switchyard runtime join`: a runtime on this machine, joined to a scheduler, until Ctrl-C. */
-export async function joinRuntime(options: JoinOptions): Promise<void> {
+interface LogEntry {
+  readonly level?: number;
+  readonly msg?: string;
+  readonly status?: number;
+  readonly reason?: string;
+  readonly err?: string;
+  readonly body?: { error?: string };
+}
+
+const WARN = 40;
+/** What a person at the terminal wants to see of the runtime's log: its tunnel coming and going, and trouble. */
+const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
+
+/**
+ * `switchyard runtime join`: a runtime on this machine, joined to a
+ * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
+ * scheduler that refuses the join token (or this runtime's description)
+ * ends it with exit code 1, since retrying would not help.
+ */
+export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) {
     const make = KNOWN[name];
     if (!make) throw new Error(`unknown class ${name}: known here are ${Object.keys(KNOWN).join(', ')}`);
     classes[name] = make();
   }
-  const logger = createLogger({ name: 'runtime', level: 'info' });
+  const say = (line: string): void => void process.stderr.write(`switchyard: ${line}\n`);
+  let refused: (reason: string) => void = () => {};
+  const onEntry = (entry: LogEntry): void => {
+    if (entry.msg === 'scheduler refused the tunnel' && (entry.status === 401 || entry.status === 400)) {
+      const why = entry.status === 401 ? 'the join token (check --token)' : `this runtime: ${entry.body?.error ?? ''}`;
+      return refused(`${options.schedulerUrl} refused ${why}`);
+    }
+    if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) {
+      const detail = entry.status ?? entry.reason ?? entry.err;
+      say(`${entry.msg}${detail !== undefined ? ` (${detail})` : ''}`);
+    }
+  };
+  const logger = createLogger({
+    name: 'runtime',
+    level: 'info',
+    destination: { write: (line: string) => onEntry(parseEntry(line)) },
+  });
   const node = await startRuntimeNode({
     runtimeId: options.id ?? hostname(),
     schedulerUrl: options.schedulerUrl,
@@ -37,10 +71,24 @@ export async function joinRuntime(options: JoinOptions): Promise<void> {
     logger,
     metrics: createMetrics('runtime'),
   });
-  process.stderr.write(`switchyard: runtime ${node.runtimeId} dialling ${options.schedulerUrl} (Ctrl-C to stop)\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+  say(`runtime ${node.runtimeId} dialling ${options.schedulerUrl} (Ctrl-C to stop)`);
+  const code = await new Promise<number>((resolve) => {
+    refused = (reason) => {
+      say(reason);
+      resolve(1);
+    };
+    process.once('SIGINT', () => resolve(0));
+    process.once('SIGTERM', () => resolve(0));
   });
   await node.close();
+  if (code === 0) say(`runtime ${node.runtimeId} stopped`);
+  return code;
+}
+
+function parseEntry(line: string): LogEntry {
+  try {
+    return JSON.parse(line) as LogEntry;
+  } catch {
+    return { level: WARN, msg: line.trim() };
+  }
 }

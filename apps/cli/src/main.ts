@@ -24,14 +24,36 @@ function port(value: string | undefined, fallback: number, flag: string): number
 
 class UsageError extends Error {}
 
+/** A scheduler's base URL as given, without trailing slashes; only http(s) URLs are taken. */
+function schedulerUrl(value: string, what: string): string {
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new UsageError(`${what} must be an http(s) URL such as http://127.0.0.1:7070, got ${value}`);
+  }
+  return value.replace(/\/+$/, '');
+}
+
+function positiveInteger(value: string | undefined, fallback: number, flag: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer, got ${value}`);
+  return n;
+}
+
 /** The replica `status` and `explain` ask. */
 function schedulerTarget(values: { scheduler?: string | undefined; token?: string | undefined }): SchedulerTarget {
   const token = values.token ?? process.env.SWITCHYARD_API_TOKEN;
-  return { url: values.scheduler ?? 'http://127.0.0.1:7070', ...(token ? { token } : {}) };
+  const url = schedulerUrl(values.scheduler ?? 'http://127.0.0.1:7070', '--scheduler');
+  return { url, ...(token ? { token } : {}) };
 }
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Help wherever it is asked for: `switchyard -h`, `switchyard status --help`.
+  if (argv.some((arg) => arg === '--help' || arg === '-h')) {
+    console.log(USAGE);
+    return 0;
+  }
   switch (command) {
     case 'up': {
       const { values } = parseArgs({
@@ -98,14 +120,13 @@ async function main(argv: string[]): Promise<number> {
       });
       if (positionals.length !== 1 || !values.token)
         throw new UsageError('runtime join needs <scheduler-url> and --token');
-      await joinRuntime({
-        schedulerUrl: positionals[0]!,
+      return joinRuntime({
+        schedulerUrl: schedulerUrl(positionals[0]!, '<scheduler-url>'),
         token: values.token,
         ...(values.id ? { id: values.id } : {}),
         classes: values.class ?? ['demo'],
-        sandboxesMax: Number(values.sandboxes ?? 100),
+        sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
       });
-      return 0;
     }
     case undefined:
     case 'help':
@@ -120,7 +141,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    // Every mistake parseArgs finds (an unknown option, a missing value, a value given to a flag) is bad usage.
+    if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
       console.error(`switchyard: ${(error as Error).message}\n${USAGE}`);
       process.exit(2);
     }

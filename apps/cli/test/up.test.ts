@@ -137,7 +137,8 @@ for (const mode of MODES) {
     });
 
     it('status prints the leader, epoch and runtimes that the scheduler API reports', async () => {
-      const { code, stdout } = await runCli(['status', '--scheduler', schedulerUrl]);
+      // With a trailing slash, as a URL copied from a browser has.
+      const { code, stdout } = await runCli(['status', '--scheduler', `${schedulerUrl}/`]);
       const api = await getJson<EpochInfo>(`${schedulerUrl}/api/epoch`);
       const list = await getJson<{ epoch: number; runtimes: Array<{ id: string; owner: string }> }>(
         `${schedulerUrl}/api/runtimes`,
@@ -152,6 +153,36 @@ for (const mode of MODES) {
       const rows = [...stdout.matchAll(/^(runtime-\d+) +available +(\S+)/gm)].map((m) => `${m[1]}@${m[2]}`);
       assert.deepEqual(rows.sort(), list.runtimes.map((r) => `${r.id}@${r.owner}`).sort());
       assert.equal(rows.length, 2);
+    });
+
+    it('explain names the stage that found a request unschedulable once, and exits 1', async () => {
+      const { code, stdout } = await runCli([
+        'explain',
+        '--scheduler',
+        schedulerUrl,
+        '--class',
+        'nosuch',
+        '--process',
+        'p1',
+      ]);
+      assert.equal(code, 1);
+      const last = stdout.trimEnd().split('\n').at(-1)!;
+      assert.match(last, /^→ unschedulable at (\w+): (?!\1:)/);
+    });
+
+    it('runtime join with a token the scheduler refuses exits 1 and says why, in a line, not JSON', async () => {
+      const { code, stderr } = await runCli([
+        'runtime',
+        'join',
+        schedulerUrl,
+        '--token',
+        'not-a-join-token',
+        '--id',
+        'cli-refused',
+      ]);
+      assert.equal(code, 1, stderr);
+      assert.match(stderr, /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused the join token \(check --token\)$/m);
+      assert.doesNotMatch(stderr, /^\{/m);
     });
 
     it('explain ends with the runtime that POST /api/schedule chooses for the same request', async () => {

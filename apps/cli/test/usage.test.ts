@@ -2,6 +2,8 @@
 // usage text on stderr, whatever the mistake; help exits 0 on stdout.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { runCli } from './support.ts';
 
 const BAD_USAGE = [
@@ -25,6 +27,27 @@ const BAD_USAGE = [
     args: ['runtime', 'join', 'http://x'],
     says: /needs <scheduler-url> and --token/,
   },
+  {
+    name: 'a scheduler URL without a scheme',
+    args: ['status', '--scheduler', '127.0.0.1:7070'],
+    says: /--scheduler must be an http\(s\) URL such as http:\/\/127\.0\.0\.1:7070, got 127\.0\.0\.1:7070/,
+  },
+  {
+    name: 'a runtime join URL without a scheme',
+    args: ['runtime', 'join', 'localhost:7070', '--token', 't'],
+    says: /<scheduler-url> must be an http\(s\) URL/,
+  },
+  {
+    name: 'a sandbox count that is not a number',
+    args: ['runtime', 'join', 'http://x', '--token', 't', '--sandboxes', 'abc'],
+    says: /--sandboxes must be a positive integer, got abc/,
+  },
+  {
+    name: 'an option without its value',
+    args: ['explain', '--class', 'demo', '--process', 'p1', '--thread'],
+    says: /--thread/,
+  },
+  { name: 'a value given to a flag', args: ['up', '--processes=yes'], says: /--processes/ },
 ];
 
 // Each case is its own short-lived process; running them side by side keeps the suite fast.
@@ -39,9 +62,31 @@ describe('switchyard usage', { concurrency: true }, () => {
     });
   }
 
-  it('prints the usage on stdout and exits 0 for --help', async () => {
-    const { code, stdout } = await runCli(['--help']);
-    assert.equal(code, 0);
-    assert.match(stdout, /switchyard explain --class <class> --process <id>/);
+  for (const args of [['--help'], ['-h'], ['status', '--help'], ['runtime', 'join', '-h']]) {
+    it(`prints the usage on stdout and exits 0 for ${args.join(' ')}`, async () => {
+      const { code, stdout } = await runCli(args);
+      assert.equal(code, 0);
+      assert.match(stdout, /switchyard explain --class <class> --process <id>/);
+    });
+  }
+
+  it('says so, exit 1, when the scheduler URL is not a scheduler', async () => {
+    const other = createServer((_req, res) =>
+      res.writeHead(404, { 'content-type': 'text/html' }).end('<!DOCTYPE html>'),
+    );
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      for (const args of [['status'], ['explain', '--class', 'demo', '--process', 'p1']]) {
+        const { code, stderr } = await runCli([...args, '--scheduler', url]);
+        assert.equal(code, 1);
+        assert.match(
+          stderr,
+          /does not answer as a Switchyard scheduler \(HTTP 404 to \/api\/(epoch|runtimes|schedule)\)/,
+        );
+      }
+    } finally {
+      other.close();
+    }
   });
 });
