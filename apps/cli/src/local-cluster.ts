@@ -103,6 +103,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       const runtime = await startRuntimeNode({
         runtimeId: `runtime-${i}`,
         schedulerUrl: replicas[i % replicas.length]!.url,
+        // No Service here: the other replicas are where a runtime goes when its own is gone.
+        fallbackSchedulerUrls: othersAfter(
+          replicas.map((r) => r.url),
+          i,
+        ),
         joinToken: token,
         classes: localClasses(),
         sandboxesMax: 50,
@@ -182,4 +187,9 @@ export async function waitForEpochs(urls: readonly string[], count: number, time
     if (Date.now() > deadline) throw new Error(`schedulers did not see ${count} runtimes within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** The URLs other than the one at `i % urls.length`, in order from the one after it. */
+export function othersAfter(urls: readonly string[], i: number): string[] {
+  return Array.from({ length: urls.length - 1 }, (_, k) => urls[(i + 1 + k) % urls.length]!);
 }

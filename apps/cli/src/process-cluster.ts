@@ -10,6 +10,7 @@ import {
   LOCAL_IDENTITY,
   LOCAL_ORIGINS,
   localClasses,
+  othersAfter,
   waitForEpochs,
   type Component,
   type LocalCluster,
@@ -142,6 +143,9 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
             `runtime-${i}`,
             '--scheduler-url',
             schedulerUrls[i % schedulerUrls.length]!,
+            // No Service here: the other replicas are where a runtime goes when its own is gone.
+            '--fallback-scheduler-urls',
+            othersAfter(schedulerUrls, i).join(','),
           ],
           ...['--join-token', token, '--drain-delay-ms', '0'],
         ],

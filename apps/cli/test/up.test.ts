@@ -245,3 +245,31 @@ for (const mode of MODES) {
     });
   });
 }
+
+describe('switchyard up --processes: kill a scheduler', () => {
+  let up: Running;
+  after(() => killGroup(up.child));
+
+  it("its runtime joins another replica (the others are its fallbacks), as the README's kill-one demo promises", async () => {
+    up = spawnCli(['up', '--processes', '--gateway-port', '0', '--scheduler-port', '0']);
+    const table = await until('the summary on stdout', () => /^runtime\s+runtime-1/m.test(up.stdout()) || undefined);
+    assert.ok(table);
+    const urlOf = (name: string): string => new RegExp(`^scheduler\\s+${name}\\s+(\\S+)`, 'm').exec(up.stdout())![1]!;
+    const victim = descendants(up.child.pid!).find(
+      (d) => d.depth === 1 && d.command.includes('--replica-id scheduler-0'),
+    );
+    assert.ok(victim, 'scheduler-0 runs as a child');
+    process.kill(victim.pid, 'SIGKILL');
+    type Row = { id: string; available: boolean; owner: string };
+    const moved = await until(
+      'runtime-0 available through another replica',
+      async () => {
+        const res = await fetch(`${urlOf('scheduler-1')}/api/runtimes`, { signal: AbortSignal.timeout(2000) });
+        const row = ((await res.json()) as { runtimes: Row[] }).runtimes.find((r) => r.id === 'runtime-0');
+        return row?.available && row.owner !== 'scheduler-0' ? row : undefined;
+      },
+      20_000,
+    );
+    assert.match(moved.owner, /^scheduler-[12]$/);
+  });
+});

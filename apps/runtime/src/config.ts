@@ -25,6 +25,12 @@ const classSchema = z
 export const runtimeConfigSchema = z.object({
   runtimeId: hostIdentityField('Stable id of this runtime.'),
   schedulerUrl: z.url().describe('Base URL of a scheduler replica (or its Service) to dial.'),
+  fallbackSchedulerUrls: z
+    .array(z.url())
+    .default([])
+    .describe(
+      'More scheduler replicas, for schedulers with no Service in front of them (a Service already spreads dials): a dial that fails moves on to the next, so a runtime whose replica died joins another.',
+    ),
   joinToken: z.string().optional().meta({ secret: true }).describe('Token presented to the scheduler when joining.'),
   joinTokenFile: z
     .string()

@@ -86,6 +86,7 @@ if (health) lifecycle.addServer(health);
 const node = await startRuntimeNode({
   runtimeId: config.runtimeId,
   schedulerUrl: config.schedulerUrl,
+  fallbackSchedulerUrls: config.fallbackSchedulerUrls,
   joinToken: joinTokenSource(config),
   classes: engines(config.classes),
   sandboxesMax: config.sandboxesMax,

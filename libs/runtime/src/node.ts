@@ -89,6 +89,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   let connectedWaiters: Array<() => void> = [];
   const dialer = dialTunnel({
     url: options.schedulerUrl,
+    ...(options.fallbackSchedulerUrls?.length ? { fallbackUrls: options.fallbackSchedulerUrls } : {}),
     token: options.joinToken,
     info,
     handler: route,

@@ -15,6 +15,8 @@ export interface RuntimeNodeOptions {
   readonly runtimeId: string;
   /** A scheduler replica (or the Service in front of them); the tunnel is dialled from here. */
   readonly schedulerUrl: string;
+  /** More replicas to dial when a dial fails, for schedulers with no Service in front of them (DialTunnelOptions.fallbackUrls). */
+  readonly fallbackSchedulerUrls?: readonly string[];
   /** A function is asked at every dial of the tunnel (a token file read again when it changes). */
   readonly joinToken: string | (() => string);
   readonly classes: Readonly<Record<string, EngineConfig>>;

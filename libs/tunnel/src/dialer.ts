@@ -17,6 +17,13 @@ import { serveRelayConnections, type RelayServer } from './relay-connection.ts';
 export interface DialTunnelOptions {
   /** Scheduler base URL, `http(s)://` or `ws(s)://`; `/api/runtime/connect` is appended. */
   readonly url: string;
+  /**
+   * More scheduler replicas, for schedulers with no Service in front of
+   * them: a dial that fails moves on to the next URL (after `url`, in
+   * order, round and round), so a runtime whose replica died joins another.
+   * A lost tunnel is redialled where it was first.
+   */
+  readonly fallbackUrls?: readonly string[];
   /** How the tunnel's HTTP/2 travels (see `TunnelTransport`). Default `auto`. */
   readonly transport?: TunnelTransport;
   /** The join token; a function is asked at every dial, so a rotated token file is used from the next one. */
@@ -90,7 +97,9 @@ class Dialer implements TunnelDialer {
     typeof http2.Http2ServerRequest,
     typeof LengthDeclaringResponse
   >;
-  readonly #url: URL;
+  /** Where to dial: `url`, then the fallbacks; `#at` is the one dialled now. */
+  readonly #urls: readonly URL[];
+  #at = 0;
   #attempt = 0;
   #link: Link | undefined;
   #retry: Timer | undefined;
@@ -98,14 +107,15 @@ class Dialer implements TunnelDialer {
   #relays: RelayServer | undefined;
   connected = false;
 
+  get #url(): URL {
+    return this.#urls[this.#at]!;
+  }
+
   constructor(o: DialTunnelOptions) {
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? silentLogger;
-    const url = new URL(o.url);
-    url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'https:' : 'http:';
-    url.pathname = url.pathname.replace(/\/$/, '') + CONNECT_PATH;
-    this.#url = url;
+    this.#urls = [o.url, ...(o.fallbackUrls ?? [])].map(connectUrl);
     this.#server = http2.createServer(
       {
         settings: h2Settings(),
@@ -217,6 +227,9 @@ class Dialer implements TunnelDialer {
     const random = this.#o.random ?? Math.random;
     const maxMs = this.#o.backoff?.maxMs ?? BACKOFF_DEFAULTS.maxMs;
     const attempt = this.#attempt;
+    const dialled = this.#url.toString();
+    // A dial that failed goes to the next replica; a tunnel that was up is redialled where it was.
+    if (!wasConnected) this.#at = (this.#at + 1) % this.#urls.length;
     const delayMs = refused
       ? backoffDelayMs(0, { ...this.#o.backoff, initialMs: maxMs }, random)
       : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
@@ -224,10 +237,18 @@ class Dialer implements TunnelDialer {
     // failed dial and every tenth after: a runtime that never joins must not be silent about it.
     if (!refused && !wasConnected && attempt % UNREACHABLE_LOGGED_EVERY === 0) {
       this.#logger.warn(
-        { url: this.#url.toString(), runtime: this.#o.info.id, reason, attempt: attempt + 1, retryInMs: delayMs },
+        { url: dialled, runtime: this.#o.info.id, reason, attempt: attempt + 1, retryInMs: delayMs },
         'scheduler unreachable; dialling again',
       );
     }
     this.#retry = this.#clock.setTimeout(() => this.#connect(), delayMs);
   }
+}
+
+/** The connect URL of a scheduler base URL: `http(s)` (for `ws(s)` too), with CONNECT_PATH appended. */
+function connectUrl(base: string): URL {
+  const url = new URL(base);
+  url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'https:' : 'http:';
+  url.pathname = url.pathname.replace(/\/$/, '') + CONNECT_PATH;
+  return url;
 }

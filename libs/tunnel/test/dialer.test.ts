@@ -266,6 +266,44 @@ describe('tunnel dialer', () => {
     }
   });
 
+  it('moves on to its fallback URLs, in order, when a dial fails', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    const clock = new ManualClock();
+    const { logger, lines } = captureLogger();
+    const accepted = scheduler.nextTunnel('rt-fallback');
+    // Two replicas that refuse connections (nothing listens on ports 1 and 2), then a live one.
+    const dialer = dialTunnel({
+      url: 'http://127.0.0.1:1',
+      fallbackUrls: ['http://127.0.0.1:2', scheduler.url],
+      token: TOKEN,
+      info: runtimeInfo('rt-fallback'),
+      handler: (_req, res) => res.end(),
+      clock,
+      random: () => 0,
+      backoff: { initialMs: 10, maxMs: 10 },
+      logger,
+    });
+    try {
+      for (let failed = 1; failed <= 2; failed++) {
+        await until(() => clock.pendingTimers === 1);
+        await clock.advance(10);
+      }
+      await accepted;
+      await until(() => dialer.connected);
+      const tried = lines.filter((l) => l.msg === 'scheduler unreachable; dialling again').map((l) => l.obj);
+      assert.deepEqual(
+        tried.map((o) => (o as { url: string }).url),
+        ['http://127.0.0.1:1/api/runtime/connect'],
+        'the first failed dial is said, naming the URL it dialled',
+      );
+      const connected = lines.find((l) => l.msg === 'tunnel connected')!.obj as { url: string };
+      assert.equal(connected.url, `${scheduler.url}/api/runtime/connect`);
+    } finally {
+      dialer.close();
+    }
+  });
+
   it('stops reconnecting once closed, and logs that close as info, not as a lost tunnel', async () => {
     const scheduler = await startScheduler();
     open.schedulers.push(scheduler);
