@@ -10,6 +10,7 @@ import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
 import { TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
+import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
 import { watchTokenRevocations } from './revocation.ts';
 import type { TokenRevocations } from './revocation.ts';
 import { openClientTunnel } from './tunnel.ts';
@@ -77,6 +78,7 @@ class Endpoint implements TunnelEndpoint {
   readonly #pingTimeoutMs: number;
   readonly #tunnels = new Map<string, Tunnel>();
   readonly #revocations: TokenRevocations;
+  readonly #sharedIds: SharedIds;
   readonly #wss: WebSocketServer;
   #generation: number;
   #closed = false;
@@ -90,6 +92,7 @@ class Endpoint implements TunnelEndpoint {
     // Microseconds of wall time: a restarted scheduler still hands out higher generations.
     this.#generation = this.#clock.now() * 1000;
     this.#revocations = watchTokenRevocations({ tokens: o.tokens, clock: this.#clock });
+    this.#sharedIds = new SharedIds(Math.max(o.maxRuntimes * 4, 1024));
     this.#wss = new WebSocketServer({
       noServer: true,
       perMessageDeflate: false,
@@ -174,6 +177,12 @@ class Endpoint implements TunnelEndpoint {
     const previous = this.#tunnels.get(info.id);
     this.#tunnels.set(info.id, tunnel);
     previous?.close('replaced by a newer connection');
+    if (previous && this.#sharedIds.replaced(info.id, this.#clock.now())) {
+      this.#logger.warn(
+        { runtime: info.id, withinMs: SHARED_ID_WINDOW_MS },
+        'runtime id used by more than one runtime (its tunnel keeps being replaced): give each runtime its own id',
+      );
+    }
     this.#logger.info({ runtime: info.id, generation: tunnel.generation, transport: carrier.transport }, 'tunnel open');
     const release = this.#revocations.hold(
       () => bearerMatches(authorization, this.#o.tokens()),

@@ -273,6 +273,23 @@ describe('tunnel endpoint admission', () => {
     assert.equal((await readStream(second.tunnel.request({ ':path': '/' }))).status, 200);
   });
 
+  it('says so, once, when two live runtimes share an id and keep replacing each other', async () => {
+    const shared = 'rt-shared';
+    const warning = (l: { msg: string }) => l.msg.startsWith('runtime id used by more than one runtime');
+    // Each redials 20 ms after being replaced, as a runtime does after losing its tunnel.
+    const fast = { backoff: { initialMs: 20, maxMs: 20 }, random: () => 0 };
+    const first = await startRuntime(scheduler, shared, hello, fast);
+    dialers.push(first.dialer);
+    assert.equal(scheduler.logs.filter(warning).length, 0, 'one runtime alone is not suspect');
+    const second = await startRuntime(scheduler, shared, hello, fast);
+    dialers.push(second.dialer);
+    for (let i = 0; i < 200 && !scheduler.logs.some(warning); i++) await new Promise((r) => setTimeout(r, 10));
+    const said = scheduler.logs.filter(warning);
+    assert.equal(said.length, 1, 'said once per window, not per replacement');
+    assert.equal(said[0]!.level, 'warn');
+    assert.deepEqual(said[0]!.obj, { runtime: shared, withinMs: 30_000 });
+  });
+
   it('closes every tunnel with GOAWAY and refuses new runtimes once closed, idempotently', async () => {
     const own = await startScheduler();
     try {
