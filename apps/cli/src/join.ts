@@ -3,6 +3,7 @@ import { startRuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { createLogger, createMetrics } from '@switchyard/service';
 import { everythingEngine } from './local-cluster.ts';
+import { lineOf, parseEntry, type LogEntry } from './log-lines.ts';
 
 export interface JoinOptions {
   readonly schedulerUrl: string;
@@ -17,15 +18,6 @@ const KNOWN: Record<string, () => EngineConfig> = {
   demo: () => ({ engine: 'builtin' }),
   everything: everythingEngine,
 };
-
-interface LogEntry {
-  readonly level?: number;
-  readonly msg?: string;
-  readonly status?: number;
-  readonly reason?: string;
-  readonly err?: string;
-  readonly body?: { error?: string };
-}
 
 const WARN = 40;
 /** What a person at the terminal wants to see of the runtime's log: its tunnel coming and going, and trouble. */
@@ -51,10 +43,7 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
       const why = entry.status === 401 ? 'the join token (check --token)' : `this runtime: ${entry.body?.error ?? ''}`;
       return refused(`${options.schedulerUrl} refused ${why}`);
     }
-    if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) {
-      const detail = entry.status ?? entry.reason ?? entry.err;
-      say(`${entry.msg}${detail !== undefined ? ` (${detail})` : ''}`);
-    }
+    if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));
   };
   const logger = createLogger({
     name: 'runtime',
@@ -83,12 +72,4 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
   await node.close();
   if (code === 0) say(`runtime ${node.runtimeId} stopped`);
   return code;
-}
-
-function parseEntry(line: string): LogEntry {
-  try {
-    return JSON.parse(line) as LogEntry;
-  } catch {
-    return { level: WARN, msg: line.trim() };
-  }
 }

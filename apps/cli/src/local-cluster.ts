@@ -6,6 +6,7 @@ import { createGateway, type Gateway } from '@switchyard/gateway';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { terminalLines } from './log-lines.ts';
 import { closeServer, createLogger, createMetrics, listen, type Logger } from '@switchyard/service';
 
 export interface LocalClusterOptions {
@@ -68,7 +69,11 @@ export function localClasses(): Record<string, EngineConfig> {
  * Resolves once every replica's epoch shows both runtimes.
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
-  const logger = createLogger({ name: 'switchyard', level: options.logLevel, destination: process.stderr as never });
+  const logger = createLogger({
+    name: 'switchyard',
+    level: options.logLevel,
+    destination: terminalLines('switchyard'),
+  });
   const token = randomBytes(24).toString('base64url');
   const store = new MemoryLeaseStore();
   const replicas: SchedulerReplica[] = [];
