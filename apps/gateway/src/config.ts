@@ -117,10 +117,10 @@ export const gatewayConfigSchema = z.object({
   upstreamCheckIntervalMs: z
     .number()
     .int()
-    .min(100)
+    .refine((ms) => ms === 0 || ms >= 100, 'must be 0 (off) or at least 100')
     .default(5000)
     .describe(
-      'How often an upstream the gateway holds HTTP/1.1 connections to (a scheduler replica for relays and /api/proxy, a runtime in direct mode) is checked with GET /healthz; one that leaves a check unanswered by the next has its connections closed (their requests fail with 502) and is not dialled until it answers again, so sessions follow their runtime to the replica it redialled, or are lost (404) as with a dead runtime.',
+      'How often an upstream the gateway holds HTTP/1.1 connections to (a scheduler replica for relays and /api/proxy, a runtime in direct mode) is checked with GET /healthz; one that leaves a check unanswered by the next has its connections closed (their requests fail with 502) and is not dialled until it answers again, so sessions follow their runtime to the replica it redialled, or are lost (404) as with a dead runtime. 0 turns the checks off (see docs/benchmarks.md for what they cost).',
     ),
   identity: z
     .object({

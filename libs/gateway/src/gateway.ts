@@ -19,7 +19,7 @@ import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, tokenHeader } from './token-header.ts'
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing.ts';
-import { UpstreamChecks } from './upstream-checks.ts';
+import { UpstreamChecks, checkHealthz } from './upstream-checks.ts';
 import { SchedulerClient } from './scheduler-client.ts';
 import {
   STATELESS_PROTOCOL_VERSION,
@@ -100,21 +100,22 @@ export function createGateway(options: GatewayOptions): Gateway {
     // streams. Those have their own client (EventStreamUpstream).
     allowH2: false,
   };
-  // Schedule calls and the checks go on schedulerAgent, unwatched: a check must not keep its upstream watched.
   const schedulerAgent = new Agent(agentOptions);
-  const checks = new UpstreamChecks({
-    intervalMs: o.upstreamCheckIntervalMs,
-    clock: o.clock,
-    check: (origin, timeoutMs) =>
-      schedulerAgent
-        .request({ origin, path: '/healthz', method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
-        .then((res) => res.body.dump()),
-    logger: o.logger,
-  });
-  const upstreamAgent = new Agent({
-    ...agentOptions,
-    connect: checks.watching(buildConnector({ timeout: agentOptions.connectTimeout, allowH2: false })),
-  });
+  const checks =
+    o.upstreamCheckIntervalMs > 0
+      ? new UpstreamChecks({
+          intervalMs: o.upstreamCheckIntervalMs,
+          clock: o.clock,
+          check: checkHealthz,
+          logger: o.logger,
+        })
+      : undefined;
+  const upstreamAgent = checks
+    ? new Agent({
+        ...agentOptions,
+        connect: checks.watching(buildConnector({ timeout: agentOptions.connectTimeout, allowH2: false })),
+      })
+    : new Agent(agentOptions);
   const eventStreams = o.eventStreamsOverHttp2
     ? new EventStreamUpstream({
         http1: upstreamAgent,
@@ -136,7 +137,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ? new RelayConnections({
         ...agentOptions,
         clock: o.clock,
-        checks,
+        ...(checks ? { checks } : {}),
         ...(schedulerAuthorization ? { authorization: schedulerAuthorization } : {}),
         onRefused: (relay, error) => {
           metrics.relayRefused();
@@ -326,7 +327,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         schedulerAgent.destroy(),
         eventStreams?.close(),
         relays?.close(),
-        checks.close(),
+        checks?.close(),
         cache.close(),
       ]).then(() => undefined);
       return closing;

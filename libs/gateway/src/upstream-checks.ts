@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
 import type { Clock, Timer } from '@switchyard/clock';
@@ -21,8 +23,8 @@ interface Watched {
   silentSince: number | undefined;
 }
 
-const WATCHED = Symbol('watched');
-type WatchedSocket = Socket & { [WATCHED]?: Watched };
+/** Which upstream a watched socket belongs to; kept beside the socket, which is undici's, not on it. */
+const watchedBy = new WeakMap<Socket, Watched>();
 
 /**
  * Liveness of the upstreams the gateway holds HTTP/1.1 connections to:
@@ -47,7 +49,7 @@ export class UpstreamChecks {
   readonly #check: (origin: string, timeoutMs: number) => Promise<unknown>;
   readonly #logger: GatewayLogger;
   /** One listener shared by every watched socket (called with the socket as `this`), so a socket holds no closure. */
-  readonly #onSocketClose: (this: WatchedSocket) => void;
+  readonly #onSocketClose: (this: Socket) => void;
   #timer: Timer | undefined;
   #closed = false;
 
@@ -63,8 +65,8 @@ export class UpstreamChecks {
     this.#check = options.check;
     this.#logger = options.logger;
     const forget = (watched: Watched): void => this.#forgetIfIdle(watched);
-    this.#onSocketClose = function (this: WatchedSocket) {
-      const watched = this[WATCHED];
+    this.#onSocketClose = function (this: Socket) {
+      const watched = watchedBy.get(this);
       if (!watched) return;
       watched.sockets.delete(this);
       forget(watched);
@@ -81,7 +83,7 @@ export class UpstreamChecks {
       this.#upstreams.set(origin, watched);
     }
     watched.sockets.add(socket);
-    (socket as WatchedSocket)[WATCHED] = watched;
+    watchedBy.set(socket, watched);
     socket.on('close', this.#onSocketClose);
     this.#timer ??= this.#clock.setTimeout(this.#tick, this.#intervalMs);
   }
@@ -169,4 +171,23 @@ export class UpstreamChecks {
 export function notDialled(origin: string): Error {
   const error = new Error(`not dialled: upstream ${origin} stopped answering`);
   return Object.assign(error, { code: UPSTREAM_SILENT_NOT_DIALLED });
+}
+
+/**
+ * One check: `GET /healthz` on `origin`, resolving on any answer, failing on
+ * none within `timeoutMs`. Each goes on a connection of its own (Node's
+ * client, no agent), so a check of a frozen upstream never holds a pooled
+ * connection that schedule calls or proxied requests would then wait on.
+ */
+export function checkHealthz(origin: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const url = new URL('/healthz', origin);
+    const client = url.protocol === 'https:' ? https : http;
+    const req = client.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve();
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${origin} within ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
 }

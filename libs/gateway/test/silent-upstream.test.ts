@@ -229,3 +229,14 @@ describe('a session whose runtime goes silent, in direct mode', () => {
     });
   });
 });
+
+describe('the upstream check interval', () => {
+  it('takes 0 to turn the checks off, and refuses a negative interval', async () => {
+    const off = createGateway({ schedulers: ['http://127.0.0.1:1'], upstreamCheckIntervalMs: 0 });
+    await off.close();
+    assert.throws(
+      () => createGateway({ schedulers: ['http://127.0.0.1:1'], upstreamCheckIntervalMs: -5 }),
+      /upstreamCheckIntervalMs must be a positive integer/,
+    );
+  });
+});
