@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // The `switchyard` command: a local cluster, cluster status, scheduling
 // explanations, and joining a runtime from any machine.
+//
+// Each command's module is loaded only when that command runs: the cluster's
+// code is a second of compiling, which help and bad usage should not wait for.
 import { parseArgs } from 'node:util';
-import { explain, status, type SchedulerTarget } from './inspect.ts';
-import { joinRuntime } from './join.ts';
-import { up } from './up.ts';
+import type { SchedulerTarget } from './inspect.ts';
 
 const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
@@ -69,12 +70,14 @@ async function main(argv: string[]): Promise<number> {
       if (!['fatal', 'error', 'warn', 'info', 'debug'].includes(logLevel)) {
         throw new UsageError(`--log-level must be one of fatal, error, warn, info, debug`);
       }
-      await up({
+      const options = {
         processes: values.processes,
         gatewayPort: port(values['gateway-port'], 8080, '--gateway-port'),
         schedulerPort: port(values['scheduler-port'], 7070, '--scheduler-port'),
         logLevel: logLevel as 'warn',
-      });
+      };
+      const { up } = await import('./up.ts');
+      await up(options);
       return 0;
     }
     case 'status': {
@@ -82,7 +85,9 @@ async function main(argv: string[]): Promise<number> {
         args: rest,
         options: { scheduler: { type: 'string' }, token: { type: 'string' } },
       });
-      console.log(await status(schedulerTarget(values)));
+      const target = schedulerTarget(values);
+      const { status } = await import('./inspect.ts');
+      console.log(await status(target));
       return 0;
     }
     case 'explain': {
@@ -97,7 +102,9 @@ async function main(argv: string[]): Promise<number> {
         },
       });
       if (!values.class || !values.process) throw new UsageError('explain needs --class and --process');
-      const result = await explain(schedulerTarget(values), {
+      const target = schedulerTarget(values);
+      const { explain } = await import('./inspect.ts');
+      const result = await explain(target, {
         class: values.class,
         processId: values.process,
         ...(values.thread ? { threadId: values.thread } : {}),
@@ -120,13 +127,15 @@ async function main(argv: string[]): Promise<number> {
       });
       if (positionals.length !== 1 || !values.token)
         throw new UsageError('runtime join needs <scheduler-url> and --token');
-      return joinRuntime({
+      const options = {
         schedulerUrl: schedulerUrl(positionals[0]!, '<scheduler-url>'),
         token: values.token,
         ...(values.id ? { id: values.id } : {}),
         classes: values.class ?? ['demo'],
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
-      });
+      };
+      const { joinRuntime } = await import('./join.ts');
+      return joinRuntime(options);
     }
     case undefined:
     case 'help':
