@@ -45,6 +45,12 @@ export function serveH2c(server: Server, options: H2cOptions): H2cListener {
     settings: { maxConcurrentStreams: options.maxConcurrentStreams, enablePush: false },
     // Node's default (10 MB) counts every open stream's state and trips ENHANCE_YOUR_CALM well before the stream limit.
     maxSessionMemory: 256,
+    // nghttp2 closes a connection whose peer resets past 1,000 streams at once or 33 a second (its "rapid
+    // reset" guard); a gateway resets one for every client that leaves, and clients leave together. Twice
+    // the stream limit at once and a quarter of it a second let a gateway's clients all go without taking
+    // every other client's streams down with the connection.
+    streamResetBurst: Math.max(1000, 2 * options.maxConcurrentStreams),
+    streamResetRate: Math.max(33, Math.ceil(options.maxConcurrentStreams / 4)),
   });
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on('session', (session) => {

@@ -116,6 +116,46 @@ describe('serveH2c', () => {
     await new Promise((resolve) => other.close(resolve));
   });
 
+  it('keeps a connection whose peer cancels more streams at once than a rapid-reset guard allows', async () => {
+    // A listener of its own, with room for every stream at once (nghttp2 closes past 1,000 resets by default).
+    const other = http.createServer();
+    const listener = serveH2c(other, {
+      maxConcurrentStreams: 2000,
+      onStream: (stream, headers) => {
+        stream.on('error', () => {});
+        stream.respond({ ':status': 200 });
+        if (headers[':path'] !== '/hold') stream.end('still here');
+      },
+    });
+    other.listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    const session = http2.connect(`http://127.0.0.1:${(other.address() as AddressInfo).port}`);
+    let failed: unknown;
+    session.on('error', (error) => (failed = error));
+    try {
+      const streams = await Promise.all(
+        Array.from({ length: 1500 }, async () => {
+          const stream = session.request({ ':path': '/hold' });
+          stream.on('error', () => {});
+          await once(stream, 'response');
+          return stream;
+        }),
+      );
+      for (const stream of streams) stream.close(http2.constants.NGHTTP2_CANCEL);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const next = session.request({ ':path': '/next' });
+      let body = '';
+      next.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      await once(next, 'end');
+      assert.equal(body, 'still here');
+      assert.equal(failed, undefined);
+    } finally {
+      session.destroy();
+      await listener.close(100);
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+
   it('close() sends GOAWAY and cuts streams still open at the deadline', async () => {
     const session = http2.connect(base);
     session.on('error', () => {});

@@ -18,6 +18,17 @@ export const H2_TUNING = {
   maxConcurrentStreams: 4096,
   /** Header list bound per request, in bytes. */
   maxHeaderListBytes: 64 * 1024,
+  /**
+   * Stream resets the runtime takes from the scheduler at once, and per second
+   * after. nghttp2 guards servers against "rapid reset" floods by closing the
+   * connection past 1,000 at once or 33 a second; but the scheduler resets a
+   * tunnel stream for every client that leaves, and clients leave together (a
+   * gateway restarted, a load balancer dropped). The tunnel then went down with
+   * every other session's request on it. Twice the stream limit at once, and a
+   * quarter of it a second, bound a scheduler gone wrong without that.
+   */
+  streamResetBurst: 2 * 4096,
+  streamResetsPerSecond: 4096 / 4,
 } as const;
 
 /** SETTINGS both sides advertise. */

@@ -120,6 +120,8 @@ class Dialer implements TunnelDialer {
       {
         settings: h2Settings(),
         maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+        streamResetBurst: H2_TUNING.streamResetBurst,
+        streamResetRate: H2_TUNING.streamResetsPerSecond,
         Http2ServerResponse: LengthDeclaringResponse,
       },
       o.handler,
