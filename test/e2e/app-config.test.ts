@@ -29,7 +29,8 @@ function run(
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
     child.once('error', reject);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': the last output may still be in the pipes when the process has exited.
+    child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stderr, stdout });
     });

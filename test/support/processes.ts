@@ -82,7 +82,10 @@ export async function spawnApp(
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
-      resolve({ code, signal });
+      // The last lines may still be in the pipes at exit; 'close' comes once they are read to the end.
+      // A descendant that outlived the app may hold them open, so that wait is bounded.
+      const late = setTimeout(() => resolve({ code, signal }), 2000);
+      child.once('close', () => (clearTimeout(late), resolve({ code, signal })));
     }),
   );
   createInterface({ input: child.stderr! }).on('line', (line) => {

@@ -13,6 +13,7 @@ export interface Running {
   readonly child: ChildProcess;
   stdout(): string;
   stderr(): string;
+  /** Resolves when the command has exited and its output has been read. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -24,7 +25,12 @@ export function spawnCli(args: readonly string[]): Running {
   child.stdout!.on('data', (chunk: Buffer) => void (out = (out + chunk.toString()).slice(-OUTPUT_CHARS_MAX)));
   child.stderr!.on('data', (chunk: Buffer) => void (err = (err + chunk.toString()).slice(-OUTPUT_CHARS_MAX)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('exit', (code, signal) => {
+      // The last output may still be in the pipes at exit; 'close' comes once they are read to the end.
+      // A descendant that outlived the command may hold them open, so that wait is bounded.
+      const late = setTimeout(() => resolve({ code, signal }), 2000);
+      child.once('close', () => (clearTimeout(late), resolve({ code, signal })));
+    }),
   );
   return { child, stdout: () => out, stderr: () => err, exited };
 }

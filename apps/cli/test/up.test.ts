@@ -38,7 +38,8 @@ function inspectorToolsList(url: string, ...options: string[]): Promise<{ code: 
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('error', reject);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': the last output may still be in the pipes when the process has exited.
+    child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout });
     });
