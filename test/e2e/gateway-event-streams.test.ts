@@ -3,7 +3,8 @@
 // when that scheduler goes silent (SIGSTOP: no reset, no FIN, as a host that
 // vanished looks from the gateway), found by the gateway's HTTP/2 pings.
 // While the scheduler answers them, a silent stream stays open. A client
-// that leaves its stream (or loses it) opens the next one at once.
+// that leaves its stream (or loses it) opens the next one at once, and one
+// that sends many headers opens it as its requests are taken.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
@@ -45,6 +46,23 @@ describe('gateway event streams to a scheduler that goes silent', () => {
       // Through gateway, scheduler and tunnel; the SDK's keep-alive (15 s) would free it far later.
       await new Promise((r) => setTimeout(r, 300));
     }
+  });
+
+  it('opens the event stream of a client that sends 300 headers, as its requests are taken', async () => {
+    // Every HTTP/2 hop (gateway to scheduler, scheduler to runtime) once reset a stream past 128 header fields.
+    const url = cluster.gatewayUrl();
+    const headers = await openSession(url);
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) many[`x-client-${i}`] = 'v';
+    const call = await post(url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { ...headers, ...many });
+    assert.equal(call.status, 200, call.text);
+    const left = new AbortController();
+    const res = await fetch(url, {
+      headers: { ...headers, ...many, accept: 'text/event-stream' },
+      signal: left.signal,
+    });
+    assert.equal(res.status, 200, res.status === 200 ? '' : await res.text());
+    left.abort();
   });
 
   it('keeps a silent stream while pings are answered, and ends it within a few pings once they are not', async () => {

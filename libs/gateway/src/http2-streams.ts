@@ -1,4 +1,5 @@
 import http2 from 'node:http2';
+import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 import type { Dispatcher } from 'undici';
 import { StreamRequest, type Connection } from './http2-stream-request.ts';
 
@@ -84,6 +85,7 @@ export class Http2EventStreams implements Dispatch {
   #connect(origin: string): Connection {
     const session = http2.connect(origin, {
       peerMaxConcurrentStreams: this.#streamsPerConnection,
+      maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
       settings: { enablePush: false },
     });
     const connection: Connection = { session, authority: new URL(origin).host, open: 0, usable: true };

@@ -18,6 +18,17 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Header fields every HTTP/2 hop takes in one request or response (Node's
+ * `maxHeaderListPairs`). Node's default, 128, reset the event streams of
+ * clients that sent more headers than that, while the HTTP/1.1 hops took
+ * them; the gateway bounds a request's headers by size (`headerBytesMax`).
+ * HTTP/2 counts 32 bytes per field on top of its name and value (RFC 9113
+ * §6.5.2), so a 64 KiB header list holds at most 2,048 fields: the size
+ * bound is the one that binds.
+ */
+export const HTTP2_HEADER_FIELDS_MAX = 2048;
+
+/**
  * The `error` of a scheduler proxy's 502 body `{"error","runtime"}`, which
  * tells a caller what became of its request: `notConnected` — no tunnel to
  * the runtime here, or it died with the request (the runtime is gone);

@@ -9,7 +9,14 @@ export {
   isIdentityValue,
 } from './identity.ts';
 export type { Identity } from './identity.ts';
-export { HOP_BY_HOP_HEADERS, PROXY_ERRORS, RELAY, RUNTIME_DIRECT_REALM, SCHEDULER_API_REALM } from './http.ts';
+export {
+  HOP_BY_HOP_HEADERS,
+  HTTP2_HEADER_FIELDS_MAX,
+  PROXY_ERRORS,
+  RELAY,
+  RUNTIME_DIRECT_REALM,
+  SCHEDULER_API_REALM,
+} from './http.ts';
 export {
   RUNTIME_LIMITS,
   metadataSchema,

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
+import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 
 /** What every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -45,6 +46,7 @@ export function serveH2c(server: Server, options: H2cOptions): H2cListener {
     settings: { maxConcurrentStreams: options.maxConcurrentStreams, enablePush: false },
     // Node's default (10 MB) counts every open stream's state and trips ENHANCE_YOUR_CALM well before the stream limit.
     maxSessionMemory: 256,
+    maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
     // nghttp2 closes a connection whose peer resets past 1,000 streams at once or 33 a second (its "rapid
     // reset" guard); a gateway resets one for every client that leaves, and clients leave together. Twice
     // the stream limit at once and a quarter of it a second let a gateway's clients all go without taking

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import http2 from 'node:http2';
 import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { RUNTIME_INFO_HEADER } from '@switchyard/protocol';
+import { HTTP2_HEADER_FIELDS_MAX, RUNTIME_INFO_HEADER } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
@@ -120,6 +120,7 @@ class Dialer implements TunnelDialer {
       {
         settings: h2Settings(),
         maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+        maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
         streamResetBurst: H2_TUNING.streamResetBurst,
         streamResetRate: H2_TUNING.streamResetsPerSecond,
         Http2ServerResponse: LengthDeclaringResponse,

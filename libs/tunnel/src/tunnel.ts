@@ -1,6 +1,6 @@
 import http2 from 'node:http2';
 import type { Clock, Timer } from '@switchyard/clock';
-import { SwitchyardError } from '@switchyard/protocol';
+import { HTTP2_HEADER_FIELDS_MAX, SwitchyardError } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { H2_TUNING, RELAY_AUTHORITY, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
@@ -99,6 +99,7 @@ class ClientTunnel implements Tunnel {
       createConnection: () => o.carrier.stream,
       settings: h2Settings(),
       maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
+      maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
       peerMaxConcurrentStreams: H2_TUNING.maxConcurrentStreams,
     });
     this.session.once('connect', () => this.session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
