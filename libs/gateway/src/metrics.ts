@@ -16,7 +16,17 @@ export interface GatewayMetrics {
 }
 
 export type UpstreamErrorReason =
-  'connect' | 'gone' | 'reset' | 'stream' | 'timeout' | 'scheduler' | 'aborted' | 'tls' | 'unauthorized' | 'silent';
+  | 'connect'
+  | 'gone'
+  | 'reset'
+  | 'stream'
+  | 'timeout'
+  | 'scheduler'
+  | 'aborted'
+  | 'tls'
+  | 'unauthorized'
+  | 'silent'
+  | 'streams_full';
 
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {

@@ -2,9 +2,10 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
 import type { Clock } from '@switchyard/clock';
-import { RELAY } from '@switchyard/protocol';
+import { PROXY_ERRORS, PROXY_ERROR_HEADER, RELAY } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
 import { notDialled, type UpstreamChecks } from './upstream-checks.ts';
+import { RUNTIME_STREAMS_FULL } from './upstream.ts';
 
 const PROXY_PREFIX = '/api/proxy/';
 /** How long requests for a relay that was refused go through `/api/proxy` before it is asked for again. */
@@ -191,7 +192,7 @@ export function relayConnector(
         return;
       }
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1', 0, 16))?.[1] ?? 0);
-      if (status !== 101) return finish(refusal(relay, status, head.toString('utf8', end + 4, end + 4 + 512)));
+      if (status !== 101) return finish(refusal(relay, status, head.toString('utf8', 0, end + 4 + 512)));
       socket.pause();
       if (head.length > end + 4) socket.unshift(head.subarray(end + 4));
       finish(null);
@@ -210,7 +211,14 @@ export function relayConnector(
   };
 }
 
-function refusal(relay: URL, status: number, detail: string): Error {
+/** A refusal error for `answer` (the head and the start of the body, or why there is none). */
+function refusal(relay: URL, status: number, answer: string): Error {
+  const end = answer.indexOf('\r\n\r\n');
+  const detail = end === -1 ? answer : answer.slice(end + 4);
   const error = new Error(`relay ${relay.pathname} refused by ${relay.host} (${status || 'no status'}): ${detail}`);
-  return Object.assign(error, { code: REFUSED, status });
+  // Not a refusal of relays: through /api/proxy the full tunnel would refuse the request alike.
+  const full = status === 503 && streamsFullHead.test(answer.slice(0, end));
+  return Object.assign(error, { code: full ? RUNTIME_STREAMS_FULL : REFUSED, status });
 }
+
+const streamsFullHead = new RegExp(`^${PROXY_ERROR_HEADER}: ${PROXY_ERRORS.streamsFull}\\s*$`, 'im');

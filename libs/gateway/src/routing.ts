@@ -34,7 +34,9 @@ import {
   isEventStream,
   hasCode,
   isHeadersTimeout,
+  isStreamsFullAnswer,
   isTlsFailure,
+  RUNTIME_STREAMS_FULL,
   refusedGatewayToken,
   upstreamHeaders,
 } from './upstream.ts';
@@ -154,6 +156,7 @@ async function call(
   try {
     result = await send(ctx, r, route, asserted, gone);
   } catch (error) {
+    if (!r.signal.aborted && hasCode(error, (code) => code === RUNTIME_STREAMS_FULL)) throw streamsFull(ctx, route);
     // The client left (nobody to answer), or the fault is not the upstream's.
     if (r.signal.aborted || !isUpstreamFailure(error)) throw error;
     if (isTlsFailure(error)) {
@@ -186,6 +189,10 @@ async function call(
           cause: error,
         });
   }
+  if (result.kind === 'response' && isStreamsFullAnswer(result.upstream.statusCode, result.upstream.headers)) {
+    await result.upstream.discard();
+    throw streamsFull(ctx, route);
+  }
   // Not the client's credentials, so not the client's 401 (it would start an MCP client's OAuth flow).
   const realm = route.direct ? RUNTIME_DIRECT_REALM : SCHEDULER_API_REALM;
   if (result.kind === 'response' && refusedGatewayToken(result.upstream.statusCode, result.upstream.headers, realm)) {
@@ -196,6 +203,24 @@ async function call(
     throw new SwitchyardError('upstream_unavailable', `Bad gateway: ${upstream} refused this gateway's credentials`);
   }
   return result;
+}
+
+/**
+ * The runtime's tunnel carries as many streams as the runtime takes at once
+ * (event streams and relay connections of every gateway): the request was
+ * not sent, and is answered 503 to be tried again once some have ended.
+ */
+function streamsFull(ctx: RoutingContext, route: Route): SwitchyardError {
+  ctx.metrics.upstreamError('streams_full');
+  ctx.upstreamLog.warn(
+    route.url,
+    'runtime carries as many streams as it takes at once: new requests to it get 503 until some end',
+    { runtime: route.runtime },
+  );
+  return new SwitchyardError(
+    'capacity_exhausted',
+    'Service unavailable: the runtime carries as many requests and streams as it takes at once; try again shortly',
+  );
 }
 
 async function send(

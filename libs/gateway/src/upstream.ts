@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS } from '@switchyard/protocol';
+import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS, PROXY_ERRORS, PROXY_ERROR_HEADER } from '@switchyard/protocol';
 import { UPSTREAM_SILENT_NOT_DIALLED } from './upstream-checks.ts';
 
 /** Hop-by-hop headers plus those undici computes itself. */
@@ -125,6 +125,18 @@ export function refusedGatewayToken(status: number, headers: IncomingHttpHeaders
   if (status !== 401) return false;
   const challenge = headers['www-authenticate'];
   return String(challenge ?? '').includes(`realm="${realm}"`);
+}
+
+/**
+ * The code of a relay refused because the runtime's tunnel carries as many
+ * streams as the runtime takes: nothing was sent, and asking again through
+ * `/api/proxy` would be refused alike.
+ */
+export const RUNTIME_STREAMS_FULL = 'SWITCHYARD_RUNTIME_STREAMS_FULL';
+
+/** True for a scheduler proxy's 503 saying the runtime's tunnel is full; a runtime's own 503 passes through. */
+export function isStreamsFullAnswer(status: number, headers: IncomingHttpHeaders): boolean {
+  return status === 503 && headers[PROXY_ERROR_HEADER] === PROXY_ERRORS.streamsFull;
 }
 
 /** True for `text/event-stream` responses (SSE: no idle timeout, headers flushed early). */

@@ -191,6 +191,94 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
   });
 });
 
+// A runtime whose tunnel carries as many streams as it takes at once: the
+// scheduler refuses the relay, or the /api/proxy request, 503 with its error
+// header (the contract of libs/tunnel's proxy, held by its stream-limit
+// test). The client gets a JSON-RPC 503 capacity_exhausted at once, the
+// request is not sent elsewhere, and relays are asked for again next time;
+// a runtime's own 503, without the header, passes through as it is.
+describe('a runtime whose tunnel carries as many streams as it takes', () => {
+  const FULL = { 'x-switchyard-proxy-error': 'runtime stream limit reached', 'retry-after': '1' };
+  const fullBody = (runtime: string): string => JSON.stringify({ error: 'runtime stream limit reached', runtime });
+  const proxied: string[] = [];
+  const relayAsks: string[] = [];
+  // rt-full: its relay is refused as full. rt-old-full and rt-busy: relays refused as by an older scheduler
+  // (404), so requests go through /api/proxy, which answers rt-old-full as full and rt-busy as its runtime does.
+  const proxy = createServer((req, res) => {
+    const runtime = /^\/api\/proxy\/([^/]+)\/mcp$/.exec(req.url ?? '')?.[1] ?? '';
+    req.resume();
+    req.on('end', () => {
+      proxied.push(runtime);
+      if (runtime === 'rt-busy') return void res.writeHead(503, { 'content-type': 'text/plain' }).end('sandbox busy');
+      res.writeHead(503, { ...FULL, 'content-type': 'application/json' }).end(fullBody(runtime));
+    });
+  });
+  proxy.on('upgrade', (req, socket) => {
+    relayAsks.push(req.url ?? '');
+    if (req.url !== '/api/relay/rt-full') {
+      return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    }
+    const body = fullBody('rt-full');
+    const head = Object.entries(FULL).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.end(
+      `HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n${head.join('')}` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  });
+  let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+  before(
+    async () =>
+      (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, ['rt-full', 'rt-old-full', 'rt-busy'])),
+  );
+  after(() => front.close());
+  /** Places the next process on `runtime`; resolves with the headers of its stateless requests. */
+  const on = (runtime: string): Record<string, string> => {
+    front.scheduler.preferred = runtime;
+    proxied.length = 0;
+    relayAsks.length = 0;
+    return { ...STATELESS, 'x-switchyard-process': `p-${runtime}` };
+  };
+  const errorOf = (json: unknown) =>
+    (json as { id: number; error: { message: string; data: { reason: string } } }).error;
+
+  it('answers a JSON-RPC 503 at once when the relay is refused for it, and asks for relays again', async () => {
+    const headers = on('rt-full');
+    const errorsBefore = front.gateway.stats().upstreamErrors;
+    for (const attempt of [1, 2]) {
+      const res = await post(front.url, call('echo'), headers);
+      assert.equal(res.status, 503, `attempt ${attempt}: ${JSON.stringify(res.json)}`);
+      assert.equal((res.json as { id: number }).id, 9);
+      assert.equal(errorOf(res.json).data.reason, 'capacity_exhausted');
+      assert.match(errorOf(res.json).message, /the runtime carries as many requests and streams as it takes at once/);
+    }
+    assert.deepEqual(relayAsks, ['/api/relay/rt-full', '/api/relay/rt-full'], 'relays still asked for');
+    assert.deepEqual(proxied, [], 'not sent through /api/proxy, which would refuse it alike');
+    assert.equal(front.gateway.stats().upstreamErrors, errorsBefore + 2);
+  });
+
+  it('answers a JSON-RPC 503 for the same refusal through /api/proxy', async () => {
+    const headers = on('rt-old-full');
+    const res = await post(front.url, { jsonrpc: '2.0', id: 4, method: 'tools/list' }, headers);
+    assert.deepEqual(relayAsks, ['/api/relay/rt-old-full']);
+    assert.deepEqual(proxied, ['rt-old-full']);
+    assert.equal(res.status, 503, JSON.stringify(res.json));
+    assert.equal((res.json as { id: number }).id, 4);
+    assert.equal(errorOf(res.json).data.reason, 'capacity_exhausted');
+  });
+
+  it("passes a runtime's own 503 through unchanged", async () => {
+    const headers = on('rt-busy');
+    const res = await fetch(front.url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(call('echo')),
+    });
+    assert.equal(res.status, 503);
+    assert.equal(await res.text(), 'sandbox busy');
+    assert.deepEqual(proxied, ['rt-busy']);
+  });
+});
+
 // An upstream that does not announce its keep-alive timeout: the gateway must
 // close an idle connection before a typical server does (Node's 5 s), or it
 // may send a request on a connection the server is closing, and get a reset.

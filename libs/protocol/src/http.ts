@@ -29,16 +29,28 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
 export const HTTP2_HEADER_FIELDS_MAX = 2048;
 
 /**
- * The `error` of a scheduler proxy's 502 body `{"error","runtime"}`, which
- * tells a caller what became of its request: `notConnected` — no tunnel to
- * the runtime here, or it died with the request (the runtime is gone);
- * `streamFailed` — the runtime, still connected, reset the stream before
- * answering (it may have acted on the request, so it is not to be resent).
+ * The `error` of a scheduler proxy's refusal body `{"error","runtime"}`,
+ * which tells a caller what became of its request: `notConnected` (502) —
+ * no tunnel to the runtime here, or it died with the request (the runtime
+ * is gone); `streamFailed` (502) — the runtime, still connected, reset the
+ * stream before answering (it may have acted on the request, so it is not
+ * to be resent); `streamsFull` (503, `Retry-After`) — the tunnel carries as
+ * many streams as the runtime takes at once, so the request was not sent
+ * (an HTTP/2 client would hold it until a stream ends, which an event
+ * stream may never do).
  */
 export const PROXY_ERRORS = {
   notConnected: 'runtime not connected',
   streamFailed: 'runtime stream failed',
+  streamsFull: 'runtime stream limit reached',
 } as const;
+
+/**
+ * Set on a scheduler proxy's own refusals, to the `error` of their body: a
+ * caller tells them from a runtime's answers with the same status by it,
+ * without reading a body that may be a sandbox's endless event stream.
+ */
+export const PROXY_ERROR_HEADER = 'x-switchyard-proxy-error';
 
 /**
  * A relay connection (protocol.md §7, "Relay connections"): `GET ${RELAY.path}<runtime id>` with

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
-import { PROXY_ERRORS, RELAY, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
+import { RELAY, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
 import type { Duplex } from 'node:stream';
 import { proxyStreamToTunnel, proxyToTunnel, relayConnection } from '@switchyard/tunnel';
 import type { RuntimeSummary } from '@switchyard/scheduling';
@@ -201,7 +201,8 @@ function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
     return forwardToReplica(req, res, `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`, runtimeId);
   }
   req.resume();
-  sendJson(res, 502, { error: PROXY_ERRORS.notConnected, runtime: runtimeId });
+  // Without a tunnel the proxy refuses as it does everywhere: 502 `runtime not connected`.
+  proxyToTunnel(undefined, req, res, rest, { runtimeId });
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string): true {

@@ -13,6 +13,8 @@ export interface Refusal {
     readonly detail?: string;
     readonly runtime?: string;
   };
+  /** Headers besides the standard ones (a proxy refusal's `Retry-After` and error header). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export type Admission =
@@ -95,7 +97,10 @@ export function refuse(status: Refusal['status'], body: Refusal['body']): Admiss
 /** Answers a refused upgrade with a plain HTTP response on the raw socket, then closes it. */
 export function writeRefusal(socket: Duplex, refusal: Refusal): void {
   const body = JSON.stringify(refusal.body);
-  const extra = refusal.status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '';
+  const headers = { ...(refusal.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {}), ...refusal.headers };
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
     `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
       `${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,

@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import { PROXY_ERRORS } from '@switchyard/protocol';
+import { PROXY_ERRORS, PROXY_ERROR_HEADER, SwitchyardError } from '@switchyard/protocol';
 import { tunnelRequestHeaders } from './headers.ts';
 import { relayResponse } from './relay.ts';
 import type { Tunnel } from './tunnel.ts';
@@ -8,7 +8,7 @@ import type { Tunnel } from './tunnel.ts';
 export interface ProxyOptions {
   /** Added to (and overriding) the forwarded request headers, e.g. identity headers. */
   readonly extraHeaders?: OutgoingHttpHeaders;
-  /** Runtime id named in the 502 body when `tunnel` is undefined. */
+  /** Runtime id named in the refusal body when `tunnel` is undefined. */
   readonly runtimeId?: string;
 }
 
@@ -25,7 +25,8 @@ export interface ProxyOptions {
  * disconnect resets the stream with CANCEL. An upstream failure before any
  * byte of the answer left is a 502 (see `failureOf` for its words), after
  * that it destroys the client response. No tunnel → 502
- * `{"error":"runtime not connected","runtime":"<id>"}`.
+ * `{"error":"runtime not connected","runtime":"<id>"}`; a tunnel at its
+ * stream limit → 503 `runtime stream limit reached` (see `refusalOf`).
  * No retries, no timeout (layered idle timeouts belong to the servers).
  */
 export function proxyToTunnel(
@@ -36,7 +37,7 @@ export function proxyToTunnel(
   options: ProxyOptions = {},
 ): void {
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
-  if (!tunnel || tunnel.closed) return answer502(res, PROXY_ERRORS.notConnected, runtimeId);
+  if (!tunnel || tunnel.closed) return answerRefusal(res, PROXY_ERRORS.notConnected, runtimeId);
   const method = req.method ?? 'GET';
   const headers = tunnelRequestHeaders(
     req.headers,
@@ -45,7 +46,7 @@ export function proxyToTunnel(
   );
   const body = hasBody(req);
   const stream = openStream(tunnel, headers, !body);
-  if (typeof stream === 'string') return answer502(res, stream, runtimeId);
+  if (typeof stream === 'string') return answerRefusal(res, stream, runtimeId);
   // The response's 'close' before 'finish' is the client going away: cancel upstream now.
   res.once('close', () => {
     if (!res.writableFinished && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
@@ -91,9 +92,9 @@ function forwardBody(req: IncomingMessage, stream: http2.ClientHttp2Stream): voi
 }
 
 /**
- * Opens the tunnel stream, or says why not in the words of the 502 body: a
- * tunnel that died since it was looked up is "not connected", anything else
- * is the stream's fault.
+ * Opens the tunnel stream, or says why not in the words of the refusal
+ * body: a tunnel at its stream limit is full, one that died since it was
+ * looked up is "not connected", anything else is the stream's fault.
  */
 export function openStream(
   tunnel: Tunnel,
@@ -102,9 +103,28 @@ export function openStream(
 ): http2.ClientHttp2Stream | string {
   try {
     return tunnel.request(headers, { endStream });
-  } catch {
-    return failureOf(tunnel);
+  } catch (error) {
+    return openFailureOf(tunnel, error);
   }
+}
+
+/** Why `tunnel` did not open a stream (it threw `error`), in the words of the refusal body. */
+export function openFailureOf(tunnel: Tunnel, error: unknown): string {
+  const full = error instanceof SwitchyardError && error.code === 'capacity_exhausted';
+  return full ? PROXY_ERRORS.streamsFull : failureOf(tunnel);
+}
+
+/**
+ * The status and headers of a proxy refusal with `error` (PROXY_ERRORS):
+ * 503 with `Retry-After` for a full tunnel, which frees up as streams end;
+ * 502 otherwise. Every refusal names its error in PROXY_ERROR_HEADER.
+ */
+export function refusalOf(error: string): { status: 502 | 503; headers: Record<string, string> } {
+  const full = error === PROXY_ERRORS.streamsFull;
+  return {
+    status: full ? 503 : 502,
+    headers: { [PROXY_ERROR_HEADER]: error, ...(full ? { 'retry-after': '1' } : {}) },
+  };
 }
 
 /**
@@ -123,15 +143,16 @@ function hasBody(req: IncomingMessage): boolean {
 
 function fail(res: ServerResponse, tunnel: Tunnel): void {
   if (res.writableEnded || res.destroyed) return;
-  if (!res.headersSent) return answer502(res, failureOf(tunnel), tunnel.runtimeId);
+  if (!res.headersSent) return answerRefusal(res, failureOf(tunnel), tunnel.runtimeId);
   // This turn's chunks may still be corked: the client gets what the runtime sent, then the abort.
   const socket = res.socket;
   while (socket && !socket.destroyed && socket.writableCorked > 0) socket.uncork();
   res.destroy();
 }
 
-function answer502(res: ServerResponse, error: string, runtimeId: string): void {
+function answerRefusal(res: ServerResponse, error: string, runtimeId: string): void {
   const body = JSON.stringify({ error, runtime: runtimeId });
-  res.writeHead(502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  const { status, headers } = refusalOf(error);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }

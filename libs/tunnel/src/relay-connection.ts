@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { PROXY_ERRORS, RELAY } from '@switchyard/protocol';
 import { writeRefusal } from './admission.ts';
 import { TUNNEL_DEFAULTS } from './defaults.ts';
-import { failureOf } from './proxy.ts';
+import { failureOf, openFailureOf, refusalOf } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
 
 /**
@@ -32,24 +32,24 @@ const SWITCHED = `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpg
  * stream with CANCEL, which the runtime sees as its client leaving).
  * Refusals are plain HTTP answers with a JSON body, and no byte of a request
  * has crossed by then: 502 `runtime not connected` (no tunnel here, or it
- * died) or `runtime stream failed`, 501 when the runtime does not serve
- * relay connections (an older release: its HTTP/2 server answers CONNECT
- * with 405).
+ * died) or `runtime stream failed`, 503 `runtime stream limit reached`
+ * (see `refusalOf`), 501 when the runtime does not serve relay connections
+ * (an older release: its HTTP/2 server answers CONNECT with 405).
  */
 export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head: Buffer, runtimeId: string): void {
   socket.on('error', () => {});
   let state: 'opening' | 'refused' | 'piped' = 'opening';
-  const refuse = (status: 501 | 502, error: string): void => {
+  const refuse = (error: string, status: 501 | 502 | 503 = refusalOf(error).status): void => {
     if (state !== 'opening' || socket.destroyed) return;
     state = 'refused';
-    writeRefusal(socket, { status, body: { error, runtime: runtimeId } });
+    writeRefusal(socket, { status, body: { error, runtime: runtimeId }, headers: refusalOf(error).headers });
   };
-  if (!tunnel?.usable) return refuse(502, PROXY_ERRORS.notConnected);
+  if (!tunnel?.usable) return refuse(PROXY_ERRORS.notConnected);
   let stream: http2.ClientHttp2Stream;
   try {
     stream = tunnel.openConnection();
-  } catch {
-    return refuse(502, failureOf(tunnel));
+  } catch (error) {
+    return refuse(openFailureOf(tunnel, error));
   }
   stream.on('error', () => {});
   socket.once('close', () => {
@@ -57,7 +57,7 @@ export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head
   });
   stream.once('response', (headers) => {
     if (headers[':status'] !== 200) {
-      refuse(501, 'the runtime does not accept relay connections');
+      refuse('the runtime does not accept relay connections', 501);
       return void stream.close(http2.constants.NGHTTP2_CANCEL);
     }
     if (state !== 'opening' || socket.destroyed) return;
@@ -68,7 +68,7 @@ export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head
     stream.pipe(socket);
   });
   stream.once('close', () => {
-    if (state === 'opening') return refuse(502, failureOf(tunnel));
+    if (state === 'opening') return refuse(failureOf(tunnel));
     // An end (the runtime closed its connection) reached the gateway through the pipe; a reset ends it here.
     if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR || !stream.readableEnded) socket.destroy();
   });

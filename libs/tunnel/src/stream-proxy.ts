@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import { PROXY_ERRORS } from '@switchyard/protocol';
 import { endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
-import { failureOf, openStream, type ProxyOptions } from './proxy.ts';
+import { failureOf, openStream, refusalOf, type ProxyOptions } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
 
 const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
@@ -17,7 +17,7 @@ const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.const
  * of either stream resets the other (CANCEL towards the runtime,
  * INTERNAL_ERROR towards the client). An upstream failure before the
  * answer's headers is a 502 with `{"error","runtime"}`, as is a missing
- * tunnel.
+ * tunnel; a tunnel at its stream limit is a 503 (see `refusalOf`).
  */
 export function proxyStreamToTunnel(
   tunnel: Tunnel | undefined,
@@ -28,14 +28,14 @@ export function proxyStreamToTunnel(
 ): void {
   const runtimeId = tunnel?.runtimeId ?? options.runtimeId ?? '';
   inbound.on('error', () => {});
-  if (!tunnel || tunnel.closed) return answer502(inbound, PROXY_ERRORS.notConnected, runtimeId);
+  if (!tunnel || tunnel.closed) return answerRefusal(inbound, PROXY_ERRORS.notConnected, runtimeId);
   const headers = tunnelRequestHeaders(
     inboundHeaders,
     { method: inboundHeaders[':method'] ?? 'GET', path, authority: inboundHeaders[':authority'] ?? 'runtime' },
     options.extraHeaders,
   );
   const upstream = openStream(tunnel, headers, inbound.endAfterHeaders);
-  if (typeof upstream === 'string') return answer502(inbound, upstream, runtimeId);
+  if (typeof upstream === 'string') return answerRefusal(inbound, upstream, runtimeId);
   upstream.on('error', () => {});
   if (!inbound.endAfterHeaders) inbound.pipe(upstream);
   inbound.once('close', () => {
@@ -66,15 +66,21 @@ export function proxyStreamToTunnel(
     // A reset (RST_STREAM, tunnel death) ends the stream without 'end'.
     if (upstream.rstCode === NGHTTP2_NO_ERROR && upstream.readableEnded) return;
     if (inbound.destroyed || inbound.closed) return;
-    if (!inbound.headersSent) return answer502(inbound, failureOf(tunnel), runtimeId);
+    if (!inbound.headersSent) return answerRefusal(inbound, failureOf(tunnel), runtimeId);
     broken = true;
     inbound.close(NGHTTP2_INTERNAL_ERROR);
   });
 }
 
-function answer502(stream: http2.ServerHttp2Stream, error: string, runtimeId: string): void {
+function answerRefusal(stream: http2.ServerHttp2Stream, error: string, runtimeId: string): void {
   if (stream.destroyed || stream.headersSent) return;
   const body = JSON.stringify({ error, runtime: runtimeId });
-  stream.respond({ ':status': 502, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  const { status, headers } = refusalOf(error);
+  stream.respond({
+    ...headers,
+    ':status': status,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
   stream.end(body);
 }

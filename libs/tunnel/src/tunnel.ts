@@ -14,8 +14,12 @@ import type { Carrier, CarrierTransport } from './carrier.ts';
  *
  * Guarantees: once `closed` is true it stays true, `whenClosed` has resolved
  * with the reason, and `request`/`fetch` fail at once with
- * `SwitchyardError('upstream_unavailable')`. When the peer dies (liveness
- * timeout, transport error) every open stream errors at the same moment.
+ * `SwitchyardError('upstream_unavailable')`. While the tunnel carries as
+ * many streams as the runtime takes at once, they fail at once with
+ * `SwitchyardError('capacity_exhausted')`: Node's HTTP/2 would hold a new
+ * stream until another ends, which an event stream may never do. When the
+ * peer dies (liveness timeout, transport error) every open stream errors at
+ * the same moment.
  * Not guaranteed: that a request which was sent reached the runtime.
  */
 export interface Tunnel {
@@ -84,6 +88,8 @@ class ClientTunnel implements Tunnel {
   readonly #heartbeat: Heartbeat;
   #resolveClosed!: (reason: string) => void;
   #graceTimer: Timer | undefined;
+  /** Streams open on the session (opened and not yet closed). */
+  #streams = 0;
 
   constructor(o: ClientTunnelOptions) {
     this.runtimeId = o.info.id;
@@ -136,13 +142,28 @@ class ClientTunnel implements Tunnel {
     if (!this.usable) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} is closed`);
     }
+    // What the runtime's SETTINGS say, and never more than runtimes advertise (HTTP/2 assumes no limit before).
+    const limit = Math.min(
+      this.session.remoteSettings.maxConcurrentStreams ?? Infinity,
+      H2_TUNING.maxConcurrentStreams,
+    );
+    if (this.#streams >= limit) {
+      throw new SwitchyardError(
+        'capacity_exhausted',
+        `tunnel to runtime ${this.runtimeId} carries ${this.#streams} streams, as many as the runtime takes at once`,
+      );
+    }
+    let stream: http2.ClientHttp2Stream;
     try {
-      return this.session.request(headers, options);
+      stream = this.session.request(headers, options);
     } catch (error) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} refused a stream`, {
         cause: error,
       });
     }
+    this.#streams++;
+    stream.once('close', () => this.#streams--);
+    return stream;
   }
 
   close(reason = 'closed'): void {

@@ -1,0 +1,80 @@
+// A tunnel that carries as many streams as the runtime takes at once, on
+// loopback with a real dialer: Node's HTTP/2 client would queue the next
+// stream until another ends, which an event stream may never do. Instead
+// the next request is refused at once (503 with Retry-After and the proxy's
+// error header, through /proxy and a relay alike) and taken again as soon
+// as a stream ends.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import { PROXY_ERRORS, PROXY_ERROR_HEADER, SwitchyardError } from '@switchyard/protocol';
+import { H2_TUNING, type Tunnel, type TunnelDialer } from '../src/index.ts';
+import { askRelay } from '../src/testing.ts';
+import { httpRequest, readStream, startRuntime, startScheduler, type Scheduler } from './helpers.ts';
+
+describe('a tunnel at its stream limit', { timeout: 20_000 }, () => {
+  let scheduler: Scheduler;
+  let dialer: TunnelDialer;
+  let tunnel: Tunnel;
+  const held: http2.ClientHttp2Stream[] = [];
+
+  before(async () => {
+    scheduler = await startScheduler();
+    ({ dialer, tunnel } = await startRuntime(
+      scheduler,
+      'rt-full',
+      (req, res) => {
+        if (req.url === '/hold') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(':\n\n');
+        res.end(`ok ${req.url}`);
+      },
+      { relayHandler: (_req, res) => void res.end('relayed') },
+    ));
+    // Every stream the runtime takes, each answered and left open.
+    await Promise.all(
+      Array.from({ length: H2_TUNING.maxConcurrentStreams }, async () => {
+        const stream = tunnel.request({ ':path': '/hold' });
+        stream.on('error', () => {});
+        held.push(stream);
+        await once(stream, 'response');
+      }),
+    );
+  });
+  after(async () => {
+    for (const stream of held) stream.close(http2.constants.NGHTTP2_CANCEL);
+    dialer.close();
+    await scheduler.close();
+  });
+
+  it('refuses the next stream at once with capacity_exhausted', () => {
+    assert.throws(
+      () => tunnel.request({ ':path': '/next' }),
+      (error: unknown) => error instanceof SwitchyardError && error.code === 'capacity_exhausted',
+    );
+    assert.throws(() => tunnel.openConnection(), /as many as the runtime takes at once/);
+    assert.equal(tunnel.usable, true, 'the tunnel itself is fine');
+  });
+
+  it('answers a proxied request 503 with Retry-After and the error header, not a wait', async () => {
+    const answer = await httpRequest(`${scheduler.url}/proxy/rt-full/next`);
+    assert.equal(answer.status, 503);
+    assert.equal(answer.headers['retry-after'], '1');
+    assert.equal(answer.headers[PROXY_ERROR_HEADER], PROXY_ERRORS.streamsFull);
+    assert.deepEqual(JSON.parse(answer.body), { error: PROXY_ERRORS.streamsFull, runtime: 'rt-full' });
+  });
+
+  it('refuses a relay 503 the same way', async () => {
+    const { status, text, socket } = await askRelay(scheduler.port, '/relay/rt-full');
+    socket.destroy();
+    assert.equal(status, 503);
+    assert.match(text, /^retry-after: 1\r$/im);
+    assert.match(text, new RegExp(`^${PROXY_ERROR_HEADER}: ${PROXY_ERRORS.streamsFull}\r$`, 'im'));
+  });
+
+  it('takes a request again once a stream has ended', async () => {
+    const ended = held.pop()!;
+    ended.close(http2.constants.NGHTTP2_CANCEL);
+    await once(ended, 'close');
+    assert.deepEqual(await readStream(tunnel.request({ ':path': '/next' })), { status: 200, body: 'ok /next' });
+  });
+});
