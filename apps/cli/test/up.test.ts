@@ -38,10 +38,13 @@ function inspectorToolsList(url: string, ...options: string[]): Promise<{ code: 
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('error', reject);
-    // 'close', not 'exit': the last output may still be in the pipes when the process has exited.
-    child.once('close', (code) => {
+    // The last output may still be in the pipes at exit; 'close' comes once they are read to the end
+    // (bounded: a descendant that outlived the inspector may hold them open).
+    child.once('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout });
+      const done = (): void => resolve({ code, stdout });
+      const late = setTimeout(done, 2000);
+      child.once('close', () => (clearTimeout(late), done()));
     });
   });
 }

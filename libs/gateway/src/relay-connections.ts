@@ -221,4 +221,5 @@ function refusal(relay: URL, status: number, answer: string): Error {
   return Object.assign(error, { code: full ? RUNTIME_STREAMS_FULL : REFUSED, status });
 }
 
-const streamsFullHead = new RegExp(`^${PROXY_ERROR_HEADER}: ${PROXY_ERRORS.streamsFull}\\s*$`, 'im');
+/** The refusal's error header saying the tunnel is full (any case, optional whitespace around the value). */
+const streamsFullHead = new RegExp(`^${PROXY_ERROR_HEADER}:[ \\t]*${PROXY_ERRORS.streamsFull}[ \\t]*\\r?$`, 'im');

@@ -189,7 +189,12 @@ async function call(
           cause: error,
         });
   }
-  if (result.kind === 'response' && isStreamsFullAnswer(result.upstream.statusCode, result.upstream.headers)) {
+  // Only a scheduler proxy refuses so; in direct mode a 503 is the runtime's own.
+  if (
+    !route.direct &&
+    result.kind === 'response' &&
+    isStreamsFullAnswer(result.upstream.statusCode, result.upstream.headers)
+  ) {
     await result.upstream.discard();
     throw streamsFull(ctx, route);
   }
@@ -206,21 +211,58 @@ async function call(
 }
 
 /**
- * The runtime's tunnel carries as many streams as the runtime takes at once
- * (event streams and relay connections of every gateway): the request was
- * not sent, and is answered 503 to be tried again once some have ended.
+ * The runtime's tunnel carried as many streams as the runtime takes at once
+ * (event streams, requests and relay connections of every gateway): the
+ * request was not sent. A new session or an unnamed stateless request is
+ * placed elsewhere; a request bound to the runtime is answered 503, to be
+ * tried again once some streams have ended.
  */
-function streamsFull(ctx: RoutingContext, route: Route): SwitchyardError {
+class StreamsFullError extends SwitchyardError {
+  constructor() {
+    super(
+      'capacity_exhausted',
+      'Service unavailable: the runtime carries as many requests and streams as it takes at once; try again shortly',
+    );
+  }
+}
+
+function streamsFull(ctx: RoutingContext, route: Route): StreamsFullError {
   ctx.metrics.upstreamError('streams_full');
   ctx.upstreamLog.warn(
     route.url,
     'runtime carries as many streams as it takes at once: new requests to it get 503 until some end',
     { runtime: route.runtime },
   );
-  return new SwitchyardError(
-    'capacity_exhausted',
-    'Service unavailable: the runtime carries as many requests and streams as it takes at once; try again shortly',
-  );
+  return new StreamsFullError();
+}
+
+/**
+ * Places `request`; once a runtime was found full (`full`), no runtime left
+ * to place it on is that 503, not "unschedulable": the class has runtimes,
+ * busy ones.
+ */
+async function scheduleUnlessFull(
+  ctx: RoutingContext,
+  request: ScheduleRequestInput,
+  signal: AbortSignal,
+  full: StreamsFullError | undefined,
+): Promise<Placement> {
+  try {
+    return await ctx.scheduler.schedule(request, signal);
+  } catch (error) {
+    if (full && error instanceof SwitchyardError && error.code === 'unschedulable') throw full;
+    throw error;
+  }
+}
+
+/** `call`, or its StreamsFullError when the runtime's tunnel was full (nothing was sent). */
+async function callUnlessFull(...args: Parameters<typeof call>): Promise<Attempt | StreamsFullError> {
+  try {
+    return await call(...args);
+  } catch (error) {
+    if (error instanceof StreamsFullError) return error;
+    throw error;
+  }
 }
 
 async function send(
@@ -366,10 +408,12 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
 /**
  * Legacy `initialize` without a session: mint the session id, place it, and
  * forward with `X-Switchyard-Session-Id` so the runtime adopts it. A runtime
- * that cannot be dialled or is gone is excluded and the request rescheduled.
+ * that cannot be dialled, is gone or is full is excluded and the request
+ * rescheduled.
  */
 export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<void> {
   const exclude: string[] = [];
+  let full: StreamsFullError | undefined;
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
     // A fresh session id per round: the failed runtime may already hold the
     // previous one as a process, and stickiness would pin the retry to it.
@@ -378,12 +422,19 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
     const cls = classOf(ctx, src);
     const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
     const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
-    const placement = await ctx.scheduler.schedule(
+    const placement = await scheduleUnlessFull(
+      ctx,
       { class: cls, processId: process, threadId: sessionId, sticky: true, ...(exclude.length ? { exclude } : {}) },
       r.signal,
+      full,
     );
     const route = routeOf(ctx, placement, r.principal);
-    const result = await call(ctx, r, route, asserted, LEGACY_GONE);
+    const result = await callUnlessFull(ctx, r, route, asserted, LEGACY_GONE);
+    if (result instanceof StreamsFullError) {
+      full = result;
+      exclude.push(placement.runtime);
+      continue;
+    }
     if (result.kind === 'response') {
       // Recorded before the client sees the session id, so its next request finds the route.
       if (result.upstream.statusCode < 300) await ctx.cache.set(threadKey(sessionId), route);
@@ -397,14 +448,16 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
     );
     exclude.push(placement.runtime);
   }
-  throw new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
+  throw full ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
 }
 
 /**
  * A stateless (2026-07-28) request: placed per request by process identity.
  * Without one the process is the request's own fresh thread, so such
  * requests spread. Named processes are cached; a runtime that cannot be
- * dialled is evicted and the request rescheduled (nothing was sent).
+ * dialled is evicted and the request rescheduled (nothing was sent), as is
+ * an unnamed request whose runtime is full (a named process's sandbox is
+ * there: it gets 503).
  */
 export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<void> {
   const src = source(r);
@@ -417,16 +470,21 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const request = { class: cls, processId: process, threadId: thread, sticky: true };
   const exclude: string[] = [];
   let found: Route | undefined;
+  let full: StreamsFullError | undefined;
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
     let route = found ?? (key && round === 0 ? (ctx.cache.local(key) ?? (await ctx.cache.remote(key))) : undefined);
     if (!route) {
-      route = routeOf(
-        ctx,
-        await ctx.scheduler.schedule({ ...request, ...(exclude.length ? { exclude } : {}) }, r.signal),
-      );
+      const scheduled = { ...request, ...(exclude.length ? { exclude } : {}) };
+      route = routeOf(ctx, await scheduleUnlessFull(ctx, scheduled, r.signal, full));
       if (key) await ctx.cache.set(key, route);
     }
-    const result = await call(ctx, r, route, asserted, STATELESS_GONE);
+    const result = await callUnlessFull(ctx, r, route, asserted, STATELESS_GONE);
+    if (result instanceof StreamsFullError) {
+      if (key) throw result;
+      full = result;
+      exclude.push(route.runtime);
+      continue;
+    }
     if (result.kind === 'response') {
       relay(ctx, r, result.upstream);
       return;
@@ -440,7 +498,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
     if (found) await ctx.cache.set(key!, found);
     else exclude.push(route.runtime);
   }
-  throw new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
+  throw full ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
 }
 
 /** The session header, if any (first value when repeated). */

@@ -18,6 +18,7 @@ import { createGateway } from '@switchyard/gateway';
 import type { Gateway, GatewayOptions } from '@switchyard/gateway';
 
 const STATELESS = { 'mcp-protocol-version': '2026-07-28', 'x-switchyard-process': 'p1' };
+const STATELESS_UNNAMED = { 'mcp-protocol-version': '2026-07-28' };
 const call = (tool: string) => ({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: tool, arguments: {} } });
 
 /**
@@ -194,22 +195,31 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
 // A runtime whose tunnel carries as many streams as it takes at once: the
 // scheduler refuses the relay, or the /api/proxy request, 503 with its error
 // header (the contract of libs/tunnel's proxy, held by its stream-limit
-// test). The client gets a JSON-RPC 503 capacity_exhausted at once, the
-// request is not sent elsewhere, and relays are asked for again next time;
-// a runtime's own 503, without the header, passes through as it is.
+// test). A request bound to that runtime gets a JSON-RPC 503
+// capacity_exhausted at once, is not sent elsewhere, and relays are asked
+// for again next time; a new session or an unnamed stateless request is
+// placed on another runtime. A runtime's own 503, without the header,
+// passes through as it is.
 describe('a runtime whose tunnel carries as many streams as it takes', () => {
   const FULL = { 'x-switchyard-proxy-error': 'runtime stream limit reached', 'retry-after': '1' };
   const fullBody = (runtime: string): string => JSON.stringify({ error: 'runtime stream limit reached', runtime });
   const proxied: string[] = [];
   const relayAsks: string[] = [];
-  // rt-full: its relay is refused as full. rt-old-full and rt-busy: relays refused as by an older scheduler
-  // (404), so requests go through /api/proxy, which answers rt-old-full as full and rt-busy as its runtime does.
+  // rt-full: its relay is refused as full. The others: relays refused as by an older scheduler (404), so
+  // requests go through /api/proxy, which answers rt-old-full as full, rt-busy and rt-ok as their runtimes do.
   const proxy = createServer((req, res) => {
     const runtime = /^\/api\/proxy\/([^/]+)\/mcp$/.exec(req.url ?? '')?.[1] ?? '';
-    req.resume();
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
       proxied.push(runtime);
       if (runtime === 'rt-busy') return void res.writeHead(503, { 'content-type': 'text/plain' }).end('sandbox busy');
+      if (runtime === 'rt-ok') {
+        const session = req.headers['x-switchyard-session-id'];
+        res.writeHead(200, { 'content-type': 'application/json', ...(session ? { 'mcp-session-id': session } : {}) });
+        const { id } = JSON.parse(body) as { id: number };
+        return void res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { from: runtime } }));
+      }
       res.writeHead(503, { ...FULL, 'content-type': 'application/json' }).end(fullBody(runtime));
     });
   });
@@ -231,6 +241,16 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
       (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, ['rt-full', 'rt-old-full', 'rt-busy'])),
   );
   after(() => front.close());
+  /** Runs `body` with the scheduler offering only `ids` (same address). */
+  const offering = async (ids: string[], body: () => Promise<void>): Promise<void> => {
+    const all = front.scheduler.runtimes;
+    front.scheduler.runtimes = ids.map((id) => ({ ...all[0]!, id }));
+    try {
+      await body();
+    } finally {
+      front.scheduler.runtimes = all;
+    }
+  };
   /** Places the next process on `runtime`; resolves with the headers of its stateless requests. */
   const on = (runtime: string): Record<string, string> => {
     front.scheduler.preferred = runtime;
@@ -264,6 +284,32 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
     assert.equal(res.status, 503, JSON.stringify(res.json));
     assert.equal((res.json as { id: number }).id, 4);
     assert.equal(errorOf(res.json).data.reason, 'capacity_exhausted');
+  });
+
+  it('places a new session and an unnamed stateless request on another runtime', async () => {
+    await offering(['rt-full', 'rt-ok'], async () => {
+      on('rt-full');
+      const opened = await post(front.url, INITIALIZE);
+      assert.equal(opened.status, 200, JSON.stringify(opened.json));
+      assert.deepEqual((opened.json as { result: unknown }).result, { from: 'rt-ok' });
+      assert.ok(opened.headers.get('mcp-session-id'), 'the session is opened on rt-ok');
+      assert.ok(relayAsks.includes('/api/relay/rt-full'), 'rt-full was tried first');
+
+      on('rt-full');
+      const unnamed = await post(front.url, { jsonrpc: '2.0', id: 5, method: 'tools/list' }, STATELESS_UNNAMED);
+      assert.equal(unnamed.status, 200, JSON.stringify(unnamed.json));
+      assert.deepEqual((unnamed.json as { result: unknown }).result, { from: 'rt-ok' });
+      assert.ok(relayAsks.includes('/api/relay/rt-full'), 'rt-full was tried first');
+    });
+  });
+
+  it('answers 503 capacity_exhausted, not unschedulable, when every runtime is full', async () => {
+    await offering(['rt-full'], async () => {
+      on('rt-full');
+      const res = await post(front.url, INITIALIZE);
+      assert.equal(res.status, 503, JSON.stringify(res.json));
+      assert.equal(errorOf(res.json).data.reason, 'capacity_exhausted');
+    });
   });
 
   it("passes a runtime's own 503 through unchanged", async () => {

@@ -16,6 +16,12 @@ export const H2_TUNING = {
   maxFrameBytes: 256 * 1024,
   /** Streams one tunnel may carry at once (the runtime advertises it). */
   maxConcurrentStreams: 4096,
+  /**
+   * Streams of that limit traffic leaves to the scheduler's own requests
+   * (`Tunnel.fetch`, its `/watch`), so it can still watch a runtime whose
+   * clients hold every other stream.
+   */
+  controlStreams: 8,
   /** Header list bound per request, in bytes. */
   maxHeaderListBytes: 64 * 1024,
   /**

@@ -15,7 +15,8 @@ import type { Carrier, CarrierTransport } from './carrier.ts';
  * Guarantees: once `closed` is true it stays true, `whenClosed` has resolved
  * with the reason, and `request`/`fetch` fail at once with
  * `SwitchyardError('upstream_unavailable')`. While the tunnel carries as
- * many streams as the runtime takes at once, they fail at once with
+ * many streams as the runtime takes at once (`request` and `openConnection`
+ * leave `H2_TUNING.controlStreams` of them to `fetch`), they fail at once with
  * `SwitchyardError('capacity_exhausted')`: Node's HTTP/2 would hold a new
  * stream until another ends, which an event stream may never do. When the
  * peer dies (liveness timeout, transport error) every open stream errors at
@@ -50,7 +51,12 @@ export interface Tunnel {
    * on which a gateway's connection is relayed (see `relay-connection.ts`).
    */
   openConnection(): http2.ClientHttp2Stream;
-  /** Minimal WHATWG fetch over this tunnel (see `createH2Fetch`); usable as the `eventsource` package's `fetch`. */
+  /**
+   * Minimal WHATWG fetch over this tunnel (see `createH2Fetch`); usable as the
+   * `eventsource` package's `fetch`. For the scheduler's own requests (its
+   * `/watch`), which may use the streams traffic leaves free. A response body
+   * must be read or cancelled: until then its stream is open, and counted.
+   */
   readonly fetch: typeof fetch;
   /** GOAWAY, then destroy after a short grace. Idempotent. */
   close(reason?: string): void;
@@ -122,7 +128,7 @@ class ClientTunnel implements Tunnel {
       onRtt: (rttMs) => (this.rttMs = rttMs),
       onDead: (reason) => this.#die(reason),
     });
-    this.fetch = createH2Fetch((headers) => this.request(headers));
+    this.fetch = createH2Fetch((headers) => this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, 0));
   }
 
   get usable(): boolean {
@@ -130,15 +136,20 @@ class ClientTunnel implements Tunnel {
   }
 
   request(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream {
-    return this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, options);
+    return this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, H2_TUNING.controlStreams, options);
   }
 
   openConnection(): http2.ClientHttp2Stream {
     // A CONNECT stream carries no :scheme or :path (RFC 9113 §8.5).
-    return this.#open({ ':method': 'CONNECT', ':authority': RELAY_AUTHORITY });
+    return this.#open({ ':method': 'CONNECT', ':authority': RELAY_AUTHORITY }, H2_TUNING.controlStreams);
   }
 
-  #open(headers: http2.OutgoingHttpHeaders, options?: http2.ClientSessionRequestOptions): http2.ClientHttp2Stream {
+  /** Opens a stream unless fewer than `reserved` streams of the runtime's limit would be left free. */
+  #open(
+    headers: http2.OutgoingHttpHeaders,
+    reserved: number,
+    options?: http2.ClientSessionRequestOptions,
+  ): http2.ClientHttp2Stream {
     if (!this.usable) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} is closed`);
     }
@@ -147,7 +158,7 @@ class ClientTunnel implements Tunnel {
       this.session.remoteSettings.maxConcurrentStreams ?? Infinity,
       H2_TUNING.maxConcurrentStreams,
     );
-    if (this.#streams >= limit) {
+    if (this.#streams >= limit - reserved) {
       throw new SwitchyardError(
         'capacity_exhausted',
         `tunnel to runtime ${this.runtimeId} carries ${this.#streams} streams, as many as the runtime takes at once`,

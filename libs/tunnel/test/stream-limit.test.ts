@@ -3,7 +3,8 @@
 // stream until another ends, which an event stream may never do. Instead
 // the next request is refused at once (503 with Retry-After and the proxy's
 // error header, through /proxy and a relay alike) and taken again as soon
-// as a stream ends.
+// as a stream ends. Traffic leaves a few streams to the scheduler's own
+// requests (its /watch of the runtime).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -30,9 +31,9 @@ describe('a tunnel at its stream limit', { timeout: 20_000 }, () => {
       },
       { relayHandler: (_req, res) => void res.end('relayed') },
     ));
-    // Every stream the runtime takes, each answered and left open.
+    // Every stream traffic may take, each answered and left open.
     await Promise.all(
-      Array.from({ length: H2_TUNING.maxConcurrentStreams }, async () => {
+      Array.from({ length: H2_TUNING.maxConcurrentStreams - H2_TUNING.controlStreams }, async () => {
         const stream = tunnel.request({ ':path': '/hold' });
         stream.on('error', () => {});
         held.push(stream);
@@ -69,6 +70,17 @@ describe('a tunnel at its stream limit', { timeout: 20_000 }, () => {
     assert.equal(status, 503);
     assert.match(text, /^retry-after: 1\r$/im);
     assert.match(text, new RegExp(`^${PROXY_ERROR_HEADER}: ${PROXY_ERRORS.streamsFull}\r$`, 'im'));
+  });
+
+  it("leaves the last streams to the scheduler's own requests, up to the runtime's limit", async () => {
+    const own: Response[] = [];
+    for (let i = 0; i < H2_TUNING.controlStreams; i++) {
+      const res = await tunnel.fetch('http://runtime/hold');
+      assert.equal(res.status, 200);
+      own.push(res);
+    }
+    await assert.rejects(tunnel.fetch('http://runtime/next'), /as many as the runtime takes at once/);
+    await Promise.all(own.map((res) => res.body!.cancel()));
   });
 
   it('takes a request again once a stream has ended', async () => {
