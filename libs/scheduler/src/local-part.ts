@@ -96,6 +96,13 @@ export class LocalPart {
     return this.#entries.size;
   }
 
+  /** Streams open on the busiest tunnel held here (0 with none). */
+  busiestTunnelStreams(): number {
+    let most = 0;
+    for (const { tunnel } of this.#entries.values()) most = Math.max(most, tunnel.streams);
+    return most;
+  }
+
   /** The part in wire form, for epoch collection. */
   states(): RuntimeState[] {
     const out: RuntimeState[] = [];

@@ -1,5 +1,9 @@
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { Metrics } from '@switchyard/service';
+import { H2_TUNING } from '@switchyard/tunnel';
+
+/** Streams a tunnel carries for traffic before it refuses more (see Tunnel). */
+const TRAFFIC_STREAMS_MAX = H2_TUNING.maxConcurrentStreams - H2_TUNING.controlStreams;
 
 export interface ReplicaMetrics {
   readonly isLeader: Gauge;
@@ -14,10 +18,17 @@ export interface ReplicaMetrics {
   readonly proxyRequests: Counter;
   readonly relayConnections: Counter;
   readonly apiUnauthorized: Counter;
+  readonly busiestTunnelStreams: Gauge;
+}
+
+/** What the replica's gauges read on every scrape. */
+export interface LiveSources {
+  /** Streams open on the busiest runtime tunnel this replica holds. */
+  busiestTunnelStreams(): number;
 }
 
 /** The replica's metrics (design brief §6); no per-runtime or per-session labels. */
-export function createReplicaMetrics(metrics: Metrics): ReplicaMetrics {
+export function createReplicaMetrics(metrics: Metrics, live: LiveSources): ReplicaMetrics {
   return {
     isLeader: metrics.gauge({ name: 'is_leader', help: '1 while this replica leads' }),
     term: metrics.gauge({ name: 'term', help: 'Highest leadership term seen' }),
@@ -52,6 +63,11 @@ export function createReplicaMetrics(metrics: Metrics): ReplicaMetrics {
     apiUnauthorized: metrics.counter({
       name: 'api_unauthorized_total',
       help: 'API requests, relay connections and HTTP/2 streams refused for a missing or wrong API token',
+    }),
+    busiestTunnelStreams: metrics.gauge({
+      name: 'tunnel_streams_busiest',
+      help: `Streams open on the busiest runtime tunnel held here; at ${TRAFFIC_STREAMS_MAX} new requests to it get 503`,
+      collect: () => live.busiestTunnelStreams(),
     }),
   };
 }

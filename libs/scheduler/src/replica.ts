@@ -38,7 +38,8 @@ export interface SchedulerReplica {
 export async function startSchedulerReplica(options: SchedulerReplicaOptions): Promise<SchedulerReplica> {
   const clock = options.clock ?? systemClock;
   const { logger, replicaId } = options;
-  const metrics = createReplicaMetrics(options.metrics);
+  // Read on scrapes only, once `part` (below) holds tunnels.
+  const metrics = createReplicaMetrics(options.metrics, { busiestTunnelStreams: () => part.busiestTunnelStreams() });
   let ready = false;
   let closing: Promise<void> | undefined;
   let lastCommitMs = clock.now();

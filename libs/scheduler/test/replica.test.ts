@@ -98,6 +98,46 @@ describe('three replicas in one process with a memory lease', () => {
     assert.match(text, /^switchyard_runtime_tool_calls_cancelled \d+$/m);
   });
 
+  it('reports the streams open on its busiest tunnel, an event stream held counted while it is open', async () => {
+    const replica = replicas[1]!; // holds r1's tunnel
+    const busiest = async (): Promise<number> => {
+      const text = await (await fetch(`${replica.url}/metrics`)).text();
+      return Number(/^switchyard_scheduler_tunnel_streams_busiest (\d+)$/m.exec(text)?.[1]);
+    };
+    const before = await busiest();
+    assert.ok(before >= 1, `the replica's own watch of r1 is a stream (${before})`);
+    const mcp = `${replica.url}/api/proxy/r1/mcp`;
+    // What a gateway asserts of a request (the runtime serves classes, not clients).
+    const legacy = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'x-switchyard-class': 'demo',
+      'x-switchyard-process': 'p-stream',
+    };
+    const init = await fetch(mcp, {
+      method: 'POST',
+      headers: { ...legacy, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+    assert.equal(init.status, 200, init.status === 200 ? '' : await init.text());
+    await init.text();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const left = new AbortController();
+    const stream = await fetch(mcp, {
+      headers: { ...legacy, ...session, accept: 'text/event-stream' },
+      signal: left.signal,
+    });
+    assert.equal(stream.status, 200, stream.status === 200 ? '' : await stream.text());
+    assert.equal(await busiest(), before + 1);
+    left.abort();
+    await until('the stream to be closed on the tunnel', async () => (await busiest()) === before || undefined);
+  });
+
   it('answers 502 for a runtime nobody holds and 404 for its record', async () => {
     const proxied = await fetch(`${replicas[0]!.url}/api/proxy/ghost/healthz`);
     assert.equal(proxied.status, 502);

@@ -36,6 +36,8 @@ export interface Tunnel {
   readonly rttMs: number | undefined;
   readonly session: http2.ClientHttp2Session;
   readonly closed: boolean;
+  /** Streams open on the tunnel now, counted against the runtime's `MAX_CONCURRENT_STREAMS`. */
+  readonly streams: number;
   /**
    * False once `closed` or once the session is closing or destroyed: a
    * socket that closes under the session destroys it, and fails its
@@ -129,6 +131,10 @@ class ClientTunnel implements Tunnel {
       onDead: (reason) => this.#die(reason),
     });
     this.fetch = createH2Fetch((headers) => this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, 0));
+  }
+
+  get streams(): number {
+    return this.#streams;
   }
 
   get usable(): boolean {
