@@ -18,7 +18,7 @@ import { ThrottledLog } from './throttled-log.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, tokenHeader } from './token-header.ts';
 import { RouteCache } from './route-cache.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
-import type { Routed, RoutingContext } from './routing.ts';
+import type { Routed, RoutingContext } from './routing-context.ts';
 import { UpstreamChecks, checkHealthz } from './upstream-checks.ts';
 import { SchedulerClient } from './scheduler-client.ts';
 import {

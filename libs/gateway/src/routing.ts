@@ -1,86 +1,20 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
-import {
-  MCP_SESSION_HEADER,
-  RUNTIME_DIRECT_REALM,
-  SCHEDULER_API_REALM,
-  SwitchyardError,
-  isIdentityValue,
-} from '@switchyard/protocol';
+// Where each kind of request goes: a legacy session's to its runtime (404
+// once that is gone), an initialize to a newly placed runtime (rescheduled
+// past runtimes that fail or are full), a stateless request by its process.
+// Sending it and answering for the upstream is upstream-call.ts's part.
+import type { IncomingMessage } from 'node:http';
+import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
-import type { Clock } from '@switchyard/clock';
 import { randomId, resolvePart } from './identity.ts';
-import type { IdentitySource, IdentityStrategy } from './identity.ts';
+import type { IdentitySource } from './identity.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
 import { parseSearch } from './request-target.ts';
-import type { RequestTarget } from './request-target.ts';
-import type { GatewayLogger } from './options.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { Route, RouteCache } from './route-cache.ts';
-import type { Placement, SchedulerClient } from './scheduler-client.ts';
-import { attempt } from './forward.ts';
-import type { Attempt } from './forward.ts';
-import { isUpstreamFailure } from './exchange.ts';
-import type { RelayEnd, UpstreamResponse } from './exchange.ts';
-import type { EventStreamUpstream } from './event-streams.ts';
-import type { Dispatch } from './http2-streams.ts';
-import type { ThrottledLog } from './throttled-log.ts';
-import type { RelayConnections } from './relay-connections.ts';
-import { UPSTREAM_SILENT } from './upstream-checks.ts';
-import {
-  RUNTIME_TOKEN_REFUSED,
-  SCHEDULER_TOKEN_REFUSED,
-  isEventStream,
-  hasCode,
-  isHeadersTimeout,
-  isStreamsFullAnswer,
-  isTlsFailure,
-  RUNTIME_STREAMS_FULL,
-  refusedGatewayToken,
-  upstreamHeaders,
-} from './upstream.ts';
+import type { Route } from './route-cache.ts';
+import type { Routed, RoutingContext } from './routing-context.ts';
+import type { Placement } from './scheduler-client.ts';
+import { StreamsFullError, call, callUnlessFull, detailOf, relay } from './upstream-call.ts';
 import { sendError } from './wire.ts';
-import type { MessageInfo } from './wire.ts';
-
-/** Everything a routed request needs; built once per gateway. */
-export interface RoutingContext {
-  readonly dispatcher: Dispatcher;
-  /** For `GET` event streams through a scheduler (HTTP/2, see `eventStreamsOverHttp2`); else `dispatcher`. */
-  readonly eventStreams?: EventStreamUpstream;
-  /** For every other request through a scheduler (see `relayConnections`); else `dispatcher`. */
-  readonly relays?: RelayConnections;
-  readonly scheduler: SchedulerClient;
-  readonly cache: RouteCache;
-  readonly clock: Clock;
-  readonly logger: GatewayLogger;
-  readonly metrics: GatewayMetrics;
-  readonly upstreamMode: 'proxy' | 'direct';
-  /** `Authorization` for runtimes' direct listeners, asked per request; sent on direct routes only. */
-  readonly upstreamAuthorization?: () => string | undefined;
-  /** `Authorization` for schedulers' API, asked per request; sent on routes through a scheduler (relays: on the upgrade only). */
-  readonly schedulerAuthorization?: () => string | undefined;
-  /** Where trouble with an upstream is reported, throttled per upstream (a refused token, a failing TLS handshake). */
-  readonly upstreamLog: ThrottledLog;
-  readonly idleTimeoutMs: number;
-  readonly chains: {
-    readonly class: readonly IdentityStrategy[];
-    readonly process: readonly IdentityStrategy[];
-    readonly thread: readonly IdentityStrategy[];
-  };
-  readonly defaultClass: string;
-}
-
-/** One request after the security gates: who sent it and what it carries. */
-export interface Routed {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly target: RequestTarget;
-  readonly principal?: string;
-  readonly body?: Buffer;
-  readonly info?: MessageInfo;
-  readonly signal: AbortSignal;
-}
 
 const LEGACY_GONE = new Set([404, 502]);
 const STATELESS_GONE = new Set([502]);
@@ -113,130 +47,6 @@ function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
 }
 
 /**
- * Starts relaying and returns at once: the request's async frames (and all
- * they hold) end here instead of living as long as the stream, which for an
- * open GET stream is most of what it costs. Its end is reported to one
- * callback per routing context (relayEndOf), so an open stream holds neither
- * a promise nor a closure of its own for it.
- */
-function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): void {
-  if (isEventStream(upstream.headers)) ctx.metrics.sseOpened();
-  upstream.relay(r.res, ctx.idleTimeoutMs, relayEndOf(ctx));
-}
-
-const relayEnds = new WeakMap<RoutingContext, RelayEnd>();
-
-function relayEndOf(ctx: RoutingContext): RelayEnd {
-  let end = relayEnds.get(ctx);
-  if (!end) {
-    const { metrics } = ctx;
-    end = (outcome, eventStream) => {
-      if (outcome !== 'complete') metrics.upstreamError(outcome === 'cancelled' ? 'aborted' : 'stream');
-      if (eventStream) metrics.sseClosed();
-    };
-    relayEnds.set(ctx, end);
-  }
-  return end;
-}
-
-/**
- * One request to the route's runtime. A failure after the request left (the
- * runtime reset or closed the connection, or sent no head in time) is the
- * upstream's, so the client gets 502 or 504 rather than a 500; it is not
- * retried, as the runtime may have acted on it.
- */
-async function call(
-  ctx: RoutingContext,
-  r: Routed,
-  route: Route,
-  asserted: Parameters<typeof upstreamHeaders>[1],
-  gone: ReadonlySet<number>,
-): Promise<Attempt> {
-  let result: Attempt;
-  try {
-    result = await send(ctx, r, route, asserted, gone);
-  } catch (error) {
-    if (!r.signal.aborted && hasCode(error, (code) => code === RUNTIME_STREAMS_FULL)) throw streamsFull(ctx, route);
-    // The client left (nobody to answer), or the fault is not the upstream's.
-    if (r.signal.aborted || !isUpstreamFailure(error)) throw error;
-    if (isTlsFailure(error)) {
-      ctx.metrics.upstreamError('tls');
-      const err = String((error as Error)?.message);
-      ctx.upstreamLog.error(
-        new URL(route.url).origin,
-        'TLS to the upstream failed: check its certificate and the trusted CAs',
-        { err },
-      );
-      throw new SwitchyardError('upstream_unavailable', 'Bad gateway: TLS to the upstream failed', { cause: error });
-    }
-    if (hasCode(error, (code) => code === UPSTREAM_SILENT)) {
-      // UpstreamChecks logged it, once for all the requests it ended.
-      ctx.metrics.upstreamError('silent');
-      const upstream = route.direct ? 'the runtime' : 'the scheduler replica carrying this request';
-      throw new SwitchyardError('upstream_unavailable', `Bad gateway: ${upstream} stopped answering`, {
-        cause: error,
-      });
-    }
-    const timedOut = isHeadersTimeout(error);
-    ctx.metrics.upstreamError(timedOut ? 'timeout' : 'reset');
-    ctx.logger.warn(
-      { runtime: route.runtime, upstream: route.url, err: String((error as Error)?.message) },
-      'upstream failed after the request was sent',
-    );
-    throw timedOut
-      ? new SwitchyardError('upstream_timeout', 'Gateway timeout: the runtime sent no answer in time', { cause: error })
-      : new SwitchyardError('upstream_unavailable', 'Bad gateway: the runtime closed the connection before answering', {
-          cause: error,
-        });
-  }
-  // Only a scheduler proxy refuses so; in direct mode a 503 is the runtime's own.
-  if (
-    !route.direct &&
-    result.kind === 'response' &&
-    isStreamsFullAnswer(result.upstream.statusCode, result.upstream.headers)
-  ) {
-    await result.upstream.discard();
-    throw streamsFull(ctx, route);
-  }
-  // Not the client's credentials, so not the client's 401 (it would start an MCP client's OAuth flow).
-  const realm = route.direct ? RUNTIME_DIRECT_REALM : SCHEDULER_API_REALM;
-  if (result.kind === 'response' && refusedGatewayToken(result.upstream.statusCode, result.upstream.headers, realm)) {
-    await result.upstream.discard();
-    ctx.metrics.upstreamError('unauthorized');
-    ctx.upstreamLog.error(new URL(route.url).origin, route.direct ? RUNTIME_TOKEN_REFUSED : SCHEDULER_TOKEN_REFUSED);
-    const upstream = route.direct ? 'a runtime' : 'a scheduler';
-    throw new SwitchyardError('upstream_unavailable', `Bad gateway: ${upstream} refused this gateway's credentials`);
-  }
-  return result;
-}
-
-/**
- * The runtime's tunnel carried as many streams as the runtime takes at once
- * (event streams, requests and relay connections of every gateway): the
- * request was not sent. A new session or an unnamed stateless request is
- * placed elsewhere; a request bound to the runtime is answered 503, to be
- * tried again once some streams have ended.
- */
-class StreamsFullError extends SwitchyardError {
-  constructor() {
-    super(
-      'capacity_exhausted',
-      'Service unavailable: the runtime carries as many requests and streams as it takes at once; try again shortly',
-    );
-  }
-}
-
-function streamsFull(ctx: RoutingContext, route: Route): StreamsFullError {
-  ctx.metrics.upstreamError('streams_full');
-  ctx.upstreamLog.warn(
-    route.url,
-    'runtime carries as many streams as it takes at once: new requests to it get 503 until some end',
-    { runtime: route.runtime },
-  );
-  return new StreamsFullError();
-}
-
-/**
  * Places `request`; once a runtime was found full (`full`), no runtime left
  * to place it on is that 503, not "unschedulable": the class has runtimes,
  * busy ones.
@@ -252,66 +62,6 @@ async function scheduleUnlessFull(
   } catch (error) {
     if (full && error instanceof SwitchyardError && error.code === 'unschedulable') throw full;
     throw error;
-  }
-}
-
-/** `call`, or its StreamsFullError when the runtime's tunnel was full (nothing was sent). */
-async function callUnlessFull(...args: Parameters<typeof call>): Promise<Attempt | StreamsFullError> {
-  try {
-    return await call(...args);
-  } catch (error) {
-    if (error instanceof StreamsFullError) return error;
-    throw error;
-  }
-}
-
-async function send(
-  ctx: RoutingContext,
-  r: Routed,
-  route: Route,
-  asserted: Parameters<typeof upstreamHeaders>[1],
-  gone: ReadonlySet<number>,
-): Promise<Attempt> {
-  const method = r.req.method as 'GET' | 'POST' | 'DELETE';
-  const headers = upstreamHeaders(r.req.headers, asserted);
-  // The client's own Authorization was stripped above; this one is the gateway's.
-  const direct = route.direct ? ctx.upstreamAuthorization?.() : undefined;
-  if (direct !== undefined) headers.authorization = direct;
-  const upstream = {
-    url: route.url,
-    method,
-    headers,
-    ...(r.body ? { body: r.body } : {}),
-    signal: r.signal,
-    idleTimeoutMs: ctx.idleTimeoutMs,
-  };
-  const via = (dispatcher: Dispatch, call = upstream): Promise<Attempt> =>
-    attempt(dispatcher, ctx.clock, call, r.res, gone);
-  if (route.direct) return via(ctx.dispatcher);
-  // Through a scheduler: event streams as HTTP/2 streams, the rest on relay
-  // connections; either, refused before the request left, falls back to
-  // plain HTTP/1.1 through `/api/proxy`. The scheduler's API token rides
-  // each request it reads; a relay's requests reach the runtime as sent, so
-  // the token rides the relay's upgrade instead (RelayConnections).
-  const authorization = ctx.schedulerAuthorization?.();
-  const proxied = authorization !== undefined ? { ...upstream, headers: { ...headers, authorization } } : upstream;
-  if (method === 'GET' && ctx.eventStreams) {
-    const streams = ctx.eventStreams;
-    const origin = new URL(route.url).origin;
-    try {
-      return await via(streams.dispatcherFor(origin), proxied);
-    } catch (error) {
-      if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
-      return via(ctx.dispatcher, proxied);
-    }
-  }
-  const relays = method === 'GET' ? undefined : ctx.relays;
-  if (!relays?.covers(route.url)) return via(ctx.dispatcher, proxied);
-  try {
-    return await via(relays);
-  } catch (error) {
-    if (r.signal.aborted || !relays.refused(route.url, error)) throw error;
-    return via(ctx.dispatcher, proxied);
   }
 }
 
@@ -349,11 +99,6 @@ async function rerouted(
     }
   }
   return undefined;
-}
-
-/** What an operator needs to tell a dead runtime from a dead proxy hop: the status, or the dial error. */
-function detailOf(result: Exclude<Attempt, { kind: 'response' }>): { status?: number; err?: string } {
-  return result.kind === 'gone' ? { status: result.status } : { err: String((result.error as Error)?.message) };
 }
 
 function classOf(ctx: RoutingContext, src: IdentitySource): string {
