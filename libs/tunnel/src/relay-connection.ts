@@ -39,10 +39,16 @@ const SWITCHED = `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpg
 export function relayConnection(tunnel: Tunnel | undefined, socket: Duplex, head: Buffer, runtimeId: string): void {
   socket.on('error', () => {});
   let state: 'opening' | 'refused' | 'piped' = 'opening';
-  const refuse = (error: string, status: 501 | 502 | 503 = refusalOf(error).status): void => {
+  /** Refuses with `error`'s status (see refusalOf), or with `status` when given. */
+  const refuse = (error: string, status?: 501): void => {
     if (state !== 'opening' || socket.destroyed) return;
     state = 'refused';
-    writeRefusal(socket, { status, body: { error, runtime: runtimeId }, headers: refusalOf(error).headers });
+    const refusal = refusalOf(error);
+    writeRefusal(socket, {
+      status: status ?? refusal.status,
+      body: { error, runtime: runtimeId },
+      headers: refusal.headers,
+    });
   };
   if (!tunnel?.usable) return refuse(PROXY_ERRORS.notConnected);
   let stream: http2.ClientHttp2Stream;
