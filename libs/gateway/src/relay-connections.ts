@@ -5,14 +5,22 @@ import type { Clock } from '@switchyard/clock';
 import { PROXY_ERRORS, PROXY_ERROR_HEADER, RELAY } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
 import { notDialled, type UpstreamChecks } from './upstream-checks.ts';
-import { RUNTIME_STREAMS_FULL } from './upstream.ts';
 
 const PROXY_PREFIX = '/api/proxy/';
 /** How long requests for a relay that was refused go through `/api/proxy` before it is asked for again. */
 const REFUSED_MS = 30_000;
+/**
+ * The same for a relay refused because the runtime's tunnel was full: as
+ * long as the scheduler's `Retry-After`. Meanwhile requests go on kept
+ * `/api/proxy` connections, whose tunnel streams end with each request,
+ * instead of dialling a relay each only to be refused.
+ */
+const REFUSED_FULL_MS = 1_000;
 /** Largest answer head to a relay request; a scheduler's is a few dozen bytes. */
 const HEAD_BYTES_MAX = 16 * 1024;
 const REFUSED = 'SWITCHYARD_RELAY_REFUSED';
+/** A relay refused because the runtime's tunnel carried as many streams as the runtime takes. */
+const REFUSED_FULL = 'SWITCHYARD_RELAY_REFUSED_FULL';
 /** Refusals remembered before the expired ones are swept (runtime ids come and go). */
 const REFUSALS_SWEPT_AT = 1024;
 
@@ -29,7 +37,7 @@ const REFUSALS_SWEPT_AT = 1024;
  * replica, or is of a release without relay connections) fails its requests
  * before any byte of them left, with an error `refused` recognises; the
  * caller sends them through `/api/proxy` instead, and does so for that
- * relay for the next REFUSED_MS. Everything else is as for any upstream
+ * relay for the next REFUSED_MS (REFUSED_FULL_MS when the tunnel was full). Everything else is as for any upstream
  * connection: a scheduler that cannot be reached fails with the socket's
  * error code (see isConnectFailure), a connection that breaks fails the
  * request in flight.
@@ -83,9 +91,13 @@ export class RelayConnections implements Dispatch {
     return true;
   }
 
-  /** True when `error` is a refusal of the relay for `url` (remembered for REFUSED_MS): send through `/api/proxy`. */
+  /**
+   * True when `error` is a refusal of the relay for `url` (remembered for
+   * REFUSED_MS, or REFUSED_FULL_MS for a full tunnel): send through `/api/proxy`.
+   */
   refused(url: string, error: unknown): boolean {
-    if ((error as { code?: unknown } | undefined)?.code !== REFUSED) return false;
+    const code = (error as { code?: unknown } | undefined)?.code;
+    if (code !== REFUSED && code !== REFUSED_FULL) return false;
     const key = relayKeyOf(url);
     if (key === undefined) return true;
     const now = this.#clock.now();
@@ -93,8 +105,9 @@ export class RelayConnections implements Dispatch {
     if (!known && this.#refusedUntil.size >= REFUSALS_SWEPT_AT) {
       for (const [k, until] of this.#refusedUntil) if (until <= now) this.#refusedUntil.delete(k);
     }
-    this.#refusedUntil.set(key, now + REFUSED_MS);
-    if (!known) this.#onRefused(key, error as Error);
+    this.#refusedUntil.set(key, now + (code === REFUSED_FULL ? REFUSED_FULL_MS : REFUSED_MS));
+    // A full tunnel is the runtime's load, not the relay's trouble; what /api/proxy answers tells the client.
+    if (!known && code === REFUSED) this.#onRefused(key, error as Error);
     return true;
   }
 
@@ -216,9 +229,8 @@ function refusal(relay: URL, status: number, answer: string): Error {
   const end = answer.indexOf('\r\n\r\n');
   const detail = end === -1 ? answer : answer.slice(end + 4);
   const error = new Error(`relay ${relay.pathname} refused by ${relay.host} (${status || 'no status'}): ${detail}`);
-  // Not a refusal of relays: through /api/proxy the full tunnel would refuse the request alike.
   const full = status === 503 && streamsFullHead.test(answer.slice(0, end));
-  return Object.assign(error, { code: full ? RUNTIME_STREAMS_FULL : REFUSED, status });
+  return Object.assign(error, { code: full ? REFUSED_FULL : REFUSED, status });
 }
 
 /** The refusal's error header saying the tunnel is full (any case, optional whitespace around the value). */

@@ -18,7 +18,6 @@ import {
   isHeadersTimeout,
   isStreamsFullAnswer,
   isTlsFailure,
-  RUNTIME_STREAMS_FULL,
   refusedGatewayToken,
   upstreamHeaders,
 } from './upstream.ts';
@@ -67,7 +66,6 @@ export async function call(
   try {
     result = await send(ctx, r, route, asserted, gone);
   } catch (error) {
-    if (!r.signal.aborted && hasCode(error, (code) => code === RUNTIME_STREAMS_FULL)) throw streamsFull(ctx, route);
     // The client left (nobody to answer), or the fault is not the upstream's.
     if (r.signal.aborted || !isUpstreamFailure(error)) throw error;
     if (isTlsFailure(error)) {

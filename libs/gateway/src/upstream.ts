@@ -127,13 +127,6 @@ export function refusedGatewayToken(status: number, headers: IncomingHttpHeaders
   return String(challenge ?? '').includes(`realm="${realm}"`);
 }
 
-/**
- * The code of a relay refused because the runtime's tunnel carries as many
- * streams as the runtime takes: nothing was sent, and asking again through
- * `/api/proxy` would be refused alike.
- */
-export const RUNTIME_STREAMS_FULL = 'SWITCHYARD_RUNTIME_STREAMS_FULL';
-
 /** True for a scheduler proxy's 503 saying the runtime's tunnel is full; a runtime's own 503 passes through. */
 export function isStreamsFullAnswer(status: number, headers: IncomingHttpHeaders): boolean {
   return status === 503 && headers[PROXY_ERROR_HEADER] === PROXY_ERRORS.streamsFull;

@@ -205,8 +205,9 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
   const fullBody = (runtime: string): string => JSON.stringify({ error: 'runtime stream limit reached', runtime });
   const proxied: string[] = [];
   const relayAsks: string[] = [];
-  // rt-full: its relay is refused as full. The others: relays refused as by an older scheduler (404), so
-  // requests go through /api/proxy, which answers rt-old-full as full, rt-busy and rt-ok as their runtimes do.
+  // rt-full and rt-freed: their relays are refused as full. The others: relays refused as by an older
+  // scheduler (404). /api/proxy answers rt-full and rt-old-full as full (a stream freed since for rt-freed),
+  // rt-busy, rt-ok and rt-freed as their runtimes do.
   const proxy = createServer((req, res) => {
     const runtime = /^\/api\/proxy\/([^/]+)\/mcp$/.exec(req.url ?? '')?.[1] ?? '';
     let body = '';
@@ -214,7 +215,7 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
     req.on('end', () => {
       proxied.push(runtime);
       if (runtime === 'rt-busy') return void res.writeHead(503, { 'content-type': 'text/plain' }).end('sandbox busy');
-      if (runtime === 'rt-ok') {
+      if (runtime === 'rt-ok' || runtime === 'rt-freed') {
         const session = req.headers['x-switchyard-session-id'];
         res.writeHead(200, { 'content-type': 'application/json', ...(session ? { 'mcp-session-id': session } : {}) });
         const { id } = JSON.parse(body) as { id: number };
@@ -225,10 +226,10 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
   });
   proxy.on('upgrade', (req, socket) => {
     relayAsks.push(req.url ?? '');
-    if (req.url !== '/api/relay/rt-full') {
+    if (req.url !== '/api/relay/rt-full' && req.url !== '/api/relay/rt-freed') {
       return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     }
-    const body = fullBody('rt-full');
+    const body = fullBody(req.url.slice('/api/relay/'.length));
     const head = Object.entries(FULL).map(([name, value]) => `${name}: ${value}\r\n`);
     socket.end(
       `HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n${head.join('')}` +
@@ -238,7 +239,12 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
   let front: Awaited<ReturnType<typeof gatewayInFrontOf>>;
   before(
     async () =>
-      (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, ['rt-full', 'rt-old-full', 'rt-busy'])),
+      (front = await gatewayInFrontOf(proxy, { upstreamMode: 'proxy' }, [
+        'rt-full',
+        'rt-freed',
+        'rt-old-full',
+        'rt-busy',
+      ])),
   );
   after(() => front.close());
   /** Runs `body` with the scheduler offering only `ids` (same address). */
@@ -261,19 +267,33 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
   const errorOf = (json: unknown) =>
     (json as { id: number; error: { message: string; data: { reason: string } } }).error;
 
-  it('answers a JSON-RPC 503 at once when the relay is refused for it, and asks for relays again', async () => {
+  it('answers a JSON-RPC 503, and sends through /api/proxy for a second before asking for relays again', async () => {
     const headers = on('rt-full');
     const errorsBefore = front.gateway.stats().upstreamErrors;
-    for (const attempt of [1, 2]) {
+    const refused = async (attempt: number): Promise<void> => {
       const res = await post(front.url, call('echo'), headers);
       assert.equal(res.status, 503, `attempt ${attempt}: ${JSON.stringify(res.json)}`);
       assert.equal((res.json as { id: number }).id, 9);
       assert.equal(errorOf(res.json).data.reason, 'capacity_exhausted');
       assert.match(errorOf(res.json).message, /the runtime carries as many requests and streams as it takes at once/);
-    }
-    assert.deepEqual(relayAsks, ['/api/relay/rt-full', '/api/relay/rt-full'], 'relays still asked for');
-    assert.deepEqual(proxied, [], 'not sent through /api/proxy, which would refuse it alike');
-    assert.equal(front.gateway.stats().upstreamErrors, errorsBefore + 2);
+    };
+    await refused(1);
+    await refused(2);
+    assert.deepEqual(relayAsks, ['/api/relay/rt-full'], 'the second request dialled no relay');
+    assert.deepEqual(proxied, ['rt-full', 'rt-full'], 'each was tried on /api/proxy, whose streams end with it');
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await refused(3);
+    assert.deepEqual(relayAsks, ['/api/relay/rt-full', '/api/relay/rt-full'], 'relays asked for again after 1 s');
+    assert.equal(front.gateway.stats().upstreamErrors, errorsBefore + 3);
+  });
+
+  it('answers from /api/proxy when the tunnel has a stream for it there', async () => {
+    const headers = on('rt-freed');
+    const res = await post(front.url, call('echo'), headers);
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    assert.deepEqual((res.json as { result: unknown }).result, { from: 'rt-freed' });
+    assert.deepEqual(relayAsks, ['/api/relay/rt-freed']);
+    assert.deepEqual(proxied, ['rt-freed']);
   });
 
   it('answers a JSON-RPC 503 for the same refusal through /api/proxy', async () => {
@@ -287,19 +307,21 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
   });
 
   it('places a new session and an unnamed stateless request on another runtime', async () => {
+    // On a relay, or through /api/proxy while a relay refusal is remembered.
+    const triedFull = (): boolean => relayAsks.includes('/api/relay/rt-full') || proxied.includes('rt-full');
     await offering(['rt-full', 'rt-ok'], async () => {
       on('rt-full');
       const opened = await post(front.url, INITIALIZE);
       assert.equal(opened.status, 200, JSON.stringify(opened.json));
       assert.deepEqual((opened.json as { result: unknown }).result, { from: 'rt-ok' });
       assert.ok(opened.headers.get('mcp-session-id'), 'the session is opened on rt-ok');
-      assert.ok(relayAsks.includes('/api/relay/rt-full'), 'rt-full was tried first');
+      assert.ok(triedFull(), 'rt-full was tried first');
 
       on('rt-full');
       const unnamed = await post(front.url, { jsonrpc: '2.0', id: 5, method: 'tools/list' }, STATELESS_UNNAMED);
       assert.equal(unnamed.status, 200, JSON.stringify(unnamed.json));
       assert.deepEqual((unnamed.json as { result: unknown }).result, { from: 'rt-ok' });
-      assert.ok(relayAsks.includes('/api/relay/rt-full'), 'rt-full was tried first');
+      assert.ok(triedFull(), 'rt-full was tried first');
     });
   });
 
