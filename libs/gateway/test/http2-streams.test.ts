@@ -13,6 +13,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import type { Dispatcher } from 'undici';
 import { Http2EventStreams } from '../src/http2-streams.ts';
 import { isConnectFailure } from '../src/upstream.ts';
+import { until } from './until.ts';
 
 /** What a handler saw of one request, in order. */
 interface Recorded {
@@ -45,11 +46,6 @@ function record(): { handler: Dispatcher.DispatchHandler; seen: Recorded } {
     },
   };
   return { handler, seen };
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !check(); i++) await new Promise((r) => setTimeout(r, 2));
-  assert.ok(check(), what);
 }
 
 const GET = (origin: string, path = '/mcp'): Dispatcher.DispatchOptions => ({

@@ -12,6 +12,7 @@ import { ManualClock, flushMicrotasks } from '@switchyard/clock/testing';
 import { SCHEDULE_HEDGE_MS, SchedulerClient } from '../src/scheduler-client.ts';
 import { ThrottledLog } from '../src/throttled-log.ts';
 import { startSchedulerDouble, type SchedulerDouble } from './fixtures/scheduler-double.ts';
+import { until } from './until.ts';
 
 const quiet = (): void => {};
 const silent = { info: quiet, warn: quiet, error: quiet, debug: quiet };
@@ -203,9 +204,3 @@ describe('scheduler client: which replica is asked', () => {
     }
   });
 });
-
-/** Waits (real time, bounded) until `condition` holds: asks cross real sockets. */
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.ok(condition(), 'condition not reached within 2 s');
-}
