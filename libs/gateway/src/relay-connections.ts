@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
@@ -16,6 +17,15 @@ const REFUSED_MS = 30_000;
  * instead of dialling a relay each only to be refused.
  */
 const REFUSED_FULL_MS = 1_000;
+/**
+ * Relays one gateway keeps open per (scheduler, runtime). Each holds one of
+ * the runtime's tunnel streams (4,096 by default) for as long as it is kept
+ * alive, busy or idle, so a burst of calls to one runtime would otherwise
+ * leave as many idle relays holding streams for a minute after it, and the
+ * runtime's event streams refused. Requests past this many in flight go
+ * through `/api/proxy`, whose tunnel streams end with each request.
+ */
+const RELAYS_PER_RUNTIME = 128;
 /** Largest answer head to a relay request; a scheduler's is a few dozen bytes. */
 const HEAD_BYTES_MAX = 16 * 1024;
 const REFUSED = 'SWITCHYARD_RELAY_REFUSED';
@@ -48,6 +58,9 @@ export class RelayConnections implements Dispatch {
   /** Relay key → time until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
   readonly #onRefused: (relay: string, error: Error) => void;
+  /** Relay key → requests in flight on its relays, for the ones with any. */
+  readonly #inFlight = new Map<string, number>();
+  readonly #perRuntime: number;
 
   constructor(options: {
     keepAliveTimeout: number;
@@ -62,8 +75,11 @@ export class RelayConnections implements Dispatch {
     onRefused?: (relay: string, error: Error) => void;
     /** Watches the replicas relays are open to (closed by its owner); a silent one's relays are closed and not dialled. */
     checks?: UpstreamChecks;
+    /** Requests in flight per relay before more go through `/api/proxy`; default RELAYS_PER_RUNTIME. */
+    relaysPerRuntime?: number;
   }) {
     this.#clock = options.clock;
+    this.#perRuntime = options.relaysPerRuntime ?? RELAYS_PER_RUNTIME;
     this.#onRefused = options.onRefused ?? (() => {});
     const connectTimeoutMs = options.connectTimeout;
     const { authorization, checks } = options;
@@ -80,10 +96,15 @@ export class RelayConnections implements Dispatch {
     });
   }
 
-  /** True when a relay may be tried for `url` now: a scheduler proxy URL whose relay was not refused lately. */
+  /**
+   * True when a relay may be tried for `url` now: a scheduler proxy URL whose
+   * relay was not refused lately and has a connection to spare (fewer than
+   * `relaysPerRuntime` requests in flight on its relays).
+   */
   covers(url: string): boolean {
     const key = relayKeyOf(url);
     if (key === undefined) return false;
+    if ((this.#inFlight.get(key) ?? 0) >= this.#perRuntime) return false;
     const until = this.#refusedUntil.get(key);
     if (until === undefined) return true;
     if (this.#clock.now() < until) return false;
@@ -116,17 +137,76 @@ export class RelayConnections implements Dispatch {
     return this.#refusedUntil.size;
   }
 
+  /** Requests in flight on the relays for `url` (0 for a URL no relay covers). */
+  inFlight(url: string): number {
+    const key = relayKeyOf(url);
+    return key === undefined ? 0 : (this.#inFlight.get(key) ?? 0);
+  }
+
   /** Sends a request for a URL `covers` accepted, its path past the runtime's segment. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const { runtime, rest } = proxyPathOf(options.path)!;
-    return this.#agent.dispatch(
-      { ...options, origin: `${String(options.origin)}${RELAY.path}${runtime}`, path: rest },
-      handler,
-    );
+    const key = `${String(options.origin)}${RELAY.path}${runtime}`;
+    this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
+    const counted = new CountedCall(handler, () => {
+      const left = this.#inFlight.get(key)! - 1;
+      if (left === 0) this.#inFlight.delete(key);
+      else this.#inFlight.set(key, left);
+    });
+    try {
+      return this.#agent.dispatch({ ...options, origin: key, path: rest }, counted);
+    } catch (error) {
+      counted.settle();
+      throw error;
+    }
   }
 
   close(): Promise<void> {
     return this.#agent.destroy();
+  }
+}
+
+/** A request's handler, passed through, that calls `onSettled` once when its answer ends or fails. */
+class CountedCall implements Dispatcher.DispatchHandler {
+  readonly #inner: Dispatcher.DispatchHandler;
+  #onSettled: (() => void) | undefined;
+
+  constructor(inner: Dispatcher.DispatchHandler, onSettled: () => void) {
+    this.#inner = inner;
+    this.#onSettled = onSettled;
+  }
+
+  settle(): void {
+    const onSettled = this.#onSettled;
+    this.#onSettled = undefined;
+    onSettled?.();
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.#inner.onRequestStart?.(controller, context);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    this.#inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#inner.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.settle();
+    this.#inner.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.settle();
+    this.#inner.onResponseError?.(controller, error);
   }
 }
 

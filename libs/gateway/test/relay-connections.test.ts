@@ -18,6 +18,7 @@ import type { Dispatcher } from 'undici';
 import { RelayConnections } from '../src/relay-connections.ts';
 import { certificateFor127 } from '@switchyard/service/testing';
 import { isConnectFailure } from '../src/upstream.ts';
+import { until } from './until.ts';
 
 /** Sends one POST through `relays` as `exchange` would; resolves with the status and body, or the error. */
 function post(relays: RelayConnections, url: string): Promise<{ status?: number; body?: string; error?: Error }> {
@@ -53,11 +54,14 @@ describe('relay connections from the gateway', () => {
   });
   const asked: string[] = [];
   const connections = new Set<net.Socket>();
+  /** Answers to requests whose path has `hold` in it, sent when the test says. */
+  const held: (() => void)[] = [];
   /** Grants every relay; the upgraded connection is served by `inner` (the stand-in runtime). */
   const inner = http.createServer((req, res) => {
     connections.add(req.socket);
     req.resume();
-    req.once('end', () => res.end(`${req.method} ${req.url}`));
+    const answer = (): void => void res.end(`${req.method} ${req.url}`);
+    req.once('end', () => (req.url?.includes('hold') ? held.push(answer) : answer()));
   });
   const granting = http.createServer((_req, res) => res.writeHead(500).end());
   granting.on('upgrade', (req, socket: net.Socket) => {
@@ -138,6 +142,36 @@ describe('relay connections from the gateway', () => {
       assert.equal(own.covers(`${refusingUrl}/api/proxy/gone-0/mcp`), true);
     } finally {
       await own.close();
+    }
+  });
+
+  it('covers a relay only while fewer than relaysPerRuntime requests are in flight on it, so idle relays stay few', async () => {
+    const capped = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock, relaysPerRuntime: 2 });
+    const url = `${grantingUrl}/api/proxy/rt-capped/hold`;
+    const before = asked.length;
+    try {
+      assert.equal(capped.covers(url), true);
+      const first = post(capped, url);
+      const second = post(capped, url);
+      assert.equal(capped.inFlight(url), 2);
+      assert.equal(capped.covers(url), false, 'two in flight: the next goes through /api/proxy');
+      assert.equal(capped.covers(`${grantingUrl}/api/proxy/rt-other/hold`), true, 'another runtime is not affected');
+      await until(() => held.length === 2, 'both requests at the stand-in runtime');
+      held.shift()!();
+      assert.deepEqual(await first, { status: 200, body: 'POST /hold' });
+      assert.equal(capped.inFlight(url), 1);
+      assert.equal(capped.covers(url), true);
+      held.shift()!();
+      assert.deepEqual(await second, { status: 200, body: 'POST /hold' });
+      assert.equal(capped.inFlight(url), 0);
+      assert.equal(asked.length - before, 2, 'one relay per request in flight, no more');
+      // A request that fails is no longer in flight either.
+      const refusedUrl = `${refusingUrl}/api/proxy/rt-capped/mcp`;
+      const { error } = await post(capped, refusedUrl);
+      assert.ok(error);
+      assert.equal(capped.inFlight(refusedUrl), 0);
+    } finally {
+      await capped.close();
     }
   });
 
