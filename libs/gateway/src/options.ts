@@ -65,7 +65,8 @@ export interface AuthOptions {
  * A token the gateway presents: fixed, or a function asked for the current
  * one (e.g. a mounted Secret read again when it changes), so a rotated
  * token is presented without a restart. Connections already admitted with
- * the old one are not closed by the gateway: their peer ends them when it
+ * the old one are not closed by the gateway, relay connections excepted
+ * (closed once idle, see RelayConnections): their peer ends them when it
  * drops that token, and their replacements present the current one. The
  * function should keep returning the same string while the token stays the
  * same; what it returns is checked only when it changes, and an answer that

@@ -53,7 +53,14 @@ const REFUSALS_SWEPT_AT = 1024;
  * request in flight.
  */
 export class RelayConnections implements Dispatch {
-  readonly #agent: Agent;
+  /** Dials the relays of the token presented now. */
+  #agent: Agent;
+  /** The `Authorization` that `#agent`'s relays present. */
+  #presenting: string | undefined;
+  /** Agents of earlier tokens, finishing their requests in flight. */
+  readonly #retiring = new Set<Agent>();
+  readonly #newAgent: (authorization: string | undefined) => Agent;
+  readonly #authorization: (() => string | undefined) | undefined;
   readonly #clock: Clock;
   /** Relay key → time until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
@@ -68,7 +75,10 @@ export class RelayConnections implements Dispatch {
     clock: Clock;
     /**
      * `Authorization` on each relay's upgrade (the schedulers' API token),
-     * asked at every dial; the requests it carries go without.
+     * asked at every request; the requests a relay carries go without. When
+     * it changes, the relays dialled with the earlier one take no more
+     * requests and close once their requests in flight have ended, so that
+     * none is left for the schedulers to cut when they drop that token.
      */
     authorization?: () => string | undefined;
     /** Told of each refusal that starts a REFUSED_MS spell (not of the requests failed with it). */
@@ -81,19 +91,22 @@ export class RelayConnections implements Dispatch {
     this.#clock = options.clock;
     this.#perRuntime = options.relaysPerRuntime ?? RELAYS_PER_RUNTIME;
     this.#onRefused = options.onRefused ?? (() => {});
-    const connectTimeoutMs = options.connectTimeout;
-    const { authorization, checks } = options;
-    this.#agent = new Agent({
-      keepAliveTimeout: options.keepAliveTimeout,
-      // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
-      factory: (key, opts) => {
-        const relay = new URL(String(key));
-        return new Pool(relay.origin, {
-          ...opts,
-          connect: relayConnector(relay, connectTimeoutMs, authorization, checks),
-        });
-      },
-    });
+    this.#authorization = options.authorization;
+    const { keepAliveTimeout, connectTimeout, checks } = options;
+    this.#newAgent = (authorization) =>
+      new Agent({
+        keepAliveTimeout,
+        // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
+        factory: (key, opts) => {
+          const relay = new URL(String(key));
+          return new Pool(relay.origin, {
+            ...opts,
+            connect: relayConnector(relay, connectTimeout, () => authorization, checks),
+          });
+        },
+      });
+    this.#presenting = this.#authorization?.();
+    this.#agent = this.#newAgent(this.#presenting);
   }
 
   /**
@@ -153,6 +166,8 @@ export class RelayConnections implements Dispatch {
       if (left === 0) this.#inFlight.delete(key);
       else this.#inFlight.set(key, left);
     });
+    const authorization = this.#authorization?.();
+    if (authorization !== this.#presenting) this.#retire(authorization);
     try {
       return this.#agent.dispatch({ ...options, origin: key, path: rest }, counted);
     } catch (error) {
@@ -161,8 +176,28 @@ export class RelayConnections implements Dispatch {
     }
   }
 
+  /** Relays dialled with an earlier token still finishing requests: their agents. */
+  get retiring(): number {
+    return this.#retiring.size;
+  }
+
+  /** Moves new requests to relays presenting `authorization`; the current ones close once idle. */
+  #retire(authorization: string | undefined): void {
+    const old = this.#agent;
+    this.#retiring.add(old);
+    this.#agent = this.#newAgent(authorization);
+    this.#presenting = authorization;
+    // close() lets the requests in flight finish, then closes their relays.
+    void old.close().then(
+      () => this.#retiring.delete(old),
+      () => this.#retiring.delete(old),
+    );
+  }
+
   close(): Promise<void> {
-    return this.#agent.destroy();
+    const agents = [this.#agent, ...this.#retiring];
+    this.#retiring.clear();
+    return Promise.all(agents.map((agent) => agent.destroy())).then(() => undefined);
   }
 }
 

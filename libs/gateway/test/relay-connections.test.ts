@@ -4,7 +4,8 @@
 // that refuses it as a release without relays does (404), and one that is
 // not listening. What the routing relies on: which URLs a relay covers, that
 // a refusal is told apart from a connect failure and remembered for a while,
-// and that a granted relay carries many requests on one connection; and,
+// that a granted relay carries many requests on one connection, that relays
+// stay few, and that a rotated token moves requests to new relays; and,
 // for `https:` scheduler URLs, that the relay is asked for inside verified
 // TLS (a TLS front with a certificate made by the openssl CLI for the test).
 import assert from 'node:assert/strict';
@@ -64,8 +65,11 @@ describe('relay connections from the gateway', () => {
     req.once('end', () => (req.url?.includes('hold') ? held.push(answer) : answer()));
   });
   const granting = http.createServer((_req, res) => res.writeHead(500).end());
+  /** Each relay granted, with the Authorization it was asked with. */
+  const granted: { authorization: string | undefined; socket: net.Socket }[] = [];
   granting.on('upgrade', (req, socket: net.Socket) => {
     asked.push(`${req.url} ${req.headers.upgrade}`);
+    granted.push({ authorization: req.headers.authorization, socket });
     socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n');
     inner.emit('connection', socket);
   });
@@ -172,6 +176,46 @@ describe('relay connections from the gateway', () => {
       assert.equal(capped.inFlight(refusedUrl), 0);
     } finally {
       await capped.close();
+    }
+  });
+
+  it('moves to relays presenting a changed token, and closes the earlier ones once their requests have ended', async () => {
+    let token = 'Bearer token-one-0123456789';
+    const rotating = new RelayConnections({
+      keepAliveTimeout: 4000,
+      connectTimeout: 2000,
+      clock,
+      authorization: () => token,
+    });
+    const url = `${grantingUrl}/api/proxy/rt-rotating/hold`;
+    const from = granted.length;
+    try {
+      const long = post(rotating, url);
+      await until(() => held.length === 1, 'the first request at the stand-in runtime');
+      const first = granted[from]!;
+      assert.equal(first.authorization, 'Bearer token-one-0123456789');
+
+      token = 'Bearer token-two-0123456789';
+      const next = post(rotating, url);
+      await until(() => held.length === 2, 'the second request at the stand-in runtime');
+      assert.deepEqual(
+        granted.slice(from).map((g) => g.authorization),
+        ['Bearer token-one-0123456789', 'Bearer token-two-0123456789'],
+        'the second request rode a new relay presenting the new token',
+      );
+      assert.equal(rotating.retiring, 1);
+      assert.equal(first.socket.destroyed, false, 'the earlier relay stays while its request is in flight');
+
+      held.shift()!();
+      assert.deepEqual(await long, { status: 200, body: 'POST /hold' }, 'the request in flight ends normally');
+      await until(() => first.socket.destroyed, 'the earlier relay closes once idle');
+      await until(() => rotating.retiring === 0, 'the earlier agent forgotten');
+      held.shift()!();
+      assert.deepEqual(await next, { status: 200, body: 'POST /hold' });
+      assert.equal(granted[from + 1]!.socket.destroyed, false, 'the relay of the current token is kept');
+      assert.equal(granted.length - from, 2, 'no relay dialled but those two');
+    } finally {
+      await rotating.close();
     }
   });
 
