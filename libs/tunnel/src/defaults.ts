@@ -69,6 +69,15 @@ export const TUNNEL_DEFAULTS = {
 /** Where runtimes dial in. */
 export const CONNECT_PATH = '/api/runtime/connect';
 
+/**
+ * The debug data of the GOAWAY that closes a tunnel because another
+ * connection with the same runtime id replaced it. A runtime can only get it
+ * on the tunnel it holds from another process that took its id (its own
+ * redial replaces a tunnel it has already dropped), so the reference dialer
+ * stops dialling instead of taking the id back (protocol.md §1).
+ */
+export const GOAWAY_REPLACED = 'switchyard: replaced by a newer connection with this runtime id';
+
 /** `:authority` of the CONNECT stream a relay connection runs on; a runtime accepts any. */
 export const RELAY_AUTHORITY = 'runtime:80';
 

@@ -6,7 +6,7 @@ import { HTTP2_HEADER_FIELDS_MAX, RUNTIME_INFO_HEADER } from '@switchyard/protoc
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
+import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { LengthDeclaringResponse } from './response.ts';
@@ -68,8 +68,12 @@ export interface TunnelDialer {
  * `auto` every dial asks for `http2` first and, when a reached peer answers
  * anything but that upgrade (or a 401, 431 or 503), dials again at once for
  * `websocket`. A 400/401 refusal is logged with its status and body and
- * retried at the maximum delay, since it will not heal by itself soon. Not guaranteed: that requests in flight survive a
- * reconnect (they fail; the scheduler decides about retries).
+ * retried at the maximum delay, since it will not heal by itself soon. A
+ * tunnel that the scheduler closed because another runtime connected with
+ * the same id (GOAWAY_REPLACED) is not dialled again: the two would take
+ * the id from each other for as long as both run. Not guaranteed: that
+ * requests in flight survive a reconnect (they fail; the scheduler decides
+ * about retries).
  */
 export function dialTunnel(options: DialTunnelOptions): TunnelDialer {
   return new Dialer(options);
@@ -85,6 +89,8 @@ interface Link {
   session: http2.ServerHttp2Session | undefined;
   heartbeat: Heartbeat | undefined;
   down: boolean;
+  /** The scheduler said another connection with this runtime id replaced this one (GOAWAY_REPLACED). */
+  replaced: boolean;
 }
 
 class Dialer implements TunnelDialer {
@@ -147,7 +153,14 @@ class Dialer implements TunnelDialer {
 
   #connect(): void {
     if (this.#closed) return;
-    const link: Link = { cancel: undefined, carrier: undefined, session: undefined, heartbeat: undefined, down: false };
+    const link: Link = {
+      cancel: undefined,
+      carrier: undefined,
+      session: undefined,
+      heartbeat: undefined,
+      down: false,
+      replaced: false,
+    };
     this.#link = link;
     const token = typeof this.#o.token === 'function' ? this.#o.token() : this.#o.token;
     const headers = {
@@ -190,6 +203,9 @@ class Dialer implements TunnelDialer {
       session.on('error', (error) => this.#down(link, `session error: ${error.message}`));
       session.once('close', () => this.#down(link, 'session closed'));
       session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
+      session.on('goaway', (_code: number, _last: number, data?: Buffer) => {
+        if (data?.toString('latin1') === GOAWAY_REPLACED) link.replaced = true;
+      });
     });
     this.#server.emit('connection', carrier.stream);
     const pingIntervalMs = this.#o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
@@ -227,6 +243,14 @@ class Dialer implements TunnelDialer {
       this.#o.onDisconnected?.(reason);
     }
     if (this.#closed || this.#link !== link) return;
+    if (link.replaced) {
+      // Dialling again would take the id back from the other runtime, which would do the same: both come and go.
+      this.#logger.error(
+        { runtime: this.#o.info.id },
+        'another runtime connected with this runtime id and replaced this tunnel: not dialling again; give each runtime its own id',
+      );
+      return;
+    }
     const random = this.#o.random ?? Math.random;
     const maxMs = this.#o.backoff?.maxMs ?? BACKOFF_DEFAULTS.maxMs;
     const attempt = this.#attempt;

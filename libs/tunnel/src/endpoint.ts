@@ -8,7 +8,7 @@ import { SwitchyardError } from '@switchyard/protocol';
 import { admit, bearerMatches, writeRefusal } from './admission.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
-import { TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
+import { GOAWAY_REPLACED, TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
 import { watchTokenRevocations } from './revocation.ts';
@@ -176,7 +176,7 @@ class Endpoint implements TunnelEndpoint {
     });
     const previous = this.#tunnels.get(info.id);
     this.#tunnels.set(info.id, tunnel);
-    previous?.close('replaced by a newer connection');
+    previous?.close('replaced by a newer connection', GOAWAY_REPLACED);
     if (previous && this.#sharedIds.replaced(info.id, this.#clock.now())) {
       this.#logger.warn(
         { runtime: info.id, withinMs: SHARED_ID_WINDOW_MS },

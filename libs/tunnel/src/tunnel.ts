@@ -60,8 +60,11 @@ export interface Tunnel {
    * must be read or cancelled: until then its stream is open, and counted.
    */
   readonly fetch: typeof fetch;
-  /** GOAWAY, then destroy after a short grace. Idempotent. */
-  close(reason?: string): void;
+  /**
+   * GOAWAY, then destroy after a short grace. Idempotent. `peerNote` rides
+   * the GOAWAY as its debug data, for the runtime to read.
+   */
+  close(reason?: string, peerNote?: string): void;
 }
 
 export interface ClientTunnelOptions {
@@ -183,9 +186,12 @@ class ClientTunnel implements Tunnel {
     return stream;
   }
 
-  close(reason = 'closed'): void {
+  close(reason = 'closed', peerNote?: string): void {
     if (this.closed) return;
     this.#markClosed(reason);
+    if (peerNote !== undefined && !this.session.destroyed) {
+      this.session.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(peerNote));
+    }
     // GOAWAY lets streams in flight finish; the grace timer bounds how long.
     this.session.close(() => this.#teardown());
     this.#graceTimer = this.#clock.setTimeout(() => this.#teardown(), TUNNEL_DEFAULTS.closeGraceMs);

@@ -273,17 +273,42 @@ describe('tunnel endpoint admission', () => {
     assert.equal((await readStream(second.tunnel.request({ ':path': '/' }))).status, 200);
   });
 
-  it('says so, once, when two live runtimes share an id and keep replacing each other', async () => {
+  it('tells a replaced runtime so; the reference dialer then stays off the id instead of taking it back', async () => {
     const shared = 'rt-shared';
-    const warning = (l: { msg: string }) => l.msg.startsWith('runtime id used by more than one runtime');
-    // Each redials 20 ms after being replaced, as a runtime does after losing its tunnel.
-    const fast = { backoff: { initialMs: 20, maxMs: 20 }, random: () => 0 };
+    const said: { level: string; msg: string }[] = [];
+    const logger = {
+      info: () => {},
+      warn: (_o: object, msg: string) => said.push({ level: 'warn', msg }),
+      error: (_o: object, msg: string) => said.push({ level: 'error', msg }),
+    };
+    // Each would redial 20 ms after losing its tunnel.
+    const fast = { backoff: { initialMs: 20, maxMs: 20 }, random: () => 0, logger };
     const first = await startRuntime(scheduler, shared, hello, fast);
     dialers.push(first.dialer);
-    assert.equal(scheduler.logs.filter(warning).length, 0, 'one runtime alone is not suspect');
     const second = await startRuntime(scheduler, shared, hello, fast);
     dialers.push(second.dialer);
-    for (let i = 0; i < 200 && !scheduler.logs.some(warning); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match(await first.tunnel.whenClosed, /replaced/);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(scheduler.endpoint.get(shared), second.tunnel, 'the newer runtime keeps the id');
+    assert.equal(second.tunnel.closed, false);
+    assert.equal(first.dialer.connected, false);
+    assert.equal(second.dialer.connected, true);
+    assert.deepEqual(
+      said.filter((l) => l.level === 'error').map((l) => l.msg),
+      [
+        'another runtime connected with this runtime id and replaced this tunnel: not dialling again; give each runtime its own id',
+      ],
+    );
+  });
+
+  it('says so, once, when an id is replaced three times within 30 s (runtimes that take it back, like older releases)', async () => {
+    const shared = 'rt-taken-back';
+    const warning = (l: { msg: string }) => l.msg.startsWith('runtime id used by more than one runtime');
+    // Each connect replaces the one before, as two runtimes that redial when replaced would.
+    for (let n = 0; n < 4; n++) {
+      dialers.push((await startRuntime(scheduler, shared, hello)).dialer);
+      if (n < 2) assert.equal(scheduler.logs.filter(warning).length, 0, `not suspect after ${n} replacements`);
+    }
     const said = scheduler.logs.filter(warning);
     assert.equal(said.length, 1, 'said once per window, not per replacement');
     assert.equal(said[0]!.level, 'warn');
