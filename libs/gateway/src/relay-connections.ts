@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
-import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
+import { Pool, type Dispatcher, type buildConnector } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import { PROXY_ERRORS, PROXY_ERROR_HEADER, RELAY } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
@@ -42,24 +42,30 @@ const REFUSALS_SWEPT_AT = 1024;
  * the runtime serves them as HTTP/1.1 on a stream that outlives the request;
  * the request and its answer are the same bytes as through `/api/proxy`.
  *
- * One undici pool per (scheduler, runtime), closed by the agent once it has
- * no connection left. A refused relay (the runtime is not connected to that
- * replica, or is of a release without relay connections) fails its requests
- * before any byte of them left, with an error `refused` recognises; the
- * caller sends them through `/api/proxy` instead, and does so for that
- * relay for the next REFUSED_MS (REFUSED_FULL_MS when the tunnel was full). Everything else is as for any upstream
- * connection: a scheduler that cannot be reached fails with the socket's
- * error code (see isConnectFailure), a connection that breaks fails the
- * request in flight.
+ * One undici pool per (scheduler, runtime), dropped once it has no
+ * connection left, and replaced (the old one closing once its requests have
+ * ended) when the token changes or the runtime's tunnel is full (`shed`).
+ * Each relay holds one of the runtime's tunnel streams while it is open, so
+ * a relay takes requests only while fewer than RELAYS_PER_RUNTIME are in
+ * flight on its pool (`covers`).
+ *
+ * A refused relay (the runtime is not connected to that replica, or is of a
+ * release without relay connections) fails its requests before any byte of
+ * them left, with an error `refused` recognises; the caller sends them
+ * through `/api/proxy` instead, and does so for that relay for the next
+ * REFUSED_MS (REFUSED_FULL_MS when the tunnel was full). Everything else is
+ * as for any upstream connection: a scheduler that cannot be reached fails
+ * with the socket's error code (see isConnectFailure), a connection that
+ * breaks fails the request in flight.
  */
 export class RelayConnections implements Dispatch {
-  /** Dials the relays of the token presented now. */
-  #agent: Agent;
-  /** The `Authorization` that `#agent`'s relays present. */
+  /** Relay key → the pool of its relays; a pool is dropped once it has no connection left. */
+  readonly #pools = new Map<string, Pool>();
+  /** Pools no longer handed requests, finishing those in flight before they close. */
+  readonly #closing = new Set<Pool>();
+  readonly #newPool: (relay: URL, authorization: string | undefined) => Pool;
+  /** The `Authorization` that the relays of `#pools` present. */
   #presenting: string | undefined;
-  /** Agents of earlier tokens, finishing their requests in flight. */
-  readonly #retiring = new Set<Agent>();
-  readonly #newAgent: (authorization: string | undefined) => Agent;
   readonly #authorization: (() => string | undefined) | undefined;
   readonly #clock: Clock;
   /** Relay key → time until which it is not asked for. */
@@ -93,20 +99,12 @@ export class RelayConnections implements Dispatch {
     this.#onRefused = options.onRefused ?? (() => {});
     this.#authorization = options.authorization;
     const { keepAliveTimeout, connectTimeout, checks } = options;
-    this.#newAgent = (authorization) =>
-      new Agent({
+    this.#newPool = (relay, authorization) =>
+      new Pool(relay.origin, {
         keepAliveTimeout,
-        // The agent keys its pools by the relay key; each pool dials its scheduler and asks for the relay.
-        factory: (key, opts) => {
-          const relay = new URL(String(key));
-          return new Pool(relay.origin, {
-            ...opts,
-            connect: relayConnector(relay, connectTimeout, () => authorization, checks),
-          });
-        },
+        connect: relayConnector(relay, connectTimeout, () => authorization, checks),
       });
     this.#presenting = this.#authorization?.();
-    this.#agent = this.#newAgent(this.#presenting);
   }
 
   /**
@@ -160,44 +158,74 @@ export class RelayConnections implements Dispatch {
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const { runtime, rest } = proxyPathOf(options.path)!;
     const key = `${String(options.origin)}${RELAY.path}${runtime}`;
+    const authorization = this.#authorization?.();
+    if (authorization !== this.#presenting) {
+      this.#presenting = authorization;
+      for (const relay of [...this.#pools.keys()]) this.#retire(relay);
+    }
     this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
     const counted = new CountedCall(handler, () => {
       const left = this.#inFlight.get(key)! - 1;
       if (left === 0) this.#inFlight.delete(key);
       else this.#inFlight.set(key, left);
     });
-    const authorization = this.#authorization?.();
-    if (authorization !== this.#presenting) this.#retire(authorization);
     try {
-      return this.#agent.dispatch({ ...options, origin: key, path: rest }, counted);
+      return this.#poolOf(key).dispatch({ ...options, path: rest }, counted);
     } catch (error) {
       counted.settle();
       throw error;
     }
   }
 
-  /** Relays dialled with an earlier token still finishing requests: their agents. */
-  get retiring(): number {
-    return this.#retiring.size;
+  /**
+   * Closes the idle relays for `url` now, and its busy ones once their
+   * requests have ended; later requests dial new ones. For a runtime whose
+   * tunnel is full: each relay holds one of its streams, idle or not.
+   */
+  shed(url: string): void {
+    const key = relayKeyOf(url);
+    if (key !== undefined) this.#retire(key);
   }
 
-  /** Moves new requests to relays presenting `authorization`; the current ones close once idle. */
-  #retire(authorization: string | undefined): void {
-    const old = this.#agent;
-    this.#retiring.add(old);
-    this.#agent = this.#newAgent(authorization);
-    this.#presenting = authorization;
-    // close() lets the requests in flight finish, then closes their relays.
-    void old.close().then(
-      () => this.#retiring.delete(old),
-      () => this.#retiring.delete(old),
-    );
+  /** Pools no longer handed requests that still have some in flight. */
+  get closing(): number {
+    return this.#closing.size;
   }
 
   close(): Promise<void> {
-    const agents = [this.#agent, ...this.#retiring];
-    this.#retiring.clear();
-    return Promise.all(agents.map((agent) => agent.destroy())).then(() => undefined);
+    const pools = [...this.#pools.values(), ...this.#closing];
+    this.#pools.clear();
+    this.#closing.clear();
+    return Promise.all(pools.map((pool) => pool.destroy())).then(() => undefined);
+  }
+
+  #poolOf(key: string): Pool {
+    const known = this.#pools.get(key);
+    if (known) return known;
+    const pool = this.#newPool(new URL(key), this.#presenting);
+    // As undici's Agent does: a pool whose last connection closed is dropped,
+    // once the requests that failed with it have left its queue.
+    const dropIfUnused = (deferred = false): void => {
+      if (this.#pools.get(key) !== pool) return;
+      const { connected, pending } = pool.stats;
+      if (connected > 0) return;
+      if (pending > 0) return deferred ? undefined : queueMicrotask(() => dropIfUnused(true));
+      this.#pools.delete(key);
+      void pool.close();
+    };
+    pool.on('disconnect', () => dropIfUnused()).on('connectionError', () => dropIfUnused());
+    this.#pools.set(key, pool);
+    return pool;
+  }
+
+  /** Hands the relay's later requests to a new pool; the current one closes once its requests have ended. */
+  #retire(key: string): void {
+    const pool = this.#pools.get(key);
+    if (!pool) return;
+    this.#pools.delete(key);
+    this.#closing.add(pool);
+    const closed = (): void => void this.#closing.delete(pool);
+    void pool.close().then(closed, closed);
   }
 }
 

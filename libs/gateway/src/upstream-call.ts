@@ -136,6 +136,8 @@ export class StreamsFullError extends SwitchyardError {
 }
 
 function streamsFull(ctx: RoutingContext, route: Route): StreamsFullError {
+  // Each of this gateway's relays to the runtime holds one of those streams, idle or not.
+  ctx.relays?.shed(route.url);
   ctx.metrics.upstreamError('streams_full');
   ctx.upstreamLog.warn(
     route.url,

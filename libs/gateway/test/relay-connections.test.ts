@@ -55,13 +55,18 @@ describe('relay connections from the gateway', () => {
   });
   const asked: string[] = [];
   const connections = new Set<net.Socket>();
+  /** The connection of the last answer sent. */
+  let lastAnswered: net.Socket | undefined;
   /** Answers to requests whose path has `hold` in it, sent when the test says. */
   const held: (() => void)[] = [];
   /** Grants every relay; the upgraded connection is served by `inner` (the stand-in runtime). */
   const inner = http.createServer((req, res) => {
     connections.add(req.socket);
     req.resume();
-    const answer = (): void => void res.end(`${req.method} ${req.url}`);
+    const answer = (): void => {
+      lastAnswered = req.socket;
+      res.end(`${req.method} ${req.url}`);
+    };
     req.once('end', () => (req.url?.includes('hold') ? held.push(answer) : answer()));
   });
   const granting = http.createServer((_req, res) => res.writeHead(500).end());
@@ -203,19 +208,52 @@ describe('relay connections from the gateway', () => {
         ['Bearer token-one-0123456789', 'Bearer token-two-0123456789'],
         'the second request rode a new relay presenting the new token',
       );
-      assert.equal(rotating.retiring, 1);
+      assert.equal(rotating.closing, 1);
       assert.equal(first.socket.destroyed, false, 'the earlier relay stays while its request is in flight');
 
       held.shift()!();
       assert.deepEqual(await long, { status: 200, body: 'POST /hold' }, 'the request in flight ends normally');
       await until(() => first.socket.destroyed, 'the earlier relay closes once idle');
-      await until(() => rotating.retiring === 0, 'the earlier agent forgotten');
+      await until(() => rotating.closing === 0, 'the earlier agent forgotten');
       held.shift()!();
       assert.deepEqual(await next, { status: 200, body: 'POST /hold' });
       assert.equal(granted[from + 1]!.socket.destroyed, false, 'the relay of the current token is kept');
       assert.equal(granted.length - from, 2, 'no relay dialled but those two');
     } finally {
       await rotating.close();
+    }
+  });
+
+  it('sheds the relays of a runtime whose tunnel is full: the idle ones at once, the busy ones after their answer', async () => {
+    const own = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock });
+    const url = `${grantingUrl}/api/proxy/rt-shed/hold`;
+    const from = granted.length;
+    try {
+      // Two relays: one left idle, one holding a request.
+      const both = [post(own, url), post(own, url)];
+      await until(() => held.length === 2, 'two requests at the stand-in runtime');
+      held.shift()!();
+      await both[0];
+      assert.equal(granted.length - from, 2);
+      const idle = granted.slice(from).find((g) => g.socket === lastAnswered)!;
+      const busy = granted.slice(from).find((g) => g !== idle)!;
+
+      own.shed(url);
+      await until(() => idle.socket.destroyed, 'the idle relay closes at once');
+      assert.equal(busy.socket.destroyed, false, 'the busy relay stays while its request is in flight');
+      assert.equal(own.closing, 1);
+      held.shift()!();
+      assert.deepEqual(await both[1], { status: 200, body: 'POST /hold' }, 'the request in flight ends normally');
+      await until(() => busy.socket.destroyed, 'the busy relay closes after its answer');
+      await until(() => own.closing === 0, 'the shed pool forgotten');
+
+      const later = post(own, url);
+      await until(() => held.length === 1, 'a later request at the stand-in runtime');
+      held.shift()!();
+      assert.deepEqual(await later, { status: 200, body: 'POST /hold' });
+      assert.equal(granted.length - from, 3, 'a later request dials a new relay');
+    } finally {
+      await own.close();
     }
   });
 

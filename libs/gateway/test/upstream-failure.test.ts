@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { certificateFor127 } from '@switchyard/service/testing';
@@ -199,7 +199,8 @@ describe('a runtime behind a scheduler proxy that fails a request', () => {
 // capacity_exhausted at once, is not sent elsewhere, and relays are asked
 // for again next time; a new session or an unnamed stateless request is
 // placed on another runtime. A runtime's own 503, without the header,
-// passes through as it is.
+// passes through as it is. The gateway's relays to a full runtime close,
+// since each holds one of its streams (rt-shed: one relay granted, then full).
 describe('a runtime whose tunnel carries as many streams as it takes', () => {
   const FULL = { 'x-switchyard-proxy-error': 'runtime stream limit reached', 'retry-after': '1' };
   const fullBody = (runtime: string): string => JSON.stringify({ error: 'runtime stream limit reached', runtime });
@@ -224,9 +225,28 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
       res.writeHead(503, { ...FULL, 'content-type': 'application/json' }).end(fullBody(runtime));
     });
   });
-  proxy.on('upgrade', (req, socket) => {
+  /** rt-shed's runtime, behind the one relay it grants: holds each request until the test lets it answer. */
+  const held: (() => void)[] = [];
+  const shedRuntime = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      const { id } = JSON.parse(body) as { id: number };
+      held.push(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { from: 'rt-shed' } }));
+      });
+    });
+  });
+  let shedRelay: Socket | undefined;
+  proxy.on('upgrade', (req, socket: Socket) => {
     relayAsks.push(req.url ?? '');
-    if (req.url !== '/api/relay/rt-full' && req.url !== '/api/relay/rt-freed') {
+    if (req.url === '/api/relay/rt-shed' && !shedRelay) {
+      shedRelay = socket;
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n');
+      return void shedRuntime.emit('connection', socket);
+    }
+    if (req.url !== '/api/relay/rt-full' && req.url !== '/api/relay/rt-freed' && req.url !== '/api/relay/rt-shed') {
       return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     }
     const body = fullBody(req.url.slice('/api/relay/'.length));
@@ -244,6 +264,7 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
         'rt-freed',
         'rt-old-full',
         'rt-busy',
+        'rt-shed',
       ])),
   );
   after(() => front.close());
@@ -285,6 +306,24 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
     await refused(3);
     assert.deepEqual(relayAsks, ['/api/relay/rt-full', '/api/relay/rt-full'], 'relays asked for again after 1 s');
     assert.equal(front.gateway.stats().upstreamErrors, errorsBefore + 3);
+  });
+
+  it("closes this gateway's relays to a full runtime, the busy ones once they have answered", async () => {
+    const headers = on('rt-shed');
+    // The runtime's one free stream carries the first call, held; the second finds the tunnel full.
+    const first = post(front.url, call('sleep'), headers);
+    for (let i = 0; i < 500 && held.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(held.length, 1, 'the first call reached the runtime on a relay');
+    const second = await post(front.url, call('echo'), headers);
+    assert.equal(second.status, 503, JSON.stringify(second.json));
+    assert.equal(errorOf(second.json).data.reason, 'capacity_exhausted');
+    assert.equal(shedRelay!.destroyed, false, 'the relay stays while its call is in flight');
+    held.shift()!();
+    const answered = await first;
+    assert.equal(answered.status, 200, JSON.stringify(answered.json));
+    assert.deepEqual((answered.json as { result: unknown }).result, { from: 'rt-shed' });
+    for (let i = 0; i < 500 && !shedRelay!.destroyed; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(shedRelay!.destroyed, true, 'the gateway closed the relay, whose stream the full runtime needs');
   });
 
   it('answers from /api/proxy when the tunnel has a stream for it there', async () => {
