@@ -1,8 +1,8 @@
 // A runtime's health listener, as kubelet and Prometheus meet it, with
 // processes on loopback: /healthz answers while the process does, /readyz
 // only while its tunnel is up (a rollout waits for each new runtime to
-// join), /metrics is the runtime's own registry, reached without a
-// scheduler.
+// join; a runtime whose id another took stays unready), /metrics is the
+// runtime's own registry, reached without a scheduler.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
@@ -45,5 +45,24 @@ describe('a runtime health listener', () => {
     assert.equal((await probe('/healthz')).status, 200, 'a restart would not help it');
     await cluster.restartScheduler(0);
     await until('the runtime ready again', async () => (await probe('/readyz')).status === 200 || undefined, 15_000);
+  });
+
+  it('turns unready, and stays off its id, once another runtime connects with the same id', async () => {
+    const newer = await cluster.startRuntime('probed', 0);
+    await until('the runtime unready', async () => (await probe('/readyz')).status === 503 || undefined);
+    assert.deepEqual(await probe('/readyz'), {
+      status: 503,
+      body: '{"status":"replaced by another runtime with this id"}',
+    });
+    assert.equal((await probe('/healthz')).status, 200, 'a restart would take the id back');
+    const said = cluster.runtimes[0]!.logs.find((l) =>
+      String(l.msg).startsWith('another runtime connected with this runtime id'),
+    );
+    assert.equal(said?.level, 50, 'logged at error level');
+    // Long enough for several redials had it tried again (ping interval and backoff are short here).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal((await probe('/readyz')).status, 503);
+    assert.equal(newer.logs.filter((l) => l.msg === 'tunnel disconnected').length, 0, 'the newer one keeps the id');
+    await cluster.waitForRuntimes(['probed']);
   });
 });

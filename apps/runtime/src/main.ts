@@ -113,7 +113,10 @@ const node = await startRuntimeNode({
   logger,
   metrics,
 }).catch((error: unknown) => exitOnListenError('switchyard-runtime', error));
-lifecycle.addReadinessCheck(() => (node.connected ? undefined : 'disconnected'));
+lifecycle.addReadinessCheck(() => {
+  if (node.connected) return undefined;
+  return node.replaced ? 'replaced by another runtime with this id' : 'disconnected';
+});
 lifecycle.onShutdown(() => node.close());
 lifecycle.markReady();
 lifecycle.installSignalHandlers();

@@ -12,6 +12,8 @@ export interface RuntimeNode {
   readonly runtimeId: string;
   /** True while the tunnel to the scheduler is open. */
   readonly connected: boolean;
+  /** True once another runtime connected with this id and took its place: the node no longer dials. */
+  readonly replaced: boolean;
   /** `http://127.0.0.1:<port>` of the sidecar API, when enabled. */
   readonly sidecarUrl: string | undefined;
   /** Base URL of the direct listener, when enabled. */
@@ -112,6 +114,9 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     runtimeId,
     get connected() {
       return dialer.connected;
+    },
+    get replaced() {
+      return dialer.replaced;
     },
     sidecarUrl,
     directUrl,

@@ -57,6 +57,8 @@ const UNREACHABLE_LOGGED_EVERY = 10;
 export interface TunnelDialer {
   /** True while a tunnel is open. */
   readonly connected: boolean;
+  /** True once the scheduler said another runtime with this id replaced this one's tunnel; no longer dials then. */
+  readonly replaced: boolean;
   /** GOAWAY to the scheduler, stop reconnecting. Idempotent. */
   close(): void;
 }
@@ -112,6 +114,7 @@ class Dialer implements TunnelDialer {
   #closed = false;
   #relays: RelayServer | undefined;
   connected = false;
+  replaced = false;
 
   get #url(): URL {
     return this.#urls[this.#at]!;
@@ -244,6 +247,7 @@ class Dialer implements TunnelDialer {
     }
     if (this.#closed || this.#link !== link) return;
     if (link.replaced) {
+      this.replaced = true;
       // Dialling again would take the id back from the other runtime, which would do the same: both come and go.
       this.#logger.error(
         { runtime: this.#o.info.id },

@@ -292,7 +292,9 @@ describe('tunnel endpoint admission', () => {
     assert.equal(scheduler.endpoint.get(shared), second.tunnel, 'the newer runtime keeps the id');
     assert.equal(second.tunnel.closed, false);
     assert.equal(first.dialer.connected, false);
+    assert.equal(first.dialer.replaced, true);
     assert.equal(second.dialer.connected, true);
+    assert.equal(second.dialer.replaced, false);
     assert.deepEqual(
       said.filter((l) => l.level === 'error').map((l) => l.msg),
       [
