@@ -21,7 +21,10 @@ export interface ScheduleOptions {
    * Placements decided since the snapshot was taken and not yet reported
    * back by their runtime: process id → runtime id. They count as holders,
    * so a burst of requests for a new process lands on one runtime before the
-   * next epoch shows it there. Entries naming unknown runtimes are ignored.
+   * next epoch shows it there. Entries naming unknown runtimes are ignored,
+   * and so are those naming a runtime the request excludes: a request is
+   * placed again with the runtime excluded when it could not be sent there
+   * (not dialled, or the runtime full), so the process never reached it.
    */
   readonly pending?: ReadonlyMap<string, string>;
 }
@@ -37,7 +40,8 @@ const FILTERS: readonly Filter[] = [
 function holdersOf(index: ClusterIndex, request: ScheduleRequest, options: ScheduleOptions | undefined) {
   const holders = index.holdersOf(request.processId);
   const pending = options?.pending?.get(request.processId);
-  if (pending === undefined || holders.includes(pending) || indexEntry(index, pending) === undefined) return holders;
+  if (pending === undefined || holders.includes(pending) || request.exclude?.includes(pending)) return holders;
+  if (indexEntry(index, pending) === undefined) return holders;
   return [...holders, pending].sort(compareIds);
 }
 

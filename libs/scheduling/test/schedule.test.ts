@@ -82,6 +82,12 @@ const cases: Case[] = [
     expect: 'r1/process',
   },
   {
+    name: 'a pending placement the request excludes is ignored: the request never reached it',
+    request: { processId: 'new', exclude: ['r1'] },
+    pending: new Map([['new', 'r1']]),
+    expect: 'r2/pipeline',
+  },
+  {
     name: 'a pending placement on an unknown runtime is ignored',
     request: { processId: 'new' },
     pending: new Map([['new', 'ghost']]),
