@@ -1,4 +1,4 @@
-// Acceptance at the process level: a burst of tool calls to one tunnelled
+// Acceptance at the process level: bursts of tool calls to one tunnelled
 // runtime. The gateway sends calls through a scheduler on relay connections,
 // each holding one of the runtime's tunnel streams for as long as it is kept
 // alive, idle or not. Without a bound, a burst of N calls left N idle relays
@@ -7,40 +7,72 @@
 // once all succeed; at most 128 of them ride relays, the rest go through
 // `/api/proxy` (whose streams end with each request), and after the burst the
 // runtime's tunnel holds no more streams than those relays.
+//
+// Then calls enough to fill a runtime's tunnel (4,088 streams for traffic of
+// the 4,096 a runtime takes), with two runtimes: calls bound to the full one
+// get a JSON-RPC 503 at once, new sessions (of new named processes, whose
+// first placement the scheduler remembers as pending) are placed on the
+// other, and once the calls end the full one serves again.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { LEGACY, initializeBody, metric, post, toolCallBody } from './support.ts';
+import { until } from '../support/processes.ts';
+import { LEGACY, initializeBody, metric, post, rpcResult, textOf, toolCallBody, type RawReply } from './support.ts';
 
 const CALLS = 300;
 /** The gateway's bound on relays per (scheduler, runtime). */
 const RELAYS_MAX = 128;
 /** Streams the scheduler keeps on a tunnel for its own use (watch, fetches). */
 const CONTROL_STREAMS = 8;
+/** Streams of a runtime's tunnel that traffic may use (of the 4,096 a runtime takes). */
+const TRAFFIC_STREAMS = 4096 - CONTROL_STREAMS;
+/** Calls held in flight to fill it: more than it carries. */
+const FILLING = TRAFFIC_STREAMS + 100;
 
-describe('a burst of calls to one tunnelled runtime', () => {
+/** Opens `count` legacy sessions of `process` (sessions of one process share its sandbox, on one runtime). */
+async function openSessions(url: string, process: string, count: number): Promise<Record<string, string>[]> {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const identity = { 'mcp-protocol-version': LEGACY, 'x-switchyard-process': process };
+      const init = await post(url, initializeBody(), identity);
+      assert.equal(init.status, 200, init.text);
+      return { ...identity, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    }),
+  );
+}
+
+/** The runtime serving `session`, from its whoami tool. */
+async function runtimeOf(url: string, session: Record<string, string>): Promise<string> {
+  const reply = await post(url, toolCallBody(1, 'whoami'), session);
+  assert.equal(reply.status, 200, reply.text);
+  return (JSON.parse(textOf(rpcResult(reply))) as { runtime: string }).runtime;
+}
+
+/** The JSON-RPC error reason of a 503 reply. */
+function reasonOf(reply: RawReply): string | undefined {
+  return (JSON.parse(reply.text) as { error?: { data?: { reason?: string } } }).error?.data?.reason;
+}
+
+describe('bursts of calls to one tunnelled runtime', () => {
   let cluster: TestCluster;
   before(async () => {
     cluster = await startCluster({
       schedulers: 1,
-      runtimes: 1,
-      gatewayArgs: ['--principal-concurrency-max', String(CALLS * 2)],
+      runtimes: 2,
+      // Thousands of calls at once stall event loops on a 2-core machine for
+      // a second or more: the product's own liveness timing, not the suites' faster one.
+      tunnelPingIntervalMs: 5000,
+      election: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 },
+      gatewayArgs: ['--principal-concurrency-max', String(FILLING * 2)],
     });
-    await cluster.waitForRuntimes(['r0'], 15_000);
+    await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
   });
   after(() => cluster?.stop());
 
   it('succeeds call by call, and leaves no more tunnel streams held than the relays the gateway keeps', async () => {
     const url = cluster.gatewayUrl();
     const scheduler = cluster.schedulers[0]!.url!;
-    const sessions = await Promise.all(
-      Array.from({ length: 10 }, async (_, k) => {
-        const identity = { 'mcp-protocol-version': LEGACY, 'x-switchyard-process': `burst-${k}` };
-        const init = await post(url, initializeBody(), identity);
-        assert.equal(init.status, 200, init.text);
-        return { ...identity, 'mcp-session-id': init.headers.get('mcp-session-id')! };
-      }),
-    );
+    const sessions = await openSessions(url, 'burst', 10);
     const relaysBefore = await metric(scheduler, 'switchyard_scheduler_relay_connections_total');
     const proxiedBefore = await metric(scheduler, 'switchyard_scheduler_proxy_requests_total');
 
@@ -61,5 +93,66 @@ describe('a burst of calls to one tunnelled runtime', () => {
     assert.ok(proxied >= CALLS - RELAYS_MAX, `calls through /api/proxy: ${proxied}`);
     const held = await metric(scheduler, 'switchyard_scheduler_tunnel_streams_busiest');
     assert.ok(held <= RELAYS_MAX + CONTROL_STREAMS, `streams still held on the runtime's tunnel: ${held}`);
+  });
+
+  it('refuses calls bound to a full runtime at once, places new sessions on the other, and recovers', async () => {
+    const url = cluster.gatewayUrl();
+    const scheduler = cluster.schedulers[0]!.url!;
+    const busiest = (): Promise<number> => metric(scheduler, 'switchyard_scheduler_tunnel_streams_busiest');
+    const sessions = await openSessions(url, 'full', 20);
+    const full = await runtimeOf(url, sessions[0]!);
+    const other = full === 'r0' ? 'r1' : 'r0';
+
+    // Calls that sleep until they are cancelled, more than the tunnel carries.
+    const cancel = new AbortController();
+    const answered: RawReply[] = [];
+    const filling = Array.from({ length: FILLING }, (_, n) =>
+      fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...sessions[n % sessions.length]!,
+        },
+        body: JSON.stringify(toolCallBody(n + 2, 'sleep', { ms: 120_000 })),
+        signal: cancel.signal,
+      }).then(
+        // A call the tunnel took answers 200 at once and then streams until it is cancelled.
+        async (res) => {
+          const text = await res.text().catch(() => undefined);
+          if (text !== undefined) answered.push({ status: res.status, headers: res.headers, text });
+        },
+        () => undefined,
+      ),
+    );
+    try {
+      await until('the tunnel full', async () => ((await busiest()) >= TRAFFIC_STREAMS ? true : undefined), 60_000);
+
+      const started = Date.now();
+      const bound = await post(url, toolCallBody(1, 'counter'), sessions[0]!);
+      assert.equal(bound.status, 503, bound.text);
+      assert.equal(reasonOf(bound), 'capacity_exhausted');
+      // The calls holding the tunnel sleep for minutes: a call queued for a stream would wait that long.
+      assert.ok(Date.now() - started < 10_000, `answered at once, not queued: ${Date.now() - started} ms`);
+
+      for (let k = 0; k < 5; k++) {
+        const [fresh] = await openSessions(url, `fresh-${k}`, 1);
+        assert.equal(await runtimeOf(url, fresh!), other, `a new session (${k}) lands on the runtime with room`);
+      }
+    } finally {
+      cancel.abort();
+      await Promise.all(filling);
+    }
+    // Only the calls past the tunnel's limit were answered before the rest were cancelled: each with a 503.
+    assert.ok(answered.length > 0, 'some calls found the tunnel full');
+    for (const reply of answered) {
+      assert.equal(reply.status, 503, reply.text);
+      assert.equal(reasonOf(reply), 'capacity_exhausted');
+    }
+    // Down to what relays kept alive may hold (those of the burst above may be on the other runtime).
+    const kept = RELAYS_MAX + CONTROL_STREAMS;
+    await until('the streams ended', async () => ((await busiest()) <= kept ? true : undefined), 30_000);
+    const again = await post(url, toolCallBody(1, 'counter'), sessions[0]!);
+    assert.equal(again.status, 200, again.text);
   });
 });
