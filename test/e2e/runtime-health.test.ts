@@ -47,7 +47,7 @@ describe('a runtime health listener', () => {
     await until('the runtime ready again', async () => (await probe('/readyz')).status === 200 || undefined, 15_000);
   });
 
-  it('turns unready, and stays off its id, once another runtime connects with the same id', async () => {
+  it('turns unready, and stays off its id for minutes, once another runtime connects with the same id', async () => {
     const newer = await cluster.startRuntime('probed', 0);
     await until('the runtime unready', async () => (await probe('/readyz')).status === 503 || undefined);
     assert.deepEqual(await probe('/readyz'), {

@@ -12,7 +12,7 @@ export interface RuntimeNode {
   readonly runtimeId: string;
   /** True while the tunnel to the scheduler is open. */
   readonly connected: boolean;
-  /** True once another runtime connected with this id and took its place: the node no longer dials. */
+  /** True while another runtime that connected with this id holds its place (the node dials again after 5 min). */
   readonly replaced: boolean;
   /** `http://127.0.0.1:<port>` of the sidecar API, when enabled. */
   readonly sidecarUrl: string | undefined;

@@ -74,7 +74,7 @@ export const CONNECT_PATH = '/api/runtime/connect';
  * connection with the same runtime id replaced it. A runtime can only get it
  * on the tunnel it holds from another process that took its id (its own
  * redial replaces a tunnel it has already dropped), so the reference dialer
- * stops dialling instead of taking the id back (protocol.md §1).
+ * waits 5 minutes instead of taking the id back at once (protocol.md §1).
  */
 export const GOAWAY_REPLACED = 'switchyard: replaced by a newer connection with this runtime id';
 

@@ -50,6 +50,9 @@ export interface DialTunnelOptions {
   readonly onDisconnected?: (reason: string) => void;
 }
 
+/** How long a runtime whose id another runtime took waits before dialling again. */
+const REPLACED_REDIAL_MS = 5 * 60_000;
+
 /** Failed dials in a row between two `scheduler unreachable` lines (the first is logged). */
 const UNREACHABLE_LOGGED_EVERY = 10;
 
@@ -57,7 +60,7 @@ const UNREACHABLE_LOGGED_EVERY = 10;
 export interface TunnelDialer {
   /** True while a tunnel is open. */
   readonly connected: boolean;
-  /** True once the scheduler said another runtime with this id replaced this one's tunnel; no longer dials then. */
+  /** True from the scheduler saying another runtime with this id replaced this one's tunnel until it is connected again. */
   readonly replaced: boolean;
   /** GOAWAY to the scheduler, stop reconnecting. Idempotent. */
   close(): void;
@@ -72,8 +75,8 @@ export interface TunnelDialer {
  * `websocket`. A 400/401 refusal is logged with its status and body and
  * retried at the maximum delay, since it will not heal by itself soon. A
  * tunnel that the scheduler closed because another runtime connected with
- * the same id (GOAWAY_REPLACED) is not dialled again: the two would take
- * the id from each other for as long as both run. Not guaranteed: that
+ * the same id (GOAWAY_REPLACED) is dialled again only after 5 minutes, not
+ * at once: the two would take the id from each other for as long as both run. Not guaranteed: that
  * requests in flight survive a reconnect (they fail; the scheduler decides
  * about retries).
  */
@@ -222,6 +225,7 @@ class Dialer implements TunnelDialer {
     });
     this.#attempt = 0;
     this.connected = true;
+    this.replaced = false;
     this.#logger.info(
       { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport },
       'tunnel connected',
@@ -247,12 +251,14 @@ class Dialer implements TunnelDialer {
     }
     if (this.#closed || this.#link !== link) return;
     if (link.replaced) {
+      // Dialling again at once would take the id back from the other runtime, which would do the same:
+      // both come and go. Not dialling ever would leave the id unserved should the other one stop.
       this.replaced = true;
-      // Dialling again would take the id back from the other runtime, which would do the same: both come and go.
       this.#logger.error(
-        { runtime: this.#o.info.id },
-        'another runtime connected with this runtime id and replaced this tunnel: not dialling again; give each runtime its own id',
+        { runtime: this.#o.info.id, retryInMs: REPLACED_REDIAL_MS },
+        'another runtime connected with this runtime id and replaced this tunnel: dialling again in 5 min; give each runtime its own id',
       );
+      this.#retry = this.#clock.setTimeout(() => this.#connect(), REPLACED_REDIAL_MS);
       return;
     }
     const random = this.#o.random ?? Math.random;

@@ -273,7 +273,7 @@ describe('tunnel endpoint admission', () => {
     assert.equal((await readStream(second.tunnel.request({ ':path': '/' }))).status, 200);
   });
 
-  it('tells a replaced runtime so; the reference dialer then stays off the id instead of taking it back', async () => {
+  it('tells a replaced runtime so; the reference dialer then stays off the id for minutes instead of taking it back', async () => {
     const shared = 'rt-shared';
     const said: { level: string; msg: string }[] = [];
     const logger = {
@@ -298,7 +298,7 @@ describe('tunnel endpoint admission', () => {
     assert.deepEqual(
       said.filter((l) => l.level === 'error').map((l) => l.msg),
       [
-        'another runtime connected with this runtime id and replaced this tunnel: not dialling again; give each runtime its own id',
+        'another runtime connected with this runtime id and replaced this tunnel: dialling again in 5 min; give each runtime its own id',
       ],
     );
   });
