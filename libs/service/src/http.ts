@@ -30,14 +30,25 @@ export class ListenError extends Error {
 }
 
 /**
- * Binds `server` and resolves with the bound address (port 0 picks a free
- * port); rejects with a ListenError.
+ * Connections the kernel holds for a listener before it accepts them. Node's
+ * default, 511, overflows when thousands of clients connect at once (agents
+ * starting together, every client of a restarted gateway, a gateway opening
+ * `/api/proxy` connections for a burst of calls): the kernel then drops their
+ * handshakes or answers with SYN cookies, and resets connections whose cookie
+ * expired before there was room, so requests that were sent are never read.
+ * The kernel caps it at `net.core.somaxconn` (4096 by default since Linux 5.4).
+ */
+export const LISTEN_BACKLOG = 4096;
+
+/**
+ * Binds `server` with a backlog of LISTEN_BACKLOG and resolves with the bound
+ * address (port 0 picks a free port); rejects with a ListenError.
  */
 export function listen(server: Server, options: { host: string; port: number }): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     const onError = (error: Error): void => reject(new ListenError(options.host, options.port, error));
     server.once('error', onError);
-    server.listen(options.port, options.host, () => {
+    server.listen({ port: options.port, host: options.host, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', onError);
       resolve(server.address() as AddressInfo);
     });
