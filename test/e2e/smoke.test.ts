@@ -1,5 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 
 describe('cluster of processes (smoke)', () => {
@@ -25,5 +28,33 @@ describe('cluster of processes (smoke)', () => {
     assert.equal(res.status, 200);
     assert.ok(res.headers.get('mcp-session-id'));
     assert.match(await res.text(), /switchyard-sandbox/);
+  });
+
+  it("keeps an idle client connection open longer than a load balancer in front does, not Node's 5 s", async () => {
+    const { port } = new URL(cluster.gatewayUrl());
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    let received = '';
+    let closed = false;
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    socket.on('close', () => (closed = true));
+    const ask = async (): Promise<string> => {
+      received = '';
+      socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      for (let waited = 0; !/\r\n\r\n[\s\S]*ok/.test(received) && !closed && waited < 5000; waited += 20) {
+        await sleep(20);
+      }
+      return received;
+    };
+    try {
+      const first = await ask();
+      assert.match(first, /^HTTP\/1\.1 200 /);
+      assert.match(first, /^keep-alive: timeout=75\r$/im);
+      await sleep(6000);
+      assert.equal(closed, false, 'the gateway closed the idle connection');
+      assert.match(await ask(), /^HTTP\/1\.1 200 /, 'a second request on the same connection');
+    } finally {
+      socket.destroy();
+    }
   });
 });

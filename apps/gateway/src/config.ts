@@ -61,6 +61,14 @@ const authSchema = z
 export const gatewayConfigSchema = z.object({
   host: z.string().default('0.0.0.0').describe('Address the /mcp listener binds.'),
   port: z.number().int().min(0).max(65535).default(8080).describe('Port of the listener (0 picks a free port).'),
+  keepAliveTimeoutMs: z
+    .number()
+    .int()
+    .min(1000)
+    .default(75_000)
+    .describe(
+      "How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Node's own default is 5 s.",
+    ),
   schedulers: z.array(z.url()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
   upstreamMode: z
     .enum(['proxy', 'direct'])

@@ -122,6 +122,7 @@ const server = http.createServer((req, res) => {
 // upstream idle timeout inside the gateway.
 server.requestTimeout = 0;
 server.headersTimeout = 30_000;
+server.keepAliveTimeout = config.keepAliveTimeoutMs;
 const address = await listen(server, { host: config.host, port: config.port }).catch((error: unknown) =>
   exitOnListenError('switchyard-gateway', error),
 );
