@@ -76,6 +76,8 @@ describe('bursts of calls to one tunnelled runtime', () => {
     const sessions = await openSessions(url, 'burst', 10);
     const relaysBefore = await metric(scheduler, 'switchyard_scheduler_relay_connections_total');
     const proxiedBefore = await metric(scheduler, 'switchyard_scheduler_proxy_requests_total');
+    const gatewayBase = new URL(url).origin;
+    const limitedBefore = await metric(gatewayBase, 'switchyard_gateway_relay_limit_reached_total');
 
     // Each call sleeps long enough for all of them to be in flight together.
     const replies = await Promise.all(
@@ -92,6 +94,9 @@ describe('bursts of calls to one tunnelled runtime', () => {
     const proxied = (await metric(scheduler, 'switchyard_scheduler_proxy_requests_total')) - proxiedBefore;
     assert.ok(relays > 0 && relays <= RELAYS_MAX, `relays asked for: ${relays}`);
     assert.ok(proxied >= CALLS - RELAYS_MAX, `calls through /api/proxy: ${proxied}`);
+    // The gateway counts the calls it sent there for want of a relay.
+    const limited = (await metric(gatewayBase, 'switchyard_gateway_relay_limit_reached_total')) - limitedBefore;
+    assert.ok(limited >= CALLS - RELAYS_MAX && limited <= proxied, `past the relay limit: ${limited}`);
     const held = await metric(scheduler, 'switchyard_scheduler_tunnel_streams_busiest');
     assert.ok(held <= RELAYS_MAX + CONTROL_STREAMS, `streams still held on the runtime's tunnel: ${held}`);
   });

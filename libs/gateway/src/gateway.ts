@@ -146,6 +146,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             'relay refused; that runtime is reached through /api/proxy for 30 s',
           );
         },
+        onLimit: () => metrics.relayLimitReached(),
       })
     : undefined;
   const cache = new RouteCache({

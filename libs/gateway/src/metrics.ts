@@ -11,6 +11,8 @@ export interface GatewayMetrics {
   sseClosed(): void;
   /** A scheduler refused a relay connection (its requests then go through `/api/proxy` for a while). */
   relayRefused(): void;
+  /** A request went through `/api/proxy` because its runtime's relays already carried as many as they may. */
+  relayLimitReached(): void;
   /** A scheduler ask went unanswered long enough that another replica was asked too. */
   scheduleHedged(): void;
 }
@@ -37,6 +39,7 @@ export const noMetrics: GatewayMetrics = {
   sseOpened: noop,
   sseClosed: noop,
   relayRefused: noop,
+  relayLimitReached: noop,
   scheduleHedged: noop,
 };
 
@@ -95,6 +98,11 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     help: 'Relay connections a scheduler refused; that runtime is then reached through /api/proxy for a while',
     registers,
   });
+  const pastRelayLimit = new Counter({
+    name: `${prefix}relay_limit_reached_total`,
+    help: 'Requests sent through /api/proxy because 128 were already in flight on relays to their runtime through that replica',
+    registers,
+  });
   const hedges = new Counter({
     name: `${prefix}schedule_hedges_total`,
     help: 'Scheduler asks sent because an earlier ask of the same call went unanswered for 250 ms',
@@ -119,6 +127,7 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     sseOpened: () => sse.inc(),
     sseClosed: () => sse.dec(),
     relayRefused: () => relayRefusals.inc(),
+    relayLimitReached: () => pastRelayLimit.inc(),
     scheduleHedged: () => hedges.inc(),
   };
 }

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
-import { Pool, type Dispatcher, type buildConnector } from 'undici';
+import { Pool, errors, type Dispatcher, type buildConnector } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import { PROXY_ERRORS, PROXY_ERROR_HEADER, RELAY } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
@@ -74,6 +74,8 @@ export class RelayConnections implements Dispatch {
   /** Relay key → requests in flight on its relays, for the ones with any. */
   readonly #inFlight = new Map<string, number>();
   readonly #perRuntime: number;
+  readonly #onLimit: () => void;
+  #closed = false;
 
   constructor(options: {
     keepAliveTimeout: number;
@@ -93,15 +95,22 @@ export class RelayConnections implements Dispatch {
     checks?: UpstreamChecks;
     /** Requests in flight per relay before more go through `/api/proxy`; default RELAYS_PER_RUNTIME. */
     relaysPerRuntime?: number;
+    /** Told of each request `covers` turns away because its relay carries `relaysPerRuntime` already. */
+    onLimit?: () => void;
   }) {
     this.#clock = options.clock;
     this.#perRuntime = options.relaysPerRuntime ?? RELAYS_PER_RUNTIME;
     this.#onRefused = options.onRefused ?? (() => {});
+    this.#onLimit = options.onLimit ?? (() => {});
     this.#authorization = options.authorization;
     const { keepAliveTimeout, connectTimeout, checks } = options;
     this.#newPool = (relay, authorization) =>
       new Pool(relay.origin, {
         keepAliveTimeout,
+        // The connector asks for HTTP/1.1 only; without this, an https: pool
+        // would hold every request behind its first connection while it
+        // learns whether the scheduler speaks HTTP/2.
+        allowH2: false,
         connect: relayConnector(relay, connectTimeout, () => authorization, checks),
       });
     this.#presenting = this.#authorization?.();
@@ -110,12 +119,15 @@ export class RelayConnections implements Dispatch {
   /**
    * True when a relay may be tried for `url` now: a scheduler proxy URL whose
    * relay was not refused lately and has a connection to spare (fewer than
-   * `relaysPerRuntime` requests in flight on its relays).
+   * `relaysPerRuntime` requests in flight on its relays); never once closed.
    */
   covers(url: string): boolean {
     const key = relayKeyOf(url);
-    if (key === undefined) return false;
-    if ((this.#inFlight.get(key) ?? 0) >= this.#perRuntime) return false;
+    if (key === undefined || this.#closed) return false;
+    if ((this.#inFlight.get(key) ?? 0) >= this.#perRuntime) {
+      this.#onLimit();
+      return false;
+    }
     const until = this.#refusedUntil.get(key);
     if (until === undefined) return true;
     if (this.#clock.now() < until) return false;
@@ -154,8 +166,10 @@ export class RelayConnections implements Dispatch {
     return key === undefined ? 0 : (this.#inFlight.get(key) ?? 0);
   }
 
-  /** Sends a request for a URL `covers` accepted, its path past the runtime's segment. */
+  /** Sends a request for a URL `covers` accepted, its path past the runtime's segment; once closed, fails it. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    // A request still being routed when the gateway closed would open a pool nothing destroys.
+    if (this.#closed) throw new errors.ClientClosedError();
     const { runtime, rest } = proxyPathOf(options.path)!;
     const key = `${String(options.origin)}${RELAY.path}${runtime}`;
     const authorization = this.#authorization?.();
@@ -193,6 +207,7 @@ export class RelayConnections implements Dispatch {
   }
 
   close(): Promise<void> {
+    this.#closed = true;
     const pools = [...this.#pools.values(), ...this.#closing];
     this.#pools.clear();
     this.#closing.clear();

@@ -21,7 +21,7 @@ import { certificateFor127 } from '@switchyard/service/testing';
 import { isConnectFailure } from '../src/upstream.ts';
 import { until } from './until.ts';
 
-/** Sends one POST through `relays` as `exchange` would; resolves with the status and body, or the error. */
+/** Sends one POST through `relays` as `exchange` would; resolves with the status and body, or the error (thrown or failing the request). */
 function post(relays: RelayConnections, url: string): Promise<{ status?: number; body?: string; error?: Error }> {
   return new Promise((resolve) => {
     const slash = url.indexOf('/', url.indexOf('//') + 2);
@@ -34,7 +34,11 @@ function post(relays: RelayConnections, url: string): Promise<{ status?: number;
       onResponseEnd: () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }),
       onResponseError: (_c, error) => resolve({ error }),
     };
-    relays.dispatch({ origin: url.slice(0, slash), path: url.slice(slash), method: 'POST', body: '{}' }, handler);
+    try {
+      relays.dispatch({ origin: url.slice(0, slash), path: url.slice(slash), method: 'POST', body: '{}' }, handler);
+    } catch (error) {
+      resolve({ error: error as Error });
+    }
   });
 }
 
@@ -155,7 +159,14 @@ describe('relay connections from the gateway', () => {
   });
 
   it('covers a relay only while fewer than relaysPerRuntime requests are in flight on it, so idle relays stay few', async () => {
-    const capped = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock, relaysPerRuntime: 2 });
+    let limitReached = 0;
+    const capped = new RelayConnections({
+      keepAliveTimeout: 4000,
+      connectTimeout: 2000,
+      clock,
+      relaysPerRuntime: 2,
+      onLimit: () => limitReached++,
+    });
     const url = `${grantingUrl}/api/proxy/rt-capped/hold`;
     const before = asked.length;
     try {
@@ -164,6 +175,7 @@ describe('relay connections from the gateway', () => {
       const second = post(capped, url);
       assert.equal(capped.inFlight(url), 2);
       assert.equal(capped.covers(url), false, 'two in flight: the next goes through /api/proxy');
+      assert.equal(limitReached, 1, 'each request turned away is told of');
       assert.equal(capped.covers(`${grantingUrl}/api/proxy/rt-other/hold`), true, 'another runtime is not affected');
       await until(() => held.length === 2, 'both requests at the stand-in runtime');
       // The two went on two relays: either may have reached the stand-in first.
@@ -172,6 +184,7 @@ describe('relay connections from the gateway', () => {
       assert.deepEqual(done, { status: 200, body: 'POST /hold' });
       assert.equal(capped.inFlight(url), 1);
       assert.equal(capped.covers(url), true);
+      assert.equal(limitReached, 1);
       held.shift()!();
       assert.deepEqual(await Promise.all([first, second]), [done, done]);
       assert.equal(capped.inFlight(url), 0);
@@ -295,5 +308,54 @@ describe('relay connections from the gateway', () => {
       tls.setDefaultCACertificates(defaults);
       front.close();
     }
+  });
+
+  it('dials a relay for each request at once on https: URLs, none waiting for the first to learn its protocol', async (t) => {
+    const certificate = certificateFor127();
+    if ('missing' in certificate) return t.skip(certificate.missing);
+    // Holds the answers to relay requests until three are asked (or a second has passed).
+    const waiting: net.Socket[] = [];
+    let askedBeforeAnAnswer = 0;
+    const grant = (socket: net.Socket): void => {
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: switchyard-relay\r\n\r\n');
+      inner.emit('connection', socket);
+    };
+    const release = (): void => {
+      clearTimeout(timer);
+      if (askedBeforeAnAnswer === 0) askedBeforeAnAnswer = waiting.length;
+      for (const socket of waiting.splice(0)) grant(socket);
+    };
+    const timer = setTimeout(release, 1000);
+    const holding = http.createServer((_req, res) => res.writeHead(500).end());
+    holding.on('upgrade', (_req, socket: net.Socket) => {
+      if (askedBeforeAnAnswer > 0) return grant(socket);
+      waiting.push(socket);
+      if (waiting.length === 3) release();
+    });
+    const front = tls.createServer(certificate, (socket) => holding.emit('connection', socket));
+    const frontUrl = await listen(front, 'https');
+    const defaults = tls.getCACertificates('default');
+    tls.setDefaultCACertificates([...defaults, certificate.cert]);
+    try {
+      const url = `${frontUrl}/api/proxy/rt-6/mcp`;
+      const replies = await Promise.all([1, 2, 3].map(() => post(relays, url)));
+      for (const reply of replies) assert.deepEqual(reply, { status: 200, body: 'POST /mcp' });
+      assert.equal(askedBeforeAnAnswer, 3, 'relays asked for before the first was granted');
+    } finally {
+      clearTimeout(timer);
+      tls.setDefaultCACertificates(defaults);
+      front.close();
+    }
+  });
+
+  it('once closed, covers no URL and fails a request at once without dialling', async () => {
+    const closed = new RelayConnections({ keepAliveTimeout: 4000, connectTimeout: 2000, clock });
+    await closed.close();
+    const url = `${grantingUrl}/api/proxy/rt-7/mcp`;
+    assert.equal(closed.covers(url), false);
+    const before = asked.length;
+    const { error } = await post(closed, url);
+    assert.match(String(error), /closed/);
+    assert.equal(asked.length, before, 'no relay asked for');
   });
 });
