@@ -55,10 +55,16 @@ describe('rotating the join token', () => {
       const openedBefore = opened();
       writeFileSync(schedulersFile, `${NEW}\n`);
       await owner.waitForLog((l) => l.msg === 'tunnel closed: its join token was removed' && l.runtime === 'rot');
-      await until('the runtime redialled', () => opened() > openedBefore || undefined);
+      const runtime = cluster.runtimes[0]!;
+      await until('the runtime redialled', () => opened() > openedBefore || undefined).catch((error: Error) => {
+        // What each side last said, for a failure seen only under load.
+        const recent = (logs: Array<Record<string, unknown>>): string =>
+          JSON.stringify(logs.slice(-12).map((l) => [l.time, l.msg, l.reason ?? l.err]));
+        throw new Error(`${error.message}; runtime: ${recent(runtime.logs)}; scheduler: ${recent(owner.logs)}`);
+      });
       await cluster.waitForRuntimes(['rot']);
       assert.equal(await counter(client), 3, 'the session lives on across the redial');
-      const refused = cluster.runtimes[0]!.logs.filter((l) => /refused/.test(String(l.msg)));
+      const refused = runtime.logs.filter((l) => /refused/.test(String(l.msg)));
       assert.deepEqual(refused, [], 'the runtime presented the new token at once');
     } finally {
       await client.close();
