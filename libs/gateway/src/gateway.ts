@@ -91,8 +91,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     sseOpened: () => (counts.sseOpen++, exported.sseOpened()),
     sseClosed: () => (counts.sseOpen--, exported.sseClosed()),
   };
+  const keepAliveMs = Math.min(o.idleTimeoutMs, GATEWAY_DEFAULTS.upstreamKeepAliveMs);
   const agentOptions = {
-    keepAliveTimeout: Math.min(o.idleTimeoutMs, GATEWAY_DEFAULTS.upstreamKeepAliveMs),
+    keepAliveTimeout: keepAliveMs,
+    keepAliveMaxTimeout: keepAliveMs,
     connectTimeout: GATEWAY_DEFAULTS.connectTimeoutMs,
     // HTTP/1.1 even where TLS would negotiate h2 (undici offers it by
     // default): a TLS front that passes bytes through (a load balancer ending

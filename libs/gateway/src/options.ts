@@ -197,10 +197,13 @@ export const GATEWAY_DEFAULTS = {
   ownerLossWaitMs: 3_000,
   connectTimeoutMs: 5_000,
   /**
-   * How long an idle HTTP/1.1 connection to an upstream is kept when the
-   * upstream does not announce its own timeout (`Keep-Alive: timeout`, which
-   * wins when present): under the 5 s of Node's servers and most others, so
-   * the gateway closes first and never sends on a connection being closed.
+   * How long an idle HTTP/1.1 connection to a scheduler or a runtime's direct
+   * listener is kept at most, less if the upstream announces less
+   * (`Keep-Alive: timeout`, minus undici's 2 s margin): under the 5 s of
+   * Node's servers and most others, and far under the 65 s schedulers and
+   * runtimes announce, so the gateway closes first and never sends on a
+   * connection being closed, even with its event loop stalled for seconds.
+   * Relay connections are kept as long as the runtime announces (60 s).
    */
   upstreamKeepAliveMs: 4_000,
   /** How long an HTTP/2 connection to a scheduler without streams stays open (GOAWAY makes its close safe). */

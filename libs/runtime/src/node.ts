@@ -3,7 +3,7 @@ import { systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
 import { RUNTIME_DIRECT_REALM, type RuntimeInfo } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
-import { closeServer, listen, metricsHandler } from '@switchyard/service';
+import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
@@ -67,6 +67,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   let directUrl: string | undefined;
   if (options.direct) {
     const direct = http.createServer(requireBearer(options.direct.tokens, route, logger));
+    direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
     directUrl = (options.direct.advertiseUrl ?? `http://${options.direct.host}:{port}`).replace(
       '{port}',

@@ -62,6 +62,13 @@ describe('runtime direct listener', () => {
     const ok = await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(ok.status, 200);
   });
+
+  it('keeps an idle connection far longer than a gateway does (65 s against 4 s), so the gateway closes first', async () => {
+    node ??= await startRuntimeNode(await nodeOptions({ demo: { engine: 'builtin' } }));
+    const ok = await fetch(`${node.directUrl!}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    await ok.body?.cancel();
+    assert.equal(ok.headers.get('keep-alive'), 'timeout=65');
+  });
 });
 
 describe('runtime direct listener with rotating tokens', () => {

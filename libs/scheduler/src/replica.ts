@@ -2,7 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
-import { closeServer, listen, metricsHandler, serveH2c } from '@switchyard/service';
+import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, serveH2c } from '@switchyard/service';
 import { RELAY } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
@@ -46,6 +46,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
 
   const server = http.createServer();
   server.headersTimeout = 10_000;
+  server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
   const address = await listen(server, { host: options.host, port: options.port });
   const url = options.advertiseUrl.replace('{port}', String(address.port));
 

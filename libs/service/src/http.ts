@@ -41,6 +41,17 @@ export class ListenError extends Error {
 export const LISTEN_BACKLOG = 4096;
 
 /**
+ * How long the servers gateways call (a scheduler's API, a runtime's direct
+ * listener) keep an idle connection, announced in `Keep-Alive`. Far longer
+ * than a gateway keeps one (4 s): a caller that sends on a connection the
+ * server is closing gets it cut with its request, and cannot tell whether
+ * the request was read, so it must answer 502 rather than retry. With
+ * Node's 5 s, a gateway's event loop stalled for two seconds under load was
+ * enough for that.
+ */
+export const SERVER_KEEP_ALIVE_MS = 65_000;
+
+/**
  * Binds `server` with a backlog of LISTEN_BACKLOG and resolves with the bound
  * address (port 0 picks a free port); rejects with a ListenError.
  */

@@ -19,7 +19,7 @@ export type {
   SignalSource,
   Handler,
 } from './lifecycle.ts';
-export { listen, closeServer, exitOnListenError, ListenError, LISTEN_BACKLOG } from './http.ts';
+export { listen, closeServer, exitOnListenError, ListenError, LISTEN_BACKLOG, SERVER_KEEP_ALIVE_MS } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
 export { serveH2c } from './h2c.ts';
 export type { H2cListener, H2cOptions } from './h2c.ts';
