@@ -31,6 +31,12 @@ const HEAD_BYTES_MAX = 16 * 1024;
 const REFUSED = 'SWITCHYARD_RELAY_REFUSED';
 /** A relay refused because the runtime's tunnel carried as many streams as the runtime takes. */
 const REFUSED_FULL = 'SWITCHYARD_RELAY_REFUSED_FULL';
+/**
+ * A request dispatched while its relays carry RELAYS_PER_RUNTIME already (a
+ * connect retry, which does not ask `covers` again): failed before any byte
+ * left, sent through `/api/proxy`, and not remembered as a refusal.
+ */
+const BUSY = 'SWITCHYARD_RELAYS_BUSY';
 /** Refusals remembered before the expired ones are swept (runtime ids come and go). */
 const REFUSALS_SWEPT_AT = 1024;
 
@@ -47,7 +53,8 @@ const REFUSALS_SWEPT_AT = 1024;
  * ended) when the token changes or the runtime's tunnel is full (`shed`).
  * Each relay holds one of the runtime's tunnel streams while it is open, so
  * a relay takes requests only while fewer than RELAYS_PER_RUNTIME are in
- * flight on its pool (`covers`).
+ * flight on its pool (`covers`; one dispatched past that without asking, as
+ * a connect retry is, fails with an error `refused` knows).
  *
  * A refused relay (the runtime is not connected to that replica, or is of a
  * release without relay connections) fails its requests before any byte of
@@ -141,6 +148,7 @@ export class RelayConnections implements Dispatch {
    */
   refused(url: string, error: unknown): boolean {
     const code = (error as { code?: unknown } | undefined)?.code;
+    if (code === BUSY) return true;
     if (code !== REFUSED && code !== REFUSED_FULL) return false;
     const key = relayKeyOf(url);
     if (key === undefined) return true;
@@ -172,6 +180,12 @@ export class RelayConnections implements Dispatch {
     if (this.#closed) throw new errors.ClientClosedError();
     const { runtime, rest } = proxyPathOf(options.path)!;
     const key = `${String(options.origin)}${RELAY.path}${runtime}`;
+    if ((this.#inFlight.get(key) ?? 0) >= this.#perRuntime) {
+      this.#onLimit();
+      throw Object.assign(new Error(`relays to runtime ${runtime} carry ${this.#perRuntime} requests already`), {
+        code: BUSY,
+      });
+    }
     const authorization = this.#authorization?.();
     if (authorization !== this.#presenting) {
       this.#presenting = authorization;

@@ -176,6 +176,14 @@ describe('relay connections from the gateway', () => {
       assert.equal(capped.inFlight(url), 2);
       assert.equal(capped.covers(url), false, 'two in flight: the next goes through /api/proxy');
       assert.equal(limitReached, 1, 'each request turned away is told of');
+      // A request dispatched without asking (a connect retry) fails before it leaves, to go through /api/proxy.
+      const remembered = capped.refusalsRemembered;
+      const third = await post(capped, url);
+      assert.match(String(third.error), /carry 2 requests already/);
+      assert.equal(capped.refused(url, third.error), true);
+      assert.equal(capped.refusalsRemembered, remembered, 'not remembered as a refusal');
+      assert.equal(limitReached, 2);
+      assert.equal(capped.inFlight(url), 2);
       assert.equal(capped.covers(`${grantingUrl}/api/proxy/rt-other/hold`), true, 'another runtime is not affected');
       await until(() => held.length === 2, 'both requests at the stand-in runtime');
       // The two went on two relays: either may have reached the stand-in first.
@@ -184,7 +192,7 @@ describe('relay connections from the gateway', () => {
       assert.deepEqual(done, { status: 200, body: 'POST /hold' });
       assert.equal(capped.inFlight(url), 1);
       assert.equal(capped.covers(url), true);
-      assert.equal(limitReached, 1);
+      assert.equal(limitReached, 2);
       held.shift()!();
       assert.deepEqual(await Promise.all([first, second]), [done, done]);
       assert.equal(capped.inFlight(url), 0);
