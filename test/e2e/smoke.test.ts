@@ -49,8 +49,9 @@ describe('cluster of processes (smoke)', () => {
     try {
       const first = await ask();
       assert.match(first, /^HTTP\/1\.1 200 /);
-      assert.match(first, /^keep-alive: timeout=75\r$/im);
-      await sleep(6000);
+      // Clients that read it close sooner; a load balancer, which does not, finds the connection open.
+      assert.match(first, /^keep-alive: timeout=5\r$/im);
+      await sleep(7500);
       assert.equal(closed, false, 'the gateway closed the idle connection');
       assert.match(await ask(), /^HTTP\/1\.1 200 /, 'a second request on the same connection');
     } finally {

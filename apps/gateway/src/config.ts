@@ -67,7 +67,7 @@ export const gatewayConfigSchema = z.object({
     .min(1000)
     .default(75_000)
     .describe(
-      "How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Node's own default is 5 s.",
+      'How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Clients are told 5 s in Keep-Alive, so those that read it (MCP SDKs) close theirs sooner and hold no idle connection per session at the gateway.',
     ),
   schedulers: z.array(z.url()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
   upstreamMode: z

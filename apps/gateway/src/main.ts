@@ -23,6 +23,9 @@ import { checkTokenSources, gatewayConfigSchema } from './config.ts';
 // module object as it is.
 const http = process.getBuiltinModule('node:http');
 
+/** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs below. */
+const ANNOUNCED_KEEP_ALIVE_MS = 5_000;
+
 // Memory per idle stream: V8 lets the old generation grow to a multiple of
 // what survived the last full collection before collecting again; a gateway
 // holding thousands of open streams then carries several times their live
@@ -122,7 +125,13 @@ const server = http.createServer((req, res) => {
 // upstream idle timeout inside the gateway.
 server.requestTimeout = 0;
 server.headersTimeout = 30_000;
-server.keepAliveTimeout = config.keepAliveTimeoutMs;
+// Clients that read `Keep-Alive` (MCP SDKs on fetch) close an idle
+// connection before the 5 s announced, so the gateway holds no idle socket per
+// session for long. A load balancer in front reads no such header and keeps
+// its own for up to a minute: the socket stays open keepAliveTimeoutMs in
+// all, so the balancer closes first.
+server.keepAliveTimeout = Math.min(config.keepAliveTimeoutMs, ANNOUNCED_KEEP_ALIVE_MS);
+server.keepAliveTimeoutBuffer = config.keepAliveTimeoutMs - server.keepAliveTimeout;
 const address = await listen(server, { host: config.host, port: config.port }).catch((error: unknown) =>
   exitOnListenError('switchyard-gateway', error),
 );
