@@ -130,11 +130,7 @@ export class RelayConnections implements Dispatch {
    */
   covers(url: string): boolean {
     const key = relayKeyOf(url);
-    if (key === undefined || this.#closed) return false;
-    if ((this.#inFlight.get(key) ?? 0) >= this.#perRuntime) {
-      this.#onLimit();
-      return false;
-    }
+    if (key === undefined || this.#closed || this.#atLimit(key)) return false;
     const until = this.#refusedUntil.get(key);
     if (until === undefined) return true;
     if (this.#clock.now() < until) return false;
@@ -180,8 +176,7 @@ export class RelayConnections implements Dispatch {
     if (this.#closed) throw new errors.ClientClosedError();
     const { runtime, rest } = proxyPathOf(options.path)!;
     const key = `${String(options.origin)}${RELAY.path}${runtime}`;
-    if ((this.#inFlight.get(key) ?? 0) >= this.#perRuntime) {
-      this.#onLimit();
+    if (this.#atLimit(key)) {
       throw Object.assign(new Error(`relays to runtime ${runtime} carry ${this.#perRuntime} requests already`), {
         code: BUSY,
       });
@@ -226,6 +221,13 @@ export class RelayConnections implements Dispatch {
     this.#pools.clear();
     this.#closing.clear();
     return Promise.all(pools.map((pool) => pool.destroy())).then(() => undefined);
+  }
+
+  /** True, and told to `onLimit`, when the relays of `key` carry `relaysPerRuntime` requests already. */
+  #atLimit(key: string): boolean {
+    if ((this.#inFlight.get(key) ?? 0) < this.#perRuntime) return false;
+    this.#onLimit();
+    return true;
   }
 
   #poolOf(key: string): Pool {
