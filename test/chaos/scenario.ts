@@ -89,8 +89,12 @@ export async function runScenario(ctx: ChaosContext, spec: ScenarioSpec): Promis
   const violationsBefore = { load: load.violations.length, sampler: sampler.violations.length };
 
   const injectedMs = performance.now();
-  await spec.inject();
-  await spec.heal();
+  try {
+    await spec.inject();
+  } finally {
+    // A scenario that fails while its fault holds must not leave it to the next ones.
+    await spec.heal();
+  }
   const healedMs = performance.now();
   await until(
     'every runtime back on every scheduler',
