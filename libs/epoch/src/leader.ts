@@ -112,6 +112,10 @@ export class EpochLeader {
     this.#token = this.#o.startEpoch;
     this.#seed(this.#o.seedParts);
     this.#armTick();
+    // The first epoch of a term goes out after the debounce, not on the first
+    // tick: until it commits, every replica still answers with the previous
+    // term's state, including the runtimes of a leader that died.
+    this.notifyChange();
   }
 
   /** Number of cycles announced and not yet committed. */

@@ -135,6 +135,16 @@ describe('EpochLeader transcripts', () => {
     assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:down', 'leader-r1:up']);
   });
 
+  it("a new leader commits its term's first epoch after the debounce, before any follower reconnects", async () => {
+    const seedParts = new Map([['f1', [runtimeState('f1-r1', 'f1')]]]);
+    cluster = startCluster([], { term: 2, startEpoch: 7, seedParts, cycleIntervalMs: 60_000 });
+    await cluster.clock.advance(19);
+    assert.equal(cluster.leader.latest(), undefined);
+    await cluster.clock.advance(1);
+    assert.deepEqual(cluster.leader.latest(), { epoch: 8, term: 2 });
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'leader-r1:up']);
+  });
+
   it('at most maxInFlight cycles wait at once', async () => {
     cluster = startCluster(['f1', 'f2']);
     await cluster.clock.advance(20);
