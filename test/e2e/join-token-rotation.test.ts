@@ -3,7 +3,8 @@
 // when it changes (as the chart mounts its Secret), and so does a runtime
 // at each dial. Dropping the old token from the schedulers closes the
 // tunnel still on it; the runtime redials with the new one, and its
-// sessions carry on.
+// sessions carry on. A runtime refused for its token dials again as soon
+// as its token file changes.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,5 +70,19 @@ describe('rotating the join token', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('has a runtime refused for a stale token join within seconds of its file changing, not 30 s', async () => {
+    // Rotated in the wrong order: the schedulers dropped the token before the runtime's Secret changed.
+    const lateFile = join(dir, 'late-join-token');
+    writeFileSync(lateFile, `${OLD}\n`);
+    const late = await cluster.startRuntime('late', 0, { joinTokenFile: lateFile });
+    await late.waitForLog((l) => l.msg === 'scheduler refused the tunnel' && l.status === 401);
+    const changed = performance.now();
+    writeFileSync(lateFile, `${NEW}\n`);
+    await late.waitForLog((l) => l.msg === 'tunnel connected', 10_000);
+    const joinedMs = performance.now() - changed;
+    assert.ok(joinedMs < 5000, `joined ${joinedMs.toFixed(0)} ms after its token changed`);
+    assert.ok(late.logs.some((l) => l.msg === 'join token changed; dialling again'));
   });
 });

@@ -26,11 +26,12 @@ const logger = createLogger({ name: 'runtime', level: config.logLevel });
  * The join token, asked at every dial: from joinTokenFile it is read again
  * when the file changes, so a rotated Secret is presented from the next
  * dial on (a scheduler that drops the old token closes the tunnel, and the
- * redial carries the new one). A file that cannot be read for a moment
- * leaves the last token read.
+ * redial carries the new one). Looked at on every ask, not once a second:
+ * that redial may come within a second of the previous dial. A file that
+ * cannot be read for a moment leaves the last token read.
  */
 function joinTokenSource(c: RuntimeConfig): () => string {
-  const read = secretSource(c.joinToken ? [c.joinToken] : [], c.joinTokenFile);
+  const read = secretSource(c.joinToken ? [c.joinToken] : [], c.joinTokenFile, { recheckMs: 0 });
   let token = read()[0];
   if (!token) {
     logger.fatal({}, 'a join token is required (joinToken or joinTokenFile)');

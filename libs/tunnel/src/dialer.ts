@@ -26,7 +26,10 @@ export interface DialTunnelOptions {
   readonly fallbackUrls?: readonly string[];
   /** How the tunnel's HTTP/2 travels (see `TunnelTransport`). Default `auto`. */
   readonly transport?: TunnelTransport;
-  /** The join token; a function is asked at every dial, so a rotated token file is used from the next one. */
+  /**
+   * The join token; a function is asked at every dial, so a rotated token
+   * file is used from the next one, and every second while refused with 401.
+   */
   readonly token: string | (() => string);
   readonly info: RuntimeInfo;
   /** Serves every stream the scheduler opens, on http2 compat objects (not express). */
@@ -53,6 +56,9 @@ export interface DialTunnelOptions {
 /** How long a runtime whose id another runtime took waits before dialling again. */
 const REPLACED_REDIAL_MS = 5 * 60_000;
 
+/** While refused with 401, how often a token given as a function is asked whether it changed. */
+const TOKEN_RECHECK_MS = 1_000;
+
 /** Failed dials in a row between two `scheduler unreachable` lines (the first is logged). */
 const UNREACHABLE_LOGGED_EVERY = 10;
 
@@ -73,7 +79,8 @@ export interface TunnelDialer {
  * `auto` every dial asks for `http2` first and, when a reached peer answers
  * anything but that upgrade (or a 401, 431 or 503), dials again at once for
  * `websocket`. A 400/401 refusal is logged with its status and body and
- * retried at the maximum delay, since it will not heal by itself soon. A
+ * retried at the maximum delay, since it will not heal by itself soon; a 401
+ * is retried at once should the token (given as a function) change first. A
  * tunnel that the scheduler closed because another runtime connected with
  * the same id (GOAWAY_REPLACED) is dialled again only after 5 minutes, not
  * at once: the two would take the id from each other for as long as both run. Not guaranteed: that
@@ -96,6 +103,8 @@ interface Link {
   down: boolean;
   /** The scheduler said another connection with this runtime id replaced this one (GOAWAY_REPLACED). */
   replaced: boolean;
+  /** The join token this dial presents. */
+  token: string;
 }
 
 class Dialer implements TunnelDialer {
@@ -114,6 +123,8 @@ class Dialer implements TunnelDialer {
   #attempt = 0;
   #link: Link | undefined;
   #retry: Timer | undefined;
+  /** While refused for its token: the next look at whether it changed. */
+  #recheck: Timer | undefined;
   #closed = false;
   #relays: RelayServer | undefined;
   connected = false;
@@ -147,6 +158,7 @@ class Dialer implements TunnelDialer {
     if (this.#closed) return;
     this.#closed = true;
     this.#retry?.cancel();
+    this.#recheck?.cancel();
     this.#relays?.drain();
     const link = this.#link;
     if (!link) return;
@@ -158,6 +170,8 @@ class Dialer implements TunnelDialer {
   }
 
   #connect(): void {
+    this.#recheck?.cancel();
+    this.#recheck = undefined;
     if (this.#closed) return;
     const link: Link = {
       cancel: undefined,
@@ -166,11 +180,11 @@ class Dialer implements TunnelDialer {
       heartbeat: undefined,
       down: false,
       replaced: false,
+      token: this.#token(),
     };
     this.#link = link;
-    const token = typeof this.#o.token === 'function' ? this.#o.token() : this.#o.token;
     const headers = {
-      authorization: `Bearer ${token}`,
+      authorization: `Bearer ${link.token}`,
       [RUNTIME_INFO_HEADER]: Buffer.from(JSON.stringify(this.#o.info)).toString('base64url'),
     };
     const url = this.#url.toString();
@@ -183,6 +197,7 @@ class Dialer implements TunnelDialer {
             return this.#fallBack(link, `answered ${status}`, attempt);
           this.#logger.error({ status, body, url, transport: t }, 'scheduler refused the tunnel');
           this.#down(link, `refused with ${status}`, status === 400 || status === 401);
+          if (status === 401) this.#redialOnNewToken(link);
         },
         // Only a peer that was reached can have refused the upgrade; an unreachable one is retried later as is.
         onFailed: (reason, reached) =>
@@ -190,6 +205,31 @@ class Dialer implements TunnelDialer {
       });
     };
     attempt(transport === 'websocket' ? 'websocket' : 'http2', transport === 'auto');
+  }
+
+  #token(): string {
+    return typeof this.#o.token === 'function' ? this.#o.token() : this.#o.token;
+  }
+
+  /**
+   * Refused for its token, the dialer waits the maximum delay, unless the
+   * token changes first (a rotated Secret reaching this runtime after the
+   * schedulers dropped the old one, an operator fixing a wrong token): then
+   * it dials again at once.
+   */
+  #redialOnNewToken(link: Link): void {
+    if (typeof this.#o.token !== 'function') return;
+    const recheck = (): void => {
+      if (this.#closed || this.#link !== link) return;
+      if (this.#token() === link.token) {
+        this.#recheck = this.#clock.setTimeout(recheck, TOKEN_RECHECK_MS);
+        return;
+      }
+      this.#retry?.cancel();
+      this.#logger.info({ runtime: this.#o.info.id }, 'join token changed; dialling again');
+      this.#connect();
+    };
+    this.#recheck = this.#clock.setTimeout(recheck, TOKEN_RECHECK_MS);
   }
 
   /** `auto`: the `http2` upgrade did not go through (an older scheduler, a proxy that passes only WebSocket). */

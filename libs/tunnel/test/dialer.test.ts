@@ -127,6 +127,39 @@ describe('tunnel dialer', () => {
     });
   }
 
+  it('dials again at once, not at the maximum delay, once a token refused with 401 changes', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    const clock = new ManualClock();
+    const { logger, lines } = captureLogger();
+    let token = 'wrong';
+    let asked = 0;
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: () => (asked++, token),
+      info: runtimeInfo('rt-rotated'),
+      handler: (_req, res) => res.end(),
+      clock,
+      logger,
+      random: () => 0,
+      backoff: { initialMs: 100, maxMs: 60_000 },
+      pingIntervalMs: 600_000,
+    });
+    open.dialers.push(dialer);
+    await until(() => lines.some((l) => l.level === 'error'));
+    await clock.advance(3000);
+    assert.equal(asked, 4, 'asked at the dial, then once a second');
+    assert.equal(dialer.connected, false);
+    const accepted = scheduler.nextTunnel('rt-rotated');
+    token = TOKEN;
+    await clock.advance(1000);
+    await accepted;
+    await until(() => dialer.connected);
+    assert.ok(lines.some((l) => l.msg === 'join token changed; dialling again'));
+    await clock.advance(60_000);
+    assert.equal(asked, 6, 'the redial asked once more; nothing asks while connected');
+  });
+
   // A scheduler of an older release, or a proxy in front of it that passes WebSocket upgrades only.
   const webSocketOnly = [
     {
