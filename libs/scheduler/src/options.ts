@@ -1,7 +1,7 @@
 import type { Clock } from '@switchyard/clock';
 import type { ElectionTiming, LeaseLock } from '@switchyard/election';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Metrics } from '@switchyard/service';
+import type { Metrics, TlsPair } from '@switchyard/service';
 
 export type ProbeHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -44,6 +44,12 @@ export interface SchedulerReplicaOptions {
     readonly cycleTimeoutMs?: number;
     readonly staleAfterMs?: number;
   };
+  /**
+   * Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this PEM key and
+   * certificate chain instead of plain HTTP; `updateTls` swaps them for
+   * connections to come. Advertise an `https:` URL then.
+   */
+  readonly tls?: TlsPair;
   /** Largest `POST /api/schedule` body. Default 64 KiB. */
   readonly scheduleBodyBytesMax?: number;
   /**

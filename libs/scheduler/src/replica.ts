@@ -1,8 +1,9 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
+import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
-import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, serveH2c } from '@switchyard/service';
+import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, serveH2c, type TlsPair } from '@switchyard/service';
 import { RELAY } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
@@ -23,8 +24,10 @@ export interface SchedulerReplica {
   /** The advertised base URL, port filled in. */
   readonly url: string;
   readonly port: number;
-  readonly server: http.Server;
+  readonly server: http.Server | https.Server;
   readonly isLeader: boolean;
+  /** Serves connections to come with this key and certificate (a replica started with `tls` only). */
+  updateTls(tls: TlsPair): void;
   /** Stops leading (releasing the lease), closes tunnels and sync, then the server. Idempotent. */
   close(): Promise<void>;
 }
@@ -44,7 +47,16 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   let closing: Promise<void> | undefined;
   let lastCommitMs = clock.now();
 
-  const server = http.createServer();
+  // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
+  // only /api/proxy (see handleApiStream), which browsers, curl and probes offering both would miss.
+  // serveH2c below routes either kind of connection, as on plain HTTP.
+  const server = options.tls
+    ? https.createServer({
+        ...options.tls,
+        ALPNCallback: ({ protocols }) =>
+          protocols.includes('http/1.1') ? 'http/1.1' : protocols.includes('h2') ? 'h2' : undefined,
+      })
+    : http.createServer();
   server.headersTimeout = 10_000;
   server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
   const address = await listen(server, { host: options.host, port: options.port });
@@ -195,6 +207,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     server,
     get isLeader() {
       return leadership.isLeader;
+    },
+    updateTls(tls) {
+      if (!(server instanceof https.Server)) throw new Error('this replica serves plain HTTP; start it with tls');
+      server.setSecureContext({ ...tls });
     },
     close() {
       closing ??= (async () => {

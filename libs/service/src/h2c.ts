@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 
 /** What every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
@@ -41,7 +43,7 @@ export interface H2cListener {
  * know it beforehand). HTTP/2 connections are not the HTTP/1.1 server's:
  * `closeServer` leaves them to `close()`.
  */
-export function serveH2c(server: Server, options: H2cOptions): H2cListener {
+export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2cListener {
   const h2 = http2.createServer({
     settings: { maxConcurrentStreams: options.maxConcurrentStreams, enablePush: false },
     // Node's default (10 MB) counts every open stream's state and trips ENHANCE_YOUR_CALM well before the stream limit.
@@ -63,12 +65,14 @@ export function serveH2c(server: Server, options: H2cOptions): H2cListener {
   });
   h2.on('stream', options.onStream);
 
+  // An HTTPS server hands its HTTP/1.1 handling the decrypted connection, once the handshake is done.
+  const event = server instanceof TlsServer ? 'secureConnection' : 'connection';
   // The HTTP/1.1 server's own connection handling, called for every connection that is not HTTP/2.
-  const http1 = server.listeners('connection') as Array<(socket: Socket) => void>;
+  const http1 = server.listeners(event) as Array<(socket: Socket) => void>;
   // Connections that have not said yet which protocol they speak: neither server knows them.
   const undecided = new Set<Socket>();
-  server.removeAllListeners('connection');
-  server.on('connection', (socket: Socket) => {
+  server.removeAllListeners(event);
+  server.on(event, (socket: Socket) => {
     let seen: Buffer = Buffer.alloc(0);
     undecided.add(socket);
     socket.once('close', () => undecided.delete(socket));

@@ -24,6 +24,8 @@ export type { CloseServerOptions, CloseResult } from './http.ts';
 export { serveH2c } from './h2c.ts';
 export type { H2cListener, H2cOptions } from './h2c.ts';
 export { secretSource } from './secrets.ts';
+export { readTlsPair, watchTlsPair } from './tls-files.ts';
+export type { TlsFilePaths, TlsPair, WatchTlsOptions } from './tls-files.ts';
 export { readBody } from './body.ts';
 export type { LingerLimits, ReadBodyOptions } from './body.ts';
 export { processConfigFields, hostIdentityField } from './config/common.ts';

@@ -159,7 +159,7 @@ class Endpoint implements TunnelEndpoint {
     // The runtime speaks only after our 101, so `head` is empty unless it broke protocol; HTTP/2 will judge.
     if (head.length > 0) socket.unshift(head);
     if (socket instanceof Socket) socket.setNoDelay(true);
-    this.#accept(socketCarrier(socket), info, authorization);
+    this.#accept(socketCarrier(socket, true), info, authorization);
   }
 
   #accept(carrier: Carrier, info: Tunnel['info'], authorization: string | undefined): void {
