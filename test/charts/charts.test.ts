@@ -677,6 +677,77 @@ describe('scheduler chart contracts', { skip }, () => {
   });
 });
 
+// Replicas serving TLS themselves: a kubernetes.io/tls Secret mounted, names
+// the certificate can carry advertised to peers, probes and scrapes in HTTPS.
+describe('charts/scheduler: tls', { skip }, () => {
+  type Env = { name: string; value?: string };
+  type Probe = { httpGet: { scheme?: string } };
+  type Pod = {
+    containers: {
+      env?: Env[];
+      volumeMounts?: Record<string, unknown>[];
+      livenessProbe: Probe;
+      readinessProbe: Probe;
+    }[];
+    volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string } }[];
+  };
+  const rendered = async (set: readonly string[] = []) => {
+    const manifests = await render('scheduler', undefined, ['serviceMonitor.enabled=true', ...set]);
+    const sts = manifests.find((m) => m.kind === 'StatefulSet')!;
+    new StatefulSet(sts as never).validate();
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    new ServiceMonitor(monitor as never).validate();
+    const pod = (sts.spec as { template: { spec: Pod } }).template.spec;
+    const env = new Map((pod.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
+    const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
+    return { pod, env, endpoint };
+  };
+
+  it('serves plain HTTP on the pod IP by default', async () => {
+    const { pod, env, endpoint } = await rendered();
+    assert.equal(env.get('SWITCHYARD_ADVERTISE_URL'), 'http://$(POD_IP):7070');
+    assert.equal(env.has('SWITCHYARD_TLS_CERT_FILE'), false);
+    assert.equal(pod.containers[0]!.livenessProbe.httpGet.scheme, 'HTTP');
+    assert.equal(
+      pod.volumes?.some((v) => v.name === 'tls'),
+      false,
+    );
+    assert.equal(endpoint.scheme, undefined);
+  });
+
+  it('mounts the Secret, advertises each pod by its peer name over https:, and probes and scrapes in HTTPS', async () => {
+    const { pod, env, endpoint } = await rendered([
+      'tls.existingSecret=sched-tls',
+      'trustedCA.existingConfigMap=corp-ca',
+    ]);
+    const container = pod.containers[0]!;
+    assert.equal(
+      env.get('SWITCHYARD_ADVERTISE_URL'),
+      'https://$(SWITCHYARD_REPLICA_ID).sy-scheduler-peers.switchyard.svc:7070',
+    );
+    const names = (container.env ?? []).map((e) => e.name);
+    assert.ok(names.indexOf('SWITCHYARD_REPLICA_ID') < names.indexOf('SWITCHYARD_ADVERTISE_URL'), 'defined before use');
+    assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');
+    assert.equal(env.get('SWITCHYARD_TLS_KEY_FILE'), '/etc/switchyard/tls/tls.key');
+    assert.equal(env.get('NODE_EXTRA_CA_CERTS'), '/etc/switchyard/ca/ca.crt');
+    assert.deepEqual(
+      container.volumeMounts?.find((v) => v.name === 'tls'),
+      { name: 'tls', mountPath: '/etc/switchyard/tls', readOnly: true },
+    );
+    assert.deepEqual(
+      pod.volumes?.find((v) => v.name === 'tls'),
+      { name: 'tls', secret: { secretName: 'sched-tls' } },
+    );
+    assert.equal(container.livenessProbe.httpGet.scheme, 'HTTPS');
+    assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
+    assert.equal(endpoint.scheme, 'https');
+    assert.deepEqual(endpoint.tlsConfig, {
+      serverName: 'sy-scheduler-0.sy-scheduler-peers.switchyard.svc',
+      ca: { configMap: { name: 'corp-ca', key: 'ca.crt' } },
+    });
+  });
+});
+
 describe('runtime chart contracts', { skip }, () => {
   const transportOf = async (set: readonly string[] = []): Promise<string | undefined> => {
     const deployment = (await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!;
