@@ -748,6 +748,65 @@ describe('charts/scheduler: tls', { skip }, () => {
   });
 });
 
+// The gateway serving TLS itself: the Secret mounted, probes and scrapes in
+// HTTPS, the scrape's certificate check left to the values.
+describe('charts/gateway: tls', { skip }, () => {
+  type Probe = { httpGet: { scheme?: string } };
+  type Pod = {
+    containers: {
+      env?: { name: string; value?: string }[];
+      volumeMounts?: Record<string, unknown>[];
+      livenessProbe: Probe;
+      readinessProbe: Probe;
+    }[];
+    volumes?: { name: string; secret?: { secretName: string } }[];
+  };
+  const rendered = async (set: readonly string[] = []) => {
+    const manifests = await render('gateway', undefined, ['serviceMonitor.enabled=true', ...set]);
+    const deployment = manifests.find((m) => m.kind === 'Deployment')!;
+    new Deployment(deployment as never).validate();
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    new ServiceMonitor(monitor as never).validate();
+    const pod = (deployment.spec as { template: { spec: Pod } }).template.spec;
+    const env = new Map((pod.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
+    const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
+    return { pod, env, endpoint };
+  };
+
+  it('serves plain HTTP by default', async () => {
+    const { pod, env, endpoint } = await rendered();
+    assert.equal(env.has('SWITCHYARD_TLS_CERT_FILE'), false);
+    assert.equal(pod.containers[0]!.readinessProbe.httpGet.scheme, 'HTTP');
+    assert.equal(
+      pod.volumes?.some((v) => v.name === 'tls'),
+      false,
+    );
+    assert.equal(endpoint.scheme, undefined);
+  });
+
+  it('mounts the Secret read-only, points the app at it, and probes and scrapes in HTTPS', async () => {
+    const { pod, env, endpoint } = await rendered([
+      'tls.existingSecret=gw-tls',
+      'serviceMonitor.tlsConfig.serverName=mcp.example.com',
+    ]);
+    const container = pod.containers[0]!;
+    assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');
+    assert.equal(env.get('SWITCHYARD_TLS_KEY_FILE'), '/etc/switchyard/tls/tls.key');
+    assert.deepEqual(
+      container.volumeMounts?.find((v) => v.name === 'tls'),
+      { name: 'tls', mountPath: '/etc/switchyard/tls', readOnly: true },
+    );
+    assert.deepEqual(
+      pod.volumes?.find((v) => v.name === 'tls'),
+      { name: 'tls', secret: { secretName: 'gw-tls' } },
+    );
+    assert.equal(container.livenessProbe.httpGet.scheme, 'HTTPS');
+    assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
+    assert.equal(endpoint.scheme, 'https');
+    assert.deepEqual(endpoint.tlsConfig, { serverName: 'mcp.example.com' });
+  });
+});
+
 describe('runtime chart contracts', { skip }, () => {
   const transportOf = async (set: readonly string[] = []): Promise<string | undefined> => {
     const deployment = (await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!;

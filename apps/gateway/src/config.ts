@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { originEntryProblem } from '@switchyard/gateway';
-import { ConfigError, processConfigFields } from '@switchyard/service';
+import { ConfigError, processConfigFields, tlsFilesField } from '@switchyard/service';
 
 /** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
 const ONE = String.raw`(default:[A-Za-z0-9._:@-]{1,128}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})`;
@@ -69,6 +69,10 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Clients are told 5 s in Keep-Alive, so those that read it (MCP SDKs) close theirs sooner and hold no idle connection per session at the gateway.',
     ),
+  tls: tlsFilesField(
+    'the gateway serves /mcp over HTTPS',
+    'TLS on the /mcp listener, for clients that reach the gateway without a TLS-ending Ingress or load balancer in front.',
+  ),
   schedulers: z.array(z.url()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
   upstreamMode: z
     .enum(['proxy', 'direct'])

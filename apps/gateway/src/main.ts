@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // switchyard-gateway: the /mcp front door. Parses config, builds the gateway
 // from @switchyard/gateway and serves it with probes and metrics.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import v8 from 'node:v8';
 import { createGateway, type TokenOption } from '@switchyard/gateway';
 import {
@@ -12,6 +13,7 @@ import {
   loadAppConfig,
   metricsHandler,
   secretSource,
+  appTls,
 } from '@switchyard/service';
 import { checkTokenSources, gatewayConfigSchema } from './config.ts';
 
@@ -114,13 +116,17 @@ const gateway = createGateway({
 
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const serveMetrics = metricsHandler(metrics.registry);
-const server = http.createServer((req, res) => {
+const handler = (req: IncomingMessage, res: ServerResponse): void => {
   const path = (req.url ?? '/').split('?', 1)[0];
   if (path === '/healthz') return lifecycle.healthzHandler(req, res);
   if (path === '/readyz') return lifecycle.readyzHandler(req, res);
   if (path === '/metrics') return serveMetrics(req, res);
   gateway.app(req, res);
-});
+};
+const tls = appTls('switchyard-gateway', config.tls, logger);
+const secure =
+  tls && process.getBuiltinModule('node:https').createServer({ ...tls.pair, ALPNProtocols: ['http/1.1'] }, handler);
+const server = secure || http.createServer(handler);
 // SSE streams may stay open for hours: no whole-request timeout, only the
 // upstream idle timeout inside the gateway.
 server.requestTimeout = 0;
@@ -137,6 +143,7 @@ const address = await listen(server, { host: config.host, port: config.port }).c
 );
 lifecycle.addServer(server);
 lifecycle.onShutdown(() => gateway.close());
+if (tls && secure) lifecycle.onShutdown(tls.watch((pair) => secure.setSecureContext(pair)));
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
-logger.info({ url: `http://${config.host}:${address.port}/mcp`, port: address.port }, 'ready');
+logger.info({ url: `${tls ? 'https' : 'http'}://${config.host}:${address.port}/mcp`, port: address.port }, 'ready');

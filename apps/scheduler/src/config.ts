@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hostIdentityField, processConfigFields } from '@switchyard/service';
+import { hostIdentityField, processConfigFields, tlsFilesField } from '@switchyard/service';
 
 const positiveMs = (defaultMs: number, text: string) => z.number().int().min(1).default(defaultMs).describe(text);
 
@@ -56,23 +56,10 @@ export const schedulerConfigSchema = z.object({
     .optional()
     .meta({ defaultText: 'http://127.0.0.1:<port> (https: with tls)' })
     .describe('Base URL peers and gateways use to reach this replica (the pod IP in a cluster).'),
-  tls: z
-    .object({
-      certFile: z
-        .string()
-        .optional()
-        .describe(
-          'PEM certificate chain. With keyFile, the replica serves HTTPS (HTTP/1.1, and HTTP/2 by ALPN) on its port instead of HTTP; both files are read again when they change.',
-        ),
-      keyFile: z.string().optional().describe('PEM private key of certFile.'),
-    })
-    .prefault({})
-    .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), {
-      message: 'set both certFile and keyFile, or neither',
-    })
-    .describe(
-      "TLS on the replica's own port, for runtimes and gateways that reach it without a TLS-ending Ingress or load balancer in front.",
-    ),
+  tls: tlsFilesField(
+    'the replica serves HTTPS (HTTP/1.1, and HTTP/2 by ALPN)',
+    "TLS on the replica's own port, for runtimes and gateways that reach it without a TLS-ending Ingress or load balancer in front.",
+  ),
   election: electionSchema.prefault({}).describe('Leader election.'),
   joinTokens: z
     .array(z.string().min(16))

@@ -11,9 +11,7 @@ import {
   loadAppConfig,
   secretSource,
   exitOnListenError,
-  readTlsPair,
-  watchTlsPair,
-  type TlsFilePaths,
+  appTls,
 } from '@switchyard/service';
 import { schedulerConfigSchema, type SchedulerConfig } from './config.ts';
 
@@ -61,22 +59,13 @@ if (apiTokens().length === 0) {
   logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
 }
 
-// Read before anything starts: a file that cannot be used stops the replica, naming it.
-const { certFile, keyFile } = config.tls;
-const tlsPaths: TlsFilePaths | undefined = certFile && keyFile ? { certFile, keyFile } : undefined;
-let tls;
-try {
-  tls = tlsPaths && readTlsPair(tlsPaths);
-} catch (error) {
-  process.stderr.write(`switchyard-scheduler: ${(error as Error).message}\n`);
-  process.exit(1);
-}
+const tls = appTls('switchyard-scheduler', config.tls, logger);
 
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const replica = await startSchedulerReplica({
   replicaId: config.replicaId,
   advertiseUrl: config.advertiseUrl ?? `${tls ? 'https' : 'http'}://127.0.0.1:{port}`,
-  ...(tls ? { tls } : {}),
+  ...(tls ? { tls: tls.pair } : {}),
   host: config.host,
   port: config.port,
   lock: await leaseLock(config.election),
@@ -96,21 +85,7 @@ const replica = await startSchedulerReplica({
   metrics: createMetrics('scheduler'),
 }).catch((error: unknown) => exitOnListenError('switchyard-scheduler', error));
 lifecycle.onShutdown(() => replica.close());
-if (tlsPaths) {
-  // A renewed certificate (cert-manager rewriting the mounted Secret) serves new connections without a restart.
-  const stopWatching = watchTlsPair(
-    tlsPaths,
-    (pair) => {
-      replica.updateTls(pair);
-      logger.info({ certFile: tlsPaths.certFile }, 'TLS certificate reloaded');
-    },
-    {
-      onError: (error) =>
-        logger.error({ err: error.message }, 'TLS files changed but cannot be used; serving the previous certificate'),
-    },
-  );
-  lifecycle.onShutdown(stopWatching);
-}
+if (tls) lifecycle.onShutdown(tls.watch((pair) => replica.updateTls(pair)));
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
 // One parseable line for supervisors and scripts that start replicas on port 0.

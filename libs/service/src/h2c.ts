@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
-import { Server as TlsServer } from 'node:tls';
 import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 
 /** What every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
@@ -66,7 +65,7 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
   h2.on('stream', options.onStream);
 
   // An HTTPS server hands its HTTP/1.1 handling the decrypted connection, once the handshake is done.
-  const event = server instanceof TlsServer ? 'secureConnection' : 'connection';
+  const event = 'addContext' in server ? 'secureConnection' : 'connection';
   // The HTTP/1.1 server's own connection handling, called for every connection that is not HTTP/2.
   const http1 = server.listeners(event) as Array<(socket: Socket) => void>;
   // Connections that have not said yet which protocol they speak: neither server knows them.

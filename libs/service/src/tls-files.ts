@@ -1,5 +1,4 @@
 import { readFileSync, statSync } from 'node:fs';
-import { createSecureContext } from 'node:tls';
 
 /** Where a server's PEM private key and certificate chain are. */
 export interface TlsFilePaths {
@@ -29,7 +28,8 @@ export function readTlsPair(paths: TlsFilePaths): TlsPair {
   };
   const pair = { cert: read('certFile'), key: read('keyFile') };
   try {
-    createSecureContext(pair);
+    // Loaded here, not with this module: every app imports it, and most serve no TLS.
+    process.getBuiltinModule('node:tls').createSecureContext(pair);
   } catch (error) {
     throw new Error(`tls: ${paths.certFile} and ${paths.keyFile} make no TLS context: ${(error as Error).message}`, {
       cause: error,
@@ -75,4 +75,58 @@ export function watchTlsPair(
   }, options.intervalMs ?? 10_000);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** An app's `tls` option: a PEM pair, both paths or neither. */
+export interface TlsOption {
+  readonly certFile?: string | undefined;
+  readonly keyFile?: string | undefined;
+}
+
+export interface AppTls {
+  /** The pair as read at start. */
+  readonly pair: TlsPair;
+  /** Hands `apply` each pair the files change to, logging it (or why it cannot be used); returns a stop function. */
+  watch(apply: (pair: TlsPair) => void): () => void;
+}
+
+/**
+ * For an app's entry point: the pair its `tls` option names, undefined
+ * without one. A pair it cannot use is written to stderr as
+ * `<program>: <reason>` and the process exits 1, before anything starts.
+ */
+export function appTls(
+  program: string,
+  option: TlsOption,
+  logger: { info(obj: object, msg: string): void; error(obj: object, msg: string): void },
+): AppTls | undefined {
+  const { certFile, keyFile } = option;
+  if (certFile === undefined || keyFile === undefined) return undefined;
+  const paths = { certFile, keyFile };
+  let pair: TlsPair;
+  try {
+    pair = readTlsPair(paths);
+  } catch (error) {
+    process.stderr.write(`${program}: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  return {
+    pair,
+    watch: (apply) =>
+      // A certificate renewed in place (cert-manager rewriting a mounted Secret) serves new connections at once.
+      watchTlsPair(
+        paths,
+        (next) => {
+          apply(next);
+          logger.info({ certFile }, 'TLS certificate reloaded');
+        },
+        {
+          onError: (error) =>
+            logger.error(
+              { err: error.message },
+              'TLS files changed but cannot be used; serving the previous certificate',
+            ),
+        },
+      ),
+  };
 }

@@ -23,3 +23,22 @@ export function hostIdentityField(description: string) {
     .meta({ defaultText: 'the host name' })
     .describe(description);
 }
+
+/** TLS on an app's own port: a PEM certificate chain and its key, both or neither. */
+export function tlsFilesField(served: string, description: string) {
+  return z
+    .object({
+      certFile: z
+        .string()
+        .optional()
+        .describe(
+          `PEM certificate chain. With keyFile, ${served} on this port instead of HTTP; both files are read again when they change.`,
+        ),
+      keyFile: z.string().optional().describe('PEM private key of certFile.'),
+    })
+    .prefault({})
+    .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), {
+      message: 'set both certFile and keyFile, or neither',
+    })
+    .describe(description);
+}

@@ -1,8 +1,9 @@
-// Scheduler replicas serving TLS on their own port (tls.certFile and
-// tls.keyFile), with no TLS-ending front: runtimes dial them on https:
-// URLs, the replicas sync epochs over it, and a gateway schedules, relays
-// and holds its event streams (HTTP/2 by ALPN) through it. The private CA
-// is trusted as the charts' `trustedCA` does (NODE_EXTRA_CA_CERTS).
+// Scheduler replicas and a gateway serving TLS on their own ports
+// (tls.certFile and tls.keyFile), with no TLS-ending front: runtimes dial
+// the replicas on https: URLs, the replicas sync epochs over it, a gateway
+// schedules, relays and holds its event streams (HTTP/2 by ALPN) through
+// it, and MCP clients reach a gateway on https:. The private CA is trusted
+// as the charts' `trustedCA` does (NODE_EXTRA_CA_CERTS).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,12 +13,12 @@ import { after, before, describe, it } from 'node:test';
 import { certificateFor127 } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { spawnApp, until } from '../support/processes.ts';
-import { counter, metric, sessionsAcross, type AnyClient } from './support.ts';
+import { connect, counter, metric, sessionsAcross, type AnyClient } from './support.ts';
 
 const certificate = certificateFor127();
 const missing = 'missing' in certificate ? certificate.missing : false;
 
-describe('scheduler replicas serving TLS themselves', { skip: missing }, () => {
+describe('scheduler replicas and gateways serving TLS themselves', { skip: missing }, () => {
   let dir: string | undefined;
   let cluster: TestCluster;
   const defaultCAs = tls.getCACertificates('default');
@@ -95,6 +96,20 @@ describe('scheduler replicas serving TLS themselves', { skip: missing }, () => {
     } finally {
       await Promise.all(clients.map((c) => c.close()));
     }
+  });
+
+  it('has a gateway serve /mcp over its own TLS too, and nothing over plain HTTP', async () => {
+    const tlsArgs = ['--tls.cert-file', file('tls.crt'), '--tls.key-file', file('tls.key')];
+    const gateway = await cluster.addGateway(undefined, { args: tlsArgs });
+    assert.equal(gateway.logs.find((l) => l.msg === 'ready')?.url, `https://127.0.0.1:${gateway.port}/mcp`);
+    const client = await connect('v2', `https://127.0.0.1:${gateway.port}/mcp`);
+    try {
+      for (let n = 1; n <= 3; n++) assert.equal(await counter(client), n);
+    } finally {
+      await client.close();
+    }
+    const plain = `http://127.0.0.1:${gateway.port}/healthz`;
+    await assert.rejects(fetch(plain, { signal: AbortSignal.timeout(2000) }));
   });
 
   it('refuses to start on a key that does not go with its certificate, naming both files', async () => {
