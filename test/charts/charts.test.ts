@@ -677,135 +677,82 @@ describe('scheduler chart contracts', { skip }, () => {
   });
 });
 
-// Replicas serving TLS themselves: a kubernetes.io/tls Secret mounted, names
-// the certificate can carry advertised to peers, probes and scrapes in HTTPS.
-describe('charts/scheduler: tls', { skip }, () => {
-  type Env = { name: string; value?: string };
-  type Probe = { httpGet: { scheme?: string } };
-  type Pod = {
-    containers: {
-      env?: Env[];
-      volumeMounts?: Record<string, unknown>[];
-      livenessProbe: Probe;
-      readinessProbe: Probe;
-    }[];
-    volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string } }[];
-  };
-  const rendered = async (set: readonly string[] = []) => {
-    const manifests = await render('scheduler', undefined, ['serviceMonitor.enabled=true', ...set]);
-    const sts = manifests.find((m) => m.kind === 'StatefulSet')!;
-    new StatefulSet(sts as never).validate();
-    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
-    new ServiceMonitor(monitor as never).validate();
-    const pod = (sts.spec as { template: { spec: Pod } }).template.spec;
-    const env = new Map((pod.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
-    const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
-    return { pod, env, endpoint };
-  };
+// Scheduler and gateway serving TLS themselves: a kubernetes.io/tls Secret
+// mounted read-only, the app pointed at it, probes and scrapes in HTTPS;
+// replicas advertise to peers a name the certificate can carry.
+type TlsPod = {
+  containers: {
+    env?: { name: string; value?: string }[];
+    volumeMounts?: Record<string, unknown>[];
+    livenessProbe: { httpGet: { scheme?: string } };
+    readinessProbe: { httpGet: { scheme?: string } };
+  }[];
+  volumes?: { name: string; secret?: { secretName: string } }[];
+};
 
-  it('serves plain HTTP on the pod IP by default', async () => {
-    const { pod, env, endpoint } = await rendered();
-    assert.equal(env.get('SWITCHYARD_ADVERTISE_URL'), 'http://$(POD_IP):7070');
-    assert.equal(env.has('SWITCHYARD_TLS_CERT_FILE'), false);
-    assert.equal(pod.containers[0]!.livenessProbe.httpGet.scheme, 'HTTP');
-    assert.equal(
-      pod.volumes?.some((v) => v.name === 'tls'),
-      false,
-    );
-    assert.equal(endpoint.scheme, undefined);
-  });
+/** The chart's workload pod, its env by name and its ServiceMonitor endpoint, both validated. */
+async function renderedForTls(chart: 'scheduler' | 'gateway', set: readonly string[] = []) {
+  const manifests = await render(chart, undefined, ['serviceMonitor.enabled=true', ...set]);
+  const workload = manifests.find((m) => m.kind === (chart === 'scheduler' ? 'StatefulSet' : 'Deployment'))!;
+  new (chart === 'scheduler' ? StatefulSet : Deployment)(workload as never).validate();
+  const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+  new ServiceMonitor(monitor as never).validate();
+  const pod = (workload.spec as { template: { spec: TlsPod } }).template.spec;
+  const env = new Map((pod.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
+  const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
+  return { pod, env, endpoint };
+}
 
-  it('mounts the Secret, advertises each pod by its peer name over https:, and probes and scrapes in HTTPS', async () => {
-    const { pod, env, endpoint } = await rendered([
-      'tls.existingSecret=sched-tls',
-      'trustedCA.existingConfigMap=corp-ca',
-    ]);
-    const container = pod.containers[0]!;
-    assert.equal(
-      env.get('SWITCHYARD_ADVERTISE_URL'),
-      'https://$(SWITCHYARD_REPLICA_ID).sy-scheduler-peers.switchyard.svc:7070',
-    );
-    const names = (container.env ?? []).map((e) => e.name);
-    assert.ok(names.indexOf('SWITCHYARD_REPLICA_ID') < names.indexOf('SWITCHYARD_ADVERTISE_URL'), 'defined before use');
-    assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');
-    assert.equal(env.get('SWITCHYARD_TLS_KEY_FILE'), '/etc/switchyard/tls/tls.key');
-    assert.equal(env.get('NODE_EXTRA_CA_CERTS'), '/etc/switchyard/ca/ca.crt');
-    assert.deepEqual(
-      container.volumeMounts?.find((v) => v.name === 'tls'),
-      { name: 'tls', mountPath: '/etc/switchyard/tls', readOnly: true },
-    );
-    assert.deepEqual(
-      pod.volumes?.find((v) => v.name === 'tls'),
-      { name: 'tls', secret: { secretName: 'sched-tls' } },
-    );
-    assert.equal(container.livenessProbe.httpGet.scheme, 'HTTPS');
-    assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
-    assert.equal(endpoint.scheme, 'https');
-    assert.deepEqual(endpoint.tlsConfig, {
-      serverName: 'sy-scheduler-0.sy-scheduler-peers.switchyard.svc',
-      ca: { configMap: { name: 'corp-ca', key: 'ca.crt' } },
+for (const chart of ['scheduler', 'gateway'] as const) {
+  describe(`charts/${chart}: tls`, { skip }, () => {
+    it('serves plain HTTP by default', async () => {
+      const { pod, env, endpoint } = await renderedForTls(chart);
+      assert.equal(env.has('SWITCHYARD_TLS_CERT_FILE'), false);
+      assert.equal(pod.containers[0]!.livenessProbe.httpGet.scheme, 'HTTP');
+      assert.equal(
+        pod.volumes?.some((v) => v.name === 'tls'),
+        false,
+      );
+      assert.equal(endpoint.scheme, undefined);
+      if (chart === 'scheduler') assert.equal(env.get('SWITCHYARD_ADVERTISE_URL'), 'http://$(POD_IP):7070');
+    });
+
+    it('mounts the Secret read-only, points the app at it, and probes and scrapes in HTTPS', async () => {
+      const extra =
+        chart === 'scheduler'
+          ? ['trustedCA.existingConfigMap=corp-ca']
+          : ['serviceMonitor.tlsConfig.serverName=mcp.example.com'];
+      const { pod, env, endpoint } = await renderedForTls(chart, ['tls.existingSecret=own-tls', ...extra]);
+      const container = pod.containers[0]!;
+      assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');
+      assert.equal(env.get('SWITCHYARD_TLS_KEY_FILE'), '/etc/switchyard/tls/tls.key');
+      assert.deepEqual(
+        container.volumeMounts?.find((v) => v.name === 'tls'),
+        { name: 'tls', mountPath: '/etc/switchyard/tls', readOnly: true },
+      );
+      assert.deepEqual(
+        pod.volumes?.find((v) => v.name === 'tls'),
+        { name: 'tls', secret: { secretName: 'own-tls' } },
+      );
+      assert.equal(container.livenessProbe.httpGet.scheme, 'HTTPS');
+      assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
+      assert.equal(endpoint.scheme, 'https');
+      if (chart === 'gateway') return assert.deepEqual(endpoint.tlsConfig, { serverName: 'mcp.example.com' });
+      const advertised = 'https://$(SWITCHYARD_REPLICA_ID).sy-scheduler-peers.switchyard.svc:7070';
+      assert.equal(env.get('SWITCHYARD_ADVERTISE_URL'), advertised);
+      const names = (container.env ?? []).map((e) => e.name);
+      assert.ok(
+        names.indexOf('SWITCHYARD_REPLICA_ID') < names.indexOf('SWITCHYARD_ADVERTISE_URL'),
+        'defined before use',
+      );
+      assert.equal(env.get('NODE_EXTRA_CA_CERTS'), '/etc/switchyard/ca/ca.crt');
+      assert.deepEqual(endpoint.tlsConfig, {
+        serverName: 'sy-scheduler-0.sy-scheduler-peers.switchyard.svc',
+        ca: { configMap: { name: 'corp-ca', key: 'ca.crt' } },
+      });
     });
   });
-});
-
-// The gateway serving TLS itself: the Secret mounted, probes and scrapes in
-// HTTPS, the scrape's certificate check left to the values.
-describe('charts/gateway: tls', { skip }, () => {
-  type Probe = { httpGet: { scheme?: string } };
-  type Pod = {
-    containers: {
-      env?: { name: string; value?: string }[];
-      volumeMounts?: Record<string, unknown>[];
-      livenessProbe: Probe;
-      readinessProbe: Probe;
-    }[];
-    volumes?: { name: string; secret?: { secretName: string } }[];
-  };
-  const rendered = async (set: readonly string[] = []) => {
-    const manifests = await render('gateway', undefined, ['serviceMonitor.enabled=true', ...set]);
-    const deployment = manifests.find((m) => m.kind === 'Deployment')!;
-    new Deployment(deployment as never).validate();
-    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
-    new ServiceMonitor(monitor as never).validate();
-    const pod = (deployment.spec as { template: { spec: Pod } }).template.spec;
-    const env = new Map((pod.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
-    const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
-    return { pod, env, endpoint };
-  };
-
-  it('serves plain HTTP by default', async () => {
-    const { pod, env, endpoint } = await rendered();
-    assert.equal(env.has('SWITCHYARD_TLS_CERT_FILE'), false);
-    assert.equal(pod.containers[0]!.readinessProbe.httpGet.scheme, 'HTTP');
-    assert.equal(
-      pod.volumes?.some((v) => v.name === 'tls'),
-      false,
-    );
-    assert.equal(endpoint.scheme, undefined);
-  });
-
-  it('mounts the Secret read-only, points the app at it, and probes and scrapes in HTTPS', async () => {
-    const { pod, env, endpoint } = await rendered([
-      'tls.existingSecret=gw-tls',
-      'serviceMonitor.tlsConfig.serverName=mcp.example.com',
-    ]);
-    const container = pod.containers[0]!;
-    assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');
-    assert.equal(env.get('SWITCHYARD_TLS_KEY_FILE'), '/etc/switchyard/tls/tls.key');
-    assert.deepEqual(
-      container.volumeMounts?.find((v) => v.name === 'tls'),
-      { name: 'tls', mountPath: '/etc/switchyard/tls', readOnly: true },
-    );
-    assert.deepEqual(
-      pod.volumes?.find((v) => v.name === 'tls'),
-      { name: 'tls', secret: { secretName: 'gw-tls' } },
-    );
-    assert.equal(container.livenessProbe.httpGet.scheme, 'HTTPS');
-    assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
-    assert.equal(endpoint.scheme, 'https');
-    assert.deepEqual(endpoint.tlsConfig, { serverName: 'mcp.example.com' });
-  });
-});
+}
 
 describe('runtime chart contracts', { skip }, () => {
   const transportOf = async (set: readonly string[] = []): Promise<string | undefined> => {

@@ -196,6 +196,20 @@ export async function metric(baseUrl: string, name: string, labels: Record<strin
   return sum;
 }
 
+/**
+ * Through the gateway at `base` (no `/mcp`): sessions on both runtimes r0
+ * and r1 (sessionsAcross), each counting 1, 2, 3, and all their GET streams
+ * open at the gateway. Clients go onto `clients`, for the caller to close.
+ */
+export async function countOnBothRuntimes(base: string, clients: AnyClient[]): Promise<void> {
+  const placed = await sessionsAcross(`${base}/mcp`, clients);
+  assert.deepEqual([...placed].sort(), ['r0', 'r1']);
+  for (const client of clients) for (let n = 1; n <= 3; n++) assert.equal(await counter(client), n);
+  await until(`${clients.length} GET streams open through the gateway`, async () =>
+    (await metric(base, 'switchyard_gateway_sse_streams_open')) >= clients.length ? true : undefined,
+  );
+}
+
 /** A port the kernel says is free right now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
