@@ -26,6 +26,15 @@ export interface SchedulerTarget {
   readonly token?: string;
 }
 
+/** Why fetch failed, from what its "fetch failed" wraps: the connection's or the TLS handshake's own error. */
+function unreachableReason(error: unknown): string {
+  const cause = (error as { cause?: { message?: string; code?: string } }).cause;
+  const reason = cause?.message ?? (error as Error).message;
+  // A certificate error: most likely a private CA this process has not been told to trust.
+  const certificate = /CERT|SELF_SIGNED/.test(cause?.code ?? '');
+  return certificate ? `${reason} (trust its CA: NODE_EXTRA_CA_CERTS=<PEM file>)` : reason;
+}
+
 /** A JSON answer with one of the `expected` statuses from the scheduler at `target`; anything else is an error saying so. */
 async function getJson<T>(
   target: SchedulerTarget,
@@ -39,7 +48,7 @@ async function getJson<T>(
   try {
     response = await fetch(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
   } catch (error) {
-    throw new Error(`cannot reach ${new URL(target.url).origin}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot reach ${new URL(target.url).origin}: ${unreachableReason(error)}`, { cause: error });
   }
   if (response.status === 401) {
     await response.body?.cancel();

@@ -18,8 +18,12 @@ export interface Running {
 }
 
 /** Spawns `switchyard <args>` in its own process group, so cleanup can reach every descendant. */
-export function spawnCli(args: readonly string[]): Running {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+export function spawnCli(args: readonly string[], env: Record<string, string> = {}): Running {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+    env: { ...process.env, ...env },
+  });
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk: Buffer) => void (out = (out + chunk.toString()).slice(-OUTPUT_CHARS_MAX)));
@@ -39,8 +43,9 @@ export function spawnCli(args: readonly string[]): Running {
 export async function runCli(
   args: readonly string[],
   timeoutMs = 15_000,
+  env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const run = spawnCli(args);
+  const run = spawnCli(args, env);
   const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
   const { code } = await run.exited;
   clearTimeout(timer);
