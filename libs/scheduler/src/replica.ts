@@ -210,7 +210,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     },
     updateTls(tls) {
       if (!(server instanceof https.Server)) throw new Error('this replica serves plain HTTP; start it with tls');
-      server.setSecureContext({ ...tls });
+      server.setSecureContext(tls);
     },
     close() {
       closing ??= (async () => {

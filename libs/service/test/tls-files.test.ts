@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readTlsPair, watchTlsPair, type TlsPair } from '../src/index.ts';
+import { readTlsPair, watchTlsPair, type TlsPair } from '../src/tls-files.ts';
 import { certificateFor127 } from '../src/testing.ts';
 
 const first = certificateFor127();
