@@ -76,6 +76,7 @@ export class RuntimeStateStore {
   readonly #history: RuntimeBatch[] = [];
   #idleWeight: Record<string, number> = {};
   #metadata: Record<string, string> = {};
+  #draining = false;
   #seq: number;
   #timer: Timer | undefined;
   #closed = false;
@@ -155,16 +156,26 @@ export class RuntimeStateStore {
     return true;
   }
 
-  /** Replaces the whole idle weight (e.g. `{sandboxes: limit - active}`). Throws `invalid_request` on a bad value. */
+  /**
+   * Replaces the whole idle weight (e.g. `{sandboxes: limit - active}`);
+   * once draining, every dimension of it is reported as 0. Throws
+   * `invalid_request` on a bad value.
+   */
   setIdleWeight(weight: Record<string, number>): boolean {
     const parsed = parseWith(weightSchema, weight);
     if (!parsed.ok) throw new SwitchyardError('invalid_request', `idleWeight ${parsed.error}`);
-    const next = sortedRecord(parsed.value);
-    if (sameRecord(next, this.#idleWeight)) return false;
-    this.#coalescer.touchWeight(this.#idleWeight);
-    this.#idleWeight = next;
-    this.#changed();
-    return true;
+    return this.#reportWeight(parsed.value);
+  }
+
+  /**
+   * Reports no idle weight from now on: every dimension is 0, so schedulers
+   * place no new process here, while processes held here keep their sessions
+   * (a saturated holder stays schedulable for them). For a runtime on its way
+   * out. Idempotent.
+   */
+  drain(): void {
+    this.#draining = true;
+    this.#reportWeight(this.#idleWeight);
   }
 
   /** Replaces the whole metadata. Throws `invalid_request` on a bad value. */
@@ -236,6 +247,15 @@ export class RuntimeStateStore {
     this.#listeners.clear();
   }
 
+  #reportWeight(weight: Record<string, number>): boolean {
+    const next = sortedRecord(this.#draining ? noIdleWeight(weight) : weight);
+    if (sameRecord(next, this.#idleWeight)) return false;
+    this.#coalescer.touchWeight(this.#idleWeight);
+    this.#idleWeight = next;
+    this.#changed();
+    return true;
+  }
+
   #changed(): void {
     if (this.#closed) return;
     if (this.#coalescer.size >= this.#pendingKeysMax) return this.flush();
@@ -259,4 +279,10 @@ function full(what: string, max: number): SwitchyardError {
 function sameRecord(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
+/** `weight` with every dimension 0; a weight of no dimension counts as open, so it becomes `{sandboxes: 0}`. */
+function noIdleWeight(weight: Record<string, number>): Record<string, number> {
+  const keys = Object.keys(weight);
+  return Object.fromEntries((keys.length > 0 ? keys : ['sandboxes']).map((key) => [key, 0]));
 }

@@ -219,6 +219,36 @@ describe('RuntimeStateStore feed', () => {
   });
 });
 
+describe('RuntimeStateStore drain', () => {
+  it('reports every dimension of the idle weight as 0 from then on, keeping processes and threads', async () => {
+    const { clock, store, batches } = setup();
+    store.addThread('p1', 't1');
+    store.setIdleWeight({ sandboxes: 3, cpu: 2 });
+    store.flush();
+    batches.length = 0;
+    store.drain();
+    await clock.advance(5);
+    assert.deepEqual(
+      batches.map((b) => b.ops),
+      [[{ op: 'weight', idleWeight: { cpu: 0, sandboxes: 0 } }]],
+    );
+    // A sandbox ending afterwards frees capacity that a draining runtime does not offer.
+    assert.equal(store.setIdleWeight({ sandboxes: 4, cpu: 2 }), false);
+    store.setIdleWeight({ sandboxes: 4, cpu: 2, memory: 1 });
+    store.drain();
+    const state = store.snapshot();
+    assert.deepEqual(state.idleWeight, { cpu: 0, memory: 0, sandboxes: 0 });
+    assert.deepEqual(state.processes, ['p1']);
+    assert.deepEqual(state.threads, [{ process: 'p1', thread: 't1' }]);
+  });
+
+  it('reports a weight of no dimension, which schedulers count as open, as no sandboxes', () => {
+    const { store } = setup();
+    store.drain();
+    assert.deepEqual(store.snapshot().idleWeight, { sandboxes: 0 });
+  });
+});
+
 describe('RuntimeStateStore validation and limits', () => {
   const CASES: { name: string; run: (s: RuntimeStateStore) => unknown; code: string; field?: string }[] = [
     { name: 'rejects a bad process id', run: (s) => s.addProcess('a b'), code: 'bad_identity', field: 'process' },

@@ -60,6 +60,8 @@ export interface Lifecycle {
   addReadinessCheck(check: () => string | undefined): void;
   /** A server to stop (stop accepting, finish in-flight, cut at the deadline) during shutdown. */
   addServer(server: Server): void;
+  /** Runs at the start of a drain, before the drain delay (e.g. a runtime stops taking new sandboxes). One that throws is logged. */
+  onDrain(hook: () => void): void;
   /** Runs after the servers closed, in reverse registration order, within the remaining deadline. */
   onShutdown(hook: ShutdownHook): void;
   /** Starts (or joins) the shutdown sequence. Idempotent. */
@@ -75,7 +77,7 @@ function reply(res: ServerResponse, status: number, body: object): void {
 
 /**
  * Probes and graceful shutdown for one app process. The sequence on
- * shutdown: unready (readyz 503) → wait drainDelayMs → close every added
+ * shutdown: unready (readyz 503) and drain hooks → wait drainDelayMs → close every added
  * server (stop accepting; in-flight requests finish) → hooks in reverse
  * order → done. The whole post-drain part is bounded by shutdownTimeoutMs:
  * connections still open at the deadline are cut and hooks still running
@@ -88,6 +90,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
   const { logger } = options;
   const servers = new Set<Server>();
   const hooks: ShutdownHook[] = [];
+  const drainHooks: Array<() => void> = [];
   const readinessChecks: Array<() => string | undefined> = [];
   let state: LifecycleState = 'starting';
   let shuttingDown: Promise<ShutdownResult> | undefined;
@@ -119,6 +122,13 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
   async function sequence(reason: string): Promise<ShutdownResult> {
     state = 'draining';
     logger.info({ reason, drainDelayMs }, 'draining');
+    for (const hook of drainHooks) {
+      try {
+        hook();
+      } catch (error) {
+        logger.error({ err: error }, 'drain hook failed');
+      }
+    }
     await sleep(clock, drainDelayMs);
     const deadlineAt = clock.now() + shutdownTimeoutMs;
     const closed = await Promise.all([...servers].map((s) => closeServer(s, { timeoutMs: shutdownTimeoutMs, clock })));
@@ -157,6 +167,9 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     },
     addServer(server) {
       servers.add(server);
+    },
+    onDrain(hook) {
+      drainHooks.push(hook);
     },
     onShutdown(hook) {
       hooks.push(hook);

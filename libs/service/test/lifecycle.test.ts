@@ -112,6 +112,25 @@ describe('shutdown hooks', () => {
     assert.deepEqual(order, ['second', 'first listening=false']);
   });
 
+  it('drain hooks run when the drain starts, before its delay; one that throws keeps neither the others nor the shutdown', async () => {
+    const clock = new ManualClock();
+    const errors: string[] = [];
+    const logger = { ...quiet, error: (_o: object, msg?: string) => void errors.push(msg ?? '') };
+    const lc = createLifecycle({ logger, clock, drainDelayMs: 5000 });
+    const order: string[] = [];
+    lc.onDrain(() => {
+      throw new Error('boom');
+    });
+    lc.onDrain(() => void order.push(`drain state=${lc.state}`));
+    lc.onShutdown(() => void order.push('shutdown'));
+    const done = lc.shutdown();
+    assert.deepEqual(order, ['drain state=draining']);
+    assert.deepEqual(errors, ['drain hook failed']);
+    await clock.advance(5000);
+    assert.deepEqual(await done, { forced: false, hooksOk: true });
+    assert.deepEqual(order, ['drain state=draining', 'shutdown']);
+  });
+
   const failures = [
     { name: 'a throwing hook is reported and later hooks still run', hook: () => Promise.reject(new Error('boom')) },
     { name: 'a hook still running at the deadline is abandoned', hook: () => new Promise<void>(() => {}) },
