@@ -122,6 +122,9 @@ export const runtimeConfigSchema = z.object({
     .prefault({})
     .describe('Health listener.'),
   ...processConfigFields,
+  drainDelayMs: processConfigFields.drainDelayMs.describe(
+    'On SIGTERM, time the runtime goes on serving the sessions it holds, while schedulers place no new sandbox here, before it closes its tunnel.',
+  ),
 });
 
 export type RuntimeConfig = z.output<typeof runtimeConfigSchema>;

@@ -118,6 +118,7 @@ lifecycle.addReadinessCheck(() => {
   if (node.connected) return undefined;
   return node.replaced ? 'replaced by another runtime with this id' : 'disconnected';
 });
+lifecycle.onDrain(() => node.drain());
 lifecycle.onShutdown(() => node.close());
 lifecycle.markReady();
 lifecycle.installSignalHandlers();

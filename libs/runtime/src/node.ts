@@ -21,6 +21,12 @@ export interface RuntimeNode {
   stats(): { sandboxes: number; sessions: number; cancelled: number };
   /** Resolves once the tunnel is (re)connected. */
   whenConnected(): Promise<void>;
+  /**
+   * Takes no new sandboxes from now on: the node reports no idle weight, so
+   * schedulers place no new process here, while sessions of the processes it
+   * holds go on being served until `close()`. Idempotent.
+   */
+  drain(): void;
   /** Closes the tunnel (GOAWAY), sessions and sandboxes, then the listeners. Idempotent. */
   close(): Promise<void>;
 }
@@ -124,6 +130,11 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     stats: () => host.stats(),
     whenConnected: () =>
       dialer.connected ? Promise.resolve() : new Promise<void>((resolve) => connectedWaiters.push(resolve)),
+    drain() {
+      store.drain();
+      const { sandboxes, sessions } = host.stats();
+      logger.info({ sandboxes, sessions }, 'draining: no new sandbox is placed here; the sessions held here go on');
+    },
     close() {
       closing ??= (async () => {
         clearInterval(keepAlive);

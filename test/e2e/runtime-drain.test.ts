@@ -1,0 +1,92 @@
+// Acceptance at the process level: a runtime stopped with SIGTERM (a rolling
+// restart, a node drained) takes no new sandbox for its drain delay, while the
+// sessions it holds go on; then it stops and they get 404, as for any runtime
+// gone. Schedulers, gateway and runtimes are separate processes on loopback.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCluster, type TestCluster } from '../support/cluster.ts';
+import type { AppProcess } from '../support/processes.ts';
+import { until } from '../support/processes.ts';
+import { LEGACY, connect, counter, post, sessionOf, toolCallBody, whoami, type AnyClient } from './support.ts';
+
+/** The draining runtime's drain delay: long enough for every check below to run inside it. */
+const DRAIN_MS = 8000;
+const NEW_SESSIONS = 12;
+
+/** Idle weight of `runtimeId` as scheduler `url` sees it. */
+async function idleWeightOn(url: string, runtimeId: string): Promise<Record<string, number> | undefined> {
+  const res = await fetch(`${url}/api/runtimes`, { signal: AbortSignal.timeout(2000) });
+  const body = (await res.json()) as { runtimes: Array<{ id: string; idleWeight: Record<string, number> }> };
+  return body.runtimes.find((r) => r.id === runtimeId)?.idleWeight;
+}
+
+describe('a runtime draining on SIGTERM', () => {
+  let cluster: TestCluster;
+  let draining: AppProcess;
+  const clients: AnyClient[] = [];
+  before(async () => {
+    cluster = await startCluster({ runtimes: 1 });
+    draining = await cluster.startRuntime('r1', 0, { args: ['--drain-delay-ms', String(DRAIN_MS)] });
+    await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
+  });
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    await cluster?.stop();
+  });
+
+  it('places new sessions elsewhere while its own go on, then stops and its sessions get 404', async () => {
+    // A session of a named process on the runtime to drain.
+    let held: { client: AnyClient; process: string } | undefined;
+    for (let i = 0; !held && i < 40; i++) {
+      const process = `held-${i}`;
+      const client = await connect('v2', cluster.gatewayUrl(), { 'x-switchyard-process': process });
+      clients.push(client);
+      if ((await whoami(client)).runtime === 'r1') held = { client, process };
+    }
+    assert.ok(held, 'a session landed on r1');
+    assert.equal(await counter(held.client), 1);
+
+    const termAt = Date.now();
+    draining.signal('SIGTERM');
+    await until('every scheduler to see r1 offer no idle weight', async () => {
+      const weights = await Promise.all(cluster.schedulerUrls().map((url) => idleWeightOn(url, 'r1')));
+      return weights.every((w) => w?.sandboxes === 0) || undefined;
+    });
+    console.log(`# every scheduler saw r1 draining ${Date.now() - termAt} ms after SIGTERM`);
+
+    // New processes, of sessions and of stateless requests, go to the other runtime.
+    for (let i = 0; i < NEW_SESSIONS; i++) {
+      const client = await connect('v2', cluster.gatewayUrl());
+      clients.push(client);
+      assert.equal((await whoami(client)).runtime, 'r0', `new session ${i}`);
+    }
+    const modern = await connect('v2-modern', cluster.gatewayUrl());
+    clients.push(modern);
+    for (let i = 0; i < NEW_SESSIONS; i++) assert.equal((await whoami(modern)).runtime, 'r0', `stateless call ${i}`);
+
+    // The held session goes on, and a new session of its process joins its sandbox there.
+    assert.equal(await counter(held.client), 2);
+    const joining = await connect('v2', cluster.gatewayUrl(), { 'x-switchyard-process': held.process });
+    clients.push(joining);
+    assert.equal((await whoami(joining)).runtime, 'r1');
+    assert.equal(await counter(joining), 3);
+    assert.equal(draining.child.exitCode, null, 'r1 still runs: all of the above happened within its drain');
+    assert.ok(
+      draining.logs.some((l) => String(l.msg).startsWith('draining: no new sandbox')),
+      'r1 logged its drain',
+    );
+
+    const { code } = await draining.exited;
+    const stoppedMs = Date.now() - termAt;
+    assert.equal(code, 0);
+    assert.ok(stoppedMs >= DRAIN_MS, `r1 stopped ${stoppedMs} ms after SIGTERM, not before its drain delay`);
+    const session = sessionOf(held.client);
+    await until('the held session to be answered 404', async () => {
+      const reply = await post(cluster.gatewayUrl(), toolCallBody(7, 'counter'), {
+        'mcp-session-id': session,
+        'mcp-protocol-version': LEGACY,
+      });
+      return reply.status === 404 || undefined;
+    });
+  });
+});
