@@ -1,7 +1,8 @@
 // Acceptance at the process level: a runtime stopped with SIGTERM (a rolling
 // restart, a node drained) takes no new sandbox for its drain delay, while the
 // sessions it holds go on; then it stops and they get 404, as for any runtime
-// gone. Schedulers, gateway and runtimes are separate processes on loopback.
+// gone. One that holds no sandbox stops at once. Schedulers, gateway and
+// runtimes are separate processes on loopback.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
@@ -88,5 +89,17 @@ describe('a runtime draining on SIGTERM', () => {
       });
       return reply.status === 404 || undefined;
     });
+  });
+
+  it('stops at once when it holds no sandbox, whatever its drain delay', async () => {
+    const idle = await cluster.startRuntime('r2', 0, { args: ['--drain-delay-ms', '60000'] });
+    await cluster.waitForRuntimes(['r0', 'r2'], 15_000);
+    const termAt = Date.now();
+    idle.signal('SIGTERM');
+    const { code } = await idle.exited;
+    const stoppedMs = Date.now() - termAt;
+    assert.equal(code, 0);
+    assert.ok(stoppedMs < 5000, `r2 stopped ${stoppedMs} ms after SIGTERM`);
+    assert.ok(idle.logs.some((l) => l.msg === 'nothing left to drain'));
   });
 });

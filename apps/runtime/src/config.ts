@@ -123,7 +123,7 @@ export const runtimeConfigSchema = z.object({
     .describe('Health listener.'),
   ...processConfigFields,
   drainDelayMs: processConfigFields.drainDelayMs.describe(
-    'On SIGTERM, time the runtime goes on serving the sessions it holds, while schedulers place no new sandbox here, before it closes its tunnel.',
+    'On SIGTERM, the longest time the runtime goes on serving the sessions it holds, while schedulers place no new sandbox here, before it closes its tunnel; it stops sooner once it holds no sandbox.',
   ),
 });
 

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { systemClock } from '@switchyard/clock';
+import { sleep, systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
 import { RUNTIME_DIRECT_REALM, type RuntimeInfo } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
@@ -24,12 +24,17 @@ export interface RuntimeNode {
   /**
    * Takes no new sandboxes from now on: the node reports no idle weight, so
    * schedulers place no new process here, while sessions of the processes it
-   * holds go on being served until `close()`. Idempotent.
+   * holds go on being served until `close()`. Resolves once the node holds
+   * no sandbox (its last sessions ended and their sandboxes expired), or at
+   * `close()`.
    */
-  drain(): void;
+  drain(): Promise<void>;
   /** Closes the tunnel (GOAWAY), sessions and sandboxes, then the listeners. Idempotent. */
   close(): Promise<void>;
 }
+
+/** How often a draining node looks whether it still holds a sandbox. */
+const DRAIN_CHECK_MS = 250;
 
 /** Period of the handle that keeps the process alive; its callback does nothing. */
 const KEEP_ALIVE_INTERVAL_MS = 3_600_000;
@@ -130,10 +135,13 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     stats: () => host.stats(),
     whenConnected: () =>
       dialer.connected ? Promise.resolve() : new Promise<void>((resolve) => connectedWaiters.push(resolve)),
-    drain() {
+    async drain() {
       store.drain();
       const { sandboxes, sessions } = host.stats();
       logger.info({ sandboxes, sessions }, 'draining: no new sandbox is placed here; the sessions held here go on');
+      while (!closing && (host.stats().sandboxes > 0 || host.stats().sessions > 0)) {
+        await sleep(clock, DRAIN_CHECK_MS);
+      }
     },
     close() {
       closing ??= (async () => {

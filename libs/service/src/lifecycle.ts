@@ -5,6 +5,7 @@ import { closeServer } from './http.ts';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 export type ShutdownHook = () => void | Promise<void>;
+export type DrainHook = () => void | Promise<void>;
 
 /** The slice of a logger the lifecycle uses (a pino Logger fits). */
 export interface LifecycleLogger {
@@ -60,8 +61,14 @@ export interface Lifecycle {
   addReadinessCheck(check: () => string | undefined): void;
   /** A server to stop (stop accepting, finish in-flight, cut at the deadline) during shutdown. */
   addServer(server: Server): void;
-  /** Runs at the start of a drain, before the drain delay (e.g. a runtime stops taking new sandboxes). One that throws is logged. */
-  onDrain(hook: () => void): void;
+  /**
+   * Runs at the start of a drain, before the drain delay (a runtime stops
+   * taking new sandboxes). A hook may return a promise of the moment its app
+   * has nothing left to drain (a runtime holding no sandbox): once every such
+   * promise has resolved, the drain ends before its delay. Hooks that return
+   * nothing never end it early. One that throws or rejects is logged.
+   */
+  onDrain(hook: DrainHook): void;
   /** Runs after the servers closed, in reverse registration order, within the remaining deadline. */
   onShutdown(hook: ShutdownHook): void;
   /** Starts (or joins) the shutdown sequence. Idempotent. */
@@ -90,7 +97,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
   const { logger } = options;
   const servers = new Set<Server>();
   const hooks: ShutdownHook[] = [];
-  const drainHooks: Array<() => void> = [];
+  const drainHooks: DrainHook[] = [];
   const readinessChecks: Array<() => string | undefined> = [];
   let state: LifecycleState = 'starting';
   let shuttingDown: Promise<ShutdownResult> | undefined;
@@ -119,17 +126,32 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     return ok;
   }
 
+  /** Runs the drain hooks, then waits out the drain delay, or less once every hook's promise resolved. */
+  async function drain(): Promise<void> {
+    const drained: Promise<void>[] = [];
+    const failed = (error: unknown): void => logger.error({ err: error }, 'drain hook failed');
+    for (const hook of drainHooks) {
+      try {
+        const done = hook();
+        // A hook that failed has not drained: its promise never resolves, so the delay runs out.
+        if (done) drained.push(done.catch((error: unknown) => (failed(error), new Promise<void>(() => {}))));
+      } catch (error) {
+        failed(error);
+      }
+    }
+    if (drained.length === 0) return sleep(clock, drainDelayMs);
+    let timer: { cancel(): void } | undefined;
+    const delay = new Promise<false>((resolve) => (timer = clock.setTimeout(() => resolve(false), drainDelayMs)));
+    if (await Promise.race([delay, Promise.all(drained).then(() => true)])) {
+      timer?.cancel();
+      logger.info({}, 'nothing left to drain');
+    }
+  }
+
   async function sequence(reason: string): Promise<ShutdownResult> {
     state = 'draining';
     logger.info({ reason, drainDelayMs }, 'draining');
-    for (const hook of drainHooks) {
-      try {
-        hook();
-      } catch (error) {
-        logger.error({ err: error }, 'drain hook failed');
-      }
-    }
-    await sleep(clock, drainDelayMs);
+    await drain();
     const deadlineAt = clock.now() + shutdownTimeoutMs;
     const closed = await Promise.all([...servers].map((s) => closeServer(s, { timeoutMs: shutdownTimeoutMs, clock })));
     const forced = closed.some((c) => c.forced);

@@ -131,6 +131,34 @@ describe('shutdown hooks', () => {
     assert.deepEqual(order, ['drain state=draining', 'shutdown']);
   });
 
+  it('a drain ends before its delay once every promise of the drain hooks resolved, but not on one that rejected', async () => {
+    for (const outcome of ['resolve', 'reject'] as const) {
+      const clock = new ManualClock();
+      const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 5000 });
+      const { server } = await serve((_q, r) => r.end());
+      lc.addServer(server);
+      let settle!: () => void;
+      lc.onDrain(() => new Promise<void>((resolve, reject) => (settle = outcome === 'resolve' ? resolve : reject)));
+      lc.onDrain(() => {});
+      const done = lc.shutdown();
+      await clock.advance(1000);
+      assert.equal(server.listening, true, 'draining while the hook has not settled');
+      settle();
+      await flushMicrotasks();
+      await clock.advance(0);
+      if (outcome === 'resolve') {
+        const settled = await Promise.race([done, new Promise((r) => setTimeout(r, 1000, 'still draining'))]);
+        assert.deepEqual(settled, { forced: false, hooksOk: true }, 'stopped at once when drained');
+        assert.equal(server.listening, false);
+      } else {
+        await clock.advance(3999);
+        assert.equal(server.listening, true, `${outcome}: the full delay still runs`);
+        await clock.advance(1);
+        assert.deepEqual(await done, { forced: false, hooksOk: true });
+      }
+    }
+  });
+
   const failures = [
     { name: 'a throwing hook is reported and later hooks still run', hook: () => Promise.reject(new Error('boom')) },
     { name: 'a hook still running at the deadline is abandoned', hook: () => new Promise<void>(() => {}) },
