@@ -34,8 +34,13 @@ export interface SandboxHost {
   handleRest(req: HostRequest, res: HostResponse): Promise<void>;
   /** Current counts; cheap. */
   stats(): HostStats;
-  /** Closes sessions, destroys sandboxes and warm pools, kills children. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Refuses new requests (503), lets those being answered finish for up to
+   * `graceMs` (GET streams aside: they last as long as their sessions), then
+   * closes sessions, destroys sandboxes and warm pools, kills children, which
+   * cancels what is still in flight. Idempotent: a later call joins the first.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOptions['engines']): Engine {
@@ -115,15 +120,42 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const mcp = answerWriter(endpoint.handle, nodeOpts);
   const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
   let closing: Promise<void> | undefined;
+  // Requests being answered, GET streams aside: close() lets them finish.
+  let answering = 0;
+  let onAnswered: (() => void) | undefined;
+  const answer = async (serve: Promise<void>): Promise<void> => {
+    answering++;
+    try {
+      await serve;
+    } finally {
+      if (--answering === 0) onAnswered?.();
+    }
+  };
+  const answered = async (graceMs: number): Promise<void> => {
+    if (answering > 0 && graceMs > 0) {
+      logger.info({ requests: answering, graceMs }, 'letting the requests in flight finish');
+      await new Promise<void>((resolve) => {
+        const timer = clock.setTimeout(() => onAnswered?.(), graceMs);
+        onAnswered = () => {
+          onAnswered = undefined;
+          timer.cancel();
+          resolve();
+        };
+      });
+    }
+    // Closing their sessions and sandboxes cancels them.
+    if (answering > 0) logger.warn({ requests: answering }, 'requests still in flight cut at close');
+  };
 
   return {
     async handleMcp(req, res) {
       if (closing) return rejectClosed(res);
-      await mcp(req, withoutHopByHop(res));
+      const served = mcp(req, withoutHopByHop(res));
+      await (req.method === 'GET' ? served : answer(served));
     },
     async handleRest(req, res) {
       if (closing) return rejectClosed(res);
-      await rest(req, withoutHopByHop(res));
+      await answer(rest(req, withoutHopByHop(res)));
     },
     stats: () => ({
       sandboxes: registry.size,
@@ -131,8 +163,9 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       cancelled,
       warm: pools.reduce((n, p) => n + p.available, 0),
     }),
-    close() {
+    close(graceMs = 0) {
       closing ??= (async () => {
+        await answered(graceMs);
         sessions.closeAll('closed');
         await endpoint.close();
         await registry.close();

@@ -35,4 +35,44 @@ describe('host close', () => {
     await c.close().catch(() => undefined);
     await served.close();
   });
+
+  it('lets the tool calls in flight finish within its grace, refusing new requests meanwhile, then closes', async () => {
+    const host = testHost({ runtimeId: 'rt-grace', classes: { demo: { engine: 'builtin' } } });
+    const served = await serveHttp1(host);
+    const c = await connect('v2-legacy', served.url, served.fetch, { 'x-switchyard-class': 'demo' });
+    const call = c.callText('sleep', { ms: 800 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    const closed = host.close(10_000);
+    const refused = await fetch(`${served.url}/mcp`, { method: 'POST', body: '{}' });
+    assert.equal(refused.status, 503, 'new requests are refused while the host closes');
+    await refused.body?.cancel();
+    assert.equal(await call, 'slept 800');
+    await closed;
+    const elapsedMs = Date.now() - started;
+    assert.ok(elapsedMs < 2000, `closed ${elapsedMs} ms after close(), once the call ended`);
+    assert.deepEqual(host.stats(), { sandboxes: 0, sessions: 0, cancelled: 0, warm: 0 });
+    await c.close().catch(() => undefined);
+    await served.close();
+  });
+
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`cuts what is still in flight at the end of its grace, cancelling the tool call (${flavour})`, async () => {
+      const host = testHost({ runtimeId: 'rt-cut', classes: { demo: { engine: 'builtin' } } });
+      const served = await serveHttp1(host);
+      const c = await connect(flavour, served.url, served.fetch, { 'x-switchyard-class': 'demo' });
+      // The client may try to resume the cut stream; only the host's side is judged here.
+      const call = c.callText('sleep', { ms: 30_000 }).catch(() => 'cut');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = Date.now();
+      await host.close(300);
+      const elapsedMs = Date.now() - started;
+      assert.ok(elapsedMs >= 290 && elapsedMs < 2000, `closed after ${elapsedMs} ms`);
+      for (let i = 0; host.stats().cancelled === 0 && i < 100; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(host.stats().cancelled, 1, 'the cut call was cancelled');
+      await c.close().catch(() => undefined);
+      assert.equal(await call, 'cut');
+      await served.close();
+    });
+  }
 });
