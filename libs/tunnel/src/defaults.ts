@@ -58,6 +58,11 @@ export const TUNNEL_DEFAULTS = {
   /** Time a GOAWAY'd session gets to finish before it is destroyed. */
   closeGraceMs: 1_000,
   /**
+   * The same for a tunnel whose runtime sent GOAWAY (it is stopping): its
+   * requests in flight may be tool calls it lets finish, within its own bound.
+   */
+  runtimeGoawayGraceMs: 30_000,
+  /**
    * How long a runtime keeps an idle relay connection (announced in
    * `Keep-Alive`, so the gateway closes first). A new relay costs a
    * connection, an upgrade and a CONNECT stream, more than a request; agents

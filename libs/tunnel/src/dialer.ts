@@ -68,8 +68,12 @@ export interface TunnelDialer {
   readonly connected: boolean;
   /** True from the scheduler saying another runtime with this id replaced this one's tunnel until it is connected again. */
   readonly replaced: boolean;
-  /** GOAWAY to the scheduler, stop reconnecting. Idempotent. */
-  close(): void;
+  /**
+   * GOAWAY to the scheduler (no new streams) and stop reconnecting; the
+   * streams in flight get `graceMs` (default 1 s) to finish before the
+   * connection goes. Resolves once it has gone. Idempotent.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -105,6 +109,8 @@ interface Link {
   replaced: boolean;
   /** The join token this dial presents. */
   token: string;
+  /** Called once the link is down. */
+  onDown?: () => void;
 }
 
 class Dialer implements TunnelDialer {
@@ -126,6 +132,7 @@ class Dialer implements TunnelDialer {
   /** While refused for its token: the next look at whether it changed. */
   #recheck: Timer | undefined;
   #closed = false;
+  #whenClosed: Promise<void> = Promise.resolve();
   #relays: RelayServer | undefined;
   connected = false;
   replaced = false;
@@ -154,19 +161,23 @@ class Dialer implements TunnelDialer {
     this.#connect();
   }
 
-  close(): void {
-    if (this.#closed) return;
+  close(graceMs: number = TUNNEL_DEFAULTS.closeGraceMs): Promise<void> {
+    if (this.#closed) return this.#whenClosed;
     this.#closed = true;
     this.#retry?.cancel();
     this.#recheck?.cancel();
     this.#relays?.drain();
     const link = this.#link;
-    if (!link) return;
+    if (!link || link.down) return this.#whenClosed;
+    this.#whenClosed = new Promise((resolve) => (link.onDown = resolve));
+    // Pings go unanswered once the scheduler closes its end too; the grace bounds the wait instead.
+    link.heartbeat?.stop();
     // GOAWAY tells the scheduler no new streams will be served; the socket then goes.
     if (link.session && !link.session.destroyed) link.session.close();
-    this.#clock.setTimeout(() => this.#down(link, 'dialer closed'), TUNNEL_DEFAULTS.closeGraceMs);
+    this.#clock.setTimeout(() => this.#down(link, 'dialer closed'), graceMs);
     link.session?.once('close', () => this.#down(link, 'dialer closed'));
     if (!link.session) this.#down(link, 'dialer closed');
+    return this.#whenClosed;
   }
 
   #connect(): void {
@@ -277,6 +288,7 @@ class Dialer implements TunnelDialer {
   #down(link: Link, reason: string, refused = false): void {
     if (link.down) return;
     link.down = true;
+    link.onDown?.();
     link.heartbeat?.stop();
     if (link.session && !link.session.destroyed) link.session.destroy();
     link.cancel?.();

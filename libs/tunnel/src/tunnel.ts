@@ -121,8 +121,10 @@ class ClientTunnel implements Tunnel {
     });
     this.session.once('connect', () => this.session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
     this.session.on('error', (error) => this.#die(`session error: ${error.message}`));
-    // The runtime is draining: no new streams, but those in flight may finish.
-    this.session.once('goaway', () => this.close('runtime sent GOAWAY'));
+    // The runtime is stopping: no new streams, but those in flight may finish.
+    this.session.once('goaway', () =>
+      this.#close('runtime sent GOAWAY', undefined, TUNNEL_DEFAULTS.runtimeGoawayGraceMs),
+    );
     this.session.once('close', () => this.#die('session closed'));
     o.carrier.onEnd((reason) => this.#die(reason));
     this.#heartbeat = new Heartbeat({
@@ -187,6 +189,10 @@ class ClientTunnel implements Tunnel {
   }
 
   close(reason = 'closed', peerNote?: string): void {
+    this.#close(reason, peerNote, TUNNEL_DEFAULTS.closeGraceMs);
+  }
+
+  #close(reason: string, peerNote: string | undefined, graceMs: number): void {
     if (this.closed) return;
     this.#markClosed(reason);
     if (peerNote !== undefined && !this.session.destroyed) {
@@ -194,7 +200,7 @@ class ClientTunnel implements Tunnel {
     }
     // GOAWAY lets streams in flight finish; the grace timer bounds how long.
     this.session.close(() => this.#teardown());
-    this.#graceTimer = this.#clock.setTimeout(() => this.#teardown(), TUNNEL_DEFAULTS.closeGraceMs);
+    this.#graceTimer = this.#clock.setTimeout(() => this.#teardown(), graceMs);
   }
 
   /** The peer is gone or broken: fail every stream now, no grace. */
