@@ -1,18 +1,32 @@
 // Acceptance at the process level: a runtime stopped with SIGTERM (a rolling
 // restart, a node drained) takes no new sandbox for its drain delay, while the
 // sessions it holds go on; then it stops and they get 404, as for any runtime
-// gone. One that holds no sandbox stops at once. Schedulers, gateway and
-// runtimes are separate processes on loopback.
+// gone. A tool call in flight when it stops is answered first; one that
+// holds no sandbox stops at once. Schedulers, gateway and runtimes are
+// separate processes on loopback.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import type { AppProcess } from '../support/processes.ts';
 import { until } from '../support/processes.ts';
-import { LEGACY, connect, counter, post, sessionOf, toolCallBody, whoami, type AnyClient } from './support.ts';
+import {
+  LEGACY,
+  callWith,
+  connect,
+  counter,
+  post,
+  sessionOf,
+  textOf,
+  toolCallBody,
+  whoami,
+  type AnyClient,
+} from './support.ts';
 
 /** The draining runtime's drain delay: long enough for every check below to run inside it. */
 const DRAIN_MS = 8000;
 const NEW_SESSIONS = 12;
+/** A tool call still running when its runtime is told to stop. */
+const SLEEP_MS = 2000;
 
 /** Idle weight of `runtimeId` as scheduler `url` sees it. */
 async function idleWeightOn(url: string, runtimeId: string): Promise<Record<string, number> | undefined> {
@@ -89,6 +103,38 @@ describe('a runtime draining on SIGTERM', () => {
       });
       return reply.status === 404 || undefined;
     });
+  });
+
+  it('answers a tool call in flight when it stops, then closes its sessions', async () => {
+    const stopping = await cluster.startRuntime('r3', 0, { args: ['--drain-delay-ms', '0'] });
+    await cluster.waitForRuntimes(['r0', 'r3'], 15_000);
+    let client: AnyClient | undefined;
+    for (let i = 0; !client && i < 40; i++) {
+      const candidate = await connect('v2', cluster.gatewayUrl(), { 'x-switchyard-process': `in-flight-${i}` });
+      clients.push(candidate);
+      if ((await whoami(candidate)).runtime === 'r3') client = candidate;
+    }
+    assert.ok(client, 'a session landed on r3');
+    const call = callWith(
+      'v2',
+      client,
+      { name: 'sleep', arguments: { ms: SLEEP_MS } },
+      { signal: AbortSignal.timeout(SLEEP_MS + 5000) },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const termAt = Date.now();
+    stopping.signal('SIGTERM');
+    assert.equal(textOf(await call), `slept ${SLEEP_MS}`);
+    const { code } = await stopping.exited;
+    const stoppedMs = Date.now() - termAt;
+    assert.equal(code, 0);
+    assert.ok(stoppedMs < SLEEP_MS + 3000, `r3 stopped ${stoppedMs} ms after SIGTERM`);
+    assert.ok(stopping.logs.some((l) => l.msg === 'letting the requests in flight finish'));
+    const reply = await post(cluster.gatewayUrl(), toolCallBody(8, 'counter'), {
+      'mcp-session-id': sessionOf(client),
+      'mcp-protocol-version': LEGACY,
+    });
+    assert.equal(reply.status, 404, reply.text);
   });
 
   it('stops at once when it holds no sandbox, whatever its drain delay', async () => {

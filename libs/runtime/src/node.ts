@@ -29,9 +29,19 @@ export interface RuntimeNode {
    * `close()`.
    */
   drain(): Promise<void>;
-  /** Closes the tunnel (GOAWAY), sessions and sandboxes, then the listeners. Idempotent. */
+  /**
+   * Sends GOAWAY on the tunnel, lets requests in flight finish (for up to
+   * 20 s), then closes sessions, sandboxes, the tunnel and the listeners.
+   * Idempotent.
+   */
   close(): Promise<void>;
 }
+
+/**
+ * How long requests in flight (tool calls) get to finish when the node
+ * closes; within the 30 s an app's shutdown hooks get, after its listeners.
+ */
+const CLOSE_GRACE_MS = 20_000;
 
 /** How often a draining node looks whether it still holds a sandbox. */
 const DRAIN_CHECK_MS = 250;
@@ -146,9 +156,13 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     close() {
       closing ??= (async () => {
         clearInterval(keepAlive);
-        dialer.close();
+        // GOAWAY first: schedulers open no new stream here, and the requests in flight get
+        // CLOSE_GRACE_MS to finish. Closing the host then ends the sessions' GET streams, and
+        // with its last stream the tunnel goes (or, at the latest, a second after the grace).
+        const tunnelClosed = dialer.close(CLOSE_GRACE_MS + 1000);
         watch.close();
-        await host.close();
+        await host.close(CLOSE_GRACE_MS);
+        await tunnelClosed;
         store.close();
         await Promise.all(servers.map((s) => closeServer(s, { timeoutMs: 2000 })));
       })();
