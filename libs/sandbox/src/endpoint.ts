@@ -17,6 +17,7 @@ import {
 } from '@switchyard/protocol';
 import { SessionEventStore } from './event-store.ts';
 import { SandboxEventBus } from './listen-bus.ts';
+import type { InFlight } from './in-flight.ts';
 import type { Sandbox, SandboxRegistry } from './registry.ts';
 import type { Session, SessionTable } from './sessions.ts';
 import type { Logger, StateReporter } from './types.ts';
@@ -30,6 +31,8 @@ export interface EndpointDeps {
   readonly logger: Logger;
   /** Class used when a request names none; undefined when `default` is not configured. */
   readonly defaultClass: string | undefined;
+  /** Where POSTs being answered are counted, listen streams aside. */
+  readonly inFlight: InFlight;
 }
 
 const SERVER_INFO = { name: 'switchyard-sandbox', version: '0.1.0' };
@@ -103,8 +106,12 @@ export class McpEndpoint {
       }
       if (request.method !== 'POST') return await this.#legacyFetch(request, (value) => (id = value));
       const posted = await readOnce(request);
-      if (!(await isLegacyRequest(posted.request, posted.body))) return await this.#modernFetch(posted);
-      return await this.#legacyFetch(posted.request, (value) => (id = value), posted.body);
+      const post = async (): Promise<Answer> => {
+        if (!(await isLegacyRequest(posted.request, posted.body))) return await this.#modernFetch(posted);
+        return await this.#legacyFetch(posted.request, (value) => (id = value), posted.body);
+      };
+      // A listen stream lasts as long as its client: a closing host does not wait for it.
+      return isListen(posted.body) ? await post() : await this.#deps.inFlight.answer(post);
     } catch (error) {
       if (!(error instanceof SwitchyardError)) {
         this.#deps.logger.error({ event: 'mcp.failed', err: String(error) }, 'mcp request failed');
@@ -267,6 +274,10 @@ interface Posted {
  * JSON is handed on as a fresh request with the same text, so the SDK
  * answers it exactly as before.
  */
+function isListen(body: unknown): boolean {
+  return (body as { method?: unknown } | null | undefined)?.method === 'subscriptions/listen';
+}
+
 async function readOnce(request: Request): Promise<Posted> {
   const text = await request.text();
   if (text.length > 0) {

@@ -4,6 +4,7 @@ import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { builtinEngine } from './builtin.ts';
 import type { Engine, EngineContext } from './engine.ts';
 import { answerWriter } from './answer.ts';
+import { InFlight } from './in-flight.ts';
 import { McpEndpoint } from './endpoint.ts';
 import { httpEngine } from './http-engine.ts';
 import { withWarmPool, type WarmPoolEngine } from './warm-pool.ts';
@@ -36,7 +37,7 @@ export interface SandboxHost {
   stats(): HostStats;
   /**
    * Refuses new requests (503), lets those being answered finish for up to
-   * `graceMs` (GET streams aside: they last as long as their sessions), then
+   * `graceMs` (streams that last as long as their clients aside: GET, listen), then
    * closes sessions, destroys sandboxes and warm pools, kills children, which
    * cancels what is still in flight. Idempotent: a later call joins the first.
    */
@@ -112,7 +113,8 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     onCancelled,
     onRemoved: (sandbox) => sessions.closeForSandbox(sandbox.id, 'sandbox_removed'),
   });
-  const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass });
+  const inFlight = new InFlight();
+  const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass, inFlight });
   const nodeOpts = {
     maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,
     onerror: (error: Error) => logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
@@ -120,42 +122,14 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const mcp = answerWriter(endpoint.handle, nodeOpts);
   const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
   let closing: Promise<void> | undefined;
-  // Requests being answered, GET streams aside: close() lets them finish.
-  let answering = 0;
-  let onAnswered: (() => void) | undefined;
-  const answer = async (serve: Promise<void>): Promise<void> => {
-    answering++;
-    try {
-      await serve;
-    } finally {
-      if (--answering === 0) onAnswered?.();
-    }
-  };
-  const answered = async (graceMs: number): Promise<void> => {
-    if (answering > 0 && graceMs > 0) {
-      logger.info({ requests: answering, graceMs }, 'letting the requests in flight finish');
-      await new Promise<void>((resolve) => {
-        const timer = clock.setTimeout(() => onAnswered?.(), graceMs);
-        onAnswered = () => {
-          onAnswered = undefined;
-          timer.cancel();
-          resolve();
-        };
-      });
-    }
-    // Closing their sessions and sandboxes cancels them.
-    if (answering > 0) logger.warn({ requests: answering }, 'requests still in flight cut at close');
-  };
-
   return {
     async handleMcp(req, res) {
       if (closing) return rejectClosed(res);
-      const served = mcp(req, withoutHopByHop(res));
-      await (req.method === 'GET' ? served : answer(served));
+      await mcp(req, withoutHopByHop(res));
     },
     async handleRest(req, res) {
       if (closing) return rejectClosed(res);
-      await answer(rest(req, withoutHopByHop(res)));
+      await inFlight.settle(rest(req, withoutHopByHop(res)));
     },
     stats: () => ({
       sandboxes: registry.size,
@@ -165,7 +139,12 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     }),
     close(graceMs = 0) {
       closing ??= (async () => {
-        await answered(graceMs);
+        if (inFlight.count > 0 && graceMs > 0) {
+          logger.info({ requests: inFlight.count, graceMs }, 'letting the requests in flight finish');
+          await inFlight.idle(clock, graceMs);
+        }
+        // Closing their sessions and sandboxes cancels what is left.
+        if (inFlight.count > 0) logger.warn({ requests: inFlight.count }, 'requests still in flight cut at close');
         sessions.closeAll('closed');
         await endpoint.close();
         await registry.close();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
 import { childPids } from './fixtures/children.ts';
 import { connect } from './fixtures/clients.ts';
 import { RecordingReporter, serveHttp1, testHost } from './fixtures/harness.ts';
@@ -52,6 +53,23 @@ describe('host close', () => {
     const elapsedMs = Date.now() - started;
     assert.ok(elapsedMs < 2000, `closed ${elapsedMs} ms after close(), once the call ended`);
     assert.deepEqual(host.stats(), { sandboxes: 0, sessions: 0, cancelled: 0, warm: 0 });
+    await c.close().catch(() => undefined);
+    await served.close();
+  });
+
+  it('does not wait for a listen stream, which lasts as long as its client', async () => {
+    const host = testHost({ runtimeId: 'rt-listen', classes: { demo: { engine: 'builtin' } } });
+    const served = await serveHttp1(host);
+    const c = await connect('v2-modern', served.url, served.fetch, {
+      'x-switchyard-class': 'demo',
+      'x-switchyard-process': 'listening',
+    });
+    const stream = await (c.raw as Client).listen({ toolsListChanged: true });
+    const started = Date.now();
+    await host.close(10_000);
+    const elapsedMs = Date.now() - started;
+    assert.ok(elapsedMs < 2000, `closed ${elapsedMs} ms after close() with a listen stream open`);
+    await stream.close().catch(() => undefined);
     await c.close().catch(() => undefined);
     await served.close();
   });

@@ -84,8 +84,9 @@ function reply(res: ServerResponse, status: number, body: object): void {
 
 /**
  * Probes and graceful shutdown for one app process. The sequence on
- * shutdown: unready (readyz 503) and drain hooks → wait drainDelayMs → close every added
- * server (stop accepting; in-flight requests finish) → hooks in reverse
+ * shutdown: unready (readyz 503) and drain hooks → wait drainDelayMs (less
+ * once the drain hooks say nothing is left) → close every added server
+ * (stop accepting; in-flight requests finish) → hooks in reverse
  * order → done. The whole post-drain part is bounded by shutdownTimeoutMs:
  * connections still open at the deadline are cut and hooks still running
  * are abandoned (reported, not awaited).
