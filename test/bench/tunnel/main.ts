@@ -24,9 +24,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { H2_TUNING, createTunnelEndpoint, h2Settings, proxyToTunnel } from '@switchyard/tunnel';
 import { percentile, progress, report } from '../report.ts';
+import { type OpenStream, interleaved, rate, streamBytes } from './streams.ts';
 
 const TOKEN = 'bench-token';
-const MB = 1_000_000;
 const ONE_STREAM_BYTES = 512 * 1024 * 1024;
 const PARALLEL = 64;
 const PER_STREAM_BYTES = 8 * 1024 * 1024;
@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     await tcpBytes(ports.tcpPort, 32 * 1024 * 1024);
     const [oneStream, oneWs, oneTcp, oneH2Tcp] = (
       await interleaved(
+        ROUNDS,
         () => streamBytes(overTunnel, ONE_STREAM_BYTES / ROUNDS),
         () => streamBytes(overWs, ONE_STREAM_BYTES / ROUNDS),
         () => tcpBytes(ports.tcpPort, ONE_STREAM_BYTES / ROUNDS),
@@ -81,6 +82,7 @@ async function main(): Promise<void> {
     const total = PARALLEL * PER_STREAM_BYTES;
     const [manyStreams, manyTcp] = (
       await interleaved(
+        ROUNDS,
         () => fanOut(() => streamBytes(overTunnel, PER_STREAM_BYTES / ROUNDS)),
         () => fanOut(() => tcpBytes(ports.tcpPort, PER_STREAM_BYTES / ROUNDS)),
       )
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
     const [raw, rawWs, rawH2] = [[], [], []] as [number[], number[], number[]];
     for (const open of [overTunnel, overWs, overTcp]) await streamLatencies(open, WARMUP_CALLS, []);
     await interleaved(
+      ROUNDS,
       () => streamLatencies(overTunnel, LATENCY_CALLS / ROUNDS, raw),
       () => streamLatencies(overWs, LATENCY_CALLS / ROUNDS, rawWs),
       () => streamLatencies(overTcp, LATENCY_CALLS / ROUNDS, rawH2),
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
     const proxiedWs = latencyLane(schedulerPort, '/ws/ping');
     await Promise.all([warm(direct), warm(proxied), warm(proxiedWs)]);
     await interleaved(
+      ROUNDS,
       () => sample(proxied, LATENCY_CALLS / ROUNDS),
       () => sample(direct, LATENCY_CALLS / ROUNDS),
       () => sample(proxiedWs, LATENCY_CALLS / ROUNDS),
@@ -156,20 +160,9 @@ async function main(): Promise<void> {
   }
 }
 
-const rate = (bytes: number, ms: number): number => bytes / MB / (ms / 1000);
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = performance.now();
-  await fn();
-  return performance.now() - start;
-}
-
 function fanOut(fn: () => Promise<number>): Promise<number[]> {
   return Promise.all(Array.from({ length: PARALLEL }, fn));
 }
-
-/** Opens an HTTP/2 stream to the runtime: through the tunnel, or on the plain TCP baseline. */
-type OpenStream = (headers: http2.OutgoingHttpHeaders) => http2.ClientHttp2Stream;
 
 /** HTTP/2 with the tunnel's settings on a plain TCP connection to the runtime's h2c port. */
 async function connectH2(port: number): Promise<http2.ClientHttp2Session> {
@@ -180,15 +173,6 @@ async function connectH2(port: number): Promise<http2.ClientHttp2Session> {
   await once(session, 'connect');
   session.setLocalWindowSize(H2_TUNING.sessionWindowBytes);
   return session;
-}
-
-/** Reads `/bytes/<n>` on a stream `open` gives; resolves with the bytes received. */
-async function streamBytes(open: OpenStream, bytes: number): Promise<number> {
-  const stream = open({ ':path': `/bytes/${bytes}` });
-  let received = 0;
-  for await (const chunk of stream) received += (chunk as Buffer).length;
-  if (received !== bytes) throw new Error(`stream delivered ${received} of ${bytes} bytes`);
-  return received;
 }
 
 /** Asks the raw TCP blaster for `bytes`; resolves with the bytes received. */
@@ -235,21 +219,6 @@ async function warm(lane: LatencyLane): Promise<void> {
 /** `calls` sequential GETs, their latencies added to the lane's. */
 async function sample(lane: LatencyLane, calls: number): Promise<void> {
   for (let i = 0; i < calls; i++) lane.samples.push(await ping(lane));
-}
-
-/**
- * Runs each of `runs` ROUNDS times, each round starting one later (with two,
- * they alternate); resolves with the total milliseconds each took, in order.
- */
-async function interleaved(...runs: Array<() => Promise<unknown>>): Promise<number[]> {
-  const totals = runs.map(() => 0);
-  for (let r = 0; r < ROUNDS; r++) {
-    for (let i = 0; i < runs.length; i++) {
-      const which = (r + i) % runs.length;
-      totals[which]! += await timed(runs[which]!);
-    }
-  }
-  return totals;
 }
 
 /** `calls` sequential GETs on bare streams (no HTTP/1.1 hop), their latencies added to `samples`. */

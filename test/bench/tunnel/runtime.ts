@@ -11,31 +11,13 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { H2_TUNING, dialTunnel, h2Settings } from '@switchyard/tunnel';
+import { serveBytes } from './streams.ts';
 
 const [url, token] = process.argv.slice(2) as [string, string];
-const CHUNK = Buffer.alloc(256 * 1024, 0x61);
-
-type Res = http.ServerResponse | http2.Http2ServerResponse;
-
-/** `/bytes/<n>` answers n bytes (backpressure respected); anything else a short text. */
-async function handler(req: { url?: string }, res: Res): Promise<void> {
-  const match = /^\/bytes\/(\d+)$/.exec(req.url ?? '');
-  if (!match) return void res.end('ok');
-  let left = Number(match[1]);
-  // Both response kinds share this surface; the union's overloads just do not unify for tsc.
-  const out = res as http.ServerResponse;
-  out.writeHead(200, { 'content-type': 'application/octet-stream' });
-  while (left > 0) {
-    const piece = left >= CHUNK.length ? CHUNK : CHUNK.subarray(0, left);
-    left -= piece.length;
-    if (!out.write(piece)) await once(out, 'drain');
-  }
-  out.end();
-}
-
-const plain = http.createServer((req, res) => void handler(req, res));
+const plain = http.createServer((req, res) => void serveBytes(req, res));
 plain.listen(0, '127.0.0.1');
 // Raw TCP: the client sends the byte count as text, the server blasts that many bytes.
+const CHUNK = Buffer.alloc(256 * 1024, 0x61);
 const blaster = net.createServer((socket) => {
   socket.once('data', async (data) => {
     let left = Number(data.toString());
@@ -51,7 +33,7 @@ blaster.listen(0, '127.0.0.1');
 // The tunnel's HTTP/2 settings, as the dialer's server advertises them.
 const h2 = http2.createServer(
   { settings: h2Settings(), maxSessionMemory: H2_TUNING.maxSessionMemoryMb },
-  (req, res) => void handler(req, res),
+  (req, res) => void serveBytes(req, res),
 );
 h2.on('session', (session) => session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes)));
 h2.listen(0, '127.0.0.1');
@@ -67,7 +49,7 @@ const dialers = Object.entries(transports).map(([id, transport]) =>
     token,
     transport,
     info: { id, classes: ['bench'], metadata: {}, version: '1.0.0', limits: {} },
-    handler: (req, res) => void handler(req, res),
+    handler: (req, res) => void serveBytes(req, res),
     onConnected: () => {
       if (++connected !== Object.keys(transports).length) return;
       const ports = {
