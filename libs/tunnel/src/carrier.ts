@@ -1,6 +1,5 @@
 import type http2 from 'node:http2';
-import { Duplex } from 'node:stream';
-import { TLSSocket } from 'node:tls';
+import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import { byteStream, probe } from './wire.ts';
 
@@ -54,18 +53,13 @@ export function webSocketCarrier(ws: WebSocket): Carrier {
   };
 }
 
-/**
- * HTTP/2 straight on an upgraded connection. HTTP/2 PING is the only liveness round (and keeps it busy).
- * `accepted`: the connection came through this process's HTTP server (the scheduler's end).
- */
-export function socketCarrier(socket: Duplex, accepted = false): Carrier {
+/** HTTP/2 straight on an upgraded connection. HTTP/2 PING is the only liveness round (and keeps it busy). */
+export function socketCarrier(socket: Duplex): Carrier {
   // Errors also close the socket, which onEnd reports; one with no listener would crash the process.
   socket.on('error', () => {});
   return {
     transport: 'http2',
-    // Node's HTTP/2 aborts the process (Assertion failed: is_write_in_progress()) when it writes natively to
-    // a TLS socket that an HTTPS server upgraded; through a JS stream it does not. Plain sockets stay native.
-    stream: accepted && socket instanceof TLSSocket ? relayedStream(socket) : socket,
+    stream: socket,
     probe: (session) => probe(session),
     destroy: () => void socket.destroy(),
     onEnd(listener) {
@@ -87,24 +81,4 @@ function once(listener: (reason: string) => void): (reason: string) => void {
     called = true;
     listener(reason);
   };
-}
-
-/** A JS stream in front of `socket`: bytes, back-pressure, end and destruction pass through both ways. */
-function relayedStream(socket: Duplex): Duplex {
-  const relayed = new Duplex({
-    allowHalfOpen: false,
-    read: () => void socket.resume(),
-    write: (chunk: Buffer, _encoding, callback) => void socket.write(chunk, callback),
-    final: (callback) => void socket.end(callback),
-    destroy: (error, callback) => {
-      socket.destroy(error ?? undefined);
-      callback(error);
-    },
-  });
-  socket.on('data', (chunk: Buffer) => {
-    if (!relayed.push(chunk)) socket.pause();
-  });
-  socket.once('end', () => relayed.push(null));
-  socket.once('close', () => relayed.destroy());
-  return relayed;
 }

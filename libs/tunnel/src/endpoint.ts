@@ -153,13 +153,25 @@ class Endpoint implements TunnelEndpoint {
     this.#wss.close();
   }
 
-  /** The `http2` transport: answer 101, then HTTP/2 runs on the socket itself. */
+  /**
+   * The `http2` transport: answer 101, then HTTP/2 runs on the socket itself,
+   * once the 101 is written. HTTP/2 must not take over a socket with a write
+   * of ours in flight: on a TLS socket Node then aborts the process
+   * (`Assertion failed: is_write_in_progress()`). Paused meanwhile, the
+   * socket keeps what the runtime sends after the 101 for HTTP/2 to read.
+   */
   #acceptUpgrade(socket: Duplex, head: Buffer, info: Tunnel['info'], authorization: string | undefined): void {
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`);
     // The runtime speaks only after our 101, so `head` is empty unless it broke protocol; HTTP/2 will judge.
     if (head.length > 0) socket.unshift(head);
     if (socket instanceof Socket) socket.setNoDelay(true);
-    this.#accept(socketCarrier(socket, true), info, authorization);
+    socket.pause();
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`,
+      (error) => {
+        if (error || socket.destroyed) return void socket.destroy();
+        this.#accept(socketCarrier(socket), info, authorization);
+      },
+    );
   }
 
   #accept(carrier: Carrier, info: Tunnel['info'], authorization: string | undefined): void {
