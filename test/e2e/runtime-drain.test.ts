@@ -35,6 +35,26 @@ async function idleWeightOn(url: string, runtimeId: string): Promise<Record<stri
   return body.runtimes.find((r) => r.id === runtimeId)?.idleWeight;
 }
 
+/**
+ * Opens sessions of new named processes (`<prefix>-<n>`) through the gateway
+ * at `url` until one lands on `runtime`; every client opened goes onto
+ * `clients`, for the caller to close.
+ */
+async function sessionOn(
+  url: string,
+  runtime: string,
+  prefix: string,
+  clients: AnyClient[],
+): Promise<{ client: AnyClient; process: string }> {
+  for (let i = 0; i < 40; i++) {
+    const process = `${prefix}-${i}`;
+    const client = await connect('v2', url, { 'x-switchyard-process': process });
+    clients.push(client);
+    if ((await whoami(client)).runtime === runtime) return { client, process };
+  }
+  throw new Error(`none of 40 sessions landed on ${runtime}`);
+}
+
 describe('a runtime draining on SIGTERM', () => {
   let cluster: TestCluster;
   let draining: AppProcess;
@@ -50,15 +70,7 @@ describe('a runtime draining on SIGTERM', () => {
   });
 
   it('places new sessions elsewhere while its own go on, then stops and its sessions get 404', async () => {
-    // A session of a named process on the runtime to drain.
-    let held: { client: AnyClient; process: string } | undefined;
-    for (let i = 0; !held && i < 40; i++) {
-      const process = `held-${i}`;
-      const client = await connect('v2', cluster.gatewayUrl(), { 'x-switchyard-process': process });
-      clients.push(client);
-      if ((await whoami(client)).runtime === 'r1') held = { client, process };
-    }
-    assert.ok(held, 'a session landed on r1');
+    const held = await sessionOn(cluster.gatewayUrl(), 'r1', 'held', clients);
     assert.equal(await counter(held.client), 1);
 
     const termAt = Date.now();
@@ -108,13 +120,7 @@ describe('a runtime draining on SIGTERM', () => {
   it('answers a tool call in flight when it stops, then closes its sessions', async () => {
     const stopping = await cluster.startRuntime('r3', 0, { args: ['--drain-delay-ms', '0'] });
     await cluster.waitForRuntimes(['r0', 'r3'], 15_000);
-    let client: AnyClient | undefined;
-    for (let i = 0; !client && i < 40; i++) {
-      const candidate = await connect('v2', cluster.gatewayUrl(), { 'x-switchyard-process': `in-flight-${i}` });
-      clients.push(candidate);
-      if ((await whoami(candidate)).runtime === 'r3') client = candidate;
-    }
-    assert.ok(client, 'a session landed on r3');
+    const { client } = await sessionOn(cluster.gatewayUrl(), 'r3', 'in-flight', clients);
     const call = callWith(
       'v2',
       client,
