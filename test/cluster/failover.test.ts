@@ -128,7 +128,13 @@ describe('scheduler leader failover on the fake Lease API', () => {
         }),
       });
       assert.equal(res.status, 200, await res.text());
-      const fenced = await follower.waitForLog((l) => l.msg === 'sync message fenced off', 8000);
+      const fenced = await follower
+        .waitForLog((l) => l.msg === 'sync message fenced off', 8000)
+        .catch((error) => {
+          // What each live replica did meanwhile, for a failure that cannot be rerun at will.
+          for (const s of survivors()) console.log(`# ${s.name}${s === leader ? ' (leader)' : ''}: ${recent(s)}`);
+          throw error;
+        });
       assert.equal(fenced.term, staleTerm);
       assert.ok(ghost.connections() >= 1, 'the follower dialled the stale leader');
       const during = await getEpoch(follower.url!);
@@ -146,6 +152,15 @@ describe('scheduler leader failover on the fake Lease API', () => {
     }
   });
 });
+
+/** The replica's last log lines, one short entry each. */
+function recent(replica: AppProcess): string {
+  const entries = replica.logs.slice(-15).map((l) => {
+    const { time, msg, term, leader, reason } = l as Record<string, unknown>;
+    return JSON.stringify({ time, msg, term, leader, reason });
+  });
+  return entries.join(' ');
+}
 
 /** Six fractional digits, as a Kubernetes MicroTime must have. */
 function microTime(date: Date): string {
