@@ -1,6 +1,6 @@
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { systemClock, type Clock } from '@switchyard/clock';
-import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
+import { DEFAULT_CLASS, ERROR_CODES, MCP_SESSION_HEADER, SwitchyardError, jsonRpcError } from '@switchyard/protocol';
 import { builtinEngine } from './builtin.ts';
 import type { Engine, EngineContext } from './engine.ts';
 import { answerWriter } from './answer.ts';
@@ -124,11 +124,11 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   let closing: Promise<void> | undefined;
   return {
     async handleMcp(req, res) {
-      if (closing) return rejectClosed(res);
+      if (closing) return rejectClosed(req, res);
       await mcp(req, withoutHopByHop(res));
     },
     async handleRest(req, res) {
-      if (closing) return rejectClosed(res);
+      if (closing) return rejectClosed(req, res);
       await inFlight.settle(rest(req, withoutHopByHop(res)));
     },
     stats: () => ({
@@ -177,8 +177,16 @@ function withoutHopByHop(res: HostResponse): HostResponse {
   return res;
 }
 
-function rejectClosed(res: HostResponse): void {
-  const error = new SwitchyardError('not_ready', 'runtime is shutting down');
-  res.writeHead(error.status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: error.message } }));
+/**
+ * A closing host's answer: 503, or 404 to a request of a legacy session,
+ * which is lost with the host, so that its client re-initializes (and lands
+ * elsewhere) rather than retry here.
+ */
+function rejectClosed(req: HostRequest, res: HostResponse): void {
+  const [code, message] =
+    req.headers[MCP_SESSION_HEADER] === undefined
+      ? (['not_ready', 'runtime is shutting down'] as const)
+      : (['session_not_found', 'Session not found: its runtime is shutting down; re-initialize'] as const);
+  res.writeHead(ERROR_CODES[code].status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(jsonRpcError(code, message)));
 }

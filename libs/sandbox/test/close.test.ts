@@ -48,6 +48,15 @@ describe('host close', () => {
     const refused = await fetch(`${served.url}/mcp`, { method: 'POST', body: '{}' });
     assert.equal(refused.status, 503, 'new requests are refused while the host closes');
     await refused.body?.cancel();
+    // The session is lost with the host: its client is told to re-initialize (elsewhere), not to retry here.
+    const ofSession = await fetch(`${served.url}/mcp`, {
+      method: 'POST',
+      headers: { 'mcp-session-id': c.sessionId!, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
+    });
+    assert.equal(ofSession.status, 404);
+    const body = (await ofSession.json()) as { error: { data: { reason: string } } };
+    assert.equal(body.error.data.reason, 'session_not_found');
     assert.equal(await call, 'slept 800');
     await closed;
     const elapsedMs = Date.now() - started;
