@@ -260,6 +260,11 @@ export class McpEndpoint {
   }
 }
 
+/** A 2026-07-28 `subscriptions/listen` request, whose stream lasts as long as its client. */
+function isListen(body: unknown): boolean {
+  return (body as { method?: unknown } | null | undefined)?.method === 'subscriptions/listen';
+}
+
 /** A POST whose body was read once; `body` is its JSON, absent when it is not JSON. */
 interface Posted {
   readonly request: Request;
@@ -274,10 +279,6 @@ interface Posted {
  * JSON is handed on as a fresh request with the same text, so the SDK
  * answers it exactly as before.
  */
-function isListen(body: unknown): boolean {
-  return (body as { method?: unknown } | null | undefined)?.method === 'subscriptions/listen';
-}
-
 async function readOnce(request: Request): Promise<Posted> {
   const text = await request.text();
   if (text.length > 0) {

@@ -156,7 +156,7 @@ class Endpoint implements TunnelEndpoint {
   /**
    * The `http2` transport: answer 101, then HTTP/2 runs on the socket itself,
    * once the 101 is written. HTTP/2 must not take over a socket with a write
-   * of ours in flight: on a TLS socket Node then aborts the process
+   * of ours in flight: on a TLS socket Node can then abort the process
    * (`Assertion failed: is_write_in_progress()`). Paused meanwhile, the
    * socket keeps what the runtime sends after the 101 for HTTP/2 to read.
    */
