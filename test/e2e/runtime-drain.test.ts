@@ -4,8 +4,11 @@
 // gone. A tool call in flight when it stops is answered first; one that
 // holds no sandbox stops at once. Schedulers, gateway and runtimes are
 // separate processes on loopback.
+import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import type { AppProcess } from '../support/processes.ts';
 import { until } from '../support/processes.ts';
@@ -22,17 +25,28 @@ import {
   type AnyClient,
 } from './support.ts';
 
+const execFileAsync = promisify(execFile);
+
 /** The draining runtime's drain delay: long enough for every check below to run inside it. */
 const DRAIN_MS = 8000;
 const NEW_SESSIONS = 12;
 /** A tool call still running when its runtime is told to stop. */
 const SLEEP_MS = 2000;
 
-/** Idle weight of `runtimeId` as scheduler `url` sees it. */
-async function idleWeightOn(url: string, runtimeId: string): Promise<Record<string, number> | undefined> {
+/** The `switchyard` command, run as operators do. */
+const CLI = fileURLToPath(new URL('../../apps/cli/src/main.ts', import.meta.url));
+
+interface Listed {
+  id: string;
+  idleWeight: Record<string, number>;
+  metadata: Record<string, string>;
+}
+
+/** `runtimeId` as scheduler `url` lists it. */
+async function listedOn(url: string, runtimeId: string): Promise<Listed | undefined> {
   const res = await fetch(`${url}/api/runtimes`, { signal: AbortSignal.timeout(2000) });
-  const body = (await res.json()) as { runtimes: Array<{ id: string; idleWeight: Record<string, number> }> };
-  return body.runtimes.find((r) => r.id === runtimeId)?.idleWeight;
+  const body = (await res.json()) as { runtimes: Listed[] };
+  return body.runtimes.find((r) => r.id === runtimeId);
 }
 
 /**
@@ -75,11 +89,17 @@ describe('a runtime draining on SIGTERM', () => {
 
     const termAt = Date.now();
     draining.signal('SIGTERM');
-    await until('every scheduler to see r1 offer no idle weight', async () => {
-      const weights = await Promise.all(cluster.schedulerUrls().map((url) => idleWeightOn(url, 'r1')));
-      return weights.every((w) => w?.sandboxes === 0) || undefined;
+    await until('every scheduler to see r1 draining, offering no idle weight', async () => {
+      const listed = await Promise.all(cluster.schedulerUrls().map((url) => listedOn(url, 'r1')));
+      return listed.every((r) => r?.idleWeight.sandboxes === 0 && r.metadata['switchyard/draining'] === 'true');
     });
     console.log(`# every scheduler saw r1 draining ${Date.now() - termAt} ms after SIGTERM`);
+    // An operator tells it from a full runtime, which offers no idle weight either.
+    const status = await execFileAsync(process.execPath, [CLI, 'status', '--scheduler', cluster.schedulerUrls()[0]!], {
+      timeout: 15_000,
+    });
+    assert.match(status.stdout, /^r1 +draining /m, status.stdout);
+    assert.match(status.stdout, /^r0 +available /m, status.stdout);
 
     // New processes, of sessions and of stateless requests, go to the other runtime.
     for (let i = 0; i < NEW_SESSIONS; i++) {

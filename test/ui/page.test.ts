@@ -109,6 +109,14 @@ describe('live page in a browser', { skip }, () => {
     await page.screenshot({ path: join(ARTIFACTS, 'ui-live-page.png'), fullPage: true });
   });
 
+  it('marks a draining runtime, which takes no new sandbox, apart from an available one', async () => {
+    const row = page.locator('#runtimes tr[data-runtime="rt-2"]');
+    assert.match(await row.innerText(), /^rt-2\s+available\s/);
+    void runtimes.get('rt-2')!.drain();
+    await row.locator('td.draining', { hasText: 'draining' }).waitFor({ timeout: 5000 });
+    assert.match(await row.innerText(), /sandboxes=0/);
+  });
+
   it('loads nothing from another origin and raises no script error', () => {
     assert.deepEqual(foreign, []);
     assert.deepEqual(pageErrors, []);

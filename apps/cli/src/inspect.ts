@@ -1,3 +1,4 @@
+import { isDraining } from '@switchyard/protocol';
 import { table } from './table.ts';
 
 interface EpochInfo {
@@ -15,6 +16,7 @@ interface RuntimeSummary {
   available: boolean;
   classes: string[];
   idleWeight: Record<string, number>;
+  metadata: Record<string, string>;
   processes: number;
   threads: number;
   version: string;
@@ -79,7 +81,7 @@ export async function status(target: SchedulerTarget): Promise<string> {
       .join(',') || '-';
   const rows = list.runtimes.map((r) => [
     r.id,
-    r.available ? 'available' : 'unavailable',
+    stateOf(r),
     r.owner,
     r.classes.join(','),
     weight(r.idleWeight),
@@ -94,6 +96,12 @@ export async function status(target: SchedulerTarget): Promise<string> {
     '',
     table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows),
   ].join('\n');
+}
+
+/** A draining runtime takes no new sandbox while its sessions go on; a full one shows idle weight 0 too. */
+function stateOf(r: RuntimeSummary): string {
+  if (!r.available) return 'unavailable';
+  return isDraining(r) ? 'draining' : 'available';
 }
 
 interface Explained {

@@ -1,6 +1,14 @@
 import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { SwitchyardError, isIdentityValue, metadataSchema, parseWith, weightSchema } from '@switchyard/protocol';
+import {
+  DRAINING_METADATA_KEY,
+  RUNTIME_LIMITS,
+  SwitchyardError,
+  isIdentityValue,
+  metadataSchema,
+  parseWith,
+  weightSchema,
+} from '@switchyard/protocol';
 import type { RuntimeOp, WatchSnapshot } from '@switchyard/protocol';
 import { Coalescer } from './coalesce.ts';
 import { ProcessTable, sortedRecord } from './state.ts';
@@ -170,24 +178,24 @@ export class RuntimeStateStore {
   /**
    * Reports no idle weight from now on: every dimension is 0, so schedulers
    * place no new process here, while processes held here keep their sessions
-   * (a saturated holder stays schedulable for them). For a runtime on its way
-   * out. Idempotent.
+   * (a saturated holder stays schedulable for them). The metadata says so
+   * (`DRAINING_METADATA_KEY`), telling this runtime from a full one. For a
+   * runtime on its way out. Idempotent.
    */
   drain(): void {
     this.#draining = true;
     this.#reportWeight(this.#idleWeight);
+    this.#reportMetadata(this.#metadata);
   }
 
-  /** Replaces the whole metadata. Throws `invalid_request` on a bad value. */
+  /**
+   * Replaces the whole metadata, but for the reserved `DRAINING_METADATA_KEY`,
+   * which only `drain()` sets. Throws `invalid_request` on a bad value.
+   */
   setMetadata(metadata: Record<string, string>): boolean {
     const parsed = parseWith(metadataSchema, metadata);
     if (!parsed.ok) throw new SwitchyardError('invalid_request', `metadata ${parsed.error}`);
-    const next = sortedRecord(parsed.value);
-    if (sameRecord(next, this.#metadata)) return false;
-    this.#coalescer.touchMetadata(this.#metadata);
-    this.#metadata = next;
-    this.#changed();
-    return true;
+    return this.#reportMetadata(parsed.value);
   }
 
   /**
@@ -256,6 +264,15 @@ export class RuntimeStateStore {
     return true;
   }
 
+  #reportMetadata(metadata: Record<string, string>): boolean {
+    const next = sortedRecord(this.#draining ? markedDraining(metadata) : withoutDrainingMark(metadata));
+    if (sameRecord(next, this.#metadata)) return false;
+    this.#coalescer.touchMetadata(this.#metadata);
+    this.#metadata = next;
+    this.#changed();
+    return true;
+  }
+
   #changed(): void {
     if (this.#closed) return;
     if (this.#coalescer.size >= this.#pendingKeysMax) return this.flush();
@@ -282,6 +299,19 @@ function sameRecord(a: Record<string, unknown>, b: Record<string, unknown>): boo
 }
 
 /** `weight` with every dimension 0; a weight of no dimension counts as open, so it becomes `{sandboxes: 0}`. */
+function withoutDrainingMark(metadata: Record<string, string>): Record<string, string> {
+  const { [DRAINING_METADATA_KEY]: _mark, ...own } = metadata;
+  return own;
+}
+
+function markedDraining(metadata: Record<string, string>): Record<string, string> {
+  const own = withoutDrainingMark(metadata);
+  // One entry more would be refused by every scheduler; the zero idle weight
+  // alone still keeps new sandboxes away.
+  if (Object.keys(own).length >= RUNTIME_LIMITS.metadataEntriesMax) return own;
+  return { ...own, [DRAINING_METADATA_KEY]: 'true' };
+}
+
 function noIdleWeight(weight: Record<string, number>): Record<string, number> {
   const keys = Object.keys(weight);
   return Object.fromEntries((keys.length > 0 ? keys : ['sandboxes']).map((key) => [key, 0]));

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { RuntimeOp } from '@switchyard/protocol';
-import { SwitchyardError } from '@switchyard/protocol';
+import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, SwitchyardError } from '@switchyard/protocol';
 import { RuntimeMirror, RuntimeStateStore } from '../src/index.ts';
 import type { RuntimeBatch } from '../src/index.ts';
 
@@ -230,7 +230,12 @@ describe('RuntimeStateStore drain', () => {
     await clock.advance(5);
     assert.deepEqual(
       batches.map((b) => b.ops),
-      [[{ op: 'weight', idleWeight: { cpu: 0, sandboxes: 0 } }]],
+      [
+        [
+          { op: 'weight', idleWeight: { cpu: 0, sandboxes: 0 } },
+          { op: 'metadata', metadata: { [DRAINING_METADATA_KEY]: 'true' } },
+        ],
+      ],
     );
     // A sandbox ending afterwards frees capacity that a draining runtime does not offer.
     assert.equal(store.setIdleWeight({ sandboxes: 4, cpu: 2 }), false);
@@ -245,6 +250,38 @@ describe('RuntimeStateStore drain', () => {
   it('reports a weight of no dimension, which schedulers count as open, as no sandboxes', () => {
     const { store } = setup();
     store.drain();
+    assert.deepEqual(store.snapshot().idleWeight, { sandboxes: 0 });
+  });
+
+  it('marks its metadata as draining, and keeps the mark through later metadata', async () => {
+    const { clock, store, batches } = setup();
+    store.setMetadata({ zone: 'eu-1' });
+    store.flush();
+    batches.length = 0;
+    store.drain();
+    await clock.advance(5);
+    assert.deepEqual(batches.at(-1)!.ops.at(-1), {
+      op: 'metadata',
+      metadata: { [DRAINING_METADATA_KEY]: 'true', zone: 'eu-1' },
+    });
+    store.setMetadata({ zone: 'eu-2' });
+    assert.deepEqual(store.snapshot().metadata, { [DRAINING_METADATA_KEY]: 'true', zone: 'eu-2' });
+  });
+
+  it('reserves the mark: metadata set before a drain cannot carry it', () => {
+    const { store } = setup();
+    assert.equal(store.setMetadata({ [DRAINING_METADATA_KEY]: 'true' }), false);
+    assert.deepEqual(store.snapshot().metadata, {});
+  });
+
+  it('leaves the mark out where one more entry would pass the limit', () => {
+    const { store } = setup();
+    const full = Object.fromEntries(
+      Array.from({ length: RUNTIME_LIMITS.metadataEntriesMax }, (_, i) => [`k${i}`, 'v']),
+    );
+    store.setMetadata(full);
+    store.drain();
+    assert.deepEqual(store.snapshot().metadata, full);
     assert.deepEqual(store.snapshot().idleWeight, { sandboxes: 0 });
   });
 });

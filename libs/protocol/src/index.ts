@@ -26,6 +26,8 @@ export {
   runtimeSchema,
   threadRefSchema,
   runtimeStateSchema,
+  DRAINING_METADATA_KEY,
+  isDraining,
 } from './runtime.ts';
 export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState } from './runtime.ts';
 export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';

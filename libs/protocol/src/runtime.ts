@@ -66,6 +66,18 @@ export const runtimeSchema = z.strictObject({
 });
 export type Runtime = z.infer<typeof runtimeSchema>;
 
+/**
+ * Metadata key a runtime reports, with value `"true"`, while it drains on its
+ * way out: it then offers no idle weight, like a full runtime, and this key
+ * tells the two apart. Reserved: a runtime's own metadata under it is dropped.
+ */
+export const DRAINING_METADATA_KEY = 'switchyard/draining';
+
+/** True when `runtime` reports that it is draining (`DRAINING_METADATA_KEY`). */
+export function isDraining(runtime: Pick<Runtime, 'metadata'>): boolean {
+  return runtime.metadata[DRAINING_METADATA_KEY] === 'true';
+}
+
 /** A runtime together with what it hosts: processes and `process/thread` pairs. */
 export const threadRefSchema = z.strictObject({ process: identityValueSchema, thread: identityValueSchema });
 export type ThreadRef = z.infer<typeof threadRefSchema>;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, Timer } from '@switchyard/clock';
-import type { Runtime } from '@switchyard/protocol';
+import { isDraining, type Runtime } from '@switchyard/protocol';
 import type { RuntimeSummary } from '@switchyard/scheduling';
 import { sendJson } from './http-util.ts';
 
@@ -24,6 +24,8 @@ export interface UiState {
 }
 
 export type UiRuntime = Pick<Runtime, 'id' | 'owner' | 'available' | 'classes' | 'version' | 'idleWeight'> & {
+  /** On its way out: it takes no new sandbox, its sessions go on. */
+  readonly draining: boolean;
   readonly processes: number;
   readonly threads: number;
 };
@@ -84,6 +86,7 @@ export function uiStateOf(input: {
     id: r.id,
     owner: r.owner,
     available: r.available,
+    draining: isDraining(r),
     classes: r.classes,
     version: r.version,
     idleWeight: r.idleWeight,
