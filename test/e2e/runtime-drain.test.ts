@@ -16,6 +16,7 @@ import {
   LEGACY,
   callWith,
   connect,
+  metric,
   counter,
   post,
   sessionOf,
@@ -100,6 +101,7 @@ describe('a runtime draining on SIGTERM', () => {
     });
     assert.match(status.stdout, /^r1 +draining /m, status.stdout);
     assert.match(status.stdout, /^r0 +available /m, status.stdout);
+    assert.equal(await metric(cluster.schedulerUrls()[0]!, 'switchyard_scheduler_runtimes', { state: 'draining' }), 1);
 
     // New processes, of sessions and of stateless requests, go to the other runtime.
     for (let i = 0; i < NEW_SESSIONS; i++) {

@@ -1,4 +1,4 @@
-import { isDraining } from '@switchyard/protocol';
+import { runtimeStateOf } from '@switchyard/protocol';
 import { table } from './table.ts';
 
 interface EpochInfo {
@@ -81,7 +81,7 @@ export async function status(target: SchedulerTarget): Promise<string> {
       .join(',') || '-';
   const rows = list.runtimes.map((r) => [
     r.id,
-    stateOf(r),
+    runtimeStateOf(r),
     r.owner,
     r.classes.join(','),
     weight(r.idleWeight),
@@ -96,12 +96,6 @@ export async function status(target: SchedulerTarget): Promise<string> {
     '',
     table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows),
   ].join('\n');
-}
-
-/** A draining runtime takes no new sandbox while its sessions go on; a full one shows idle weight 0 too. */
-function stateOf(r: RuntimeSummary): string {
-  if (!r.available) return 'unavailable';
-  return isDraining(r) ? 'draining' : 'available';
 }
 
 interface Explained {

@@ -27,9 +27,9 @@ export {
   threadRefSchema,
   runtimeStateSchema,
   DRAINING_METADATA_KEY,
-  isDraining,
+  runtimeStateOf,
 } from './runtime.ts';
-export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState } from './runtime.ts';
+export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState, RuntimeStateName } from './runtime.ts';
 export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';
 export type { RuntimeOp, ClusterOp } from './ops.ts';
 export { snapshotSchema } from './snapshot.ts';

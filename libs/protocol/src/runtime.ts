@@ -73,9 +73,16 @@ export type Runtime = z.infer<typeof runtimeSchema>;
  */
 export const DRAINING_METADATA_KEY = 'switchyard/draining';
 
-/** True when `runtime` reports that it is draining (`DRAINING_METADATA_KEY`). */
-export function isDraining(runtime: Pick<Runtime, 'metadata'>): boolean {
-  return runtime.metadata[DRAINING_METADATA_KEY] === 'true';
+/**
+ * A runtime's state as operators see it: `available` takes new sandboxes as
+ * its idle weight allows, `draining` takes none while its sessions go on,
+ * `unavailable` is not reachable now.
+ */
+export type RuntimeStateName = 'available' | 'draining' | 'unavailable';
+
+export function runtimeStateOf(runtime: Pick<Runtime, 'available' | 'metadata'>): RuntimeStateName {
+  if (!runtime.available) return 'unavailable';
+  return runtime.metadata[DRAINING_METADATA_KEY] === 'true' ? 'draining' : 'available';
 }
 
 /** A runtime together with what it hosts: processes and `process/thread` pairs. */

@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
 import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, serveH2c, type TlsPair } from '@switchyard/service';
-import { RELAY } from '@switchyard/protocol';
+import { RELAY, runtimeStateOf } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
 import { apiAdmission, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
@@ -83,11 +83,9 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       ui.notify();
       metrics.epoch.set(epoch);
       metrics.term.set(term);
-      let available = 0;
-      const all = view.runtimes();
-      for (const runtime of all) if (runtime.available) available++;
-      metrics.runtimes.set({ state: 'available' }, available);
-      metrics.runtimes.set({ state: 'unavailable' }, all.length - available);
+      const counts = { available: 0, draining: 0, unavailable: 0 };
+      for (const runtime of view.runtimes()) counts[runtimeStateOf(runtime)]++;
+      for (const [state, count] of Object.entries(counts)) metrics.runtimes.set({ state }, count);
     },
   });
   const part = new LocalPart({

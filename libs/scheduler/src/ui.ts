@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, Timer } from '@switchyard/clock';
-import { isDraining, type Runtime } from '@switchyard/protocol';
+import { runtimeStateOf, type Runtime, type RuntimeStateName } from '@switchyard/protocol';
 import type { RuntimeSummary } from '@switchyard/scheduling';
 import { sendJson } from './http-util.ts';
 
@@ -23,9 +23,9 @@ export interface UiState {
   readonly runtimes: ReadonlyArray<UiRuntime>;
 }
 
-export type UiRuntime = Pick<Runtime, 'id' | 'owner' | 'available' | 'classes' | 'version' | 'idleWeight'> & {
-  /** On its way out: it takes no new sandbox, its sessions go on. */
-  readonly draining: boolean;
+export type UiRuntime = Pick<Runtime, 'id' | 'owner' | 'classes' | 'version' | 'idleWeight'> & {
+  /** Available, draining (no new sandbox, its sessions go on) or unavailable. */
+  readonly state: RuntimeStateName;
   readonly processes: number;
   readonly threads: number;
 };
@@ -85,8 +85,7 @@ export function uiStateOf(input: {
   const runtimes = input.summaries.map(({ runtime: r, processes, threads }) => ({
     id: r.id,
     owner: r.owner,
-    available: r.available,
-    draining: isDraining(r),
+    state: runtimeStateOf(r),
     classes: r.classes,
     version: r.version,
     idleWeight: r.idleWeight,

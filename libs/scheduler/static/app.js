@@ -94,12 +94,6 @@ function cell(text, cls) {
   return td;
 }
 
-/** Text and class of a runtime's state cell: a draining runtime takes no new sandbox, its sessions go on. */
-function stateOf(r) {
-  if (!r.available) return ['unavailable', 'unavailable'];
-  return r.draining ? ['draining', 'draining'] : ['available', 'available'];
-}
-
 function renderRuntimes(state) {
   const rows = state.runtimes.map((r) => {
     const tr = document.createElement('tr');
@@ -108,7 +102,7 @@ function renderRuntimes(state) {
     spark.append(sparkline(r.id));
     tr.append(
       cell(r.id, 'id'),
-      cell(...stateOf(r)),
+      cell(r.state, r.state),
       cell(r.owner),
       cell(r.classes.join(', ')),
       cell(r.version),
