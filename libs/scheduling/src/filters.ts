@@ -1,4 +1,4 @@
-import type { ScheduleRequest } from '@switchyard/protocol';
+import { runtimeStateOf, type ScheduleRequest } from '@switchyard/protocol';
 import type { Candidate } from './candidate.ts';
 import { applyRules, describeRule } from './rules.ts';
 import type { OpenView } from './sorted.ts';
@@ -114,11 +114,13 @@ export const availabilityFilter: Filter = {
     const out = keep(candidates, (c) => c.open || (c.runtime.available && holders.includes(c.id)));
     if (out.length > 0) return { ok: true, candidates: out };
     if (candidates.length === 0) return fail(REASONS.noCandidates, STAGES.availability, 'no candidates to start from');
-    const down = candidates.filter((c) => !c.runtime.available).length;
+    const states = { available: 0, draining: 0, unavailable: 0 };
+    for (const c of candidates) states[runtimeStateOf(c.runtime)]++;
     return fail(
       REASONS.noneAvailable,
       STAGES.availability,
-      `none of ${candidates.length} candidates can take work (${down} unavailable, ${candidates.length - down} saturated in some idle-weight dimension)`,
+      `none of ${candidates.length} candidates can take work (${states.unavailable} unavailable, ` +
+        `${states.draining} draining, ${states.available} saturated in some idle-weight dimension)`,
     );
   },
 };

@@ -10,6 +10,7 @@ import {
   processStickyFilter,
 } from '@switchyard/scheduling';
 import type { Candidate, Filter, FilterContext, Reason } from '@switchyard/scheduling';
+import { DRAINING_METADATA_KEY } from '@switchyard/protocol';
 import { candidates, context, ids, rule, runtime } from './fixtures.ts';
 
 interface Case {
@@ -399,5 +400,19 @@ describe('deterministicSelector', () => {
       seen.set(status.candidate.id, (seen.get(status.candidate.id) ?? 0) + 1);
     }
     for (const id of ['x', 'y', 'z']) assert.ok((seen.get(id) ?? 0) > 60, `${id} picked ${seen.get(id)} of 300`);
+  });
+});
+
+describe('availability failure message', () => {
+  it('counts unavailable, draining and saturated candidates apart', () => {
+    const draining = candidates(
+      runtime('r', { idleWeight: { sandboxes: 0 }, metadata: { [DRAINING_METADATA_KEY]: 'true' } }),
+    )[0]!;
+    const status = availabilityFilter.filter([down, draining, saturated], context());
+    assert.equal(status.ok, false);
+    assert.match(
+      !status.ok ? status.message : '',
+      /none of 3 candidates can take work \(1 unavailable, 1 draining, 1 saturated in some idle-weight dimension\)/,
+    );
   });
 });
