@@ -14,8 +14,16 @@ export const H2_TUNING = {
   sessionWindowBytes: 64 * 1024 * 1024,
   /** Largest DATA frame; bigger frames mean fewer WebSocket messages per byte. */
   maxFrameBytes: 256 * 1024,
-  /** Streams one tunnel may carry at once (the runtime advertises it). */
+  /** Streams one tunnel may carry at once: the scheduler opens no more. */
   maxConcurrentStreams: 4096,
+  /**
+   * Streams the runtime takes beyond that. Node counts a stream the
+   * scheduler reset until the runtime's JavaScript has let go of it, a few
+   * ticks later; a new stream read in the same batch as that reset would be
+   * refused (RST_STREAM ENHANCE_YOUR_CALM) at a limit the scheduler still
+   * keeps to. So the runtime advertises, and takes, a few more.
+   */
+  runtimeStreamsSlack: 64,
   /**
    * Streams of that limit traffic leaves to the scheduler's own requests
    * (`Tunnel.fetch`, its `/watch`), so it can still watch a runtime whose
@@ -37,12 +45,13 @@ export const H2_TUNING = {
   streamResetsPerSecond: 4096 / 4,
 } as const;
 
-/** SETTINGS both sides advertise. */
-export function h2Settings(): http2.Settings {
+/** SETTINGS both sides advertise; the runtime's take `runtimeStreamsSlack` more streams. */
+export function h2Settings(side: 'scheduler' | 'runtime'): http2.Settings {
+  const slack = side === 'runtime' ? H2_TUNING.runtimeStreamsSlack : 0;
   return {
     initialWindowSize: H2_TUNING.streamWindowBytes,
     maxFrameSize: H2_TUNING.maxFrameBytes,
-    maxConcurrentStreams: H2_TUNING.maxConcurrentStreams,
+    maxConcurrentStreams: H2_TUNING.maxConcurrentStreams + slack,
     maxHeaderListSize: H2_TUNING.maxHeaderListBytes,
     enablePush: false,
   };

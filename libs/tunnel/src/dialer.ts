@@ -148,7 +148,7 @@ class Dialer implements TunnelDialer {
     this.#urls = [o.url, ...(o.fallbackUrls ?? [])].map(connectUrl);
     this.#server = http2.createServer(
       {
-        settings: h2Settings(),
+        settings: h2Settings('runtime'),
         maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
         maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
         streamResetBurst: H2_TUNING.streamResetBurst,

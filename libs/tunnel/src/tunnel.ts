@@ -114,7 +114,7 @@ class ClientTunnel implements Tunnel {
     this.whenClosed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.session = http2.connect('http://runtime', {
       createConnection: () => o.carrier.stream,
-      settings: h2Settings(),
+      settings: h2Settings('scheduler'),
       maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
       maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
       peerMaxConcurrentStreams: H2_TUNING.maxConcurrentStreams,
@@ -164,7 +164,8 @@ class ClientTunnel implements Tunnel {
     if (!this.usable) {
       throw new SwitchyardError('upstream_unavailable', `tunnel to runtime ${this.runtimeId} is closed`);
     }
-    // What the runtime's SETTINGS say, and never more than runtimes advertise (HTTP/2 assumes no limit before).
+    // What the runtime's SETTINGS say, and never more than H2_TUNING's limit (HTTP/2 assumes no limit before
+    // the SETTINGS; the reference runtime advertises a few streams more, see runtimeStreamsSlack).
     const limit = Math.min(
       this.session.remoteSettings.maxConcurrentStreams ?? Infinity,
       H2_TUNING.maxConcurrentStreams,

@@ -117,9 +117,10 @@ export async function startRuntime(
 export async function readStream(stream: http2.ClientHttp2Stream): Promise<{ status: number; body: string }> {
   const chunks: Buffer[] = [];
   stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const ended = finished(stream, { writable: false });
-  const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
-  await ended;
+  const response = once(stream, 'response');
+  // Rejects for a stream reset before its end, with or without a head (then 'response' never comes).
+  await finished(stream, { writable: false });
+  const [headers] = (await response) as [http2.IncomingHttpHeaders];
   return { status: Number(headers[':status']), body: Buffer.concat(chunks).toString('utf8') };
 }
 

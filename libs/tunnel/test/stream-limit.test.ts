@@ -89,4 +89,33 @@ describe('a tunnel at its stream limit', { timeout: 20_000 }, () => {
     await once(ended, 'close');
     assert.deepEqual(await readStream(tunnel.request({ ':path': '/next' })), { status: 200, body: 'ok /next' });
   });
+
+  it('takes the next stream at once when every stream was taken and one just ended, again and again', async () => {
+    // Every stream of the runtime's limit, its control streams included. A
+    // stream ended here is counted by the runtime for a few ticks more, and
+    // the next stream may come within them.
+    const own: Response[] = [];
+    while (tunnel.streams < H2_TUNING.maxConcurrentStreams) own.push(await tunnel.fetch('http://runtime/hold'));
+    try {
+      // Such a stream, still counted by the runtime, stands in for one more here, past the scheduler's count.
+      const extra = tunnel.session.request({ ':path': '/past-the-limit' });
+      extra.on('error', () => {});
+      assert.deepEqual(await readStream(extra), { status: 200, body: 'ok /past-the-limit' });
+      for (let round = 0; round < 50; round++) {
+        const ended = own.splice(0, 8);
+        await Promise.all(ended.map((res) => res.body!.cancel()));
+        // Ended streams are gone here once their 'close' has come: then the tunnel takes as many more at once.
+        while (tunnel.streams > H2_TUNING.maxConcurrentStreams - ended.length) await new Promise(setImmediate);
+        const next = await Promise.all(ended.map(() => tunnel.fetch('http://runtime/hold')));
+        own.push(...next);
+        assert.deepEqual(
+          next.map((res) => res.status),
+          ended.map(() => 200),
+          `round ${round}`,
+        );
+      }
+    } finally {
+      await Promise.all(own.map((res) => res.body!.cancel()));
+    }
+  });
 });

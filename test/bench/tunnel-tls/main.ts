@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     const overPlain: OpenStream = (headers) => endpoint.get('plain')!.request(headers);
     const h2 = http2.connect(`https://127.0.0.1:${h2TlsPort}`, {
       ca: certificate.cert,
-      settings: h2Settings(),
+      settings: h2Settings('scheduler'),
       maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
     });
     await once(h2, 'connect');

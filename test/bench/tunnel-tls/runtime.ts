@@ -18,7 +18,7 @@ const h2Tls = http2.createSecureServer(
   {
     cert: readFileSync(certFile),
     key: readFileSync(keyFile),
-    settings: h2Settings(),
+    settings: h2Settings('runtime'),
     maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
   },
   (req, res) => void serveBytes(req, res),

@@ -167,7 +167,7 @@ function fanOut(fn: () => Promise<number>): Promise<number[]> {
 /** HTTP/2 with the tunnel's settings on a plain TCP connection to the runtime's h2c port. */
 async function connectH2(port: number): Promise<http2.ClientHttp2Session> {
   const session = http2.connect(`http://127.0.0.1:${port}`, {
-    settings: h2Settings(),
+    settings: h2Settings('scheduler'),
     maxSessionMemory: H2_TUNING.maxSessionMemoryMb,
   });
   await once(session, 'connect');

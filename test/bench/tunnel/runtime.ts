@@ -32,7 +32,7 @@ const blaster = net.createServer((socket) => {
 blaster.listen(0, '127.0.0.1');
 // The tunnel's HTTP/2 settings, as the dialer's server advertises them.
 const h2 = http2.createServer(
-  { settings: h2Settings(), maxSessionMemory: H2_TUNING.maxSessionMemoryMb },
+  { settings: h2Settings('runtime'), maxSessionMemory: H2_TUNING.maxSessionMemoryMb },
   (req, res) => void serveBytes(req, res),
 );
 h2.on('session', (session) => session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes)));
