@@ -108,9 +108,15 @@ describe('scheduler leader failover on the fake Lease API', () => {
   it('fences off commits of the old term from a stale leader the lease points a follower at', async () => {
     const leader = await cluster.leader();
     const follower = survivors().find((s) => s !== leader)!;
+    // The current term is the lease's; the follower may still be catching up with it after the kill -9 above
+    // (it learns of the new leader at its next lease poll). A term below the one it holds is what it fences off.
+    const { leaseTransitions: term } = (fake.lease(...LEASE) as { spec: { leaseTransitions: number } }).spec;
+    const catchUpStarted = Date.now();
+    await until(async () => ((await getEpoch(follower.url!)).term === term ? true : undefined), 10_000);
+    console.log(`# ${follower.name} committed term ${term} ${Date.now() - catchUpStarted} ms into the fencing check`);
     const before = await getEpoch(follower.url!);
     assert.ok(before.epoch !== null);
-    const staleTerm = before.term - 1;
+    const staleTerm = term - 1;
     const bogusEpoch = before.epoch + 1000;
     const ghost = await startStaleLeader(staleTerm, bogusEpoch);
     const sampler = sampleEpochs([follower.url!]);
@@ -156,8 +162,8 @@ describe('scheduler leader failover on the fake Lease API', () => {
 /** The replica's last log lines, one short entry each. */
 function recent(replica: AppProcess): string {
   const entries = replica.logs.slice(-15).map((l) => {
-    const { time, msg, term, leader, reason } = l as Record<string, unknown>;
-    return JSON.stringify({ time, msg, term, leader, reason });
+    const { time, msg, term, leader, reason, code } = l as Record<string, unknown>;
+    return JSON.stringify({ time, msg, term, leader, reason, code });
   });
   return entries.join(' ');
 }

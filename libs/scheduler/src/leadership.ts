@@ -214,7 +214,9 @@ export class Leadership {
         this.#connection = connection;
         this.#follower.attach(connection);
         this.#options.logger.info({ leader: leaderUrl }, 'following');
-        await closed;
+        const { code, reason } = await closed;
+        if (current())
+          this.#options.logger.info({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
         attempt = 0;
       } catch (error) {
         this.#options.logger.debug({ leader: leaderUrl, err: (error as Error).message }, 'sync connect failed');
@@ -230,14 +232,17 @@ export class Leadership {
  * A connection carries one close handler; the follower takes it. This wrapper
  * lets the reconnect loop learn of the close as well.
  */
-function observeClose(conn: SyncConnection): { connection: SyncConnection; closed: Promise<void> } {
+function observeClose(conn: SyncConnection): {
+  connection: SyncConnection;
+  closed: Promise<{ code: number; reason: string }>;
+} {
   let handler: ((code: number, reason: string) => void) | undefined;
   let closedWith: { code: number; reason: string } | undefined;
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
+  let resolveClosed!: (how: { code: number; reason: string }) => void;
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => (resolveClosed = resolve));
   conn.onClose((code, reason) => {
     closedWith = { code, reason };
-    resolveClosed();
+    resolveClosed(closedWith);
     handler?.(code, reason);
   });
   const connection: SyncConnection = {
