@@ -1,6 +1,7 @@
 import type { Clock } from '@switchyard/clock';
 import { LeaderElector, formatHolder, parseHolder, type ElectionTiming, type LeaseLock } from '@switchyard/election';
 import {
+  CLOSE_POLICY,
   EpochFollower,
   EpochLeader,
   connectSync,
@@ -215,8 +216,10 @@ export class Leadership {
         this.#follower.attach(connection);
         this.#options.logger.info({ leader: leaderUrl }, 'following');
         const { code, reason } = await closed;
+        // 1008: one side broke the sync protocol (e.g. replicas of versions that do not speak the same one).
+        const level = code === CLOSE_POLICY ? 'warn' : 'info';
         if (current())
-          this.#options.logger.info({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
+          this.#options.logger[level]({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
         attempt = 0;
       } catch (error) {
         this.#options.logger.debug({ leader: leaderUrl, err: (error as Error).message }, 'sync connect failed');
