@@ -123,17 +123,7 @@ describe('scheduler leader failover on the fake Lease API', () => {
     try {
       // Point the lease at the stale leader, keeping the current term: the
       // follower dials it as it would a lagging old leader after a partition.
-      const lease = fake.lease(...LEASE) as { metadata: { resourceVersion: string }; spec: Record<string, unknown> };
-      const now = microTime(new Date());
-      const res = await fetch(`${fake.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/${LEASE[1]}`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          ...lease,
-          spec: { ...lease.spec, holderIdentity: `ghost@${ghost.url}`, acquireTime: now, renewTime: now },
-        }),
-      });
-      assert.equal(res.status, 200, await res.text());
+      await pointLeaseAt(ghost.url);
       const fenced = await follower
         .waitForLog((l) => l.msg === 'sync message fenced off', 8000)
         .catch((error) => {
@@ -157,6 +147,43 @@ describe('scheduler leader failover on the fake Lease API', () => {
       assert.equal(firstRegression(samples), undefined);
     }
   });
+
+  it('warns, naming the fault, when the leader it follows breaks the sync protocol, and recovers', async () => {
+    const leader = await cluster.leader();
+    const follower = survivors().find((s) => s !== leader)!;
+    const { term } = await getEpoch(follower.url!);
+    // No leader has term -1: every message of this one is malformed.
+    const ghost = await startStaleLeader(-1, 1);
+    try {
+      await pointLeaseAt(ghost.url);
+      const closed = await follower.waitForLog(
+        (l) => l.msg === 'sync connection to the leader closed' && l.leader === ghost.url,
+        8000,
+      );
+      assert.equal(closed.level, 40, 'logged as a warning');
+      assert.equal(closed.code, 1008);
+      assert.match(String(closed.reason), /^invalid sync message: term/);
+      // The malformed holder never renews: a live replica takes the lease with a higher term.
+      await until(async () => ((await getEpoch(follower.url!)).term > term ? true : undefined), 10_000);
+    } finally {
+      await ghost.close();
+    }
+  });
+
+  /** Makes `url` the lease holder, keeping the current term, as a stale or faulty leader would appear. */
+  async function pointLeaseAt(url: string): Promise<void> {
+    const lease = fake.lease(...LEASE) as { metadata: { resourceVersion: string }; spec: Record<string, unknown> };
+    const now = microTime(new Date());
+    const res = await fetch(`${fake.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/${LEASE[1]}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: `ghost@${url}`, acquireTime: now, renewTime: now },
+      }),
+    });
+    assert.equal(res.status, 200, await res.text());
+  }
 });
 
 /** The replica's last log lines, one short entry each. */
