@@ -46,6 +46,7 @@ const ROUTES: readonly Route[] = [
       PUT: async (store, _p, req, max) => void store.setMetadata(await readJson(req, max, metadataSchema, 'metadata')),
     },
   },
+  { pattern: ['drain'], methods: { POST: async (store) => void store.drain() } },
   { pattern: ['state'], methods: { GET: async (store) => store.snapshot() } },
 ];
 
@@ -55,7 +56,8 @@ const ROUTES: readonly Route[] = [
  * it can rewrite what the scheduler believes about this runtime.
  *
  * `POST|DELETE /processes/:pid`, `POST|DELETE /processes/:pid/threads/:tid`,
- * `PUT /weight` (`{dimension: number}`), `PUT /metadata` (`{key: string}`) →
+ * `PUT /weight` (`{dimension: number}`), `PUT /metadata` (`{key: string}`),
+ * `POST /drain` (no new sandboxes from now on: `RuntimeStateStore.drain`) →
  * 204; `GET /state` → 200 with the snapshot. Errors are `{error}` JSON: a bad
  * identity value is a 400 naming `pid` or `tid`, malformed JSON a 400, a body
  * over `bodyBytesMax` a 413, an unknown path a 404, a wrong method a 405.

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { DRAINING_METADATA_KEY } from '@switchyard/protocol';
 import { RuntimeStateStore, createSidecarHandler } from '../src/index.ts';
 import { startServer } from './helpers.ts';
 import type { TestServer } from './helpers.ts';
@@ -91,6 +92,17 @@ const CASES: Case[] = [
     body: '{"zone":"eu-1"}',
     status: 204,
     then: (s) => assert.deepEqual(s.snapshot().metadata, { zone: 'eu-1' }),
+  },
+  {
+    name: 'POST /drain reports no idle weight from then on, and says why in the metadata',
+    method: 'POST',
+    path: '/drain',
+    status: 204,
+    then: (s) => {
+      s.setIdleWeight({ sandboxes: 5 });
+      assert.deepEqual(s.snapshot().idleWeight, { sandboxes: 0 });
+      assert.deepEqual(s.snapshot().metadata, { [DRAINING_METADATA_KEY]: 'true' });
+    },
   },
   { name: 'a bad pid is a 400 naming pid', method: 'POST', path: '/processes/a%20b', status: 400, error: /^pid: / },
   {
