@@ -298,12 +298,13 @@ function sameRecord(a: Record<string, unknown>, b: Record<string, unknown>): boo
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }
 
-/** `weight` with every dimension 0; a weight of no dimension counts as open, so it becomes `{sandboxes: 0}`. */
+/** `metadata` without the reserved draining mark. */
 function withoutDrainingMark(metadata: Record<string, string>): Record<string, string> {
   const { [DRAINING_METADATA_KEY]: _mark, ...own } = metadata;
   return own;
 }
 
+/** `metadata` with the draining mark, where there is room for it. */
 function markedDraining(metadata: Record<string, string>): Record<string, string> {
   const own = withoutDrainingMark(metadata);
   // One entry more would be refused by every scheduler; the zero idle weight
@@ -312,6 +313,7 @@ function markedDraining(metadata: Record<string, string>): Record<string, string
   return { ...own, [DRAINING_METADATA_KEY]: 'true' };
 }
 
+/** `weight` with every dimension 0; a weight of no dimension counts as open, so it becomes `{sandboxes: 0}`. */
 function noIdleWeight(weight: Record<string, number>): Record<string, number> {
   const keys = Object.keys(weight);
   return Object.fromEntries((keys.length > 0 ? keys : ['sandboxes']).map((key) => [key, 0]));
