@@ -90,7 +90,7 @@ describe('a tunnel at its stream limit', { timeout: 20_000 }, () => {
     assert.deepEqual(await readStream(tunnel.request({ ':path': '/next' })), { status: 200, body: 'ok /next' });
   });
 
-  it('takes the next stream at once when every stream was taken and one just ended, again and again', async () => {
+  it('takes new streams at once when every stream was taken and some just ended, again and again', async () => {
     // Every stream of the runtime's limit, its control streams included. A
     // stream ended here is counted by the runtime for a few ticks more, and
     // the next stream may come within them.
