@@ -170,6 +170,23 @@ describe('scheduler leader failover on the fake Lease API', () => {
     }
   });
 
+  it('warns that it cannot reach a leader the lease names but nobody serves, and recovers', async () => {
+    const leader = await cluster.leader();
+    const follower = survivors().find((s) => s !== leader)!;
+    const { term } = await getEpoch(follower.url!);
+    const gone = await closedPortUrl();
+    await pointLeaseAt(gone);
+    const failed = await follower.waitForLog(
+      (l) => l.msg === 'cannot reach the leader; trying again' && l.leader === gone,
+      8000,
+    );
+    assert.equal(failed.level, 40, 'logged as a warning');
+    assert.equal(failed.failures, 1);
+    assert.match(String(failed.err), /ECONNREFUSED/);
+    // Nobody renews that lease: a live replica takes it with a higher term.
+    await until(async () => ((await getEpoch(follower.url!)).term > term ? true : undefined), 10_000);
+  });
+
   /** Makes `url` the lease holder, keeping the current term, as a stale or faulty leader would appear. */
   async function pointLeaseAt(url: string): Promise<void> {
     const lease = fake.lease(...LEASE) as { metadata: { resourceVersion: string }; spec: Record<string, unknown> };
@@ -193,6 +210,15 @@ function recent(replica: AppProcess): string {
     return JSON.stringify({ time, msg, term, leader, reason, code });
   });
   return entries.join(' ');
+}
+
+/** The URL of a loopback port that was just free and now has no listener. */
+async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
 }
 
 /** Six fractional digits, as a Kubernetes MicroTime must have. */

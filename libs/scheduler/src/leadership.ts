@@ -222,7 +222,12 @@ export class Leadership {
           this.#options.logger[level]({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
         attempt = 0;
       } catch (error) {
-        this.#options.logger.debug({ leader: leaderUrl, err: (error as Error).message }, 'sync connect failed');
+        // Until it reaches the leader, this replica answers from its last epoch: say so at the first failure
+        // and every tenth after (a dead leader, until its lease expires; a peer token the leader refuses).
+        const failures = attempt + 1;
+        const level = failures === 1 || failures % 10 === 0 ? 'warn' : 'debug';
+        const err = (error as Error).message;
+        this.#options.logger[level]({ leader: leaderUrl, err, failures }, 'cannot reach the leader; trying again');
       }
       if (!current()) return;
       const delayMs = FOLLOW_RETRY_MS[Math.min(attempt, FOLLOW_RETRY_MS.length - 1)]!;
