@@ -30,6 +30,28 @@ describe('cluster of processes (smoke)', () => {
     assert.match(await res.text(), /switchyard-sandbox/);
   });
 
+  it('answers a class no runtime serves 503 unschedulable, saying why, with a Retry-After', async () => {
+    const res = await fetch(cluster.gatewayUrl(), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'x-switchyard-class': 'nobody-serves-this',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get('retry-after'), '1');
+    const { error } = (await res.json()) as { error: { message: string; data: { reason: string } } };
+    assert.equal(error.data.reason, 'unschedulable');
+    assert.match(error.message, /^No runtime can serve this request: /);
+  });
+
   it("keeps an idle client connection open longer than a load balancer in front does, not Node's 5 s", async () => {
     const { port } = new URL(cluster.gatewayUrl());
     const socket = net.connect(Number(port), '127.0.0.1');

@@ -108,10 +108,24 @@ export function sendError(
   res.end(body);
 }
 
+/**
+ * Failures that pass soon: a client may send the same request again, after
+ * `Retry-After` (a principal at its concurrency limit, every runtime full or
+ * draining, no scheduler answering, this gateway shutting down).
+ */
+const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, string>> = {
+  too_many_requests: '1',
+  capacity_exhausted: '1',
+  unschedulable: '1',
+  not_ready: '1',
+};
+
 /** Maps any thrown value to a response; unknown failures are 500 -32603, never blamed on the client. */
 export function sendFailure(res: ServerResponse, error: unknown, id: JsonRpcId = null): void {
   if (error instanceof SwitchyardError) {
     const headers: Record<string, string> = error.code === 'method_not_allowed' ? { Allow: 'POST' } : {};
+    const retryAfter = RETRY_AFTER_SECONDS[error.code];
+    if (retryAfter !== undefined) headers['Retry-After'] = retryAfter;
     sendError(res, error.code, error.message, id, headers);
     return;
   }

@@ -140,5 +140,6 @@ describe('a session whose scheduler replica can no longer be dialled', () => {
     const res = await post(url, ECHO, session);
     assert.equal(res.status, 503, JSON.stringify(res.json));
     assert.equal((res.json as { error: { data: { reason: string } } }).error.data.reason, 'not_ready');
+    assert.equal(res.headers.get('retry-after'), '1');
   });
 });

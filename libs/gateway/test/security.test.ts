@@ -157,6 +157,7 @@ describe('gateway security with bearer auth', () => {
       for (let i = 0; i < 400 && h.runtimes[0]!.running.count < 2; i++) await new Promise((r) => setTimeout(r, 5));
       const limited = await post(h.url, INITIALIZE, auth(BOB));
       assert.equal(limited.status, 429);
+      assert.equal(limited.headers.get('retry-after'), '1');
       await Promise.all(slow);
       assert.equal((await post(h.url, INITIALIZE, auth(BOB))).status, 200);
     } finally {

@@ -372,6 +372,7 @@ describe('a runtime whose tunnel carries as many streams as it takes', () => {
       const res = await post(front.url, INITIALIZE);
       assert.equal(res.status, 503, JSON.stringify(res.json));
       assert.equal(errorOf(res.json).data.reason, 'capacity_exhausted');
+      assert.equal(res.headers.get('retry-after'), '1');
     });
   });
 
