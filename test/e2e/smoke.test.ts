@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
+import { initializeBody, post } from './support.ts';
 
 describe('cluster of processes (smoke)', () => {
   let cluster: TestCluster;
@@ -31,23 +32,10 @@ describe('cluster of processes (smoke)', () => {
   });
 
   it('answers a class no runtime serves 503 unschedulable, saying why, with a Retry-After', async () => {
-    const res = await fetch(cluster.gatewayUrl(), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'x-switchyard-class': 'nobody-serves-this',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      }),
-    });
+    const res = await post(cluster.gatewayUrl(), initializeBody(2), { 'x-switchyard-class': 'nobody-serves-this' });
     assert.equal(res.status, 503);
     assert.equal(res.headers.get('retry-after'), '1');
-    const { error } = (await res.json()) as { error: { message: string; data: { reason: string } } };
+    const { error } = JSON.parse(res.text) as { error: { message: string; data: { reason: string } } };
     assert.equal(error.data.reason, 'unschedulable');
     assert.match(error.message, /^No runtime can serve this request: /);
   });
