@@ -83,9 +83,9 @@ describe('gateway under process failures', () => {
 
   it('answers 404 on a session whose runtime was killed, within 1 s of the scheduler noticing, and a re-initialize lands on the survivor', async () => {
     // Start from a settled cluster: the previous test's failover may still be
-    // in flight, and a new leader's first epochs omit the runtimes of
-    // followers that have not attached yet (a known epoch-sync gap), which a
-    // runtime kill on top turns into a 503 for the whole class.
+    // in flight. The killed leader's runtimes are in no epoch until they have
+    // redialled a surviving replica and its part reached the new leader; a
+    // runtime kill on top of that turns into a 503 for the whole class.
     await cluster.waitForRuntimes(['r0', 'r1'], 15_000);
     const client = await connect('v1', cluster.gatewayUrl());
     const who = await whoami(client);
