@@ -1,6 +1,10 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createMetrics, listen, metricsHandler } from '@switchyard/service';
 
 describe('createMetrics', () => {
@@ -33,6 +37,40 @@ describe('createMetrics', () => {
     const text = await scheduler.registry.metrics();
     assert.ok(!text.includes('switchyard_gateway_'));
     assert.match(text, /^switchyard_scheduler_requests_total 0$/m);
+  });
+
+  it('records an event-loop stall in the lag histogram', async () => {
+    const runtime = createMetrics('runtime');
+    await sleep(250);
+    const stalledUntil = performance.now() + 300;
+    while (performance.now() < stalledUntil) {
+      // Holds the event loop, as a long synchronous task would.
+    }
+    await sleep(250);
+    const text = await runtime.registry.metrics();
+    const max = Number(/^switchyard_runtime_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]);
+    assert.ok(max >= 0.2, `largest lag seen: ${max} s`);
+  });
+
+  it('wakes an idle process about ten times a second, not a hundred', async () => {
+    // A process holding nothing but the metrics (and one far-off timer, to stay up):
+    // each time its main thread blocks and is woken counts as a voluntary context switch.
+    const code =
+      "import { createMetrics } from '@switchyard/service'; createMetrics('runtime'); setInterval(() => {}, 60_000);";
+    const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: 'ignore' });
+    try {
+      const switches = (): number =>
+        Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]);
+      await sleep(1500);
+      const before = switches();
+      await sleep(2000);
+      const perSecond = (switches() - before) / 2;
+      console.log(`# an idle process with the metrics woke ${perSecond} times a second`);
+      assert.ok(perSecond < 40, `${perSecond} wake-ups a second`);
+    } finally {
+      child.kill();
+      await once(child, 'exit');
+    }
   });
 
   const badNames = ['Requests', 'switchyard_gateway_x', 'a-b', ''];
