@@ -178,7 +178,14 @@ export const gatewayConfigSchema = z.object({
     .min(1024)
     .default(16 * 1024)
     .describe('Largest request header block accepted.'),
-  principalConcurrencyMax: z.number().int().min(1).default(64).describe('Most concurrent requests per principal.'),
+  principalConcurrencyMax: z
+    .number()
+    .int()
+    .min(1)
+    .default(64)
+    .describe(
+      'Most concurrent requests per principal (per client address in auth mode none). An event stream (a GET, a subscriptions/listen) counts until it is open, not while it stays open.',
+    ),
   idleTimeoutMs: z
     .number()
     .int()

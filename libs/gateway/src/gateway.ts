@@ -245,7 +245,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (sessionId === undefined)
         throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
       await routeSession(ctx, base, sessionId);
-      return routingDone(held);
+      return routingDone(held, req.method === 'GET');
     }
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
@@ -270,7 +270,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       (error as { rpcId?: unknown }).rpcId = info.id;
       throw error;
     }
-    routingDone(held);
+    routingDone(held, info.method === 'subscriptions/listen');
   }
 
   /**
@@ -278,9 +278,19 @@ export function createGateway(options: GatewayOptions): Gateway {
    * cancels its upstream request itself when the client goes, so a stream
    * left open (a GET stream, a long tool call) need not hold the request's
    * controller.
+   *
+   * A standing stream (a session's GET stream, a 2026-07-28
+   * `subscriptions/listen`) also gives back its concurrency slot here. It
+   * stays open, mostly idle, for as long as its session or client lives, one
+   * per session at most; counted, it would cap how many sessions a principal
+   * holds (every MCP SDK client opens one per session), while the limit is on
+   * requests being worked on. It counts while it is being routed.
    */
-  function routingDone(held: { abort?: AbortController }): void {
+  function routingDone(held: { abort?: AbortController; slot?: string }, standing = false): void {
     held.abort = undefined;
+    if (!standing || held.slot === undefined) return;
+    limiter.release(held.slot);
+    held.slot = undefined;
   }
 
   function fail(req: IncomingMessage, res: ServerResponse, error: unknown): void {

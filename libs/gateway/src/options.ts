@@ -151,7 +151,7 @@ export interface GatewayOptions {
   readonly bodyBytesMax?: number;
   /** Largest total of request header names and values. Default 16 KiB. */
   readonly headerBytesMax?: number;
-  /** In-flight requests (open streams included) per principal. Default 256. */
+  /** In-flight requests per principal; an event stream (GET, `subscriptions/listen`) counts until it is open. Default 256. */
   readonly principalConcurrencyMax?: number;
   /** Upstream idle timeout (headers, non-SSE bodies, keep-alive sockets). Default 5 min. */
   readonly idleTimeoutMs?: number;

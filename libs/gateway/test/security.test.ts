@@ -166,6 +166,64 @@ describe('gateway security with bearer auth', () => {
   });
 });
 
+describe('gateway concurrency limit and standing streams', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness(1, { auth: { mode: 'bearer', tokens: [ALICE] }, principalConcurrencyMax: 2 });
+  });
+  after(() => h.close());
+
+  it('does not count open GET streams: a principal holds more sessions with streams than its limit', async () => {
+    const streams: AbortController[] = [];
+    try {
+      const sessions: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const init = await post(h.url, INITIALIZE, auth(ALICE));
+        assert.equal(init.status, 200);
+        const session = init.headers.get('mcp-session-id')!;
+        sessions.push(session);
+        const stream = new AbortController();
+        streams.push(stream);
+        const res = await fetch(h.url, {
+          headers: { ...auth(ALICE), accept: 'text/event-stream', 'mcp-session-id': session },
+          signal: stream.signal,
+        });
+        assert.equal(res.status, 200, `GET stream ${i + 1} of 3 (limit 2)`);
+        assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+      }
+      assert.equal(h.gateway.stats().sseOpen, 3);
+      const list = await post(
+        h.url,
+        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+        {
+          ...auth(ALICE),
+          'mcp-session-id': sessions[0]!,
+        },
+      );
+      assert.equal(list.status, 200);
+    } finally {
+      for (const stream of streams) stream.abort();
+    }
+  });
+
+  it('does not count open subscriptions/listen streams of 2026-07-28 clients', async () => {
+    // One at a time: requests being worked on do count, and the limit is 2.
+    const clients: Awaited<ReturnType<typeof connectV2>>[] = [];
+    for (let i = 0; i < 3; i++) clients.push(await connectV2(h.url, 'modern', auth(ALICE)));
+    try {
+      for (const client of clients) await client.listen({ toolsListChanged: true });
+      assert.equal(textOf(await clients[0]!.callTool({ name: 'echo', arguments: { text: 'past' } })), 'past');
+      // Calls in flight still count: two long ones fill the limit.
+      const slow = [1, 2].map((i) => clients[i]!.callTool({ name: 'sleep', arguments: { ms: 400 } }));
+      for (let i = 0; i < 400 && h.runtimes[0]!.running.count < 2; i++) await new Promise((r) => setTimeout(r, 5));
+      assert.equal((await post(h.url, INITIALIZE, auth(ALICE))).status, 429);
+      await Promise.all(slow);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+});
+
 describe('gateway JWT auth against a local JWKS', () => {
   let h: Harness;
   let jwks: Jwks;
