@@ -172,6 +172,22 @@ describe('gateway chart contracts', { skip }, () => {
     assert.equal(off.has('NODE_OPTIONS'), false);
     assert.equal(off.has('GLIBC_TUNABLES'), false);
   });
+
+  it('hands the gateway the trusted proxies as it reads them, none by default', async () => {
+    const read = async (env: Map<string, string | undefined>): Promise<string> => {
+      const value = env.get('SWITCHYARD_TRUSTED_PROXIES');
+      assert.notEqual(value, undefined);
+      const { stdout } = await run(
+        process.execPath,
+        [join(root, 'apps/gateway/src/main.ts'), '--schedulers', 'http://127.0.0.1:1', '--print-config'],
+        { env: { ...process.env, SWITCHYARD_TRUSTED_PROXIES: value } },
+      );
+      return /^trustedProxies:.*(?:\n {2}- .*)*/m.exec(stdout)?.[0] ?? stdout;
+    };
+    assert.equal(await read(await envOf()), 'trustedProxies: []');
+    const set = await envOf(['trustedProxies={10.0.0.0/8,fd00::/8}']);
+    assert.equal(await read(set), 'trustedProxies:\n  - 10.0.0.0/8\n  - fd00::/8');
+  });
 });
 
 // Both dial schedulers, which may sit behind TLS with a private CA.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { originEntryProblem } from '@switchyard/gateway';
+import { originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
 import { ConfigError, processConfigFields, tlsFilesField } from '@switchyard/service';
 
 /** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
@@ -185,6 +185,17 @@ export const gatewayConfigSchema = z.object({
     .default(64)
     .describe(
       'Most concurrent requests per principal (per client address in auth mode none). An event stream (a GET, a subscriptions/listen) counts until it is open, not while it stays open.',
+    ),
+  trustedProxies: z
+    .array(
+      z.string().superRefine((entry, ctx) => {
+        const problem = trustedProxyProblem(entry);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+    )
+    .default([])
+    .describe(
+      'Proxies in front of the gateway (IP addresses, CIDR blocks such as 10.0.0.0/8) whose X-Forwarded-For names the client: the address principalConcurrencyMax counts by in auth mode none. Empty: the peer is the client.',
     ),
   idleTimeoutMs: z
     .number()

@@ -109,6 +109,7 @@ const gateway = createGateway({
   bodyBytesMax: config.bodyBytesMax,
   headerBytesMax: config.headerBytesMax,
   principalConcurrencyMax: config.principalConcurrencyMax,
+  trustedProxies: config.trustedProxies,
   idleTimeoutMs: config.idleTimeoutMs,
   logger,
   metrics: { registry: metrics.registry },

@@ -233,7 +233,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       throw error;
     }
-    const slot = principal ?? `ip:${req.socket.remoteAddress ?? 'unknown'}`;
+    const slot = principal ?? `ip:${o.trustedProxies.clientOf(req)}`;
     if (!limiter.acquire(slot)) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
     // The client left while authentication ran: give the slot back, send nothing.
     if (held.gone) return limiter.release(slot);

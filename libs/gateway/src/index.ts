@@ -11,6 +11,7 @@ export type {
 } from './options.ts';
 export { parseStrategy } from './identity.ts';
 export { originEntryProblem } from './origins.ts';
+export { trustedProxyProblem } from './client-address.ts';
 export type { IdentityStrategy } from './identity.ts';
 export { SUPPORTED_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION } from './wire.ts';
 export { REDIS_ROUTE_PREFIX } from './route-cache.ts';

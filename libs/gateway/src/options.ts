@@ -3,6 +3,7 @@ import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { OriginPolicy } from './origins.ts';
+import { TrustedProxies } from './client-address.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, checkToken } from './token-header.ts';
 import type { TokenRule } from './token-header.ts';
 
@@ -153,6 +154,12 @@ export interface GatewayOptions {
   readonly headerBytesMax?: number;
   /** In-flight requests per principal; an event stream (GET, `subscriptions/listen`) counts until it is open. Default 256. */
   readonly principalConcurrencyMax?: number;
+  /**
+   * Proxies (IP addresses, CIDR blocks) whose `X-Forwarded-For` names the
+   * client, for the concurrency limit of anonymous requests (auth mode
+   * `none`), which is per client address. Default none: every peer is the client.
+   */
+  readonly trustedProxies?: readonly string[];
   /** Upstream idle timeout (headers, non-SSE bodies, keep-alive sockets). Default 5 min. */
   readonly idleTimeoutMs?: number;
   readonly logger?: GatewayLogger;
@@ -228,6 +235,7 @@ export interface ResolvedOptions {
   readonly bodyBytesMax: number;
   readonly headerBytesMax: number;
   readonly principalConcurrencyMax: number;
+  readonly trustedProxies: TrustedProxies;
   readonly idleTimeoutMs: number;
   readonly logger: GatewayLogger;
   readonly metrics?: { readonly registry: Registry; readonly prefix: string };
@@ -320,6 +328,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       'principalConcurrencyMax',
       options.principalConcurrencyMax ?? d.principalConcurrencyMax,
     ),
+    trustedProxies: new TrustedProxies(options.trustedProxies ?? []),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? d.idleTimeoutMs),
     logger: options.logger ?? silentLogger,
     ...(options.metrics
