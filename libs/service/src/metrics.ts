@@ -26,10 +26,10 @@ const NAME = /^[a-z][a-z0-9_]*$/;
 /**
  * How often the event-loop delay histogram (`nodejs_eventloop_lag_p99_seconds`
  * and its siblings) samples, in ms. prom-client's default of 10 ms wakes every
- * idle process 100 times a second: an idle gateway of `npm start` spent about
- * 5 ms of CPU a second with it and 2 ms at 100 ms, a runtime 5–6 against
- * 2–3. A stall of 100 ms or more still lands in the histogram every time, a
- * shorter one in proportion to its length.
+ * idle process 100 times a second: an idle gateway of `switchyard up
+ * --processes` spent about 5 ms of CPU a second with it and 2 ms at 100 ms,
+ * a runtime 5–6 against 2–3. A stall of 100 ms or more still lands in the
+ * histogram every time, a shorter one in proportion to its length.
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
