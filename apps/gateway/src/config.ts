@@ -15,6 +15,17 @@ const strategy = (fallback: string, text: string) =>
     .default(fallback)
     .describe(`${text} A comma-separated list is tried in order.`);
 
+/** A list of strings, empty by default, each refused with what `problemOf` says is wrong with it. */
+const checkedList = (problemOf: (entry: string) => string | undefined) =>
+  z
+    .array(
+      z.string().superRefine((entry, ctx) => {
+        const problem = problemOf(entry);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+    )
+    .default([]);
+
 const authSchema = z
   .object({
     mode: z
@@ -155,17 +166,9 @@ export const gatewayConfigSchema = z.object({
     .prefault({})
     .describe('Route cache.'),
   auth: authSchema.prefault({}).describe('Client authentication.'),
-  allowedOrigins: z
-    .array(
-      z.string().superRefine((entry, ctx) => {
-        const problem = originEntryProblem(entry);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
-    )
-    .default([])
-    .describe(
-      'Browser origins allowed to call /mcp: exact origins, `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
-    ),
+  allowedOrigins: checkedList(originEntryProblem).describe(
+    'Browser origins allowed to call /mcp: exact origins, `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
+  ),
   bodyBytesMax: z
     .number()
     .int()
@@ -186,17 +189,9 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'Most concurrent requests per principal (per client address in auth mode none). An event stream (a GET, a subscriptions/listen) counts until it is open, not while it stays open.',
     ),
-  trustedProxies: z
-    .array(
-      z.string().superRefine((entry, ctx) => {
-        const problem = trustedProxyProblem(entry);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
-    )
-    .default([])
-    .describe(
-      'Proxies in front of the gateway (IP addresses, CIDR blocks such as 10.0.0.0/8) whose X-Forwarded-For names the client: the address principalConcurrencyMax counts by in auth mode none. Empty: the peer is the client.',
-    ),
+  trustedProxies: checkedList(trustedProxyProblem).describe(
+    'Proxies in front of the gateway (IP addresses, CIDR blocks such as 10.0.0.0/8) whose X-Forwarded-For names the client: the address principalConcurrencyMax counts by in auth mode none. Empty: the peer is the client.',
+  ),
   idleTimeoutMs: z
     .number()
     .int()
