@@ -9,16 +9,27 @@ import { SwitchyardError } from '@switchyard/protocol';
 
 const IPV4_MAPPED = '::ffff:';
 
-/** Why `entry` cannot be a trustedProxies entry (an IP address or a CIDR block), or undefined when it can. */
-export function trustedProxyProblem(entry: string): string | undefined {
+/** A trustedProxies entry, read: one address or a block of them, or why it is neither. */
+type Entry =
+  { readonly address: string; readonly bits?: number; readonly type: 'ipv4' | 'ipv6' } | { readonly problem: string };
+
+function parseEntry(entry: string): Entry {
   const [address = '', bits, extra] = entry.split('/');
   const family = isIP(address);
-  if (family === 0 || extra !== undefined) return `"${entry}" is not an IP address nor a CIDR block (10.0.0.0/8)`;
+  if (family === 0 || extra !== undefined)
+    return { problem: `"${entry}" is not an IP address nor a CIDR block (10.0.0.0/8)` };
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (bits === undefined) return { address, type };
   const max = family === 4 ? 32 : 128;
-  if (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max)) {
-    return `"${entry}": the prefix length must be 0 to ${max}`;
-  }
-  return undefined;
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max)
+    return { problem: `"${entry}": the prefix length must be 0 to ${max}` };
+  return { address, bits: Number(bits), type };
+}
+
+/** Why `entry` cannot be a trustedProxies entry (an IP address or a CIDR block), or undefined when it can. */
+export function trustedProxyProblem(entry: string): string | undefined {
+  const parsed = parseEntry(entry);
+  return 'problem' in parsed ? parsed.problem : undefined;
 }
 
 /** An IPv4 address as itself, not IPv4-mapped as a dual-stack socket reports it. */
@@ -41,12 +52,10 @@ export class TrustedProxies {
 
   constructor(entries: readonly string[]) {
     for (const entry of entries) {
-      const problem = trustedProxyProblem(entry);
-      if (problem) throw new SwitchyardError('invalid_request', `trustedProxies: ${problem}`);
-      const [address, bits] = entry.split('/') as [string, string | undefined];
-      const type = isIP(address) === 4 ? 'ipv4' : 'ipv6';
-      if (bits === undefined) this.#list.addAddress(address, type);
-      else this.#list.addSubnet(address, Number(bits), type);
+      const parsed = parseEntry(entry);
+      if ('problem' in parsed) throw new SwitchyardError('invalid_request', `trustedProxies: ${parsed.problem}`);
+      if (parsed.bits === undefined) this.#list.addAddress(parsed.address, parsed.type);
+      else this.#list.addSubnet(parsed.address, parsed.bits, parsed.type);
     }
     this.#any = entries.length > 0;
   }
