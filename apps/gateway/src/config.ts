@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
+import { GATEWAY_DEFAULTS as D, originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
 import { ConfigError, processConfigFields, tlsFilesField } from '@switchyard/service';
 
 /** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
@@ -87,7 +87,7 @@ export const gatewayConfigSchema = z.object({
   schedulers: z.array(z.url()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
   upstreamMode: z
     .enum(['proxy', 'direct'])
-    .default('proxy')
+    .default(D.upstreamMode)
     .describe('`proxy` sends traffic through the scheduler tunnel; `direct` dials a runtime address when it has one.'),
   upstreamToken: z
     .string()
@@ -119,13 +119,13 @@ export const gatewayConfigSchema = z.object({
     ),
   eventStreamsOverHttp2: z
     .boolean()
-    .default(true)
+    .default(D.eventStreamsOverHttp2)
     .describe(
       'GET event streams through a scheduler travel as HTTP/2 streams (h2c, or ALPN h2 on https: URLs), many per connection, instead of one HTTP/1.1 connection each; a scheduler or TLS front without HTTP/2 gets HTTP/1.1.',
     ),
   relayConnections: z
     .boolean()
-    .default(true)
+    .default(D.relayConnections)
     .describe(
       'Requests through a scheduler travel on relay connections it carries whole into the runtime tunnel, instead of being proxied one by one on /api/proxy (over TLS for https: scheduler URLs); turn off if a hop between gateway and scheduler passes no custom Upgrade.',
     ),
@@ -133,7 +133,7 @@ export const gatewayConfigSchema = z.object({
     .number()
     .int()
     .min(100)
-    .default(10000)
+    .default(D.eventStreamPingIntervalMs)
     .describe(
       'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen.',
     ),
@@ -141,7 +141,7 @@ export const gatewayConfigSchema = z.object({
     .number()
     .int()
     .refine((ms) => ms === 0 || ms >= 100, 'must be 0 (off) or at least 100')
-    .default(5000)
+    .default(D.upstreamCheckIntervalMs)
     .describe(
       'How often an upstream the gateway holds HTTP/1.1 connections to (a scheduler replica for relays and /api/proxy, a runtime in direct mode) is checked with GET /healthz; one that leaves a check unanswered by the next has its connections closed (their requests fail with 502) and is not dialled until it answers again, so sessions follow their runtime to the replica it redialled, or are lost (404) as with a dead runtime. 0 turns the checks off (see docs/benchmarks.md for what they cost).',
     ),
@@ -156,11 +156,16 @@ export const gatewayConfigSchema = z.object({
     })
     .prefault({})
     .describe('Identity strategies.'),
-  defaultClass: z.string().min(1).default('default').describe('Class used when the class source yields nothing.'),
+  defaultClass: z.string().min(1).default(D.defaultClass).describe('Class used when the class source yields nothing.'),
   routeCache: z
     .object({
-      maxEntries: z.number().int().min(1).default(100000).describe('Most routes kept in the in-process LRU.'),
-      ttlMs: z.number().int().min(1).default(900000).describe('How long a cached route lives.'),
+      maxEntries: z
+        .number()
+        .int()
+        .min(1)
+        .default(D.routeCacheEntriesMax)
+        .describe('Most routes kept in the in-process LRU.'),
+      ttlMs: z.number().int().min(1).default(D.routeCacheTtlMs).describe('How long a cached route lives.'),
       redisUrl: z.string().optional().meta({ secret: true }).describe('Redis URL of a route cache shared by replicas.'),
     })
     .prefault({})
@@ -169,23 +174,18 @@ export const gatewayConfigSchema = z.object({
   allowedOrigins: checkedList(originEntryProblem).describe(
     'Browser origins allowed to call /mcp: exact origins, `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
   ),
-  bodyBytesMax: z
-    .number()
-    .int()
-    .min(1)
-    .default(4 * 1024 * 1024)
-    .describe('Largest request body accepted.'),
+  bodyBytesMax: z.number().int().min(1).default(D.bodyBytesMax).describe('Largest request body accepted.'),
   headerBytesMax: z
     .number()
     .int()
     .min(1024)
-    .default(16 * 1024)
+    .default(D.headerBytesMax)
     .describe('Largest request header block accepted.'),
   principalConcurrencyMax: z
     .number()
     .int()
     .min(1)
-    .default(64)
+    .default(D.principalConcurrencyMax)
     .describe(
       'Most concurrent requests per principal (per client address in auth mode none). An event stream (a GET, a subscriptions/listen) counts until it is open, not while it stays open.',
     ),
@@ -196,7 +196,7 @@ export const gatewayConfigSchema = z.object({
     .number()
     .int()
     .min(1)
-    .default(600000)
+    .default(D.idleTimeoutMs)
     .describe('Idle time after which a stream is closed (above the scheduler and runtime ones).'),
   ...processConfigFields,
 });

@@ -160,7 +160,7 @@ export interface GatewayOptions {
    * `none`), which is per client address. Default none: every peer is the client.
    */
   readonly trustedProxies?: readonly string[];
-  /** Upstream idle timeout (headers, non-SSE bodies, keep-alive sockets). Default 5 min. */
+  /** Upstream idle timeout (headers, non-SSE bodies, keep-alive sockets). Default 10 min. */
   readonly idleTimeoutMs?: number;
   readonly logger?: GatewayLogger;
   readonly metrics?: { readonly registry: Registry; readonly prefix?: string };
@@ -185,7 +185,7 @@ export const GATEWAY_DEFAULTS = {
   principalConcurrencyMax: 256,
   /** Distinct principals tracked at once by the concurrency limiter. */
   principalsTrackedMax: 100_000,
-  idleTimeoutMs: 5 * 60_000,
+  idleTimeoutMs: 10 * 60_000,
   metricsPrefix: 'switchyard_gateway_',
   /** Scheduler failover: rounds over every replica, backoff between rounds. */
   scheduleRoundsMax: 4,
