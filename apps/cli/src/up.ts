@@ -29,7 +29,8 @@ export async function up(options: UpOptions): Promise<void> {
   );
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const rows = cluster.components().map((c) => [c.kind, c.name, c.address, c.note]);
-  const clientConfig = { mcpServers: { switchyard: { type: 'streamable-http', url: cluster.gatewayUrl } } };
+  // The `.mcp.json` shape (Claude Code and the clients that read it), where Streamable HTTP is `http`.
+  const clientConfig = { mcpServers: { switchyard: { type: 'http', url: cluster.gatewayUrl } } };
   process.stdout.write(
     [
       '',
@@ -43,7 +44,7 @@ export async function up(options: UpOptions): Promise<void> {
       'pick one with the X-Switchyard-Class header (or ?class=everything), the process with',
       'X-Switchyard-Process (or ?process=<id>).',
       '',
-      'MCP client configuration:',
+      'MCP client configuration (.mcp.json):',
       JSON.stringify(clientConfig, null, 2),
       '',
       `Try: npx @modelcontextprotocol/inspector --cli ${cluster.gatewayUrl} --method tools/list`,

@@ -79,7 +79,8 @@ for (const mode of MODES) {
 
     it('prints the summary on stdout and progress on stderr', () => {
       assert.match(up.stdout(), /Switchyard is ready \([\d.]+ s\)\. MCP endpoint:/);
-      assert.match(up.stdout(), /"url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
+      // The .mcp.json form, where Streamable HTTP is "http".
+      assert.match(up.stdout(), /"type": "http",\s+"url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
       assert.match(up.stderr(), /every scheduler sees every runtime/);
       assert.doesNotMatch(up.stdout(), /every scheduler sees every runtime/);
     });
