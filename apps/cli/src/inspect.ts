@@ -32,9 +32,13 @@ export interface SchedulerTarget {
 function unreachableReason(error: unknown): string {
   const cause = (error as { cause?: { message?: string; code?: string } }).cause;
   const reason = cause?.message ?? (error as Error).message;
+  const code = cause?.code ?? '';
   // A certificate error: most likely a private CA this process has not been told to trust.
-  const certificate = /CERT|SELF_SIGNED/.test(cause?.code ?? '');
-  return certificate ? `${reason} (trust its CA: NODE_EXTRA_CA_CERTS=<PEM file>)` : reason;
+  if (/CERT|SELF_SIGNED/.test(code)) return `${reason} (trust its CA: NODE_EXTRA_CA_CERTS=<PEM file>)`;
+  // Most often no local cluster is up: the default is where `npm start` puts one.
+  if (code === 'ECONNREFUSED')
+    return `${reason} (nothing listens there: start a cluster with npm start, or pass --scheduler <url>)`;
+  return reason;
 }
 
 /** A JSON answer with one of the `expected` statuses from the scheduler at `target`; anything else is an error saying so. */

@@ -70,6 +70,21 @@ describe('switchyard usage', { concurrency: true }, () => {
     });
   }
 
+  it('says where a scheduler comes from, exit 1, when nothing listens at the URL', async () => {
+    // A port just freed: nothing listens there.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+    await new Promise((resolve) => probe.close(resolve));
+    const { code, stdout, stderr } = await runCli(['status', '--scheduler', url]);
+    assert.equal(code, 1);
+    assert.equal(stdout, '');
+    assert.match(
+      stderr,
+      /cannot reach http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED.* \(nothing listens there: start a cluster with npm start, or pass --scheduler <url>\)/,
+    );
+  });
+
   it('says so, exit 1, when the scheduler URL is not a scheduler', async () => {
     const other = createServer((_req, res) =>
       res.writeHead(404, { 'content-type': 'text/html' }).end('<!DOCTYPE html>'),
