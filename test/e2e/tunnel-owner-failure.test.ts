@@ -1,6 +1,6 @@
-// What operations.md promises when a scheduler replica dies with runtime
-// tunnels on it: the runtimes redial another replica, and their sessions
-// survive if they are back before the ping timeout. In a cluster the
+// What operations.md promises when a scheduler replica dies (or freezes, or
+// restarts) with runtime tunnels on it: the runtimes redial another replica,
+// and their sessions survive if they are back before the ping timeout. In a cluster the
 // runtimes dial the scheduler Service, not one replica; here a round-robin
 // TCP front over the replicas stands in for the Service (a replica that
 // refuses connections is skipped, as its endpoint would be). The other
@@ -12,7 +12,19 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { connect, counter, whoami, type AnyClient } from './support.ts';
+import {
+  LEGACY,
+  connect,
+  counter,
+  initializeBody,
+  metric,
+  post,
+  rpcResult,
+  textOf,
+  toolCallBody,
+  whoami,
+  type AnyClient,
+} from './support.ts';
 import type { AppProcess } from '../support/processes.ts';
 
 const SESSIONS = 8;
@@ -169,5 +181,68 @@ describe('a scheduler replica goes silent with tunnels on it (frozen: it takes c
       victim?.signal('SIGCONT');
       await Promise.all(clients.map((c) => c.close().catch(() => {})));
     }
+  });
+});
+
+describe('a scheduler replica restarts with tunnels on it (runtimes dial a Service)', () => {
+  let cluster: TestCluster;
+  let front: ServiceFront;
+  before(async () => ({ cluster, front } = await runtimesBehindAServiceFront()));
+  after(async () => {
+    front?.close();
+    await cluster?.stop();
+  });
+
+  // A rolling restart. Sessions that only POST (no GET stream to reopen
+  // meanwhile) keep the route the gateway cached: the restarted replica, back
+  // at its address, no longer holds their runtime's tunnel, which redialled
+  // another replica while it was out of the Service.
+  it("keeps the sessions that were idle meanwhile: the replica, back, forwards their requests to their runtime's new owner", async () => {
+    const url = cluster.gatewayUrl();
+    const sessions = await Promise.all(
+      Array.from({ length: SESSIONS }, async () => {
+        const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+        assert.equal(init.status, 200, init.text);
+        return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+      }),
+    );
+    const call = async (session: Record<string, string>, name: string): Promise<string> => {
+      const reply = await post(url, toolCallBody(2, name), session);
+      assert.equal(reply.status, 200, reply.text);
+      return textOf(rpcResult(reply));
+    };
+    const placed = await Promise.all(
+      sessions.map(async (s) => (JSON.parse(await call(s, 'whoami')) as { runtime: string }).runtime),
+    );
+    for (const s of sessions) assert.equal(await call(s, 'counter'), '1');
+    // A follower holding a runtime with sessions on it, so no election is part of what is measured.
+    const leader = await cluster.leader();
+    const rows = await runtimesSeenBy(cluster.schedulerUrls()[0]!);
+    const moved = [...new Set(placed)].find((id) => rows.find((r) => r.id === id)?.owner !== leader.name);
+    assert.ok(moved, `a session on a runtime held by a follower (${JSON.stringify(rows)}, leader ${leader.name})`);
+    const owner = rows.find((r) => r.id === moved)!.owner;
+    const index = cluster.schedulers.findIndex((s) => s.name === owner);
+    // Out of the rotation while it restarts, as a pod failing its readiness probe leaves the Service.
+    front.out.add(cluster.schedulers[index]!.port!);
+    const restarted = await cluster.restartScheduler(index);
+    front.out.delete(restarted.port!);
+    await until(
+      `${moved} on another replica, and the restarted replica in the cluster`,
+      async () => {
+        const seen = await runtimesSeenBy(restarted.url!).catch(() => []);
+        const row = seen.find((r) => r.id === moved);
+        return row?.available && row.owner !== owner && seen.length === 2 ? true : undefined;
+      },
+      15_000,
+    );
+    const counts = await Promise.all(sessions.map((s) => call(s, 'counter').catch((e: Error) => e.message)));
+    assert.deepEqual(counts, Array<string>(SESSIONS).fill('2'), `sessions on ${placed.join(', ')}; ${moved} moved`);
+    // They went the way their cached route says, to the restarted replica, which forwarded them to the owner.
+    const proxied = await metric(restarted.url!, 'switchyard_scheduler_proxy_requests_total');
+    const onMoved = placed.filter((r) => r === moved).length;
+    assert.ok(
+      proxied >= onMoved,
+      `${proxied} requests through the restarted replica for ${onMoved} sessions on ${moved}`,
+    );
   });
 });
