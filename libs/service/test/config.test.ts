@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -336,6 +337,38 @@ describe('config files on disk', () => {
     writeFileSync(path, 'election:\n  leaseDurationMs: 20000\n');
     const config = loadConfig(schema, { argv: ['--config', path], env: {} });
     assert.equal(config.election.leaseDurationMs, 20000);
+  });
+});
+
+describe('the YAML library', () => {
+  let dir = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-config-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  // A fresh process each: whether the library is in the module cache after loading a config.
+  const yamlLoadedAfter = (argv: string[]): boolean => {
+    const script = `
+      import { createRequire } from 'node:module';
+      import { z } from 'zod';
+      import { loadConfig } from '@switchyard/service';
+      loadConfig(z.object({ port: z.number().default(1).describe('A port.') }), { argv: ${JSON.stringify(argv)}, env: {} });
+      const cached = Object.keys(createRequire(import.meta.url).cache);
+      console.log(cached.some((path) => path.includes('/node_modules/yaml/')));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    return JSON.parse(out) as boolean;
+  };
+
+  // It costs a process about 2 MB of RSS, and most are configured by flags and environment alone.
+  it('is not loaded by a process given no config file', () => {
+    assert.equal(yamlLoadedAfter(['--port', '2']), false);
+  });
+
+  it('is loaded to read a config file', () => {
+    const path = join(dir, 'c.yaml');
+    writeFileSync(path, 'port: 3\n');
+    assert.equal(yamlLoadedAfter(['--config', path]), true);
   });
 });
 

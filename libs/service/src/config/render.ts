@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { stringify } from 'yaml';
+import { yaml } from './yaml.ts';
 import { isSecret, unwrap } from './fields.ts';
 import type { ConfigField } from './fields.ts';
 import { isPlainObject } from './sources.ts';
@@ -35,7 +35,7 @@ export function redactConfig(schema: AnySchema, value: unknown): unknown {
 }
 
 export function printableConfig(schema: AnySchema, config: unknown): string {
-  return stringify(redactConfig(schema, config), { lineWidth: 0 });
+  return yaml().stringify(redactConfig(schema, config), { lineWidth: 0 });
 }
 
 function typeText(field: ConfigField): string {

@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { yaml } from './yaml.ts';
 import { coerce } from './coerce.ts';
 import { ENV_PREFIX, flagNamesOf } from './fields.ts';
 import type { ConfigField } from './fields.ts';
@@ -43,7 +43,7 @@ export function fileLayer(path: string, text: string): Layer {
   const layer: Layer = { values: {}, origins: new Map(), problems: [] };
   let parsed: unknown;
   try {
-    parsed = parseYaml(text);
+    parsed = yaml().parse(text);
   } catch (error) {
     layer.problems.push(`config file ${path}: ${(error as Error).message.split('\n')[0]}`);
     return layer;
