@@ -21,6 +21,7 @@ import {
   refusedGatewayToken,
   upstreamHeaders,
 } from './upstream.ts';
+import type { AssertedHeaders } from './upstream.ts';
 
 /**
  * Starts relaying and returns at once: the request's async frames (and all
@@ -59,7 +60,7 @@ export async function call(
   ctx: RoutingContext,
   r: Routed,
   route: Route,
-  asserted: Parameters<typeof upstreamHeaders>[1],
+  asserted: AssertedHeaders,
   gone: ReadonlySet<number>,
 ): Promise<Attempt> {
   let result: Attempt;
@@ -161,7 +162,7 @@ async function send(
   ctx: RoutingContext,
   r: Routed,
   route: Route,
-  asserted: Parameters<typeof upstreamHeaders>[1],
+  asserted: AssertedHeaders,
   gone: ReadonlySet<number>,
 ): Promise<Attempt> {
   const method = r.req.method as 'GET' | 'POST' | 'DELETE';
