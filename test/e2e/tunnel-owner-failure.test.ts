@@ -33,6 +33,8 @@ interface ServiceFront {
   readonly url: string;
   /** Ports taken out of the rotation, as a replica failing its readiness probe leaves the Service's endpoints. */
   readonly out: Set<number>;
+  /** Resets every connection through it, as a load balancer or NAT in between may. */
+  cut(): void;
   close(): void;
 }
 
@@ -40,11 +42,18 @@ interface ServiceFront {
 async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   let next = 0;
   const out = new Set<number>();
+  const open = new Set<net.Socket>();
+  const held = (socket: net.Socket): void => {
+    open.add(socket);
+    socket.on('close', () => open.delete(socket));
+  };
   const server = net.createServer((client) => {
     client.on('error', () => {});
+    held(client);
     const dial = (triesLeft: number): void => {
       const inRotation = ports.filter((p) => !out.has(p));
       const upstream = net.connect({ host: '127.0.0.1', port: inRotation[next++ % inRotation.length]! });
+      held(upstream);
       upstream.once('connect', () => {
         upstream.on('error', () => client.destroy());
         upstream.on('close', () => client.destroy());
@@ -60,6 +69,9 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   return {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     out,
+    cut: () => {
+      for (const socket of open) socket.resetAndDestroy();
+    },
     close: () => server.close(),
   };
 }
@@ -244,5 +256,62 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
       proxied >= onMoved,
       `${proxied} requests through the restarted replica for ${onMoved} sessions on ${moved}`,
     );
+  });
+});
+
+describe("a runtime's connection to its replica is reset (a load balancer or NAT in between)", () => {
+  let cluster: TestCluster;
+  let front: ServiceFront;
+  before(async () => {
+    cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+    // One replica behind the front: the runtime redials the replica that held it.
+    front = await serviceFront([cluster.schedulers[1]!.port!]);
+    await cluster.startRuntime('r0', 1, { schedulerUrl: front.url });
+    await cluster.waitForRuntimes(['r0'], 15_000);
+  });
+  after(async () => {
+    front?.close();
+    await cluster?.stop();
+  });
+
+  it('keeps its sessions: it redials at once, and the replica holds their requests until then', async () => {
+    const url = cluster.gatewayUrl();
+    const sessions = await Promise.all(
+      Array.from({ length: SESSIONS }, async () => {
+        const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+        assert.equal(init.status, 200, init.text);
+        return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+      }),
+    );
+    let cutAt = 0;
+    const deadline = Date.now() + 10_000;
+    // Each session counts on, one call at a time, until 2 s after the cut (bounded by the deadline).
+    const runs = await Promise.all(
+      sessions.map(async (session, i) => {
+        const seen: string[] = [];
+        while (Date.now() < deadline && (cutAt === 0 || Date.now() < cutAt + 2000)) {
+          const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
+          seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
+          if (reply.status === 404) break;
+          if (cutAt === 0 && seen.length === 5 && i === 0) {
+            cutAt = Date.now();
+            front.cut();
+          }
+        }
+        return seen;
+      }),
+    );
+    assert.ok(cutAt > 0, 'the connection was cut');
+    for (const [i, seen] of runs.entries()) {
+      const failed = seen.filter((s) => !/^\d+$/.test(s));
+      // The call in flight when the connection broke may fail (it is not replayed); nothing more.
+      assert.ok(failed.length <= 1 && failed.every((f) => f.startsWith('502')), `session ${i}: ${failed.join(' | ')}`);
+      const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
+      assert.ok(counts.length > 5, `session ${i} counted on after the cut: ${seen.join(', ')}`);
+      for (let k = 1; k < counts.length; k++)
+        assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
+    }
+    const connects = cluster.runtimes[0]!.logs.filter((l) => l.msg === 'tunnel connected').length;
+    assert.ok(connects >= 2, `r0 connected ${connects} times`);
   });
 });

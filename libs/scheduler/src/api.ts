@@ -163,8 +163,11 @@ export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream
   ctx.metrics.proxyRequests.inc();
   const runtimeId = decodeSegment(proxy[1]!);
   delete headers.authorization;
-  proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, `${proxy[2] ?? '/'}${proxy[3] ?? ''}`, {
-    runtimeId,
+  const path = `${proxy[2] ?? '/'}${proxy[3] ?? ''}`;
+  const proceed = (): void => proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, path, { runtimeId });
+  if (!ctx.part.redialing(runtimeId)) return proceed();
+  void ctx.part.reattached(runtimeId).then(() => {
+    if (!stream.destroyed) proceed();
   });
 }
 
@@ -188,8 +191,21 @@ export function handleRelay(ctx: ApiContext, req: IncomingMessage, socket: Duple
   relayConnection(ctx.part.tunnel(runtimeId), socket, head, runtimeId);
 }
 
+/**
+ * `/api/proxy/:runtime/*` over HTTP/1.1: into the runtime's tunnel when this
+ * replica holds it, else forwarded to the owner. A runtime whose connection
+ * here broke a moment ago is waited for (`LocalPart.reattached`): it redials
+ * at once, and its sessions carry on instead of being lost.
+ */
 function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {
   ctx.metrics.proxyRequests.inc();
+  if (!ctx.part.redialing(runtimeId)) return proxyHere(ctx, req, res, runtimeId, rest);
+  void ctx.part.reattached(runtimeId).then(() => {
+    if (!res.destroyed) proxyHere(ctx, req, res, runtimeId, rest);
+  });
+}
+
+function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {
   const tunnel = ctx.part.tunnel(runtimeId);
   // The caller's API token is for this replica (and the owner, when forwarded), never for a runtime.
   if (tunnel) {

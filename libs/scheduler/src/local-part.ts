@@ -1,4 +1,4 @@
-import type { Clock } from '@switchyard/clock';
+import type { Clock, Timer } from '@switchyard/clock';
 import type { Runtime, RuntimeState, WatchSnapshot } from '@switchyard/protocol';
 import { RuntimeMirror, watchRuntime, type RuntimeWatcher } from '@switchyard/agent';
 import type { Tunnel } from '@switchyard/tunnel';
@@ -19,6 +19,21 @@ interface Entry {
   cached: { readonly changes: number; readonly closed: boolean; readonly state: RuntimeState } | undefined;
 }
 
+/**
+ * How long a request for a runtime whose tunnel was lost here (the
+ * connection broke: a runtime that lives redials at once, 250 ms into its
+ * backoff) waits for it to come back, rather than be refused as for a
+ * runtime gone; see `LocalPart.reattached`. Kept under a second, as a
+ * session of a runtime that died must hear so (404) within one.
+ */
+export const REDIAL_WAIT_MS = 750;
+
+/** A runtime whose tunnel was lost here lately, and the requests waiting for it. */
+interface Lost {
+  readonly waiters: Set<() => void>;
+  readonly timer: Timer;
+}
+
 export interface LocalPartOptions {
   readonly replicaId: string;
   readonly replicaUrl: string;
@@ -36,6 +51,7 @@ export interface LocalPartOptions {
  */
 export class LocalPart {
   readonly #entries = new Map<string, Entry>();
+  readonly #lost = new Map<string, Lost>();
   readonly #options: LocalPartOptions;
   #closed = false;
 
@@ -75,6 +91,7 @@ export class LocalPart {
     };
     this.#entries.set(tunnel.runtimeId, entry);
     logger.info({ runtime: tunnel.runtimeId, generation: tunnel.generation }, 'runtime joined');
+    this.#found(tunnel.runtimeId);
     onChange();
   }
 
@@ -84,12 +101,30 @@ export class LocalPart {
     if (entry?.tunnel !== tunnel) return;
     this.#drop(tunnel.runtimeId);
     this.#options.logger.info({ runtime: tunnel.runtimeId, reason }, 'runtime left');
+    if (tunnel.lost && !this.#closed) this.#markLost(tunnel.runtimeId);
     this.#options.onChange();
   }
 
   tunnel(runtimeId: string): Tunnel | undefined {
     const entry = this.#entries.get(runtimeId);
     return entry && !entry.tunnel.closed ? entry.tunnel : undefined;
+  }
+
+  /** True while a runtime whose tunnel was lost here may still redial (for REDIAL_WAIT_MS). */
+  redialing(runtimeId: string): boolean {
+    return this.#lost.has(runtimeId) && this.tunnel(runtimeId) === undefined;
+  }
+
+  /**
+   * The runtime's tunnel, waiting for it while `redialing`: a request then
+   * reaches the runtime whose connection broke and came back at once, sessions
+   * and all, instead of being refused as for a runtime gone. Undefined: it is
+   * not here, or did not come back in time.
+   */
+  async reattached(runtimeId: string): Promise<Tunnel | undefined> {
+    const lost = this.#lost.get(runtimeId);
+    if (lost && this.tunnel(runtimeId) === undefined) await new Promise<void>((resolve) => lost.waiters.add(resolve));
+    return this.tunnel(runtimeId);
   }
 
   get size(): number {
@@ -121,6 +156,22 @@ export class LocalPart {
     if (this.#closed) return;
     this.#closed = true;
     for (const id of [...this.#entries.keys()]) this.#drop(id);
+    for (const id of [...this.#lost.keys()]) this.#found(id);
+  }
+
+  #markLost(runtimeId: string): void {
+    this.#found(runtimeId);
+    const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId), REDIAL_WAIT_MS);
+    this.#lost.set(runtimeId, { waiters: new Set(), timer });
+  }
+
+  /** The wait for a lost runtime is over (it is back, or the time is up): its waiters look again. */
+  #found(runtimeId: string): void {
+    const lost = this.#lost.get(runtimeId);
+    if (!lost) return;
+    this.#lost.delete(runtimeId);
+    lost.timer.cancel();
+    for (const resolve of lost.waiters) resolve();
   }
 
   #drop(runtimeId: string): void {

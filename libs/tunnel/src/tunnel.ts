@@ -44,6 +44,11 @@ export interface Tunnel {
    * streams, before the tunnel hears of it.
    */
   readonly usable: boolean;
+  /**
+   * True once it ended without a GOAWAY from either side: the connection
+   * broke or went silent, and its runtime, if it lives, redials at once.
+   */
+  readonly lost: boolean;
   /** Resolves with the close reason; never rejects. */
   readonly whenClosed: Promise<string>;
   /** Opens a stream into the runtime; `:scheme`/`:authority` default to http/runtime. */
@@ -93,6 +98,7 @@ class ClientTunnel implements Tunnel {
   readonly fetch: typeof fetch;
   rttMs: number | undefined;
   closed = false;
+  lost = false;
   readonly #carrier: Carrier;
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
@@ -206,7 +212,10 @@ class ClientTunnel implements Tunnel {
 
   /** The peer is gone or broken: fail every stream now, no grace. */
   #die(reason: string): void {
-    if (!this.closed) this.#markClosed(reason);
+    if (!this.closed) {
+      this.lost = true;
+      this.#markClosed(reason);
+    }
     this.#teardown(reason);
   }
 
