@@ -259,59 +259,69 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
   });
 });
 
-describe("a runtime's connection to its replica is reset (a load balancer or NAT in between)", () => {
-  let cluster: TestCluster;
-  let front: ServiceFront;
-  before(async () => {
-    cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
-    // One replica behind the front: the runtime redials the replica that held it.
-    front = await serviceFront([cluster.schedulers[1]!.port!]);
-    await cluster.startRuntime('r0', 1, { schedulerUrl: front.url });
-    await cluster.waitForRuntimes(['r0'], 15_000);
-  });
-  after(async () => {
-    front?.close();
-    await cluster?.stop();
-  });
+// Behind one replica, the runtime redials the replica that held it; behind two in rotation, the other one.
+for (const [where, behind] of [
+  ['the replica that held it', [1]],
+  ['another replica', [1, 2]],
+] as const) {
+  describe(`a runtime's connection to its replica is reset (a load balancer or NAT in between), and it redials ${where}`, () => {
+    let cluster: TestCluster;
+    let front: ServiceFront;
+    before(async () => {
+      cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+      front = await serviceFront(behind.map((i) => cluster.schedulers[i]!.port!));
+      await cluster.startRuntime('r0', 1, { schedulerUrl: front.url });
+      await cluster.waitForRuntimes(['r0'], 15_000);
+    });
+    after(async () => {
+      front?.close();
+      await cluster?.stop();
+    });
 
-  it('keeps its sessions: it redials at once, and the replica holds their requests until then', async () => {
-    const url = cluster.gatewayUrl();
-    const sessions = await Promise.all(
-      Array.from({ length: SESSIONS }, async () => {
-        const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
-        assert.equal(init.status, 200, init.text);
-        return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
-      }),
-    );
-    let cutAt = 0;
-    const deadline = Date.now() + 10_000;
-    // Each session counts on, one call at a time, until 2 s after the cut (bounded by the deadline).
-    const runs = await Promise.all(
-      sessions.map(async (session, i) => {
-        const seen: string[] = [];
-        while (Date.now() < deadline && (cutAt === 0 || Date.now() < cutAt + 2000)) {
-          const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
-          seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
-          if (reply.status === 404) break;
-          if (cutAt === 0 && seen.length === 5 && i === 0) {
-            cutAt = Date.now();
-            front.cut();
+    it('keeps its sessions: the replica that held it holds their requests until it is back, here or there', async () => {
+      const url = cluster.gatewayUrl();
+      const sessions = await Promise.all(
+        Array.from({ length: SESSIONS }, async () => {
+          const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+          assert.equal(init.status, 200, init.text);
+          return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+        }),
+      );
+      let cutAt = 0;
+      const deadline = Date.now() + 10_000;
+      // Each session counts on, one call at a time, until 2 s after the cut (bounded by the deadline).
+      const runs = await Promise.all(
+        sessions.map(async (session, i) => {
+          const seen: string[] = [];
+          while (Date.now() < deadline && (cutAt === 0 || Date.now() < cutAt + 2000)) {
+            const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
+            seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
+            if (reply.status === 404) break;
+            if (cutAt === 0 && seen.length === 5 && i === 0) {
+              cutAt = Date.now();
+              front.cut();
+            }
           }
-        }
-        return seen;
-      }),
-    );
-    assert.ok(cutAt > 0, 'the connection was cut');
-    for (const [i, seen] of runs.entries()) {
-      const failed = seen.filter((s) => !/^\d+$/.test(s));
-      // The call in flight when the connection broke may fail (it is not replayed); nothing more.
-      assert.ok(failed.length <= 1 && failed.every((f) => f.startsWith('502')), `session ${i}: ${failed.join(' | ')}`);
-      const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
-      assert.ok(counts.length > 5, `session ${i} counted on after the cut: ${seen.join(', ')}`);
-      for (let k = 1; k < counts.length; k++)
-        assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
-    }
-    const connects = cluster.runtimes[0]!.logs.filter((l) => l.msg === 'tunnel connected').length;
-    assert.ok(connects >= 2, `r0 connected ${connects} times`);
+          return seen;
+        }),
+      );
+      assert.ok(cutAt > 0, 'the connection was cut');
+      for (const [i, seen] of runs.entries()) {
+        const failed = seen.filter((s) => !/^\d+$/.test(s));
+        // The call in flight when the connection broke may fail (it is not replayed); nothing more.
+        assert.ok(
+          failed.length <= 1 && failed.every((f) => f.startsWith('502')),
+          `session ${i}: ${failed.join(' | ')}`,
+        );
+        const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
+        assert.ok(counts.length > 5, `session ${i} counted on after the cut: ${seen.join(', ')}`);
+        for (let k = 1; k < counts.length; k++)
+          assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
+      }
+      const connects = cluster.runtimes[0]!.logs.filter((l) => l.msg === 'tunnel connected').length;
+      assert.ok(connects >= 2, `r0 connected ${connects} times`);
+      const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
+      assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
+    });
   });
-});
+}
