@@ -256,6 +256,17 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
       proxied >= onMoved,
       `${proxied} requests through the restarted replica for ${onMoved} sessions on ${moved}`,
     );
+    // An event stream too: it goes over HTTP/2, where the replica reaches only tunnels it holds,
+    // so the gateway asks again over HTTP/1.1, where it forwards.
+    const session = sessions[placed.indexOf(moved)]!;
+    const listening = new AbortController();
+    const stream = await fetch(url, {
+      headers: { ...session, accept: 'text/event-stream' },
+      signal: listening.signal,
+    });
+    listening.abort();
+    assert.equal(stream.status, 200, `GET stream of a session on ${moved}`);
+    assert.match(stream.headers.get('content-type') ?? '', /text\/event-stream/);
   });
 });
 

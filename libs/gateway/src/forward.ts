@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { sleep } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
-import { PROXY_ERRORS } from '@switchyard/protocol';
+import { PROXY_ERRORS, PROXY_ERROR_HEADER } from '@switchyard/protocol';
 import type { Dispatch } from './http2-streams.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
 import { exchange, upstreamFailure } from './exchange.ts';
@@ -13,8 +13,12 @@ export type Attempt =
   | { readonly kind: 'response'; readonly upstream: UpstreamResponse }
   /** The request never left: safe to send elsewhere. */
   | { readonly kind: 'unreachable'; readonly error: unknown }
-  /** The runtime or its tunnel is gone (404 from the runtime, 502 from the proxy); body discarded. */
-  | { readonly kind: 'gone'; readonly status: number };
+  /**
+   * The runtime or its tunnel is gone (404 from the runtime, 502 from the
+   * proxy); body discarded. `notConnected`: the scheduler replica asked
+   * holds no tunnel of the runtime (which may have moved to another).
+   */
+  | { readonly kind: 'gone'; readonly status: number; readonly notConnected?: true };
 
 /**
  * Dials the runtime, once more after GATEWAY_DEFAULTS.dialRetryDelayMs when
@@ -35,11 +39,12 @@ export async function attempt(
     try {
       const upstream = await exchange(dispatcher, call, res);
       if (goneStatuses.has(upstream.statusCode)) {
+        const notConnected = upstream.headers[PROXY_ERROR_HEADER] === PROXY_ERRORS.notConnected;
         const body = await upstream.discard();
         if (upstream.statusCode === 502 && proxyErrorOf(body) === PROXY_ERRORS.streamFailed) {
           throw upstreamFailure(new Error('the runtime reset the stream behind the scheduler proxy'));
         }
-        return { kind: 'gone', status: upstream.statusCode };
+        return { kind: 'gone', status: upstream.statusCode, ...(notConnected ? { notConnected } : {}) };
       }
       return { kind: 'response', upstream };
     } catch (error) {

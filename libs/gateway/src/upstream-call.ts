@@ -191,12 +191,16 @@ async function send(
   if (method === 'GET' && ctx.eventStreams) {
     const streams = ctx.eventStreams;
     const origin = new URL(route.url).origin;
+    let result: Attempt;
     try {
-      return await via(streams.dispatcherFor(origin), proxied);
+      result = await via(streams.dispatcherFor(origin), proxied);
     } catch (error) {
       if (r.signal.aborted || !streams.fellBack(origin, error)) throw error;
       return via(ctx.dispatcher, proxied);
     }
+    // Over HTTP/2 a replica reaches only the tunnels it holds; over HTTP/1.1 it forwards to
+    // the replica a runtime moved to (its redial after a restart or a broken connection).
+    return result.kind === 'gone' && result.notConnected ? via(ctx.dispatcher, proxied) : result;
   }
   const relays = method === 'GET' ? undefined : ctx.relays;
   if (!relays?.covers(route.url)) return via(ctx.dispatcher, proxied);

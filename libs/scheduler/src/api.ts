@@ -149,8 +149,8 @@ async function forwardSchedule(
  * gateway uses for the event streams it holds. Only a runtime whose tunnel
  * this replica holds is reached; a gateway proxies through the owner (the
  * schedule answer names it), so there is no forwarding to another replica
- * here: a runtime that moved is a 502, as it is to an HTTP/1.1 caller once
- * the owner is unknown.
+ * here: a runtime that moved is a 502, after which a gateway asks over
+ * HTTP/1.1, which forwards.
  */
 export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) {
   const proxy = PROXY_PATH.exec(String(headers[':path'] ?? '/'));
