@@ -86,6 +86,28 @@ async function runtimesBehindAServiceFront(): Promise<{ cluster: TestCluster; fr
   return { cluster, front };
 }
 
+/** SESSIONS legacy sessions opened through the gateway at `url`, as the headers their requests carry (no GET stream). */
+async function legacySessions(url: string): Promise<Record<string, string>[]> {
+  return Promise.all(
+    Array.from({ length: SESSIONS }, async () => {
+      const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+      assert.equal(init.status, 200, init.text);
+      return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    }),
+  );
+}
+
+/** The cluster behind a Service front of the describe block it is called in: started before its tests, stopped after. */
+function clusterBehindAServiceFront(): { readonly cluster: TestCluster; readonly front: ServiceFront } {
+  const setup = {} as { cluster: TestCluster; front: ServiceFront };
+  before(async () => Object.assign(setup, await runtimesBehindAServiceFront()));
+  after(async () => {
+    setup.front?.close();
+    await setup.cluster?.stop();
+  });
+  return setup;
+}
+
 type RuntimeRow = { id: string; available: boolean; owner: string };
 
 async function runtimesSeenBy(url: string): Promise<RuntimeRow[]> {
@@ -94,29 +116,23 @@ async function runtimesSeenBy(url: string): Promise<RuntimeRow[]> {
 }
 
 describe('a scheduler replica dies with tunnels on it (runtimes dial a Service)', () => {
-  let cluster: TestCluster;
-  let front: ServiceFront;
-  before(async () => ({ cluster, front } = await runtimesBehindAServiceFront()));
-  after(async () => {
-    front?.close();
-    await cluster?.stop();
-  });
+  const setup = clusterBehindAServiceFront();
 
   it('keeps the sessions of its runtimes: they redial another replica and count on', async () => {
     const clients: AnyClient[] = await Promise.all(
-      Array.from({ length: SESSIONS }, () => connect('v2', cluster.gatewayUrl())),
+      Array.from({ length: SESSIONS }, () => connect('v2', setup.cluster.gatewayUrl())),
     );
     try {
       const placed = await Promise.all(clients.map(async (c) => ({ runtime: (await whoami(c)).runtime })));
       for (const c of clients) assert.equal(await counter(c), 1);
       // The replica holding the tunnel of the first session's runtime goes.
       const moved = placed[0]!.runtime;
-      const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === moved)!.owner;
-      const victim = cluster.schedulers.find((s) => s.name === owner)!;
+      const owner = (await runtimesSeenBy(setup.cluster.schedulerUrls()[0]!)).find((r) => r.id === moved)!.owner;
+      const victim = setup.cluster.schedulers.find((s) => s.name === owner)!;
       assert.ok(victim, `replica ${owner} holds ${moved}`);
       victim.signal('SIGKILL');
       await victim.exited;
-      const survivor = cluster.schedulers.find((s) => s !== victim)!;
+      const survivor = setup.cluster.schedulers.find((s) => s !== victim)!;
       await until(
         `${moved} back on another replica`,
         async () => {
@@ -197,27 +213,15 @@ describe('a scheduler replica goes silent with tunnels on it (frozen: it takes c
 });
 
 describe('a scheduler replica restarts with tunnels on it (runtimes dial a Service)', () => {
-  let cluster: TestCluster;
-  let front: ServiceFront;
-  before(async () => ({ cluster, front } = await runtimesBehindAServiceFront()));
-  after(async () => {
-    front?.close();
-    await cluster?.stop();
-  });
+  const setup = clusterBehindAServiceFront();
 
   // A rolling restart. Sessions that only POST (no GET stream to reopen
   // meanwhile) keep the route the gateway cached: the restarted replica, back
   // at its address, no longer holds their runtime's tunnel, which redialled
   // another replica while it was out of the Service.
   it("keeps the sessions that were idle meanwhile: the replica, back, forwards their requests to their runtime's new owner", async () => {
-    const url = cluster.gatewayUrl();
-    const sessions = await Promise.all(
-      Array.from({ length: SESSIONS }, async () => {
-        const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
-        assert.equal(init.status, 200, init.text);
-        return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
-      }),
-    );
+    const url = setup.cluster.gatewayUrl();
+    const sessions = await legacySessions(url);
     const call = async (session: Record<string, string>, name: string): Promise<string> => {
       const reply = await post(url, toolCallBody(2, name), session);
       assert.equal(reply.status, 200, reply.text);
@@ -228,16 +232,16 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
     );
     for (const s of sessions) assert.equal(await call(s, 'counter'), '1');
     // A follower holding a runtime with sessions on it, so no election is part of what is measured.
-    const leader = await cluster.leader();
-    const rows = await runtimesSeenBy(cluster.schedulerUrls()[0]!);
+    const leader = await setup.cluster.leader();
+    const rows = await runtimesSeenBy(setup.cluster.schedulerUrls()[0]!);
     const moved = [...new Set(placed)].find((id) => rows.find((r) => r.id === id)?.owner !== leader.name);
     assert.ok(moved, `a session on a runtime held by a follower (${JSON.stringify(rows)}, leader ${leader.name})`);
     const owner = rows.find((r) => r.id === moved)!.owner;
-    const index = cluster.schedulers.findIndex((s) => s.name === owner);
+    const index = setup.cluster.schedulers.findIndex((s) => s.name === owner);
     // Out of the rotation while it restarts, as a pod failing its readiness probe leaves the Service.
-    front.out.add(cluster.schedulers[index]!.port!);
-    const restarted = await cluster.restartScheduler(index);
-    front.out.delete(restarted.port!);
+    setup.front.out.add(setup.cluster.schedulers[index]!.port!);
+    const restarted = await setup.cluster.restartScheduler(index);
+    setup.front.out.delete(restarted.port!);
     await until(
       `${moved} on another replica, and the restarted replica in the cluster`,
       async () => {
@@ -291,13 +295,7 @@ for (const [where, behind] of [
 
     it('keeps its sessions: the replica that held it holds their requests until it is back, here or there', async () => {
       const url = cluster.gatewayUrl();
-      const sessions = await Promise.all(
-        Array.from({ length: SESSIONS }, async () => {
-          const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
-          assert.equal(init.status, 200, init.text);
-          return { 'mcp-protocol-version': LEGACY, 'mcp-session-id': init.headers.get('mcp-session-id')! };
-        }),
-      );
+      const sessions = await legacySessions(url);
       let cutAt = 0;
       const deadline = Date.now() + 10_000;
       // Each session counts on, one call at a time, until 2 s after the cut (bounded by the deadline).
