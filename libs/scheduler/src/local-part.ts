@@ -21,12 +21,13 @@ interface Entry {
 
 /**
  * How long a request for a runtime whose tunnel was lost here (the
- * connection broke: a runtime that lives redials at once, 250 ms into its
- * backoff) waits for it to come back, rather than be refused as for a
- * runtime gone; see `LocalPart.reattached`. Kept under a second, as a
- * session of a runtime that died must hear so (404) within one.
+ * connection broke) waits for it to come back, rather than be refused as
+ * for a runtime gone; see `LocalPart.reattached`. A runtime that lives
+ * redials at once, 250 ms (±20 %) into its backoff, and a redial to another
+ * replica shows in an epoch about 0.1 s later; a session of a runtime that
+ * died must still hear so (404) well within a second of its tunnel closing.
  */
-export const REDIAL_WAIT_MS = 750;
+export const REDIAL_WAIT_MS = 600;
 
 /** A runtime whose tunnel was lost here lately, and the requests waiting for it. */
 interface Lost {
