@@ -164,10 +164,8 @@ export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream
   const runtimeId = decodeSegment(proxy[1]!);
   delete headers.authorization;
   const path = `${proxy[2] ?? '/'}${proxy[3] ?? ''}`;
-  const proceed = (): void => proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, path, { runtimeId });
-  if (!ctx.part.redialing(runtimeId)) return proceed();
-  void ctx.part.reattached(runtimeId).then(() => {
-    if (!stream.destroyed) proceed();
+  ctx.part.afterRedial(runtimeId, () => {
+    if (!stream.destroyed) proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, path, { runtimeId });
   });
 }
 
@@ -194,13 +192,12 @@ export function handleRelay(ctx: ApiContext, req: IncomingMessage, socket: Duple
 /**
  * `/api/proxy/:runtime/*` over HTTP/1.1: into the runtime's tunnel when this
  * replica holds it, else forwarded to the owner. A runtime whose connection
- * here broke a moment ago is waited for (`LocalPart.reattached`): it redials
+ * here broke a moment ago is waited for (`LocalPart.afterRedial`): it redials
  * at once, and its sessions carry on instead of being lost.
  */
 function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {
   ctx.metrics.proxyRequests.inc();
-  if (!ctx.part.redialing(runtimeId)) return proxyHere(ctx, req, res, runtimeId, rest);
-  void ctx.part.reattached(runtimeId).then(() => {
+  ctx.part.afterRedial(runtimeId, () => {
     if (!res.destroyed) proxyHere(ctx, req, res, runtimeId, rest);
   });
 }

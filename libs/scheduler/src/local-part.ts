@@ -22,7 +22,7 @@ interface Entry {
 /**
  * How long a request for a runtime whose tunnel was lost here (the
  * connection broke) waits for it to come back, rather than be refused as
- * for a runtime gone; see `LocalPart.reattached`. A runtime that lives
+ * for a runtime gone; see `LocalPart.afterRedial`. A runtime that lives
  * redials at once, 250 ms (±20 %) into its backoff, and a redial to another
  * replica shows in an epoch about 0.1 s later; a session of a runtime that
  * died must still hear so (404) well within a second of its tunnel closing.
@@ -111,21 +111,16 @@ export class LocalPart {
     return entry && !entry.tunnel.closed ? entry.tunnel : undefined;
   }
 
-  /** True while a runtime whose tunnel was lost here may still redial (for REDIAL_WAIT_MS). */
-  redialing(runtimeId: string): boolean {
-    return this.#lost.has(runtimeId) && this.tunnel(runtimeId) === undefined;
-  }
-
   /**
-   * The runtime's tunnel, waiting for it while `redialing`: a request then
-   * reaches the runtime whose connection broke and came back at once, sessions
-   * and all, instead of being refused as for a runtime gone. Undefined: it is
-   * not here, or did not come back in time.
+   * Runs `proceed` now, or, while a runtime whose tunnel was lost here may
+   * still redial (REDIAL_WAIT_MS), once it is back or the wait is over: a
+   * request then reaches the runtime whose connection broke and came back at
+   * once, sessions and all, instead of being refused as for a runtime gone.
    */
-  async reattached(runtimeId: string): Promise<Tunnel | undefined> {
+  afterRedial(runtimeId: string, proceed: () => void): void {
     const lost = this.#lost.get(runtimeId);
-    if (lost && this.tunnel(runtimeId) === undefined) await new Promise<void>((resolve) => lost.waiters.add(resolve));
-    return this.tunnel(runtimeId);
+    if (lost) lost.waiters.add(proceed);
+    else proceed();
   }
 
   get size(): number {
