@@ -46,7 +46,7 @@ describe('a runtime whose tunnel connection breaks', () => {
   });
   after(() => replica?.close());
 
-  /** `r0` joined through a front; `use` gets the front and the time the replica dropped the cut tunnel. */
+  /** Runs `use` with `r0` joined through a front, and both gone afterwards. */
   async function withRuntime(
     use: (front: Awaited<ReturnType<typeof cuttableFront>>, runtime: RuntimeNode) => Promise<void>,
   ): Promise<void> {
