@@ -128,7 +128,8 @@ function schedulerTokenArgs(file: string | undefined, token: string | undefined)
 
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
-  const token = randomBytes(24).toString('base64url');
+  // Hex: a base64url token may start with `-`, which reads as an option on the apps' command lines.
+  const token = randomBytes(24).toString('hex');
   const election = options.election ?? { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 };
   const ping = String(options.tunnelPingIntervalMs ?? 1000);
   const schedulers: AppProcess[] = [];

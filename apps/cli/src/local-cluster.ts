@@ -1,6 +1,5 @@
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import { randomBytes } from 'node:crypto';
 import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import { createGateway, type Gateway } from '@switchyard/gateway';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
@@ -8,6 +7,7 @@ import type { EngineConfig } from '@switchyard/sandbox';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
 import { terminalLines } from './log-lines.ts';
 import { closeServer, createLogger, createMetrics, listen, type Logger } from '@switchyard/service';
+import { newJoinToken } from './join-token.ts';
 
 export interface LocalClusterOptions {
   readonly schedulers: number;
@@ -74,7 +74,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     level: options.logLevel,
     destination: terminalLines('switchyard'),
   });
-  const token = randomBytes(24).toString('base64url');
+  const token = newJoinToken();
   const store = new MemoryLeaseStore();
   const replicas: SchedulerReplica[] = [];
   const runtimes: RuntimeNode[] = [];

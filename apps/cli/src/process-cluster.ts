@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import {
   type LocalCluster,
   type LocalClusterOptions,
 } from './local-cluster.ts';
+import { newJoinToken } from './join-token.ts';
 
 const APPS = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -99,7 +99,7 @@ async function stop(started: readonly Started[]): Promise<void> {
  */
 export async function startProcessCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-'));
-  const token = randomBytes(24).toString('base64url');
+  const token = newJoinToken();
   const echoLevel = LEVELS[options.logLevel] ?? WARN;
   const started: Started[] = [];
   // Ctrl-C reaches the whole process group; this covers an abrupt exit of the parent.
