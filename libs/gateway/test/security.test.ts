@@ -175,6 +175,9 @@ describe('gateway concurrency limit and standing streams', () => {
 
   it('does not count open GET streams: a principal holds more sessions with streams than its limit', async () => {
     const streams: AbortController[] = [];
+    // Held: fetch cancels the body of a Response that is garbage-collected
+    // unread, which would close its stream before it is counted.
+    const open: Response[] = [];
     try {
       const sessions: string[] = [];
       for (let i = 0; i < 3; i++) {
@@ -188,6 +191,7 @@ describe('gateway concurrency limit and standing streams', () => {
           headers: { ...auth(ALICE), accept: 'text/event-stream', 'mcp-session-id': session },
           signal: stream.signal,
         });
+        open.push(res);
         assert.equal(res.status, 200, `GET stream ${i + 1} of 3 (limit 2)`);
         assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
       }
