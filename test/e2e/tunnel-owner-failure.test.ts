@@ -219,7 +219,7 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
   // meanwhile) keep the route the gateway cached: the restarted replica, back
   // at its address, no longer holds their runtime's tunnel, which redialled
   // another replica while it was out of the Service.
-  it("keeps the sessions that were idle meanwhile: the replica, back, forwards their requests to their runtime's new owner", async () => {
+  it("keeps the sessions that were idle meanwhile: the replica, back, forwards their requests to their runtime's new owner, once", async () => {
     const url = setup.cluster.gatewayUrl();
     const sessions = await legacySessions(url);
     const call = async (session: Record<string, string>, name: string): Promise<string> => {
@@ -251,16 +251,7 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
       },
       15_000,
     );
-    const counts = await Promise.all(sessions.map((s) => call(s, 'counter').catch((e: Error) => e.message)));
-    assert.deepEqual(counts, Array<string>(SESSIONS).fill('2'), `sessions on ${placed.join(', ')}; ${moved} moved`);
-    // They went the way their cached route says, to the restarted replica, which forwarded them to the owner.
-    const proxied = await metric(restarted.url!, 'switchyard_scheduler_proxy_requests_total');
-    const onMoved = placed.filter((r) => r === moved).length;
-    assert.ok(
-      proxied >= onMoved,
-      `${proxied} requests through the restarted replica for ${onMoved} sessions on ${moved}`,
-    );
-    // An event stream too: it goes over HTTP/2, where the replica reaches only tunnels it holds,
+    // An event stream first: it goes over HTTP/2, where the replica reaches only tunnels it holds,
     // so the gateway asks again over HTTP/1.1, where it forwards.
     const session = sessions[placed.indexOf(moved)]!;
     const listening = new AbortController();
@@ -271,6 +262,30 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
     listening.abort();
     assert.equal(stream.status, 200, `GET stream of a session on ${moved}`);
     assert.match(stream.headers.get('content-type') ?? '', /text\/event-stream/);
+    const counts = await Promise.all(sessions.map((s) => call(s, 'counter').catch((e: Error) => e.message)));
+    assert.deepEqual(counts, Array<string>(SESSIONS).fill('2'), `sessions on ${placed.join(', ')}; ${moved} moved`);
+    // They went the way their cached route says, to the restarted replica, which forwarded them to the owner.
+    const proxied = await metric(restarted.url!, 'switchyard_scheduler_proxy_requests_total');
+    const onMoved = placed.filter((r) => r === moved).length;
+    assert.ok(
+      proxied >= onMoved,
+      `${proxied} requests through the restarted replica for ${onMoved} sessions on ${moved}`,
+    );
+    // Each forwarded answer said so, and the gateway asked the scheduler where the runtime is now:
+    // the extra hop lasted one request, not the session.
+    const gateway = url.replace(/\/mcp$/, '');
+    await until(
+      `the routes of the sessions on ${moved} (${onMoved}) to follow it`,
+      async () => ((await metric(gateway, 'switchyard_gateway_routes_followed_total')) >= onMoved ? true : undefined),
+      5_000,
+    );
+    const next = await Promise.all(sessions.map((s) => call(s, 'counter').catch((e: Error) => e.message)));
+    assert.deepEqual(next, Array<string>(SESSIONS).fill('3'));
+    assert.equal(
+      await metric(restarted.url!, 'switchyard_scheduler_proxy_requests_total'),
+      proxied,
+      'no request went through the restarted replica once the routes followed',
+    );
   });
 });
 

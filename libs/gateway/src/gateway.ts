@@ -39,6 +39,8 @@ export interface GatewayStats {
   readonly routeCacheMisses: number;
   readonly schedules: number;
   readonly upstreamErrors: number;
+  /** Routes moved to the replica their runtime redialled (see `routes_followed_total`). */
+  readonly routesFollowed: number;
 }
 
 /** A `node:http` request listener. */
@@ -77,7 +79,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     process: o.identity.process.map(parseStrategy),
     thread: o.identity.thread.map(parseStrategy),
   };
-  const counts = { requests: 0, sseOpen: 0, hits: 0, misses: 0, schedules: 0, upstreamErrors: 0 };
+  const counts = { requests: 0, sseOpen: 0, hits: 0, misses: 0, schedules: 0, upstreamErrors: 0, followed: 0 };
   const exported = o.metrics ? createMetrics(o.metrics.registry, o.metrics.prefix) : noMetrics;
   const metrics: GatewayMetrics = {
     ...exported,
@@ -90,6 +92,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     sseOpened: () => (counts.sseOpen++, exported.sseOpened()),
     sseClosed: () => (counts.sseOpen--, exported.sseClosed()),
+    routeFollowed: () => (counts.followed++, exported.routeFollowed()),
   };
   const keepAliveMs = Math.min(o.idleTimeoutMs, GATEWAY_DEFAULTS.upstreamKeepAliveMs);
   const agentOptions = {
@@ -174,6 +177,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(relays ? { relays } : {}),
     scheduler,
     cache,
+    following: new Set(),
     clock: o.clock,
     logger: o.logger,
     metrics,
@@ -332,6 +336,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       routeCacheMisses: counts.misses,
       schedules: counts.schedules,
       upstreamErrors: counts.upstreamErrors,
+      routesFollowed: counts.followed,
     }),
     close() {
       closed = true;

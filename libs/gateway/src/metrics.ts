@@ -15,6 +15,8 @@ export interface GatewayMetrics {
   relayLimitReached(): void;
   /** A scheduler ask went unanswered long enough that another replica was asked too. */
   scheduleHedged(): void;
+  /** A route now names the replica its runtime moved to, after the one it named forwarded a request there. */
+  routeFollowed(): void;
 }
 
 export type UpstreamErrorReason =
@@ -41,6 +43,7 @@ export const noMetrics: GatewayMetrics = {
   relayRefused: noop,
   relayLimitReached: noop,
   scheduleHedged: noop,
+  routeFollowed: noop,
 };
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
@@ -108,6 +111,11 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     help: 'Scheduler asks sent because an earlier ask of the same call went unanswered for 250 ms',
     registers,
   });
+  const followed = new Counter({
+    name: `${prefix}routes_followed_total`,
+    help: 'Routes moved to the scheduler replica their runtime redialled, after the one they named forwarded a request there',
+    registers,
+  });
   const requestChild = memo((key) => {
     const space = key.indexOf(' ');
     return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
@@ -129,5 +137,6 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     relayRefused: () => relayRefusals.inc(),
     relayLimitReached: () => pastRelayLimit.inc(),
     scheduleHedged: () => hedges.inc(),
+    routeFollowed: () => followed.inc(),
   };
 }

@@ -155,6 +155,17 @@ export class RouteCache {
     }
   }
 
+  /**
+   * Sets `key` to `to` if this replica still holds `from` for it, and says
+   * whether it did: a route learnt in the background must not bring back one
+   * evicted meanwhile (its session ended or lost its runtime).
+   */
+  async replace(key: string, from: Route, to: Route): Promise<boolean> {
+    if (this.#memory.peek(key)?.url !== from.url) return false;
+    await this.set(key, to);
+    return true;
+  }
+
   async delete(key: string): Promise<void> {
     this.#memory.delete(key);
     if (!this.#redis || this.#closed) return;

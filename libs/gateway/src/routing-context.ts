@@ -23,6 +23,8 @@ export interface RoutingContext {
   readonly relays?: RelayConnections;
   readonly scheduler: SchedulerClient;
   readonly cache: RouteCache;
+  /** Route keys whose runtime is being looked up again after a replica forwarded their request (one lookup each at once). */
+  readonly following: Set<string>;
   readonly clock: Clock;
   readonly logger: GatewayLogger;
   readonly metrics: GatewayMetrics;

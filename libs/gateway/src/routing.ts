@@ -14,6 +14,7 @@ import type { Route } from './route-cache.ts';
 import type { Routed, RoutingContext } from './routing-context.ts';
 import type { Placement } from './scheduler-client.ts';
 import { StreamsFullError, call, callUnlessFull, detailOf, relay } from './upstream-call.ts';
+import { wasForwarded } from './upstream.ts';
 import { sendError } from './wire.ts';
 
 const LEGACY_GONE = new Set([404, 502]);
@@ -101,6 +102,36 @@ async function rerouted(
   return undefined;
 }
 
+/**
+ * The replica `route` names forwarded the request to the one that holds its
+ * runtime's tunnel now (the runtime redialled there after a restart or a
+ * broken connection), as it would each later request on the route: one hop
+ * more for as long as the session lasts. Asks the scheduler where the
+ * runtime is reached now, in the background and one ask per key at once, and
+ * caches that in place of `route`. Where to go is always the scheduler's
+ * answer, never the forwarded answer's.
+ */
+function followRuntime(ctx: RoutingContext, key: string, route: Route, request: ScheduleRequestInput): void {
+  const { following } = ctx;
+  if (following.has(key)) return;
+  following.add(key);
+  void (async () => {
+    try {
+      const next = routeOf(ctx, await ctx.scheduler.schedule(request), route.principal);
+      // Another runtime would be a new placement: the session's runtime is where its state is.
+      if (next.runtime !== route.runtime || next.url === route.url) return;
+      if (!(await ctx.cache.replace(key, route, next))) return;
+      ctx.metrics.routeFollowed();
+      ctx.logger.debug({ runtime: route.runtime, from: route.url, to: next.url }, 'route follows its runtime');
+    } catch (error) {
+      // The route still works, through the forwarding replica; the next forwarded answer asks again.
+      ctx.logger.debug({ runtime: route.runtime, err: String((error as Error)?.message) }, 'route not followed');
+    } finally {
+      following.delete(key);
+    }
+  })();
+}
+
 function classOf(ctx: RoutingContext, src: IdentitySource): string {
   return resolvePart('class', ctx.chains.class, src) ?? ctx.defaultClass;
 }
@@ -147,6 +178,7 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
     sendError(r.res, 'session_not_found', `Session not found: ${why}; re-initialize`, id);
     return;
   }
+  if (!route.direct && wasForwarded(result.upstream.headers)) followRuntime(ctx, key, route, request);
   relay(ctx, r, result.upstream);
 }
 
@@ -231,6 +263,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
       continue;
     }
     if (result.kind === 'response') {
+      if (key && !route.direct && wasForwarded(result.upstream.headers)) followRuntime(ctx, key, route, request);
       relay(ctx, r, result.upstream);
       return;
     }

@@ -1,5 +1,11 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS, PROXY_ERRORS, PROXY_ERROR_HEADER } from '@switchyard/protocol';
+import {
+  FORWARDED_HEADER,
+  HOP_BY_HOP_HEADERS,
+  IDENTITY_HEADERS,
+  PROXY_ERRORS,
+  PROXY_ERROR_HEADER,
+} from '@switchyard/protocol';
 import { UPSTREAM_SILENT_NOT_DIALLED } from './upstream-checks.ts';
 
 /** Hop-by-hop headers plus those undici computes itself. */
@@ -94,19 +100,25 @@ export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: Asserted
  * The upstream response headers a client may see, as one object for
  * `res.writeHead`, so the response keeps no header map of its own (which
  * `setHeader` would build, and hold as long as an event stream stays open).
- * An event stream loses its length and gains `X-Accel-Buffering: no`.
+ * An event stream loses its length and gains `X-Accel-Buffering: no`; a
+ * scheduler's FORWARDED_HEADER is for this gateway only.
  */
 export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boolean): OutgoingHttpHeaders {
   const listed = connectionListed(headers);
   const out: OutgoingHttpHeaders = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || listed.has(name)) continue;
+    if (value === undefined || listed.has(name) || name === FORWARDED_HEADER) continue;
     if (HOP_BY_HOP.has(name) && (name !== 'content-length' || eventStream)) continue;
     out[name] = value;
   }
   if (eventStream) out['x-accel-buffering'] = 'no';
   return out;
+}
+
+/** True for an answer a scheduler replica forwarded from the replica that holds the runtime's tunnel now. */
+export function wasForwarded(headers: IncomingHttpHeaders): boolean {
+  return headers[FORWARDED_HEADER] !== undefined;
 }
 
 /** What a gateway logs (at error level) when a scheduler refuses its API token. */

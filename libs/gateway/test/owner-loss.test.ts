@@ -6,13 +6,12 @@
 // again, and answers 503 when no scheduler answers (which says nothing of the
 // runtime). Replicas here are stand-ins serving /api/proxy/<runtime>/mcp that
 // refuse relays as an older release does, so requests go through /api/proxy.
-import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
+import { replicaStandIn, startStandIn as start } from './fixtures/replica-stand-in.ts';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
@@ -22,27 +21,11 @@ const ECHO = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'ech
 /** Every replica stand-in started, for the suite's teardown. */
 const replicas: Server[] = [];
 
-/** A scheduler replica stand-in: answers every MCP request itself, saying which replica it is. */
+/** A replica stand-in, kept for the suite's teardown. */
 function replica(name: string, served: string[]): Server {
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    req.on('end', () => {
-      served.push(name);
-      const message = JSON.parse(body) as { id: number };
-      const session = req.headers['x-switchyard-session-id'];
-      res.writeHead(200, { 'content-type': 'application/json', ...(session ? { 'mcp-session-id': session } : {}) });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { replica: name } }));
-    });
-  });
-  server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n'));
+  const server = replicaStandIn(name, served);
   replicas.push(server);
   return server;
-}
-
-async function start(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 describe('a session whose scheduler replica can no longer be dialled', () => {

@@ -1,6 +1,7 @@
 // The route cache's memory tier, as every request meets it: a hit is
 // answered at once and counted; a miss without Redis is counted as a memory
-// miss; and lookups spread out in time, as requests are, do not set a timer
+// miss; a route learnt in the background replaces only the one it was
+// learnt for; and lookups spread out in time, as requests are, do not set a timer
 // each (the LRU library's clock cache does at its default resolution). The
 // Redis tier is tested against a real server in redis.test.ts.
 import assert from 'node:assert/strict';
@@ -63,6 +64,24 @@ describe('route cache memory tier', () => {
     await cache.set('thread:c', route);
     await cache.delete('thread:c');
     assert.equal(cache.local('thread:c'), undefined);
+    await cache.close();
+  });
+
+  it('replaces a route only while it still holds the one replaced, counting no lookup', async () => {
+    const { cache, lookups } = cacheWithLookups();
+    const moved = { runtime: 'rt-1', url: 'http://127.0.0.1:2/mcp' };
+    await cache.set('thread:d', route);
+    assert.equal(await cache.replace('thread:d', route, moved), true);
+    assert.deepEqual(lookups, []);
+    assert.deepEqual(cache.local('thread:d'), moved);
+    // Evicted meanwhile (the session ended): not brought back.
+    await cache.delete('thread:d');
+    assert.equal(await cache.replace('thread:d', route, moved), false);
+    // Replaced by another route meanwhile: left alone.
+    await cache.set('thread:d', route);
+    await cache.set('thread:d', { runtime: 'rt-2', url: 'http://127.0.0.1:3/mcp' });
+    assert.equal(await cache.replace('thread:d', route, moved), false);
+    assert.equal(cache.local('thread:d')?.runtime, 'rt-2');
     await cache.close();
   });
 

@@ -53,6 +53,17 @@ export const PROXY_ERRORS = {
 export const PROXY_ERROR_HEADER = 'x-switchyard-proxy-error';
 
 /**
+ * Set on a scheduler proxy's answer that another replica, the one holding
+ * the runtime's tunnel, gave: the runtime redialled there (after a restart
+ * or a broken connection), and each request that names this replica costs
+ * one hop more. A gateway then asks the scheduler where the runtime is now.
+ * It only prompts that question, never names a destination: runtimes' own
+ * answers through a proxy have it stripped, and one that came through a
+ * relay connection unstripped costs a scheduler ask, nothing more.
+ */
+export const FORWARDED_HEADER = 'x-switchyard-forwarded';
+
+/**
  * A relay connection (protocol.md §7, "Relay connections"): `GET ${RELAY.path}<runtime id>` with
  * `Connection: Upgrade` and `Upgrade: ${RELAY.upgrade}` asks a scheduler
  * replica to carry the connection whole into that runtime's tunnel, where

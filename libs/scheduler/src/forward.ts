@@ -1,5 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import { HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
+import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
 import { sendJson } from './http-util.ts';
 
 /** Marks a request already forwarded once between replicas, so forwarding never loops. */
@@ -8,7 +8,8 @@ export const HOP_HEADER = 'x-switchyard-hop';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
 /**
- * Streams a request to another replica and the answer back (one hop). A
+ * Streams a request to another replica and the answer back (one hop),
+ * marked FORWARDED_HEADER so a gateway learns to ask for the owner itself. A
  * client disconnect aborts the upstream request; an upstream failure before
  * headers is a 502 naming the runtime.
  */
@@ -23,7 +24,7 @@ export function forwardToReplica(
     if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value;
   }
   const upstream = http.request(targetUrl, { method: req.method, headers, agent }, (answer) => {
-    res.writeHead(answer.statusCode ?? 502, filterHeaders(answer.headers));
+    res.writeHead(answer.statusCode ?? 502, { ...filterHeaders(answer.headers), [FORWARDED_HEADER]: '1' });
     res.flushHeaders();
     answer.pipe(res);
     answer.once('error', () => res.destroy());

@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { RuntimeNode } from '@switchyard/runtime';
 import { MemoryLeaseStore } from '@switchyard/election';
+import { FORWARDED_HEADER } from '@switchyard/protocol';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { WebSocket } from 'ws';
 import { TOKEN, getJson, postJson, startReplicas, startRuntime, until } from './support.ts';
@@ -52,12 +53,16 @@ describe('three replicas in one process with a memory lease', () => {
     assert.match(chosen.proxyUrl, /\/api\/proxy\/r[12]$/);
   });
 
-  it('reaches a runtime through /api/proxy on every replica', async () => {
+  it('reaches a runtime through /api/proxy on every replica, marking answers another replica gave', async () => {
+    const holder = { r1: replicas[1]!, r2: replicas[2]! };
     for (const replica of replicas) {
-      for (const id of ['r1', 'r2']) {
+      for (const id of ['r1', 'r2'] as const) {
         const res = await fetch(`${replica.url}/api/proxy/${id}/healthz`);
         assert.equal(res.status, 200, `${replica.replicaId} → ${id}`);
         assert.deepEqual(await res.json(), { status: 'ok' });
+        // Forwarded from the replica holding the tunnel: a gateway then asks where the runtime is.
+        const forwarded = replica !== holder[id];
+        assert.equal(res.headers.get(FORWARDED_HEADER), forwarded ? '1' : null, `${replica.replicaId} → ${id}`);
       }
     }
   });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { proxyToTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import WebSocket from 'ws';
@@ -22,6 +23,8 @@ describe('proxyToTunnel', () => {
       if (req.url === '/headers') {
         res.setHeader('content-type', 'application/json');
         res.setHeader('x-upstream', 'yes');
+        // A runtime posing as a scheduler that forwarded the request: the proxy drops that header.
+        res.setHeader(FORWARDED_HEADER, '1');
         return void res.end(JSON.stringify({ ...req.headers }));
       }
       if (req.url === '/count') {
@@ -68,7 +71,7 @@ describe('proxyToTunnel', () => {
     await scheduler.close();
   });
 
-  it('strips hop-by-hop headers, maps Host to :authority and adds extra headers', async () => {
+  it("strips hop-by-hop headers, maps Host to :authority and adds extra headers; answers lose a scheduler's header", async () => {
     const reply = await httpRequest(`${base}/rt-p/headers`, {
       headers: {
         host: 'example.test:8080',
@@ -89,6 +92,7 @@ describe('proxyToTunnel', () => {
       assert.equal(seen[name], undefined, `${name} must not be forwarded`);
     }
     assert.equal(reply.headers['x-upstream'], 'yes');
+    assert.equal(reply.headers[FORWARDED_HEADER], undefined);
   });
 
   // 8 MiB is four stream windows: the proxy must wait for the runtime to read.

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { proxyStreamToTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import { startRuntime, startScheduler, type Scheduler } from './helpers.ts';
@@ -44,7 +45,8 @@ describe('proxyStreamToTunnel', () => {
       res.write('event: ready\n\n');
       return void res.once('close', () => closedOnRuntime.push('/hold'));
     }
-    res.writeHead(200, { 'content-type': 'text/plain', 'x-upstream': 'yes' });
+    // A runtime posing as a scheduler that forwarded the request: the proxy drops that header.
+    res.writeHead(200, { 'content-type': 'text/plain', 'x-upstream': 'yes', [FORWARDED_HEADER]: '1' });
     res.end(`got ${req.method} ${req.url}`);
   };
 
@@ -93,10 +95,11 @@ describe('proxyStreamToTunnel', () => {
     );
   }
 
-  it('relays an answer with its status, headers and body', async () => {
+  it("relays an answer with its status, headers and body, but not a scheduler's header", async () => {
     const answer = await ask({ ':path': '/rt-s/plain' });
     assert.equal(answer.status, 200);
     assert.equal(answer.headers['x-upstream'], 'yes');
+    assert.equal(answer.headers[FORWARDED_HEADER], undefined);
     assert.equal(answer.body, 'got GET /plain');
   });
 
