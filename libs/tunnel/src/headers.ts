@@ -1,8 +1,12 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { HOP_BY_HOP_HEADERS } from '@switchyard/protocol';
+import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS } from '@switchyard/protocol';
 
-/** Hop-by-hop headers plus those HTTP/2 forbids outright; they must not cross the tunnel. */
-const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'http2-settings', 'host']);
+/**
+ * Headers that must not cross the tunnel: hop-by-hop ones, those HTTP/2
+ * forbids outright, and FORWARDED_HEADER, which only a scheduler sets (a
+ * runtime's answer never carries it on).
+ */
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'http2-settings', 'host', FORWARDED_HEADER]);
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
 

@@ -1,6 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
-import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { isEndToEnd } from './headers.ts';
 
 type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader;
@@ -116,8 +115,7 @@ function responseHeaders(upstream: UpstreamHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const name in upstream) {
     const value = upstream[name];
-    // FORWARDED_HEADER is the scheduler's to set, not a runtime's.
-    if (value !== undefined && isEndToEnd(name) && name !== FORWARDED_HEADER) out[name] = value;
+    if (value !== undefined && isEndToEnd(name)) out[name] = value;
   }
   return out;
 }

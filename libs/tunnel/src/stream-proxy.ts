@@ -1,5 +1,5 @@
 import http2 from 'node:http2';
-import { FORWARDED_HEADER, PROXY_ERRORS } from '@switchyard/protocol';
+import { PROXY_ERRORS } from '@switchyard/protocol';
 import { endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
 import { failureOf, openStream, refusalOf, type ProxyOptions } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
@@ -53,9 +53,7 @@ export function proxyStreamToTunnel(
     inbound.once('wantTrailers', () => {
       if (!broken) inbound.sendTrailers(received);
     });
-    const out: http2.OutgoingHttpHeaders = { ...endToEndHeaders(answer), ':status': answer[':status'] ?? 502 };
-    // The scheduler's to set, not a runtime's.
-    delete out[FORWARDED_HEADER];
+    const out = { ...endToEndHeaders(answer), ':status': answer[':status'] ?? 502 };
     inbound.respond(out, { endStream: upstream.endAfterHeaders, waitForTrailers: !upstream.endAfterHeaders });
     if (upstream.endAfterHeaders) return;
     // Not pipe()'s end: an answer cut by a reset must not end cleanly for the client.
