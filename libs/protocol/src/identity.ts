@@ -18,6 +18,13 @@ export const IDENTITY_HEADERS = {
 /** Header carrying a runtime's self-description on `/api/runtime/connect`. */
 export const RUNTIME_INFO_HEADER = 'x-runtime-info';
 
+/**
+ * Header carrying a runtime's tunnel liveness timing on `/api/runtime/connect`
+ * (`ping-interval-ms=5000, ping-timeout-ms=5000`), so that its replica knows
+ * how soon the runtime notices a connection gone silent.
+ */
+export const RUNTIME_LIVENESS_HEADER = 'x-runtime-liveness';
+
 /** MCP session header (legacy protocol generation). */
 export const MCP_SESSION_HEADER = 'mcp-session-id';
 

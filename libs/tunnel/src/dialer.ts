@@ -2,13 +2,14 @@ import type http from 'node:http';
 import http2 from 'node:http2';
 import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { HTTP2_HEADER_FIELDS_MAX, RUNTIME_INFO_HEADER } from '@switchyard/protocol';
+import { HTTP2_HEADER_FIELDS_MAX, RUNTIME_INFO_HEADER, RUNTIME_LIVENESS_HEADER } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { Heartbeat } from './heartbeat.ts';
+import { livenessHeaderValue, type Liveness } from './liveness.ts';
 import { LengthDeclaringResponse } from './response.ts';
 import type { Carrier, CarrierTransport, TunnelTransport } from './carrier.ts';
 import { connectCarrier } from './connect.ts';
@@ -197,6 +198,7 @@ class Dialer implements TunnelDialer {
     const headers = {
       authorization: `Bearer ${link.token}`,
       [RUNTIME_INFO_HEADER]: Buffer.from(JSON.stringify(this.#o.info)).toString('base64url'),
+      [RUNTIME_LIVENESS_HEADER]: livenessHeaderValue(this.#liveness()),
     };
     const url = this.#url.toString();
     const transport = this.#o.transport ?? 'auto';
@@ -216,6 +218,12 @@ class Dialer implements TunnelDialer {
       });
     };
     attempt(transport === 'websocket' ? 'websocket' : 'http2', transport === 'auto');
+  }
+
+  /** The heartbeat's timing, announced to the scheduler when dialling. */
+  #liveness(): Liveness {
+    const pingIntervalMs = this.#o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
+    return { pingIntervalMs, pingTimeoutMs: this.#o.pingTimeoutMs ?? pingIntervalMs };
   }
 
   #token(): string {
@@ -265,11 +273,11 @@ class Dialer implements TunnelDialer {
       });
     });
     this.#server.emit('connection', carrier.stream);
-    const pingIntervalMs = this.#o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
+    const { pingIntervalMs, pingTimeoutMs } = this.#liveness();
     link.heartbeat = new Heartbeat({
       clock: this.#clock,
       intervalMs: pingIntervalMs,
-      timeoutMs: this.#o.pingTimeoutMs ?? pingIntervalMs,
+      timeoutMs: pingTimeoutMs,
       probe: () => (link.session ? carrier.probe(link.session) : Promise.reject(new Error('no session'))),
       onRtt: () => {},
       onDead: (reason) => this.#down(link, reason),

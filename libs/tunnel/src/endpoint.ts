@@ -4,12 +4,13 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
-import { SwitchyardError } from '@switchyard/protocol';
+import { RUNTIME_LIVENESS_HEADER, SwitchyardError } from '@switchyard/protocol';
 import { admit, bearerMatches, writeRefusal } from './admission.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
 import { GOAWAY_REPLACED, TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
+import { parseLiveness, type Liveness } from './liveness.ts';
 import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
 import { watchTokenRevocations } from './revocation.ts';
 import type { TokenRevocations } from './revocation.ts';
@@ -70,6 +71,14 @@ export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndp
   return new Endpoint(options);
 }
 
+/** An admitted runtime, between its handshake and its tunnel. */
+interface Peer {
+  readonly info: Tunnel['info'];
+  readonly authorization: string | undefined;
+  /** Its liveness timing, when it announced one (`X-Runtime-Liveness`). */
+  readonly liveness: Liveness | undefined;
+}
+
 class Endpoint implements TunnelEndpoint {
   readonly #o: TunnelEndpointOptions;
   readonly #clock: Clock;
@@ -121,11 +130,10 @@ class Endpoint implements TunnelEndpoint {
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
     const authorization = req.headers.authorization;
-    if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, info, authorization);
+    const peer: Peer = { info, authorization, liveness: parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]) };
+    if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, peer);
     if (upgrade === 'websocket') {
-      return this.#wss.handleUpgrade(req, socket, head, (ws) =>
-        this.#accept(webSocketCarrier(ws), info, authorization),
-      );
+      return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), peer));
     }
     this.#logger.warn(
       { remote, runtime: info.id, status: 400, upgrade },
@@ -160,7 +168,7 @@ class Endpoint implements TunnelEndpoint {
    * (`Assertion failed: is_write_in_progress()`). Paused meanwhile, the
    * socket keeps what the runtime sends after the 101 for HTTP/2 to read.
    */
-  #acceptUpgrade(socket: Duplex, head: Buffer, info: Tunnel['info'], authorization: string | undefined): void {
+  #acceptUpgrade(socket: Duplex, head: Buffer, peer: Peer): void {
     // The runtime speaks only after our 101, so `head` is empty unless it broke protocol; HTTP/2 will judge.
     if (head.length > 0) socket.unshift(head);
     if (socket instanceof Socket) socket.setNoDelay(true);
@@ -169,12 +177,12 @@ class Endpoint implements TunnelEndpoint {
       `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`,
       (error) => {
         if (error || socket.destroyed) return void socket.destroy();
-        this.#accept(socketCarrier(socket), info, authorization);
+        this.#accept(socketCarrier(socket), peer);
       },
     );
   }
 
-  #accept(carrier: Carrier, info: Tunnel['info'], authorization: string | undefined): void {
+  #accept(carrier: Carrier, { info, authorization, liveness }: Peer): void {
     if (this.#closed) return carrier.destroy();
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const tunnel = openClientTunnel({
@@ -184,6 +192,7 @@ class Endpoint implements TunnelEndpoint {
       clock: this.#clock,
       pingIntervalMs: this.#pingIntervalMs,
       pingTimeoutMs: this.#pingTimeoutMs,
+      ...(liveness ? { peerLiveness: liveness } : {}),
       logger: this.#logger,
     });
     const previous = this.#tunnels.get(info.id);

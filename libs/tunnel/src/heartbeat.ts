@@ -7,7 +7,8 @@ export interface HeartbeatOptions {
   /** Sends one round of probes; resolves with the round-trip time in ms, rejects on failure. */
   readonly probe: () => Promise<number>;
   readonly onRtt: (rttMs: number) => void;
-  readonly onDead: (reason: string) => void;
+  /** `unanswered`: the peer went silent (a probe timed out), rather than failed a probe. */
+  readonly onDead: (reason: string, cause: 'unanswered' | 'failed') => void;
 }
 
 /**
@@ -44,7 +45,7 @@ export class Heartbeat {
     // A stale answer (from a round that already timed out) must not revive the peer.
     const current = (): boolean => !this.#stopped && round === this.#round;
     this.#timer = this.#o.clock.setTimeout(() => {
-      if (current()) this.#die(`no ping answer within ${this.#o.timeoutMs} ms`);
+      if (current()) this.#die(`no ping answer within ${this.#o.timeoutMs} ms`, 'unanswered');
     }, this.#o.timeoutMs);
     this.#o.probe().then(
       (rttMs) => {
@@ -54,13 +55,13 @@ export class Heartbeat {
         this.#schedule();
       },
       (error: unknown) => {
-        if (current()) this.#die(`ping failed: ${error instanceof Error ? error.message : String(error)}`);
+        if (current()) this.#die(`ping failed: ${error instanceof Error ? error.message : String(error)}`, 'failed');
       },
     );
   }
 
-  #die(reason: string): void {
+  #die(reason: string, cause: 'unanswered' | 'failed'): void {
     this.stop();
-    this.#o.onDead(reason);
+    this.#o.onDead(reason, cause);
   }
 }

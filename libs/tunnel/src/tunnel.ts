@@ -6,6 +6,7 @@ import { H2_TUNING, RELAY_AUTHORITY, TUNNEL_DEFAULTS, h2Settings } from './defau
 import type { TunnelLogger } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
 import { Heartbeat } from './heartbeat.ts';
+import { peerNoticesBy, type Liveness } from './liveness.ts';
 import type { Carrier, CarrierTransport } from './carrier.ts';
 
 /**
@@ -49,6 +50,20 @@ export interface Tunnel {
    * broke or went silent, and its runtime, if it lives, redials at once.
    */
   readonly lost: boolean;
+  /**
+   * Set once the tunnel was lost to silence (a ping unanswered) if its
+   * runtime announced its liveness timing: the clock time by which the
+   * runtime, if it lives, has found the connection dead as well, and dials
+   * again. Until then the runtime may not know (see `liveness.ts`).
+   */
+  readonly peerNoticesBy: number | undefined;
+  /**
+   * True when the runtime announced its liveness timing and its pings have
+   * stopped coming: none for longer than its interval and timeout. A runtime
+   * that lives pings within its interval; one that stopped has found the
+   * connection dead, or is frozen, while this end may not know yet.
+   */
+  readonly peerQuiet: boolean;
   /** Resolves with the close reason; never rejects. */
   readonly whenClosed: Promise<string>;
   /** Opens a stream into the runtime; `:scheme`/`:authority` default to http/runtime. */
@@ -79,6 +94,8 @@ export interface ClientTunnelOptions {
   readonly clock: Clock;
   readonly pingIntervalMs: number;
   readonly pingTimeoutMs: number;
+  /** The runtime's own ping timing, when it announced it. */
+  readonly peerLiveness?: Liveness;
   readonly logger: TunnelLogger;
 }
 
@@ -99,7 +116,11 @@ class ClientTunnel implements Tunnel {
   rttMs: number | undefined;
   closed = false;
   lost = false;
+  peerNoticesBy: number | undefined;
   readonly #carrier: Carrier;
+  readonly #peerLiveness: Liveness | undefined;
+  /** When the runtime's last ping arrived (or the tunnel was accepted, before its first). */
+  #lastPeerPingAt: number;
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
   readonly #heartbeat: Heartbeat;
@@ -113,6 +134,8 @@ class ClientTunnel implements Tunnel {
     this.info = o.info;
     this.generation = o.generation;
     this.connectedAt = o.clock.now();
+    this.#lastPeerPingAt = this.connectedAt;
+    this.#peerLiveness = o.peerLiveness;
     this.#carrier = o.carrier;
     this.transport = o.carrier.transport;
     this.#clock = o.clock;
@@ -132,6 +155,7 @@ class ClientTunnel implements Tunnel {
       this.#close('runtime sent GOAWAY', undefined, TUNNEL_DEFAULTS.runtimeGoawayGraceMs),
     );
     this.session.once('close', () => this.#die('session closed'));
+    this.session.on('ping', () => (this.#lastPeerPingAt = o.clock.now()));
     o.carrier.onEnd((reason) => this.#die(reason));
     this.#heartbeat = new Heartbeat({
       clock: o.clock,
@@ -139,9 +163,20 @@ class ClientTunnel implements Tunnel {
       timeoutMs: o.pingTimeoutMs,
       probe: () => o.carrier.probe(this.session),
       onRtt: (rttMs) => (this.rttMs = rttMs),
-      onDead: (reason) => this.#die(reason),
+      onDead: (reason, cause) => {
+        if (cause === 'unanswered' && this.#peerLiveness) {
+          this.peerNoticesBy = peerNoticesBy(this.#lastPeerPingAt, this.#peerLiveness);
+        }
+        this.#die(reason);
+      },
     });
     this.fetch = createH2Fetch((headers) => this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, 0));
+  }
+
+  get peerQuiet(): boolean {
+    const liveness = this.#peerLiveness;
+    if (!liveness) return false;
+    return this.#clock.now() - this.#lastPeerPingAt > liveness.pingIntervalMs + liveness.pingTimeoutMs;
   }
 
   get streams(): number {

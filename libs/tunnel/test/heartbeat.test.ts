@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { Heartbeat } from '../src/heartbeat.ts';
 import { backoffDelayMs } from '../src/index.ts';
+import { PEER_NOTICE_WAIT_MAX_MS, livenessHeaderValue, parseLiveness, peerNoticesBy } from '../src/liveness.ts';
 
 type Answer = { kind: 'ok'; rttMs: number } | { kind: 'fail' } | { kind: 'silent' } | { kind: 'late'; afterMs: number };
 
@@ -10,10 +11,10 @@ type Answer = { kind: 'ok'; rttMs: number } | { kind: 'fail' } | { kind: 'silent
 async function run(
   answers: Answer[],
   untilMs: number,
-): Promise<{ rtts: number[]; deadAtMs?: number; reason?: string }> {
+): Promise<{ rtts: number[]; deadAtMs?: number; reason?: string; cause?: string }> {
   const clock = new ManualClock(0);
   const rtts: number[] = [];
-  const out: { rtts: number[]; deadAtMs?: number; reason?: string } = { rtts };
+  const out: { rtts: number[]; deadAtMs?: number; reason?: string; cause?: string } = { rtts };
   let round = 0;
   const heartbeat = new Heartbeat({
     clock,
@@ -27,9 +28,10 @@ async function run(
       return new Promise(() => {});
     },
     onRtt: (rttMs) => rtts.push(rttMs),
-    onDead: (reason) => {
+    onDead: (reason, cause) => {
       out.deadAtMs = clock.now();
       out.reason = reason;
+      out.cause = cause;
     },
   });
   await clock.advance(untilMs);
@@ -80,6 +82,8 @@ describe('heartbeat', () => {
         assert.deepEqual(result.rtts, c.rtts);
         assert.equal(result.deadAtMs, c.deadAtMs);
         assert.match(result.reason ?? '', c.reason!);
+        // A peer that failed a probe told us it is gone; only one that never answered may not know yet.
+        assert.equal(result.cause, /no ping answer/.test(result.reason ?? '') ? 'unanswered' : 'failed');
       }
     });
   }
@@ -101,4 +105,28 @@ describe('reconnect backoff', () => {
       );
     });
   }
+});
+
+describe('announced liveness timing (X-Runtime-Liveness)', () => {
+  it('reads what a dialer writes', () => {
+    const liveness = { pingIntervalMs: 5000, pingTimeoutMs: 2500 };
+    assert.deepEqual(parseLiveness(livenessHeaderValue(liveness)), liveness);
+  });
+  const ignored: { name: string; value: string | string[] | undefined }[] = [
+    { name: 'absent (a runtime from before the header)', value: undefined },
+    { name: 'repeated', value: ['ping-interval-ms=1', 'ping-timeout-ms=1'] },
+    { name: 'missing a field', value: 'ping-interval-ms=5000' },
+    { name: 'zero', value: 'ping-interval-ms=0, ping-timeout-ms=5000' },
+    { name: 'not a number', value: 'ping-interval-ms=5s, ping-timeout-ms=5000' },
+    { name: 'past ten minutes', value: 'ping-interval-ms=600001, ping-timeout-ms=5000' },
+  ];
+  for (const c of ignored) it(`is ignored when ${c.name}`, () => assert.equal(parseLiveness(c.value), undefined));
+
+  it('bounds how long past its last ping a runtime is taken to need to notice', () => {
+    assert.equal(peerNoticesBy(1000, { pingIntervalMs: 300, pingTimeoutMs: 200 }), 1500);
+    assert.equal(
+      peerNoticesBy(1000, { pingIntervalMs: 600_000, pingTimeoutMs: 600_000 }),
+      1000 + PEER_NOTICE_WAIT_MAX_MS,
+    );
+  });
 });

@@ -77,6 +77,8 @@ describe('tunnel liveness against a runtime process', () => {
       const rttDeadline = performance.now() + 10 * PING_INTERVAL_MS;
       while (tunnel.rttMs === undefined && performance.now() < rttDeadline) await new Promise((r) => setTimeout(r, 20));
       assert.ok(tunnel.rttMs !== undefined && tunnel.rttMs >= 0, 'rttMs is measured by the pings');
+      await new Promise((r) => setTimeout(r, 3 * PING_INTERVAL_MS));
+      assert.equal(tunnel.peerQuiet, false, "the runtime's own pings keep coming");
       const proxied = await hangingProxyRequest(`${scheduler.url}/proxy/${id}/hang`);
       // Unanswered when the runtime goes: the 502 says it went, not that it refused this request.
       const streamsBefore = tunnel.session.state.nextStreamID ?? 0;
@@ -92,10 +94,19 @@ describe('tunnel liveness against a runtime process', () => {
       );
 
       const killedAt = performance.now();
+      const killedAtClock = Date.now();
       child.kill(c.signal);
       const reason = await tunnel.whenClosed;
       const detectedMs = performance.now() - killedAt;
       assert.match(reason, c.reason);
+      if (c.signal === 'SIGSTOP') {
+        // Silent: the runtime announced pings every 300 ms (300 ms timeout), its last one came up to one
+        // interval before the stop, so a living runtime in its place would notice within 600 ms of that.
+        const noticesInMs = tunnel.peerNoticesBy! - killedAtClock;
+        assert.ok(noticesInMs > 0 && noticesInMs <= 2 * PING_INTERVAL_MS + 20, `peer notices in ${noticesInMs} ms`);
+      } else {
+        assert.equal(tunnel.peerNoticesBy, undefined, 'a connection that closed is no silence to wait out');
+      }
       assert.ok(detectedMs < 3 * PING_INTERVAL_MS, `dropped after ${detectedMs.toFixed(0)} ms (${reason})`);
       assert.notEqual(await proxied.ended, 'end', 'the proxied response must not look complete');
       assert.equal(await directFailed, 'error');
