@@ -35,6 +35,12 @@ interface ServiceFront {
   readonly out: Set<number>;
   /** Resets every connection through it, as a load balancer or NAT in between may. */
   cut(): void;
+  /**
+   * Stops carrying the connections open now, in both directions, without
+   * closing them (a NAT or firewall in between that forgot them); new ones
+   * pass as before.
+   */
+  silence(): void;
   close(): void;
 }
 
@@ -43,6 +49,7 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   let next = 0;
   const out = new Set<number>();
   const open = new Set<net.Socket>();
+  const pairs = new Set<readonly [net.Socket, net.Socket]>();
   const held = (socket: net.Socket): void => {
     open.add(socket);
     socket.on('close', () => open.delete(socket));
@@ -59,6 +66,9 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
         upstream.on('close', () => client.destroy());
         client.on('close', () => upstream.destroy());
         client.pipe(upstream).pipe(client);
+        const pair = [client, upstream] as const;
+        pairs.add(pair);
+        client.on('close', () => pairs.delete(pair));
       });
       upstream.once('error', () => (triesLeft > 1 ? dial(triesLeft - 1) : client.destroy()));
     };
@@ -71,6 +81,15 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
     out,
     cut: () => {
       for (const socket of open) socket.resetAndDestroy();
+    },
+    silence: () => {
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+      pairs.clear();
     },
     close: () => server.close(),
   };
@@ -344,6 +363,79 @@ for (const [where, behind] of [
       }
       const connects = cluster.runtimes[0]!.logs.filter((l) => l.msg === 'tunnel connected').length;
       assert.ok(connects >= 2, `r0 connected ${connects} times`);
+      const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
+      assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
+    });
+  });
+}
+
+// A NAT or firewall that forgets a connection drops its packets without a
+// word: neither end sees it close, and each finds out by its own pings. Here
+// the replicas ping every second and the runtime every 3 s, so its replica
+// finds out first, up to 5 s before the runtime does.
+const SLOW_RUNTIME_PING_MS = 3000;
+for (const [where, behind] of [
+  ['the replica that held it', [1]],
+  ['another replica', [1, 2]],
+] as const) {
+  describe(`a runtime's connection goes silent (a NAT in between forgets it), and it redials ${where}`, () => {
+    let cluster: TestCluster;
+    let front: ServiceFront;
+    before(async () => {
+      cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+      front = await serviceFront(behind.map((i) => cluster.schedulers[i]!.port!));
+      const args = ['--tunnel.ping-interval-ms', String(SLOW_RUNTIME_PING_MS)];
+      await cluster.startRuntime('r0', 1, { schedulerUrl: front.url, args });
+      await cluster.waitForRuntimes(['r0'], 15_000);
+    });
+    after(async () => {
+      front?.cut();
+      front?.close();
+      await cluster?.stop();
+    });
+
+    it('keeps its sessions: the replica that found out first holds their requests until the runtime has too', async () => {
+      const url = cluster.gatewayUrl();
+      const sessions = await legacySessions(url);
+      let silentAt = 0;
+      const deadline = Date.now() + 30_000;
+      // Each session counts on, one call at a time, until the runtime has surely redialled (bounded by the deadline).
+      const runs = await Promise.all(
+        sessions.map(async (session, i) => {
+          const seen: string[] = [];
+          while (Date.now() < deadline && (silentAt === 0 || Date.now() < silentAt + 3 * SLOW_RUNTIME_PING_MS)) {
+            const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
+            seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
+            if (reply.status === 404) break;
+            if (silentAt === 0 && seen.length === 5 && i === 0) {
+              silentAt = Date.now();
+              front.silence();
+            }
+          }
+          return seen;
+        }),
+      );
+      assert.ok(silentAt > 0, 'the connection went silent');
+      for (const [i, seen] of runs.entries()) {
+        const failed = seen.filter((s) => !/^\d+$/.test(s));
+        // The call in flight when the connection went silent fails (it is not replayed); nothing more.
+        assert.ok(
+          failed.length <= 1 && failed.every((f) => f.startsWith('502')),
+          `session ${i}: ${failed.join(' | ')}`,
+        );
+        const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
+        assert.ok(counts.length > 5, `session ${i} counted on after the silence: ${seen.join(', ')}`);
+        for (let k = 1; k < counts.length; k++)
+          assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
+      }
+      const replicaFirst = cluster.schedulers[1]!.logs.find(
+        (l) => l.msg === 'tunnel closed' && /no ping answer/.test(String(l.reason)),
+      );
+      const runtimeLater = cluster.runtimes[0]!.logs.find(
+        (l) => l.msg === 'tunnel disconnected' && /no ping answer/.test(String(l.reason)),
+      );
+      assert.ok(replicaFirst && runtimeLater, 'both ends found the silence by their pings');
+      assert.ok(Number(replicaFirst.time) < Number(runtimeLater.time), 'the replica found out first');
       const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
       assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
     });

@@ -26,6 +26,7 @@ interface Entry {
  * redials at once, 250 ms (±20 %) into its backoff, and a redial to another
  * replica shows in an epoch about 0.1 s later; a session of a runtime that
  * died must still hear so (404) well within a second of its tunnel closing.
+ * A tunnel that went silent is waited for longer (see `#markLost`).
  */
 export const REDIAL_WAIT_MS = 600;
 
@@ -102,7 +103,7 @@ export class LocalPart {
     if (entry?.tunnel !== tunnel) return;
     this.#drop(tunnel.runtimeId);
     this.#options.logger.info({ runtime: tunnel.runtimeId, reason }, 'runtime left');
-    if (tunnel.lost && !this.#closed) this.#markLost(tunnel.runtimeId);
+    if (tunnel.lost && !this.#closed) this.#markLost(tunnel);
     this.#options.onChange();
   }
 
@@ -121,6 +122,34 @@ export class LocalPart {
     const lost = this.#lost.get(runtimeId);
     if (lost) lost.waiters.add(proceed);
     else proceed();
+  }
+
+  /**
+   * Brings the part in line with a committed epoch that shows one of its
+   * runtimes behind another replica (`where` looks a runtime up in it): the
+   * runtime dialled there. Requests waiting here for it go on at once (to be
+   * forwarded). A tunnel still held here for it is closed if it is older
+   * than the one the epoch shows and the runtime's pings stopped coming on
+   * it: its connection went silent, the runtime found out first and left,
+   * and what is sent into it goes nowhere. (A tunnel whose runtime still
+   * pings stays: that is another runtime with the same id, or clocks of
+   * replicas apart, and the epoch's choice between the two stands as it was.)
+   */
+  reconcile(where: (runtimeId: string) => Runtime | undefined): void {
+    const elsewhere = (runtimeId: string): Runtime | undefined => {
+      const runtime = where(runtimeId);
+      return runtime && runtime.owner !== this.#options.replicaId ? runtime : undefined;
+    };
+    for (const runtimeId of [...this.#lost.keys()]) if (elsewhere(runtimeId)) this.#found(runtimeId);
+    for (const { tunnel } of [...this.#entries.values()]) {
+      const newer = elsewhere(tunnel.runtimeId);
+      if (!newer || newer.generation <= tunnel.generation || !tunnel.peerQuiet) continue;
+      this.#options.logger.warn(
+        { runtime: tunnel.runtimeId, owner: newer.owner },
+        'tunnel superseded: the runtime dialled another replica',
+      );
+      tunnel.close(`superseded by a newer connection to ${newer.owner}`);
+    }
   }
 
   get size(): number {
@@ -155,9 +184,18 @@ export class LocalPart {
     for (const id of [...this.#lost.keys()]) this.#found(id);
   }
 
-  #markLost(runtimeId: string): void {
+  /**
+   * Waits REDIAL_WAIT_MS for the runtime to come back, counted from when it
+   * knows to: at once for a connection that broke (both ends see that), but
+   * for one that went silent only once the runtime's own pings have found it
+   * dead too, which its announced timing bounds (`Tunnel.peerNoticesBy`).
+   */
+  #markLost(tunnel: Tunnel): void {
+    const { runtimeId, peerNoticesBy } = tunnel;
     this.#found(runtimeId);
-    const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId), REDIAL_WAIT_MS);
+    const now = this.#options.clock.now();
+    const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + REDIAL_WAIT_MS;
+    const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId), waitMs);
     this.#lost.set(runtimeId, { waiters: new Set(), timer });
   }
 

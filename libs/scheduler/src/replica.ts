@@ -86,6 +86,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       const counts = { available: 0, draining: 0, unavailable: 0 };
       for (const runtime of view.runtimes()) counts[runtimeStateOf(runtime)]++;
       for (const [state, count] of Object.entries(counts)) metrics.runtimes.set({ state }, count);
+      part.reconcile((id) => view.runtime(id));
     },
   });
   const part = new LocalPart({

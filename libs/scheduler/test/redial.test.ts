@@ -13,11 +13,17 @@ import type { RuntimeNode } from '@switchyard/runtime';
 import { REDIAL_WAIT_MS, type SchedulerReplica } from '@switchyard/scheduler';
 import { getJson, startReplicas, startRuntime, until } from './support.ts';
 
-/** A TCP front to `port` whose connections the test can reset, and which can stop taking new ones. */
-async function cuttableFront(port: number) {
+/**
+ * A TCP front to `ports` (each connection to the next, round and round)
+ * whose connections the test can reset or silence, and which can stop taking
+ * new ones.
+ */
+async function cuttableFront(...ports: number[]) {
   const sockets = new Set<net.Socket>();
+  const pairs = new Set<readonly [net.Socket, net.Socket]>();
+  let next = 0;
   const server = net.createServer((client) => {
-    const upstream = net.connect({ host: '127.0.0.1', port });
+    const upstream = net.connect({ host: '127.0.0.1', port: ports[next++ % ports.length]! });
     for (const socket of [client, upstream]) {
       sockets.add(socket);
       socket.on('error', () => {});
@@ -26,6 +32,9 @@ async function cuttableFront(port: number) {
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     client.pipe(upstream).pipe(client);
+    const pair = [client, upstream] as const;
+    pairs.add(pair);
+    client.on('close', () => pairs.delete(pair));
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -33,6 +42,20 @@ async function cuttableFront(port: number) {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     cut: () => {
       for (const socket of sockets) socket.resetAndDestroy();
+    },
+    /**
+     * Stops carrying the connections open now, both ways, without closing
+     * them: a NAT or firewall in between forgot them. Neither end hears a
+     * thing; each finds out by its own pings. New connections pass.
+     */
+    silence: () => {
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+      pairs.clear();
     },
     /** Takes no more connections: the runtime cannot come back. */
     close: () => server.close(),
@@ -49,13 +72,15 @@ describe('a runtime whose tunnel connection breaks', () => {
   /** Runs `use` with `r0` joined through a front, and both gone afterwards. */
   async function withRuntime(
     use: (front: Awaited<ReturnType<typeof cuttableFront>>, runtime: RuntimeNode) => Promise<void>,
+    runtimePingMs = 300,
   ): Promise<void> {
     const front = await cuttableFront(Number(new URL(replica.url).port));
-    const runtime = await startRuntime('r0', front.url);
+    const runtime = await startRuntime('r0', front.url, ['demo'], runtimePingMs);
     try {
       await until('r0 reachable', async () => (await fetch(`${replica.url}/api/proxy/r0/healthz`)).ok || undefined);
       await use(front, runtime);
     } finally {
+      front.cut();
       await runtime.close();
       front.close();
       await until('r0 gone', async () => (await local()) === 0 || undefined);
@@ -123,5 +148,76 @@ describe('a runtime whose tunnel connection breaks', () => {
       assert.equal(reply.error, 'runtime not connected');
       assert.ok(reply.ms < REDIAL_WAIT_MS / 3, `refused after ${reply.ms} ms`);
     });
+  });
+
+  // The runtime pings every RUNTIME_PING_MS, the replica every 300 ms: the replica finds a silent connection
+  // dead first, and the runtime (its last ping here, plus its interval and timeout) up to 2 s later.
+  const RUNTIME_PING_MS = 1000;
+
+  it('is waited for when its connection went silent, until the runtime has found out too and redialled', async () => {
+    await withRuntime(async (front) => {
+      front.silence();
+      await dropped();
+      const reply = await timedGet();
+      assert.equal(reply.status, 200, JSON.stringify(reply));
+    }, RUNTIME_PING_MS);
+  });
+
+  it('is refused as gone once the runtime would have found out and redialled, if it does not come back', async () => {
+    await withRuntime(async (front) => {
+      front.close();
+      front.silence();
+      await dropped();
+      const reply = await timedGet();
+      assert.equal(reply.status, 502, JSON.stringify(reply));
+      assert.equal(reply.error, 'runtime not connected');
+      // Found dead here 0.3-0.6 s into the silence, the runtime's last ping up to 1 s before it: the runtime
+      // knows 0.4-1.7 s after this replica, and the wait is REDIAL_WAIT_MS more. A wait of REDIAL_WAIT_MS
+      // alone (a connection that broke) would be over within 0.6 s.
+      const bound = 2 * RUNTIME_PING_MS + REDIAL_WAIT_MS;
+      assert.ok(reply.ms > REDIAL_WAIT_MS + 200 && reply.ms < bound + 500, `refused after ${reply.ms} ms`);
+    }, RUNTIME_PING_MS);
+  });
+});
+
+describe('a runtime whose connection went silent and that redialled another replica', () => {
+  // The replicas ping every 3 s, the runtime every 300 ms: it finds out and redials well before its first
+  // replica does, which holds the silent tunnel meanwhile.
+  const REPLICA_PING_MS = 3000;
+  let replicas: SchedulerReplica[];
+  before(async () => {
+    replicas = await startReplicas(2, undefined, undefined, { tunnelPingIntervalMs: REPLICA_PING_MS });
+  });
+  after(() => Promise.all(replicas.map((r) => r.close())));
+
+  it("is let go by the first replica as soon as an epoch shows it at the other: that one's requests are forwarded", async () => {
+    const [first, second] = replicas as [SchedulerReplica, SchedulerReplica];
+    const front = await cuttableFront(Number(new URL(first.url).port), Number(new URL(second.url).port));
+    const runtime = await startRuntime('r0', front.url);
+    try {
+      const ownerSeenBy = async (replica: SchedulerReplica): Promise<string | undefined> =>
+        (await getJson(`${replica.url}/api/runtimes`)).body.runtimes.find((r: { id: string }) => r.id === 'r0')?.owner;
+      await until('r0 on the first replica', async () => (await ownerSeenBy(first)) === first.replicaId || undefined);
+      const silentAt = performance.now();
+      front.silence();
+      await until(
+        'the first replica to see r0 at the second',
+        async () => (await ownerSeenBy(first)) === second.replicaId || undefined,
+      );
+      const started = performance.now();
+      const res = await fetch(`${first.url}/api/proxy/r0/healthz`);
+      await res.text();
+      const ms = performance.now() - started;
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('x-switchyard-forwarded'), '1', 'forwarded to the second replica');
+      assert.ok(ms < 1000, `answered after ${ms.toFixed(0)} ms`);
+      const local = (await getJson(`${first.url}/api/epoch`)).body.localRuntimes;
+      assert.equal(local, 0, 'the first replica no longer holds the silent tunnel');
+      assert.ok(performance.now() - silentAt < REPLICA_PING_MS, 'all before the first replica found out itself');
+    } finally {
+      front.cut();
+      await runtime.close();
+      front.close();
+    }
   });
 });

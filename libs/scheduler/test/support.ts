@@ -48,7 +48,12 @@ export async function startReplicas(
   return replicas;
 }
 
-export async function startRuntime(id: string, schedulerUrl: string, classes = ['demo']): Promise<RuntimeNode> {
+export async function startRuntime(
+  id: string,
+  schedulerUrl: string,
+  classes = ['demo'],
+  tunnelPingIntervalMs = 300,
+): Promise<RuntimeNode> {
   return startRuntimeNode({
     runtimeId: id,
     schedulerUrl,
@@ -56,7 +61,7 @@ export async function startRuntime(id: string, schedulerUrl: string, classes = [
     classes: Object.fromEntries(classes.map((c) => [c, { engine: 'builtin' as const }])),
     sandboxesMax: 10,
     sessionIdleMs: 60_000,
-    tunnelPingIntervalMs: 300,
+    tunnelPingIntervalMs,
     logger: quietLogger,
     metrics: createMetrics('runtime'),
   });

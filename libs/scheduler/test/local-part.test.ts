@@ -1,0 +1,144 @@
+// How long a replica holds requests for a runtime whose tunnel it lost, and
+// when it lets a runtime go that an epoch shows behind another replica, on a
+// manual clock. The tunnels are stand-ins with the fields LocalPart reads;
+// redial.test.ts shows the same over real connections.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { Runtime } from '@switchyard/protocol';
+import type { Tunnel } from '@switchyard/tunnel';
+import { REDIAL_WAIT_MS } from '@switchyard/scheduler';
+import { LocalPart } from '../src/local-part.ts';
+import { quietLogger } from './support.ts';
+
+interface StandIn {
+  readonly tunnel: Tunnel;
+  /** Reasons it was closed with. */
+  readonly closedFor: string[];
+  /** Ends it as its endpoint would report a lost connection. */
+  lose(peerNoticesBy?: number): void;
+}
+
+function standIn(runtimeId: string, generation: number, peerQuiet = true): StandIn {
+  const closedFor: string[] = [];
+  const fields = { closed: false, lost: false, peerNoticesBy: undefined as number | undefined };
+  const tunnel = {
+    runtimeId,
+    info: { id: runtimeId, classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
+    generation,
+    get closed() {
+      return fields.closed;
+    },
+    get lost() {
+      return fields.lost;
+    },
+    get peerNoticesBy() {
+      return fields.peerNoticesBy;
+    },
+    peerQuiet,
+    // The part's /watch of it never gets an answer here.
+    fetch: () => new Promise<Response>(() => {}),
+    close(reason: string) {
+      fields.closed = true;
+      closedFor.push(reason);
+    },
+  } as unknown as Tunnel;
+  return {
+    tunnel,
+    closedFor,
+    lose(peerNoticesBy) {
+      Object.assign(fields, { closed: true, lost: true, peerNoticesBy });
+    },
+  };
+}
+
+function setup() {
+  const clock = new ManualClock(1_000_000);
+  const part = new LocalPart({
+    replicaId: 's0',
+    replicaUrl: 'http://s0',
+    clock,
+    logger: quietLogger,
+    onChange: () => {},
+  });
+  return { clock, part };
+}
+
+/** Calls back through `afterRedial` and reports whether it has run yet. */
+function waiter(part: LocalPart, runtimeId: string): () => boolean {
+  let ran = false;
+  part.afterRedial(runtimeId, () => (ran = true));
+  return () => ran;
+}
+
+const elsewhere = (generation: number) => (id: string) => ({ id, owner: 's1', generation }) as unknown as Runtime;
+
+describe("a replica's part, when a tunnel is lost", () => {
+  it('holds requests REDIAL_WAIT_MS after a connection that broke', async () => {
+    const { clock, part } = setup();
+    const r0 = standIn('r0', 1);
+    part.attach(r0.tunnel);
+    r0.lose();
+    part.detach(r0.tunnel, 'connection closed');
+    const ran = waiter(part, 'r0');
+    await clock.advance(REDIAL_WAIT_MS - 1);
+    assert.equal(ran(), false);
+    await clock.advance(1);
+    assert.equal(ran(), true);
+    part.close();
+  });
+
+  it('holds them REDIAL_WAIT_MS past the time a silent runtime has noticed too', async () => {
+    const { clock, part } = setup();
+    const r0 = standIn('r0', 1);
+    part.attach(r0.tunnel);
+    r0.lose(clock.now() + 1500);
+    part.detach(r0.tunnel, 'no ping answer within 300 ms');
+    const ran = waiter(part, 'r0');
+    await clock.advance(1500 + REDIAL_WAIT_MS - 1);
+    assert.equal(ran(), false);
+    await clock.advance(1);
+    assert.equal(ran(), true);
+    part.close();
+  });
+
+  it('lets them go on at once when an epoch shows the runtime behind another replica', async () => {
+    const { clock, part } = setup();
+    const r0 = standIn('r0', 1);
+    part.attach(r0.tunnel);
+    r0.lose(clock.now() + 5000);
+    part.detach(r0.tunnel, 'no ping answer within 300 ms');
+    const ran = waiter(part, 'r0');
+    part.reconcile(() => undefined);
+    part.reconcile((id) => ({ id, owner: 's0', generation: 1 }) as unknown as Runtime);
+    assert.equal(ran(), false, 'not while the epoch shows it nowhere, or still here');
+    part.reconcile(elsewhere(2));
+    assert.equal(ran(), true);
+    part.close();
+  });
+});
+
+describe("a replica's part, when an epoch shows one of its runtimes behind another replica", () => {
+  it('closes the tunnel it holds for it if the other is newer and its runtime stopped pinging here', () => {
+    const { part } = setup();
+    const r0 = standIn('r0', 5);
+    part.attach(r0.tunnel);
+    part.reconcile(elsewhere(4));
+    part.reconcile(elsewhere(5));
+    assert.deepEqual(r0.closedFor, [], 'an older or equal generation elsewhere is not the runtime leaving');
+    part.reconcile(elsewhere(6));
+    assert.deepEqual(r0.closedFor, ['superseded by a newer connection to s1']);
+    assert.equal(part.tunnel('r0'), undefined);
+    part.close();
+  });
+
+  it('keeps a tunnel whose runtime still pings (another runtime with its id, or replica clocks apart)', () => {
+    const { part } = setup();
+    const r0 = standIn('r0', 5, false);
+    part.attach(r0.tunnel);
+    part.reconcile(elsewhere(6));
+    assert.deepEqual(r0.closedFor, []);
+    assert.equal(part.tunnel('r0'), r0.tunnel);
+    part.close();
+  });
+});
