@@ -34,6 +34,8 @@ export const REDIAL_WAIT_MS = 600;
 interface Lost {
   readonly waiters: Set<() => void>;
   readonly timer: Timer;
+  /** The lost tunnel's: a connection of the runtime that an epoch shows elsewhere is its new one if newer. */
+  readonly generation: number;
 }
 
 export interface LocalPartOptions {
@@ -127,23 +129,27 @@ export class LocalPart {
   /**
    * Brings the part in line with a committed epoch that shows one of its
    * runtimes behind another replica (`where` looks a runtime up in it): the
-   * runtime dialled there. Requests waiting here for it go on at once (to be
-   * forwarded). A tunnel still held here for it is closed if it is older
-   * than the one the epoch shows and the runtime's pings stopped coming on
-   * it: its connection went silent, the runtime found out first and left,
+   * runtime dialled there (on a connection newer than the one here).
+   * Requests waiting here for it go on at once (to be forwarded). A tunnel
+   * still held here for it is closed if the runtime's pings stopped coming
+   * on it: its connection went silent, the runtime found out first and left,
    * and what is sent into it goes nowhere. (A tunnel whose runtime still
    * pings stays: that is another runtime with the same id, or clocks of
    * replicas apart, and the epoch's choice between the two stands as it was.)
    */
   reconcile(where: (runtimeId: string) => Runtime | undefined): void {
-    const elsewhere = (runtimeId: string): Runtime | undefined => {
+    const newerElsewhere = (runtimeId: string, generation: number): Runtime | undefined => {
       const runtime = where(runtimeId);
-      return runtime && runtime.owner !== this.#options.replicaId ? runtime : undefined;
+      return runtime && runtime.owner !== this.#options.replicaId && runtime.generation > generation
+        ? runtime
+        : undefined;
     };
-    for (const runtimeId of [...this.#lost.keys()]) if (elsewhere(runtimeId)) this.#found(runtimeId);
+    for (const [runtimeId, lost] of [...this.#lost]) {
+      if (newerElsewhere(runtimeId, lost.generation)) this.#found(runtimeId);
+    }
     for (const { tunnel } of [...this.#entries.values()]) {
-      const newer = elsewhere(tunnel.runtimeId);
-      if (!newer || newer.generation <= tunnel.generation || !tunnel.peerQuiet) continue;
+      const newer = newerElsewhere(tunnel.runtimeId, tunnel.generation);
+      if (!newer || !tunnel.peerQuiet) continue;
       this.#options.logger.warn(
         { runtime: tunnel.runtimeId, owner: newer.owner },
         'tunnel superseded: the runtime dialled another replica',
@@ -191,12 +197,12 @@ export class LocalPart {
    * dead too, which its announced timing bounds (`Tunnel.peerNoticesBy`).
    */
   #markLost(tunnel: Tunnel): void {
-    const { runtimeId, peerNoticesBy } = tunnel;
+    const { runtimeId, peerNoticesBy, generation } = tunnel;
     this.#found(runtimeId);
     const now = this.#options.clock.now();
     const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + REDIAL_WAIT_MS;
     const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId), waitMs);
-    this.#lost.set(runtimeId, { waiters: new Set(), timer });
+    this.#lost.set(runtimeId, { waiters: new Set(), timer, generation });
   }
 
   /** The wait for a lost runtime is over (it is back, or the time is up): its waiters look again. */

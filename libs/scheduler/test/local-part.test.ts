@@ -111,7 +111,12 @@ describe("a replica's part, when a tunnel is lost", () => {
     const ran = waiter(part, 'r0');
     part.reconcile(() => undefined);
     part.reconcile((id) => ({ id, owner: 's0', generation: 1 }) as unknown as Runtime);
-    assert.equal(ran(), false, 'not while the epoch shows it nowhere, or still here');
+    part.reconcile(elsewhere(1));
+    assert.equal(
+      ran(),
+      false,
+      'not while the epoch shows it nowhere, still here, or on a connection older than the lost one',
+    );
     part.reconcile(elsewhere(2));
     assert.equal(ran(), true);
     part.close();
