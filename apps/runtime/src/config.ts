@@ -96,7 +96,14 @@ export const runtimeConfigSchema = z.object({
     .describe('Metering.'),
   tunnel: z
     .object({
-      pingIntervalMs: z.number().int().min(1).default(5000).describe('Interval of tunnel liveness pings.'),
+      pingIntervalMs: z
+        .number()
+        .int()
+        .min(1)
+        .default(5000)
+        .describe(
+          'Interval of tunnel liveness pings; one unanswered for as long again ends the tunnel, which is then dialled again. Announced to the scheduler, which holds requests for a runtime whose connection went silent until the runtime must have found out too.',
+        ),
       transport: z
         .enum(['auto', 'http2', 'websocket'])
         .default('auto')
