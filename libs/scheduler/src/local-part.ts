@@ -1,7 +1,7 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import type { Runtime, RuntimeState, WatchSnapshot } from '@switchyard/protocol';
 import { RuntimeMirror, watchRuntime, type RuntimeWatcher } from '@switchyard/agent';
-import type { Tunnel } from '@switchyard/tunnel';
+import { BACKOFF_DEFAULTS, type Tunnel } from '@switchyard/tunnel';
 import type { ReplicaLogger } from './options.ts';
 
 interface Entry {
@@ -23,12 +23,35 @@ interface Entry {
  * How long a request for a runtime whose tunnel was lost here (the
  * connection broke) waits for it to come back, rather than be refused as
  * for a runtime gone; see `LocalPart.afterRedial`. A runtime that lives
- * redials at once, 250 ms (±20 %) into its backoff, and a redial to another
+ * redials at once, 200-250 ms into its backoff, and a redial to another
  * replica shows in an epoch about 0.1 s later; a session of a runtime that
  * died must still hear so (404) well within a second of its tunnel closing.
- * A tunnel that went silent is waited for longer (see `#markLost`).
+ * A tunnel that went silent, or ran over a slow link, is waited for longer
+ * (see `#markLost`).
  */
 export const REDIAL_WAIT_MS = 600;
+
+/**
+ * Round trips from a runtime's redial until the replica holds its new
+ * tunnel, with one to spare: TCP's handshake, TLS 1.3's, and the upgrade
+ * request (the replica takes the tunnel as it answers it).
+ */
+const REDIAL_ROUND_TRIPS = 4;
+
+/** A tunnel's round trip is counted up to this. */
+const REDIAL_RTT_COUNTED_MAX_MS = 1000;
+
+/**
+ * The wait for a runtime whose connection broke: REDIAL_WAIT_MS, or over a
+ * link slow enough that the redial's round trips outlast what that leaves
+ * after the runtime's first backoff delay (about 90 ms each), as long as
+ * those take at the tunnel's least ping round trip (the link's own delay:
+ * a busy replica's pings may each have waited for it).
+ */
+function redialWaitMs(rttMs: number | undefined): number {
+  const rtt = Math.min(rttMs ?? 0, REDIAL_RTT_COUNTED_MAX_MS);
+  return Math.max(REDIAL_WAIT_MS, BACKOFF_DEFAULTS.initialMs + REDIAL_ROUND_TRIPS * rtt);
+}
 
 /** A runtime whose tunnel was lost here lately, and the requests waiting for it. */
 interface Lost {
@@ -191,16 +214,17 @@ export class LocalPart {
   }
 
   /**
-   * Waits REDIAL_WAIT_MS for the runtime to come back, counted from when it
-   * knows to: at once for a connection that broke (both ends see that), but
-   * for one that went silent only once the runtime's own pings have found it
-   * dead too, which its announced timing bounds (`Tunnel.peerNoticesBy`).
+   * Waits for the runtime to come back (`redialWaitMs`), counted from when
+   * it knows to: at once for a connection that broke (both ends see that),
+   * but for one that went silent only once the runtime's own pings have
+   * found it dead too, which its announced timing bounds
+   * (`Tunnel.peerNoticesBy`).
    */
   #markLost(tunnel: Tunnel): void {
     const { runtimeId, peerNoticesBy, generation } = tunnel;
     this.#found(runtimeId);
     const now = this.#options.clock.now();
-    const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + REDIAL_WAIT_MS;
+    const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + redialWaitMs(tunnel.minRttMs);
     const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId), waitMs);
     this.#lost.set(runtimeId, { waiters: new Set(), timer, generation });
   }

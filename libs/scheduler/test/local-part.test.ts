@@ -19,7 +19,7 @@ interface StandIn {
   lose(peerNoticesBy?: number): void;
 }
 
-function standIn(runtimeId: string, generation: number, peerQuiet = true): StandIn {
+function standIn(runtimeId: string, generation: number, peerQuiet = true, minRttMs?: number): StandIn {
   const closedFor: string[] = [];
   const fields = { closed: false, lost: false, peerNoticesBy: undefined as number | undefined };
   const tunnel = {
@@ -36,6 +36,7 @@ function standIn(runtimeId: string, generation: number, peerQuiet = true): Stand
       return fields.peerNoticesBy;
     },
     peerQuiet,
+    minRttMs,
     // The part's /watch of it never gets an answer here.
     fetch: () => new Promise<Response>(() => {}),
     close(reason: string) {
@@ -86,6 +87,27 @@ describe("a replica's part, when a tunnel is lost", () => {
     await clock.advance(1);
     assert.equal(ran(), true);
     part.close();
+  });
+
+  it('holds them longer after a connection over a slow link: the redial takes round trips', async () => {
+    for (const { rttMs, waitMs } of [
+      { rttMs: 50, waitMs: REDIAL_WAIT_MS },
+      // The runtime's first backoff delay (250 ms) and four round trips.
+      { rttMs: 200, waitMs: 250 + 4 * 200 },
+      { rttMs: 5000, waitMs: 250 + 4 * 1000 },
+    ]) {
+      const { clock, part } = setup();
+      const r0 = standIn('r0', 1, true, rttMs);
+      part.attach(r0.tunnel);
+      r0.lose();
+      part.detach(r0.tunnel, 'connection closed');
+      const ran = waiter(part, 'r0');
+      await clock.advance(waitMs - 1);
+      assert.equal(ran(), false, `rtt ${rttMs} ms: still waiting`);
+      await clock.advance(1);
+      assert.equal(ran(), true, `rtt ${rttMs} ms: done after ${waitMs} ms`);
+      part.close();
+    }
   });
 
   it('holds them REDIAL_WAIT_MS past the time a silent runtime has noticed too', async () => {

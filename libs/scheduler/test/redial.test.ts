@@ -1,7 +1,8 @@
-// A runtime whose tunnel connection breaks redials at once (250 ms into its
-// backoff), its sessions intact. A request for it meanwhile waits for it on
-// the replica, up to REDIAL_WAIT_MS, instead of being refused as for a
-// runtime gone (which costs a client its session). The runtime reaches the
+// A runtime whose tunnel connection breaks redials at once (200-250 ms into
+// its backoff), its sessions intact. A request for it meanwhile waits for it
+// on the replica, up to REDIAL_WAIT_MS (longer over a slow link, or when the
+// connection went silent), instead of being refused as for a runtime gone
+// (which costs a client its session). The runtime reaches the
 // replica through a TCP front here, so that the test can cut its connection
 // as a load balancer or NAT in between would.
 import { after, before, describe, it } from 'node:test';
@@ -16,11 +17,12 @@ import { getJson, startReplicas, startRuntime, until } from './support.ts';
 /**
  * A TCP front to `ports` (each connection to the next, round and round)
  * whose connections the test can reset or silence, and which can stop taking
- * new ones.
+ * new ones. With `delayMs`, every chunk is passed on that much later, each
+ * way: a link with a round trip of twice that.
  */
-async function cuttableFront(...ports: number[]) {
+async function cuttableFront(ports: number[], delayMs = 0) {
   const sockets = new Set<net.Socket>();
-  const pairs = new Set<readonly [net.Socket, net.Socket]>();
+  const carried = new Set<{ silent: boolean }>();
   let next = 0;
   const server = net.createServer((client) => {
     const upstream = net.connect({ host: '127.0.0.1', port: ports[next++ % ports.length]! });
@@ -31,10 +33,19 @@ async function cuttableFront(...ports: number[]) {
     }
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
-    client.pipe(upstream).pipe(client);
-    const pair = [client, upstream] as const;
-    pairs.add(pair);
-    client.on('close', () => pairs.delete(pair));
+    const link = { silent: false };
+    carried.add(link);
+    client.on('close', () => carried.delete(link));
+    const pass = (from: net.Socket, to: net.Socket): void => {
+      // Timers of one delay fire in the order they were set, so chunks keep their order.
+      from.on('data', (chunk) => {
+        if (link.silent) return;
+        if (delayMs === 0) to.write(chunk);
+        else setTimeout(() => !link.silent && to.write(chunk), delayMs);
+      });
+    };
+    pass(client, upstream);
+    pass(upstream, client);
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -49,13 +60,8 @@ async function cuttableFront(...ports: number[]) {
      * thing; each finds out by its own pings. New connections pass.
      */
     silence: () => {
-      for (const [client, upstream] of pairs) {
-        client.unpipe(upstream);
-        upstream.unpipe(client);
-        client.pause();
-        upstream.pause();
-      }
-      pairs.clear();
+      for (const link of carried) link.silent = true;
+      carried.clear();
     },
     /** Takes no more connections: the runtime cannot come back. */
     close: () => server.close(),
@@ -74,7 +80,7 @@ describe('a runtime whose tunnel connection breaks', () => {
     use: (front: Awaited<ReturnType<typeof cuttableFront>>, runtime: RuntimeNode) => Promise<void>,
     runtimePingMs = 300,
   ): Promise<void> {
-    const front = await cuttableFront(Number(new URL(replica.url).port));
+    const front = await cuttableFront([Number(new URL(replica.url).port)]);
     const runtime = await startRuntime('r0', front.url, ['demo'], runtimePingMs);
     try {
       await until('r0 reachable', async () => (await fetch(`${replica.url}/api/proxy/r0/healthz`)).ok || undefined);
@@ -192,7 +198,7 @@ describe('a runtime whose connection went silent and that redialled another repl
 
   it("is let go by the first replica as soon as an epoch shows it at the other: that one's requests are forwarded", async () => {
     const [first, second] = replicas as [SchedulerReplica, SchedulerReplica];
-    const front = await cuttableFront(Number(new URL(first.url).port), Number(new URL(second.url).port));
+    const front = await cuttableFront([Number(new URL(first.url).port), Number(new URL(second.url).port)]);
     const runtime = await startRuntime('r0', front.url);
     try {
       const ownerSeenBy = async (replica: SchedulerReplica): Promise<string | undefined> =>
@@ -214,6 +220,44 @@ describe('a runtime whose connection went silent and that redialled another repl
       const local = (await getJson(`${first.url}/api/epoch`)).body.localRuntimes;
       assert.equal(local, 0, 'the first replica no longer holds the silent tunnel');
       assert.ok(performance.now() - silentAt < REPLICA_PING_MS, 'all before the first replica found out itself');
+    } finally {
+      front.cut();
+      await runtime.close();
+      front.close();
+    }
+  });
+});
+
+describe('a runtime whose tunnel connection breaks over a slow link', () => {
+  // A round trip of 1 s: the redial's upgrade request alone reaches the replica 0.5 s after it is sent,
+  // 0.7-0.75 s after the break. Pings every 3 s, so that the link's round trip is no timeout.
+  const ONE_WAY_MS = 500;
+  const PING_MS = 3000;
+  let replica: SchedulerReplica;
+  before(async () => {
+    [replica] = (await startReplicas(1, undefined, undefined, { tunnelPingIntervalMs: PING_MS })) as [SchedulerReplica];
+  });
+  after(() => replica?.close());
+
+  it("is waited for as long as the redial's round trips take at the tunnel's ping round trip", async () => {
+    const front = await cuttableFront([Number(new URL(replica.url).port)], ONE_WAY_MS);
+    const runtime = await startRuntime('r0', front.url, ['demo'], PING_MS);
+    try {
+      await until('r0 reachable', async () => (await fetch(`${replica.url}/api/proxy/r0/healthz`)).ok || undefined);
+      // The replica's first ping is answered one interval and a round trip after the tunnel opened.
+      await new Promise((resolve) => setTimeout(resolve, PING_MS + 2 * ONE_WAY_MS + 500));
+      front.cut();
+      await until('the replica to drop the tunnel', async () => {
+        const local = (await getJson(`${replica.url}/api/epoch`)).body.localRuntimes;
+        return local === 0 || undefined;
+      });
+      const started = performance.now();
+      const res = await fetch(`${replica.url}/api/proxy/r0/healthz`);
+      const body = await res.text();
+      assert.equal(res.status, 200, body);
+      // Back after its backoff and the upgrade's one-way trip, then the request's round trip through the link.
+      const ms = performance.now() - started;
+      assert.ok(ms > REDIAL_WAIT_MS, `answered after ${ms.toFixed(0)} ms`);
     } finally {
       front.cut();
       await runtime.close();

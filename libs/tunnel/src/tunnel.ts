@@ -35,6 +35,12 @@ export interface Tunnel {
   readonly transport: CarrierTransport;
   /** Last HTTP/2 ping round trip; undefined until the first ping is answered. */
   readonly rttMs: number | undefined;
+  /**
+   * The least ping round trip so far: what the link itself takes, without
+   * the queueing or the pause of either process that any one ping may have
+   * met. Undefined until the first ping is answered.
+   */
+  readonly minRttMs: number | undefined;
   readonly session: http2.ClientHttp2Session;
   readonly closed: boolean;
   /** Streams open on the tunnel now, counted against the runtime's `MAX_CONCURRENT_STREAMS`. */
@@ -114,6 +120,7 @@ class ClientTunnel implements Tunnel {
   readonly whenClosed: Promise<string>;
   readonly fetch: typeof fetch;
   rttMs: number | undefined;
+  minRttMs: number | undefined;
   closed = false;
   lost = false;
   peerNoticesBy: number | undefined;
@@ -162,7 +169,10 @@ class ClientTunnel implements Tunnel {
       intervalMs: o.pingIntervalMs,
       timeoutMs: o.pingTimeoutMs,
       probe: () => o.carrier.probe(this.session),
-      onRtt: (rttMs) => (this.rttMs = rttMs),
+      onRtt: (rttMs) => {
+        this.rttMs = rttMs;
+        this.minRttMs = Math.min(rttMs, this.minRttMs ?? Infinity);
+      },
       onDead: (reason, cause) => {
         if (cause === 'unanswered' && this.#peerLiveness) {
           this.peerNoticesBy = peerNoticesBy(this.#lastPeerPingAt, this.#peerLiveness);

@@ -77,6 +77,7 @@ describe('tunnel liveness against a runtime process', () => {
       const rttDeadline = performance.now() + 10 * PING_INTERVAL_MS;
       while (tunnel.rttMs === undefined && performance.now() < rttDeadline) await new Promise((r) => setTimeout(r, 20));
       assert.ok(tunnel.rttMs !== undefined && tunnel.rttMs >= 0, 'rttMs is measured by the pings');
+      assert.ok(tunnel.minRttMs !== undefined && tunnel.minRttMs <= tunnel.rttMs, 'minRttMs is the least of them');
       await new Promise((r) => setTimeout(r, 3 * PING_INTERVAL_MS));
       assert.equal(tunnel.peerQuiet, false, "the runtime's own pings keep coming");
       const proxied = await hangingProxyRequest(`${scheduler.url}/proxy/${id}/hang`);
