@@ -49,7 +49,7 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   let next = 0;
   const out = new Set<number>();
   const open = new Set<net.Socket>();
-  const pairs = new Set<readonly [net.Socket, net.Socket]>();
+  const pairs = new Set<{ readonly client: net.Socket; readonly upstream: net.Socket; silent: boolean }>();
   const held = (socket: net.Socket): void => {
     open.add(socket);
     socket.on('close', () => open.delete(socket));
@@ -62,13 +62,14 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
       const upstream = net.connect({ host: '127.0.0.1', port: inRotation[next++ % inRotation.length]! });
       held(upstream);
       upstream.once('connect', () => {
-        upstream.on('error', () => client.destroy());
-        upstream.on('close', () => client.destroy());
-        client.on('close', () => upstream.destroy());
-        client.pipe(upstream).pipe(client);
-        const pair = [client, upstream] as const;
+        const pair = { client, upstream, silent: false };
         pairs.add(pair);
+        // A silent pair carries nothing, not even one end closing.
+        upstream.on('error', () => !pair.silent && client.destroy());
+        upstream.on('close', () => !pair.silent && client.destroy());
+        client.on('close', () => !pair.silent && upstream.destroy());
         client.on('close', () => pairs.delete(pair));
+        client.pipe(upstream).pipe(client);
       });
       upstream.once('error', () => (triesLeft > 1 ? dial(triesLeft - 1) : client.destroy()));
     };
@@ -83,11 +84,12 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
       for (const socket of open) socket.resetAndDestroy();
     },
     silence: () => {
-      for (const [client, upstream] of pairs) {
-        client.unpipe(upstream);
-        upstream.unpipe(client);
-        client.pause();
-        upstream.pause();
+      for (const pair of pairs) {
+        pair.silent = true;
+        pair.client.unpipe(pair.upstream);
+        pair.upstream.unpipe(pair.client);
+        pair.client.pause();
+        pair.upstream.pause();
       }
       pairs.clear();
     },

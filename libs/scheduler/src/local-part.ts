@@ -61,6 +61,9 @@ interface Lost {
   readonly generation: number;
 }
 
+/** How the wait for a lost runtime ended: back here, shown behind another replica, or over without it. */
+export type RedialOutcome = 'back' | 'moved' | 'gone';
+
 export interface LocalPartOptions {
   readonly replicaId: string;
   readonly replicaUrl: string;
@@ -69,6 +72,10 @@ export interface LocalPartOptions {
   /** Called after any change of the part (a runtime joined or left, or its state changed). */
   readonly onChange: () => void;
   readonly watchReconnectMs?: number;
+  /** Called when the wait for a runtime whose tunnel was lost here ends (not when the part closes). */
+  readonly onRedialWaitEnded?: (outcome: RedialOutcome) => void;
+  /** Called when a tunnel is closed because its runtime left it for another replica (see `reconcile`). */
+  readonly onSuperseded?: () => void;
 }
 
 /**
@@ -118,7 +125,7 @@ export class LocalPart {
     };
     this.#entries.set(tunnel.runtimeId, entry);
     logger.info({ runtime: tunnel.runtimeId, generation: tunnel.generation }, 'runtime joined');
-    this.#found(tunnel.runtimeId);
+    this.#found(tunnel.runtimeId, 'back');
     onChange();
   }
 
@@ -168,7 +175,7 @@ export class LocalPart {
         : undefined;
     };
     for (const [runtimeId, lost] of [...this.#lost]) {
-      if (newerElsewhere(runtimeId, lost.generation)) this.#found(runtimeId);
+      if (newerElsewhere(runtimeId, lost.generation)) this.#found(runtimeId, 'moved');
     }
     for (const { tunnel } of [...this.#entries.values()]) {
       const newer = newerElsewhere(tunnel.runtimeId, tunnel.generation);
@@ -178,6 +185,7 @@ export class LocalPart {
         'tunnel superseded: the runtime dialled another replica',
       );
       tunnel.close(`superseded by a newer connection to ${newer.owner}`);
+      this.#options.onSuperseded?.();
     }
   }
 
@@ -225,16 +233,17 @@ export class LocalPart {
     this.#found(runtimeId);
     const now = this.#options.clock.now();
     const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + redialWaitMs(tunnel.minRttMs);
-    const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId), waitMs);
+    const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId, 'gone'), waitMs);
     this.#lost.set(runtimeId, { waiters: new Set(), timer, generation });
   }
 
   /** The wait for a lost runtime is over (it is back, or the time is up): its waiters look again. */
-  #found(runtimeId: string): void {
+  #found(runtimeId: string, outcome?: RedialOutcome): void {
     const lost = this.#lost.get(runtimeId);
     if (!lost) return;
     this.#lost.delete(runtimeId);
     lost.timer.cancel();
+    if (outcome) this.#options.onRedialWaitEnded?.(outcome);
     for (const resolve of lost.waiters) resolve();
   }
 

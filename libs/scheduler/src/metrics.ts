@@ -19,6 +19,8 @@ export interface ReplicaMetrics {
   readonly relayConnections: Counter;
   readonly apiUnauthorized: Counter;
   readonly busiestTunnelStreams: Gauge;
+  readonly redialWaits: Counter<'outcome'>;
+  readonly tunnelsSuperseded: Counter;
 }
 
 /** What the replica's gauges read on every scrape. */
@@ -63,6 +65,15 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
     apiUnauthorized: metrics.counter({
       name: 'api_unauthorized_total',
       help: 'API requests, relay connections and HTTP/2 streams refused for a missing or wrong API token',
+    }),
+    redialWaits: metrics.counter({
+      name: 'redial_waits_total',
+      help: 'Waits for a runtime whose tunnel here broke or went silent, by how they ended: back (it redialled here), moved (an epoch showed it behind another replica), gone (over without it: its requests got 502)',
+      labelNames: ['outcome'],
+    }),
+    tunnelsSuperseded: metrics.counter({
+      name: 'tunnels_superseded_total',
+      help: 'Tunnels closed here because their runtime stopped pinging on them and an epoch showed it behind another replica on a newer connection',
     }),
     busiestTunnelStreams: metrics.gauge({
       name: 'tunnel_streams_busiest',

@@ -95,6 +95,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     clock,
     logger,
     onChange: () => leadership.notifyChange(),
+    onRedialWaitEnded: (outcome) => metrics.redialWaits.inc({ outcome }),
+    onSuperseded: () => metrics.tunnelsSuperseded.inc(),
   });
   const endpoint = createTunnelEndpoint({
     tokens: options.joinTokens,

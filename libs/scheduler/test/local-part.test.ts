@@ -8,7 +8,7 @@ import { ManualClock } from '@switchyard/clock/testing';
 import type { Runtime } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
 import { REDIAL_WAIT_MS } from '@switchyard/scheduler';
-import { LocalPart } from '../src/local-part.ts';
+import { LocalPart, type RedialOutcome } from '../src/local-part.ts';
 import { quietLogger } from './support.ts';
 
 interface StandIn {
@@ -55,14 +55,18 @@ function standIn(runtimeId: string, generation: number, peerQuiet = true, minRtt
 
 function setup() {
   const clock = new ManualClock(1_000_000);
+  const outcomes: RedialOutcome[] = [];
+  let superseded = 0;
   const part = new LocalPart({
     replicaId: 's0',
     replicaUrl: 'http://s0',
     clock,
     logger: quietLogger,
     onChange: () => {},
+    onRedialWaitEnded: (outcome) => outcomes.push(outcome),
+    onSuperseded: () => superseded++,
   });
-  return { clock, part };
+  return { clock, part, outcomes, superseded: () => superseded };
 }
 
 /** Calls back through `afterRedial` and reports whether it has run yet. */
@@ -76,7 +80,7 @@ const elsewhere = (generation: number) => (id: string) => ({ id, owner: 's1', ge
 
 describe("a replica's part, when a tunnel is lost", () => {
   it('holds requests REDIAL_WAIT_MS after a connection that broke', async () => {
-    const { clock, part } = setup();
+    const { clock, part, outcomes } = setup();
     const r0 = standIn('r0', 1);
     part.attach(r0.tunnel);
     r0.lose();
@@ -86,7 +90,24 @@ describe("a replica's part, when a tunnel is lost", () => {
     assert.equal(ran(), false);
     await clock.advance(1);
     assert.equal(ran(), true);
+    assert.deepEqual(outcomes, ['gone']);
     part.close();
+  });
+
+  it('lets them go on at once when the runtime is back', () => {
+    const { part, outcomes } = setup();
+    const r0 = standIn('r0', 1);
+    part.attach(r0.tunnel);
+    r0.lose();
+    part.detach(r0.tunnel, 'connection closed');
+    const ran = waiter(part, 'r0');
+    const again = standIn('r0', 2);
+    part.attach(again.tunnel);
+    assert.equal(ran(), true);
+    assert.equal(part.tunnel('r0'), again.tunnel);
+    assert.deepEqual(outcomes, ['back']);
+    part.close();
+    assert.deepEqual(outcomes, ['back'], 'closing the part ends no wait to count');
   });
 
   it('holds them longer after a connection over a slow link: the redial takes round trips', async () => {
@@ -125,7 +146,7 @@ describe("a replica's part, when a tunnel is lost", () => {
   });
 
   it('lets them go on at once when an epoch shows the runtime behind another replica', async () => {
-    const { clock, part } = setup();
+    const { clock, part, outcomes } = setup();
     const r0 = standIn('r0', 1);
     part.attach(r0.tunnel);
     r0.lose(clock.now() + 5000);
@@ -141,13 +162,14 @@ describe("a replica's part, when a tunnel is lost", () => {
     );
     part.reconcile(elsewhere(2));
     assert.equal(ran(), true);
+    assert.deepEqual(outcomes, ['moved']);
     part.close();
   });
 });
 
 describe("a replica's part, when an epoch shows one of its runtimes behind another replica", () => {
   it('closes the tunnel it holds for it if the other is newer and its runtime stopped pinging here', () => {
-    const { part } = setup();
+    const { part, superseded } = setup();
     const r0 = standIn('r0', 5);
     part.attach(r0.tunnel);
     part.reconcile(elsewhere(4));
@@ -156,6 +178,7 @@ describe("a replica's part, when an epoch shows one of its runtimes behind anoth
     part.reconcile(elsewhere(6));
     assert.deepEqual(r0.closedFor, ['superseded by a newer connection to s1']);
     assert.equal(part.tunnel('r0'), undefined);
+    assert.equal(superseded(), 1);
     part.close();
   });
 

@@ -31,9 +31,10 @@ async function cuttableFront(ports: number[], delayMs = 0) {
       socket.on('error', () => {});
       socket.on('close', () => sockets.delete(socket));
     }
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
     const link = { silent: false };
+    // A silent link carries nothing, not even one end closing.
+    client.on('close', () => !link.silent && upstream.destroy());
+    upstream.on('close', () => !link.silent && client.destroy());
     carried.add(link);
     client.on('close', () => carried.delete(link));
     const pass = (from: net.Socket, to: net.Socket): void => {
@@ -66,6 +67,13 @@ async function cuttableFront(ports: number[], delayMs = 0) {
     /** Takes no more connections: the runtime cannot come back. */
     close: () => server.close(),
   };
+}
+
+/** A counter of the replica at `url`, 0 before its first count. */
+async function counter(url: string, series: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`switchyard_scheduler_${series} `));
+  return line ? Number(line.split(' ')[1]) : 0;
 }
 
 describe('a runtime whose tunnel connection breaks', () => {
@@ -108,11 +116,13 @@ describe('a runtime whose tunnel connection breaks', () => {
 
   it('is waited for: a request meanwhile reaches it once it has redialled', async () => {
     await withRuntime(async (front) => {
+      const back = await counter(replica.url, 'redial_waits_total{outcome="back"}');
       front.cut();
       await dropped();
       const reply = await timedGet();
       assert.equal(reply.status, 200, JSON.stringify(reply));
       assert.ok(reply.ms < REDIAL_WAIT_MS, `answered after ${reply.ms.toFixed(0)} ms`);
+      assert.equal(await counter(replica.url, 'redial_waits_total{outcome="back"}'), back + 1);
     });
   });
 
@@ -134,10 +144,12 @@ describe('a runtime whose tunnel connection breaks', () => {
 
   it('is refused as gone once REDIAL_WAIT_MS has passed without it', async () => {
     await withRuntime(async (front) => {
+      const gone = await counter(replica.url, 'redial_waits_total{outcome="gone"}');
       front.close();
       front.cut();
       await dropped();
       const reply = await timedGet();
+      assert.equal(await counter(replica.url, 'redial_waits_total{outcome="gone"}'), gone + 1);
       assert.equal(reply.status, 502, JSON.stringify(reply));
       assert.equal(reply.error, 'runtime not connected');
       // It waited (a refusal at once takes a few ms), and no longer than the wait.
@@ -219,6 +231,7 @@ describe('a runtime whose connection went silent and that redialled another repl
       assert.ok(ms < 1000, `answered after ${ms.toFixed(0)} ms`);
       const local = (await getJson(`${first.url}/api/epoch`)).body.localRuntimes;
       assert.equal(local, 0, 'the first replica no longer holds the silent tunnel');
+      assert.equal(await counter(first.url, 'tunnels_superseded_total'), 1);
       assert.ok(performance.now() - silentAt < REPLICA_PING_MS, 'all before the first replica found out itself');
     } finally {
       front.cut();
