@@ -147,6 +147,28 @@ describe('chaos: one cluster, steady load, one fault at a time', () => {
     }
   });
 
+  // First, while the load's sessions are still spread over all three runtimes: later faults move r2's away.
+  it(
+    'a runtime whose connections a NAT in between forgets (packets dropped, new connections pass) keeps its sessions',
+    { skip: netnsSkip },
+    async (t) => {
+      if (!partition?.forget) return t.skip('needs a network namespace and nftables');
+      await runScenario(ctx, {
+        name: 'r2 forgotten (nftables)',
+        victims: { runtimes: ['r2'] },
+        keepsSessions: true,
+        inject: async () => {
+          const r2 = lc.cluster.runtimes.findLast((r) => r.name === 'r2')!;
+          const forgottenAt = Date.now();
+          partition!.forget!();
+          // r2 finds the silence by its pings (every 1 s, 1 s timeout) and dials again, through the NAT anew.
+          await r2.waitForLog((l) => l.msg === 'tunnel connected' && Number(l.time) >= forgottenAt, 10_000);
+        },
+        heal: async () => partition!.heal(),
+      });
+    },
+  );
+
   it('kill -9 of the leader: another replica leads, sessions elsewhere see nothing', async () => {
     const i = await schedulerIndex(true);
     const victim = lc.cluster.schedulers[i]!;

@@ -33,6 +33,12 @@ export interface Partition {
   forward(targetPort: number): Promise<string>;
   cut(): void;
   heal(): void;
+  /**
+   * Drops every packet of the connections open now, both ways, and lets new
+   * ones pass: a NAT or firewall in between that forgot its connections
+   * (nftables only; `heal` ends it).
+   */
+  forget?(): void;
   /** Removes the namespace (and with it the veth pair and the table), closes forwarders. Idempotent. */
   close(): Promise<void>;
 }
@@ -130,6 +136,26 @@ export function createPartition(): Partition {
       if (nft) inNs(nft, ['delete', 'table', 'inet', NFT_TABLE]);
       else inNs(ip, ['link', 'set', nsIf, 'up']);
     },
+    ...(nft
+      ? {
+          forget() {
+            // A connection opened from here on is marked by its SYN (conntrack keeps the mark for both
+            // ways); packets of unmarked connections, the ones open before, are dropped. Not by `ct state
+            // new`: conntrack starts in the namespace with the table, and picks the open ones up as new.
+            inNs(nft, ['add', 'table', 'inet', NFT_TABLE]);
+            for (const hook of ['input', 'output']) {
+              const chain = `{ type filter hook ${hook} priority 0 ; policy accept ; }`;
+              inNs(nft, ['add', 'chain', 'inet', NFT_TABLE, hook, chain]);
+              inNs(nft, ['add', 'rule', 'inet', NFT_TABLE, hook, hook === 'input' ? 'iif' : 'oif', 'lo', 'accept']);
+            }
+            const syn = ['tcp', 'flags', '&', '(syn|ack)', '==', 'syn'];
+            inNs(nft, ['add', 'rule', 'inet', NFT_TABLE, 'output', ...syn, 'ct', 'mark', 'set', '1']);
+            for (const hook of ['input', 'output']) {
+              inNs(nft, ['add', 'rule', 'inet', NFT_TABLE, hook, 'ct', 'mark', '!=', '1', 'drop']);
+            }
+          },
+        }
+      : {}),
     async close() {
       if (closed) return;
       closed = true;

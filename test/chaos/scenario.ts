@@ -35,6 +35,11 @@ export interface ScenarioSpec {
   readonly heal: () => Promise<void>;
   /** Sessions on a lost runtime must have seen a 404 before re-initializing. */
   readonly expect404?: boolean;
+  /**
+   * Sessions on the victim runtimes keep their sandboxes: none re-initializes,
+   * and each fails at most its calls in flight when the fault came.
+   */
+  readonly keepsSessions?: boolean;
   readonly recoveryTimeoutMs?: number;
 }
 
@@ -135,6 +140,20 @@ export async function runScenario(ctx: ChaosContext, spec: ScenarioSpec): Promis
         r.saw404,
         `session ${p.index} on lost runtime ${p.runtime} re-initialized without a 404: ${seen.join(' | ')}`,
       );
+    }
+  }
+  if (spec.keepsSessions) {
+    const kept = placement.filter((p) => v.runtimes.includes(p.runtime));
+    assert.ok(kept.length > 0, `no session on ${v.runtimes.join(', ')} to keep`);
+    const moved = recoveries.filter((r) => kept.some((k) => k.index === r.session));
+    assert.deepEqual(
+      moved,
+      [],
+      `sessions on ${v.runtimes.join(', ')} re-initialized; recent logs:\n${recentLogs(ctx)}`,
+    );
+    for (const k of kept) {
+      const failed = errors.filter((e) => e.session === k.index).map((e) => e.message.slice(0, 160));
+      assert.ok(failed.length <= 1, `session ${k.index} on ${k.runtime}: ${failed.join(' | ')}`);
     }
   }
   assert.deepEqual(load.violations.slice(violationsBefore.load), [], 'a tool call executed twice or skipped');
