@@ -8,4 +8,4 @@ export type { SchedulerReplicaOptions, ReplicaLogger } from './options.ts';
 export { ClusterView } from './cluster-view.ts';
 export type { ClusterViewOptions } from './cluster-view.ts';
 export { parseScheduleRequest } from './schedule-request.ts';
-export { REDIAL_WAIT_MS } from './local-part.ts';
+export { REDIAL_WAIT_MS } from './redial-waits.ts';

@@ -1,8 +1,9 @@
-import type { Clock, Timer } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
 import type { Runtime, RuntimeState, WatchSnapshot } from '@switchyard/protocol';
 import { RuntimeMirror, watchRuntime, type RuntimeWatcher } from '@switchyard/agent';
-import { BACKOFF_DEFAULTS, type Tunnel } from '@switchyard/tunnel';
+import type { Tunnel } from '@switchyard/tunnel';
 import type { ReplicaLogger } from './options.ts';
+import { RedialWaits, type RedialOutcome } from './redial-waits.ts';
 
 interface Entry {
   readonly tunnel: Tunnel;
@@ -18,51 +19,6 @@ interface Entry {
    */
   cached: { readonly changes: number; readonly closed: boolean; readonly state: RuntimeState } | undefined;
 }
-
-/**
- * How long a request for a runtime whose tunnel was lost here (the
- * connection broke) waits for it to come back, rather than be refused as
- * for a runtime gone; see `LocalPart.afterRedial`. A runtime that lives
- * redials at once, 200-250 ms into its backoff, and a redial to another
- * replica shows in an epoch about 0.1 s later; a session of a runtime that
- * died must still hear so (404) well within a second of its tunnel closing.
- * A tunnel that went silent, or ran over a slow link, is waited for longer
- * (see `#markLost`).
- */
-export const REDIAL_WAIT_MS = 600;
-
-/**
- * Round trips from a runtime's redial until the replica holds its new
- * tunnel, with one to spare: TCP's handshake, TLS 1.3's, and the upgrade
- * request (the replica takes the tunnel as it answers it).
- */
-const REDIAL_ROUND_TRIPS = 4;
-
-/** A tunnel's round trip is counted up to this. */
-const REDIAL_RTT_COUNTED_MAX_MS = 1000;
-
-/**
- * The wait for a runtime whose connection broke: REDIAL_WAIT_MS, or over a
- * link slow enough that the redial's round trips outlast what that leaves
- * after the runtime's first backoff delay (about 90 ms each), as long as
- * those take at the tunnel's least ping round trip (the link's own delay:
- * a busy replica's pings may each have waited for it).
- */
-function redialWaitMs(rttMs: number | undefined): number {
-  const rtt = Math.min(rttMs ?? 0, REDIAL_RTT_COUNTED_MAX_MS);
-  return Math.max(REDIAL_WAIT_MS, BACKOFF_DEFAULTS.initialMs + REDIAL_ROUND_TRIPS * rtt);
-}
-
-/** A runtime whose tunnel was lost here lately, and the requests waiting for it. */
-interface Lost {
-  readonly waiters: Set<() => void>;
-  readonly timer: Timer;
-  /** The lost tunnel's: a connection of the runtime that an epoch shows elsewhere is its new one if newer. */
-  readonly generation: number;
-}
-
-/** How the wait for a lost runtime ended: back here, shown behind another replica, or over without it. */
-export type RedialOutcome = 'back' | 'moved' | 'gone';
 
 export interface LocalPartOptions {
   readonly replicaId: string;
@@ -85,12 +41,13 @@ export interface LocalPartOptions {
  */
 export class LocalPart {
   readonly #entries = new Map<string, Entry>();
-  readonly #lost = new Map<string, Lost>();
+  readonly #redials: RedialWaits;
   readonly #options: LocalPartOptions;
   #closed = false;
 
   constructor(options: LocalPartOptions) {
     this.#options = options;
+    this.#redials = new RedialWaits(options.clock, options.onRedialWaitEnded);
   }
 
   /** Starts mirroring a newly accepted tunnel (replacing an older one of the same runtime). */
@@ -125,7 +82,7 @@ export class LocalPart {
     };
     this.#entries.set(tunnel.runtimeId, entry);
     logger.info({ runtime: tunnel.runtimeId, generation: tunnel.generation }, 'runtime joined');
-    this.#found(tunnel.runtimeId, 'back');
+    this.#redials.end(tunnel.runtimeId, 'back');
     onChange();
   }
 
@@ -135,7 +92,7 @@ export class LocalPart {
     if (entry?.tunnel !== tunnel) return;
     this.#drop(tunnel.runtimeId);
     this.#options.logger.info({ runtime: tunnel.runtimeId, reason }, 'runtime left');
-    if (tunnel.lost && !this.#closed) this.#markLost(tunnel);
+    if (tunnel.lost && !this.#closed) this.#redials.start(tunnel);
     this.#options.onChange();
   }
 
@@ -146,14 +103,12 @@ export class LocalPart {
 
   /**
    * Runs `proceed` now, or, while a runtime whose tunnel was lost here may
-   * still redial (REDIAL_WAIT_MS), once it is back or the wait is over: a
+   * still redial (see `RedialWaits`), once it is back or the wait is over: a
    * request then reaches the runtime whose connection broke and came back at
    * once, sessions and all, instead of being refused as for a runtime gone.
    */
   afterRedial(runtimeId: string, proceed: () => void): void {
-    const lost = this.#lost.get(runtimeId);
-    if (lost) lost.waiters.add(proceed);
-    else proceed();
+    this.#redials.after(runtimeId, proceed);
   }
 
   /**
@@ -174,8 +129,8 @@ export class LocalPart {
         ? runtime
         : undefined;
     };
-    for (const [runtimeId, lost] of [...this.#lost]) {
-      if (newerElsewhere(runtimeId, lost.generation)) this.#found(runtimeId, 'moved');
+    for (const [runtimeId, generation] of [...this.#redials.pending()]) {
+      if (newerElsewhere(runtimeId, generation)) this.#redials.end(runtimeId, 'moved');
     }
     for (const { tunnel } of [...this.#entries.values()]) {
       const newer = newerElsewhere(tunnel.runtimeId, tunnel.generation);
@@ -218,33 +173,7 @@ export class LocalPart {
     if (this.#closed) return;
     this.#closed = true;
     for (const id of [...this.#entries.keys()]) this.#drop(id);
-    for (const id of [...this.#lost.keys()]) this.#found(id);
-  }
-
-  /**
-   * Waits for the runtime to come back (`redialWaitMs`), counted from when
-   * it knows to: at once for a connection that broke (both ends see that),
-   * but for one that went silent only once the runtime's own pings have
-   * found it dead too, which its announced timing bounds
-   * (`Tunnel.peerNoticesBy`).
-   */
-  #markLost(tunnel: Tunnel): void {
-    const { runtimeId, peerNoticesBy, generation } = tunnel;
-    this.#found(runtimeId);
-    const now = this.#options.clock.now();
-    const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + redialWaitMs(tunnel.minRttMs);
-    const timer = this.#options.clock.setTimeout(() => this.#found(runtimeId, 'gone'), waitMs);
-    this.#lost.set(runtimeId, { waiters: new Set(), timer, generation });
-  }
-
-  /** The wait for a lost runtime is over (it is back, or the time is up): its waiters look again. */
-  #found(runtimeId: string, outcome?: RedialOutcome): void {
-    const lost = this.#lost.get(runtimeId);
-    if (!lost) return;
-    this.#lost.delete(runtimeId);
-    lost.timer.cancel();
-    if (outcome) this.#options.onRedialWaitEnded?.(outcome);
-    for (const resolve of lost.waiters) resolve();
+    this.#redials.close();
   }
 
   #drop(runtimeId: string): void {

@@ -8,7 +8,8 @@ import { ManualClock } from '@switchyard/clock/testing';
 import type { Runtime } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
 import { REDIAL_WAIT_MS } from '@switchyard/scheduler';
-import { LocalPart, type RedialOutcome } from '../src/local-part.ts';
+import { LocalPart } from '../src/local-part.ts';
+import type { RedialOutcome } from '../src/redial-waits.ts';
 import { quietLogger } from './support.ts';
 
 interface StandIn {
