@@ -310,63 +310,91 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
   });
 });
 
+/**
+ * Three replicas, and `r0` dialling the ones at `behind` through a Service
+ * front (its own arguments `runtimeArgs`), for the describe block it is
+ * called in: started before its tests, stopped after.
+ */
+function runtimeBehindFront(
+  behind: readonly number[],
+  runtimeArgs: readonly string[] = [],
+): { readonly cluster: TestCluster; readonly front: ServiceFront } {
+  const setup = {} as { cluster: TestCluster; front: ServiceFront };
+  before(async () => {
+    setup.cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+    setup.front = await serviceFront(behind.map((i) => setup.cluster.schedulers[i]!.port!));
+    await setup.cluster.startRuntime('r0', 1, { schedulerUrl: setup.front.url, args: runtimeArgs });
+    await setup.cluster.waitForRuntimes(['r0'], 15_000);
+  });
+  after(async () => {
+    setup.front?.cut();
+    setup.front?.close();
+    await setup.cluster?.stop();
+  });
+  return setup;
+}
+
+/**
+ * SESSIONS legacy sessions through `url`, each counting on one call at a
+ * time; `fault` strikes after the first session's fifth call, and they go on
+ * until `forMs` after it (within 30 s in all). Returns what each saw: the
+ * counts, and `<status> <body>` for each failed call (a 404 ends a session).
+ */
+async function countThroughFault(url: string, fault: () => void, forMs: number): Promise<string[][]> {
+  const sessions = await legacySessions(url);
+  let struckAt = 0;
+  const deadline = Date.now() + 30_000;
+  const runs = await Promise.all(
+    sessions.map(async (session, i) => {
+      const seen: string[] = [];
+      while (Date.now() < deadline && (struckAt === 0 || Date.now() < struckAt + forMs)) {
+        const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
+        seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
+        if (reply.status === 404) break;
+        if (struckAt === 0 && seen.length === 5 && i === 0) {
+          struckAt = Date.now();
+          fault();
+        }
+      }
+      return seen;
+    }),
+  );
+  assert.ok(struckAt > 0, 'the fault struck');
+  return runs;
+}
+
+/** Each session lost at most its call in flight (a 502: it is not replayed), and counted on, in order. */
+function assertCountedOn(runs: readonly string[][]): void {
+  for (const [i, seen] of runs.entries()) {
+    const failed = seen.filter((s) => !/^\d+$/.test(s));
+    assert.ok(failed.length <= 1 && failed.every((f) => f.startsWith('502')), `session ${i}: ${failed.join(' | ')}`);
+    const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
+    assert.ok(counts.length > 5, `session ${i} counted on after the fault: ${seen.join(', ')}`);
+    for (let k = 1; k < counts.length; k++)
+      assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
+  }
+}
+
+/** Asserts `r0` is held by the last replica of `behind`: where the test meant it to redial. */
+async function assertRedialledTo(cluster: TestCluster, behind: readonly number[]): Promise<void> {
+  const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
+  assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
+}
+
 // Behind one replica, the runtime redials the replica that held it; behind two in rotation, the other one.
 for (const [where, behind] of [
   ['the replica that held it', [1]],
   ['another replica', [1, 2]],
 ] as const) {
   describe(`a runtime's connection to its replica is reset (a load balancer or NAT in between), and it redials ${where}`, () => {
-    let cluster: TestCluster;
-    let front: ServiceFront;
-    before(async () => {
-      cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
-      front = await serviceFront(behind.map((i) => cluster.schedulers[i]!.port!));
-      await cluster.startRuntime('r0', 1, { schedulerUrl: front.url });
-      await cluster.waitForRuntimes(['r0'], 15_000);
-    });
-    after(async () => {
-      front?.close();
-      await cluster?.stop();
-    });
+    const setup = runtimeBehindFront(behind);
 
     it('keeps its sessions: the replica that held it holds their requests until it is back, here or there', async () => {
-      const url = cluster.gatewayUrl();
-      const sessions = await legacySessions(url);
-      let cutAt = 0;
-      const deadline = Date.now() + 10_000;
-      // Each session counts on, one call at a time, until 2 s after the cut (bounded by the deadline).
-      const runs = await Promise.all(
-        sessions.map(async (session, i) => {
-          const seen: string[] = [];
-          while (Date.now() < deadline && (cutAt === 0 || Date.now() < cutAt + 2000)) {
-            const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
-            seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
-            if (reply.status === 404) break;
-            if (cutAt === 0 && seen.length === 5 && i === 0) {
-              cutAt = Date.now();
-              front.cut();
-            }
-          }
-          return seen;
-        }),
-      );
-      assert.ok(cutAt > 0, 'the connection was cut');
-      for (const [i, seen] of runs.entries()) {
-        const failed = seen.filter((s) => !/^\d+$/.test(s));
-        // The call in flight when the connection broke may fail (it is not replayed); nothing more.
-        assert.ok(
-          failed.length <= 1 && failed.every((f) => f.startsWith('502')),
-          `session ${i}: ${failed.join(' | ')}`,
-        );
-        const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
-        assert.ok(counts.length > 5, `session ${i} counted on after the cut: ${seen.join(', ')}`);
-        for (let k = 1; k < counts.length; k++)
-          assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
-      }
+      const { cluster, front } = setup;
+      assertCountedOn(await countThroughFault(cluster.gatewayUrl(), () => front.cut(), 2000));
       const connects = cluster.runtimes[0]!.logs.filter((l) => l.msg === 'tunnel connected').length;
       assert.ok(connects >= 2, `r0 connected ${connects} times`);
-      const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
-      assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
+      await assertRedialledTo(cluster, behind);
     });
   });
 }
@@ -381,55 +409,12 @@ for (const [where, behind] of [
   ['another replica', [1, 2]],
 ] as const) {
   describe(`a runtime's connection goes silent (a NAT in between forgets it), and it redials ${where}`, () => {
-    let cluster: TestCluster;
-    let front: ServiceFront;
-    before(async () => {
-      cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
-      front = await serviceFront(behind.map((i) => cluster.schedulers[i]!.port!));
-      const args = ['--tunnel.ping-interval-ms', String(SLOW_RUNTIME_PING_MS)];
-      await cluster.startRuntime('r0', 1, { schedulerUrl: front.url, args });
-      await cluster.waitForRuntimes(['r0'], 15_000);
-    });
-    after(async () => {
-      front?.cut();
-      front?.close();
-      await cluster?.stop();
-    });
+    const setup = runtimeBehindFront(behind, ['--tunnel.ping-interval-ms', String(SLOW_RUNTIME_PING_MS)]);
 
     it('keeps its sessions: the replica that found out first holds their requests until the runtime has too', async () => {
-      const url = cluster.gatewayUrl();
-      const sessions = await legacySessions(url);
-      let silentAt = 0;
-      const deadline = Date.now() + 30_000;
-      // Each session counts on, one call at a time, until the runtime has surely redialled (bounded by the deadline).
-      const runs = await Promise.all(
-        sessions.map(async (session, i) => {
-          const seen: string[] = [];
-          while (Date.now() < deadline && (silentAt === 0 || Date.now() < silentAt + 3 * SLOW_RUNTIME_PING_MS)) {
-            const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
-            seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
-            if (reply.status === 404) break;
-            if (silentAt === 0 && seen.length === 5 && i === 0) {
-              silentAt = Date.now();
-              front.silence();
-            }
-          }
-          return seen;
-        }),
-      );
-      assert.ok(silentAt > 0, 'the connection went silent');
-      for (const [i, seen] of runs.entries()) {
-        const failed = seen.filter((s) => !/^\d+$/.test(s));
-        // The call in flight when the connection went silent fails (it is not replayed); nothing more.
-        assert.ok(
-          failed.length <= 1 && failed.every((f) => f.startsWith('502')),
-          `session ${i}: ${failed.join(' | ')}`,
-        );
-        const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
-        assert.ok(counts.length > 5, `session ${i} counted on after the silence: ${seen.join(', ')}`);
-        for (let k = 1; k < counts.length; k++)
-          assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
-      }
+      const { cluster, front } = setup;
+      // On until the runtime has surely found out and redialled.
+      assertCountedOn(await countThroughFault(cluster.gatewayUrl(), () => front.silence(), 3 * SLOW_RUNTIME_PING_MS));
       const replicaFirst = cluster.schedulers[1]!.logs.find(
         (l) => l.msg === 'tunnel closed' && /no ping answer/.test(String(l.reason)),
       );
@@ -438,8 +423,7 @@ for (const [where, behind] of [
       );
       assert.ok(replicaFirst && runtimeLater, 'both ends found the silence by their pings');
       assert.ok(Number(replicaFirst.time) < Number(runtimeLater.time), 'the replica found out first');
-      const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
-      assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
+      await assertRedialledTo(cluster, behind);
     });
   });
 }

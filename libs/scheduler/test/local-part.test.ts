@@ -22,20 +22,13 @@ interface StandIn {
 
 function standIn(runtimeId: string, generation: number, peerQuiet = true, minRttMs?: number): StandIn {
   const closedFor: string[] = [];
-  const fields = { closed: false, lost: false, peerNoticesBy: undefined as number | undefined };
-  const tunnel = {
+  const fields = {
     runtimeId,
     info: { id: runtimeId, classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
     generation,
-    get closed() {
-      return fields.closed;
-    },
-    get lost() {
-      return fields.lost;
-    },
-    get peerNoticesBy() {
-      return fields.peerNoticesBy;
-    },
+    closed: false,
+    lost: false,
+    peerNoticesBy: undefined as number | undefined,
     peerQuiet,
     minRttMs,
     // The part's /watch of it never gets an answer here.
@@ -44,9 +37,9 @@ function standIn(runtimeId: string, generation: number, peerQuiet = true, minRtt
       fields.closed = true;
       closedFor.push(reason);
     },
-  } as unknown as Tunnel;
+  };
   return {
-    tunnel,
+    tunnel: fields as unknown as Tunnel,
     closedFor,
     lose(peerNoticesBy) {
       Object.assign(fields, { closed: true, lost: true, peerNoticesBy });
