@@ -423,6 +423,11 @@ for (const [where, behind] of [
       );
       assert.ok(replicaFirst && runtimeLater, 'both ends found the silence by their pings');
       assert.ok(Number(replicaFirst.time) < Number(runtimeLater.time), 'the replica found out first');
+      // Its wait ran until the runtime's pings (every 3 s, 3 s timeout) must have found out too: 1.6 s at least.
+      const held = cluster.schedulers[1]!.logs.find(
+        (l) => l.msg === 'holding requests for a lost runtime until it redials',
+      );
+      assert.ok(Number(held?.waitMs) > 1000, `held requests for ${String(held?.waitMs)} ms`);
       await assertRedialledTo(cluster, behind);
     });
   });

@@ -47,7 +47,7 @@ export class LocalPart {
 
   constructor(options: LocalPartOptions) {
     this.#options = options;
-    this.#redials = new RedialWaits(options.clock, options.onRedialWaitEnded);
+    this.#redials = new RedialWaits(options.clock, options.logger, options.onRedialWaitEnded);
   }
 
   /** Starts mirroring a newly accepted tunnel (replacing an older one of the same runtime). */

@@ -1,5 +1,6 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import { BACKOFF_DEFAULTS, type Tunnel } from '@switchyard/tunnel';
+import type { ReplicaLogger } from './options.ts';
 
 /**
  * How long a request for a runtime whose tunnel was lost here (the
@@ -54,10 +55,12 @@ interface Wait {
 export class RedialWaits {
   readonly #waits = new Map<string, Wait>();
   readonly #clock: Clock;
+  readonly #logger: ReplicaLogger;
   readonly #onEnded: ((outcome: RedialOutcome) => void) | undefined;
 
-  constructor(clock: Clock, onEnded?: (outcome: RedialOutcome) => void) {
+  constructor(clock: Clock, logger: ReplicaLogger, onEnded?: (outcome: RedialOutcome) => void) {
     this.#clock = clock;
+    this.#logger = logger;
     this.#onEnded = onEnded;
   }
 
@@ -73,8 +76,12 @@ export class RedialWaits {
     this.end(runtimeId);
     const now = this.#clock.now();
     const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + redialWaitMs(tunnel.minRttMs);
-    const timer = this.#clock.setTimeout(() => this.end(runtimeId, 'gone'), waitMs);
+    const timer = this.#clock.setTimeout(() => {
+      this.#logger.warn({ runtime: runtimeId, waitedMs: waitMs }, 'lost runtime not back: its requests are refused');
+      this.end(runtimeId, 'gone');
+    }, waitMs);
     this.#waits.set(runtimeId, { waiters: new Set(), timer, generation });
+    this.#logger.info({ runtime: runtimeId, waitMs }, 'holding requests for a lost runtime until it redials');
   }
 
   /** Runs `proceed` now, or, while the runtime is waited for, once the wait ends. */
