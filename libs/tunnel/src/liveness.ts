@@ -44,6 +44,6 @@ export function parseLiveness(value: string | string[] | undefined): Liveness | 
  * dead, given when its last ping arrived here: its next probe goes out one
  * interval after that one's answer and is given up one timeout later.
  */
-export function peerNoticesBy(lastPeerPingAt: number, liveness: Liveness): number {
+export function noticeDeadline(lastPeerPingAt: number, liveness: Liveness): number {
   return lastPeerPingAt + Math.min(liveness.pingIntervalMs + liveness.pingTimeoutMs, PEER_NOTICE_WAIT_MAX_MS);
 }

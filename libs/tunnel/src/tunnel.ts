@@ -6,7 +6,7 @@ import { H2_TUNING, RELAY_AUTHORITY, TUNNEL_DEFAULTS, h2Settings } from './defau
 import type { TunnelLogger } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { peerNoticesBy, type Liveness } from './liveness.ts';
+import { noticeDeadline, type Liveness } from './liveness.ts';
 import type { Carrier, CarrierTransport } from './carrier.ts';
 
 /**
@@ -175,7 +175,7 @@ class ClientTunnel implements Tunnel {
       },
       onDead: (reason, cause) => {
         if (cause === 'unanswered' && this.#peerLiveness) {
-          this.peerNoticesBy = peerNoticesBy(this.#lastPeerPingAt, this.#peerLiveness);
+          this.peerNoticesBy = noticeDeadline(this.#lastPeerPingAt, this.#peerLiveness);
         }
         this.#die(reason);
       },

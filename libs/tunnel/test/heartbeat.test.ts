@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { Heartbeat } from '../src/heartbeat.ts';
 import { backoffDelayMs } from '../src/index.ts';
-import { PEER_NOTICE_WAIT_MAX_MS, livenessHeaderValue, parseLiveness, peerNoticesBy } from '../src/liveness.ts';
+import { PEER_NOTICE_WAIT_MAX_MS, livenessHeaderValue, noticeDeadline, parseLiveness } from '../src/liveness.ts';
 
 type Answer = { kind: 'ok'; rttMs: number } | { kind: 'fail' } | { kind: 'silent' } | { kind: 'late'; afterMs: number };
 
@@ -123,9 +123,9 @@ describe('announced liveness timing (X-Runtime-Liveness)', () => {
   for (const c of ignored) it(`is ignored when ${c.name}`, () => assert.equal(parseLiveness(c.value), undefined));
 
   it('bounds how long past its last ping a runtime is taken to need to notice', () => {
-    assert.equal(peerNoticesBy(1000, { pingIntervalMs: 300, pingTimeoutMs: 200 }), 1500);
+    assert.equal(noticeDeadline(1000, { pingIntervalMs: 300, pingTimeoutMs: 200 }), 1500);
     assert.equal(
-      peerNoticesBy(1000, { pingIntervalMs: 600_000, pingTimeoutMs: 600_000 }),
+      noticeDeadline(1000, { pingIntervalMs: 600_000, pingTimeoutMs: 600_000 }),
       1000 + PEER_NOTICE_WAIT_MAX_MS,
     );
   });
