@@ -14,6 +14,9 @@ const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'ex
 /** Never forwarded upstream: credentials, and identity headers only the gateway may set. */
 const STRIPPED_UPSTREAM = new Set(['authorization', 'cookie', 'forwarded', 'x-forwarded-for']);
 
+/** Never relayed to clients: what a scheduler tells this gateway alone. */
+const STRIPPED_DOWNSTREAM = new Set([FORWARDED_HEADER]);
+
 /** Connect-phase failures: the request never left this process, so a retry replays nothing. */
 const CONNECT_ERROR_CODES = new Set([
   'ECONNREFUSED',
@@ -100,15 +103,14 @@ export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: Asserted
  * The upstream response headers a client may see, as one object for
  * `res.writeHead`, so the response keeps no header map of its own (which
  * `setHeader` would build, and hold as long as an event stream stays open).
- * An event stream loses its length and gains `X-Accel-Buffering: no`; a
- * scheduler's FORWARDED_HEADER is for this gateway only.
+ * An event stream loses its length and gains `X-Accel-Buffering: no`.
  */
 export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boolean): OutgoingHttpHeaders {
   const listed = connectionListed(headers);
   const out: OutgoingHttpHeaders = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || listed.has(name) || name === FORWARDED_HEADER) continue;
+    if (value === undefined || listed.has(name) || STRIPPED_DOWNSTREAM.has(name)) continue;
     if (HOP_BY_HOP.has(name) && (name !== 'content-length' || eventStream)) continue;
     out[name] = value;
   }
