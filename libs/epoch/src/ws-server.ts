@@ -51,7 +51,13 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   let closed = false;
   return {
     handleUpgrade(req, socket, head) {
-      const match = SYNC_PATH.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
+      let pathname: string;
+      try {
+        pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+      } catch {
+        return false; // a request target no URL parser takes (`//[`) is no sync path; thrown here, it crashed the process
+      }
+      const match = SYNC_PATH.exec(pathname);
       if (!match) return false;
       let replica = '';
       try {

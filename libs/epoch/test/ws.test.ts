@@ -160,3 +160,22 @@ describe('epoch sync over WebSocket', () => {
     );
   });
 });
+
+describe('sync server upgrade routing', () => {
+  it('an upgrade whose request target is not a parsable URL is not taken, and throws nothing', () => {
+    const sync = createSyncServer({ onConnection: () => assert.fail('no connection expected') });
+    const socket = { end: () => assert.fail('the socket is not the sync server’s to answer') };
+    try {
+      for (const url of ['//[', 'http://[/api/sync/x', '//a%zz/api/sync/x']) {
+        const req = { url, headers: {} } as unknown as Parameters<SyncServer['handleUpgrade']>[0];
+        assert.equal(
+          sync.handleUpgrade(req, socket as unknown as Parameters<SyncServer['handleUpgrade']>[1], Buffer.alloc(0)),
+          false,
+          url,
+        );
+      }
+    } finally {
+      sync.close();
+    }
+  });
+});
