@@ -5,7 +5,8 @@ import type { EpochRef } from './types.ts';
 /**
  * The last `keep` epochs' states, oldest evicted first. Epochs are recorded
  * in increasing order; recording an epoch at or below the newest (a new
- * leader's snapshot) starts the history over, so lookups never mix terms.
+ * leader's snapshot) starts the history over, so lookups never mix terms,
+ * except the newest again from its own term, which replaces only itself.
  */
 export class EpochHistory {
   readonly #keep: number;
@@ -17,7 +18,10 @@ export class EpochHistory {
   }
 
   record(ref: EpochRef, states: readonly RuntimeState[]): void {
-    if (this.#latest && ref.epoch <= this.#latest.epoch) this.#states.clear();
+    const latest = this.#latest;
+    // The latest epoch again from its own term (a snapshot after a reconnect) is the same state: keep the rest.
+    const repeat = latest !== undefined && ref.epoch === latest.epoch && ref.term === latest.term;
+    if (latest && ref.epoch <= latest.epoch && !repeat) this.#states.clear();
     this.#states.set(ref.epoch, states);
     this.#latest = { epoch: ref.epoch, term: ref.term };
     while (this.#states.size > this.#keep) {

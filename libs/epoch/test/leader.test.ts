@@ -215,6 +215,24 @@ describe('EpochLeader transcripts', () => {
     });
   }
 
+  it('a follower that reconnects to the same leader keeps the epochs it had (the snapshot repeats its latest)', async () => {
+    cluster = startCluster(['f1']);
+    await cluster.clock.advance(20);
+    for (let i = 2; i <= 4; i++) {
+      addThread(cluster, 'f1', `p1/x${i}`);
+      await cluster.clock.advance(40);
+    }
+    const follower = cluster.nodes.get('f1')!.follower;
+    const kept = (): number[] => [1, 2, 3, 4].filter((e) => follower.snapshotAt(e) !== undefined);
+    assert.deepEqual(kept(), [1, 2, 3, 4]);
+    cluster.nodes.get('f1')!.link.closeBoth(1006, 'connection lost');
+    await cluster.clock.advance(1);
+    cluster.connect('f1');
+    await cluster.clock.advance(40);
+    assert.deepEqual(follower.latest(), { epoch: 4, term: 1 });
+    assert.deepEqual(kept(), [1, 2, 3, 4]);
+  });
+
   it('stop() is idempotent, clears every timer and closes follower connections', async () => {
     cluster = startCluster(['f1']);
     await cluster.clock.advance(20);
