@@ -129,6 +129,7 @@ export class EpochFollower {
       case 'announce':
         if (conn !== this.#current) return;
         this.#announce = { term: msg.term, epoch: msg.epoch };
+        this.#confirmCurrent(msg.term);
         return this.#sendCollect();
       case 'commit':
         return this.#commit(conn, msg);
@@ -168,6 +169,12 @@ export class EpochFollower {
     }
     this.#history.record(msg, this.#o.apply(base, ops));
     this.#o.sink.delta(msg.epoch, msg.term, baseEpoch, ops);
+  }
+
+  /** An announce of the leader's term follows every commit it sent before: the sink is as new as the leader. */
+  #confirmCurrent(term: number): void {
+    const latest = this.#history.latest();
+    if (latest?.term === term && !this.#awaitingSnapshot) this.#o.sink.current?.(latest.epoch, latest.term);
   }
 
   #sendCollect(): void {

@@ -313,6 +313,8 @@ export class EpochLeader {
         if (slot.conn && !slot.needsSnapshot && !slot.conn.send(delta)) slot.needsSnapshot = true;
       }
       this.#o.onCommit?.({ epoch, term, bytes: messageBytes(delta), durationMs: clock.now() - startedMs });
+    } else {
+      this.#o.sink?.current?.(base.epoch, term);
     }
     for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
   }

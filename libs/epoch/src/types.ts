@@ -13,6 +13,12 @@ export interface EpochRef {
 export interface EpochSink {
   snapshot(epoch: number, term: number, states: readonly RuntimeState[]): void;
   delta(epoch: number, term: number, baseEpoch: number, ops: readonly ClusterOp[]): void;
+  /**
+   * The sink's latest epoch is still the newest: a cycle concluded with no
+   * change (leader), or the leader announced a cycle and no commit is missing
+   * (follower). No state changes; it tells how fresh the sink is.
+   */
+  current?(epoch: number, term: number): void;
 }
 
 /** Merges the parts of every replica into one cluster state (`mergeParts` of the scheduling lib). */

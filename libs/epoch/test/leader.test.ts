@@ -93,6 +93,14 @@ describe('EpochLeader transcripts', () => {
     assert.deepEqual(cluster.leader.latest(), { epoch: 1, term: 1 });
   });
 
+  it('cycles that change nothing tell the leader and follower sinks their latest epoch is still current', async () => {
+    cluster = startCluster(['f1']);
+    await cluster.clock.advance(20);
+    await cluster.clock.advance(3000);
+    assert.deepEqual(cluster.leaderSink.confirmed, ['1:1', '1:1', '1:1']);
+    assert.deepEqual(cluster.nodes.get('f1')!.sink.confirmed, ['1:1', '1:1', '1:1']);
+  });
+
   it('a silent follower holds a cycle back for cycleTimeoutMs and no longer', async () => {
     cluster = startCluster(['f1', 'f2'], { cycleIntervalMs: 60_000 });
     await cluster.clock.advance(20);

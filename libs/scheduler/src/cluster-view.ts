@@ -11,6 +11,8 @@ export interface ClusterViewOptions {
   readonly pendingMax?: number;
   /** Called after every applied commit. */
   readonly onCommit?: (epoch: number, term: number) => void;
+  /** Called when epoch sync confirms the latest epoch is still the newest (no commit, nothing missed). */
+  readonly onCurrent?: () => void;
 }
 
 /**
@@ -31,12 +33,14 @@ export class ClusterView implements EpochSink {
   readonly #pendingTtlMs: number;
   readonly #pendingMax: number;
   readonly #onCommit: ((epoch: number, term: number) => void) | undefined;
+  readonly #onCurrent: (() => void) | undefined;
 
   constructor(options: ClusterViewOptions) {
     this.#clock = options.clock;
     this.#pendingTtlMs = options.pendingTtlMs ?? 30_000;
     this.#pendingMax = options.pendingMax ?? 100_000;
     this.#onCommit = options.onCommit;
+    this.#onCurrent = options.onCurrent;
   }
 
   snapshot(epoch: number, term: number, states: readonly RuntimeState[]): void {
@@ -47,6 +51,10 @@ export class ClusterView implements EpochSink {
   delta(epoch: number, term: number, _baseEpoch: number, ops: readonly ClusterOp[]): void {
     this.#index.applyAll(ops);
     this.#committed(epoch, term);
+  }
+
+  current(epoch: number, term: number): void {
+    if (epoch === this.#epoch && term === this.#term) this.#onCurrent?.();
   }
 
   /** True once any epoch was applied. */

@@ -45,6 +45,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   const metrics = createReplicaMetrics(options.metrics, { busiestTunnelStreams: () => part.busiestTunnelStreams() });
   let ready = false;
   let closing: Promise<void> | undefined;
+  /** When the view was last known to hold the newest epoch: a commit applied, or a cycle that changed nothing. */
   let lastCommitMs = clock.now();
 
   // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
@@ -88,6 +89,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       for (const [state, count] of Object.entries(counts)) metrics.runtimes.set({ state }, count);
       part.reconcile((id) => view.runtime(id));
     },
+    // A quiet cluster commits no new epoch; the view is still current, so the lag must not grow.
+    onCurrent: () => (lastCommitMs = clock.now()),
   });
   const part = new LocalPart({
     replicaId,

@@ -37,6 +37,12 @@ export interface Applied {
 export class RecordingSink implements EpochSink {
   states: RuntimeState[] = [];
   readonly applied: Applied[] = [];
+  /** `term:epoch` of each confirmation that the latest epoch is still the newest. */
+  readonly confirmed: string[] = [];
+
+  current(epoch: number, term: number): void {
+    this.confirmed.push(`${term}:${epoch}`);
+  }
 
   snapshot(epoch: number, term: number, states: readonly RuntimeState[]): void {
     this.states = [...states];
