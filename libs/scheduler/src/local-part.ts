@@ -133,6 +133,8 @@ export class LocalPart {
       if (newerElsewhere(runtimeId, generation)) this.#redials.end(runtimeId, 'moved');
     }
     for (const { tunnel } of [...this.#entries.values()]) {
+      // A tunnel already closed (its close is reported to `detach` a microtask later) is not superseded again.
+      if (tunnel.closed) continue;
       const newer = newerElsewhere(tunnel.runtimeId, tunnel.generation);
       if (!newer || !tunnel.peerQuiet) continue;
       this.#options.logger.warn(

@@ -176,6 +176,18 @@ describe("a replica's part, when an epoch shows one of its runtimes behind anoth
     part.close();
   });
 
+  it('counts a superseded tunnel once when a second epoch comes before its close is reported', () => {
+    // Two commits read from one socket chunk are applied in one tick; the endpoint reports the close a microtask later.
+    const { part, superseded } = setup();
+    const r0 = standIn('r0', 5);
+    part.attach(r0.tunnel);
+    part.reconcile(elsewhere(6));
+    part.reconcile(elsewhere(7));
+    assert.deepEqual(r0.closedFor, ['superseded by a newer connection to s1']);
+    assert.equal(superseded(), 1);
+    part.close();
+  });
+
   it('keeps a tunnel whose runtime still pings (another runtime with its id, or replica clocks apart)', () => {
     const { part } = setup();
     const r0 = standIn('r0', 5, false);
