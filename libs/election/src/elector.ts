@@ -177,7 +177,10 @@ export class LeaderElector {
     if (current === undefined) {
       const at = new Date(startedAtMs);
       const fresh = { holderIdentity: this.#identity, leaseDurationSeconds, acquireTime: at, renewTime: at };
-      return this.#stored(seq, await this.#lock.create({ ...fresh, leaseTransitions: 0 }));
+      // A lease deleted under us (not only a first start) must not restart terms at 0: followers fence off every
+      // term below the highest they saw. A leader keeps its term; a candidate goes past the last one it observed.
+      const leaseTransitions = this.#leadership?.term ?? (this.#observed ? this.#observed.leaseTransitions + 1 : 0);
+      return this.#stored(seq, await this.#lock.create({ ...fresh, leaseTransitions }));
     }
     this.#observe(current);
     const other = current.holderIdentity !== undefined && current.holderIdentity !== this.#identity;

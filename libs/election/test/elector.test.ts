@@ -2,7 +2,7 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { LeaderElector, MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
-import type { LeaderElectorOptions, LeadershipContext } from '@switchyard/election';
+import type { LeaderElectorOptions, LeadershipContext, LeaseLock } from '@switchyard/election';
 
 const START_MS = 1_000_000;
 
@@ -261,5 +261,49 @@ describe('LeaderElector on a manual clock', () => {
     await h.clock.advance(500);
     await a.stop();
     assert.equal(h.clock.pendingTimers, 0);
+  });
+});
+
+describe('a lease deleted under running electors', () => {
+  it('is created again with a term above every term they saw, so fenced followers take the next leader', async () => {
+    const clock = new ManualClock(START_MS);
+    let store = new MemoryLeaseStore();
+    // A Lease someone deleted (kubectl delete lease, a restore): get finds nothing, create starts a new object.
+    const lock: LeaseLock = {
+      get: async () => store.read(),
+      create: async (record) => store.create(record),
+      update: async (record) => store.update(record),
+      describe: () => 'deletable',
+    };
+    const started: number[] = [];
+    const elector = (id: string): LeaderElector => {
+      const e = new LeaderElector({
+        lock,
+        identity: id,
+        clock,
+        random: () => 0,
+        onStartedLeading: ({ term }) => void started.push(term),
+      });
+      open.push(e);
+      return e;
+    };
+    const a = elector('a');
+    const b = elector('b');
+    a.start();
+    await clock.advance(0);
+    b.start();
+    await clock.advance(700);
+    await a.stop();
+    await clock.advance(2_000);
+    assert.deepEqual(started, [0, 1], 'b leads with term 1; followers now fence off anything below 1');
+    store = new MemoryLeaseStore();
+    await clock.advance(2_000); // b's renewal finds no lease and creates one
+    await b.stop();
+    const c = elector('c');
+    c.start();
+    await clock.advance(2_000);
+    assert.equal(c.isLeader, true);
+    assert.ok(started.at(-1)! > 1, `the next leader's term (${started.at(-1)}) is above 1`);
+    assert.ok(store.read()!.leaseTransitions > 1);
   });
 });
