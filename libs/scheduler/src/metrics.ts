@@ -35,7 +35,10 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
     isLeader: metrics.gauge({ name: 'is_leader', help: '1 while this replica leads' }),
     term: metrics.gauge({ name: 'term', help: 'Highest leadership term seen' }),
     epoch: metrics.gauge({ name: 'epoch', help: 'Latest epoch applied by this replica' }),
-    epochLagSeconds: metrics.gauge({ name: 'epoch_lag_seconds', help: 'Time since the latest epoch was applied' }),
+    epochLagSeconds: metrics.gauge({
+      name: 'epoch_lag_seconds',
+      help: 'Time since this replica last knew its view current: an epoch applied, or a cycle with nothing to change',
+    }),
     cycleSeconds: metrics.histogram({
       name: 'epoch_cycle_seconds',
       help: 'Leader: duration of an epoch cycle, announce to commit',

@@ -46,7 +46,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   let ready = false;
   let closing: Promise<void> | undefined;
   /** When the view was last known to hold the newest epoch: a commit applied, or a cycle that changed nothing. */
-  let lastCommitMs = clock.now();
+  let viewCurrentAtMs = clock.now();
 
   // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
   // only /api/proxy (see handleApiStream), which browsers, curl and probes offering both would miss.
@@ -80,7 +80,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   const view = new ClusterView({
     clock,
     onCommit: (epoch, term) => {
-      lastCommitMs = clock.now();
+      viewCurrentAtMs = clock.now();
       ui.notify();
       metrics.epoch.set(epoch);
       metrics.term.set(term);
@@ -90,7 +90,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       part.reconcile((id) => view.runtime(id));
     },
     // A quiet cluster commits no new epoch; the view is still current, so the lag must not grow.
-    onCurrent: () => (lastCommitMs = clock.now()),
+    onCurrent: () => (viewCurrentAtMs = clock.now()),
   });
   const part = new LocalPart({
     replicaId,
@@ -155,7 +155,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : closing ? 'draining' : 'starting' });
     }
     if (path === '/metrics') {
-      metrics.epochLagSeconds.set(view.hasEpoch ? (clock.now() - lastCommitMs) / 1000 : 0);
+      metrics.epochLagSeconds.set(view.hasEpoch ? (clock.now() - viewCurrentAtMs) / 1000 : 0);
       return serveMetrics(req, res);
     }
     if (!api.admits(req.headers.authorization)) {
