@@ -204,7 +204,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     // a response closes once, and `once` would wrap it in one more closure.)
     res.on('close', () => {
       held.gone = true;
+      // Given back once: routing may still end normally after this (routingDone).
       if (held.slot !== undefined) limiter.release(held.slot);
+      held.slot = undefined;
       if (res.writableFinished) metrics.request(req.method ?? 'OTHER', res.statusCode);
       else held.abort?.abort(new Error('client disconnected'));
     });
