@@ -8,8 +8,11 @@ import {
 } from '@switchyard/protocol';
 import { UPSTREAM_SILENT_NOT_DIALLED } from './upstream-checks.ts';
 
-/** Hop-by-hop headers plus those undici computes itself. */
-const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'expect']);
+/**
+ * Hop-by-hop headers plus those undici computes itself, and `HTTP2-Settings`
+ * (connection-specific: HTTP/2 refuses to send it, failing an event stream).
+ */
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'expect', 'http2-settings']);
 
 /** Never forwarded upstream: credentials, and identity headers only the gateway may set. */
 const STRIPPED_UPSTREAM = new Set(['authorization', 'cookie', 'forwarded', 'x-forwarded-for']);
