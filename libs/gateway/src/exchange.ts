@@ -182,7 +182,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#mode = 'done';
     // Headers may be out already: the client can only be told by a cut stream.
     if (mode === 'relay' && !this.#res.destroyed) this.#res.destroy();
-    this.#finish(mode === 'discard' ? 'complete' : 'broken');
+    // The client leaving aborts the request, and undici reports that abort here at once: not the upstream's break.
+    this.#finish(mode === 'discard' ? 'complete' : this.#cancelled ? 'cancelled' : 'broken');
   }
 
   relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void {
