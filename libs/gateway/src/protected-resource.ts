@@ -81,7 +81,9 @@ export class ProtectedResource {
       .split(',', 1)[0]!
       .trim()
       .toLowerCase();
-    return new URL(`${forwarded === 'https' ? 'https' : 'http'}://${host}${MCP}`);
+    // The pattern lets through what no URL takes (a port past 65535, an IPv4 address out of range).
+    const url = `${forwarded === 'https' ? 'https' : 'http'}://${host}${MCP}`;
+    return URL.canParse(url) ? new URL(url) : undefined;
   }
 }
 
