@@ -23,6 +23,8 @@ describe('gateway security at the process level', () => {
   before(async () => {
     cluster = await startCluster({
       gatewayArgs: ['--auth.mode', 'bearer', '--auth.tokens', `${T1},${T2}`, '--allowed-origins', ORIGIN],
+      // Two replicas, no Redis: the second knows no session the first opened.
+      gateways: 2,
     });
   });
   after(() => cluster?.stop());
@@ -74,6 +76,22 @@ describe('gateway security at the process level', () => {
       });
       assert.equal(intruder.status, 404, intruder.text);
       assert.equal((await whoami(owner)).class, 'demo');
+    } finally {
+      await owner.close();
+    }
+  });
+
+  it("hides it through a gateway replica that never saw it too: the runtime knows the session's principal", async () => {
+    const owner = await connect('v2', cluster.gatewayUrl(0), auth(T1));
+    try {
+      const session = (owner as unknown as { transport: { sessionId: string } }).transport.sessionId;
+      const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'counter', arguments: {} } };
+      const headers = { 'mcp-session-id': session, 'mcp-protocol-version': LEGACY };
+      const intruder = await post(cluster.gatewayUrl(1), call, { ...auth(T2), ...headers });
+      assert.equal(intruder.status, 404, intruder.text);
+      const own = await post(cluster.gatewayUrl(1), call, { ...auth(T1), ...headers });
+      assert.equal(own.status, 200, own.text);
+      assert.match(own.text, /"text":"1"/, "the intruder reached nothing: the first count is the owner's");
     } finally {
       await owner.close();
     }

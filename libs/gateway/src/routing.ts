@@ -149,22 +149,21 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
   const key = threadKey(sessionId);
   const request = { class: cls, processId: process, threadId: sessionId, sticky: true };
-  let route = ctx.cache.local(key) ?? (await ctx.cache.remote(key));
-  if (route && route.principal !== r.principal) throw new SwitchyardError('session_not_found', 'Session not found');
-  if (!route) {
-    route = routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), r.principal);
-    await ctx.cache.set(key, route);
-  }
+  const cached = ctx.cache.local(key) ?? (await ctx.cache.remote(key));
+  if (cached && cached.principal !== r.principal) throw new SwitchyardError('session_not_found', 'Session not found');
+  // A route not cached is cached once its runtime took the request: the runtime knows
+  // the session's principal, this gateway no longer does, and must not learn a wrong one.
+  let route = cached ?? routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), r.principal);
   const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
   let result = await call(ctx, r, route, asserted, LEGACY_GONE);
   const moved = result.kind === 'unreachable' && !route.direct ? await rerouted(ctx, r, route, request) : undefined;
   if (moved) {
     ctx.metrics.upstreamError('connect');
     route = moved;
-    await ctx.cache.set(key, route);
     result = await call(ctx, r, route, asserted, LEGACY_GONE);
   }
   if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(key);
+  else if (route !== cached) await ctx.cache.set(key, route);
   if (result.kind !== 'response') {
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
     // A 404 is a runtime not knowing the session: it ended or expired there, or the route was

@@ -1,9 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createGateway } from '@switchyard/gateway';
+import type { Server } from 'node:http';
+import { createGateway, type Gateway } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
-import { INITIALIZE, connectV2, post, startHarness, textOf } from './harness.ts';
+import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
+import { until } from './until.ts';
 
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-9876543210';
@@ -280,5 +282,70 @@ describe('gateway bearer auth with rotating tokens', () => {
       () => createGateway({ schedulers: ['http://127.0.0.1:1'], auth: { mode: 'bearer', tokens: () => [] } }),
       /at least one token/,
     );
+  });
+});
+
+// A gateway binds a session to its principal only while the session's route is
+// in its cache; past that (evicted, expired, another replica without Redis) the
+// runtime, which recorded the principal at initialize, refuses another one.
+describe('a session bound to its principal past the route cache', () => {
+  let h: Harness;
+  let other: { gateway: Gateway; server: Server; url: string };
+  before(async () => {
+    const options = { auth: { mode: 'bearer' as const, tokens: [ALICE, BOB] }, routeCache: { maxEntries: 1 } };
+    h = await startHarness(1, options);
+    const gateway = createGateway({ schedulers: [h.scheduler.url], upstreamMode: 'direct', ...options });
+    other = { gateway, ...(await listen(gateway)) };
+  });
+  after(async () => {
+    await stopServer(other.server);
+    await other.gateway.close();
+    await h.close();
+  });
+  const list = { jsonrpc: '2.0', id: 5, method: 'tools/list' };
+
+  it('is 404 for another principal once its route left the cache, and still serves its own', async () => {
+    const first = await post(h.url, INITIALIZE, auth(ALICE));
+    const session = first.headers.get('mcp-session-id')!;
+    // A newer session takes the only cache entry.
+    assert.equal((await post(h.url, INITIALIZE, auth(ALICE))).status, 200);
+    const bob = await post(h.url, list, { ...auth(BOB), 'mcp-session-id': session });
+    assert.equal(bob.status, 404, JSON.stringify(bob.json));
+    const alice = await post(h.url, list, { ...auth(ALICE), 'mcp-session-id': session });
+    assert.equal(alice.status, 200, JSON.stringify(alice.json));
+  });
+
+  it('is 404 for another principal through a gateway that never saw it, and the session lives on', async () => {
+    const first = await post(h.url, INITIALIZE, auth(ALICE));
+    const session = first.headers.get('mcp-session-id')!;
+    const bob = await post(other.url, list, { ...auth(BOB), 'mcp-session-id': session });
+    assert.equal(bob.status, 404, JSON.stringify(bob.json));
+    // Bob's attempt cached nothing there: Alice reaches her session through either gateway.
+    for (const url of [other.url, h.url]) {
+      const alice = await post(url, list, { ...auth(ALICE), 'mcp-session-id': session });
+      assert.equal(alice.status, 200, JSON.stringify(alice.json));
+    }
+    const again = await post(other.url, list, { ...auth(BOB), 'mcp-session-id': session });
+    assert.equal(again.status, 404, 'refused by the route now cached there as well');
+  });
+
+  it("does not refuse the owner's requests while another principal's request is still at the runtime", async () => {
+    const first = await post(h.url, INITIALIZE, auth(ALICE));
+    const session = first.headers.get('mcp-session-id')!;
+    const [runtime] = h.runtimes;
+    let release!: () => void;
+    runtime!.refusals.until = new Promise((resolve) => (release = resolve));
+    try {
+      const seen = runtime!.seen.length;
+      const bob = post(other.url, list, { ...auth(BOB), 'mcp-session-id': session });
+      await until(() => runtime!.seen.length > seen, "Bob's request at the runtime");
+      const alice = await post(other.url, list, { ...auth(ALICE), 'mcp-session-id': session });
+      assert.equal(alice.status, 200, JSON.stringify(alice.json));
+      release();
+      assert.equal((await bob).status, 404);
+    } finally {
+      release();
+      delete runtime!.refusals.until;
+    }
   });
 });

@@ -185,7 +185,11 @@ export class McpEndpoint {
     const sessionId = header(request, MCP_SESSION_HEADER);
     if (sessionId !== undefined) {
       const session = this.#deps.sessions.get(sessionId);
-      if (!session) return settled(errorResponse('session_not_found', `session not found`));
+      // Another principal's session is answered as one that does not exist: a gateway
+      // binds sessions to principals too, but only while their routes are in its cache.
+      if (!session || session.principal !== header(request, IDENTITY_HEADERS.principal)) {
+        return settled(errorResponse('session_not_found', `session not found`));
+      }
       return this.#inSession(session, request, parsedBody);
     }
     if (request.method !== 'POST') {
@@ -240,6 +244,7 @@ export class McpEndpoint {
       server,
       transport,
       detach,
+      principal: header(request, IDENTITY_HEADERS.principal),
       inflight: 0,
       idle: undefined,
       closed: false,

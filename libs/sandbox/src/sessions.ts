@@ -9,6 +9,11 @@ export interface Session {
   readonly server: McpServer;
   readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly detach: () => void;
+  /**
+   * The principal that opened it (`X-Switchyard-Principal`, set by gateways
+   * only), undefined without authentication. Only that principal reaches it.
+   */
+  readonly principal: string | undefined;
   /** Requests (including open GET streams) not yet finished. */
   inflight: number;
   idle: Timer | undefined;

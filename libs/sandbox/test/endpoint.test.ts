@@ -77,6 +77,30 @@ for (const { name: serverName, serve } of SERVERS) {
       assert.ok(!reporter.threads.has('p-adopt/gw-minted-1'), 'DELETE removes the thread');
     });
 
+    it('a legacy session answers only the principal that opened it; another one is told it does not exist', async () => {
+      const alice = await client('v2-legacy', { 'x-switchyard-principal': 'alice', 'x-switchyard-process': 'p-bound' });
+      assert.equal(await alice.callText('counter'), '1');
+      const call = (principal?: string) =>
+        served.fetch(`${served.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-11-25',
+            'mcp-session-id': alice.sessionId!,
+            ...(principal ? { 'x-switchyard-principal': principal } : {}),
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'counter' } }),
+        });
+      for (const principal of ['bob', undefined]) {
+        const res = await call(principal);
+        const body = (await res.json()) as { error: { data: { reason: string } } };
+        assert.equal(res.status, 404, `principal ${principal ?? '(none)'}`);
+        assert.equal(body.error.data.reason, 'session_not_found');
+      }
+      assert.equal(await alice.callText('counter'), '2', 'the refused calls reached nothing');
+    });
+
     it('stateless requests record the process but no thread', async () => {
       const before = reporter.events.filter((e) => e.startsWith('+t')).length;
       const c = await client('v2-modern', { 'x-switchyard-process': 'p-stateless' });
