@@ -51,7 +51,12 @@ async function rig(upstream: http.Server | http2.Http2Server, options: Partial<G
 }
 
 /** Sends `method` to `url` and resolves once the response head is in; the caller destroys the request. */
-function open(url: string, method: string, headers: Record<string, string>, body?: string): Promise<http.ClientRequest> {
+function open(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<http.ClientRequest> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const req = http.request(
