@@ -29,8 +29,32 @@ export function connectCarrier(
   url: URL,
   headers: Record<string, string>,
   handlers: ConnectHandlers,
+  timeoutMs?: number,
 ): () => void {
-  return transport === 'http2' ? connectUpgrade(url, headers, handlers) : connectWebSocket(url, headers, handlers);
+  const connect = transport === 'http2' ? connectUpgrade : connectWebSocket;
+  if (timeoutMs === undefined) return connect(url, headers, handlers);
+  // Nothing else bounds an attempt: a peer that takes the connection and never answers (a replica that is
+  // frozen, or cut off after the handshake) would hold it, and the dialer, forever.
+  const timer = setTimeout(() => {
+    cancel();
+    handlers.onFailed(`no answer to the connect request within ${timeoutMs} ms`, false);
+  }, timeoutMs);
+  timer.unref();
+  const settled =
+    <A extends unknown[]>(handler: (...args: A) => void) =>
+    (...args: A): void => {
+      clearTimeout(timer);
+      handler(...args);
+    };
+  const cancel = connect(url, headers, {
+    onOpen: settled(handlers.onOpen),
+    onRefused: settled(handlers.onRefused),
+    onFailed: settled(handlers.onFailed),
+  });
+  return () => {
+    clearTimeout(timer);
+    cancel();
+  };
 }
 
 function connectUpgrade(url: URL, headers: Record<string, string>, h: ConnectHandlers): () => void {

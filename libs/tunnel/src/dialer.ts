@@ -202,20 +202,28 @@ class Dialer implements TunnelDialer {
     };
     const url = this.#url.toString();
     const transport = this.#o.transport ?? 'auto';
+    // A connect attempt gets as long as a silent tunnel does.
+    const { pingIntervalMs, pingTimeoutMs } = this.#liveness();
     const attempt = (t: CarrierTransport, fallback: boolean): void => {
-      link.cancel = connectCarrier(t, this.#url, headers, {
-        onOpen: (carrier) => this.#up(link, carrier),
-        onRefused: (status, body) => {
-          if (fallback && !REFUSALS_OF_ANY_TRANSPORT.has(status))
-            return this.#fallBack(link, `answered ${status}`, attempt);
-          this.#logger.error({ status, body, url, transport: t }, 'scheduler refused the tunnel');
-          this.#down(link, `refused with ${status}`, status === 400 || status === 401);
-          if (status === 401) this.#redialOnNewToken(link);
+      link.cancel = connectCarrier(
+        t,
+        this.#url,
+        headers,
+        {
+          onOpen: (carrier) => this.#up(link, carrier),
+          onRefused: (status, body) => {
+            if (fallback && !REFUSALS_OF_ANY_TRANSPORT.has(status))
+              return this.#fallBack(link, `answered ${status}`, attempt);
+            this.#logger.error({ status, body, url, transport: t }, 'scheduler refused the tunnel');
+            this.#down(link, `refused with ${status}`, status === 400 || status === 401);
+            if (status === 401) this.#redialOnNewToken(link);
+          },
+          // Only a peer that was reached can have refused the upgrade; an unreachable one is retried later as is.
+          onFailed: (reason, reached) =>
+            fallback && reached ? this.#fallBack(link, reason, attempt) : this.#down(link, reason),
         },
-        // Only a peer that was reached can have refused the upgrade; an unreachable one is retried later as is.
-        onFailed: (reason, reached) =>
-          fallback && reached ? this.#fallBack(link, reason, attempt) : this.#down(link, reason),
-      });
+        pingIntervalMs + pingTimeoutMs,
+      );
     };
     attempt(transport === 'websocket' ? 'websocket' : 'http2', transport === 'auto');
   }

@@ -337,6 +337,45 @@ describe('tunnel dialer', () => {
     }
   });
 
+  it('gives up a dial that a frozen replica never answers, and moves on to its fallback URL', async () => {
+    // A replica that takes connections (the kernel does, for a SIGSTOPped process) and answers nothing.
+    const frozen = http.createServer(() => {});
+    frozen.on('upgrade', () => {});
+    let reached = 0;
+    frozen.on('connection', () => reached++);
+    frozen.listen(0, '127.0.0.1');
+    await once(frozen, 'listening');
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    const clock = new ManualClock();
+    const accepted = scheduler.nextTunnel('rt-frozen');
+    const dialer = dialTunnel({
+      url: `http://127.0.0.1:${(frozen.address() as AddressInfo).port}`,
+      fallbackUrls: [scheduler.url],
+      transport: 'http2',
+      token: TOKEN,
+      info: runtimeInfo('rt-frozen'),
+      handler: (_req, res) => res.end(),
+      clock,
+      // A dial gets as long as a silent tunnel: interval plus timeout, 400 ms here.
+      pingIntervalMs: 200,
+      random: () => 0,
+      backoff: { initialMs: 10, maxMs: 10 },
+    });
+    try {
+      await until(() => reached === 1);
+      // Given up, the dial leaves one timer, the redial; dial timeouts are real time (socket I/O).
+      await until(() => clock.pendingTimers === 1, 3000);
+      await clock.advance(10);
+      await until(() => dialer.connected, 3000);
+      await accepted;
+    } finally {
+      await dialer.close();
+      frozen.closeAllConnections();
+      frozen.close();
+    }
+  });
+
   it('stops reconnecting once closed, and logs that close as info, not as a lost tunnel', async () => {
     const scheduler = await startScheduler();
     open.schedulers.push(scheduler);
