@@ -74,8 +74,21 @@ export function proxyToTunnel(
  * for the whole body, waited for that message too.
  */
 function forwardBody(req: IncomingMessage, stream: http2.ClientHttp2Stream): void {
+  // A stream that ends before the body does (the runtime answered without reading it all, or reset it) never
+  // drains: the rest of the body is read and dropped, as Node's server does, so the client's connection
+  // reaches its next request instead of hanging with the request paused. (After pipe()'s own 'close'
+  // listener, which pauses the request as it unpipes.)
+  const dropRest = (): void => {
+    stream.once('close', () => {
+      if (!req.readableEnded) req.resume();
+    });
+  };
   const declared = Number(req.headers['content-length']);
-  if (req.headers['transfer-encoding'] !== undefined || !Number.isSafeInteger(declared)) return void req.pipe(stream);
+  if (req.headers['transfer-encoding'] !== undefined || !Number.isSafeInteger(declared)) {
+    req.pipe(stream);
+    return dropRest();
+  }
+  dropRest();
   let received = 0;
   const resume = (): void => void req.resume();
   req.on('data', (chunk: Buffer) => {

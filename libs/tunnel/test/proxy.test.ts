@@ -32,6 +32,10 @@ describe('proxyToTunnel', () => {
         req.on('data', (c: Buffer) => (bytes += c.length));
         return void req.once('end', () => res.end(String(bytes)));
       }
+      if (req.url === '/refuse-late') {
+        // Answers a large upload without reading it, once the proxy is waiting for the stream window.
+        return void setTimeout(() => res.writeHead(413, { 'content-type': 'text/plain' }).end('too large'), 200);
+      }
       if (req.url === '/reset-before') return void res.stream.close(2);
       if (req.url === '/reset-after') {
         res.writeHead(200);
@@ -112,6 +116,41 @@ describe('proxyToTunnel', () => {
         req.end();
       });
       assert.equal(reply, String(bytes));
+    });
+  }
+
+  for (const framing of ['chunked', 'declared length'] as const) {
+    it(`keeps the client connection usable when the runtime answers an upload it did not read (${framing})`, async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        const bytes = 16 * 1024 * 1024;
+        const headers = framing === 'chunked' ? {} : { 'content-length': bytes };
+        const first = await new Promise<number>((resolve, reject) => {
+          const req = http.request(`${base}/rt-p/refuse-late`, { method: 'POST', agent, headers }, (res) => {
+            res.resume();
+            res.once('end', () => resolve(res.statusCode ?? 0));
+          });
+          req.once('error', reject);
+          req.end(Buffer.alloc(bytes, 1));
+        });
+        assert.equal(first, 413);
+        // The next request on that connection (or on a new one, had the proxy closed it) is answered.
+        const second = await Promise.race([
+          new Promise<string>((resolve, reject) => {
+            http
+              .get(`${base}/rt-p/plain`, { agent }, (res) => {
+                let body = '';
+                res.on('data', (c: Buffer) => (body += c.toString()));
+                res.once('end', () => resolve(body));
+              })
+              .once('error', reject);
+          }),
+          new Promise<string>((resolve) => setTimeout(() => resolve('no answer within 3 s'), 3000).unref()),
+        ]);
+        assert.equal(second, 'plain');
+      } finally {
+        agent.destroy();
+      }
     });
   }
 
