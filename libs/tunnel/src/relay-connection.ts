@@ -102,12 +102,16 @@ export interface RelayServer {
 export function serveRelayConnections(server: EventEmitter, handler: http.RequestListener): RelayServer {
   /** Each open relay stream, with the number of its requests not yet answered. */
   const busy = new Map<http2.ServerHttp2Stream, number>();
+  /** Responses not yet over: those whose head is still to be written say `Connection: close` once draining. */
+  const answering = new Set<http.ServerResponse>();
   let draining = false;
   const connections = http.createServer((req, res) => {
     const stream = req.socket as unknown as http2.ServerHttp2Stream;
     busy.set(stream, (busy.get(stream) ?? 0) + 1);
     if (draining) res.shouldKeepAlive = false;
+    answering.add(res);
     res.once('close', () => {
+      answering.delete(res);
       const left = (busy.get(stream) ?? 1) - 1;
       if (busy.has(stream)) busy.set(stream, left);
       if (draining && left === 0) stream.end();
@@ -132,6 +136,7 @@ export function serveRelayConnections(server: EventEmitter, handler: http.Reques
   return {
     drain() {
       draining = true;
+      for (const res of answering) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const [stream, requests] of busy) if (requests === 0) stream.end();
     },
   };

@@ -118,6 +118,30 @@ describe('relay connections', () => {
     assert.ok(elapsedMs < 500, `ended after ${elapsedMs.toFixed(0)} ms`);
   });
 
+  it('answers a request in flight when the runtime goes away with Connection: close, then ends the relay', async () => {
+    let answer: (() => void) | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      void startRuntime(scheduler, 'rt-leaving-busy', () => {}, {
+        relayHandler: (_req, res) => {
+          answer = () => void res.end('done');
+          resolve();
+        },
+      }).then(({ dialer: d }) => (leaving = d));
+    });
+    let leaving: TunnelDialer | undefined;
+    while (!scheduler.endpoint.get('rt-leaving-busy')) await new Promise((r) => setTimeout(r, 10));
+    const { socket } = await ask(scheduler, 'rt-leaving-busy');
+    const reply = exchangeRaw(socket, 'GET /slow HTTP/1.1\r\nHost: runtime\r\n\r\n');
+    await arrived;
+    const closed = leaving!.close();
+    answer!();
+    const { status, head } = await reply;
+    assert.equal(status, 200);
+    assert.match(head, /\r\nconnection: close(\r\n|$)/i, 'the gateway is told not to send another request on it');
+    socket.destroy();
+    await closed;
+  });
+
   it('closes the relayed connection when the tunnel goes', async () => {
     const { socket } = await ask(scheduler, 'rt-relay');
     assert.deepEqual(JSON.parse((await exchange(socket, '/c')).body), { path: '/c', bytes: 0 });
