@@ -3,6 +3,7 @@ import { Agent, buildConnector } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 import { createAuthenticator, bearerChallenge } from './auth.ts';
+import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
@@ -216,8 +217,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     const origin = headerValue(req, 'origin');
-    if (origin !== undefined && !o.allowedOrigins.allows(origin))
-      throw new SwitchyardError('forbidden', 'Origin not allowed');
+    if (origin !== undefined) {
+      if (!o.allowedOrigins.allows(origin)) throw new SwitchyardError('forbidden', 'Origin not allowed');
+      if (isPreflight(req)) return answerPreflight(req, res, origin);
+      allowOrigin(res, origin);
+    }
     if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
       throw new SwitchyardError('method_not_allowed', 'Method not allowed');
     }

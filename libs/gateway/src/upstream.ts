@@ -6,6 +6,7 @@ import {
   PROXY_ERRORS,
   PROXY_ERROR_HEADER,
 } from '@switchyard/protocol';
+import { CORS_RESPONSE_HEADERS } from './cors.ts';
 import { UPSTREAM_SILENT_NOT_DIALLED } from './upstream-checks.ts';
 
 /**
@@ -17,8 +18,8 @@ const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'ex
 /** Never forwarded upstream: credentials, and identity headers only the gateway may set. */
 const STRIPPED_UPSTREAM = new Set(['authorization', 'cookie', 'forwarded', 'x-forwarded-for']);
 
-/** Never relayed to clients: what a scheduler tells this gateway alone. */
-const STRIPPED_DOWNSTREAM = new Set([FORWARDED_HEADER]);
+/** Never relayed to clients: what a scheduler tells this gateway alone, and CORS, which is the gateway's. */
+const STRIPPED_DOWNSTREAM = new Set([FORWARDED_HEADER, ...CORS_RESPONSE_HEADERS]);
 
 /** Connect-phase failures: the request never left this process, so a retry replays nothing. */
 const CONNECT_ERROR_CODES = new Set([
