@@ -92,7 +92,14 @@ export const schedulerConfigSchema = z.object({
     .object({
       cycleIntervalMs: positiveMs(1000, 'Interval between epoch sync cycles on the leader.'),
       cycleTimeoutMs: positiveMs(5000, 'How long the leader waits for followers in one cycle.'),
-      staleAfterMs: positiveMs(10000, 'Age after which a follower part missing from cycles is dropped.'),
+      staleAfterMs: positiveMs(
+        10000,
+        "Silence after which the leader commits a follower replica's runtimes as unavailable.",
+      ),
+      forgetAfterMs: positiveMs(
+        300000,
+        'Time after which the leader forgets a follower replica that stays disconnected, and the runtimes it held (any that live have redialled another replica).',
+      ),
     })
     .prefault({})
     .describe('Epoch sync.'),

@@ -35,6 +35,7 @@ export interface EpochLeaderOptions {
   readonly maxInFlight?: number;
   readonly keepEpochs?: number;
   readonly staleAfterMs?: number;
+  readonly forgetAfterMs?: number;
   readonly followersMax?: number;
   /** Highest epoch number seen before this term; the first commit is `startEpoch + 1`. Default 0. */
   readonly startEpoch?: number;
@@ -49,6 +50,8 @@ export interface EpochLeaderOptions {
   readonly onCommit?: (info: CommitInfo) => void;
   /** A follower sent `error` (e.g. it fenced this leader off: `term` above ours). */
   readonly onFollowerError?: (replica: string, term: number, reason: string) => void;
+  /** A follower detached for `forgetAfterMs` was forgotten, with the runtimes of its last part. */
+  readonly onFollowerForgotten?: (replica: string, runtimes: number) => void;
 }
 
 interface Cycle {
@@ -71,7 +74,8 @@ interface Cycle {
  *   number for no change); followers waiting for a snapshot get the latest
  *   epoch's instead;
  * - a follower silent for `staleAfterMs` has its runtimes committed with
- *   `available: false` (attached or not) until it reports again;
+ *   `available: false` (attached or not) until it reports again, and one
+ *   detached for `forgetAfterMs` is forgotten, its runtimes with it;
  * - a follower whose connection refuses a message (backpressure) gets no
  *   more deltas and receives a snapshot once its connection accepts again;
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
@@ -82,7 +86,9 @@ interface Cycle {
  * The leader owns attached connections and closes them on `stop()`.
  */
 export class EpochLeader {
-  readonly #o: Required<Omit<EpochLeaderOptions, 'sink' | 'onCommit' | 'onFollowerError' | 'seedParts'>> &
+  readonly #o: Required<
+    Omit<EpochLeaderOptions, 'sink' | 'onCommit' | 'onFollowerError' | 'onFollowerForgotten' | 'seedParts'>
+  > &
     EpochLeaderOptions;
   readonly #history: EpochHistory;
   readonly #slots = new Map<string, FollowerSlot>();
@@ -101,6 +107,7 @@ export class EpochLeader {
       'debounceMs',
       'cycleTimeoutMs',
       'staleAfterMs',
+      'forgetAfterMs',
       'term',
       'startEpoch',
     ] as const) {
@@ -296,6 +303,7 @@ export class EpochLeader {
   #commit(startedMs: number): void {
     const { clock, term, staleAfterMs } = this.#o;
     const now = clock.now();
+    this.#forgetLongDetached(now);
     const parts = [this.#o.localPart()];
     for (const slot of this.#slots.values()) if (slot.part) parts.push(effectivePart(slot, now, staleAfterMs));
     const next = this.#o.merge(parts);
@@ -317,6 +325,20 @@ export class EpochLeader {
       this.#o.sink?.current?.(base.epoch, term);
     }
     for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
+  }
+
+  /**
+   * Drops followers detached for `forgetAfterMs`, and their parts. Their
+   * runtimes that live have redialled other replicas long since (and are
+   * in those parts); the others would stay unavailable for good, and a
+   * process they held could be placed nowhere else.
+   */
+  #forgetLongDetached(now: number): void {
+    for (const [replica, slot] of this.#slots) {
+      if (slot.conn || slot.detachedAtMs === undefined || now - slot.detachedAtMs < this.#o.forgetAfterMs) continue;
+      this.#slots.delete(replica);
+      this.#o.onFollowerForgotten?.(replica, slot.part?.length ?? 0);
+    }
   }
 
   #commitFirst(states: readonly RuntimeState[], startedMs: number): void {

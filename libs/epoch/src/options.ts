@@ -14,6 +14,12 @@ export const EPOCH_DEFAULTS = {
   keepEpochs: 5,
   /** A follower silent for this long has its runtimes committed as unavailable. */
   staleAfterMs: 10_000,
+  /**
+   * A follower detached this long is forgotten with its part: runtimes no
+   * replica reports any more (gone with their replica) leave the epoch, so
+   * the processes they held are placed anew instead of waiting for them.
+   */
+  forgetAfterMs: 300_000,
   /** Followers (attached or remembered for staleness) the leader tracks; the longest-detached is evicted. */
   followersMax: 256,
   /** Connections a follower keeps listening on (old leaders' included, for fencing). */

@@ -131,6 +131,45 @@ describe('EpochLeader transcripts', () => {
     assertConverged(cluster);
   });
 
+  it('forgets a follower detached for forgetAfterMs, with its runtimes, and takes it back when it returns', async () => {
+    const forgotten: string[] = [];
+    cluster = startCluster(['f1', 'f2'], {
+      forgetAfterMs: 60_000,
+      onFollowerForgotten: (replica, runtimes) => forgotten.push(`${replica}:${runtimes}`),
+    });
+    await cluster.clock.advance(20);
+    cluster.nodes.get('f2')!.link.closeBoth(1006, 'replica gone');
+    await cluster.clock.advance(59_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'f2-r1:down', 'leader-r1:up']);
+    assert.deepEqual(forgotten, []);
+    // Forgotten at the first cycle (one a second) past forgetAfterMs.
+    await cluster.clock.advance(2_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'leader-r1:up']);
+    assert.deepEqual(availability(cluster.nodes.get('f1')!.sink.states), ['f1-r1:up', 'leader-r1:up']);
+    assert.deepEqual(forgotten, ['f2:1']);
+    cluster.connect('f2');
+    await cluster.clock.advance(1_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'f2-r1:up', 'leader-r1:up']);
+    assertConverged(cluster);
+  });
+
+  it('never forgets a follower that stays connected, however long it is silent', async () => {
+    cluster = startCluster(['f1', 'f2'], { forgetAfterMs: 60_000 });
+    await cluster.clock.advance(20);
+    cluster.nodes.get('f2')!.link.drop = (_msg, from) => from === 'b';
+    await cluster.clock.advance(120_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'f2-r1:down', 'leader-r1:up']);
+  });
+
+  it('forgets a seeded part whose follower never reconnects, forgetAfterMs into the term', async () => {
+    const seedParts = new Map([['f1', [runtimeState('f1-r1', 'f1')]]]);
+    cluster = startCluster([], { seedParts, forgetAfterMs: 60_000 });
+    await cluster.clock.advance(59_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:down', 'leader-r1:up']);
+    await cluster.clock.advance(1_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['leader-r1:up']);
+  });
+
   it('a new leader keeps seeded parts of followers that have not reconnected, until they go stale', async () => {
     const seedParts = new Map([
       ['f1', [runtimeState('f1-r1', 'f1')]],

@@ -26,6 +26,7 @@ export interface LeadershipOptions {
     readonly cycleIntervalMs?: number;
     readonly cycleTimeoutMs?: number;
     readonly staleAfterMs?: number;
+    readonly forgetAfterMs?: number;
   };
   readonly localPart: () => readonly RuntimeState[];
   /** Tokens a peer must present on `/api/sync/:replica`; a follower presents the first. None: no peer is admitted. */
@@ -159,6 +160,8 @@ export class Leadership {
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
       onFollowerError: (replica, followerTerm, reason) =>
         options.logger.warn({ replica, term: followerTerm, reason }, 'follower reported an error'),
+      onFollowerForgotten: (replica, runtimes) =>
+        options.logger.info({ replica, runtimes }, 'forgot a replica detached for long, and the runtimes it held'),
     });
     this.#leader = leader;
     this.#term = term;

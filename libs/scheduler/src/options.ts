@@ -43,6 +43,7 @@ export interface SchedulerReplicaOptions {
     readonly cycleIntervalMs?: number;
     readonly cycleTimeoutMs?: number;
     readonly staleAfterMs?: number;
+    readonly forgetAfterMs?: number;
   };
   /**
    * Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this PEM key and
