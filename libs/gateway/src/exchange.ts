@@ -40,8 +40,9 @@ export interface UpstreamResponse {
    */
   relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void;
   /**
-   * Reads and drops the body (at most DISCARD_BYTES_MAX, else the connection
-   * is cut); resolves with its first BODY_HEAD_BYTES, enough for an error's words.
+   * Reads and drops the body (at most DISCARD_BYTES_MAX, and for at most the
+   * call's idleTimeoutMs, else the connection is cut); resolves with its first
+   * BODY_HEAD_BYTES, enough for an error's words.
    */
   discard(): Promise<Buffer>;
 }
@@ -94,10 +95,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   #wrote = false;
   #settle: RelayEnd | undefined;
   #eventStream = false;
+  readonly #idleTimeoutMs: number;
 
-  constructor(res: ServerResponse, head: { resolve: (r: UpstreamResponse) => void; reject: (e: unknown) => void }) {
+  constructor(
+    res: ServerResponse,
+    head: { resolve: (r: UpstreamResponse) => void; reject: (e: unknown) => void },
+    idleTimeoutMs: number,
+  ) {
     this.#res = res;
     this.#head = head;
+    this.#idleTimeoutMs = idleTimeoutMs;
     // `on`, not `once`: a response closes once, and `once` wraps the
     // listener in a closure every open event stream would hold.
     res.on('close', this.#onClose);
@@ -226,6 +233,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
       this.#settle = () => resolve(Buffer.concat(bodyHead));
       if (this.#mode !== 'paused') return this.#finish('complete');
       this.#mode = 'discard';
+      // Nothing else bounds it (the client's leaving no longer cancels, bodies have no
+      // undici timeout): an upstream that sends a failure's head and stalls is not waited for.
+      const timer = setTimeout(() => this.#controller?.abort(new Error('upstream idle timeout')), this.#idleTimeoutMs);
+      timer.unref();
+      this.#idle = timer;
       this.#controller?.resume();
     });
   }
@@ -275,7 +287,7 @@ export function exchange(dispatcher: Dispatch, call: UpstreamCall, res: ServerRe
   return new Promise((resolve, reject) => {
     if (call.signal.aborted) return reject(call.signal.reason);
     const { origin, path } = splitUrl(call.url);
-    const handler = new Exchange(res, { resolve, reject });
+    const handler = new Exchange(res, { resolve, reject }, call.idleTimeoutMs);
     try {
       dispatcher.dispatch(
         {
@@ -286,7 +298,7 @@ export function exchange(dispatcher: Dispatch, call: UpstreamCall, res: ServerRe
           ...(call.body ? { body: call.body } : {}),
           headersTimeout: call.idleTimeoutMs,
           // Event streams may be silent for as long as a tool runs; the idle
-          // timer in relay covers every other body.
+          // timers of relay and discard cover every other body.
           bodyTimeout: 0,
         },
         handler,

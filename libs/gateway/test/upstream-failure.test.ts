@@ -102,6 +102,30 @@ describe('a runtime that fails after the request reached it', () => {
 // initialize is placed elsewhere. The proxy is of a release without relay
 // connections: it refuses them as such a scheduler does (404), so the
 // gateway sends every request through /api/proxy.
+describe('a runtime that sends the head of a 404 and then nothing', () => {
+  let rig: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+  let stalled = 0;
+  before(async () => {
+    const runtime = createServer((req, res) => {
+      req.resume();
+      stalled++;
+      res.writeHead(404, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"jsonrpc":"2.0",');
+    });
+    // No upstream checks: nothing but the gateway's own timeouts ends the wait.
+    rig = await gatewayInFrontOf(runtime, { upstreamCheckIntervalMs: 0, idleTimeoutMs: 300 });
+  });
+  after(() => rig.close());
+
+  it('answers the session 404 once the idle timeout has passed, not never', async () => {
+    const started = Date.now();
+    const reply = await post(rig.url, call('echo'), { 'mcp-session-id': 'session-stalled' });
+    assert.equal(reply.status, 404, JSON.stringify(reply.json));
+    assert.equal(stalled, 1);
+    assert.ok(Date.now() - started < 5_000, `answered after ${Date.now() - started} ms`);
+  });
+});
+
 describe('a runtime behind a scheduler proxy that fails a request', () => {
   const received: { runtime: string; method: string }[] = [];
   const relayAsks: string[] = [];
