@@ -223,7 +223,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       allowOrigin(res, origin);
     }
     if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
-      throw new SwitchyardError('method_not_allowed', 'Method not allowed');
+      sendError(res, 'method_not_allowed', 'Method not allowed', null, { Allow: 'GET, POST, DELETE' });
+      return;
     }
     const version = headerValue(req, 'mcp-protocol-version');
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(version)) {
