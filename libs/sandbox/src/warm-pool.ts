@@ -8,7 +8,11 @@ import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
  * `refillDelayMs` later; otherwise it starts one as usual. Pool members are
  * not sandboxes yet: they are bound to an id only when handed out, so they
  * are not reported nor counted in idle weight. A member that dies while
- * waiting is dropped and replaced at once.
+ * waiting is dropped and replaced at once, unless it died young (within
+ * DIED_YOUNG_MS of being ready): a server that exits soon after every start
+ * would otherwise be started again and again, a core busy for nothing. Its
+ * replacement then waits, 1 s doubling to 1 min while members keep dying
+ * young.
  *
  * Why the refill waits: starting a child (fork, exec, runtime boot) takes a
  * core for hundreds of milliseconds; started at hand-out, it competes with
@@ -17,6 +21,11 @@ import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
  * Not guaranteed: a hit under a burst larger than `size`, or for a session
  * that arrives within `refillDelayMs` plus a start time after `size` others.
  */
+/** A member that dies this soon after it was ready died young. */
+const DIED_YOUNG_MS = 5_000;
+const RESPAWN_INITIAL_MS = 1_000;
+const RESPAWN_MAX_MS = 60_000;
+
 export interface WarmPoolEngine extends Engine {
   /** Ready members waiting to be handed out. */
   readonly available: number;
@@ -36,6 +45,8 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
   const starting = new Set<Promise<void>>();
   let refillTimer: Timer | undefined;
   let closed = false;
+  /** Members that died young in a row (none lived DIED_YOUNG_MS since). */
+  let diedYoung = 0;
   const refill = (): void => {
     refillTimer?.cancel();
     refillTimer = undefined;
@@ -53,10 +64,22 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
                 ),
               );
             if (closed) return instance.destroy('closed');
+            const readyAt = clock.now();
             instance.onDead(() => {
               const at = pool.indexOf(instance);
-              if (at >= 0) pool.splice(at, 1);
-              refill();
+              if (at < 0) return refill();
+              pool.splice(at, 1);
+              const livedMs = clock.now() - readyAt;
+              if (livedMs >= DIED_YOUNG_MS) {
+                diedYoung = 0;
+                return refill();
+              }
+              const retryInMs = Math.min(RESPAWN_INITIAL_MS * 2 ** diedYoung++, RESPAWN_MAX_MS);
+              ctx.logger.warn(
+                { event: 'pool.died_young', class: ctx.className, livedMs, retryInMs },
+                'warm sandbox exited soon after it started; starting its replacement later',
+              );
+              refillAfter(retryInMs);
             });
             pool.push(instance);
           },
@@ -70,12 +93,13 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
       starting.add(started);
     }
   };
-  /** One pending refill at a time: later hand-outs ride the same timer. */
-  const refillLater = (): void => {
+  /** One pending refill at a time: later hand-outs (and deaths) ride the same timer. */
+  const refillAfter = (delayMs: number): void => {
     if (closed || refillTimer) return;
-    if (refillDelayMs <= 0) return refill();
-    refillTimer = clock.setTimeout(refill, refillDelayMs);
+    if (delayMs <= 0) return refill();
+    refillTimer = clock.setTimeout(refill, delayMs);
   };
+  const refillLater = (): void => refillAfter(refillDelayMs);
 
   refill();
   return {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock, flushMicrotasks } from '@switchyard/clock/testing';
 import { builtinEngine } from '../src/builtin.ts';
-import type { Engine, EngineContext } from '../src/engine.ts';
+import { DeathFlag, type Engine, type EngineContext, type SandboxInstance } from '../src/engine.ts';
 import { withWarmPool } from '../src/warm-pool.ts';
 import { captureLogger } from './fixtures/harness.ts';
 
@@ -106,5 +106,67 @@ describe('warm pool refill', () => {
     await clock.advance(1000);
     assert.equal(engine.started, before);
     assert.equal(clock.pendingTimers, 0);
+  });
+});
+
+/** An engine whose instances die when the test says, counting its starts. */
+function mortal(): Engine & { started: number; live: DeathFlag[] } {
+  const engine: Engine & { started: number; live: DeathFlag[] } = {
+    started: 0,
+    live: [],
+    create: async (): Promise<SandboxInstance> => {
+      engine.started++;
+      const death = new DeathFlag();
+      engine.live.push(death);
+      return {
+        capabilities: {},
+        bind() {},
+        register: () => () => {},
+        get dead() {
+          return death.dead;
+        },
+        onDead: (listener) => death.onDead(listener),
+        destroy: async () => death.kill(),
+      };
+    },
+  };
+  return engine;
+}
+
+describe('warm pool members that die while waiting', () => {
+  it('replaces one that lived at once, and one that died young later, longer each time in a row', async () => {
+    const clock = new ManualClock();
+    const logger = captureLogger();
+    const engine = mortal();
+    const pool = withWarmPool(engine, { size: 1, refillDelayMs: 100, clock }, { ...ctx, logger });
+    const dieNow = async (): Promise<void> => {
+      engine.live.at(-1)!.kill();
+      await flushMicrotasks();
+    };
+    try {
+      await flushMicrotasks();
+      assert.equal(engine.started, 1);
+      await clock.advance(5_000);
+      await dieNow();
+      assert.equal(engine.started, 2, 'one that lived 5 s is replaced at once');
+      for (const retryInMs of [1_000, 2_000, 4_000]) {
+        await dieNow();
+        await clock.advance(retryInMs - 1);
+        assert.equal(pool.available, 0, `no member within ${retryInMs} ms`);
+        const startedBefore: number = engine.started;
+        await clock.advance(1);
+        assert.equal(engine.started, startedBefore + 1, `replaced after ${retryInMs} ms`);
+      }
+      const young = logger.lines.filter((l) => l.level === 'warn' && l.obj.event === 'pool.died_young');
+      assert.deepEqual(
+        young.map((l) => l.obj.retryInMs),
+        [1_000, 2_000, 4_000],
+      );
+      await clock.advance(5_000);
+      await dieNow();
+      assert.equal(engine.started, 6, 'one that lived again resets the backoff');
+    } finally {
+      await pool.close();
+    }
   });
 });
