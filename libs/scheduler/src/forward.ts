@@ -1,4 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
 import { sendJson } from './http-util.ts';
 
@@ -6,6 +7,8 @@ import { sendJson } from './http-util.ts';
 export const HOP_HEADER = 'x-switchyard-hop';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+// Replicas serving TLS themselves advertise https: URLs (node:http refuses those).
+const tlsAgent = new https.Agent({ keepAlive: true, maxSockets: 256 });
 
 /**
  * Streams a request to another replica and the answer back (one hop),
@@ -23,7 +26,9 @@ export function forwardToReplica(
   for (const [name, value] of Object.entries(req.headers)) {
     if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value;
   }
-  const upstream = http.request(targetUrl, { method: req.method, headers, agent }, (answer) => {
+  const secure = targetUrl.startsWith('https:');
+  const request = secure ? https.request : http.request;
+  const upstream = request(targetUrl, { method: req.method, headers, agent: secure ? tlsAgent : agent }, (answer) => {
     res.writeHead(answer.statusCode ?? 502, { ...filterHeaders(answer.headers), [FORWARDED_HEADER]: '1' });
     res.flushHeaders();
     answer.pipe(res);
