@@ -63,6 +63,12 @@ describe('live page endpoints', () => {
     assert.equal(((await res.json()) as { code: string }).code, 'method_not_allowed');
   });
 
+  it('answers HEAD on /ui/events with the stream headers at once', async () => {
+    const res = await fetch(`${base}/ui/events`, { method: 'HEAD', signal: AbortSignal.timeout(3000) });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+  });
+
   it('sends the current state at once, matching /api/epoch and /api/runtimes', async () => {
     const stream = await SseStream.open(`${base}/ui/events`);
     streams.push(stream);

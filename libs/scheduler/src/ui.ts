@@ -60,6 +60,11 @@ const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
   '/ui/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/ui/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
 };
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-accel-buffering': 'no',
+} as const;
 const STATIC_DIR = new URL('../static/', import.meta.url);
 // A strict policy: the page loads only its own files and opens only its own stream.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:";
@@ -153,11 +158,7 @@ export function createLiveUi(options: LiveUiOptions): LiveUi {
       res.setHeader('retry-after', '5');
       return sendJson(res, 503, { error: 'too many live page subscribers', code: 'capacity_exhausted' });
     }
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      'x-accel-buffering': 'no',
-    });
+    res.writeHead(200, SSE_HEADERS);
     res.write(`retry: 2000\n\n${stateFrame(options.state())}`);
     subscribers.add(res);
     const drop = (): void => {
@@ -184,7 +185,9 @@ export function createLiveUi(options: LiveUiOptions): LiveUi {
         return true;
       }
       if (path === '/ui/events') {
-        subscribe(res);
+        // A HEAD response has no body to stream (writes to it are dropped, headers and all): headers, then done.
+        if (req.method === 'HEAD') res.writeHead(200, SSE_HEADERS).end();
+        else subscribe(res);
         return true;
       }
       // The page uses relative URLs (`ui/app.js`), which resolve right from `/ui` only.
