@@ -156,7 +156,11 @@ export const gatewayConfigSchema = z.object({
     })
     .prefault({})
     .describe('Identity strategies.'),
-  defaultClass: z.string().min(1).default(D.defaultClass).describe('Class used when the class source yields nothing.'),
+  defaultClass: z
+    .string()
+    .regex(/^[A-Za-z0-9._:@-]{1,128}$/, 'must be 1-128 characters from [A-Za-z0-9._:@-]')
+    .default(D.defaultClass)
+    .describe('Class used when the class source yields nothing.'),
   routeCache: z
     .object({
       maxEntries: z
