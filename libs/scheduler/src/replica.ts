@@ -51,13 +51,17 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
   // only /api/proxy (see handleApiStream), which browsers, curl and probes offering both would miss.
   // serveH2c below routes either kind of connection, as on plain HTTP.
+  // An `Upgrade: h2c` offer (curl --http2, Java's HttpClient on http: URLs) is ignored, as RFC 9113 §3.2
+  // allows: the request is served over HTTP/1.1, not taken for an upgrade this port has no handler for.
+  const shouldUpgradeCallback = (req: IncomingMessage): boolean => req.headers.upgrade?.trim().toLowerCase() !== 'h2c';
   const server = options.tls
     ? https.createServer({
         ...options.tls,
+        shouldUpgradeCallback,
         ALPNCallback: ({ protocols }) =>
           protocols.includes('http/1.1') ? 'http/1.1' : protocols.includes('h2') ? 'h2' : undefined,
       })
-    : http.createServer();
+    : http.createServer({ shouldUpgradeCallback });
   server.headersTimeout = 10_000;
   server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
   const address = await listen(server, { host: options.host, port: options.port });

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http2 from 'node:http2';
+import net from 'node:net';
 import type { RuntimeNode } from '@switchyard/runtime';
 import { MemoryLeaseStore } from '@switchyard/election';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
@@ -141,6 +142,27 @@ describe('three replicas in one process with a memory lease', () => {
     assert.equal(await busiest(), before + 1);
     left.abort();
     await until('the stream to be closed on the tunnel', async () => (await busiest()) === before || undefined);
+  });
+
+  it('serves the API to an HTTP/1.1 request that offers an h2c upgrade, ignoring the offer', async () => {
+    // What `curl --http2` and Java's HttpClient send on an http: URL (RFC 9113 §3.2 lets a server ignore it).
+    const request = (path: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = net.connect(replicas[0]!.port, '127.0.0.1');
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+        socket.once('error', reject);
+        socket.once('close', () => resolve(answer));
+        socket.end(
+          `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings, close\r\n` +
+            'Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n',
+        );
+      });
+    const epoch = await request('/api/epoch');
+    assert.match(epoch, /^HTTP\/1\.1 200 /, epoch);
+    assert.match(epoch, /"replica":"s0"/);
+    const unknown = await request('/nope');
+    assert.match(unknown, /^HTTP\/1\.1 404 /, unknown);
   });
 
   it('answers 502 for a runtime nobody holds and 404 for its record', async () => {
