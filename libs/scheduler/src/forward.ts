@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
+import { isIP } from 'node:net';
 import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
 import { sendJson } from './http-util.ts';
 
@@ -28,7 +29,12 @@ export function forwardToReplica(
   }
   const secure = targetUrl.startsWith('https:');
   const request = secure ? https.request : http.request;
-  const upstream = request(targetUrl, { method: req.method, headers, agent: secure ? tlsAgent : agent }, (answer) => {
+  // The caller's Host goes on, but TLS is for the owner: Node would take SNI and the name it checks the
+  // certificate for from that Host (the name the caller reached this replica by), not from the owner's URL.
+  const hostname = new URL(targetUrl).hostname.replace(/^\[|\]$/g, '');
+  const tls = secure ? { servername: isIP(hostname) ? '' : hostname } : {};
+  const options = { method: req.method, headers, agent: secure ? tlsAgent : agent, ...tls };
+  const upstream = request(targetUrl, options, (answer) => {
     res.writeHead(answer.statusCode ?? 502, { ...filterHeaders(answer.headers), [FORWARDED_HEADER]: '1' });
     res.flushHeaders();
     answer.pipe(res);
