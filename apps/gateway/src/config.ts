@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { GATEWAY_DEFAULTS as D, originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
 import { ConfigError, processConfigFields, tlsFilesField } from '@switchyard/service';
 
+/** A class, process or thread id as the identity headers carry it (`isIdentityValue`). */
+const IDENTITY_VALUE = '[A-Za-z0-9._:@-]{1,128}';
 /** Identity sources of design brief §2; a comma-separated list is tried in order (first value wins). */
-const ONE = String.raw`(default:[A-Za-z0-9._:@-]{1,128}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})`;
+const ONE = String.raw`(default:${IDENTITY_VALUE}|random|mcp-session|principal|(header|query|path):[A-Za-z0-9._-]{1,128})`;
 const STRATEGY = new RegExp(`^${ONE}(,${ONE})*$`);
 const strategy = (fallback: string, text: string) =>
   z
@@ -158,7 +160,7 @@ export const gatewayConfigSchema = z.object({
     .describe('Identity strategies.'),
   defaultClass: z
     .string()
-    .regex(/^[A-Za-z0-9._:@-]{1,128}$/, 'must be 1-128 characters from [A-Za-z0-9._:@-]')
+    .regex(new RegExp(`^${IDENTITY_VALUE}$`), 'must be 1-128 characters from [A-Za-z0-9._:@-]')
     .default(D.defaultClass)
     .describe('Class used when the class source yields nothing.'),
   routeCache: z
