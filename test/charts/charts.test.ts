@@ -811,3 +811,20 @@ describe('the install commands of docs/operations.md', () => {
     }
   });
 });
+
+// The runtime reads its --config file once, at start: a change to anything
+// the chart writes there must roll the pods, or it takes effect only when
+// they happen to restart.
+describe('charts/runtime: config file changes roll the pods', { skip }, () => {
+  const annotationsOf = async (set: readonly string[]): Promise<Record<string, string>> => {
+    const workload = (await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!;
+    return (workload.spec as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata
+      .annotations;
+  };
+
+  for (const set of [['sandboxesMax=200'], ['metadata.zone=eu-west-1a'], ['classes.other.engine=builtin']]) {
+    it(`changes the pod template with ${set.join(' ')}`, async () => {
+      assert.notDeepEqual(await annotationsOf(set), await annotationsOf([]));
+    });
+  }
+});
