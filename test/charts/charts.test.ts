@@ -828,3 +828,25 @@ describe('charts/runtime: config file changes roll the pods', { skip }, () => {
     });
   }
 });
+
+// Schedulers read their token files again when kubelet updates them (operations.md: "nothing restarts"):
+// rotating tokens through values changes the Secret, not the pod template, so no replica restarts.
+describe('charts/scheduler: token rotation through values restarts nothing', { skip }, () => {
+  const rendered = async (set: readonly string[]) => {
+    const manifests = await render('scheduler', undefined, set);
+    const pods = (manifests.find((m) => m.kind === 'StatefulSet')!.spec as { template: unknown }).template;
+    const secrets = manifests.filter((m) => m.kind === 'Secret');
+    return { pods, secrets };
+  };
+  const first = ['joinTokens.values={join-token-one-0123456789}', 'apiTokens.values={api-token-one-0123456789}'];
+  const second = [
+    'joinTokens.values={join-token-one-0123456789,join-token-two-0123456789}',
+    'apiTokens.values={api-token-one-0123456789,api-token-two-0123456789}',
+  ];
+
+  it('changes the Secrets and leaves the pod template as it was', async () => {
+    const [before, after] = [await rendered(first), await rendered(second)];
+    assert.notDeepEqual(after.secrets, before.secrets, 'the new tokens are in the Secrets');
+    assert.deepEqual(after.pods, before.pods);
+  });
+});
