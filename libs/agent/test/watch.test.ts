@@ -317,12 +317,16 @@ describe('watchRuntime', () => {
     serve(store);
     const { waiter, seen, watcher } = follow();
     await waiter.until(() => seen.snapshots === 1);
+    // A second watcher of the same stream: once it has the next batch, the closed one would have had it too.
+    const control = follow();
+    await control.waiter.until(() => control.seen.snapshots === 1);
     watcher.close();
     watcher.close();
     assert.equal(watcher.connected, false);
     store.addProcess('late');
     store.flush();
-    await new Promise((r) => setImmediate(r));
+    await control.waiter.until(() => control.mirror.hasProcess('late'));
+    await new Promise((r) => setTimeout(r, 20));
     assert.equal(seen.deltas, 0);
     assert.equal(seen.errors.length, 0);
   });
