@@ -9,7 +9,7 @@
 // apps), file ownership and the read-only cache.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,8 +19,13 @@ import { connect, textOf } from '../e2e/support.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
-/** What `.dockerignore` keeps out of the copied folders. */
-const IGNORED = new Set(['node_modules', 'test']);
+const escape = (text: string): string => text.replace(/[.+?^$(){}|[\]\\]/g, '\\$&');
+// What `.dockerignore` keeps out of the copied folders: its patterns for a name at any depth (`*` matching anything).
+const IGNORED = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line.startsWith('**/'))
+  .map((line) => new RegExp('^' + line.slice(3).split('*').map(escape).join('.*') + '$'));
 const APPS = ['scheduler', 'gateway', 'runtime'] as const;
 
 describe('the production install (the image without Docker)', () => {
@@ -34,7 +39,7 @@ describe('the production install (the image without Docker)', () => {
     for (const folder of ['libs', 'apps']) {
       cpSync(join(ROOT, folder), join(dir, folder), {
         recursive: true,
-        filter: (source) => !IGNORED.has(basename(source)) && !source.endsWith('.tsbuildinfo'),
+        filter: (source) => !IGNORED.some((pattern) => pattern.test(basename(source))),
       });
     }
     // From npm's cache when it holds every package (it does after the
@@ -55,10 +60,12 @@ describe('the production install (the image without Docker)', () => {
     for (const dev of ['typescript', 'eslint', 'prettier', 'node', 'fast-check']) {
       assert.equal(installed.has(dev), false, `${dev} is a devDependency`);
     }
-    assert.deepEqual(
-      readdirSync(join(dir, 'libs')).filter((lib) => readdirSync(join(dir, 'libs', lib)).includes('test')),
-      [],
+    const withTests = ['libs', 'apps'].flatMap((folder) =>
+      readdirSync(join(dir, folder))
+        .filter((pkg) => readdirSync(join(dir, folder, pkg)).includes('test'))
+        .map((pkg) => `${folder}/${pkg}`),
     );
+    assert.deepEqual(withTests, [], 'test folders are left out of the image (.dockerignore)');
   });
 
   it('loads every app (`--help`), filling the module compile cache as the image does', async () => {
