@@ -14,7 +14,7 @@ import { InvariantSampler } from './invariants.ts';
 import { SessionLoad } from './load.ts';
 import { createPartition, netnsUnavailable, type Partition } from './netns.ts';
 import { runScenario, type ChaosContext } from './scenario.ts';
-import { initializeBody, metric } from '../e2e/support.ts';
+import { initializeBody, scrape, seriesSum } from '../e2e/support.ts';
 
 const SUITE_BUDGET_MS = 170_000;
 const RUNTIMES = ['r0', 'r1', 'r2'];
@@ -42,15 +42,17 @@ if (netnsSkip) console.log(`chaos: the network-partition scenario is skipped: ${
 async function newSessionsAskAround(lc: LeaseCluster): Promise<void> {
   const SESSIONS = 6;
   const bases = [0, 1].map((g) => lc.cluster.gatewayUrl(g).replace(/\/mcp$/, ''));
-  const placed = (le?: string) =>
-    Promise.all(
-      bases.map((b) =>
-        le
-          ? metric(b, 'switchyard_gateway_schedule_duration_seconds_bucket', { le, outcome: 'ok' })
-          : metric(b, 'switchyard_gateway_schedule_duration_seconds_count', { outcome: 'ok' }),
-      ),
-    ).then((counts) => counts.reduce((a, b) => a + b, 0));
-  const [countBefore, withinBefore] = [await placed(), await placed('1')];
+  // Placements so far and those within 1 s, from one scrape per gateway: read apart, a placement
+  // made between the two reads (the load's sessions go on) is counted in one and not the other.
+  const placed = async (): Promise<[count: number, within: number]> => {
+    const texts = await Promise.all(bases.map(scrape));
+    const sum = (read: (text: string) => number) => texts.reduce((total, text) => total + read(text), 0);
+    return [
+      sum((t) => seriesSum(t, 'switchyard_gateway_schedule_duration_seconds_count', { outcome: 'ok' })),
+      sum((t) => seriesSum(t, 'switchyard_gateway_schedule_duration_seconds_bucket', { le: '1', outcome: 'ok' })),
+    ];
+  };
+  const [countBefore, withinBefore] = await placed();
   const since = Date.now();
   for (let i = 0; i < SESSIONS; i++) {
     // Whether the session answers in time is the scenario's concern; only its placement is judged here.
@@ -63,7 +65,8 @@ async function newSessionsAskAround(lc: LeaseCluster): Promise<void> {
       .then((res) => res.body?.cancel())
       .catch(() => undefined);
   }
-  const [count, within] = [(await placed()) - countBefore, (await placed('1')) - withinBefore];
+  const [countAfter, withinAfter] = await placed();
+  const [count, within] = [countAfter - countBefore, withinAfter - withinBefore];
   assert.ok(count >= SESSIONS, `placed ${count} of ${SESSIONS} new sessions while a replica was frozen`);
   if (within !== count) {
     // What each gateway warned of meanwhile, for a failure seen only under load.

@@ -183,8 +183,17 @@ export function modernHeaders(method: string, name?: string): Record<string, str
 
 /** Sum of a Prometheus series whose labels include every `labels` pair. */
 export async function metric(baseUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  return seriesSum(await scrape(baseUrl), name, labels);
+}
+
+/** The `/metrics` text at `baseUrl`, for reading several series from one moment (`seriesSum`). */
+export async function scrape(baseUrl: string): Promise<string> {
   const res = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
-  const text = await res.text();
+  return res.text();
+}
+
+/** Sum of a series in a scrape whose labels include every `labels` pair. */
+export function seriesSum(text: string, name: string, labels: Record<string, string> = {}): number {
   let sum = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
