@@ -10,17 +10,8 @@ import { ManualClock } from '@switchyard/clock/testing';
 import { certificateFor127, startTlsFront } from '@switchyard/service/testing';
 import { dialTunnel } from '../src/index.ts';
 import type { TunnelDialer, TunnelTransport } from '../src/index.ts';
-import { captureLogger, readStream, runtimeInfo, startScheduler, TOKEN } from './helpers.ts';
+import { captureLogger, readStream, runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
-
-/** Polls real I/O progress (not time-based state) until `ok()` holds or `limitMs` passes. */
-async function until(ok: () => boolean, limitMs = 5000): Promise<void> {
-  const start = performance.now();
-  while (!ok()) {
-    if (performance.now() - start > limitMs) throw new Error('condition not reached');
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 describe('tunnel dialer', () => {
   const open: { dialers: TunnelDialer[]; schedulers: Scheduler[] } = { dialers: [], schedulers: [] };

@@ -8,7 +8,16 @@ import { EventSource } from 'eventsource';
 import { SwitchyardError } from '@switchyard/protocol';
 import { TUNNEL_UPGRADE } from '../src/index.ts';
 import type { CarrierTransport, TunnelDialer } from '../src/index.ts';
-import { TOKEN, encodeInfo, httpRequest, readStream, runtimeInfo, startRuntime, startScheduler } from './helpers.ts';
+import {
+  TOKEN,
+  encodeInfo,
+  httpRequest,
+  readStream,
+  runtimeInfo,
+  startRuntime,
+  startScheduler,
+  until,
+} from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 /** Sends a raw upgrade request and returns the status and JSON body of the refusal. */
@@ -360,6 +369,10 @@ describe('tunnel endpoint admission', () => {
           const again = await redialled;
           assert.equal((await readStream(again.request({ ':path': '/' }))).status, 200, 'back with the new token');
           assert.equal(own.endpoint.get(`rt-fresh-${transport}`), fresh.tunnel, 'a tunnel on the new token stays');
+          // Only the stale runtime still presents the removed token: a 401 is its redial, refused.
+          await until(() =>
+            own.logs.some((l) => l.msg === 'runtime connect refused' && (l.obj as { status?: number }).status === 401),
+          );
           assert.equal(own.endpoint.get(`rt-stale-${transport}`), undefined, 'the old token is refused on redial');
           assert.ok(
             own.logs.some((l) => l.msg === 'tunnel closed: its join token was removed'),

@@ -31,6 +31,15 @@ export function encodeInfo(info: unknown): string {
   return Buffer.from(JSON.stringify(info)).toString('base64url');
 }
 
+/** Polls real I/O progress (not time-based state) until `ok()` holds or `limitMs` passes. */
+export async function until(ok: () => boolean, limitMs = 5000): Promise<void> {
+  const start = performance.now();
+  while (!ok()) {
+    if (performance.now() - start > limitMs) throw new Error('condition not reached');
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 export interface Scheduler {
   readonly endpoint: TunnelEndpoint;
   readonly server: http.Server;
