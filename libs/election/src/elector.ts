@@ -47,10 +47,11 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * the LOCAL clock since we observed the record last change. The term is
  * `leaseTransitions`, incremented whenever a leadership begins (unlike
  * client-go, also when we retake our own stale lease, so every
- * `onStartedLeading` sees a term larger than any before it). A leader renews
- * every `retryPeriodMs`; if no renewal that STARTED within the last
- * `renewDeadlineMs` succeeded, it stops leading — the signal aborts at once —
- * and goes on as a candidate. It never exits the process.
+ * `onStartedLeading` sees a term larger than any before it), or raised past
+ * a term `termExists` reported. A leader renews every `retryPeriodMs`; if no
+ * renewal that STARTED within the last `renewDeadlineMs` succeeded, it stops
+ * leading — the signal aborts at once — and goes on as a candidate. It never
+ * exits the process.
  *
  * Guarantee, given the assumptions below: two electors sharing a lease never
  * report `isLeader` at the same time. A leader's claim ends at
@@ -63,7 +64,10 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * paused (GC, SIGSTOP) between checking leadership and acting on it — leader
  * work must fence its writes with the term. Absolute clock offsets do not
  * matter: nobody compares another replica's timestamps with its own clock.
- * `onNewLeader` reports what this replica observed, which may lag.
+ * `onNewLeader` reports what this replica observed, which may lag. A lease
+ * deleted and created again by an elector that never read it starts over at
+ * term 0: terms stay unique only once `termExists` has raised them past the
+ * old ones.
  *
  * An elector is single-use: `start()` once, `stop()` once (idempotent).
  */
@@ -81,6 +85,8 @@ export class LeaderElector {
   #observed: LeaseRecord | undefined;
   #observedAtMs = 0;
   #reported: { holder: string | undefined; term: number } | undefined;
+  /** Lowest term our next leadership may take: above every term we were told exists (`termExists`). */
+  #termFloor = 0;
   #leadership: { term: number; controller: AbortController; deadline: Timer | undefined } | undefined;
 
   /** Throws `SwitchyardError(invalid_request)` when the timing is inconsistent (see `resolveTiming`). */
@@ -108,6 +114,21 @@ export class LeaderElector {
   get leader(): { holder: string; term: number } | undefined {
     const holder = this.#observed?.holderIdentity;
     return holder === undefined ? undefined : { holder, term: this.#observed!.leaseTransitions };
+  }
+
+  /**
+   * Tells the elector that a leadership of `term` exists or existed, e.g. a
+   * follower fenced our messages off because it saw that term: the lease was
+   * deleted and created again below it by a replica that had never read it.
+   * A leader at `term` or below steps down at once (its signal aborts), and
+   * the next leadership this elector takes, its own lease included, is at a
+   * term above `term`. Other electors learn nothing from it: they go on from
+   * the lease, which then carries the higher term. Idempotent; a lower `term`
+   * than before changes nothing.
+   */
+  termExists(term: number): void {
+    this.#termFloor = Math.max(this.#termFloor, term + 1);
+    if (this.#leadership && this.#leadership.term <= term) this.#stepDown(`term ${term} was seen elsewhere`);
   }
 
   /** Starts the acquire/renew loop. Calling it again, or after `stop()`, does nothing. */
@@ -179,7 +200,7 @@ export class LeaderElector {
       const fresh = { holderIdentity: this.#identity, leaseDurationSeconds, acquireTime: at, renewTime: at };
       // A lease deleted under us (not only a first start) must not restart terms at 0: followers fence off every
       // term below the highest they saw. A leader keeps its term; a candidate goes past the last one it observed.
-      const leaseTransitions = this.#leadership?.term ?? (this.#observed ? this.#observed.leaseTransitions + 1 : 0);
+      const leaseTransitions = this.#leadership?.term ?? this.#nextTerm(this.#observed);
       return this.#stored(seq, await this.#lock.create({ ...fresh, leaseTransitions }));
     }
     this.#observe(current);
@@ -191,10 +212,15 @@ export class LeaderElector {
       leaseDurationSeconds,
       acquireTime: keep ? current.acquireTime : new Date(startedAtMs),
       renewTime: new Date(startedAtMs),
-      leaseTransitions: keep ? current.leaseTransitions : current.leaseTransitions + 1,
+      leaseTransitions: keep ? current.leaseTransitions : this.#nextTerm(current),
       ...(current.resourceVersion === undefined ? {} : { resourceVersion: current.resourceVersion }),
     };
     return this.#stored(seq, await this.#lock.update(next));
+  }
+
+  /** The term of a new leadership: past the lease we last read (0 if none) and past any term we were told exists. */
+  #nextTerm(last: LeaseRecord | undefined): number {
+    return Math.max(last ? last.leaseTransitions + 1 : 0, this.#termFloor);
   }
 
   #stored(seq: number, record: LeaseRecord): LeaseRecord | undefined {

@@ -307,3 +307,37 @@ describe('a lease deleted under running electors', () => {
     assert.ok(store.read()!.leaseTransitions > 1);
   });
 });
+
+describe('a leader told of a higher term', () => {
+  it('steps down at once and retakes its own lease above that term at its next attempt; a lower one changes nothing', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    const b = h.elector('b');
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    await h.clock.advance(700);
+    const first = a.ctx!.signal;
+    a.termExists(4); // e.g. a follower that saw term 4 fenced off a's messages of term 0
+    assert.equal(first.aborted, true, 'leader work of term 0 ends at once');
+    assert.equal(a.isLeader, false);
+    await h.clock.advance(1_300);
+    assert.equal(a.term, 5);
+    assert.equal(h.store.read()!.leaseTransitions, 5);
+    assert.equal(b.isLeader, false, 'the lease stayed held: nobody else took it meanwhile');
+    a.termExists(3);
+    a.termExists(4);
+    await h.clock.advance(2_000);
+    assert.equal(a.ctx!.signal.aborted, false, 'a term below ours, even one told before, changes nothing');
+    assert.deepEqual(h.events, ['a started term 0 @0', 'a stopped @700', 'a started term 5 @2000']);
+  });
+
+  it('takes its next leadership above that term when it is not leading', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    a.termExists(7);
+    a.start();
+    await h.clock.advance(0);
+    assert.equal(a.term, 8, 'a lease created above the term it was told of');
+  });
+});

@@ -4,7 +4,9 @@
 // delay from the schedule. The invariant is checked at the exact instant any
 // leadership starts, whenever a lease write lands, and after every clock step.
 // Checked by mutation: letting a claim outlive renewDeadline by 3 s (so it
-// overlaps the lease others see) makes this property fail.
+// overlaps the lease others see) makes this property fail. Electors are also
+// told at random that a term exists (`termExists`, as when a follower fences a
+// leader off): terms must still rise with every leadership.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -31,6 +33,10 @@ const electorPlan = fc.record({
   noiseRate: fc.constantFrom(0, 0.05, 0.2),
   seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
   stopAtMs: fc.option(fc.integer({ min: 0, max: RUN_MS }), { nil: undefined }),
+  /** When this elector is told a term exists (a follower fenced it off), relative to the last term started. */
+  told: fc.array(fc.record({ atMs: fc.integer({ min: 0, max: RUN_MS }), above: fc.integer({ min: -2, max: 3 }) }), {
+    maxLength: 3,
+  }),
 });
 type ElectorPlan = typeof electorPlan extends fc.Arbitrary<infer T> ? T : never;
 
@@ -45,7 +51,7 @@ function prng(seed: number): () => number {
   };
 }
 
-const totals = { leaderships: 0, handovers: 0, lostRenewals: 0, runs: 0 };
+const totals = { leaderships: 0, handovers: 0, lostRenewals: 0, toldWhileLeading: 0, runs: 0 };
 
 async function runSchedule(plans: readonly ElectorPlan[]): Promise<void> {
   const clock = new ManualClock(0);
@@ -100,6 +106,13 @@ async function runSchedule(plans: readonly ElectorPlan[]): Promise<void> {
     const leaders = electors.filter((e) => e.isLeader).length;
     if (leaders > 1) violations.push(`${leaders} leaders at ${clock.now()}`);
     plans.forEach((plan, i) => {
+      for (const { atMs, above } of plan.told) {
+        if (atMs > clock.now() - STEP_MS && atMs <= clock.now()) {
+          const term = Math.max(0, lastTerm + above);
+          if (electors[i]!.isLeader && electors[i]!.term! <= term) totals.toldWhileLeading++;
+          electors[i]!.termExists(term);
+        }
+      }
       if (plan.stopAtMs !== undefined && plan.stopAtMs <= clock.now()) {
         stopping.add(i);
         void electors[i]!.stop();
@@ -128,5 +141,6 @@ describe('election safety under random faults', () => {
     assert.ok(totals.leaderships > 200, `too few leaderships: ${seen}`);
     assert.ok(totals.handovers > 50, `too few handovers between electors: ${seen}`);
     assert.ok(totals.lostRenewals > 50, `too few step-downs on failed renewals: ${seen}`);
+    assert.ok(totals.toldWhileLeading > 20, `too few leaders told of a term at or above theirs: ${seen}`);
   });
 });

@@ -158,8 +158,12 @@ export class Leadership {
       seedParts: partsByOwner(options.view.states(), this.#previousLeader),
       ...options.epoch,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
-      onFollowerError: (replica, followerTerm, reason) =>
-        options.logger.warn({ replica, term: followerTerm, reason }, 'follower reported an error'),
+      onFollowerError: (replica, followerTerm, reason) => {
+        options.logger.warn({ replica, term: followerTerm, reason }, 'follower reported an error');
+        // A follower that saw a higher term fences off every message of ours, for good: the lease was created
+        // again below it (deleted, then taken by a replica that never read it). Lead again above that term.
+        if (followerTerm > term) this.#elector.termExists(followerTerm);
+      },
       onFollowerForgotten: (replica, runtimes) =>
         options.logger.info({ replica, runtimes }, 'forgot a replica detached for long, and the runtimes it held'),
     });
