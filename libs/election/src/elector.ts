@@ -66,8 +66,8 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * matter: nobody compares another replica's timestamps with its own clock.
  * `onNewLeader` reports what this replica observed, which may lag. A lease
  * deleted and created again by an elector that never read it starts over at
- * term 0: terms stay unique only once `termExists` has raised them past the
- * old ones.
+ * term 0: one elector never leads twice at a term, but another may lead at
+ * a term used before until `termExists` has raised it past the old ones.
  *
  * An elector is single-use: `start()` once, `stop()` once (idempotent).
  */
@@ -85,7 +85,7 @@ export class LeaderElector {
   #observed: LeaseRecord | undefined;
   #observedAtMs = 0;
   #reported: { holder: string | undefined; term: number } | undefined;
-  /** Lowest term our next leadership may take: above every term we were told exists (`termExists`). */
+  /** Lowest term our next leadership may take: above every term we led or were told exists (`termExists`). */
   #termFloor = 0;
   #leadership: { term: number; controller: AbortController; deadline: Timer | undefined } | undefined;
 
@@ -261,6 +261,8 @@ export class LeaderElector {
     if (!this.#leadership) {
       const controller = new AbortController();
       this.#leadership = { term: record.leaseTransitions, controller, deadline: undefined };
+      // A lease deleted and created again below this term must not give it to us a second time.
+      this.#termFloor = Math.max(this.#termFloor, record.leaseTransitions + 1);
       this.#options.logger?.info({ term: record.leaseTransitions, lock: this.#lock.describe() }, 'started leading');
       const ctx: LeadershipContext = { term: record.leaseTransitions, signal: controller.signal };
       this.#callback('onStartedLeading', () => this.#options.onStartedLeading?.(ctx));

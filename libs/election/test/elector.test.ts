@@ -2,7 +2,7 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { LeaderElector, MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
-import type { LeaderElectorOptions, LeadershipContext, LeaseLock } from '@switchyard/election';
+import type { LeaderElectorOptions, LeadershipContext, LeaseLock, LeaseRecord } from '@switchyard/election';
 
 const START_MS = 1_000_000;
 
@@ -264,47 +264,95 @@ describe('LeaderElector on a manual clock', () => {
   });
 });
 
-describe('a lease deleted under running electors', () => {
-  it('is created again with a term above every term they saw, so fenced followers take the next leader', async () => {
-    const clock = new ManualClock(START_MS);
-    let store = new MemoryLeaseStore();
-    // A Lease someone deleted (kubectl delete lease, a restore): get finds nothing, create starts a new object.
-    const lock: LeaseLock = {
-      get: async () => store.read(),
-      create: async (record) => store.create(record),
-      update: async (record) => store.update(record),
-      describe: () => 'deletable',
-    };
-    const started: number[] = [];
-    const elector = (id: string): LeaderElector => {
+/** Electors on one manual clock over a Lease that can be deleted (kubectl delete lease, a restore). */
+function deletableLease(): {
+  clock: ManualClock;
+  started: string[];
+  read(): LeaseRecord | undefined;
+  /** Deletes the Lease; `recreated` is then created at once, as by an elector that won the race to do it. */
+  delete(recreated?: LeaseRecord): void;
+  elector(id: string): LeaderElector;
+} {
+  const clock = new ManualClock(START_MS);
+  let store = new MemoryLeaseStore();
+  // get finds nothing after a delete, and create starts a new object.
+  const lock: LeaseLock = {
+    get: async () => store.read(),
+    create: async (record) => store.create(record),
+    update: async (record) => store.update(record),
+    describe: () => 'deletable',
+  };
+  const started: string[] = [];
+  return {
+    clock,
+    started,
+    read: () => store.read(),
+    delete(recreated) {
+      store = new MemoryLeaseStore();
+      if (recreated) store.create(recreated);
+    },
+    elector(id) {
       const e = new LeaderElector({
         lock,
         identity: id,
         clock,
         random: () => 0,
-        onStartedLeading: ({ term }) => void started.push(term),
+        onStartedLeading: ({ term }) => void started.push(`${id}:${term}`),
       });
       open.push(e);
       return e;
-    };
-    const a = elector('a');
-    const b = elector('b');
+    },
+  };
+}
+
+describe('a lease deleted under running electors', () => {
+  it('is created again with a term above every term they saw, so fenced followers take the next leader', async () => {
+    const lease = deletableLease();
+    const { clock } = lease;
+    const a = lease.elector('a');
+    const b = lease.elector('b');
     a.start();
     await clock.advance(0);
     b.start();
     await clock.advance(700);
     await a.stop();
     await clock.advance(2_000);
-    assert.deepEqual(started, [0, 1], 'b leads with term 1; followers now fence off anything below 1');
-    store = new MemoryLeaseStore();
+    assert.deepEqual(lease.started, ['a:0', 'b:1'], 'b leads with term 1; followers now fence off anything below 1');
+    lease.delete();
     await clock.advance(2_000); // b's renewal finds no lease and creates one
     await b.stop();
-    const c = elector('c');
+    const c = lease.elector('c');
     c.start();
     await clock.advance(2_000);
     assert.equal(c.isLeader, true);
-    assert.ok(started.at(-1)! > 1, `the next leader's term (${started.at(-1)}) is above 1`);
-    assert.ok(store.read()!.leaseTransitions > 1);
+    assert.ok(c.term! > 1, `the next leader's term (${c.term}) is above 1`);
+    assert.ok(lease.read()!.leaseTransitions > 1);
+  });
+
+  it('never leads again at a term it led, when the lease is created again below it by one that never read it', async () => {
+    const lease = deletableLease();
+    const { clock } = lease;
+    const b = lease.elector('b');
+    const a = lease.elector('a');
+    b.start();
+    await clock.advance(0);
+    a.start();
+    await clock.advance(700);
+    await b.stop();
+    await clock.advance(2_000);
+    assert.deepEqual(lease.started, ['b:0', 'a:1']);
+    // Created again at term 0 by an elector that then died: nobody told a of it, and a loses its renewals.
+    const at = new Date(clock.now());
+    lease.delete({
+      holderIdentity: 'gone',
+      leaseDurationSeconds: 15,
+      acquireTime: at,
+      renewTime: at,
+      leaseTransitions: 0,
+    });
+    await clock.advance(30_000); // a steps down at its renew deadline and takes the lease once 'gone' expired
+    assert.equal(a.isLeader, true);
+    assert.deepEqual(lease.started, ['b:0', 'a:1', 'a:2'], 'a leads again above its own term 1, not at it');
   });
 });
 

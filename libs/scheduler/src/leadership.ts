@@ -144,6 +144,9 @@ export class Leadership {
 
   #lead(term: number, signal: AbortSignal): void {
     const { options } = { options: this.#options };
+    // Our follower saw this term from another leader (the Lease was deleted and created again below it): leading
+    // at it would give followers a second history under one term, which they would take for the first. Lead above.
+    if (term <= this.#follower.term) return this.#elector.termExists(this.#follower.term);
     this.#disconnectFollower();
     const leader = new EpochLeader({
       replicaId: options.replicaId,
