@@ -221,13 +221,29 @@ export class McpEndpoint {
   }
 
   async #initialize(request: Request, body: unknown): Promise<Answer> {
-    const { sessions, registry, reporter } = this.#deps;
+    const { sessions } = this.#deps;
     const className = this.#className(request);
     const named = identityHeader(request, IDENTITY_HEADERS.process);
     const adopted = identityHeader(request, IDENTITY_HEADERS.sessionId);
     const sessionId = adopted ?? randomUUID();
     if (sessions.has(sessionId)) throw new SwitchyardError('invalid_request', 'session id already in use');
     if (sessions.full) throw new SwitchyardError('capacity_exhausted', 'session limit reached');
+    const opened = sessions.reserve(sessionId);
+    let session: Session;
+    try {
+      session = await this.#open(request, className, named, sessionId);
+    } finally {
+      opened();
+    }
+    const answer = await this.#inSession(session, request, body);
+    // A refused initialize leaves no session behind.
+    if (session.transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
+    return answer;
+  }
+
+  /** Starts (or joins) the sandbox of a new session and adds the session, its id held meanwhile. */
+  async #open(request: Request, className: string, named: string | undefined, sessionId: string): Promise<Session> {
+    const { sessions, registry, reporter } = this.#deps;
     const sandbox = await registry.acquire(className, named ?? sessionId, {
       ephemeral: named === undefined,
       forgiveDeath: true,
@@ -258,10 +274,7 @@ export class McpEndpoint {
     }
     sessions.add(session);
     reporter.addThread(sandbox.id, sessionId);
-    const answer = await this.#inSession(session, request, body);
-    // A refused initialize leaves no session behind.
-    if (transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
-    return answer;
+    return session;
   }
 }
 

@@ -31,11 +31,14 @@ export interface SessionTableOptions {
 /**
  * Open legacy sessions by id, bounded by `sessionsMax`. A session with no
  * request in flight for `idleMs` is closed; an open GET stream counts as in
- * flight, so a listening client is not reaped.
+ * flight, so a listening client is not reaped. Ids being opened are held
+ * (`reserve`): they count as taken and toward `sessionsMax`.
  */
 export class SessionTable {
   readonly #opts: SessionTableOptions;
   readonly #sessions = new Map<string, Session>();
+  /** Ids whose sessions are being opened (their sandboxes starting). */
+  readonly #opening = new Set<string>();
 
   constructor(opts: SessionTableOptions) {
     this.#opts = opts;
@@ -46,11 +49,24 @@ export class SessionTable {
   }
 
   get full(): boolean {
-    return this.#sessions.size >= this.#opts.sessionsMax;
+    return this.#sessions.size + this.#opening.size >= this.#opts.sessionsMax;
   }
 
+  /** True for an open session's id and for one being opened. */
   has(id: string): boolean {
-    return this.#sessions.has(id);
+    return this.#sessions.has(id) || this.#opening.has(id);
+  }
+
+  /**
+   * Holds `id` while its session is opened: its sandbox may take seconds to
+   * start, and an `initialize` adopting the same id meanwhile must find it
+   * taken, not replace the first session and leave that one's sandbox held
+   * for ever. The returned function lets go; call it once the session is
+   * added or its opening failed.
+   */
+  reserve(id: string): () => void {
+    this.#opening.add(id);
+    return () => void this.#opening.delete(id);
   }
 
   get(id: string): Session | undefined {
