@@ -82,7 +82,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   let gatewayServer: http.Server | undefined;
   const close = async (): Promise<void> => {
     await Promise.allSettled(runtimes.map((r) => r.close()));
-    if (gatewayServer) await closeServer(gatewayServer, { timeoutMs: 1000 });
+    if (gatewayServer) {
+      const closed = closeServer(gatewayServer, { timeoutMs: 1000 });
+      gateway?.endEventStreams();
+      await closed;
+    }
     await gateway?.close();
     await Promise.allSettled(replicas.map((r) => r.close()));
   };

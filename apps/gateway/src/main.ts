@@ -143,6 +143,8 @@ const address = await listen(server, { host: config.host, port: config.port }).c
   exitOnListenError('switchyard-gateway', error),
 );
 lifecycle.addServer(server);
+// Event streams never end by themselves: their clients open them again on another replica.
+lifecycle.onServersClosing(() => gateway.endEventStreams());
 lifecycle.onShutdown(() => gateway.close());
 if (tls && secure) lifecycle.onShutdown(tls.watch((pair) => secure.setSecureContext(pair)));
 lifecycle.markReady();

@@ -52,6 +52,21 @@ const BODY_HEAD_BYTES = 1024;
 /** What `headers` holds once relay has copied them: one shared empty object, not one per open stream. */
 const COPIED: IncomingHttpHeaders = Object.freeze({});
 const CLIENT_GONE = 'client disconnected';
+const GATEWAY_CLOSING = 'gateway closing';
+
+/** The exchange relaying an event stream into each client response, for endEventStream. */
+const eventStreams = new WeakMap<ServerResponse, Exchange>();
+
+/**
+ * Ends the event stream relayed into `res` from the gateway's side: the
+ * client's response ends cleanly (its client may open the stream again,
+ * with `Last-Event-ID`), the upstream request is cancelled, and the relay
+ * counts as complete. Does nothing to a response that relays no event
+ * stream or whose relay is over.
+ */
+export function endEventStream(res: ServerResponse): void {
+  eventStreams.get(res)?.endStream();
+}
 
 /** Failures of the upstream's making before its response head: see isUpstreamFailure. */
 const upstreamFailures = new WeakSet<object>();
@@ -186,6 +201,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#head) return this.#rejectHead(upstreamFailure(error));
     const mode = this.#mode;
+    // Ended from the gateway's side (endStream): the client's response ended whole.
+    if (mode === 'done') return this.#finish('complete');
     this.#mode = 'done';
     // Headers may be out already: the client can only be told by a cut stream.
     if (mode === 'relay' && !this.#res.destroyed) this.#res.destroy();
@@ -203,6 +220,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#settle = onEnd;
     this.#eventStream = sse;
     this.#mode = 'relay';
+    if (sse) eventStreams.set(res, this);
     // Head stored now, sent with the first write (or flushHeaders below).
     res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
     // Copied: an open event stream need not hold them.
@@ -224,6 +242,14 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
         if (!this.#wrote && !res.destroyed) res.flushHeaders();
       });
     }
+  }
+
+  /** See endEventStream. */
+  endStream(): void {
+    if (this.#mode !== 'relay') return;
+    this.#mode = 'done';
+    this.#res.end();
+    this.#controller?.abort(new Error(GATEWAY_CLOSING));
   }
 
   discard(): Promise<Buffer> {

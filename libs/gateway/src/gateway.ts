@@ -9,6 +9,7 @@ import { ConcurrencyLimiter, headerBytes } from './limits.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { EventStreamUpstream } from './event-streams.ts';
+import { endEventStream } from './exchange.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
 import type { GatewayOptions } from './options.ts';
 import { matchTarget } from './request-target.ts';
@@ -55,6 +56,16 @@ export interface Gateway {
    * framework decorations, so it also runs as a plain express handler.
    */
   readonly app: GatewayHandler;
+  /**
+   * Ends the standing event streams (sessions' `GET` streams, 2026-07-28
+   * `subscriptions/listen`) cleanly and cancels them upstream; requests
+   * being answered (tool calls streaming their progress included) go on.
+   * A standing stream never ends by itself: a gateway on its way out calls
+   * this once its listener stops accepting, so its clients open their
+   * streams again (`Last-Event-ID`) on another replica at once, instead of
+   * keeping this one until its shutdown deadline cuts them.
+   */
+  endEventStreams(): void;
   /** Idempotent: cuts open upstream streams, closes the undici agents and Redis. */
   close(): Promise<void>;
   stats(): GatewayStats;
@@ -195,6 +206,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const limiter = new ConcurrencyLimiter(o.principalConcurrencyMax, GATEWAY_DEFAULTS.principalsTrackedMax);
   let closed = false;
   let closing: Promise<void> | undefined;
+  /** Responses relaying a standing stream (see routingDone), until they close. */
+  const standing = new Set<ServerResponse>();
 
   async function handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void> {
     counts.requests++;
@@ -205,6 +218,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // a response closes once, and `once` would wrap it in one more closure.)
     res.on('close', () => {
       held.gone = true;
+      standing.delete(res);
       // Given back once: routing may still end normally after this (routingDone).
       if (held.slot !== undefined) limiter.release(held.slot);
       held.slot = undefined;
@@ -256,7 +270,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (sessionId === undefined)
         throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
       await routeSession(ctx, base, sessionId);
-      return routingDone(held, req.method === 'GET');
+      return routingDone(held, res, req.method === 'GET');
     }
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
@@ -281,7 +295,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       (error as { rpcId?: unknown }).rpcId = info.id;
       throw error;
     }
-    routingDone(held, info.method === 'subscriptions/listen');
+    routingDone(held, res, info.method === 'subscriptions/listen');
   }
 
   /**
@@ -295,11 +309,18 @@ export function createGateway(options: GatewayOptions): Gateway {
    * stays open, mostly idle, for as long as its session or client lives, one
    * per session at most; counted, it would cap how many sessions a principal
    * holds (every MCP SDK client opens one per session), while the limit is on
-   * requests being worked on. It counts while it is being routed.
+   * requests being worked on. It counts while it is being routed. It is
+   * also listed for endEventStreams while it lasts.
    */
-  function routingDone(held: { abort?: AbortController; slot?: string }, standing = false): void {
+  function routingDone(
+    held: { abort?: AbortController; slot?: string; gone?: true },
+    res: ServerResponse,
+    isStanding = false,
+  ): void {
     held.abort = undefined;
-    if (!standing || held.slot === undefined) return;
+    if (!isStanding) return;
+    if (!held.gone && !res.writableEnded) standing.add(res);
+    if (held.slot === undefined) return;
     limiter.release(held.slot);
     held.slot = undefined;
   }
@@ -345,6 +366,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       upstreamErrors: counts.upstreamErrors,
       routesFollowed: counts.followed,
     }),
+    endEventStreams() {
+      for (const res of standing) endEventStream(res);
+      standing.clear();
+    },
     close() {
       closed = true;
       closing ??= Promise.allSettled([

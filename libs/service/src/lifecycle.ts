@@ -69,6 +69,14 @@ export interface Lifecycle {
    * nothing never end it early. One that throws or rejects is logged.
    */
   onDrain(hook: DrainHook): void;
+  /**
+   * Runs once the drain delay is over, right after the servers stopped
+   * accepting, before their requests in flight are waited for: for an app to
+   * end what never ends by itself and would otherwise be cut only at the
+   * deadline (a gateway's event streams, whose clients open them again on
+   * another replica). Synchronous; one that throws is logged.
+   */
+  onServersClosing(hook: () => void): void;
   /** Runs after the servers closed, in reverse registration order, within the remaining deadline. */
   onShutdown(hook: ShutdownHook): void;
   /** Starts (or joins) the shutdown sequence. Idempotent. */
@@ -86,8 +94,8 @@ function reply(res: ServerResponse, status: number, body: object): void {
  * Probes and graceful shutdown for one app process. The sequence on
  * shutdown: unready (readyz 503) and drain hooks → wait drainDelayMs (less
  * once the drain hooks say nothing is left) → close every added server
- * (stop accepting; in-flight requests finish) → hooks in reverse
- * order → done. The whole post-drain part is bounded by shutdownTimeoutMs:
+ * (stop accepting), run the servers-closing hooks, let in-flight requests
+ * finish → hooks in reverse order → done. The whole post-drain part is bounded by shutdownTimeoutMs:
  * connections still open at the deadline are cut and hooks still running
  * are abandoned (reported, not awaited).
  */
@@ -99,6 +107,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
   const servers = new Set<Server>();
   const hooks: ShutdownHook[] = [];
   const drainHooks: DrainHook[] = [];
+  const closingHooks: Array<() => void> = [];
   const readinessChecks: Array<() => string | undefined> = [];
   let state: LifecycleState = 'starting';
   let shuttingDown: Promise<ShutdownResult> | undefined;
@@ -154,7 +163,15 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     logger.info({ reason, drainDelayMs }, 'draining');
     await drain();
     const deadlineAt = clock.now() + shutdownTimeoutMs;
-    const closed = await Promise.all([...servers].map((s) => closeServer(s, { timeoutMs: shutdownTimeoutMs, clock })));
+    const closing = [...servers].map((s) => closeServer(s, { timeoutMs: shutdownTimeoutMs, clock }));
+    for (const hook of closingHooks) {
+      try {
+        hook();
+      } catch (error) {
+        logger.error({ err: error }, 'servers-closing hook failed');
+      }
+    }
+    const closed = await Promise.all(closing);
     const forced = closed.some((c) => c.forced);
     if (forced) logger.warn({ shutdownTimeoutMs }, 'connections cut at the shutdown deadline');
     const hooksOk = await runHooks(deadlineAt);
@@ -193,6 +210,9 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     },
     onDrain(hook) {
       drainHooks.push(hook);
+    },
+    onServersClosing(hook) {
+      closingHooks.push(hook);
     },
     onShutdown(hook) {
       hooks.push(hook);

@@ -112,6 +112,44 @@ describe('shutdown hooks', () => {
     assert.deepEqual(order, ['second', 'first listening=false']);
   });
 
+  it('servers-closing hooks run once the servers stop accepting, so what they end is not waited for until the deadline', async () => {
+    const clock = new ManualClock();
+    const errors: string[] = [];
+    const logger = { ...quiet, error: (_o: object, msg?: string) => void errors.push(msg ?? '') };
+    const lc = createLifecycle({ logger, clock, drainDelayMs: 10, shutdownTimeoutMs: 30_000 });
+    const streams: ServerResponse[] = [];
+    const { server, url } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      streams.push(res);
+    });
+    lc.addServer(server);
+    // The client has the head, so the server holds the stream.
+    const stream = await new Promise<IncomingMessage>((resolve, reject) => {
+      get(url, { agent: false }, resolve).on('error', reject);
+    });
+    const streamEnded = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve).on('error', reject);
+      stream.resume();
+    });
+    assert.equal(streams.length, 1);
+    const order: string[] = [];
+    lc.onServersClosing(() => {
+      throw new Error('boom');
+    });
+    lc.onServersClosing(() => {
+      order.push(`closing listening=${server.listening}`);
+      for (const res of streams) res.end();
+    });
+    lc.onShutdown(() => void order.push('shutdown'));
+    const done = lc.shutdown();
+    await clock.advance(10);
+    assert.deepEqual(await done, { forced: false, hooksOk: true });
+    await streamEnded;
+    assert.deepEqual(order, ['closing listening=false', 'shutdown']);
+    assert.deepEqual(errors, ['servers-closing hook failed']);
+  });
+
   it('drain hooks run when the drain starts, before its delay; one that throws keeps neither the others nor the shutdown', async () => {
     const clock = new ManualClock();
     const errors: string[] = [];
