@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { DEFAULT_CLASS, IDENTITY_HEADERS, SwitchyardError, isIdentityValue, parseWith } from '@switchyard/protocol';
 import type { SandboxRegistry, Sandbox } from './registry.ts';
 import type { SessionTable } from './sessions.ts';
@@ -51,7 +52,7 @@ export function restFetch(deps: RestDeps): (request: Request) => Promise<Respons
 
 async function route(deps: RestDeps, request: Request): Promise<Response> {
   const { registry, sessions } = deps;
-  const parts = new URL(request.url).pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = new URL(request.url).pathname.split('/').filter(Boolean).map(decodePart);
   const m = request.method;
   if (parts.length === 1 && parts[0] === 'weight' && m === 'GET') return Response.json(registry.idleWeight());
   if (parts[0] === 'sandboxes' && parts.length >= 2) {
@@ -84,12 +85,31 @@ async function route(deps: RestDeps, request: Request): Promise<Response> {
   throw new SwitchyardError('not_found', `no route for ${m} ${new URL(request.url).pathname}`);
 }
 
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch (error) {
+    throw new SwitchyardError('invalid_request', 'path is not valid percent-encoding', { cause: error });
+  }
+}
+
+/** JSON-RPC errors a sandbox answers a call with that are the caller's: passed on as such, not as internal failures. */
+const CALLER_ERRORS = new Map<number, 'invalid_params' | 'invalid_request' | 'not_found'>([
+  [-32602, 'invalid_params'],
+  [-32600, 'invalid_request'],
+  [-32601, 'not_found'],
+]);
+
 async function toolCall(registry: SandboxRegistry, sandbox: Sandbox, request: Request): Promise<Response> {
   const { name, arguments: args } = await parseBody(request, toolCallSchema);
   // Hold a reference for the call so expiry cannot pull the sandbox away mid-call.
   const held = await registry.acquire(sandbox.className, sandbox.id);
   try {
     return Response.json(await callSandboxTool(held, name, args, request.signal));
+  } catch (error) {
+    const code = error instanceof ProtocolError ? CALLER_ERRORS.get(error.code) : undefined;
+    if (code) throw new SwitchyardError(code, (error as ProtocolError).message, { cause: error });
+    throw error;
   } finally {
     registry.release(held);
   }

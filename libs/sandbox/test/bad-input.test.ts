@@ -166,6 +166,80 @@ describe('bad input at /mcp', () => {
   });
 });
 
+// A caller's mistake on the REST parity routes is a 4xx naming it, never the 500 of an internal failure.
+describe('bad input at the REST parity routes', () => {
+  let host: SandboxHost;
+  let served: Served;
+  const rest = (method: string, path: string, body?: unknown) =>
+    fetch(`${served.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  before(async () => {
+    host = testHost({ runtimeId: 'rt-bad-rest', classes: { demo: { engine: 'builtin' } }, sandboxesMax: 2 });
+    served = await serveHttp1(host);
+    const created = await rest('POST', '/sandboxes/rest-bad', { class: 'demo' });
+    assert.equal(created.status, 201);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  const cases: {
+    name: string;
+    method: string;
+    path: string;
+    body?: unknown;
+    status: number;
+    rpc: number;
+    text: RegExp;
+  }[] = [
+    {
+      name: 'a sandbox id that is not valid percent-encoding is a 400',
+      method: 'GET',
+      path: '/sandboxes/%E0%A4%A',
+      status: 400,
+      rpc: -32600,
+      text: /percent-encoding/,
+    },
+    {
+      name: 'a session id that is not valid percent-encoding is a 400',
+      method: 'POST',
+      path: '/sessions/%ZZ/toolcall',
+      body: { name: 'echo' },
+      status: 400,
+      rpc: -32600,
+      text: /percent-encoding/,
+    },
+    {
+      name: 'a call of a tool the sandbox does not have is a 400 invalid params naming it',
+      method: 'POST',
+      path: '/sandboxes/rest-bad/toolcall',
+      body: { name: 'no_such_tool' },
+      status: 400,
+      rpc: -32602,
+      text: /no_such_tool/,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const res = await rest(c.method, c.path, c.body);
+      const body = (await res.json()) as { error: { code: number; message: string } };
+      assert.equal(res.status, c.status, JSON.stringify(body));
+      assert.equal(body.error.code, c.rpc);
+      assert.match(body.error.message, c.text);
+    });
+  }
+
+  it('still answers a good call after them', async () => {
+    const res = await rest('POST', '/sandboxes/rest-bad/toolcall', { name: 'echo', arguments: { text: 'ok' } });
+    assert.deepEqual(await res.json(), { content: [{ type: 'text', text: 'ok' }] });
+  });
+});
+
 describe('bad bodies within a session', () => {
   let host: SandboxHost;
   let served: Served;
