@@ -18,9 +18,9 @@ export type Dispatch = Pick<Dispatcher, 'dispatch'>;
  * Guarantees: connect failures carry the socket's error code (see
  * isConnectFailure), a peer that does not speak HTTP/2 fails the request
  * with `ERR_HTTP2_ERROR` (see EventStreamUpstream), a connection that sent
- * GOAWAY takes no new streams, one without streams closes after
- * `idleTimeoutMs`, and one carrying streams that leaves a PING unanswered
- * for `pingIntervalMs` is destroyed, failing its streams. An event stream
+ * GOAWAY, or is destroyed or closing, takes no new streams, one without
+ * streams closes after `idleTimeoutMs`, and one carrying streams that leaves
+ * a PING unanswered for `pingIntervalMs` is destroyed, failing its streams. An event stream
  * has no idle timeout (it may stay silent for hours), so without the ping a
  * scheduler that vanished without a reset (host down, network partition)
  * would hold its clients' streams open until TCP gave up, if ever; failed,
@@ -65,10 +65,19 @@ export class Http2EventStreams implements Dispatch {
   #connectionFor(origin: string): Connection {
     let list = this.#connections.get(origin);
     if (!list) this.#connections.set(origin, (list = []));
-    for (const c of list) if (c.usable && c.open < this.#capOf(c)) return c;
+    for (const c of list) if (Http2EventStreams.#takesStreams(c) && c.open < this.#capOf(c)) return c;
     const connection = this.#connect(origin);
     list.push(connection);
     return connection;
+  }
+
+  /**
+   * A session destroyed (a ping or connect timeout, its socket gone) or
+   * closing stays in the pool until its 'close' event, a tick or more
+   * later; a request put on it then would fail without being sent.
+   */
+  static #takesStreams(c: Connection): boolean {
+    return c.usable && !c.session.destroyed && !c.session.closed;
   }
 
   /**

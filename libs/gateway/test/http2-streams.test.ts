@@ -304,4 +304,54 @@ describe('Http2EventStreams', () => {
     assert.ok(took <= 500, `failed within a few intervals (${took} ms at 50 ms)`);
     for (const socket of sockets) socket.destroy();
   });
+
+  it('puts a request made while a failed connection is still closing on a fresh connection', async () => {
+    const { origin, sessions } = await h2c((stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+      stream.write('data: one\n\n');
+    });
+    // As above, a relay whose first connection can be frozen; connections
+    // made after the freeze pass.
+    const target = new URL(origin);
+    const frozen: net.Socket[] = [];
+    let freeze = false;
+    const relay = net.createServer((inbound) => {
+      const outbound = net.connect(Number(target.port), target.hostname);
+      if (!freeze) frozen.push(inbound, outbound);
+      inbound.pipe(outbound).pipe(inbound);
+    });
+    relay.listen(0, '127.0.0.1');
+    await once(relay, 'listening');
+    servers.push(relay);
+    const relayed = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+    const c = client(100, 60_000, 50);
+    const first = record();
+    const again = record();
+    // The client opens its stream again the moment it fails (the session it
+    // was on is destroyed, its 'close' not yet emitted).
+    c.dispatch(GET(relayed), {
+      ...first.handler,
+      onResponseError: (controller, error) => {
+        c.dispatch(GET(relayed), again.handler);
+        first.handler.onResponseError?.(controller, error);
+      },
+    });
+    try {
+      await until(() => first.seen.chunks.length === 1, 'the stream is open');
+      freeze = true;
+      for (const socket of frozen) {
+        socket.unpipe();
+        socket.pause();
+      }
+      await first.seen.settled;
+      assert.equal((first.seen.error as { code?: string } | undefined)?.code, 'ERR_HTTP2_PING_TIMEOUT');
+      await until(() => again.seen.chunks.length === 1 || again.seen.error !== undefined, 'the second request');
+      assert.equal(again.seen.error, undefined, 'not failed on the destroyed session');
+      assert.equal(again.seen.status, 200);
+      assert.equal(sessions.size, 2, 'it went over a second connection');
+    } finally {
+      // Frozen sockets would keep the test process alive.
+      for (const socket of frozen) socket.destroy();
+    }
+  });
 });
