@@ -7,9 +7,19 @@ import { sendJson } from './http-util.ts';
 /** Marks a request already forwarded once between replicas, so forwarding never loops. */
 export const HOP_HEADER = 'x-switchyard-hop';
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+/**
+ * No cap on sockets per owner: a forwarded request holds its socket until
+ * its answer ends, which for an event stream may be hours, and a request
+ * past a cap waited in the agent's queue, without a timeout, behind streams
+ * that might never end. What bounds them is upstream of here (one socket per
+ * request this replica accepted) and at the owner (the runtime's stream
+ * limit, answered 503 through this forward). Idle sockets kept: at most
+ * FREE_SOCKETS_MAX per owner.
+ */
+const FREE_SOCKETS_MAX = 256;
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: FREE_SOCKETS_MAX });
 // Replicas serving TLS themselves advertise https: URLs (node:http refuses those).
-const tlsAgent = new https.Agent({ keepAlive: true, maxSockets: 256 });
+const tlsAgent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: FREE_SOCKETS_MAX });
 
 /**
  * Streams a request to another replica and the answer back (one hop),
