@@ -153,10 +153,12 @@ async function forwardSchedule(
  * HTTP/1.1, which forwards.
  */
 export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) {
+  // A reset with an error code, or the client's connection failing, is an 'error' of the stream; with no
+  // listener, one that came while the stream waits for its runtime (afterRedial) would end the process.
+  stream.on('error', () => {});
   const proxy = PROXY_PATH.exec(String(headers[':path'] ?? '/'));
   if (!proxy) {
     const body = JSON.stringify({ error: 'only /api/proxy/ is served over HTTP/2', code: 'not_found' });
-    stream.on('error', () => {});
     stream.respond({ ':status': 404, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     return void stream.end(body);
   }

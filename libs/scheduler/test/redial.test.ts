@@ -157,6 +157,37 @@ describe('a runtime whose tunnel connection breaks', () => {
     });
   });
 
+  it('lets an HTTP/2 stream waiting for it be reset by its client with an error code', async () => {
+    await withRuntime(async (front) => {
+      front.close();
+      front.cut();
+      await dropped();
+      // The replica runs in this process: what would end its own process is an uncaught exception here.
+      const uncaught: unknown[] = [];
+      const monitor = (error: unknown): void => void uncaught.push(error);
+      process.on('uncaughtExceptionMonitor', monitor);
+      const session = http2.connect(replica.url);
+      session.on('error', () => {});
+      try {
+        const stream = session.request({ ':path': '/api/proxy/r0/healthz' });
+        stream.on('error', () => {});
+        await once(stream, 'ready');
+        // Not CANCEL: the reset Node turns into an 'error' of the replica's stream.
+        const closed = new Promise((resolve) => stream.once('close', resolve));
+        stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+        await closed;
+        // Answered once the wait is over: the replica is still there, and the reset request went nowhere.
+        const reply = await timedGet();
+        assert.equal(reply.status, 502, JSON.stringify(reply));
+        assert.equal(reply.error, 'runtime not connected');
+        assert.deepEqual(uncaught, []);
+      } finally {
+        process.off('uncaughtExceptionMonitor', monitor);
+        session.close();
+      }
+    });
+  });
+
   it('is not waited for when it stopped (its GOAWAY): refused at once', async () => {
     await withRuntime(async (_front, runtime) => {
       await runtime.close();
