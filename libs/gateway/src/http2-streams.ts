@@ -1,6 +1,6 @@
 import http2 from 'node:http2';
 import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
-import type { Dispatcher } from 'undici';
+import { errors, type Dispatcher } from 'undici';
 import { StreamRequest, type Connection } from './http2-stream-request.ts';
 
 /** The one method of undici's Dispatcher that `exchange` uses. */
@@ -33,6 +33,7 @@ export class Http2EventStreams implements Dispatch {
   readonly #connectTimeoutMs: number;
   readonly #idleTimeoutMs: number;
   readonly #pingIntervalMs: number;
+  #closed = false;
 
   constructor(options: {
     streamsPerConnection: number;
@@ -46,13 +47,17 @@ export class Http2EventStreams implements Dispatch {
     this.#pingIntervalMs = options.pingIntervalMs;
   }
 
+  /** Once closed, throws (as undici's closed clients do) instead of opening a session nothing would close. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    // A request still being routed when the gateway closed would otherwise hold a stream past close().
+    if (this.#closed) throw new errors.ClientClosedError();
     const origin = String(options.origin);
     StreamRequest.start(() => this.#connectionFor(origin), options, handler);
     return true;
   }
 
   close(): Promise<void> {
+    this.#closed = true;
     const sessions = [...this.#connections.values()].flat().map((c) => c.session);
     this.#connections.clear();
     return Promise.all(

@@ -158,6 +158,23 @@ describe('Http2EventStreams', () => {
     assert.equal(upstream!.rstCode, http2.constants.NGHTTP2_CANCEL);
   });
 
+  it('once closed, fails a request at once without connecting', async () => {
+    const { origin, sessions } = await h2c((stream) => stream.respond({ ':status': 200 }));
+    const c = client();
+    await c.close();
+    // A request still being routed when the gateway closed: a session opened now would be closed by nothing.
+    const { handler, seen } = record();
+    try {
+      c.dispatch(GET(origin), handler);
+    } catch (error) {
+      handler.onResponseError?.(undefined as never, error as Error);
+    }
+    await until(() => seen.error !== undefined || seen.status !== undefined, 'the request to fail or be answered');
+    assert.match(String(seen.error), /closed/);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(sessions.size, 0, 'no connection was made');
+  });
+
   it('sends nothing for a request aborted as it starts', async () => {
     const { origin, sessions } = await h2c((stream) => stream.respond({ ':status': 200 }));
     const { handler, seen } = record();
