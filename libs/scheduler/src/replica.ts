@@ -190,6 +190,9 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     },
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node takes its own error listener off an upgraded socket: a refusal written here (404, or the sync
+    // path's 400/401/503) left one a peer's reset turned into an uncaught exception, ending the process.
+    socket.on('error', () => {});
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === CONNECT_PATH) return endpoint.handleUpgrade(req, socket, head);
     if (path?.startsWith(RELAY.path)) {

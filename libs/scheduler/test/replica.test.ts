@@ -252,3 +252,42 @@ describe('epoch sync after a join token is removed', () => {
     }
   });
 });
+
+describe('upgrade requests a replica refuses', () => {
+  let replica: SchedulerReplica;
+  before(async () => {
+    [replica] = (await startReplicas(1)) as [SchedulerReplica];
+  });
+  after(() => replica?.close());
+
+  const cases: Array<[string, string, number]> = [
+    ['an unknown path', '/nope', 404],
+    ['epoch sync without a token', '/api/sync/peer', 401],
+    ['epoch sync for a bad replica id', '/api/sync/bad%20id', 400],
+  ];
+  for (const [name, path, status] of cases) {
+    it(`survives a client that resets its connection after the refusal: ${name} (${status})`, async () => {
+      // The replica runs in this process: what would end its own process is an uncaught exception here.
+      const uncaught: unknown[] = [];
+      const monitor = (error: unknown): void => void uncaught.push(error);
+      process.on('uncaughtExceptionMonitor', monitor);
+      try {
+        const socket = net.connect(replica.port, '127.0.0.1');
+        socket.on('error', () => {});
+        await once(socket, 'connect');
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+        const [head] = (await once(socket, 'data')) as [Buffer];
+        assert.match(head.toString(), new RegExp(`^HTTP/1\\.1 ${status} `));
+        // The refusal is out and the replica's side half-closed; a reset now reaches a socket still open there.
+        const closed = once(socket, 'close');
+        socket.resetAndDestroy();
+        await closed;
+        const health = await fetch(`${replica.url}/healthz`);
+        assert.equal(health.status, 200);
+        assert.deepEqual(uncaught, []);
+      } finally {
+        process.off('uncaughtExceptionMonitor', monitor);
+      }
+    });
+  }
+});
