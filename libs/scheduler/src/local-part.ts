@@ -191,7 +191,10 @@ export class LocalPart {
     const runtime: Runtime = {
       id: info.id,
       classes: [...info.classes].sort(),
-      metadata: { ...info.metadata, ...state.metadata },
+      // Once synced, the streamed metadata is the whole truth (a PUT /metadata replaces it all):
+      // merged with what the runtime dialled with, keys it dropped would stay, and the two
+      // together could pass the 64 entries every replica allows, failing the part's collect.
+      metadata: entry.synced ? state.metadata : { ...info.metadata },
       version: info.version,
       idleWeight: entry.synced ? state.idleWeight : { ...info.limits },
       available: entry.synced && !entry.tunnel.closed,

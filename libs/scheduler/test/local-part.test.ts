@@ -4,8 +4,13 @@
 // redial.test.ts shows the same over real connections.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RuntimeStateStore, createWatchHandler } from '@switchyard/agent';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { Runtime } from '@switchyard/protocol';
+import { parseWith, runtimeStateSchema } from '@switchyard/protocol';
+import type { Runtime, RuntimeInfo } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
 import { REDIAL_WAIT_MS } from '@switchyard/scheduler';
 import { LocalPart } from '../src/local-part.ts';
@@ -20,19 +25,25 @@ interface StandIn {
   lose(peerNoticesBy?: number): void;
 }
 
-function standIn(runtimeId: string, generation: number, peerQuiet = true, minRttMs?: number): StandIn {
+function standIn(
+  runtimeId: string,
+  generation: number,
+  peerQuiet = true,
+  minRttMs?: number,
+  // By default the part's /watch of it never gets an answer.
+  watch: { metadata?: RuntimeInfo['metadata']; fetch?: typeof fetch } = {},
+): StandIn {
   const closedFor: string[] = [];
   const fields = {
     runtimeId,
-    info: { id: runtimeId, classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
+    info: { id: runtimeId, classes: ['demo'], metadata: watch.metadata ?? {}, version: '1.0.0', limits: {} },
     generation,
     closed: false,
     lost: false,
     peerNoticesBy: undefined as number | undefined,
     peerQuiet,
     minRttMs,
-    // The part's /watch of it never gets an answer here.
-    fetch: () => new Promise<Response>(() => {}),
+    fetch: watch.fetch ?? (() => new Promise<Response>(() => {})),
     close(reason: string) {
       fields.closed = true;
       closedFor.push(reason);
@@ -196,5 +207,51 @@ describe("a replica's part, when an epoch shows one of its runtimes behind anoth
     assert.deepEqual(r0.closedFor, []);
     assert.equal(part.tunnel('r0'), r0.tunnel);
     part.close();
+  });
+});
+
+describe("a replica's part in wire form", () => {
+  const labels = (prefix: string, count: number): Record<string, string> =>
+    Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}${i}`, 'x']));
+
+  it('reports the metadata its runtime streams, not that merged with the metadata it dialled with', async () => {
+    // A sidecar runtime relabelled itself after it dialled: 40 labels then, 40 others now. Merged,
+    // the 80 pass the 64 every replica allows, and the leader refuses the collect carrying them.
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    store.setMetadata(labels('now-', 40));
+    const watch = createWatchHandler(store);
+    const server = createServer(watch);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    let synced!: () => void;
+    const wasSynced = new Promise<void>((resolve) => (synced = resolve));
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger: quietLogger,
+      onChange: () => {
+        if (part.states()[0]?.runtime.available) synced();
+      },
+    });
+    try {
+      const r0 = standIn('r0', 1, true, undefined, {
+        metadata: labels('dialled-', 40),
+        fetch: (_url, init) => fetch(`${base}/watch`, init),
+      });
+      part.attach(r0.tunnel);
+      await wasSynced;
+      const [state] = part.states();
+      const checked = parseWith(runtimeStateSchema, state);
+      assert.ok(checked.ok, checked.ok ? '' : checked.error);
+      assert.deepEqual(state!.runtime.metadata, store.snapshot().metadata);
+    } finally {
+      part.close();
+      watch.close();
+      store.close();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
