@@ -117,3 +117,37 @@ describe('a runtime asked for a direct listener without a token', () => {
     }
   });
 });
+
+describe('a runtime configured past what schedulers accept of a runtime', () => {
+  it('refuses to start and names each key, instead of failing every dial or crashing later', async () => {
+    const dial = ['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'];
+    const cases = [
+      {
+        args: [
+          ...['--metadata', JSON.stringify({ 'zone name': 'eu-1', long: 'x'.repeat(257) })],
+          ...['--version', 'v'.repeat(65), '--classes', '{}', '--sandboxes-max', '2000000000000'],
+          ...['--direct-listen.advertise-url', `http://${'h'.repeat(250)}:8080`],
+        ],
+        problems: [
+          /^ {2}- metadata\.zone name: must be 1-63 characters from \[A-Za-z0-9\._\/-\]/m,
+          /^ {2}- metadata\.long: .*256/m,
+          /^ {2}- version: .*64/m,
+          /^ {2}- classes: needs at least 1 class/m,
+          /^ {2}- sandboxesMax: .*1000000000000/m,
+          /^ {2}- directListen\.advertiseUrl: .*256/m,
+        ],
+      },
+      {
+        args: ['--metadata', JSON.stringify({ 'switchyard/draining': 'true' })],
+        problems: [/^ {2}- metadata\.switchyard\/draining: switchyard\/draining is reserved/m],
+      },
+    ];
+    for (const { args, problems } of cases) {
+      const { code, stderr } = await run('runtime', [...dial, ...args]);
+      assert.equal(code, 2, stderr);
+      assert.match(stderr, /^switchyard-runtime: invalid configuration:$/m);
+      for (const problem of problems) assert.match(stderr, problem);
+      assert.doesNotMatch(stderr, NO_STACK);
+    }
+  });
+});

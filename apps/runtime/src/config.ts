@@ -1,5 +1,11 @@
 import { z } from 'zod';
+import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, metadataSchema } from '@switchyard/protocol';
 import { hostIdentityField, processConfigFields } from '@switchyard/service';
+
+// What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
+// its own state store; the same limits here refuse at start what would otherwise fail each
+// dial with a 400, or crash the start with a stack.
+const { classesMax, versionLengthMax, addressLengthMax, weightValueMax } = RUNTIME_LIMITS;
 
 const classSchema = z
   .object({
@@ -40,9 +46,17 @@ export const runtimeConfigSchema = z.object({
     ),
   classes: z
     .record(z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/), classSchema)
+    .refine((c) => Object.keys(c).length >= 1, 'needs at least 1 class')
+    .refine((c) => Object.keys(c).length <= classesMax, `at most ${classesMax} classes`)
     .prefault({ demo: { engine: 'builtin' } })
     .describe('Sandbox classes this runtime serves: name → engine settings.'),
-  sandboxesMax: z.number().int().min(1).default(100).describe('Most sandboxes alive at once (the idle-weight limit).'),
+  sandboxesMax: z
+    .number()
+    .int()
+    .min(1)
+    .max(weightValueMax)
+    .default(100)
+    .describe('Most sandboxes alive at once (the idle-weight limit).'),
   sessionIdleMs: z.number().int().min(1).default(1800000).describe('Idle time after which a session is closed.'),
   warmPoolRefillDelayMs: z
     .number()
@@ -52,8 +66,20 @@ export const runtimeConfigSchema = z.object({
     .describe(
       "Wait after a warm-pool sandbox is handed out before its replacement starts, so the start does not compete with the new session's first calls.",
     ),
-  metadata: z.record(z.string(), z.string()).default({}).describe('Labels schedulers match affinity rules against.'),
-  version: z.string().default('0.0.0').describe('Version reported to schedulers (for latest_version rules).'),
+  metadata: metadataSchema
+    .refine((m) => !Object.hasOwn(m, DRAINING_METADATA_KEY), {
+      message: `${DRAINING_METADATA_KEY} is reserved: a runtime sets it when it drains`,
+      path: [DRAINING_METADATA_KEY],
+    })
+    .default({})
+    .describe(
+      `Labels schedulers match affinity rules against: at most ${RUNTIME_LIMITS.metadataEntriesMax}, keys of 1-63 characters from [A-Za-z0-9._/-], values of at most ${RUNTIME_LIMITS.metadataValueLengthMax} characters.`,
+    ),
+  version: z
+    .string()
+    .max(versionLengthMax)
+    .default('0.0.0')
+    .describe('Version reported to schedulers (for latest_version rules).'),
   sidecarPort: z
     .number()
     .int()
@@ -75,6 +101,7 @@ export const runtimeConfigSchema = z.object({
         ),
       advertiseUrl: z
         .url()
+        .max(addressLengthMax)
         .optional()
         .meta({ defaultText: 'http://<host>:<port>' })
         .describe(

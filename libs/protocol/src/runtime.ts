@@ -7,6 +7,7 @@ export const RUNTIME_LIMITS = {
   metadataEntriesMax: 64,
   metadataValueLengthMax: 256,
   weightDimensionsMax: 16,
+  weightValueMax: 1e12,
   versionLengthMax: 64,
   addressLengthMax: 256,
 } as const;
@@ -25,7 +26,7 @@ export const metadataSchema = z
 
 /** Idle weight per dimension (e.g. `{sandboxes: 12}`): how much more work a runtime takes. */
 export const weightSchema = z
-  .record(metadataKeySchema, z.number().finite().min(0).max(1e12))
+  .record(metadataKeySchema, z.number().finite().min(0).max(RUNTIME_LIMITS.weightValueMax))
   .refine((w) => Object.keys(w).length <= RUNTIME_LIMITS.weightDimensionsMax, {
     message: `at most ${RUNTIME_LIMITS.weightDimensionsMax} dimensions`,
   });

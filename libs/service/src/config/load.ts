@@ -52,6 +52,12 @@ function issuePath(path: readonly PropertyKey[]): string {
   return path.map(String).join('.');
 }
 
+/** An issue's message; for a bad key of a map, what the key must be rather than zod's "Invalid key in record". */
+function issueText(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_key') return issue.issues[0]?.message ?? issue.message;
+  return issue.message;
+}
+
 /** The sources that set `key`, a parent of it, or (for a whole-object issue) any key inside it. */
 function originOf(key: string, layers: readonly Layer[]): string {
   const found = new Set<string>();
@@ -119,7 +125,7 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
   if (!result.success) {
     const issues = result.error.issues.map((issue) => {
       const key = issuePath(issue.path);
-      return `${key || '(root)'}: ${issue.message} (from ${originOf(key, layers)})`;
+      return `${key || '(root)'}: ${issueText(issue)} (from ${originOf(key, layers)})`;
     });
     throw new ConfigError('invalid configuration', issues);
   }
