@@ -32,8 +32,9 @@ The config is validated once at start. Unknown keys are fatal wherever they appe
 flags), and every problem is listed in one error: the app prints \`<program>: invalid configuration:\` and one
 problem per line on stderr, and exits 2 before it starts anything. Keys that depend on each other are checked
 then too (the scheduler's \`election.leaseFile\` with the file backend, \`election.kubeconfig\` with the
-kubernetes backend outside a pod). \`--print-config\` prints the effective config as YAML with secrets redacted
-and exits 0; \`--help\` lists every option with its default and env name.
+kubernetes backend outside a pod). Times are at most 2147483647 ms (24.8 days; \`expireSeconds\` 2147483 s),
+the longest a Node.js timer holds: a longer one would fire at once. \`--print-config\` prints the effective
+config as YAML with secrets redacted and exits 0; \`--help\` lists every option with its default and env name.
 `;
 
 const APPS = [

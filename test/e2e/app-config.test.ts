@@ -151,3 +151,59 @@ describe('a runtime configured past what schedulers accept of a runtime', () => 
     }
   });
 });
+
+describe('apps given a time longer than a timer holds', () => {
+  // Node.js runs a timer of more than 2^31 - 1 ms (24.8 days) after 1 ms: a session idle time of
+  // 30 days would close every session at once. Each key is set one past the longest delay.
+  const over = String(2 ** 31);
+  const KEYS = {
+    scheduler: {
+      args: ['--port', '0'],
+      keys: [
+        'drainDelayMs',
+        'election.leaseDurationMs',
+        'election.renewDeadlineMs',
+        'election.retryPeriodMs',
+        'tunnel.pingIntervalMs',
+        'epoch.cycleIntervalMs',
+        'epoch.cycleTimeoutMs',
+        'epoch.staleAfterMs',
+        'epoch.forgetAfterMs',
+      ],
+    },
+    gateway: {
+      args: ['--port', '0', '--schedulers', 'http://127.0.0.1:1'],
+      keys: [
+        'drainDelayMs',
+        'keepAliveTimeoutMs',
+        'eventStreamPingIntervalMs',
+        'upstreamCheckIntervalMs',
+        'idleTimeoutMs',
+      ],
+    },
+    runtime: {
+      args: ['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+      keys: ['drainDelayMs', 'sessionIdleMs', 'warmPoolRefillDelayMs', 'tunnel.pingIntervalMs'],
+    },
+  };
+  const flagOf = (key: string): string => `--${key.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`;
+  for (const app of ['scheduler', 'gateway', 'runtime'] as const) {
+    it(`switchyard-${app} refuses each at start, naming the key`, async () => {
+      const { args, keys } = KEYS[app];
+      const { code, stderr } = await run(app, [...args, ...keys.flatMap((key) => [flagOf(key), over])]);
+      assert.equal(code, 2, stderr);
+      for (const key of keys) {
+        assert.match(stderr, new RegExp(`^ {2}- ${key.replaceAll('.', '\\.')}: .*2147483647`, 'm'));
+      }
+    });
+  }
+
+  it('switchyard-runtime refuses a class whose sandboxes would expire at once', async () => {
+    const { code, stderr } = await run('runtime', [
+      ...['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+      ...['--classes', JSON.stringify({ demo: { engine: 'builtin', expireSeconds: Math.ceil(2 ** 31 / 1000) } })],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- classes\.demo\.expireSeconds: .*2147483\b/m);
+  });
+});

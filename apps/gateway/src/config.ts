@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GATEWAY_DEFAULTS as D, originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
-import { ConfigError, processConfigFields, tlsFilesField } from '@switchyard/service';
+import { ConfigError, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
 /** A class, process or thread id as the identity headers carry it (`isIdentityValue`). */
 const IDENTITY_VALUE = '[A-Za-z0-9._:@-]{1,128}';
@@ -74,10 +74,7 @@ const authSchema = z
 export const gatewayConfigSchema = z.object({
   host: z.string().default('0.0.0.0').describe('Address the /mcp listener binds.'),
   port: z.number().int().min(0).max(65535).default(8080).describe('Port of the listener (0 picks a free port).'),
-  keepAliveTimeoutMs: z
-    .number()
-    .int()
-    .min(1000)
+  keepAliveTimeoutMs: timerBounded(z.number().int().min(1000))
     .default(75_000)
     .describe(
       'How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Clients are told 5 s in Keep-Alive, so those that read it (MCP SDKs) close theirs sooner and hold no idle connection per session at the gateway.',
@@ -131,17 +128,12 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'Requests through a scheduler travel on relay connections it carries whole into the runtime tunnel, instead of being proxied one by one on /api/proxy (over TLS for https: scheduler URLs); turn off if a hop between gateway and scheduler passes no custom Upgrade.',
     ),
-  eventStreamPingIntervalMs: z
-    .number()
-    .int()
-    .min(100)
+  eventStreamPingIntervalMs: timerBounded(z.number().int().min(100))
     .default(D.eventStreamPingIntervalMs)
     .describe(
       'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen.',
     ),
-  upstreamCheckIntervalMs: z
-    .number()
-    .int()
+  upstreamCheckIntervalMs: timerBounded(z.number().int())
     .refine((ms) => ms === 0 || ms >= 100, 'must be 0 (off) or at least 100')
     .default(D.upstreamCheckIntervalMs)
     .describe(
@@ -198,10 +190,7 @@ export const gatewayConfigSchema = z.object({
   trustedProxies: checkedList(trustedProxyProblem).describe(
     'Proxies in front of the gateway (IP addresses, CIDR blocks such as 10.0.0.0/8) whose X-Forwarded-For names the client: the address principalConcurrencyMax counts by in auth mode none. Empty: the peer is the client.',
   ),
-  idleTimeoutMs: z
-    .number()
-    .int()
-    .min(1)
+  idleTimeoutMs: timerBounded(z.number().int().min(1))
     .default(D.idleTimeoutMs)
     .describe('Idle time after which a stream is closed (above the scheduler and runtime ones).'),
   ...processConfigFields,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, metadataSchema } from '@switchyard/protocol';
-import { hostIdentityField, processConfigFields } from '@switchyard/service';
+import { hostIdentityField, processConfigFields, timerBounded } from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
 // its own state store; the same limits here refuse at start what would otherwise fail each
@@ -19,7 +19,9 @@ const classSchema = z
       .optional()
       .meta({ secret: true })
       .describe('Headers sent to url (engine http).'),
-    expireSeconds: z.number().int().min(0).default(300).describe('Sandbox lifetime after its last session leaves.'),
+    expireSeconds: timerBounded(z.number().int().min(0), 1000)
+      .default(300)
+      .describe('Sandbox lifetime after its last session leaves.'),
     warmPool: z.number().int().min(0).max(1000).default(0).describe('Sandboxes kept started ahead of demand.'),
   })
   .superRefine((c, ctx) => {
@@ -57,11 +59,10 @@ export const runtimeConfigSchema = z.object({
     .max(weightValueMax)
     .default(100)
     .describe('Most sandboxes alive at once (the idle-weight limit).'),
-  sessionIdleMs: z.number().int().min(1).default(1800000).describe('Idle time after which a session is closed.'),
-  warmPoolRefillDelayMs: z
-    .number()
-    .int()
-    .min(0)
+  sessionIdleMs: timerBounded(z.number().int().min(1))
+    .default(1800000)
+    .describe('Idle time after which a session is closed.'),
+  warmPoolRefillDelayMs: timerBounded(z.number().int().min(0))
     .default(250)
     .describe(
       "Wait after a warm-pool sandbox is handed out before its replacement starts, so the start does not compete with the new session's first calls.",
@@ -123,10 +124,7 @@ export const runtimeConfigSchema = z.object({
     .describe('Metering.'),
   tunnel: z
     .object({
-      pingIntervalMs: z
-        .number()
-        .int()
-        .min(1)
+      pingIntervalMs: timerBounded(z.number().int().min(1))
         .default(5000)
         .describe(
           'Interval of tunnel liveness pings; one unanswered for as long again ends the tunnel, which is then dialled again. Announced to the scheduler, which holds requests for a runtime whose connection went silent until the runtime must have found out too.',

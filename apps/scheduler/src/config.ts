@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { hostIdentityField, processConfigFields, tlsFilesField } from '@switchyard/service';
+import { hostIdentityField, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
-const positiveMs = (defaultMs: number, text: string) => z.number().int().min(1).default(defaultMs).describe(text);
+const positiveMs = (defaultMs: number, text: string) =>
+  timerBounded(z.number().int().min(1)).default(defaultMs).describe(text);
 
 const electionSchema = z
   .object({

@@ -28,4 +28,10 @@ export { appTls } from './tls-files.ts';
 export type { AppTls, TlsOption, TlsPair } from './tls-files.ts';
 export { readBody } from './body.ts';
 export type { LingerLimits, ReadBodyOptions } from './body.ts';
-export { processConfigFields, hostIdentityField, tlsFilesField } from './config/common.ts';
+export {
+  processConfigFields,
+  hostIdentityField,
+  tlsFilesField,
+  timerBounded,
+  TIMER_DELAY_MS_MAX,
+} from './config/common.ts';

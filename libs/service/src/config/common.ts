@@ -3,13 +3,22 @@ import { z } from 'zod';
 import { IDENTITY_VALUE_PATTERN } from '@switchyard/protocol';
 import { LOG_LEVELS } from '../logger.ts';
 
+/**
+ * Longest delay a Node.js timer keeps (2^31 - 1 ms, 24.8 days): a longer one
+ * fires after 1 ms, so a time option past it would act at once.
+ */
+export const TIMER_DELAY_MS_MAX = 2_147_483_647;
+
+/** `schema` held to what a timer keeps, for an option counted in `unitMs` (1 for ms, 1000 for seconds). */
+export function timerBounded(schema: z.ZodNumber, unitMs = 1): z.ZodNumber {
+  const max = Math.floor(TIMER_DELAY_MS_MAX / unitMs);
+  return schema.max(max, `at most ${max} (24.8 days): a longer timer would fire at once`);
+}
+
 /** Options every app process has, to spread into its config schema. */
 export const processConfigFields = {
   logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
-  drainDelayMs: z
-    .number()
-    .int()
-    .min(0)
+  drainDelayMs: timerBounded(z.number().int().min(0))
     .default(5000)
     .describe('On SIGTERM, time spent unready before listeners close, so endpoints stop routing here.'),
 };
