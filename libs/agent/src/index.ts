@@ -2,7 +2,7 @@ export { RuntimeStateStore, STORE_DEFAULTS } from './store.ts';
 export type { RuntimeBatch, BatchListener, RuntimeStateStoreOptions } from './store.ts';
 export { createWatchHandler, WATCH_DEFAULTS } from './watch-handler.ts';
 export type { WatchHandler, WatchHandlerOptions } from './watch-handler.ts';
-export { watchRuntime } from './watcher.ts';
+export { watchRuntime, WATCHER_DEFAULTS } from './watcher.ts';
 export type { RuntimeWatcher, WatchRuntimeOptions, WatchFetch } from './watcher.ts';
 export { RuntimeMirror } from './mirror.ts';
 export type { RuntimeMirrorOptions } from './mirror.ts';

@@ -21,7 +21,13 @@ export interface WatchRuntimeOptions {
   readonly onError?: (error: SwitchyardError) => void;
   /** Delay before a reconnect. Default 1,000 ms. */
   readonly reconnectMs?: number;
-  /** Time source of the reconnect delay. Default: the system clock. */
+  /**
+   * A stream that brings no byte for this long — no answer, no event, not even
+   * the `: ping` a runtime sends after 15 s of silence — is taken for stalled:
+   * reported, dropped and resumed from `lastEventId`. Default 45,000 ms.
+   */
+  readonly idleTimeoutMs?: number;
+  /** Time source of the reconnect delay and the idle timeout. Default: the system clock. */
   readonly clock?: Clock;
   /** Resume after this event id (a previous watcher's `lastEventId`) instead of starting with a snapshot. */
   readonly lastEventId?: string;
@@ -37,12 +43,15 @@ export interface RuntimeWatcher {
   close(): void;
 }
 
+/** Defaults of `watchRuntime`, with units in the names. */
+export const WATCHER_DEFAULTS = { reconnectMs: 1_000, idleTimeoutMs: 45_000 } as const;
+
 /**
  * Follows a runtime's `/watch` stream with `eventsource`, validating every
  * event with the protocol schemas. Guarantees: callbacks see a gapless
  * sequence — a snapshot, then deltas whose ids follow one another — and after
- * a disconnect the watcher resumes from the last applied id (the runtime
- * replays or sends a snapshot). A malformed event, an id gap or a throwing
+ * a disconnect, or `idleTimeoutMs` without a byte, the watcher resumes from
+ * the last applied id (the runtime replays or sends a snapshot). A malformed event, an id gap or a throwing
  * callback is reported and answered by a fresh connection without
  * `Last-Event-ID`, i.e. a new snapshot. Not guaranteed: that a stream is ever
  * re-established; the watcher retries every `reconnectMs` until closed.
@@ -55,16 +64,23 @@ class Watch implements RuntimeWatcher {
   readonly #options: WatchRuntimeOptions;
   readonly #clock: Clock;
   readonly #reconnectMs: number;
+  readonly #idleTimeoutMs: number;
   #lastSeq: number | undefined;
   #source: EventSource | undefined;
   #timer: Timer | undefined;
+  #idleTimer: Timer | undefined;
+  /** When the open connection last brought a byte (or was opened). */
+  #lastByteMs = 0;
   #connected = false;
   #closed = false;
 
   constructor(options: WatchRuntimeOptions) {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
-    this.#reconnectMs = options.reconnectMs ?? 1_000;
+    this.#reconnectMs = options.reconnectMs ?? WATCHER_DEFAULTS.reconnectMs;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? WATCHER_DEFAULTS.idleTimeoutMs;
+    // A zero period would re-arm its timer in a tight loop.
+    if (!(this.#idleTimeoutMs >= 1)) throw new SwitchyardError('invalid_request', 'idleTimeoutMs must be at least 1');
     this.#lastSeq = parseLastEventId(options.lastEventId);
     this.#connect();
   }
@@ -89,13 +105,20 @@ class Watch implements RuntimeWatcher {
     if (this.#closed) return;
     // Each connection is a fresh EventSource, so the resume point is ours to send.
     const resumeFrom = this.lastEventId;
+    const touch = (): void => {
+      if (this.#source === source) this.#lastByteMs = this.#clock.now();
+    };
     const source = new EventSource(this.#options.url, {
-      fetch: (url, init) => {
+      fetch: async (url, init) => {
         const headers = resumeFrom === undefined ? init.headers : { ...init.headers, 'Last-Event-ID': resumeFrom };
-        return this.#options.fetch(url, { ...init, headers });
+        const response = await this.#options.fetch(url, { ...init, headers });
+        touch();
+        return countingBytes(response, touch);
       },
     });
     this.#source = source;
+    this.#lastByteMs = this.#clock.now();
+    this.#armIdleCheck(source, this.#idleTimeoutMs);
     source.addEventListener('open', () => {
       if (this.#source === source) this.#connected = true;
     });
@@ -150,11 +173,39 @@ class Watch implements RuntimeWatcher {
     if (!this.#closed && !this.#timer) this.#timer = this.#clock.setTimeout(() => this.#connect(), this.#reconnectMs);
   }
 
+  /** Checks, once the stream may have been silent for `idleTimeoutMs`, whether it was. */
+  #armIdleCheck(source: EventSource, delayMs: number): void {
+    this.#idleTimer = this.#clock.setTimeout(() => {
+      if (this.#source !== source) return;
+      const silentMs = this.#clock.now() - this.#lastByteMs;
+      if (silentMs < this.#idleTimeoutMs) return this.#armIdleCheck(source, this.#idleTimeoutMs - silentMs);
+      // Nothing else notices a stream that stalls with its connection up: eventsource waits for ever.
+      this.#fail(new SwitchyardError('upstream_unavailable', `watch stream: no byte for ${silentMs} ms`), false);
+    }, delayMs);
+  }
+
   #drop(): void {
+    this.#idleTimer?.cancel();
+    this.#idleTimer = undefined;
     this.#source?.close();
     this.#source = undefined;
     this.#connected = false;
   }
+}
+
+/** `response` with `touch` called for every chunk of its body, so a stall can be told from a slow stream. */
+function countingBytes(response: Response, touch: () => void): Response {
+  // Only a 200 is read as a stream; other statuses may not carry a body into a new Response.
+  if (response.status !== 200 || !response.body) return response;
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        touch();
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 function parseJson(text: unknown): unknown {

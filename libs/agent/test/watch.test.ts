@@ -295,6 +295,34 @@ describe('watchRuntime', () => {
     assert.equal(requests, 2);
   });
 
+  it('drops a stream that brings no byte for idleTimeoutMs on its clock and resumes it with Last-Event-ID', async () => {
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const handler = serve(store);
+    const ids: (string | undefined)[] = [];
+    server.handler = (req, res) => {
+      ids.push(req.headers['last-event-id'] as string | undefined);
+      if (ids.length > 1) return handler(req, res);
+      // A stream that opens with the snapshot and then falls silent, not even a ping, its connection up.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: snapshot\nid: 0\ndata: {"processes":[],"threads":[],"idleWeight":{},"metadata":{}}\n\n');
+    };
+    const clock = new ManualClock();
+    const { mirror, waiter, seen } = follow({ clock, idleTimeoutMs: 45_000 });
+    await waiter.until(() => seen.snapshots === 1);
+    await clock.advance(44_999);
+    assert.equal(seen.errors.length, 0, 'not before idleTimeoutMs');
+    await clock.advance(1);
+    assert.equal(seen.errors.length, 1, 'dropped at idleTimeoutMs');
+    assert.equal(seen.errors[0]!.code, 'upstream_unavailable');
+    assert.match(seen.errors[0]!.message, /no byte for 45000 ms/);
+    store.addProcess('a');
+    store.flush();
+    await clock.advance(0);
+    await waiter.until(() => mirror.hasProcess('a'));
+    assert.deepEqual(ids, [undefined, '0'], 'the reconnect resumes after the last event');
+    assert.equal(seen.snapshots, 1, 'the missed batch was replayed, no new snapshot');
+  });
+
   for (const bad of [{ snapshotIntervalMs: 0 }, { keepAliveMs: -1 }, { bufferBytesMax: Number.NaN }]) {
     it(`refuses ${Object.entries(bad).map(([k, v]) => `${k}=${v}`)[0]} at creation`, () => {
       const store = new RuntimeStateStore();
