@@ -4,7 +4,7 @@ export { createWatchHandler, WATCH_DEFAULTS } from './watch-handler.ts';
 export type { WatchHandler, WatchHandlerOptions } from './watch-handler.ts';
 export { watchRuntime, WATCHER_DEFAULTS } from './watcher.ts';
 export type { RuntimeWatcher, WatchRuntimeOptions, WatchFetch } from './watcher.ts';
-export { RuntimeMirror } from './mirror.ts';
+export { RuntimeMirror, MIRROR_DEFAULTS } from './mirror.ts';
 export type { RuntimeMirrorOptions } from './mirror.ts';
 export { createSidecarHandler, SIDECAR_DEFAULTS } from './sidecar.ts';
 export type { SidecarHandlerOptions } from './sidecar.ts';

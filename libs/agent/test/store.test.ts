@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { RuntimeOp } from '@switchyard/protocol';
 import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, SwitchyardError } from '@switchyard/protocol';
-import { RuntimeMirror, RuntimeStateStore } from '../src/index.ts';
+import { MIRROR_DEFAULTS, RuntimeMirror, RuntimeStateStore } from '../src/index.ts';
 import type { RuntimeBatch } from '../src/index.ts';
 
 function setup(options: { historyBatchesMax?: number; pendingKeysMax?: number } = {}) {
@@ -334,6 +334,63 @@ describe('RuntimeMirror', () => {
     mirror.applyOps([{ op: 'process.remove', process: 'a' }]);
     assert.equal(changes, 2);
     assert.deepEqual(mirror.state(), { processes: ['b'], threads: [], idleWeight: {}, metadata: {} });
+  });
+
+  it('refuses an op that would take it past its limits, before applying it, and reports no change', () => {
+    // Each event is checked on its own; only the mirror sees deltas add up, and past the limits
+    // its state would fail runtimeStateSchema wherever it went next (the leader refuses the collect).
+    let changes = 0;
+    const mirror = new RuntimeMirror({ processesMax: 2, threadsMax: 2, onChange: () => changes++ });
+    mirror.applyOps([
+      { op: 'thread.add', process: 'a', thread: '1' },
+      { op: 'process.add', process: 'b' },
+    ]);
+    for (const ops of [
+      [{ op: 'process.add', process: 'c' }],
+      [{ op: 'thread.add', process: 'c', thread: '1' }],
+      [
+        { op: 'thread.add', process: 'b', thread: '1' },
+        { op: 'thread.add', process: 'b', thread: '2' },
+      ],
+    ] as RuntimeOp[][]) {
+      assert.throws(() => mirror.applyOps(ops), { code: 'capacity_exhausted' }, JSON.stringify(ops));
+      assert.ok(mirror.processCount <= 2 && mirror.threadCount <= 2, JSON.stringify(mirror.state()));
+    }
+    assert.equal(changes, 1, 'a refused batch is not reported as a change');
+    mirror.applyOps([
+      { op: 'process.remove', process: 'a' },
+      { op: 'process.remove', process: 'b' },
+      { op: 'thread.add', process: 'c', thread: '1' },
+      { op: 'thread.add', process: 'c', thread: '2' },
+      { op: 'thread.add', process: 'c', thread: '2' },
+      { op: 'process.add', process: 'd' },
+    ]);
+    assert.deepEqual(mirror.state().processes, ['c', 'd'], 'ops that free room first are applied in order');
+    assert.equal(mirror.threadCount, 2);
+  });
+
+  it('refuses a snapshot whose threads name processes past its limits, keeping what it had', () => {
+    // The schema bounds the lists of a snapshot, but a thread's process need not be listed: it is added.
+    const mirror = new RuntimeMirror({ processesMax: 2 });
+    mirror.applySnapshot({ processes: ['a'], threads: [], idleWeight: {}, metadata: {} });
+    assert.throws(
+      () =>
+        mirror.applySnapshot({
+          processes: ['b', 'c'],
+          threads: [{ process: 'd', thread: '1' }],
+          idleWeight: {},
+          metadata: {},
+        }),
+      { code: 'capacity_exhausted' },
+    );
+    assert.deepEqual(mirror.state().processes, ['a']);
+  });
+
+  it('has the limits of the runtime state every replica accepts by default', () => {
+    assert.deepEqual(MIRROR_DEFAULTS, {
+      processesMax: RUNTIME_LIMITS.processesMax,
+      threadsMax: RUNTIME_LIMITS.threadsMax,
+    });
   });
 
   it('orders state canonically whatever the arrival order', () => {

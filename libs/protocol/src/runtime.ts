@@ -10,6 +10,10 @@ export const RUNTIME_LIMITS = {
   weightValueMax: 1e12,
   versionLengthMax: 64,
   addressLengthMax: 256,
+  /** Processes one runtime may report (in its `/watch` snapshot and in the cluster state). */
+  processesMax: 1_000_000,
+  /** Threads one runtime may report. */
+  threadsMax: 10_000_000,
 } as const;
 
 const metadataKeySchema = z
@@ -92,7 +96,7 @@ export type ThreadRef = z.infer<typeof threadRefSchema>;
 
 export const runtimeStateSchema = z.strictObject({
   runtime: runtimeSchema,
-  processes: z.array(identityValueSchema).max(1_000_000),
-  threads: z.array(threadRefSchema).max(10_000_000),
+  processes: z.array(identityValueSchema).max(RUNTIME_LIMITS.processesMax),
+  threads: z.array(threadRefSchema).max(RUNTIME_LIMITS.threadsMax),
 });
 export type RuntimeState = z.infer<typeof runtimeStateSchema>;

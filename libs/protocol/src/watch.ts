@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import { runtimeOpSchema } from './ops.ts';
 import { identityValueSchema } from './identity.ts';
-import { metadataSchema, threadRefSchema, weightSchema } from './runtime.ts';
+import { RUNTIME_LIMITS, metadataSchema, threadRefSchema, weightSchema } from './runtime.ts';
 
 /** SSE event names on a runtime's `GET /watch`. */
 export const WATCH_EVENTS = { snapshot: 'snapshot', delta: 'delta' } as const;
 
 /** `snapshot` event data: the runtime's whole state. */
 export const watchSnapshotSchema = z.strictObject({
-  processes: z.array(identityValueSchema).max(1_000_000),
-  threads: z.array(threadRefSchema).max(10_000_000),
+  processes: z.array(identityValueSchema).max(RUNTIME_LIMITS.processesMax),
+  threads: z.array(threadRefSchema).max(RUNTIME_LIMITS.threadsMax),
   idleWeight: weightSchema,
   metadata: metadataSchema,
 });
