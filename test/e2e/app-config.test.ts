@@ -68,6 +68,17 @@ describe('apps started with an unusable config', () => {
   });
 });
 
+describe('a scheduler whose advertiseUrl is longer than a runtime state carries', () => {
+  it('refuses to start, naming the key, instead of having the collects of its runtimes refused', async () => {
+    // The URL is every runtime's ownerUrl in the epochs, which hold it to 256 characters.
+    const { code, stderr } = await run('scheduler', [
+      ...['--port', '0', '--advertise-url', `http://${'s'.repeat(250)}:7070`],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- advertiseUrl: .*256/m);
+  });
+});
+
 describe('apps whose port is taken', () => {
   const ARGS = {
     gateway: (port: number) => ['--host', '127.0.0.1', '--port', String(port), '--schedulers', 'http://127.0.0.1:1'],

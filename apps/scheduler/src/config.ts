@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RUNTIME_LIMITS } from '@switchyard/protocol';
 import { hostIdentityField, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
 const positiveMs = (defaultMs: number, text: string) =>
@@ -54,6 +55,8 @@ export const schedulerConfigSchema = z.object({
   replicaId: hostIdentityField('Stable id of this replica; set it explicitly in production (the pod name).'),
   advertiseUrl: z
     .url()
+    // It is the ownerUrl of every runtime this replica holds, which a runtime state carries up to this length.
+    .max(RUNTIME_LIMITS.addressLengthMax)
     .optional()
     .meta({ defaultText: 'http://127.0.0.1:<port> (https: with tls)' })
     .describe('Base URL peers and gateways use to reach this replica (the pod IP in a cluster).'),
