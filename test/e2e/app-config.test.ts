@@ -79,6 +79,20 @@ describe('a scheduler whose advertiseUrl is longer than a runtime state carries'
   });
 });
 
+describe('a runtime asked to print its config', () => {
+  it('redacts the environment of a stdio class, where MCP servers take their API keys', async () => {
+    const classes = { gh: { engine: 'stdio', command: 'mcp-github', env: { GITHUB_TOKEN: 'ghp-secret-0123' } } };
+    const { code, stdout, stderr } = await run('runtime', [
+      ...['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+      ...['--classes', JSON.stringify(classes), '--print-config'],
+    ]);
+    assert.equal(code, 0, stderr);
+    assert.doesNotMatch(stdout, /ghp-secret-0123/);
+    assert.match(stdout, /^ {4}env: "\[redacted\]"$/m);
+    assert.match(stdout, /^ {4}command: mcp-github$/m, 'the rest of the class is shown');
+  });
+});
+
 describe('apps whose port is taken', () => {
   const ARGS = {
     gateway: (port: number) => ['--host', '127.0.0.1', '--port', String(port), '--schedulers', 'http://127.0.0.1:1'],

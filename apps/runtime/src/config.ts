@@ -12,7 +12,11 @@ const classSchema = z
     engine: z.enum(['builtin', 'stdio', 'http']).describe('How sandboxes of this class run.'),
     command: z.string().optional().describe('Executable to spawn per sandbox (engine stdio).'),
     args: z.array(z.string()).optional().describe('Arguments of command (engine stdio).'),
-    env: z.record(z.string(), z.string()).optional().describe('Extra environment of command (engine stdio).'),
+    env: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta({ secret: true })
+      .describe('Extra environment of command (engine stdio), where MCP servers take their API keys.'),
     url: z.url().optional().describe('Remote MCP server URL (engine http).'),
     headers: z
       .record(z.string(), z.string())
