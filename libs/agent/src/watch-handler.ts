@@ -16,7 +16,11 @@ export interface WatchHandlerOptions {
   readonly clock?: Clock;
   /** Streams open at once; one more gets 503. Default 64. */
   readonly watchersMax?: number;
-  /** Bytes a slow client may leave unsent before its stream is dropped. Default 1 MiB. */
+  /**
+   * Bytes a slow client may leave unsent, beyond the last snapshot (which is
+   * always sent whole, however big the state), before its stream is dropped.
+   * Default 1 MiB.
+   */
   readonly bufferBytesMax?: number;
 }
 
@@ -51,7 +55,8 @@ interface Settings {
  * batch still in the store's history, with the missed `delta` events; then
  * one `delta` per batch, a `snapshot` every `snapshotIntervalMs` and `: ping`
  * comments when idle. Each event's `id` is the store's `seq`. A client whose
- * unsent bytes pass `bufferBytesMax` is disconnected; it resumes from the last
+ * unsent bytes pass `bufferBytesMax` plus the size of the last snapshot is
+ * disconnected; it resumes from the last
  * event it got (or a snapshot) when it reconnects. Not guaranteed: delivery of
  * events written before a disconnect.
  */
@@ -117,6 +122,8 @@ class Watcher {
   #snapshotTimer: Timer | undefined;
   #pingTimer: Timer | undefined;
   #lastWriteMs = 0;
+  /** Unsent bytes allowed: `bufferBytesMax` beyond the last snapshot. */
+  #unsentBytesMax: number;
   #done = false;
 
   constructor(store: RuntimeStateStore, res: AnyResponse, settings: Settings, onDone: () => void) {
@@ -124,6 +131,7 @@ class Watcher {
     this.#res = res;
     this.#settings = settings;
     this.#onDone = onDone;
+    this.#unsentBytesMax = settings.bufferBytesMax;
   }
 
   start(lastSeq: number | undefined): void {
@@ -163,16 +171,21 @@ class Watcher {
   }
 
   #sendSnapshot(): void {
-    // snapshot() flushes first: a pending batch reaches this stream before the snapshot that includes it.
+    // snapshot() flushes first: a pending batch reaches this stream before the snapshot that includes
+    // it, and seq, read after it, is the snapshot's.
     const snapshot = this.#store.snapshot();
-    this.#write(snapshotEvent(this.#store.seq, snapshot));
+    const text = snapshotEvent(this.#store.seq, snapshot);
+    // Counted from the snapshot's end: a state bigger than bufferBytesMax would otherwise have its
+    // stream cut at every opening, and the runtime would never be synced.
+    this.#unsentBytesMax = this.#settings.bufferBytesMax + Buffer.byteLength(text);
+    this.#write(text);
   }
 
   #write(text: string): void {
     if (this.#done) return;
     (this.#res as ServerResponse).write(text);
     this.#lastWriteMs = this.#settings.clock.now();
-    if (this.#res.writableLength > this.#settings.bufferBytesMax) {
+    if (this.#res.writableLength > this.#unsentBytesMax) {
       // Buffering without limit would let one stuck client exhaust memory.
       cutResponse(this.#res, 'watch client too slow');
       this.#cleanup();

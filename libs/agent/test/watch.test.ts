@@ -179,6 +179,23 @@ describe('GET /watch', () => {
     assert.equal(handler.watcherCount, 0);
   });
 
+  it('sends a snapshot bigger than bufferBytesMax whole, and keeps the stream of a client that reads', async () => {
+    // About 2 MB of state: more than a socket takes at once, so most of it waits in the stream's buffer.
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    for (let i = 0; i < 30_000; i++) store.addThread(`process-${i % 100}`, `session-0123456789abcdef-${i}`);
+    serve(store, { bufferBytesMax: 64 * 1024 });
+    const { mirror, waiter, seen } = follow();
+    await waiter.until(() => seen.snapshots === 1 || seen.errors.length > 0);
+    assert.deepEqual(
+      seen.errors.map((e) => e.message),
+      [],
+    );
+    store.addThread('process-0', 'one-more');
+    await waiter.until(() => mirror.hasThread('process-0', 'one-more') || seen.errors.length > 0);
+    assert.equal(seen.errors.length, 0);
+    assert.deepEqual(mirror.state(), store.snapshot());
+  });
+
   it('drops a client that does not read once its unsent bytes pass bufferBytesMax', async () => {
     const store = new RuntimeStateStore({ seqStart: 0 });
     const handler = serve(store, { bufferBytesMax: 64 * 1024 });
