@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { identityValueSchema } from './identity.ts';
+import { listOf } from './list.ts';
 import { clusterOpSchema } from './ops.ts';
 import { runtimeStateSchema } from './runtime.ts';
 import { snapshotSchema } from './snapshot.ts';
@@ -9,12 +10,12 @@ const epochSchema = z.number().int().min(0);
 
 /** A follower's part: the runtimes whose tunnels it holds, full or as changes since a base. */
 export const partSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('full'), runtimes: z.array(runtimeStateSchema).max(100_000) }),
+  z.strictObject({ kind: z.literal('full'), runtimes: listOf(runtimeStateSchema, 100_000) }),
   z.strictObject({
     kind: z.literal('delta'),
     /** The part version the changes apply to (the follower's own counter). */
     base: z.number().int().min(0),
-    ops: z.array(clusterOpSchema).max(1_000_000),
+    ops: listOf(clusterOpSchema, 1_000_000),
   }),
 ]);
 export type Part = z.infer<typeof partSchema>;
@@ -40,7 +41,7 @@ export const syncMessageSchema = z.discriminatedUnion('type', [
       z.strictObject({
         kind: z.literal('delta'),
         baseEpoch: epochSchema,
-        ops: z.array(clusterOpSchema).max(1_000_000),
+        ops: listOf(clusterOpSchema, 1_000_000),
       }),
     ]),
   }),

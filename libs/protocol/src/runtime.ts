@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { identityValueSchema } from './identity.ts';
+import { listOf } from './list.ts';
 
 /** Limits on self-described runtime fields; a runtime past them is refused. */
 export const RUNTIME_LIMITS = {
@@ -96,7 +97,7 @@ export type ThreadRef = z.infer<typeof threadRefSchema>;
 
 export const runtimeStateSchema = z.strictObject({
   runtime: runtimeSchema,
-  processes: z.array(identityValueSchema).max(RUNTIME_LIMITS.processesMax),
-  threads: z.array(threadRefSchema).max(RUNTIME_LIMITS.threadsMax),
+  processes: listOf(identityValueSchema, RUNTIME_LIMITS.processesMax),
+  threads: listOf(threadRefSchema, RUNTIME_LIMITS.threadsMax),
 });
 export type RuntimeState = z.infer<typeof runtimeStateSchema>;

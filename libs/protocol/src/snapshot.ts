@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listOf } from './list.ts';
 import { runtimeStateSchema } from './runtime.ts';
 
 /**
@@ -8,6 +9,6 @@ import { runtimeStateSchema } from './runtime.ts';
 export const snapshotSchema = z.strictObject({
   epoch: z.number().int().min(0),
   term: z.number().int().min(0),
-  runtimes: z.array(runtimeStateSchema).max(100_000),
+  runtimes: listOf(runtimeStateSchema, 100_000),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;
