@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, metadataSchema } from '@switchyard/protocol';
+import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, metadataProblems } from '@switchyard/protocol';
 import { hostIdentityField, processConfigFields, timerBounded } from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
@@ -71,7 +71,11 @@ export const runtimeConfigSchema = z.object({
     .describe(
       "Wait after a warm-pool sandbox is handed out before its replacement starts, so the start does not compete with the new session's first calls.",
     ),
-  metadata: metadataSchema
+  metadata: z
+    .record(z.string(), z.string())
+    .superRefine((m, ctx) => {
+      for (const { path, message } of metadataProblems(m)) ctx.addIssue({ code: 'custom', message, path: [...path] });
+    })
     .refine((m) => !Object.hasOwn(m, DRAINING_METADATA_KEY), {
       message: `${DRAINING_METADATA_KEY} is reserved: a runtime sets it when it drains`,
       path: [DRAINING_METADATA_KEY],

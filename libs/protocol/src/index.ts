@@ -23,6 +23,7 @@ export {
 export {
   RUNTIME_LIMITS,
   metadataSchema,
+  metadataProblems,
   weightSchema,
   runtimeInfoSchema,
   runtimeSchema,
@@ -32,6 +33,7 @@ export {
   runtimeStateOf,
 } from './runtime.ts';
 export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState, RuntimeStateName } from './runtime.ts';
+export type { MapProblem } from './map.ts';
 export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';
 export type { RuntimeOp, ClusterOp } from './ops.ts';
 export { snapshotSchema } from './snapshot.ts';

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { identityValueSchema } from './identity.ts';
 import { listOf } from './list.ts';
+import { mapOf, mapProblems } from './map.ts';
+import type { MapProblem, MapRules } from './map.ts';
 
 /** Limits on self-described runtime fields; a runtime past them is refused. */
 export const RUNTIME_LIMITS = {
@@ -17,24 +19,43 @@ export const RUNTIME_LIMITS = {
   threadsMax: 10_000_000,
 } as const;
 
-const metadataKeySchema = z
-  .string()
-  .min(1)
-  .max(63)
-  .regex(/^[A-Za-z0-9._/-]+$/, 'must be 1-63 characters from [A-Za-z0-9._/-]');
+const KEY_PATTERN = /^[A-Za-z0-9._/-]{1,63}$/;
+const KEY_MESSAGE = 'must be 1-63 characters from [A-Za-z0-9._/-]';
 
-export const metadataSchema = z
-  .record(metadataKeySchema, z.string().max(RUNTIME_LIMITS.metadataValueLengthMax))
-  .refine((m) => Object.keys(m).length <= RUNTIME_LIMITS.metadataEntriesMax, {
-    message: `at most ${RUNTIME_LIMITS.metadataEntriesMax} entries`,
-  });
+const METADATA_RULES: MapRules = {
+  entriesMax: RUNTIME_LIMITS.metadataEntriesMax,
+  entries: 'entries',
+  keyPattern: KEY_PATTERN,
+  keyMessage: KEY_MESSAGE,
+  valueProblem: (value) => {
+    if (typeof value !== 'string') return 'expected a string';
+    const max = RUNTIME_LIMITS.metadataValueLengthMax;
+    return value.length > max ? `at most ${max} characters` : undefined;
+  },
+};
+
+const WEIGHT_RULES: MapRules = {
+  entriesMax: RUNTIME_LIMITS.weightDimensionsMax,
+  entries: 'dimensions',
+  keyPattern: KEY_PATTERN,
+  keyMessage: KEY_MESSAGE,
+  valueProblem: (value) => {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return 'expected a finite number';
+    const max = RUNTIME_LIMITS.weightValueMax;
+    return value < 0 || value > max ? `must be between 0 and ${max}` : undefined;
+  },
+};
+
+/** Labels (e.g. `{zone: 'eu-1'}`) that affinity rules match; refused at the first problem (see `mapOf`). */
+export const metadataSchema = mapOf<string>(METADATA_RULES);
+
+/** Every problem of a metadata map, for callers that list them all (config); the wire refuses at the first. */
+export function metadataProblems(value: unknown): MapProblem[] {
+  return mapProblems(value, METADATA_RULES);
+}
 
 /** Idle weight per dimension (e.g. `{sandboxes: 12}`): how much more work a runtime takes. */
-export const weightSchema = z
-  .record(metadataKeySchema, z.number().finite().min(0).max(RUNTIME_LIMITS.weightValueMax))
-  .refine((w) => Object.keys(w).length <= RUNTIME_LIMITS.weightDimensionsMax, {
-    message: `at most ${RUNTIME_LIMITS.weightDimensionsMax} dimensions`,
-  });
+export const weightSchema = mapOf<number>(WEIGHT_RULES);
 
 /**
  * What a runtime says about itself when it connects (`X-Runtime-Info`,

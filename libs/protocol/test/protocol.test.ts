@@ -151,6 +151,54 @@ describe('long lists of bad elements', () => {
     });
   }
 
+  const badKeys = (value: unknown): Record<string, unknown> =>
+    Object.fromEntries(Array.from({ length: COUNT }, (_, i) => [`bad key ${i}`, value]));
+  const maps: Array<{ name: string; schema: Parameters<typeof parseWith>[0]; input: unknown; path: RegExp }> = [
+    {
+      name: "a /watch delta's metadata op",
+      schema: watchDeltaSchema,
+      input: { ops: [{ op: 'metadata', metadata: badKeys('x') }] },
+      path: /^ops\[0\]\.metadata: at most 64 entries$/,
+    },
+    {
+      name: "a /watch snapshot's idle weight",
+      schema: watchSnapshotSchema,
+      input: { processes: [], threads: [], idleWeight: badKeys(-1), metadata: {} },
+      path: /^idleWeight: at most 16 dimensions$/,
+    },
+  ];
+  for (const c of maps) {
+    it(`in ${c.name}, a map of many bad keys is refused by its size, with one issue`, () => {
+      const result = c.schema.safeParse(c.input);
+      assert.equal(result.success, false);
+      assert.equal(result.error!.issues.length, 1, `${result.error!.issues.length} issues`);
+      const parsed = parseWith(c.schema, c.input);
+      assert.match(!parsed.ok ? parsed.error : '', c.path);
+    });
+  }
+
+  it('maps name their first bad key or value', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ zone: 'eu', 'a b': 'x' }, /^metadata\.a b: must be 1-63 characters/],
+      [{ zone: 'x'.repeat(257) }, /^metadata\.zone: at most 256 characters$/],
+      [{ zone: 1 }, /^metadata\.zone: expected a string$/],
+      [JSON.parse('{"__proto__": "x"}'), /^metadata\.__proto__: /],
+      ['zone=eu', /^metadata: expected an object$/],
+    ];
+    for (const [metadata, error] of cases) {
+      const parsed = parseWith(runtimeInfoSchema, { id: 'r1', classes: ['demo'], metadata });
+      assert.match(!parsed.ok ? parsed.error : 'accepted', error, JSON.stringify(metadata));
+    }
+    const weight = parseWith(watchSnapshotSchema, {
+      ...{ processes: [], threads: [], metadata: {} },
+      idleWeight: { sandboxes: 1e13 },
+    });
+    assert.match(
+      !weight.ok ? weight.error : 'accepted',
+      /^idleWeight\.sandboxes: must be between 0 and 1000000000000$/,
+    );
+  });
+
   it('leave good lists as they were', () => {
     const snapshot = {
       processes: ['a', 'b'],
