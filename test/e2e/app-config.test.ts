@@ -93,6 +93,42 @@ describe('a runtime asked to print its config', () => {
   });
 });
 
+describe('apps given a URL without http:// or https://', () => {
+  // `scheduler:7070` is a valid URL of the scheme `scheduler:`: taken as such, the runtime crashed
+  // at its first dial and the gateway started and failed every request.
+  const cases = [
+    {
+      app: 'runtime' as const,
+      args: [
+        ...['--scheduler-url', 'scheduler:7070', '--join-token', 'a-join-token-0123456789abcdef'],
+        ...['--fallback-scheduler-urls', 'ftp://scheduler-1:7070'],
+        ...['--classes', JSON.stringify({ remote: { engine: 'http', url: 'mcp.example.com:443/mcp' } })],
+      ],
+      keys: ['schedulerUrl', 'fallbackSchedulerUrls\\.0', 'classes\\.remote\\.url'],
+    },
+    {
+      app: 'gateway' as const,
+      args: ['--port', '0', '--schedulers', 'http://127.0.0.1:1,scheduler:7070'],
+      keys: ['schedulers\\.1'],
+    },
+    {
+      app: 'scheduler' as const,
+      args: ['--port', '0', '--advertise-url', 'scheduler-0.scheduler:7070'],
+      keys: ['advertiseUrl'],
+    },
+  ];
+  for (const { app, args, keys } of cases) {
+    it(`switchyard-${app} refuses it at start, naming the key`, async () => {
+      const { code, stderr } = await run(app, args);
+      assert.equal(code, 2, stderr);
+      for (const key of keys) {
+        assert.match(stderr, new RegExp(`^ {2}- ${key}: must be an http:// or https:// URL`, 'm'));
+      }
+      assert.doesNotMatch(stderr, NO_STACK);
+    });
+  }
+});
+
 describe('apps whose port is taken', () => {
   const ARGS = {
     gateway: (port: number) => ['--host', '127.0.0.1', '--port', String(port), '--schedulers', 'http://127.0.0.1:1'],

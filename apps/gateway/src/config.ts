@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GATEWAY_DEFAULTS as D, originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
-import { ConfigError, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
+import { ConfigError, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
 /** A class, process or thread id as the identity headers carry it (`isIdentityValue`). */
 const IDENTITY_VALUE = '[A-Za-z0-9._:@-]{1,128}';
@@ -43,18 +43,17 @@ const authSchema = z
       .string()
       .optional()
       .describe('File of bearer tokens, one per line (mode bearer); re-read when it changes (for mounted Secrets).'),
-    jwksUrl: z.url().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
+    jwksUrl: httpUrl().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
     issuer: z.string().optional().describe('Required JWT `iss` (mode jwt).'),
     audience: z.string().optional().describe('Required JWT `aud` (mode jwt).'),
-    resource: z
-      .url()
+    resource: httpUrl()
       .optional()
       .meta({ defaultText: "from each request's Host and X-Forwarded-Proto" })
       .describe(
         'Canonical URL of /mcp as MCP clients reach it, e.g. https://mcp.example.com/mcp (mode jwt): the resource of the OAuth protected resource metadata clients discover authorization servers from.',
       ),
     authorizationServers: z
-      .array(z.url())
+      .array(httpUrl())
       .optional()
       .meta({ defaultText: 'issuer, when it is a URL' })
       .describe('Authorization servers (issuer URLs) that MCP clients get tokens from (mode jwt).'),
@@ -83,7 +82,7 @@ export const gatewayConfigSchema = z.object({
     'the gateway serves /mcp over HTTPS',
     'TLS on the /mcp listener, for clients that reach the gateway without a TLS-ending Ingress or load balancer in front.',
   ),
-  schedulers: z.array(z.url()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
+  schedulers: z.array(httpUrl()).min(1).describe('Base URLs of scheduler replicas (any replica answers).'),
   upstreamMode: z
     .enum(['proxy', 'direct'])
     .default(D.upstreamMode)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, metadataProblems } from '@switchyard/protocol';
-import { hostIdentityField, processConfigFields, timerBounded } from '@switchyard/service';
+import { hostIdentityField, httpUrl, processConfigFields, timerBounded } from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
 // its own state store; the same limits here refuse at start what would otherwise fail each
@@ -17,7 +17,7 @@ const classSchema = z
       .optional()
       .meta({ secret: true })
       .describe('Extra environment of command (engine stdio), where MCP servers take their API keys.'),
-    url: z.url().optional().describe('Remote MCP server URL (engine http).'),
+    url: httpUrl().optional().describe('Remote MCP server URL (engine http).'),
     headers: z
       .record(z.string(), z.string())
       .optional()
@@ -36,9 +36,9 @@ const classSchema = z
 /** Options of a runtime (`switchyard-runtime`). */
 export const runtimeConfigSchema = z.object({
   runtimeId: hostIdentityField('Stable id of this runtime.'),
-  schedulerUrl: z.url().describe('Base URL of a scheduler replica (or its Service) to dial.'),
+  schedulerUrl: httpUrl().describe('Base URL of a scheduler replica (or its Service) to dial.'),
   fallbackSchedulerUrls: z
-    .array(z.url())
+    .array(httpUrl())
     .default([])
     .describe(
       'More scheduler replicas, for schedulers with no Service in front of them (a Service already spreads dials): a dial that fails moves on to the next, so a runtime whose replica died joins another.',
@@ -108,8 +108,7 @@ export const runtimeConfigSchema = z.object({
         .describe(
           'File of bearer tokens gateways may present on it, one per line (a mounted Secret), besides token; read again when it changes, so during a rotation it accepts the old and the new token, and then only those still listed.',
         ),
-      advertiseUrl: z
-        .url()
+      advertiseUrl: httpUrl()
         .max(addressLengthMax)
         .optional()
         .meta({ defaultText: 'http://<host>:<port>' })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RUNTIME_LIMITS } from '@switchyard/protocol';
-import { hostIdentityField, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
+import { hostIdentityField, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
 const positiveMs = (defaultMs: number, text: string) =>
   timerBounded(z.number().int().min(1)).default(defaultMs).describe(text);
@@ -53,8 +53,7 @@ export const schedulerConfigSchema = z.object({
   host: z.string().default('0.0.0.0').describe('Address the HTTP/WebSocket listener binds.'),
   port: z.number().int().min(0).max(65535).default(7070).describe('Port of the listener (0 picks a free port).'),
   replicaId: hostIdentityField('Stable id of this replica; set it explicitly in production (the pod name).'),
-  advertiseUrl: z
-    .url()
+  advertiseUrl: httpUrl()
     // It is the ownerUrl of every runtime this replica holds, which a runtime state carries up to this length.
     .max(RUNTIME_LIMITS.addressLengthMax)
     .optional()

@@ -34,4 +34,5 @@ export {
   tlsFilesField,
   timerBounded,
   TIMER_DELAY_MS_MAX,
+  httpUrl,
 } from './config/common.ts';

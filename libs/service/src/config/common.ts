@@ -15,6 +15,15 @@ export function timerBounded(schema: z.ZodNumber, unitMs = 1): z.ZodNumber {
   return schema.max(max, `at most ${max} (24.8 days): a longer timer would fire at once`);
 }
 
+/**
+ * An http: or https: URL. `z.url()` alone takes any scheme, and a URL written
+ * without one (`scheduler:7070`) parses as the scheme `scheduler:`: accepted
+ * at start, it failed at the first request.
+ */
+export function httpUrl() {
+  return z.url().refine((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL');
+}
+
 /** Options every app process has, to spread into its config schema. */
 export const processConfigFields = {
   logLevel: z.enum(LOG_LEVELS).default('info').describe('Minimum log level.'),
