@@ -65,6 +65,7 @@ files.set('other.json', '{"port": 2000, "verbose": true}');
 files.set('unknown-top.yaml', 'port: 1\nbogus: 2\n');
 files.set('unknown-nested.yaml', 'election:\n  leaseNam: x\n');
 files.set('unknown-in-record.yaml', 'classes:\n  demo:\n    engine: a\n    enginee: b\n');
+files.set('inherited-names.yaml', 'constructor: 1\nelection:\n  toString: x\n');
 files.set('list.yaml', '- 1\n- 2\n');
 files.set('broken.yaml', 'port: [1,\n');
 
@@ -198,6 +199,12 @@ describe('rejected configs', () => {
       name: 'an unknown key inside a record entry is fatal',
       argv: ['--config', 'unknown-in-record.yaml'],
       mentions: ["'classes.demo.enginee'"],
+    },
+    {
+      // Names every object has by inheritance, which a lookup in the schema's shape found.
+      name: 'an unknown key named like an Object property is fatal',
+      argv: ['--config', 'inherited-names.yaml'],
+      mentions: ["'constructor'", "'election.toString'"],
     },
     { name: 'an unknown SWITCHYARD_ env name is fatal', env: { SWITCHYARD_PROT: '1' }, mentions: ['SWITCHYARD_PROT'] },
     { name: 'an unknown flag is fatal', argv: ['--prot', '1'], mentions: ['--prot'] },

@@ -39,7 +39,8 @@ function unknownKeys(schema: AnySchema, value: unknown, path: string, out: strin
   if (def.type === 'object' && def.shape) {
     for (const [key, child] of Object.entries(value)) {
       const where = path === '' ? key : `${path}.${key}`;
-      const childSchema = def.shape[key];
+      // Own keys only: `constructor` or `toString` would find Object's, which are no schemas.
+      const childSchema = Object.hasOwn(def.shape, key) ? def.shape[key] : undefined;
       if (!childSchema) out.push(where);
       else unknownKeys(childSchema, child, where, out);
     }
