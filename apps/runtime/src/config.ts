@@ -7,6 +7,11 @@ import { hostIdentityField, httpUrl, processConfigFields, timerBounded } from '@
 // dial with a 400, or crash the start with a stack.
 const { classesMax, versionLengthMax, addressLengthMax, weightValueMax } = RUNTIME_LIMITS;
 
+/** RFC 9110 `token`: what an HTTP header name may be. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What fetch refuses in a header value. */
+const HEADER_VALUE = /^[^\r\n\0]*$/;
+
 const classSchema = z
   .object({
     engine: z.enum(['builtin', 'stdio', 'http']).describe('How sandboxes of this class run.'),
@@ -18,8 +23,12 @@ const classSchema = z
       .meta({ secret: true })
       .describe('Extra environment of command (engine stdio), where MCP servers take their API keys.'),
     url: httpUrl().optional().describe('Remote MCP server URL (engine http).'),
+    // Checked here: fetch refuses a bad name or value when each sandbox starts, failing every session of the class.
     headers: z
-      .record(z.string(), z.string())
+      .record(
+        z.string().regex(HEADER_NAME, 'must be an HTTP header name (RFC 9110 token characters)'),
+        z.string().regex(HEADER_VALUE, 'must not contain CR, LF or NUL'),
+      )
       .optional()
       .meta({ secret: true })
       .describe('Headers sent to url (engine http).'),
