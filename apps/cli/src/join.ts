@@ -29,6 +29,23 @@ const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
  * scheduler that refuses the join token (or this runtime's description)
  * ends it with exit code 1, since retrying would not help.
  */
+/**
+ * What a scheduler's 400 says is wrong with this runtime. The dialer logs the
+ * refusal's body as it came, JSON text (`{"error", "field", "detail"}`,
+ * docs/protocol.md §1); the detail names the field and the rule it broke.
+ */
+function refusalReason(body: string | undefined): string {
+  try {
+    const parsed = JSON.parse(body ?? '') as { error?: unknown; detail?: unknown };
+    if (typeof parsed.error === 'string') {
+      return typeof parsed.detail === 'string' ? `${parsed.error} (${parsed.detail})` : parsed.error;
+    }
+  } catch {
+    // Not JSON (a proxy's page): shown as it came.
+  }
+  return body?.trim() || '(no reason given)';
+}
+
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) {
@@ -40,7 +57,8 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
   let refused: (reason: string) => void = () => {};
   const onEntry = (entry: LogEntry): void => {
     if (entry.msg === 'scheduler refused the tunnel' && (entry.status === 401 || entry.status === 400)) {
-      const why = entry.status === 401 ? 'the join token (check --token)' : `this runtime: ${entry.body?.error ?? ''}`;
+      const why =
+        entry.status === 401 ? 'the join token (check --token)' : `this runtime: ${refusalReason(entry.body)}`;
       return refused(`${options.schedulerUrl} refused ${why}`);
     }
     if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));

@@ -6,8 +6,8 @@ export interface LogEntry {
   readonly status?: number;
   readonly reason?: string;
   readonly err?: string;
-  /** A refusal's JSON body (`scheduler refused the tunnel`). */
-  readonly body?: { readonly error?: string };
+  /** A refusal's body as it came, normally JSON text (`scheduler refused the tunnel`). */
+  readonly body?: string;
 }
 
 /** A log entry as one short line: the message, and the one detail that explains it. */

@@ -1,0 +1,39 @@
+// `switchyard runtime join` against a scheduler replica in this process (the
+// command as a child): a refusal ends it with exit code 1 and a line that
+// says what the scheduler refused, and why.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
+import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { createMetrics } from '@switchyard/service';
+import { runCli } from './support.ts';
+
+const JOIN_TOKEN = 'join-token-0123456789abcdef';
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+describe('switchyard runtime join, refused', () => {
+  let replica: SchedulerReplica;
+  before(async () => {
+    replica = await startSchedulerReplica({
+      replicaId: 's0',
+      advertiseUrl: 'http://127.0.0.1:{port}',
+      host: '127.0.0.1',
+      port: 0,
+      lock: createMemoryLock(new MemoryLeaseStore()),
+      election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
+      joinTokens: () => [JOIN_TOKEN],
+      logger: quiet,
+      metrics: createMetrics('scheduler'),
+    });
+  });
+  after(() => replica?.close());
+
+  it('names the field the scheduler refused and the rule it broke, and exits 1', async () => {
+    const { code, stderr } = await runCli(['runtime', 'join', replica.url, '--token', JOIN_TOKEN, '--id', 'two words']);
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused this runtime: invalid X-Runtime-Info \(id: must be 1-128 characters from \[A-Za-z0-9\._:@-\]\)$/m,
+    );
+  });
+});
