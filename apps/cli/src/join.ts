@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { startRuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { createLogger, createMetrics } from '@switchyard/service';
+import type { JoinClass } from './join-classes.ts';
 import { everythingEngine } from './local-cluster.ts';
 import { lineOf, parseEntry, type LogEntry } from './log-lines.ts';
 
@@ -9,12 +10,12 @@ export interface JoinOptions {
   readonly schedulerUrl: string;
   readonly token: string;
   readonly id?: string;
-  /** `demo` (builtin tools) and `everything` (the reference server) are known here; use switchyard-runtime for more. */
-  readonly classes: readonly string[];
+  /** `demo` (builtin tools) and `everything` (the reference server); use switchyard-runtime for more. */
+  readonly classes: readonly JoinClass[];
   readonly sandboxesMax: number;
 }
 
-const KNOWN: Record<string, () => EngineConfig> = {
+const KNOWN: Record<JoinClass, () => EngineConfig> = {
   demo: () => ({ engine: 'builtin' }),
   everything: everythingEngine,
 };
@@ -48,11 +49,7 @@ function refusalReason(body: string | undefined): string {
 
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
-  for (const name of options.classes) {
-    const make = KNOWN[name];
-    if (!make) throw new Error(`unknown class ${name}: known here are ${Object.keys(KNOWN).join(', ')}`);
-    classes[name] = make();
-  }
+  for (const name of options.classes) classes[name] = KNOWN[name]();
   const say = (line: string): void => void process.stderr.write(`switchyard: ${line}\n`);
   let refused: (reason: string) => void = () => {};
   const onEntry = (entry: LogEntry): void => {

@@ -6,12 +6,13 @@
 // code is a second of compiling, which help and bad usage should not wait for.
 import { parseArgs } from 'node:util';
 import type { SchedulerTarget } from './inspect.ts';
+import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
 
 const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
   switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token>]
   switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token>]
-  switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class <name>]... [--sandboxes 100]
+  switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class demo|everything]... [--sandboxes 100]
 
 status and explain: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens, when it sets any;
 runtime join: --token is a join token.`;
@@ -39,6 +40,15 @@ function positiveInteger(value: string | undefined, fallback: number, flag: stri
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer, got ${value}`);
   return n;
+}
+
+/** The classes given to `runtime join`, each one it can serve. */
+function joinClasses(names: readonly string[] = ['demo']): JoinClass[] {
+  const unknown = names.filter((name) => !isJoinClass(name));
+  if (unknown.length > 0) {
+    throw new UsageError(`unknown class ${unknown.join(', ')}: runtime join serves ${JOIN_CLASSES.join(', ')}`);
+  }
+  return names.filter(isJoinClass);
 }
 
 /** The replica `status` and `explain` ask. */
@@ -131,7 +141,7 @@ async function main(argv: string[]): Promise<number> {
         schedulerUrl: schedulerUrl(positionals[0]!, '<scheduler-url>'),
         token: values.token,
         ...(values.id ? { id: values.id } : {}),
-        classes: values.class ?? ['demo'],
+        classes: joinClasses(values.class),
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
       };
       const { joinRuntime } = await import('./join.ts');

@@ -38,6 +38,11 @@ const BAD_USAGE = [
     says: /<scheduler-url> must be an http\(s\) URL/,
   },
   {
+    name: 'a class runtime join cannot serve',
+    args: ['runtime', 'join', 'http://x', '--token', 't', '--class', 'demo', '--class', 'gpu'],
+    says: /unknown class gpu: runtime join serves demo, everything/,
+  },
+  {
     name: 'a sandbox count that is not a number',
     args: ['runtime', 'join', 'http://x', '--token', 't', '--sandboxes', 'abc'],
     says: /--sandboxes must be a positive integer, got abc/,
