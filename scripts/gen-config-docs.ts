@@ -29,8 +29,9 @@ Arrays are comma-separated in env and flags (a repeated flag appends); maps are 
 (or, more readably, YAML in the config file). Numbers and booleans (\`true/false/1/0/yes/no\`) are coerced.
 
 The config is validated once at start. Unknown keys are fatal wherever they appear (file, \`SWITCHYARD_*\` names,
-flags), and every problem is listed in one error: the app prints \`<program>: invalid configuration:\` and one
-problem per line on stderr, and exits 2 before it starts anything. Keys that depend on each other are checked
+flags), and every problem is listed in one error, unknown keys and invalid values together (only a config
+file that cannot be read or parsed is reported on its own): the app prints \`<program>: invalid configuration:\`
+and one problem per line on stderr, and exits 2 before it starts anything. Keys that depend on each other are checked
 then too (the scheduler's \`election.leaseFile\` with the file backend, \`election.kubeconfig\` with the
 kubernetes backend outside a pod). Times are at most 2147483647 ms (24.8 days; \`expireSeconds\` 2147483 s),
 the longest a Node.js timer holds: a longer one would fire at once. \`--print-config\` prints the effective

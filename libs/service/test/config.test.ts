@@ -231,6 +231,11 @@ describe('rejected configs', () => {
       env: { SWITCHYARD_NAMEE: 'x' },
       mentions: ['--prot', 'SWITCHYARD_NAMEE'],
     },
+    {
+      name: 'an unknown key does not hide an invalid value',
+      argv: ['--prot', '1', '--classes', '{"x":{"engine":"c"}}'],
+      mentions: ['--prot', 'classes.x.engine'],
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {

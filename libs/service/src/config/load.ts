@@ -78,7 +78,8 @@ function originOf(key: string, layers: readonly Layer[]): string {
  *
  * Guarantees: unknown keys in the file, unknown `SWITCHYARD_*` names and
  * unknown flags are all fatal; every problem found is reported in one
- * ConfigError. `--help` and `--print-config` (secrets redacted) print and
+ * ConfigError, unknown keys and invalid values together (a config file that
+ * cannot be read or parsed is reported without checking values). `--help` and `--print-config` (secrets redacted) print and
  * call `exit(0)`. Does not watch the file: the config is fixed for the
  * process lifetime (files named by options, e.g. token files, are the
  * consumer's to re-read).
@@ -96,16 +97,20 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
   const layers: Layer[] = [];
   const problems: string[] = [];
   const filePath = flags.configPath ?? (options.env[CONFIG_ENV] || undefined);
+  // A file that could not be read or parsed may set any key: checking the values without it would call its keys missing.
+  let fileUnread = false;
   if (filePath !== undefined) {
     let text: string | undefined;
     try {
       text = (options.readFile ?? ((p: string) => readFileSync(p, 'utf8')))(filePath);
     } catch (error) {
       problems.push(`config file ${filePath}: ${(error as Error).message}`);
+      fileUnread = true;
     }
     if (text !== undefined) {
       const file = fileLayer(filePath, text);
       problems.push(...file.problems);
+      fileUnread = file.problems.length > 0;
       const unknown: string[] = [];
       unknownKeys(schema, file.values, '', unknown);
       for (const key of unknown) problems.push(`unknown key '${key}' in config file ${filePath}`);
@@ -119,17 +124,18 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
     unknownKeys(schema, layer.values, '', unknown);
     for (const key of unknown) problems.push(`unknown key '${key}' from ${originOf(key, [layer])}`);
   }
-  if (problems.length > 0) throw new ConfigError('invalid configuration', problems);
+  if (fileUnread) throw new ConfigError('invalid configuration', problems);
 
+  // The values are checked even when a key is unknown, so that one run lists every problem.
   const merged = layers.reduce<Record<string, unknown>>((acc, layer) => deepMerge(acc, layer.values), {});
   const result = schema.safeParse(merged);
   if (!result.success) {
-    const issues = result.error.issues.map((issue) => {
+    for (const issue of result.error.issues) {
       const key = issuePath(issue.path);
-      return `${key || '(root)'}: ${issueText(issue)} (from ${originOf(key, layers)})`;
-    });
-    throw new ConfigError('invalid configuration', issues);
+      problems.push(`${key || '(root)'}: ${issueText(issue)} (from ${originOf(key, layers)})`);
+    }
   }
+  if (problems.length > 0 || !result.success) throw new ConfigError('invalid configuration', problems);
   const config = options.derive ? options.derive(result.data) : result.data;
   if (flags.printConfig) {
     print(printableConfig(schema, config));
