@@ -1,0 +1,91 @@
+// Every metric the docs name is one the apps export, of the type the table in
+// docs/operations.md gives, and each of Switchyard's own metrics (not
+// prom-client's process defaults) has a row in that table. The apps run as
+// processes, as deployed; a runtime's metrics are read through a scheduler's
+// `/api/proxy/<runtime>/metrics`, where operations.md says any scheduler
+// serves them.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startCluster, type TestCluster } from '../support/cluster.ts';
+
+const root = join(import.meta.dirname, '../..');
+const DOCS = ['README.md', ...readdirSync(join(root, 'docs')).map((f) => `docs/${f}`)].filter((f) => f.endsWith('.md'));
+const text = (file: string): string => readFileSync(join(root, file), 'utf8');
+/** prom-client's default metrics, which the table leaves to one sentence. */
+const DEFAULT_METRIC = /^switchyard_[a-z]+_(process|nodejs)_/;
+
+/** Metric families and their types, from `# TYPE` lines of the text exposition. */
+async function families(url: string): Promise<Map<string, string>> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  assert.equal(res.status, 200, url);
+  const types = new Map<string, string>();
+  for (const m of (await res.text()).matchAll(/^# TYPE (\S+) (\S+)$/gm)) types.set(m[1]!, m[2]!);
+  return types;
+}
+
+/** The rows of the metrics table in operations.md: name → type. */
+function tableRows(): Map<string, string> {
+  const rows = new Map<string, string>();
+  for (const m of text('docs/operations.md').matchAll(/^\| `(switchyard_[a-z0-9_]+)` +\| (\w+) +\|/gm)) {
+    rows.set(m[1]!, m[2]!);
+  }
+  return rows;
+}
+
+describe('metrics named in the docs', () => {
+  let cluster: TestCluster;
+  const exported = new Map<string, string>();
+
+  before(async () => {
+    cluster = await startCluster({ schedulers: 1, runtimes: 1, gateways: 1 });
+    const scheduler = cluster.schedulerUrls()[0]!;
+    const gateway = cluster.gatewayUrl().replace(/\/mcp$/, '');
+    for (const url of [`${scheduler}/metrics`, `${gateway}/metrics`, `${scheduler}/api/proxy/r0/metrics`]) {
+      for (const [name, type] of await families(url)) exported.set(name, type);
+    }
+  });
+  after(() => cluster?.stop());
+
+  it('reads each app’s own metrics and the table (the check below has something to compare)', () => {
+    for (const app of ['scheduler', 'gateway', 'runtime']) {
+      assert.ok(
+        [...exported.keys()].some((n) => n.startsWith(`switchyard_${app}_`) && !DEFAULT_METRIC.test(n)),
+        app,
+      );
+    }
+    assert.ok(tableRows().size >= 20, `${tableRows().size} rows`);
+  });
+
+  it('are exported by the apps, by full name or as the suffix the text abbreviates', () => {
+    const names = [...exported.keys()];
+    const missing: string[] = [];
+    for (const file of DOCS) {
+      const doc = text(file);
+      for (const [, name] of doc.matchAll(/\b(switchyard_[a-z0-9_]*[a-z0-9])\b/g)) {
+        if (!exported.has(name!)) missing.push(`${file}: ${name}`);
+      }
+      // `…_nodejs_eventloop_lag_p99_seconds` and `upstream_errors_total{reason="tls"}` name a metric by its end.
+      const short = /(?:…_|`)([a-z][a-z0-9_]*_(?:total|seconds|bytes))\b/g;
+      for (const [, suffix] of doc.matchAll(short)) {
+        if (suffix!.startsWith('switchyard_')) continue;
+        if (!names.some((n) => n.endsWith(`_${suffix}`))) missing.push(`${file}: …_${suffix}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+
+  it('have the type the table gives', () => {
+    const wrong = [...tableRows()]
+      .filter(([name, type]) => exported.get(name) !== type)
+      .map(([name, type]) => `${name}: table says ${type}, exported ${exported.get(name) ?? 'nothing'}`);
+    assert.deepEqual(wrong, []);
+  });
+
+  it('each of Switchyard’s own metrics has a row in the table', () => {
+    const rows = tableRows();
+    const undocumented = [...exported.keys()].filter((n) => !DEFAULT_METRIC.test(n) && !rows.has(n));
+    assert.deepEqual(undocumented, []);
+  });
+});
