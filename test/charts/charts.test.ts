@@ -812,6 +812,37 @@ describe('the install commands of docs/operations.md', () => {
   });
 });
 
+// An MCP client that sets no header (most do not) gets the gateway's default
+// class: with every chart at its defaults, as the install commands of
+// operations.md leave them, the runtimes must serve it, or every such client
+// gets 503 "no runtime serves class …".
+describe('the default values of the gateway and runtime charts', { skip }, () => {
+  it('send a request that names no class to a class the runtimes serve; defaultClass moves it', async () => {
+    const gatewayEnv = async (set: readonly string[] = []): Promise<string | undefined> => {
+      const deployment = (await render('gateway', undefined, set)).find((m) => m.kind === 'Deployment')!;
+      const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];
+      return env.find((e) => e.name === 'SWITCHYARD_DEFAULT_CLASS')?.value;
+    };
+    // The gateway's own default when the chart sets nothing.
+    const { stdout } = await run(process.execPath, [
+      join(root, 'apps/gateway/src/main.ts'),
+      ...['--schedulers', 'http://127.0.0.1:1', '--print-config'],
+    ]);
+    const appDefault = /^defaultClass: (\S+)$/m.exec(stdout)![1]!;
+    const defaultClass = (await gatewayEnv()) ?? appDefault;
+    const configMap = (await render('runtime')).find((m) => m.kind === 'ConfigMap')!;
+    const runtimeConfig = parse(Object.values(configMap.data as Record<string, string>)[0]!) as {
+      classes: Record<string, unknown>;
+    };
+    assert.ok(
+      Object.hasOwn(runtimeConfig.classes, defaultClass),
+      `gateway default class ${defaultClass}, runtime classes ${Object.keys(runtimeConfig.classes)}`,
+    );
+    assert.equal(await gatewayEnv(['defaultClass=gpu']), 'gpu');
+    await assert.rejects(gatewayEnv(['defaultClass=two words']), /defaultClass/);
+  });
+});
+
 // The runtime reads its --config file once, at start: a change to anything
 // the chart writes there must roll the pods, or it takes effect only when
 // they happen to restart.
