@@ -253,6 +253,27 @@ describe('rejected configs', () => {
   }
 });
 
+describe('a required key nothing sets', () => {
+  const needs = z.object({
+    schedulerUrl: z.string().describe('Where to dial.'),
+    election: z.object({ leaseName: z.string().describe('Lease.') }).describe('Election.'),
+  });
+  it('is named as required, with the flag, env name and file key that set it', () => {
+    assert.throws(
+      () => loadConfig(needs, { argv: ['--election.lease-name', 'l'], env: {} }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError, String(error));
+        assert.equal(
+          error.message,
+          'invalid configuration:\n' +
+            "  - schedulerUrl: required; set it with --scheduler-url, SWITCHYARD_SCHEDULER_URL or 'schedulerUrl' in the config file",
+        );
+        return true;
+      },
+    );
+  });
+});
+
 class Exited extends Error {}
 const exitStub = ((code: number) => {
   throw new Exited(String(code));

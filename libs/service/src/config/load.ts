@@ -49,6 +49,10 @@ function unknownKeys(schema: AnySchema, value: unknown, path: string, out: strin
   }
 }
 
+function valueAt(value: unknown, path: readonly string[]): unknown {
+  return path.reduce<unknown>((at, key) => (isPlainObject(at) ? at[key] : undefined), value);
+}
+
 function issuePath(path: readonly PropertyKey[]): string {
   return path.map(String).join('.');
 }
@@ -132,7 +136,13 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
   if (!result.success) {
     for (const issue of result.error.issues) {
       const key = issuePath(issue.path);
-      problems.push(`${key || '(root)'}: ${issueText(issue)} (from ${originOf(key, layers)})`);
+      // zod's 'expected string, received undefined (from defaults)' does not say that nothing set the key, nor how to.
+      const field = fields.find((f) => f.key === key && f.required);
+      if (field && valueAt(merged, field.path) === undefined) {
+        problems.push(`${key}: required; set it with ${field.flag}, ${field.envName} or '${key}' in the config file`);
+      } else {
+        problems.push(`${key || '(root)'}: ${issueText(issue)} (from ${originOf(key, layers)})`);
+      }
     }
   }
   if (problems.length > 0 || !result.success) throw new ConfigError('invalid configuration', problems);
