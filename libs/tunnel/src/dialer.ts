@@ -128,6 +128,11 @@ class Dialer implements TunnelDialer {
   readonly #urls: readonly URL[];
   #at = 0;
   #attempt = 0;
+  /**
+   * Dials that failed in a row since the last tunnel (not `#attempt`, which
+   * also counts the tunnel's loss: the first failed redial would be its second).
+   */
+  #failedDials = 0;
   #link: Link | undefined;
   #retry: Timer | undefined;
   /** While refused for its token: the next look at whether it changed. */
@@ -291,6 +296,7 @@ class Dialer implements TunnelDialer {
       onDead: (reason) => this.#down(link, reason),
     });
     this.#attempt = 0;
+    this.#failedDials = 0;
     this.connected = true;
     this.replaced = false;
     this.#logger.info(
@@ -331,7 +337,6 @@ class Dialer implements TunnelDialer {
     }
     const random = this.#o.random ?? Math.random;
     const maxMs = this.#o.backoff?.maxMs ?? BACKOFF_DEFAULTS.maxMs;
-    const attempt = this.#attempt;
     const dialled = this.#url.toString();
     // A dial that failed goes to the next replica; a tunnel that was up is redialled where it was.
     if (!wasConnected) this.#at = (this.#at + 1) % this.#urls.length;
@@ -340,9 +345,9 @@ class Dialer implements TunnelDialer {
       : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
     // A scheduler that cannot be reached (a wrong URL, a firewall, an outage) is said so at the first
     // failed dial and every tenth after: a runtime that never joins must not be silent about it.
-    if (!refused && !wasConnected && attempt % UNREACHABLE_LOGGED_EVERY === 0) {
+    if (!refused && !wasConnected && this.#failedDials++ % UNREACHABLE_LOGGED_EVERY === 0) {
       this.#logger.warn(
-        { url: dialled, runtime: this.#o.info.id, reason, attempt: attempt + 1, retryInMs: delayMs },
+        { url: dialled, runtime: this.#o.info.id, reason, attempt: this.#failedDials, retryInMs: delayMs },
         'scheduler unreachable; dialling again',
       );
     }

@@ -290,6 +290,50 @@ describe('tunnel dialer', () => {
     }
   });
 
+  it('says a scheduler it lost is unreachable at the first failed redial, not nine redials later', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    const manual = new ManualClock();
+    // Counts the timers set: while no tunnel is up, the only one is the next dial's (heartbeats are off).
+    let timersSet = 0;
+    const clock = {
+      now: () => manual.now(),
+      setTimeout: (fn: () => void, ms: number) => (timersSet++, manual.setTimeout(fn, ms)),
+    };
+    const { logger, lines } = captureLogger();
+    const accepted = scheduler.nextTunnel('rt-lost');
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-lost'),
+      handler: (_req, res) => res.end(),
+      clock,
+      random: () => 0,
+      backoff: { initialMs: 10, maxMs: 10 },
+      logger,
+    });
+    open.dialers.push(dialer);
+    const unreachable = () => lines.filter((l) => l.msg === 'scheduler unreachable; dialling again');
+    try {
+      await accepted;
+      await until(() => dialer.connected);
+      // Nothing listens on its port any more: the redial after the disconnect is refused at once.
+      await scheduler.close();
+      await until(() => !dialer.connected && manual.pendingTimers === 1);
+      const before = timersSet;
+      await manual.advance(10);
+      // The redial failed once the dial after it is set.
+      await until(() => timersSet > before);
+      assert.deepEqual(
+        unreachable().map((l) => [l.level, (l.obj as { attempt: number }).attempt]),
+        [['warn', 1]],
+      );
+      assert.match(String((unreachable()[0]!.obj as { reason: string }).reason), /ECONNREFUSED/);
+    } finally {
+      dialer.close();
+    }
+  });
+
   it('moves on to its fallback URLs, in order, when a dial fails', async () => {
     const scheduler = await startScheduler();
     open.schedulers.push(scheduler);
