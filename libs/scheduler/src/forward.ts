@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
 import { sendJson } from './http-util.ts';
 
@@ -22,16 +22,27 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSoc
 const tlsAgent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: FREE_SOCKETS_MAX });
 
 /**
+ * How long a new connection to the owner may take (TCP, and TLS for
+ * `https:`), as the gateway bounds its upstream connects: an owner whose
+ * host vanished without a reset drops the SYNs, and the kernel would retry
+ * them for about two minutes before the caller got its 502. Only the
+ * connect is bounded: a forwarded event stream may then stay silent for hours.
+ */
+export const FORWARD_CONNECT_TIMEOUT_MS = 5_000;
+
+/**
  * Streams a request to another replica and the answer back (one hop),
  * marked FORWARDED_HEADER so a gateway learns to ask for the owner itself. A
  * client disconnect aborts the upstream request; an upstream failure before
- * headers is a 502 naming the runtime.
+ * headers, a connect that took `connectTimeoutMs` among them, is a 502
+ * naming the runtime.
  */
 export function forwardToReplica(
   req: IncomingMessage,
   res: ServerResponse,
   targetUrl: string,
   runtimeId: string,
+  connectTimeoutMs: number = FORWARD_CONNECT_TIMEOUT_MS,
 ): void {
   const headers: http.OutgoingHttpHeaders = { [HOP_HEADER]: '1' };
   for (const [name, value] of Object.entries(req.headers)) {
@@ -50,6 +61,7 @@ export function forwardToReplica(
     answer.pipe(res);
     answer.once('error', () => res.destroy());
   });
+  upstream.once('socket', (socket) => boundConnect(socket, secure, connectTimeoutMs));
   upstream.once('error', () => {
     if (!res.headersSent) sendJson(res, 502, { error: 'owner replica unreachable', runtime: runtimeId });
     else res.destroy();
@@ -58,6 +70,18 @@ export function forwardToReplica(
     if (!res.writableFinished) upstream.destroy();
   });
   req.pipe(upstream);
+}
+
+/** Destroys a socket still connecting after `timeoutMs`; a reused keep-alive socket is already connected. */
+function boundConnect(socket: Socket, secure: boolean, timeoutMs: number): void {
+  if (!socket.connecting) return;
+  const timer = setTimeout(() => {
+    const error = Object.assign(new Error(`connect timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+    socket.destroy(error);
+  }, timeoutMs);
+  const done = (): void => clearTimeout(timer);
+  socket.once(secure ? 'secureConnect' : 'connect', done);
+  socket.once('close', done);
 }
 
 function filterHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {

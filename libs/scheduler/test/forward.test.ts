@@ -1,11 +1,13 @@
 // A replica's forward of `/api/proxy` to the owner replica, between real
 // HTTP servers on loopback: the front forwards every request it gets, the
-// owner holds some answers open as event streams do.
+// owner holds some answers open as event streams do, or never takes a
+// connection at all.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { forwardToReplica } from '../src/forward.ts';
 
@@ -33,13 +35,61 @@ function head(url: string, agent: http.Agent): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => http.get(url, { agent }, resolve).once('error', reject));
 }
 
+/**
+ * A listener whose accept queue is full, as seen from a host that vanished:
+ * new SYNs are dropped without a reset, so a connect waits for the kernel's
+ * retries. It listens in a child that blocks its event loop before it ever
+ * accepts (Linux queues backlog + 1 handshakes), and `fillers` take the queue.
+ */
+async function silentListener(): Promise<{ url: string; child: ChildProcess; fillers: net.Socket[] }> {
+  const BACKLOG = 1;
+  const code = `const s = require('node:net').createServer();
+s.listen({ port: 0, host: '127.0.0.1', backlog: ${BACKLOG} }, () => {
+  console.log(s.address().port);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+});`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await within(5000, once(child.stdout!, 'data'), 'the silent listener port')) as [Buffer];
+  const port = Number(line.toString().trim());
+  const fillers = Array.from({ length: BACKLOG + 1 }, () => net.connect(port, '127.0.0.1'));
+  await within(5000, Promise.all(fillers.map((s) => once(s, 'connect'))), 'the accept queue filled');
+  return { url: `http://127.0.0.1:${port}`, child, fillers };
+}
+
 describe('forwardToReplica', () => {
   const servers: http.Server[] = [];
+  const children: ChildProcess[] = [];
+  const sockets: net.Socket[] = [];
   after(() => {
     for (const s of servers) {
       s.closeAllConnections();
       s.close();
     }
+    for (const s of sockets) s.destroy();
+    for (const c of children) c.kill('SIGKILL');
+  });
+
+  it('answers 502 after the connect timeout when the owner never takes the connection, not after the SYN retries', async () => {
+    const owner = await silentListener();
+    children.push(owner.child);
+    sockets.push(...owner.fillers);
+    const CONNECT_TIMEOUT_MS = 300;
+    const front = http.createServer((req, res) =>
+      forwardToReplica(req, res, `${owner.url}${req.url}`, 'r1', CONNECT_TIMEOUT_MS),
+    );
+    const frontUrl = await listen(front);
+    servers.push(front);
+
+    const started = performance.now();
+    // The kernel's first SYN retry comes after 1 s, its last after about 127 s.
+    const res = await within(5000, fetch(`${frontUrl}/api/proxy/r1/mcp`), 'an answer from the forwarding replica');
+    const elapsedMs = performance.now() - started;
+    assert.equal(res.status, 502);
+    assert.deepEqual(await res.json(), { error: 'owner replica unreachable', runtime: 'r1' });
+    assert.ok(
+      elapsedMs >= CONNECT_TIMEOUT_MS - 10,
+      `answered after the timeout, not refused at once (${elapsedMs} ms)`,
+    );
   });
 
   it('does not hold a request back behind the event streams it already forwards to the owner', async () => {
