@@ -83,7 +83,9 @@ export const schedulerConfigSchema = z.object({
   apiTokenFile: z
     .string()
     .optional()
-    .describe('File of API tokens, one per line; re-read when it changes (for mounted Secrets).'),
+    .describe(
+      'File of API tokens, one per line; re-read when it changes (for mounted Secrets). Named, the API wants a token even while the file lists none (emptied or missing): it refuses every caller then, never opens.',
+    ),
   maxRuntimes: z.number().int().min(1).default(1000).describe('Most runtime tunnels this replica holds at once.'),
   tunnel: z
     .object({

@@ -54,9 +54,17 @@ async function leaseLock(election: SchedulerConfig['election']): Promise<LeaseLo
 const joinTokens = secretSource(config.joinTokens, config.joinTokenFile);
 if (joinTokens().length === 0) logger.warn({}, 'no join tokens configured: no runtime can join until one is');
 
+// A token file named makes the API want a token, whatever the file holds now: emptied or
+// missing by mistake, it must not open the API to whoever reaches the port.
+const apiTokensWanted = config.apiTokens.length > 0 || config.apiTokenFile !== undefined;
 const apiTokens = secretSource(config.apiTokens, config.apiTokenFile);
-if (apiTokens().length === 0) {
+if (!apiTokensWanted) {
   logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
+} else if (apiTokens().length === 0) {
+  logger.warn(
+    { file: config.apiTokenFile },
+    'apiTokenFile lists no API token: the scheduler API refuses every caller until it does',
+  );
 }
 
 const tls = appTls('switchyard-scheduler', config.tls, logger);
@@ -76,7 +84,7 @@ const replica = await startSchedulerReplica({
     jitterFactor: config.election.jitterFactor,
   },
   joinTokens,
-  apiTokens,
+  ...(apiTokensWanted ? { apiTokens } : {}),
   maxRuntimes: config.maxRuntimes,
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   epoch: config.epoch,

@@ -10,9 +10,11 @@ import { endSocketWithJson } from './http-util.ts';
 /**
  * The scheduler API's own credentials (`apiTokens`): gateways present one as
  * `Authorization: Bearer`, a browser on the live page as the password of
- * HTTP Basic (any user name), since it cannot send a bearer token. With no
- * tokens configured every caller is let in, as on a cluster network no one
- * else reaches.
+ * HTTP Basic (any user name), since it cannot send a bearer token. Without
+ * `tokens` every caller is let in, as on a cluster network no one else
+ * reaches; with them, a list that is empty for now (a token file emptied,
+ * missing, or of unusable lines) lets no one in: the API never opens by
+ * accident.
  */
 export interface ApiAdmission {
   admits(authorization: string | undefined): boolean;
@@ -32,8 +34,8 @@ export function apiAdmission(
   onRevoked: (ended: number) => void,
 ): ApiAdmission {
   const admits = (authorization: string | undefined): boolean => {
-    const accepted = tokens?.() ?? [];
-    if (accepted.length === 0) return true;
+    if (!tokens) return true;
+    const accepted = tokens();
     if (bearerMatches(authorization, accepted)) return true;
     const password = basicPassword(authorization);
     return password !== undefined && tokenMatches(password, accepted);

@@ -34,7 +34,8 @@ export interface SchedulerReplicaOptions {
    * but the runtimes' connect path and peers' sync, which have their own,
    * and the live page `/ui`); read on every request. None (the default): the
    * API is open to whoever reaches the port, which then must be a network
-   * only gateways and peers reach. Probes and `/metrics` stay open.
+   * only gateways and peers reach. Given, an empty list refuses every
+   * caller, not opens the API. Probes and `/metrics` stay open.
    */
   readonly apiTokens?: () => readonly string[];
   readonly maxRuntimes?: number;

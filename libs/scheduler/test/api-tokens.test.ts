@@ -265,4 +265,19 @@ describe('removing a scheduler API token', () => {
       kept.end();
     }
   });
+
+  it('refuses every new caller once no token is left, instead of opening the API', async () => {
+    try {
+      accepted = [];
+      for (const headers of [{}, bearer(NEW), basic('x', NEW)]) {
+        assert.equal((await fetch(`${replica.url}/api/runtimes`, { headers })).status, 401);
+      }
+      const relay = await askRelay(Number(new URL(replica.url).port), '/api/relay/holder');
+      assert.equal(relay.status, 401, 'nor a relay connection without a token');
+      relay.socket.destroy();
+      assert.equal((await fetch(`${replica.url}/healthz`)).status, 200, 'probes stay open');
+    } finally {
+      accepted = [NEW];
+    }
+  });
 });
