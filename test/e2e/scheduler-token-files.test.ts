@@ -1,14 +1,33 @@
 // A scheduler's API and join tokens read from files, as the charts mount its
 // Secrets: a file that lists no usable token does not open the API to
-// whoever reaches the port. One scheduler as a process, asked over loopback.
+// whoever reaches the port, and the tokens of a file are held to the same
+// length as those given inline (16 characters): a short line is left out,
+// with a warning that names the file, where the same token inline would
+// stop the scheduler from starting. A scheduler as a process, asked over
+// loopback.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnApp, until, type AppProcess } from '../support/processes.ts';
 
 const TOKEN = 'a-long-enough-token-0123456789';
+const SHORT = 'short-token';
+
+/** The status of an upgrade to `/api/runtime/connect` presenting `token` (401: refused; 400: taken, no runtime info). */
+async function connectStatus(url: string, token: string): Promise<number> {
+  const req = http.request(`${url}/api/runtime/connect`, {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(5000),
+  });
+  req.end();
+  const [res] = (await once(req, 'response')) as [http.IncomingMessage];
+  res.resume();
+  return res.statusCode!;
+}
 
 describe('a scheduler whose API token file lists no token', () => {
   let dir: string;
@@ -45,5 +64,57 @@ describe('a scheduler whose API token file lists no token', () => {
     // The file is looked at again at most once a second.
     await until('the token in the file is taken', async () => (await ask()).status === 200);
     assert.equal((await fetch(`${scheduler.url}/api/runtimes`)).status, 401, 'still none without it');
+  });
+});
+
+describe('a scheduler whose token files hold a token shorter than 16 characters', () => {
+  let dir: string;
+  let joinFile: string;
+  let apiFile: string;
+  let scheduler: AppProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-token-files-'));
+    joinFile = join(dir, 'join-tokens');
+    apiFile = join(dir, 'api-tokens');
+    writeFileSync(joinFile, `${SHORT}\n${TOKEN}\n`);
+    writeFileSync(apiFile, `${TOKEN}\n${SHORT}\n`);
+    scheduler = await spawnApp('scheduler', 'length-check', [
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'length-check'],
+      ...['--join-token-file', joinFile, '--api-token-file', apiFile],
+    ]);
+  });
+  after(async () => {
+    await scheduler?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses the short API token and takes the long one', async () => {
+    const ask = (token: string): Promise<Response> =>
+      fetch(`${scheduler.url}/api/runtimes`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal((await ask(SHORT)).status, 401);
+    assert.equal((await ask(TOKEN)).status, 200);
+  });
+
+  it('refuses a runtime presenting the short join token and admits the long one', async () => {
+    assert.equal(await connectStatus(scheduler.url!, SHORT), 401);
+    assert.equal(
+      await connectStatus(scheduler.url!, TOKEN),
+      400,
+      'past the token, refused for its missing runtime info',
+    );
+  });
+
+  it('warns, naming each file, and never logs the token', async () => {
+    for (const [option, file] of [
+      ['joinTokenFile', joinFile],
+      ['apiTokenFile', apiFile],
+    ] as const) {
+      const warning = await scheduler.waitForLog((l) => l.file === file);
+      assert.equal(warning.level, 40, 'a warning');
+      assert.equal(warning.option, option);
+      assert.equal(warning.count, 1);
+      assert.match(String(warning.msg), /shorter than 16 characters left out/);
+    }
+    assert.ok(!JSON.stringify(scheduler.logs).includes(SHORT), 'the short token is not logged');
   });
 });

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { RUNTIME_LIMITS } from '@switchyard/protocol';
 import { hostIdentityField, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
+/** Shortest join or API token taken, inline or from a file: a short one is guessed too easily. */
+export const TOKEN_LENGTH_MIN = 16;
+
 const positiveMs = (defaultMs: number, text: string) =>
   timerBounded(z.number().int().min(1)).default(defaultMs).describe(text);
 
@@ -65,16 +68,18 @@ export const schedulerConfigSchema = z.object({
   ),
   election: electionSchema.prefault({}).describe('Leader election.'),
   joinTokens: z
-    .array(z.string().min(16))
+    .array(z.string().min(TOKEN_LENGTH_MIN))
     .default([])
     .meta({ secret: true })
     .describe('Tokens runtimes present to join. With none here and no joinTokenFile, no runtime can join.'),
   joinTokenFile: z
     .string()
     .optional()
-    .describe('File of join tokens, one per line; re-read when it changes (for mounted Secrets).'),
+    .describe(
+      `File of join tokens, one per line; re-read when it changes (for mounted Secrets). A line shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file.`,
+    ),
   apiTokens: z
-    .array(z.string().min(16))
+    .array(z.string().min(TOKEN_LENGTH_MIN))
     .default([])
     .meta({ secret: true })
     .describe(
@@ -84,7 +89,7 @@ export const schedulerConfigSchema = z.object({
     .string()
     .optional()
     .describe(
-      'File of API tokens, one per line; re-read when it changes (for mounted Secrets). Named, the API wants a token even while the file lists none (emptied or missing): it refuses every caller then, never opens.',
+      `File of API tokens, one per line; re-read when it changes (for mounted Secrets). A line shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file. Named, the API wants a token even while the file lists none (emptied, missing, or of short lines only): it refuses every caller then, never opens.`,
     ),
   maxRuntimes: z.number().int().min(1).default(1000).describe('Most runtime tunnels this replica holds at once.'),
   tunnel: z

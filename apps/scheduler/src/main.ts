@@ -13,7 +13,7 @@ import {
   exitOnListenError,
   appTls,
 } from '@switchyard/service';
-import { schedulerConfigSchema, type SchedulerConfig } from './config.ts';
+import { TOKEN_LENGTH_MIN, schedulerConfigSchema, type SchedulerConfig } from './config.ts';
 
 /** What each lease backend needs besides its own keys, checked before anything starts. */
 function checkElection(config: SchedulerConfig): SchedulerConfig {
@@ -51,13 +51,29 @@ async function leaseLock(election: SchedulerConfig['election']): Promise<LeaseLo
   return createKubernetesLock({ kubeConfig, namespace: election.namespace, name: election.leaseName });
 }
 
-const joinTokens = secretSource(config.joinTokens, config.joinTokenFile);
+/**
+ * Tokens from the option and its file, held to the length the schema holds
+ * the option to: a short line in the file is left out (read again when the
+ * file changes), and the file is named in a warning each time it has some.
+ */
+function tokens(option: 'joinTokens' | 'apiTokens', file: 'joinTokenFile' | 'apiTokenFile') {
+  return secretSource(config[option], config[file], {
+    lengthMin: TOKEN_LENGTH_MIN,
+    onShort: (path, count) =>
+      logger.warn(
+        { file: path, option: file, count },
+        `${file} ${path}: ${count} token(s) shorter than ${TOKEN_LENGTH_MIN} characters left out`,
+      ),
+  });
+}
+
+const joinTokens = tokens('joinTokens', 'joinTokenFile');
 if (joinTokens().length === 0) logger.warn({}, 'no join tokens configured: no runtime can join until one is');
 
 // A token file named makes the API want a token, whatever the file holds now: emptied or
 // missing by mistake, it must not open the API to whoever reaches the port.
 const apiTokensWanted = config.apiTokens.length > 0 || config.apiTokenFile !== undefined;
-const apiTokens = secretSource(config.apiTokens, config.apiTokenFile);
+const apiTokens = tokens('apiTokens', 'apiTokenFile');
 if (!apiTokensWanted) {
   logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
 } else if (apiTokens().length === 0) {

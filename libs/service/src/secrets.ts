@@ -5,25 +5,35 @@ import { readFileSync, statSync } from 'node:fs';
  * Kubernetes Secret). The file is re-read when its modification time
  * changes, so rotating a Secret needs no restart; it is looked at no more
  * often than every `recheckMs` (default 1 s), since callers ask on every
- * request or connection. Blank lines and `#` comments are ignored. A file
- * that cannot be read yields the inline values only; the caller decides
- * whether an empty list is fatal. The list keeps its identity until the
- * file changes, so a caller may derive things from it once per change.
+ * request or connection. Blank lines and `#` comments are ignored, and so
+ * are lines shorter than `lengthMin` (default 1), which `onShort` hears of
+ * once per change of the file (its path and how many, never the values):
+ * the file is held to the length a schema holds the inline values to. A
+ * file that cannot be read yields the inline values only; the caller
+ * decides whether an empty list is fatal. The list keeps its identity until
+ * the file changes, so a caller may derive things from it once per change.
  */
 export function secretSource(
   inline: readonly string[],
   file: string | undefined,
-  options: { readonly recheckMs?: number; readonly now?: () => number } = {},
+  options: {
+    readonly recheckMs?: number;
+    readonly now?: () => number;
+    readonly lengthMin?: number;
+    readonly onShort?: (file: string, count: number) => void;
+  } = {},
 ): () => readonly string[] {
   if (file === undefined) return () => inline;
   const recheckMs = options.recheckMs ?? 1000;
   const now = options.now ?? Date.now;
+  const lengthMin = options.lengthMin ?? 1;
   let cached: readonly string[] = inline;
   let seenMtimeMs = -1;
   let checkedAt = -Infinity;
   return () => {
     if (now() - checkedAt < recheckMs) return cached;
     checkedAt = now();
+    let short = 0;
     try {
       const mtimeMs = statSync(file).mtimeMs;
       if (mtimeMs !== seenMtimeMs) {
@@ -31,13 +41,16 @@ export function secretSource(
           .split('\n')
           .map((line) => line.trim())
           .filter((line) => line !== '' && !line.startsWith('#'));
-        cached = [...inline, ...lines];
+        const kept = lines.filter((line) => line.length >= lengthMin);
+        cached = [...inline, ...kept];
         seenMtimeMs = mtimeMs;
+        short = lines.length - kept.length;
       }
     } catch {
       cached = inline;
       seenMtimeMs = -1;
     }
+    if (short > 0) options.onShort?.(file, short);
     return cached;
   };
 }

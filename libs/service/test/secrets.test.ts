@@ -38,6 +38,30 @@ describe('secretSource', () => {
     assert.equal(source(), unchanged, 'same list while the file is unchanged');
   });
 
+  it('leaves out lines shorter than lengthMin, and names the file once per change', () => {
+    const file = join(dir, 'short');
+    writeFileSync(file, 'long-enough\nshort\n');
+    let clock = 0;
+    const told: Array<[string, number]> = [];
+    const source = secretSource(['inline'], file, {
+      now: () => clock,
+      lengthMin: 6,
+      onShort: (path, count) => told.push([path, count]),
+    });
+    assert.deepEqual(source(), ['inline', 'long-enough']);
+    clock = 5000;
+    assert.deepEqual(source(), ['inline', 'long-enough']);
+    assert.deepEqual(told, [[file, 1]], 'told once while the file is unchanged');
+    writeFileSync(file, 'tiny\nwee\nlong-enough\n');
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    clock = 10_000;
+    assert.deepEqual(source(), ['inline', 'long-enough']);
+    assert.deepEqual(told, [
+      [file, 1],
+      [file, 2],
+    ]);
+  });
+
   it('falls back to the inline values when the file is missing', () => {
     assert.deepEqual(secretSource(['x'], join(dir, 'absent'))(), ['x']);
   });
