@@ -35,7 +35,9 @@ and one problem per line on stderr, and exits 2 before it starts anything. Keys 
 then too (the scheduler's \`election.leaseFile\` with the file backend, \`election.kubeconfig\` with the
 kubernetes backend outside a pod). Times are at most 2147483647 ms (24.8 days; \`expireSeconds\` 2147483 s),
 the longest a Node.js timer holds: a longer one would fire at once. \`--print-config\` prints the effective
-config as YAML with secrets redacted and exits 0; \`--help\` lists every option with its default and env name.
+config as YAML with secrets redacted, and URLs (such as an http class's \`url\`) with their user info and query
+values redacted, where URLs carry credentials; it exits 0. \`--help\` lists every option with its default and env
+name.
 `;
 
 const APPS = [

@@ -91,6 +91,22 @@ describe('a runtime asked to print its config', () => {
     assert.match(stdout, /^ {4}env: "\[redacted\]"$/m);
     assert.match(stdout, /^ {4}command: mcp-github$/m, 'the rest of the class is shown');
   });
+
+  it('redacts the credentials an http class URL carries, in its user info or its query', async () => {
+    const classes = {
+      remote: { engine: 'http', url: 'https://bob:url-pass-0123@mcp.example.com/mcp?api_key=url-key-0123&v=2' },
+    };
+    const { code, stdout, stderr } = await run('runtime', [
+      ...['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+      ...['--classes', JSON.stringify(classes), '--print-config'],
+    ]);
+    assert.equal(code, 0, stderr);
+    assert.doesNotMatch(stdout, /url-pass-0123|url-key-0123|bob/);
+    assert.match(
+      stdout,
+      /^ {4}url: https:\/\/\[redacted\]@mcp\.example\.com\/mcp\?api_key=\[redacted\]&v=\[redacted\]$/m,
+    );
+  });
 });
 
 describe('apps given a URL without http:// or https://', () => {

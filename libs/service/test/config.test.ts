@@ -12,9 +12,11 @@ import {
   configFields,
   envNameOf,
   helpText,
+  httpUrl,
   loadAppConfig,
   loadConfig,
   markdownReference,
+  redactConfig,
 } from '@switchyard/service';
 import type { LoadConfigOptions } from '@switchyard/service';
 
@@ -304,6 +306,26 @@ describe('--print-config and --help', () => {
     assert.equal(printed.token, REDACTED);
     assert.deepEqual(printed.tokens, [REDACTED, REDACTED]);
     assert.deepEqual(printed.classes, { x: { engine: 'a', headers: REDACTED } });
+  });
+  it('prints a URL with its user info and query values redacted, names and the rest kept', () => {
+    const urls = z.object({
+      url: httpUrl().optional().describe('A URL.'),
+      urls: z.array(httpUrl()).default([]).describe('URLs.'),
+      classes: z
+        .record(z.string(), z.object({ url: httpUrl().optional() }))
+        .default({})
+        .describe('Classes.'),
+    });
+    const printed = redactConfig(urls, {
+      url: 'https://alice:pa55word@mcp.example.com:8443/v1/mcp?api_key=k3y-secret&region=eu#frag',
+      urls: ['http://scheduler:7070', 'https://token-secret@relay.example.com/'],
+      classes: { remote: { url: 'https://mcp.example.com/mcp?key=q-secret' } },
+    });
+    assert.deepEqual(printed, {
+      url: `https://${REDACTED}@mcp.example.com:8443/v1/mcp?api_key=${REDACTED}&region=${REDACTED}#frag`,
+      urls: ['http://scheduler:7070', `https://${REDACTED}@relay.example.com/`],
+      classes: { remote: { url: `https://mcp.example.com/mcp?key=${REDACTED}` } },
+    });
   });
   it('prints every option with its default and env name and exits 0', () => {
     const { text, code } = run(['--help']);

@@ -83,7 +83,8 @@ function originOf(key: string, layers: readonly Layer[]): string {
  * Guarantees: unknown keys in the file, unknown `SWITCHYARD_*` names and
  * unknown flags are all fatal; every problem found is reported in one
  * ConfigError, unknown keys and invalid values together (a config file that
- * cannot be read or parsed is reported without checking values). `--help` and `--print-config` (secrets redacted) print and
+ * cannot be read or parsed is reported without checking values). `--help`
+ * and `--print-config` (secrets and URL credentials redacted) print and
  * call `exit(0)`. Does not watch the file: the config is fixed for the
  * process lifetime (files named by options, e.g. token files, are the
  * consumer's to re-read).

@@ -12,13 +12,27 @@ type AnySchema = z.core.$ZodType;
 /**
  * Copies `value`, replacing every field marked secret (also inside records,
  * e.g. per-class headers) with REDACTED. Arrays of secrets keep their length
- * so an operator can still count the tokens.
+ * so an operator can still count the tokens. A URL field (`z.url()`, as
+ * `httpUrl()`) is shown with its user info and its query values redacted,
+ * where URLs carry credentials (`https://user:pass@…`, `?api_key=…`); the
+ * rest of it, and the query's names, stay readable.
  */
 export function redactConfig(schema: AnySchema, value: unknown): unknown {
   const u = unwrap(schema);
   if (value === undefined) return value;
   if (isSecret(u.layers)) return Array.isArray(value) ? value.map(() => REDACTED) : REDACTED;
-  const def = u.inner._zod.def as { type: string; shape?: Record<string, AnySchema>; valueType?: AnySchema };
+  const def = u.inner._zod.def as {
+    type: string;
+    format?: string;
+    shape?: Record<string, AnySchema>;
+    valueType?: AnySchema;
+    element?: AnySchema;
+  };
+  if (def.format === 'url' && typeof value === 'string') return redactUrl(value);
+  if (def.type === 'array' && def.element && Array.isArray(value)) {
+    const element = def.element;
+    return value.map((v: unknown) => redactConfig(element, v));
+  }
   if (def.type === 'object' && isPlainObject(value) && def.shape) {
     const out: Record<string, unknown> = {};
     for (const [key, child] of Object.entries(value)) {
@@ -32,6 +46,18 @@ export function redactConfig(schema: AnySchema, value: unknown): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactConfig(valueType, v)]));
   }
   return value;
+}
+
+/** `url` with its user info and each query value replaced by REDACTED; unchanged when it has neither. */
+function redactUrl(url: string): string {
+  if (!URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  const userinfo = parsed.username !== '' || parsed.password !== '';
+  if (!userinfo && parsed.search === '') return url;
+  // Put together by hand: URL would percent-encode the brackets of REDACTED.
+  const names = [...parsed.searchParams.keys()];
+  const query = names.length > 0 ? `?${names.map((n) => `${encodeURIComponent(n)}=${REDACTED}`).join('&')}` : '';
+  return `${parsed.protocol}//${userinfo ? `${REDACTED}@` : ''}${parsed.host}${parsed.pathname}${query}${parsed.hash}`;
 }
 
 export function printableConfig(schema: AnySchema, config: unknown): string {
@@ -64,7 +90,7 @@ export function helpText(program: string, fields: readonly ConfigField[], note?:
     '< environment (SWITCHYARD_*) < flags. Unknown keys are fatal.',
     '',
     '  --config <file>     read a YAML or JSON config file',
-    '  --print-config      print the effective config (secrets redacted) and exit',
+    '  --print-config      print the effective config (secrets and URL credentials redacted) and exit',
     '  --help              print this help and exit',
     '',
   ];
