@@ -113,11 +113,21 @@ async function main(argv: string[]): Promise<number> {
       });
       if (!values.class || !values.process) throw new UsageError('explain needs --class and --process');
       const target = schedulerTarget(values);
+      // Checked here, as the scheduler would (its 400 is no usage message); the protocol loads with inspect anyway.
+      const { isIdentityValue } = await import('@switchyard/protocol');
+      for (const flag of ['class', 'process', 'thread'] as const) {
+        const value = values[flag];
+        if (value !== undefined && !isIdentityValue(value)) {
+          throw new UsageError(
+            `--${flag} must be 1-128 characters from [A-Za-z0-9._:@-], got ${JSON.stringify(value)}`,
+          );
+        }
+      }
       const { explain } = await import('./inspect.ts');
       const result = await explain(target, {
         class: values.class,
         processId: values.process,
-        ...(values.thread ? { threadId: values.thread } : {}),
+        ...(values.thread !== undefined ? { threadId: values.thread } : {}),
       });
       console.log(result.text);
       return result.ok ? 0 : 1;

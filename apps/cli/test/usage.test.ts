@@ -21,6 +21,21 @@ const BAD_USAGE = [
     args: ['explain', '--class', 'demo'],
     says: /explain needs --class and --process/,
   },
+  {
+    name: 'a class that is no identity value',
+    args: ['explain', '--class', 'demo class', '--process', 'p1'],
+    says: /--class must be 1-128 characters from \[A-Za-z0-9\._:@-\], got "demo class"/,
+  },
+  {
+    name: 'a process id longer than 128 characters',
+    args: ['explain', '--class', 'demo', '--process', 'p'.repeat(129)],
+    says: /--process must be 1-128 characters from \[A-Za-z0-9\._:@-\], got "p{129}"/,
+  },
+  {
+    name: 'a thread id with a character identities do not take',
+    args: ['explain', '--class', 'demo', '--process', 'p1', '--thread', 't/1'],
+    says: /--thread must be 1-128 characters from \[A-Za-z0-9\._:@-\], got "t\/1"/,
+  },
   { name: 'an unknown runtime subcommand', args: ['runtime', 'leave'], says: /unknown runtime command: leave/ },
   {
     name: 'runtime join without a token',
