@@ -30,9 +30,24 @@ export interface SchedulerClientConfig {
 
 const RESPONSE_BYTES_MAX = 256 * 1024;
 
+/**
+ * `unschedulable` (503) with the scheduler's reason (its `unschedulable.code`,
+ * e.g. `no_runtime_for_class`; undefined from a scheduler that gave none),
+ * so the answer can say how soon to try again.
+ */
+export class UnschedulableError extends SwitchyardError {
+  readonly reason: string | undefined;
+  constructor(message: string, reason: string | undefined) {
+    super('unschedulable', message);
+    this.reason = reason;
+  }
+}
+
 /** Outcome of one replica: a decision ends the search, `retry` tries the next replica. */
 type Attempt =
-  { kind: 'placed'; placement: Placement } | { kind: 'unschedulable'; message: string } | { kind: 'retry' };
+  | { kind: 'placed'; placement: Placement }
+  | { kind: 'unschedulable'; message: string; reason: string | undefined }
+  | { kind: 'retry' };
 
 function placementOf(body: unknown): Placement | undefined {
   const b = body as { ok?: unknown; runtime?: unknown; proxyUrl?: unknown; address?: unknown } | null;
@@ -70,8 +85,8 @@ const SUSPECT_MAX_MS = 30_000;
  * none answers is followed by a backoff (20 ms doubling to 1 s) and at most
  * GATEWAY_DEFAULTS.scheduleRoundsMax rounds. A replica's `unschedulable`
  * answer is final (every replica answers the same for the same epoch).
- * Throws SwitchyardError `unschedulable` (503) or `not_ready` (503, no
- * replica answered).
+ * Throws UnschedulableError (`unschedulable`, 503) or SwitchyardError
+ * `not_ready` (503, no replica answered).
  */
 export class SchedulerClient {
   readonly #config: SchedulerClientConfig;
@@ -104,7 +119,7 @@ export class SchedulerClient {
       }
       if (attempt.kind === 'unschedulable') {
         done('unschedulable');
-        throw new SwitchyardError('unschedulable', `No runtime can serve this request: ${attempt.message}`);
+        throw new UnschedulableError(`No runtime can serve this request: ${attempt.message}`, attempt.reason);
       }
     }
     done('error');
@@ -216,10 +231,13 @@ export class SchedulerClient {
         const placement = placementOf(body);
         if (placement) return { kind: 'placed', placement };
       }
-      const unschedulable = (body as { ok?: unknown; unschedulable?: { message?: unknown } } | undefined)
-        ?.unschedulable;
+      const unschedulable = (
+        body as { ok?: unknown; unschedulable?: { message?: unknown; code?: unknown } } | undefined
+      )?.unschedulable;
       if (res.statusCode === 503 && unschedulable) {
-        return { kind: 'unschedulable', message: String(unschedulable.message ?? 'unschedulable') };
+        const { message, code } = unschedulable;
+        const reason = typeof code === 'string' ? code : undefined;
+        return { kind: 'unschedulable', message: String(message ?? 'unschedulable'), reason };
       }
       // 400 means this gateway built a bad request: an internal failure, not a retry case.
       if (res.statusCode === 400) throw new SwitchyardError('internal', 'Scheduler rejected the schedule request');

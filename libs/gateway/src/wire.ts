@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { ERROR_CODES, SwitchyardError, jsonRpcError } from '@switchyard/protocol';
 import type { ErrorCode, JsonRpcId } from '@switchyard/protocol';
+import { UnschedulableError } from './scheduler-client.ts';
 
 /** Protocol revisions the gateway passes through; anything else in `MCP-Protocol-Version` is a 400. */
 export const SUPPORTED_PROTOCOL_VERSIONS: ReadonlySet<string> = new Set([
@@ -120,11 +121,31 @@ const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, string>> = {
   not_ready: '1',
 };
 
+/**
+ * Unschedulable reasons that do not pass as runtimes free up. No runtime
+ * serving the class (`no_runtime_for_class`) passes only when one joins:
+ * within seconds when the class's only runtime restarts, never for a class
+ * nobody serves (a misspelt class, a `defaultClass` no runtime serves). The
+ * gateway cannot tell the two apart, so it asks for a longer pause than for
+ * a busy fleet: a client stuck on a wrong class asks a tenth as often (each
+ * ask is an unschedulable warning in a scheduler's log), one that waits out
+ * a restart waits a few seconds more.
+ */
+const RETRY_AFTER_SECONDS_BY_REASON: Readonly<Record<string, string>> = {
+  no_runtime_for_class: '10',
+};
+
+function retryAfterOf(error: SwitchyardError): string | undefined {
+  const reason = error instanceof UnschedulableError ? error.reason : undefined;
+  const byReason = reason !== undefined && Object.hasOwn(RETRY_AFTER_SECONDS_BY_REASON, reason);
+  return byReason ? RETRY_AFTER_SECONDS_BY_REASON[reason] : RETRY_AFTER_SECONDS[error.code];
+}
+
 /** Maps any thrown value to a response; unknown failures are 500 -32603, never blamed on the client. */
 export function sendFailure(res: ServerResponse, error: unknown, id: JsonRpcId = null): void {
   if (error instanceof SwitchyardError) {
     const headers: Record<string, string> = error.code === 'method_not_allowed' ? { Allow: 'POST' } : {};
-    const retryAfter = RETRY_AFTER_SECONDS[error.code];
+    const retryAfter = retryAfterOf(error);
     if (retryAfter !== undefined) headers['Retry-After'] = retryAfter;
     sendError(res, error.code, error.message, id, headers);
     return;

@@ -1,0 +1,62 @@
+// What a 503 `unschedulable` asks a client to wait: a gateway in front of
+// the scheduler double, on loopback. A class no runtime serves passes only
+// when a runtime of it joins, so its Retry-After is longer than that of a
+// fleet whose runtimes are busy or failing (every one excluded), which free
+// up within a second or so.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGateway, type Gateway } from '@switchyard/gateway';
+import { startSchedulerDouble, type SchedulerDouble } from './fixtures/scheduler-double.ts';
+import { INITIALIZE, listen, post, stopServer } from './harness.ts';
+
+/** An address where nothing listens: a port just freed. */
+async function deadAddress(): Promise<string> {
+  const probe: Server = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+describe('a 503 unschedulable', () => {
+  let scheduler: SchedulerDouble;
+  let gateway: Gateway;
+  let server: Server;
+  let url: string;
+  before(async () => {
+    scheduler = await startSchedulerDouble([]);
+    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct' });
+    ({ server, url } = await listen(gateway));
+  });
+  after(async () => {
+    await stopServer(server);
+    await gateway.close();
+    await scheduler.close();
+  });
+
+  const cases = [
+    {
+      name: 'asks for 10 s when no runtime serves the class: it passes only when one joins',
+      offer: async () => [],
+      retryAfter: '10',
+    },
+    {
+      name: 'asks for 1 s when every runtime of the class was excluded: it could not be dialled just now',
+      offer: async () => [{ id: 'rt-gone', address: await deadAddress() }],
+      retryAfter: '1',
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      scheduler.runtimes = await c.offer();
+      const res = await post(url, INITIALIZE, { 'x-switchyard-class': 'gpu' });
+      assert.equal(res.status, 503, JSON.stringify(res.json));
+      const { error } = res.json as { error: { message: string; data: { reason: string } } };
+      assert.equal(error.data.reason, 'unschedulable');
+      assert.match(error.message, /^No runtime can serve this request: /);
+      assert.equal(res.headers.get('retry-after'), c.retryAfter);
+    });
+  }
+});
