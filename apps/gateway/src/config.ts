@@ -28,6 +28,9 @@ const checkedList = (problemOf: (entry: string) => string | undefined) =>
     )
     .default([]);
 
+/** Shortest client bearer token taken, inline or from auth.tokensFile: a short one is guessed too easily. */
+export const AUTH_TOKEN_LENGTH_MIN = 16;
+
 const authSchema = z
   .object({
     mode: z
@@ -35,14 +38,16 @@ const authSchema = z
       .default('none')
       .describe('Client authentication: none, static bearer tokens, or JWT.'),
     tokens: z
-      .array(z.string().min(16))
+      .array(z.string().min(AUTH_TOKEN_LENGTH_MIN))
       .default([])
       .meta({ secret: true })
       .describe('Accepted bearer tokens (mode bearer).'),
     tokensFile: z
       .string()
       .optional()
-      .describe('File of bearer tokens, one per line (mode bearer); re-read when it changes (for mounted Secrets).'),
+      .describe(
+        `File of bearer tokens, one per line (mode bearer); re-read when it changes (for mounted Secrets). A line shorter than ${AUTH_TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file.`,
+      ),
     jwksUrl: httpUrl().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
     issuer: z.string().optional().describe('Required JWT `iss` (mode jwt).'),
     audience: z.string().optional().describe('Required JWT `aud` (mode jwt).'),

@@ -15,7 +15,7 @@ import {
   secretSource,
   appTls,
 } from '@switchyard/service';
-import { checkTokenSources, gatewayConfigSchema } from './config.ts';
+import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from './config.ts';
 
 // Not `import http from 'node:http'`: Node builds that ESM namespace by
 // reading every export, and three of them (WebSocket, CloseEvent,
@@ -74,6 +74,18 @@ function tokenFrom(inline: string | undefined, file: string | undefined): TokenO
 const upstreamToken = tokenFrom(config.upstreamToken, config.upstreamTokenFile);
 const schedulerToken = tokenFrom(config.schedulerToken, config.schedulerTokenFile);
 
+// Read again when the file changes: a mounted Secret rotates without a restart. Held to the
+// length of inline tokens; read once here, so a short line is reported at start.
+const authTokens = secretSource(config.auth.tokens, config.auth.tokensFile, {
+  lengthMin: AUTH_TOKEN_LENGTH_MIN,
+  onShort: (file, count) =>
+    logger.warn(
+      { file, option: 'auth.tokensFile', count },
+      `auth.tokensFile ${file}: ${count} token(s) shorter than ${AUTH_TOKEN_LENGTH_MIN} characters left out`,
+    ),
+});
+authTokens();
+
 const gateway = createGateway({
   schedulers: config.schedulers,
   upstreamMode: config.upstreamMode,
@@ -96,8 +108,7 @@ const gateway = createGateway({
   },
   auth: {
     mode: config.auth.mode,
-    // Read again when the file changes: a mounted Secret rotates without a restart.
-    tokens: secretSource(config.auth.tokens, config.auth.tokensFile),
+    tokens: authTokens,
     ...(config.auth.jwksUrl ? { jwksUrl: config.auth.jwksUrl } : {}),
     ...(config.auth.issuer ? { issuer: config.auth.issuer } : {}),
     ...(config.auth.audience ? { audience: config.auth.audience } : {}),

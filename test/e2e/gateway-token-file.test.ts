@@ -1,0 +1,62 @@
+// A gateway's client bearer tokens read from auth.tokensFile are held to the
+// length of those given inline (16 characters): a short line is left out,
+// with a warning that names the file. A gateway as a process; its scheduler
+// is never reached, so a token it takes gets as far as scheduling (503).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnApp, type AppProcess } from '../support/processes.ts';
+
+const SHORT = 'short-token';
+const LONG = 'a-long-enough-token-0123456789';
+
+describe('a gateway whose auth.tokensFile holds a token shorter than 16 characters', () => {
+  let dir: string;
+  let file: string;
+  let gateway: AppProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-gateway-tokens-'));
+    file = join(dir, 'client-tokens');
+    writeFileSync(file, `${SHORT}\n${LONG}\n`);
+    gateway = await spawnApp('gateway', 'gw-length-check', [
+      ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
+      ...['--auth.mode', 'bearer', '--auth.tokens-file', file],
+    ]);
+  });
+  after(async () => {
+    await gateway?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const initialize = (token: string): Promise<Response> =>
+    fetch(`http://127.0.0.1:${gateway.port}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+
+  it('refuses the short token (401) and takes the long one', async () => {
+    assert.equal((await initialize(SHORT)).status, 401);
+    const taken = await initialize(LONG);
+    assert.equal(taken.status, 503, 'past authentication, to a scheduler that does not answer');
+  });
+
+  it('warns at start, naming the file, and never logs the token', async () => {
+    const warning = await gateway.waitForLog((l) => l.file === file);
+    assert.equal(warning.level, 40, 'a warning');
+    assert.equal(warning.option, 'auth.tokensFile');
+    assert.equal(warning.count, 1);
+    assert.ok(!JSON.stringify(gateway.logs).includes(SHORT), 'the short token is not logged');
+  });
+});
