@@ -9,8 +9,12 @@ const { classesMax, versionLengthMax, addressLengthMax, weightValueMax } = RUNTI
 
 /** RFC 9110 `token`: what an HTTP header name may be. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** What fetch refuses in a header value. */
-const HEADER_VALUE = /^[^\r\n\0]*$/;
+/**
+ * What fetch sends in a header value: tabs, visible ASCII and U+0080-U+00FF.
+ * It refuses any other control character (not only CR, LF and NUL) and
+ * anything past U+00FF.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const classSchema = z
   .object({
@@ -27,7 +31,7 @@ const classSchema = z
     headers: z
       .record(
         z.string().regex(HEADER_NAME, 'must be an HTTP header name (RFC 9110 token characters)'),
-        z.string().regex(HEADER_VALUE, 'must not contain CR, LF or NUL'),
+        z.string().regex(HEADER_VALUE, 'must not contain CR, LF or NUL, another control character, or one past U+00FF'),
       )
       .optional()
       .meta({ secret: true })

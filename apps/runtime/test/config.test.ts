@@ -1,5 +1,7 @@
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '@switchyard/service';
 import { runtimeConfigSchema } from '../src/config.ts';
 
@@ -43,4 +45,51 @@ describe('runtime config: headers of an http class', () => {
     it(`refuses at start ${c.name}`, () =>
       refuses({ SWITCHYARD_CLASSES: http(c.headers) }, /classes\.remote\.headers/, c.why));
   }
+});
+
+// The check must refuse what fetch refuses, and only that: every value below
+// is sent by fetch to a real server on loopback, and the config is loaded
+// with the same values, one header each.
+describe('runtime config: header values of an http class, against fetch', () => {
+  const server = createServer((_req, res) => res.end());
+  before(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('refuses at start exactly the values fetch refuses to send', async () => {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    // Every character up to U+017F (controls, DEL, Latin-1, past it), and one far past it.
+    const chars = [...Array.from({ length: 0x180 }, (_, code) => String.fromCharCode(code)), '€'];
+    const values = new Map(chars.map((c, i) => [`x-${i}`, `a${c}b`]));
+    const fetchRefuses = new Set<string>();
+    for (const [name, value] of values) {
+      try {
+        const res = await fetch(url, { headers: { [name]: value } });
+        await res.arrayBuffer();
+      } catch {
+        fetchRefuses.add(name);
+      }
+    }
+    assert.ok(fetchRefuses.size > 30 && fetchRefuses.size < values.size, `fetch refused ${fetchRefuses.size}`);
+    let configRefuses = new Set<string>();
+    try {
+      load({
+        SWITCHYARD_CLASSES: JSON.stringify({ remote: { engine: 'http', url, headers: Object.fromEntries(values) } }),
+      });
+    } catch (error) {
+      assert.ok(error instanceof ConfigError, String(error));
+      const named = error.problems.map((p) => /^classes\.remote\.headers\.(x-\d+):/.exec(p)?.[1]);
+      configRefuses = new Set(named.filter((n): n is string => n !== undefined));
+    }
+    const shown = (names: Iterable<string>): string[] => [...names].map((n) => JSON.stringify(values.get(n)));
+    assert.deepEqual(
+      shown([...fetchRefuses].filter((n) => !configRefuses.has(n))),
+      [],
+      'values fetch refuses that the config takes',
+    );
+    assert.deepEqual(
+      shown([...configRefuses].filter((n) => !fetchRefuses.has(n))),
+      [],
+      'values the config refuses that fetch sends',
+    );
+  });
 });
