@@ -63,7 +63,9 @@ export interface Gateway {
    * A standing stream never ends by itself: a gateway on its way out calls
    * this once its listener stops accepting, so its clients open their
    * streams again (`Last-Event-ID`) on another replica at once, instead of
-   * keeping this one until its shutdown deadline cuts them.
+   * keeping this one until its shutdown deadline cuts them. A standing
+   * stream still being routed when this is called is ended once its relay
+   * starts.
    */
   endEventStreams(): void;
   /** Idempotent: cuts open upstream streams, closes the undici agents and Redis. */
@@ -208,6 +210,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   let closing: Promise<void> | undefined;
   /** Responses relaying a standing stream (see routingDone), until they close. */
   const standing = new Set<ServerResponse>();
+  /** Set by endEventStreams: a standing stream whose routing ends afterwards is ended at once. */
+  let streamsEnded = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void> {
     counts.requests++;
@@ -310,7 +314,8 @@ export function createGateway(options: GatewayOptions): Gateway {
    * per session at most; counted, it would cap how many sessions a principal
    * holds (every MCP SDK client opens one per session), while the limit is on
    * requests being worked on. It counts while it is being routed. It is
-   * also listed for endEventStreams while it lasts.
+   * also listed for endEventStreams while it lasts, or ended at once when
+   * that was called while it was being routed.
    */
   function routingDone(
     held: { abort?: AbortController; slot?: string; gone?: true },
@@ -319,7 +324,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   ): void {
     held.abort = undefined;
     if (!isStanding) return;
-    if (!held.gone && !res.writableEnded) standing.add(res);
+    if (!held.gone && !res.writableEnded) {
+      // Routed after endEventStreams (it waited for its schedule or its head): nothing would end it later.
+      if (streamsEnded) endEventStream(res);
+      else standing.add(res);
+    }
     if (held.slot === undefined) return;
     limiter.release(held.slot);
     held.slot = undefined;
@@ -367,6 +376,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       routesFollowed: counts.followed,
     }),
     endEventStreams() {
+      streamsEnded = true;
       for (const res of standing) endEventStream(res);
       standing.clear();
     },
