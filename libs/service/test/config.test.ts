@@ -68,6 +68,7 @@ files.set('unknown-top.yaml', 'port: 1\nbogus: 2\n');
 files.set('unknown-nested.yaml', 'election:\n  leaseNam: x\n');
 files.set('unknown-in-record.yaml', 'classes:\n  demo:\n    engine: a\n    enginee: b\n');
 files.set('inherited-names.yaml', 'constructor: 1\nelection:\n  toString: x\n');
+files.set('proto-key.yaml', '__proto__:\n  port: 1\n');
 files.set('list.yaml', '- 1\n- 2\n');
 files.set('broken.yaml', 'port: [1,\n');
 
@@ -207,6 +208,12 @@ describe('rejected configs', () => {
       name: 'an unknown key named like an Object property is fatal',
       argv: ['--config', 'inherited-names.yaml'],
       mentions: ["'constructor'", "'election.toString'"],
+    },
+    {
+      // Copied into the config by assignment, it set the copy's prototype and was seen by no check.
+      name: 'a top-level __proto__ file key is fatal',
+      argv: ['--config', 'proto-key.yaml'],
+      mentions: ["unknown key '__proto__'"],
     },
     { name: 'an unknown SWITCHYARD_ env name is fatal', env: { SWITCHYARD_PROT: '1' }, mentions: ['SWITCHYARD_PROT'] },
     { name: 'an unknown flag is fatal', argv: ['--prot', '1'], mentions: ['--prot'] },

@@ -53,9 +53,10 @@ export function fileLayer(path: string, text: string): Layer {
     layer.problems.push(`config file ${path}: the top level must be a mapping of keys`);
     return layer;
   }
-  Object.assign(layer.values, parsed);
   layer.origins.set('', `config file ${path}`);
-  return layer;
+  // Spread, not Object.assign: assigned, a top-level `__proto__` key would set the prototype of the
+  // values, where no unknown-key check sees it.
+  return { ...layer, values: { ...parsed } };
 }
 
 /**
