@@ -25,12 +25,6 @@ const WARN = 40;
 const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
 
 /**
- * `switchyard runtime join`: a runtime on this machine, joined to a
- * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
- * scheduler that refuses the join token (or this runtime's description)
- * ends it with exit code 1, since retrying would not help.
- */
-/**
  * What a scheduler's 400 says is wrong with this runtime. The dialer logs the
  * refusal's body as it came, JSON text (`{"error", "field", "detail"}`,
  * docs/protocol.md §1); the detail names the field and the rule it broke.
@@ -47,6 +41,12 @@ function refusalReason(body: string | undefined): string {
   return body?.trim() || '(no reason given)';
 }
 
+/**
+ * `switchyard runtime join`: a runtime on this machine, joined to a
+ * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
+ * scheduler that refuses the join token (or this runtime's description)
+ * ends it with exit code 1, since retrying would not help.
+ */
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) classes[name] = KNOWN[name]();

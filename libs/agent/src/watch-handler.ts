@@ -56,9 +56,9 @@ interface Settings {
  * one `delta` per batch, a `snapshot` every `snapshotIntervalMs` and `: ping`
  * comments when idle. Each event's `id` is the store's `seq`. A client whose
  * unsent bytes pass `bufferBytesMax` plus the size of the last snapshot is
- * disconnected; it resumes from the last
- * event it got (or a snapshot) when it reconnects. Not guaranteed: delivery of
- * events written before a disconnect.
+ * disconnected; it resumes from the last event it got (or a snapshot) when
+ * it reconnects. Not guaranteed: delivery of events written before a
+ * disconnect.
  */
 export function createWatchHandler(store: RuntimeStateStore, options: WatchHandlerOptions = {}): WatchHandler {
   const settings: Settings = {

@@ -51,10 +51,11 @@ export const WATCHER_DEFAULTS = { reconnectMs: 1_000, idleTimeoutMs: 45_000 } as
  * event with the protocol schemas. Guarantees: callbacks see a gapless
  * sequence — a snapshot, then deltas whose ids follow one another — and after
  * a disconnect, or `idleTimeoutMs` without a byte, the watcher resumes from
- * the last applied id (the runtime replays or sends a snapshot). A malformed event, an id gap or a throwing
- * callback is reported and answered by a fresh connection without
- * `Last-Event-ID`, i.e. a new snapshot. Not guaranteed: that a stream is ever
- * re-established; the watcher retries every `reconnectMs` until closed.
+ * the last applied id (the runtime replays or sends a snapshot). A malformed
+ * event, an id gap or a throwing callback is reported and answered by a
+ * fresh connection without `Last-Event-ID`, i.e. a new snapshot. Not
+ * guaranteed: that a stream is ever re-established; the watcher retries
+ * every `reconnectMs` until closed.
  */
 export function watchRuntime(options: WatchRuntimeOptions): RuntimeWatcher {
   return new Watch(options);

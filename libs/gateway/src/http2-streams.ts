@@ -20,12 +20,12 @@ export type Dispatch = Pick<Dispatcher, 'dispatch'>;
  * with `ERR_HTTP2_ERROR` (see EventStreamUpstream), a connection that sent
  * GOAWAY, or is destroyed or closing, takes no new streams, one without
  * streams closes after `idleTimeoutMs`, and one carrying streams that leaves
- * a PING unanswered for `pingIntervalMs` is destroyed, failing its streams. An event stream
- * has no idle timeout (it may stay silent for hours), so without the ping a
- * scheduler that vanished without a reset (host down, network partition)
- * would hold its clients' streams open until TCP gave up, if ever; failed,
- * they end at the client, which opens them again (`Last-Event-ID`). No
- * retries: the exchange owns those.
+ * a PING unanswered for `pingIntervalMs` is destroyed, failing its streams.
+ * An event stream has no idle timeout (it may stay silent for hours), so
+ * without the ping a scheduler that vanished without a reset (host down,
+ * network partition) would hold its clients' streams open until TCP gave
+ * up, if ever; failed, they end at the client, which opens them again
+ * (`Last-Event-ID`). No retries: the exchange owns those.
  */
 export class Http2EventStreams implements Dispatch {
   readonly #connections = new Map<string, Connection[]>();

@@ -95,9 +95,9 @@ function reply(res: ServerResponse, status: number, body: object): void {
  * shutdown: unready (readyz 503) and drain hooks → wait drainDelayMs (less
  * once the drain hooks say nothing is left) → close every added server
  * (stop accepting), run the servers-closing hooks, let in-flight requests
- * finish → hooks in reverse order → done. The whole post-drain part is bounded by shutdownTimeoutMs:
- * connections still open at the deadline are cut and hooks still running
- * are abandoned (reported, not awaited).
+ * finish → hooks in reverse order → done. The whole post-drain part is
+ * bounded by shutdownTimeoutMs: connections still open at the deadline are
+ * cut and hooks still running are abandoned (reported, not awaited).
  */
 export function createLifecycle(options: LifecycleOptions): Lifecycle {
   const drainDelayMs = options.drainDelayMs ?? 5000;
