@@ -17,7 +17,11 @@ function gatedEngine() {
   const engine: Engine = {
     async create(): Promise<SandboxInstance> {
       counts.created++;
-      for (const w of waiters.splice(0)) if (counts.created >= w.count) w.resolve();
+      // A waiter for more starts than there are stays: dropped, it would never resolve.
+      for (const w of waiters.splice(0)) {
+        if (counts.created >= w.count) w.resolve();
+        else waiters.push(w);
+      }
       await gate;
       let destroyed = false;
       return {
