@@ -1,6 +1,6 @@
 import type { Clock } from '@switchyard/clock';
 import type { Runtime, RuntimeState, WatchSnapshot } from '@switchyard/protocol';
-import { RuntimeMirror, watchRuntime, type RuntimeWatcher } from '@switchyard/agent';
+import { RuntimeMirror, watchRuntime, type RuntimeMirrorOptions, type RuntimeWatcher } from '@switchyard/agent';
 import type { Tunnel } from '@switchyard/tunnel';
 import type { ReplicaLogger } from './options.ts';
 import { RedialWaits, type RedialOutcome } from './redial-waits.ts';
@@ -28,6 +28,8 @@ export interface LocalPartOptions {
   /** Called after any change of the part (a runtime joined or left, or its state changed). */
   readonly onChange: () => void;
   readonly watchReconnectMs?: number;
+  /** What one runtime may report (see RuntimeMirror). Default: the runtime-state limits every replica accepts. */
+  readonly mirror?: Pick<RuntimeMirrorOptions, 'processesMax' | 'threadsMax'>;
   /** Called when the wait for a runtime whose tunnel was lost here ends (not when the part closes). */
   readonly onRedialWaitEnded?: (outcome: RedialOutcome) => void;
   /** Called when a tunnel is closed because its runtime left it for another replica (see `reconcile`). */
@@ -56,7 +58,11 @@ export class LocalPart {
     this.#drop(tunnel.runtimeId);
     const { logger, clock, onChange } = this.#options;
     const mirror = new RuntimeMirror({
+      ...this.#options.mirror,
+      // Called only once the mirror took a snapshot (the watcher delivers one before any ops): one it
+      // refused, past the limits a runtime may report, leaves the runtime's state unknown, so unschedulable.
       onChange: () => {
+        entry.synced = true;
         entry.changes++;
         onChange();
       },
@@ -72,10 +78,7 @@ export class LocalPart {
         fetch: tunnel.fetch,
         clock,
         reconnectMs: this.#options.watchReconnectMs ?? 500,
-        onSnapshot: (snapshot: WatchSnapshot) => {
-          entry.synced = true;
-          mirror.applySnapshot(snapshot);
-        },
+        onSnapshot: (snapshot: WatchSnapshot) => mirror.applySnapshot(snapshot),
         onOps: (ops) => mirror.applyOps(ops),
         onError: (error) => logger.debug({ runtime: tunnel.runtimeId, err: error.message }, 'watch interrupted'),
       }),

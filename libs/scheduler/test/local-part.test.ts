@@ -255,3 +255,49 @@ describe("a replica's part in wire form", () => {
     }
   });
 });
+
+describe("a replica's part, when its runtime's first snapshot is refused", () => {
+  it('keeps the runtime unschedulable with its dialled limits, not available with an empty state', async () => {
+    // A snapshot whose threads name more processes than a runtime may report: the mirror refuses it, and
+    // the watcher asks for another. Until one is taken the runtime's state is unknown here.
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    for (const process of ['a', 'b', 'c']) store.addThread(process, 't');
+    const watch = createWatchHandler(store);
+    const server = createServer(watch);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    let refused!: () => void;
+    const wasRefused = new Promise<void>((resolve) => (refused = resolve));
+    const logger = {
+      ...quietLogger,
+      debug: (fields: object, msg?: string) => {
+        // The mirror's refusal, thrown from the snapshot callback, is the one callback failure here.
+        if (msg === 'watch interrupted' && (fields as { err?: unknown }).err === 'watch callback failed') refused();
+      },
+    };
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger,
+      onChange: () => {},
+      mirror: { processesMax: 2 },
+    });
+    try {
+      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${base}/watch`, init) });
+      part.attach(r0.tunnel);
+      await wasRefused;
+      const [state] = part.states();
+      assert.equal(state!.runtime.available, false, 'not schedulable');
+      assert.deepEqual(state!.runtime.idleWeight, r0.tunnel.info.limits, 'the limits it dialled with');
+      assert.deepEqual(state!.processes, []);
+    } finally {
+      part.close();
+      watch.close();
+      store.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
