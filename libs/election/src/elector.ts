@@ -199,7 +199,8 @@ export class LeaderElector {
       const at = new Date(startedAtMs);
       const fresh = { holderIdentity: this.#identity, leaseDurationSeconds, acquireTime: at, renewTime: at };
       // A lease deleted under us (not only a first start) must not restart terms at 0: followers fence off every
-      // term below the highest they saw. A leader keeps its term; a candidate goes past the last one it observed.
+      // term below the highest they saw. A leader keeps its term; a candidate goes past the last one it observed,
+      // and past any it led or was told of (#nextTerm).
       const leaseTransitions = this.#leadership?.term ?? this.#nextTerm(this.#observed);
       return this.#stored(seq, await this.#lock.create({ ...fresh, leaseTransitions }));
     }
