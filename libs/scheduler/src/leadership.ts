@@ -56,7 +56,11 @@ export class Leadership {
   readonly #peerRevocations: TokenRevocations;
   #leader: EpochLeader | undefined;
   #holder: { id: string; address: string } | undefined;
-  /** The last leader other than this replica; its runtimes are not carried into our term (it may be dead). */
+  /**
+   * The leader this replica saw since it last led, if any: the one a new term of ours takes over from, whose
+   * runtimes are not carried into that term (it may be dead). Cleared when we lead: a later term of ours,
+   * with no other leader seen in between, takes over from us, and every other replica's runtimes are kept.
+   */
   #previousLeader: string | undefined;
   #term = 0;
   #connection: SyncConnection | undefined;
@@ -158,7 +162,7 @@ export class Leadership {
       apply,
       sink: options.view,
       startEpoch: Math.max(options.view.epoch, this.#follower.latest()?.epoch ?? 0, 0),
-      seedParts: partsByOwner(options.view.states(), this.#previousLeader),
+      seedParts: partsByOwner(options.view.states(), this.#takeOverFrom()),
       ...options.epoch,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
       onFollowerError: (replica, followerTerm, reason) => {
@@ -186,6 +190,13 @@ export class Leadership {
       },
       { once: true },
     );
+  }
+
+  /** The leader a new term of ours takes over from; forgotten, so the next term of ours takes over from us. */
+  #takeOverFrom(): string | undefined {
+    const previous = this.#previousLeader;
+    this.#previousLeader = undefined;
+    return previous;
   }
 
   #observe(holder: string | undefined, term: number): void {
