@@ -77,7 +77,8 @@ interface Cycle {
  *   `available: false` (attached or not) until it reports again, and one
  *   detached for `forgetAfterMs` is forgotten, its runtimes with it;
  * - a follower whose connection refuses a message (backpressure) gets no
- *   more deltas and receives a snapshot once its connection accepts again;
+ *   more deltas and receives a snapshot once its connection accepts again,
+ *   before any further announce (which tells it its epoch is current);
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
  *   later cycle also answers the earlier ones, which commit together.
  *
@@ -220,6 +221,9 @@ export class EpochLeader {
     const announce: SyncMessage = { type: 'announce', term: this.#o.term, epoch: this.#token };
     const waiting = new Set<string>();
     for (const slot of this.#slots.values()) {
+      // An announce tells a follower it holds every commit sent before it: one that missed some gets the latest
+      // epoch first (a connection that refuses it refuses the announce as well).
+      this.#sendSnapshot(slot);
       if (slot.conn?.send(announce)) waiting.add(slot.replica);
     }
     const cycle: Cycle = {

@@ -244,6 +244,26 @@ describe('EpochLeader transcripts', () => {
     assertConverged(cluster);
   });
 
+  it('a follower that missed commits is told its epoch is current only once it holds the latest', async () => {
+    cluster = startCluster(['f1', 'f2']);
+    await cluster.clock.advance(20);
+    const f2 = cluster.nodes.get('f2')!;
+    f2.link.a.bufferedBytes = 9 * 1024 * 1024;
+    addThread(cluster, 'f1', 'p1/t2');
+    await cluster.clock.advance(40);
+    assert.equal(cluster.leader.latest()?.epoch, 2);
+    assert.equal(f2.sink.last?.epoch, 1, 'epoch 2 was not sent');
+    f2.link.a.bufferedBytes = 0;
+    await cluster.clock.advance(1000); // the next cycle announces
+    assert.ok(f2.sink.confirmed.length > 0, 'a cycle confirmed an epoch');
+    assert.deepEqual(
+      f2.sink.confirmed,
+      f2.sink.confirmed.map(() => '1:2'),
+      'never epoch 1 while the leader is at 2',
+    );
+    assertConverged(cluster);
+  });
+
   for (const side of ['leader', 'follower'] as const) {
     it(`the ${side} keeps the last keepEpochs epochs and forgets older ones`, async () => {
       cluster = startCluster(['f1']);
