@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import {
   ClusterIndex,
   affinityFilter,
+  applyOps,
   availabilityFilter,
   deterministicSelector,
   diffStates,
@@ -323,6 +324,26 @@ describe('scheduling properties', () => {
         assert.deepEqual(diffStates(next, next), []);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  // Followers keep each epoch's state as applyOps(previous, delta), and the
+  // leader diffs its merges: both must agree on every pair of snapshots.
+  it('applyOps(prev, diffStates(prev, next)) is next, epoch after epoch', () => {
+    fc.assert(
+      fc.property(fc.array(snapshotArb, { minLength: 2, maxLength: 6 }), fc.integer(), (snapshots, seed) => {
+        const [first, ...rest] = snapshots.map((s) => ClusterIndex.from(s).toStates());
+        let kept = first!;
+        for (const [i, next] of rest.entries()) {
+          const frozen = JSON.stringify(kept);
+          const ops = diffStates(reordered(kept, seed + i), reordered(next, seed - i));
+          const applied = applyOps(kept, ops);
+          assert.deepEqual(applied, next);
+          assert.equal(JSON.stringify(kept), frozen, 'the base is left as it was');
+          kept = applied;
+        }
+      }),
+      { numRuns: 500, seed: 20261206 },
     );
   });
 
