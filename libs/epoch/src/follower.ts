@@ -32,6 +32,11 @@ type Commit = Extract<SyncMessage, { type: 'commit' }>;
  * - fencing: once a term is seen, nothing of a lower term reaches the sink,
  *   whichever connection it arrives on; it is reported through `onReject`
  *   and answered with `error`;
+ * - one history per term: a leader whose snapshot of the sink's own term
+ *   is not in its history (an epoch below its latest, or that epoch with
+ *   other content: the term was handed out twice) has the whole term
+ *   fenced off, answered with an `error` naming the term above it, so the
+ *   sink never goes back to a lower epoch of a term nor mixes two;
  * - the sink sees epochs in order: a delta only when its base is the
  *   sink's latest epoch of the same term, else a `resync snapshot` is sent
  *   (once per gap) and deltas are dropped until a snapshot arrives.
@@ -61,7 +66,7 @@ export class EpochFollower {
     this.#history = new EpochHistory(this.#o.keepEpochs);
   }
 
-  /** Highest term seen; -1 before any message. */
+  /** Lowest term still accepted: the highest seen, or one above a term found to carry two histories; -1 at first. */
   get term(): number {
     return this.#term;
   }
@@ -73,6 +78,19 @@ export class EpochFollower {
   /** A copy of an epoch's state, if it is among the last `keepEpochs`. */
   snapshotAt(epoch: number): RuntimeState[] | undefined {
     return this.#history.at(epoch);
+  }
+
+  /**
+   * Takes an epoch this replica's own leader committed (the sink holds it
+   * already: it was that leader's sink too) as the latest, when that
+   * leadership ends, so the next leader's commits are judged against it.
+   * Ignored unless it is newer than the latest epoch held.
+   */
+  adopt(ref: EpochRef, states: readonly RuntimeState[]): void {
+    const latest = this.#history.latest();
+    if (latest && (ref.term < latest.term || (ref.term === latest.term && ref.epoch <= latest.epoch))) return;
+    this.#history.record(ref, states);
+    this.#term = Math.max(this.#term, ref.term);
   }
 
   /** Makes `conn` the current leader's connection; earlier ones stay open but only commits pass there (fenced). */
@@ -153,7 +171,10 @@ export class EpochFollower {
       if (snapshot.epoch !== msg.epoch || snapshot.term !== msg.term) {
         return this.#reject(conn, 'commit', msg.term, msg.epoch, 'snapshot epoch or term differs from its commit');
       }
-      if (sameTerm && msg.epoch < latest.epoch) return; // older than what we have from this leader
+      if (sameTerm && conn === this.#current && this.#notOurs(msg.epoch, latest, snapshot.runtimes)) {
+        return this.#fenceTerm(conn, msg, latest);
+      }
+      if (sameTerm && msg.epoch < latest.epoch) return; // a delayed commit of this leader on an earlier connection
       this.#history.record(msg, snapshot.runtimes);
       this.#awaitingSnapshot = false;
       this.#o.sink.snapshot(msg.epoch, msg.term, snapshot.runtimes);
@@ -169,6 +190,29 @@ export class EpochFollower {
     }
     this.#history.record(msg, this.#o.apply(base, ops));
     this.#o.sink.delta(msg.epoch, msg.term, baseEpoch, ops);
+  }
+
+  /**
+   * Whether a snapshot of the latest epoch's term, from the leader we follow now, is of another history. Its
+   * first commit on a connection is its latest epoch, never below one it sent us before, and the same
+   * epoch again has the same content: a lower epoch, or other content, comes from another leader of the term.
+   */
+  #notOurs(epoch: number, latest: EpochRef, runtimes: readonly RuntimeState[]): boolean {
+    if (epoch !== latest.epoch) return epoch < latest.epoch;
+    const held = this.#history.latestStates();
+    return held !== undefined && this.#o.diff(held, runtimes).length > 0;
+  }
+
+  /**
+   * Two histories under one term (the lease was created again at it by a replica that had never read it):
+   * taking the leader's would move the sink back or mix the two, so the term is refused whole. The `error`
+   * names the term above it, which makes the leader lead again above that.
+   */
+  #fenceTerm(conn: SyncConnection, msg: Commit, latest: EpochRef): void {
+    this.#term = msg.term + 1;
+    this.#sent = undefined;
+    const reason = `epoch ${msg.epoch} of term ${msg.term} is not the history this replica holds (epoch ${latest.epoch})`;
+    this.#reject(conn, 'commit', msg.term, msg.epoch, reason);
   }
 
   /** An announce of the leader's term follows every commit it sent before: the sink is as new as the leader. */

@@ -141,6 +141,11 @@ export class EpochLeader {
     return this.#history.at(epoch);
   }
 
+  /** The state of `latest()`, shared rather than copied (a copy of a large fleet takes seconds): never mutate it. */
+  latestStates(): readonly RuntimeState[] | undefined {
+    return this.#history.latestStates();
+  }
+
   /**
    * Adds a follower's connection. A second connection for the same replica
    * replaces the first. The follower gets the latest epoch as a snapshot at

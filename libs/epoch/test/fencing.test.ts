@@ -119,6 +119,119 @@ describe('fencing', () => {
   });
 });
 
+describe('one history per term', () => {
+  const snapshotOf = (term: number, epoch: number, owner: string): SyncMessage => ({
+    type: 'commit',
+    term,
+    epoch,
+    body: { kind: 'snapshot', snapshot: { epoch, term, runtimes: [runtimeState(`${owner}-r1`, owner)] } },
+  });
+  const deltaOf = (term: number, epoch: number): SyncMessage => ({
+    type: 'commit',
+    term,
+    epoch,
+    body: { kind: 'delta', baseEpoch: epoch - 1, ops: [{ op: 'runtime.remove', runtimeId: 'a-r1' }] },
+  });
+
+  /** A follower holding epoch 4 of term 1 from leader `a`, then attached to a new link (a new leader). */
+  async function heldFourOfTermOne(): Promise<{
+    clock: ManualClock;
+    sink: RecordingSink;
+    rejects: RejectInfo[];
+    follower: EpochFollower;
+    link: MemoryLink;
+  }> {
+    const clock = new ManualClock();
+    const sink = new RecordingSink();
+    const rejects: RejectInfo[] = [];
+    const follower = new EpochFollower({
+      replicaId: 'f1',
+      clock,
+      localPart: () => [],
+      diff: referenceDiff,
+      apply: referenceApply,
+      sink,
+      onReject: (info) => rejects.push(info),
+    });
+    const first = new MemoryLink();
+    follower.attach(first.b);
+    first.a.send(snapshotOf(1, 4, 'a'));
+    await clock.advance(1);
+    const link = new MemoryLink();
+    follower.attach(link.b);
+    return { clock, sink, rejects, follower, link };
+  }
+
+  const secondHistories = [
+    { name: 'an epoch below the one it holds', epoch: 2 },
+    { name: 'the epoch it holds with other content', epoch: 4 },
+  ];
+  for (const { name, epoch } of secondHistories) {
+    it(`a new leader's snapshot of the follower's term at ${name} fences the term off, naming the term above`, async () => {
+      const { clock, sink, rejects, follower, link } = await heldFourOfTermOne();
+      link.a.send(snapshotOf(1, epoch, 'b'));
+      link.a.send(deltaOf(1, 5)); // would apply to epoch 4 of the other history
+      link.a.send({ type: 'announce', term: 1, epoch: 6 });
+      await clock.advance(1);
+      assert.deepEqual(
+        sink.applied.map((a) => `${a.term}:${a.epoch}`),
+        ['1:4'],
+        'neither taken nor mixed in',
+      );
+      assert.deepEqual(follower.latest(), { epoch: 4, term: 1 });
+      assert.equal(follower.term, 2);
+      assert.deepEqual(
+        rejects.map((r) => `${r.type}:${r.term}:${r.epoch}`),
+        [`commit:1:${epoch}`, 'commit:1:5', 'announce:1:6'],
+      );
+      const errors = link.log.filter((e) => e.from === 'b' && e.msg.type === 'error').map((e) => e.msg.term);
+      assert.deepEqual(errors, [2, 2, 2], 'the leader hears of the term above its own');
+      assert.deepEqual(sink.confirmed, [], 'nothing confirmed current');
+
+      link.a.send(snapshotOf(2, 3, 'b')); // the leader again, above the fenced term
+      await clock.advance(1);
+      assert.deepEqual(follower.latest(), { epoch: 3, term: 2 });
+      assert.ok(sink.last!.state.includes('b-r1'));
+      follower.stop();
+    });
+  }
+
+  it('the same epoch with the same content (a reconnect to the same leader) is taken as a repeat', async () => {
+    const { clock, sink, rejects, follower, link } = await heldFourOfTermOne();
+    link.a.send(snapshotOf(1, 4, 'a'));
+    await clock.advance(1);
+    assert.deepEqual(rejects, []);
+    assert.deepEqual(follower.latest(), { epoch: 4, term: 1 });
+    assert.equal(follower.term, 1);
+    assert.equal(sink.applied.length, 2);
+    follower.stop();
+  });
+
+  it("an epoch of the replica's own leadership (adopt) fences off a second leader of its term", async () => {
+    const clock = new ManualClock();
+    const sink = new RecordingSink();
+    const follower = new EpochFollower({
+      replicaId: 'f1',
+      clock,
+      localPart: () => [],
+      diff: referenceDiff,
+      apply: referenceApply,
+      sink,
+    });
+    follower.adopt({ epoch: 4, term: 1 }, [runtimeState('f1-r1', 'f1')]);
+    assert.deepEqual(follower.latest(), { epoch: 4, term: 1 });
+    assert.deepEqual(follower.snapshotAt(4), [runtimeState('f1-r1', 'f1')]);
+    const link = new MemoryLink();
+    follower.attach(link.b);
+    link.a.send(snapshotOf(0, 9, 'old')); // the leader before ours is fenced off too
+    link.a.send(snapshotOf(1, 1, 'b'));
+    await clock.advance(1);
+    assert.deepEqual(sink.applied, [], 'the view keeps what its own leader committed');
+    assert.equal(follower.term, 2);
+    follower.stop();
+  });
+});
+
 type Step =
   | { kind: 'change'; who: number; thread: number; add: boolean }
   | { kind: 'advance'; ms: number }

@@ -183,6 +183,11 @@ export class Leadership {
       () => {
         leader.stop();
         if (this.#leader === leader) this.#leader = undefined;
+        // The view holds this term's last epoch: the follower judges the next leader's commits against it, so
+        // a second leader of this term (a lease created again at it) cannot take the view back or mix with it.
+        const latest = leader.latest();
+        const states = leader.latestStates();
+        if (latest && states) this.#follower.adopt(latest, states);
         // stop() ends leadership on purpose (the replica is going away); any other loss is a fault it survives.
         if (this.#stopped) options.logger.info({ term }, 'stopped leading: replica stopping');
         else options.logger.warn({ term }, 'stopped leading; continuing as a follower');

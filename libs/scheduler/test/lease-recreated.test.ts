@@ -14,9 +14,12 @@ import { getJson, startReplicas, startRuntime, until } from './support.ts';
 class LeaseApi {
   #store = new MemoryLeaseStore();
 
-  /** A released Lease that has seen `transitions` leaderships: the first leader here takes the next term. */
-  constructor(transitions: number) {
-    this.#store.create(lease(undefined, transitions, new Date(0)));
+  /**
+   * A released Lease that has seen `transitions` leaderships: the first leader here takes the next term.
+   * Without `transitions`, no Lease yet: the first leader creates it, at term 0.
+   */
+  constructor(transitions?: number) {
+    if (transitions !== undefined) this.#store.create(lease(undefined, transitions, new Date(0)));
   }
 
   read(): LeaseRecord | undefined {
@@ -130,5 +133,83 @@ describe('a Lease deleted, then created by a replica that died before any follow
     const settled = await oneTermAbove(followers, 1);
     assert.equal(api.read()?.leaseTransitions, settled, 'every replica follows the term of the lease');
     assert.equal(followers.filter((r) => r.isLeader).length, 1, 'one leader');
+  });
+});
+
+/** Polls the (term, epoch) of every replica in `replicas` (those added later too) until stopped; per replica, in order. */
+function watchEpochs(replicas: readonly SchedulerReplica[]): { stop: () => Promise<Map<string, string[]>> } {
+  const seen = new Map<string, string[]>();
+  let stopped = false;
+  const polling = (async () => {
+    for (let round = 0; !stopped && round < 2000; round++) {
+      for (const replica of replicas) {
+        const { epoch, term } = await epochOf(replica).catch(() => ({ epoch: null, term: -1 }));
+        if (epoch === null) continue;
+        let pairs = seen.get(replica.replicaId);
+        if (!pairs) seen.set(replica.replicaId, (pairs = []));
+        pairs.push(`${term}:${epoch}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await polling;
+      return seen;
+    },
+  };
+}
+
+describe('a Lease deleted, then created again at the term the followers hold', () => {
+  const replicas: SchedulerReplica[] = [];
+  const runtimes: RuntimeNode[] = [];
+  let watch: ReturnType<typeof watchEpochs> | undefined;
+  after(async () => {
+    await watch?.stop();
+    await Promise.all(runtimes.map((r) => r.close()));
+    await Promise.all(replicas.map((r) => r.close()));
+  });
+
+  it('is led again above that term, and no view goes back within a term', async () => {
+    const api = new LeaseApi(); // a cluster on its first term: 0, as a restarted pod creates the Lease again
+    let cutOff = false;
+    replicas.push(...(await startReplicas(3, undefined, undefined, { lock: api.lock(() => cutOff) })));
+    const leader = (await until('a leader', () => replicas.find((r) => r.isLeader)))!;
+    assert.equal(api.read()?.leaseTransitions, 0);
+    runtimes.push(await startRuntime('r0', replicas[0]!.url), await startRuntime('r1', replicas[1]!.url));
+    for (const replica of replicas) {
+      await until(
+        `both runtimes on ${replica.replicaId}`,
+        async () => (await runtimesOf(replica)).length === 2 || undefined,
+      );
+    }
+    watch = watchEpochs(replicas);
+
+    api.delete();
+    cutOff = true;
+    const [fresh] = await startReplicas(1, undefined, undefined, { lock: api.lock(() => false), replicaId: 'fresh' });
+    replicas.push(fresh!);
+    await until('the fresh replica leads', () => fresh!.isLeader || undefined);
+    assert.equal(api.read()?.leaseTransitions, 0, 'the fresh replica leads at the term the others hold');
+    await until('the old leader steps down, its renewals failing', () => !leader.isLeader || undefined);
+    cutOff = false;
+
+    const settled = await oneTermAbove(replicas, 0);
+    assert.equal(api.read()?.leaseTransitions, settled, 'every replica follows the term of the lease');
+    runtimes.push(await startRuntime('late', replicas[1]!.url));
+    for (const replica of replicas) {
+      await until(
+        `the late runtime on ${replica.replicaId}`,
+        async () => (await runtimesOf(replica)).includes('late') || undefined,
+      );
+    }
+    for (const [replica, pairs] of await watch.stop()) {
+      for (let i = 1; i < pairs.length; i++) {
+        const [term0, epoch0] = pairs[i - 1]!.split(':').map(Number) as [number, number];
+        const [term1, epoch1] = pairs[i]!.split(':').map(Number) as [number, number];
+        assert.ok(term1 > term0 || (term1 === term0 && epoch1 >= epoch0), `${replica} went back: ${pairs.join(' ')}`);
+      }
+    }
   });
 });
