@@ -5,6 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -28,6 +29,7 @@ function script(port: number, closeAfterMs: number | undefined): string {
       tunnelPingIntervalMs: 300, logger: quiet, metrics: createMetrics('runtime'),
     });
     ${closeAfterMs === undefined ? '' : `setTimeout(() => void node.close(), ${closeAfterMs}).unref();`}
+    process.stdout.write('started\\n');
   `;
 }
 
@@ -40,12 +42,15 @@ describe('runtime node process lifetime', () => {
   for (const c of cases) {
     it(c.name, async () => {
       const child = spawn(process.execPath, ['--input-type=module', '-e', script(await deadPort(), c.closeAfterMs)], {
-        stdio: ['ignore', 'ignore', 'pipe'],
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       try {
+        // Timed from the node's start, not the spawn: loading the modules takes seconds on a busy machine.
+        const started = once(child.stdout, 'data');
+        await Promise.race([started, exited]);
         // Long enough for several failed dials (250 ms, 500 ms, 1 s backoff) and for close() to finish.
         const outcome = await Promise.race([
           exited.then((code) => ({ code })),
