@@ -69,12 +69,13 @@ describe('live page in a browser', { skip }, () => {
     await page.goto(`${url}/ui`);
     await page.locator('#connection', { hasText: 'live' }).waitFor({ timeout: 5000 });
     await page.locator('#runtimes tr[data-runtime="rt-1"]').waitFor({ timeout: 5000 });
+    // The page first: it is live, and an epoch committed between the two reads must not put it ahead of the API.
+    const shown = Number(await text('#epoch'));
     const api = await epochOf(url);
     assert.equal(await text('#replica'), 's2');
     assert.equal(await text('#leader'), api.leader!.id);
     assert.equal(await text('#term'), String(api.term));
     assert.equal(await text('#role'), api.isLeader ? 'leader' : 'follower');
-    const shown = Number(await text('#epoch'));
     assert.ok(Number.isInteger(shown) && shown >= 1 && shown <= api.epoch!, `page epoch ${shown}, API ${api.epoch}`);
     assert.deepEqual(await shownRuntimes(), await runtimeIds(url));
     assert.match(await text('#runtimes tr[data-runtime="rt-1"]'), /available\s+s0\s+demo/);
