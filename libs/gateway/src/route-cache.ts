@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
+import { isIdentityValue } from '@switchyard/protocol';
 import type { ThrottledLog } from './throttled-log.ts';
 
 /** Where a thread (legacy session) or a named process is served. */
@@ -66,14 +67,30 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
   }
 }
 
+/** Longest route URL taken from Redis: a replica's address and a runtime id with room to spare. */
+const ROUTE_URL_LENGTH_MAX = 1024;
+
+/** An `http:`/`https:` URL of an MCP endpoint, as `routeOf` in routing.ts builds them. */
+function isRouteUrl(value: unknown): value is string {
+  if (typeof value !== 'string' || value.length > ROUTE_URL_LENGTH_MAX || !URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname.endsWith('/mcp');
+}
+
+/**
+ * A route as this gateway writes one. Redis is shared, and what another
+ * replica (of another version, or anything else that writes there) left is
+ * checked as a scheduler's answer is: a value taken on trust that no request
+ * can use would fail every request of its session, and a hit renews it.
+ */
 function isRoute(value: unknown): value is Route {
-  const v = value as Partial<Route> | null;
+  const v = value as Partial<Record<keyof Route, unknown>> | null;
   return (
     typeof v === 'object' &&
     v !== null &&
-    typeof v.runtime === 'string' &&
-    typeof v.url === 'string' &&
-    (v.principal === undefined || typeof v.principal === 'string') &&
+    isIdentityValue(v.runtime) &&
+    isRouteUrl(v.url) &&
+    (v.principal === undefined || isIdentityValue(v.principal)) &&
     (v.direct === undefined || typeof v.direct === 'boolean')
   );
 }

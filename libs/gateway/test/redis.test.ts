@@ -90,6 +90,31 @@ describe('route cache shared through redis', { skip }, () => {
     assert.equal(after.status, 404, 'the session ended on the runtime');
     assert.equal((after.json as { id: number }).id, 3);
   });
+
+  it('takes a malformed route in redis for a miss, so the session still reaches its runtime', async () => {
+    const client = new Redis(redis.url);
+    try {
+      const wrong = [
+        { runtime: 'rt-0', url: 'no url at all' },
+        { runtime: 'rt-0', url: 'file:///etc/passwd' },
+        { runtime: 'not an id', url: 'http://127.0.0.1:1/mcp' },
+        { runtime: 'rt-0', url: 'http://127.0.0.1:1/mcp', principal: 42 },
+      ];
+      for (const value of wrong) {
+        const init = await post(h.url, INITIALIZE);
+        assert.equal(init.status, 200);
+        const session = init.headers.get('mcp-session-id')!;
+        await client.set(`${REDIS_ROUTE_PREFIX}thread:${session}`, JSON.stringify(value), 'PX', 60_000);
+        const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
+        for (const id of [2, 3]) {
+          const listed = await post(second.url, { jsonrpc: '2.0', id, method: 'tools/list' }, headers);
+          assert.equal(listed.status, 200, `${JSON.stringify(value)}: ${JSON.stringify(listed.json)}`);
+        }
+      }
+    } finally {
+      client.disconnect();
+    }
+  });
 });
 
 describe('route cache while redis is away', { skip }, () => {
