@@ -167,7 +167,12 @@ export const gatewayConfigSchema = z.object({
         .min(1)
         .default(D.routeCacheEntriesMax)
         .describe('Most routes kept in the in-process LRU.'),
-      ttlMs: z.number().int().min(1).default(D.routeCacheTtlMs).describe('How long a cached route lives.'),
+      ttlMs: z
+        .number()
+        .int()
+        .min(1)
+        .default(D.routeCacheTtlMs)
+        .describe('How long a cached route lives after its last use, in memory and in Redis.'),
       redisUrl: z.string().optional().meta({ secret: true }).describe('Redis URL of a route cache shared by replicas.'),
     })
     .prefault({})

@@ -31,7 +31,7 @@ export interface IdentityOptions {
 export interface RouteCacheOptions {
   /** Entries kept in memory. Default 100_000. */
   readonly maxEntries?: number;
-  /** Time to live, renewed on use. Default 15 min. */
+  /** Time to live, renewed on use (in Redis too, at most every quarter of it). Default 15 min. */
   readonly ttlMs?: number;
   /** Shared cache for gateway replicas (`redis://host:port`); off when absent. */
   readonly redisUrl?: string;

@@ -29,6 +29,14 @@ const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** How stale the time that ages entries may be; nothing against TTLs of minutes. */
 const TTL_RESOLUTION_MS = 1000;
 
+/**
+ * A memory hit renews the route's key in Redis once this share of the TTL has
+ * passed since it was written or last renewed there: a round trip per route
+ * every few minutes, not one per request. The key may so expire up to that
+ * share of the TTL before this replica's copy does.
+ */
+const REDIS_RENEW_AFTER_TTL_SHARE = 0.25;
+
 /** How long the first requests wait for the first connection to Redis; later ones never wait for one. */
 const REDIS_FIRST_CONNECT_WAIT_MS = 1000;
 
@@ -95,13 +103,21 @@ function isRoute(value: unknown): value is Route {
   );
 }
 
+interface Entry {
+  readonly route: Route;
+  /** When a hit next renews the key in Redis (`performance.now()` ms). */
+  redisRenewAtMs: number;
+}
+
 /**
  * Bounded LRU with a TTL renewed on use, optionally backed by Redis. Redis
  * is a cache too: when it fails, lookups fall back to a miss (the caller
- * reschedules) and writes are dropped with a warning, never an error.
+ * reschedules) and writes are dropped with a warning, never an error. Use
+ * renews a route in Redis too, so a session served from one replica's
+ * memory stays shared with the others; a route deleted there stays deleted.
  */
 export class RouteCache {
-  readonly #memory: LRUCache<string, Route>;
+  readonly #memory: LRUCache<string, Entry>;
   readonly #redis: Promise<Redis | undefined> | undefined;
   readonly #ttlMs: number;
   readonly #config: RouteCacheConfig;
@@ -111,7 +127,7 @@ export class RouteCache {
   constructor(config: RouteCacheConfig) {
     this.#config = config;
     this.#ttlMs = config.ttlMs;
-    this.#memory = new LRUCache<string, Route>({
+    this.#memory = new LRUCache<string, Entry>({
       max: config.maxEntries,
       ttl: config.ttlMs,
       updateAgeOnGet: true,
@@ -131,9 +147,26 @@ export class RouteCache {
    * a miss, which `remote` then takes to Redis.
    */
   local(key: string): Route | undefined {
-    const route = this.#memory.get(key);
-    if (route) this.#config.onLookup?.('hit', 'memory');
-    return route;
+    const entry = this.#memory.get(key);
+    if (!entry) return undefined;
+    this.#config.onLookup?.('hit', 'memory');
+    if (this.#redis && entry.redisRenewAtMs <= performance.now()) this.#renew(key, entry);
+    return entry.route;
+  }
+
+  #keep(key: string, route: Route): void {
+    this.#memory.set(key, { route, redisRenewAtMs: performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE });
+  }
+
+  /** PEXPIRE, not SET: it renews a key that is there and brings back none that was deleted. */
+  #renew(key: string, entry: Entry): void {
+    if (this.#closed) return;
+    entry.redisRenewAtMs = performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE;
+    this.#redis!.then((redis) => redis?.pexpire(REDIS_ROUTE_PREFIX + key, this.#ttlMs)).catch((error: unknown) =>
+      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis renew failed', {
+        err: (error as Error).message,
+      }),
+    );
   }
 
   /** The route from Redis (then kept in memory too), for a key `local` missed; undefined without Redis. */
@@ -147,7 +180,8 @@ export class RouteCache {
       const text = await redis?.getex(REDIS_ROUTE_PREFIX + key, 'PX', this.#ttlMs);
       const parsed: unknown = text ? JSON.parse(text) : undefined;
       if (isRoute(parsed)) {
-        this.#memory.set(key, parsed);
+        // GETEX renewed it in Redis.
+        this.#keep(key, parsed);
         this.#config.onLookup?.('hit', 'redis');
         return parsed;
       }
@@ -161,7 +195,7 @@ export class RouteCache {
   }
 
   async set(key: string, route: Route): Promise<void> {
-    this.#memory.set(key, route);
+    this.#keep(key, route);
     if (!this.#redis || this.#closed) return;
     try {
       await (await this.#redis)?.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
@@ -178,7 +212,7 @@ export class RouteCache {
    * evicted meanwhile (its session ended or lost its runtime).
    */
   async replace(key: string, from: Route, to: Route): Promise<boolean> {
-    if (this.#memory.peek(key)?.url !== from.url) return false;
+    if (this.#memory.peek(key)?.route.url !== from.url) return false;
     await this.set(key, to);
     return true;
   }

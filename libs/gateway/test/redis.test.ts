@@ -176,3 +176,44 @@ describe('route cache while redis is away', { skip }, () => {
     }
   });
 });
+
+describe('route cache ttl in redis', { skip }, () => {
+  const ttlMs = 2000;
+  let redis: { url: string; child: ChildProcess };
+  let h: Harness;
+  before(async () => {
+    redis = await startRedis();
+    h = await startHarness(1, { routeCache: { redisUrl: redis.url, ttlMs } });
+  });
+  after(async () => {
+    await h?.close();
+    redis?.child.kill('SIGTERM');
+  });
+
+  it('keeps the shared route of a session in use on one replica past the ttl', async () => {
+    const init = await post(h.url, INITIALIZE);
+    assert.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id')!;
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
+    const client = new Redis(redis.url);
+    try {
+      // Time passing is what is tested: the session is used well within its
+      // ttl, for two ttls, each request answered from this replica's memory.
+      for (const started = Date.now(); Date.now() - started < 2 * ttlMs; await sleep(ttlMs / 8)) {
+        const listed = await post(h.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+        assert.equal(listed.status, 200);
+      }
+      assert.ok(h.gateway.stats().routeCacheHits >= 8, 'the requests were memory hits');
+      const left = await client.pttl(`${REDIS_ROUTE_PREFIX}thread:${session}`);
+      assert.ok(left > 0, `the shared route is still there (pttl ${left})`);
+      // Renewing never brings back a route deleted meanwhile (another replica's DELETE).
+      await client.del(`${REDIS_ROUTE_PREFIX}thread:${session}`);
+      for (const started = Date.now(); Date.now() - started < ttlMs / 2; await sleep(ttlMs / 8)) {
+        assert.equal((await post(h.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers)).status, 200);
+      }
+      assert.equal(await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`), 0, 'not written again');
+    } finally {
+      client.disconnect();
+    }
+  });
+});
