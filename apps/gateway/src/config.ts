@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GATEWAY_DEFAULTS as D, originEntryProblem, trustedProxyProblem } from '@switchyard/gateway';
+import { GATEWAY_DEFAULTS as D, originEntryProblem, parseStrategy, trustedProxyProblem } from '@switchyard/gateway';
 import { ConfigError, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
 /** A class, process or thread id as the identity headers carry it (`isIdentityValue`). */
@@ -14,8 +14,21 @@ const strategy = (fallback: string, text: string) =>
       STRATEGY,
       'must be default:<v>, random, mcp-session, principal, header:<name>, query:<name> or path:<name>, or a comma-separated list of them',
     )
+    // What the pattern lets through may still name a header no client may name a sandbox by.
+    .superRefine((chain, ctx) => {
+      if (!STRATEGY.test(chain)) return;
+      for (const one of chain.split(',')) {
+        try {
+          parseStrategy(one);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        }
+      }
+    })
     .default(fallback)
-    .describe(`${text} A comma-separated list is tried in order.`);
+    .describe(
+      `${text} A comma-separated list is tried in order. A header strategy may not read connection or credential headers, nor X-Switchyard-* headers other than X-Switchyard-Class and X-Switchyard-Process; path: reads class or process.`,
+    );
 
 /** A list of strings, empty by default, each refused with what `problemOf` says is wrong with it. */
 const checkedList = (problemOf: (entry: string) => string | undefined) =>

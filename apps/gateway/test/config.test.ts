@@ -25,3 +25,25 @@ describe('gateway config: defaultClass', () => {
     }
   });
 });
+
+describe('gateway config: identity strategies', () => {
+  it('takes a chain of strategies', () => {
+    const value = 'header:Mcp-Param-Sandbox,query:sandbox,path:process,principal';
+    assert.equal(load({ SWITCHYARD_IDENTITY_PROCESS: value }).identity.process, value);
+  });
+
+  // A client's copy of a header Switchyard sets is stripped before it goes on: read here, it would be trusted.
+  it('refuses at start a header no client may name a sandbox by, and a path parameter there is not', () => {
+    for (const value of ['header:X-Switchyard-Principal', 'header:X-Tenant,header:Connection', 'path:sandbox']) {
+      assert.throws(
+        () => load({ SWITCHYARD_IDENTITY_PROCESS: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), /identity\.process/);
+          return true;
+        },
+        value,
+      );
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { HOP_BY_HOP_HEADERS, IDENTITY_HEADERS, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { TARGET_PARAMS } from './request-target.ts';
 
 /** Where one identity part comes from (design brief §2). */
 export type IdentityStrategy =
@@ -22,10 +23,41 @@ export interface IdentitySource {
 
 export type IdentityPart = 'class' | 'process' | 'thread';
 
+/** An HTTP field name (RFC 9110 §5.1: a token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Headers clients send that name no sandbox: one connection's, computed per
+ * hop, or credentials, which never reach runtimes but would, as an identity.
+ */
+const NOT_IDENTITY_HEADERS: ReadonlySet<string> = new Set([
+  ...HOP_BY_HOP_HEADERS,
+  'host',
+  'content-length',
+  'authorization',
+  'cookie',
+]);
+
+/**
+ * Why no strategy may read header `name` (lower case), or undefined if one
+ * may. Of `X-Switchyard-*` only the class and process come from clients;
+ * the rest are the gateway's and schedulers' own, and a client's copy,
+ * stripped before it goes on, would be trusted if read here.
+ */
+function unreadableHeader(name: string): string | undefined {
+  if (!HEADER_NAME.test(name)) return 'is not a header name';
+  if (NOT_IDENTITY_HEADERS.has(name)) return 'is a connection or credential header';
+  const fromClients = name === IDENTITY_HEADERS.class || name === IDENTITY_HEADERS.process;
+  if (name.startsWith('x-switchyard-') && !fromClients) return 'is set by Switchyard, not by clients';
+  return undefined;
+}
+
 /**
  * Parses `default:<value>`, `random`, `mcp-session`, `header:<Name>`,
  * `query:<name>`, `path:<param>` or `principal`. Throws
- * SwitchyardError('invalid_request') for anything else (a configuration error).
+ * SwitchyardError('invalid_request') for anything else (a configuration
+ * error), including a header no client may name a sandbox by (see
+ * `unreadableHeader`) and a path parameter other than `class` and `process`.
  */
 export function parseStrategy(text: string): IdentityStrategy {
   const colon = text.indexOf(':');
@@ -44,11 +76,22 @@ export function parseStrategy(text: string): IdentityStrategy {
     case 'principal':
       if (arg !== '') throw new SwitchyardError('invalid_request', `identity strategy '${kind}' takes no argument`);
       return { kind };
-    case 'header':
-      return { kind, name: needArg().toLowerCase() };
+    case 'header': {
+      const name = needArg().toLowerCase();
+      const why = unreadableHeader(name);
+      if (why) throw new SwitchyardError('invalid_request', `identity strategy '${text}': '${name}' ${why}`);
+      return { kind, name };
+    }
     case 'query':
-    case 'path':
       return { kind, name: needArg() };
+    case 'path':
+      if (!TARGET_PARAMS.includes(needArg())) {
+        throw new SwitchyardError(
+          'invalid_request',
+          `identity strategy '${text}': the path has ${TARGET_PARAMS.join(' and ')}`,
+        );
+      }
+      return { kind, name: arg };
     default:
       throw new SwitchyardError('invalid_request', `unknown identity strategy '${text}'`);
   }
@@ -63,6 +106,10 @@ function describe(s: IdentityStrategy): string {
   return s.kind === 'header' || s.kind === 'query' || s.kind === 'path' ? `${s.kind} ${s.name}` : s.kind;
 }
 
+function own(record: Readonly<Record<string, unknown>>, name: string): unknown {
+  return Object.hasOwn(record, name) ? record[name] : undefined;
+}
+
 function raw(s: IdentityStrategy, src: IdentitySource): unknown {
   switch (s.kind) {
     case 'default':
@@ -73,12 +120,13 @@ function raw(s: IdentityStrategy, src: IdentitySource): unknown {
       return src.sessionId;
     case 'principal':
       return src.principal;
+    // Own properties only: a name like `constructor` must not read what every object inherits.
     case 'header':
-      return src.headers[s.name];
+      return own(src.headers, s.name);
     case 'query':
-      return src.query[s.name];
+      return own(src.query, s.name);
     case 'path':
-      return src.params[s.name];
+      return own(src.params, s.name);
   }
 }
 

@@ -9,6 +9,9 @@ export interface RequestTarget {
   readonly search: string;
 }
 
+/** The parameters of `/mcp/:class/:process`, all a path strategy may read. */
+export const TARGET_PARAMS: readonly string[] = ['class', 'process'];
+
 const NO_PARAMS: Readonly<Record<string, string | undefined>> = Object.freeze({});
 const MCP = '/mcp';
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { SwitchyardError } from '@switchyard/protocol';
 import { createGateway, parseStrategy } from '@switchyard/gateway';
+import { resolvePart } from '../src/identity.ts';
 import { INITIALIZE, listen, post, stopServer, startHarness } from './harness.ts';
 
 describe('identity strategies', () => {
@@ -18,13 +19,39 @@ describe('identity strategies', () => {
   for (const [text, expected] of parsed) {
     it(`parses '${text}'`, () => assert.deepEqual(parseStrategy(text), expected));
   }
-  for (const text of ['', 'header:', 'default:bad value', 'random:x', 'cookie:x']) {
+  const refused = [
+    '',
+    'header:',
+    'default:bad value',
+    'random:x',
+    'cookie:x',
+    // Set by the gateway alone and stripped from clients: read from a client, they would be trusted.
+    'header:X-Switchyard-Principal',
+    'header:x-switchyard-session-id',
+    'header:X-Switchyard-Forwarded',
+    // Connection-level or credentials: never a sandbox's name, and a credential would reach runtimes.
+    'header:Connection',
+    'header:Transfer-Encoding',
+    'header:Authorization',
+    'header:bad name',
+    // The path form has these two parameters only: any other would never yield a value.
+    'path:sandbox',
+    'path:constructor',
+  ];
+  for (const text of refused) {
     it(`refuses '${text}' as a configuration error`, () =>
       assert.throws(
         () => parseStrategy(text),
         (e) => e instanceof SwitchyardError && e.code === 'invalid_request',
       ));
   }
+
+  it('reads only what a request carries, never what every object inherits', () => {
+    const src = { headers: {}, query: Object.freeze({}), params: { class: 'demo', process: 'p' } };
+    for (const text of ['header:constructor', 'query:constructor', 'query:__proto__', 'query:toString']) {
+      assert.equal(resolvePart('process', [parseStrategy(text)], src), undefined, text);
+    }
+  });
 
   it('refuses invalid strategies when the gateway is created', () => {
     assert.throws(
