@@ -37,6 +37,16 @@ const TTL_RESOLUTION_MS = 1000;
  */
 const REDIS_RENEW_AFTER_TTL_SHARE = 0.25;
 
+/**
+ * How long Redis is left alone after a command timed out: a Redis that keeps
+ * its connection but answers nothing (stopped, overloaded, behind a lost
+ * route) would otherwise hold each lookup and write for the command timeout,
+ * for as long as it hangs. One request per this long pays that timeout.
+ */
+const REDIS_PAUSE_AFTER_TIMEOUT_MS = 5000;
+/** How ioredis rejects a command that had no answer within `commandTimeout`. */
+const REDIS_TIMEOUT_MESSAGE = 'Command timed out';
+
 /** How long the first requests wait for the first connection to Redis; later ones never wait for one. */
 const REDIS_FIRST_CONNECT_WAIT_MS = 1000;
 
@@ -123,6 +133,8 @@ export class RouteCache {
   readonly #config: RouteCacheConfig;
   #redisLabel = '';
   #closed = false;
+  /** Until when (`performance.now()` ms) Redis is not asked: see REDIS_PAUSE_AFTER_TIMEOUT_MS. */
+  #redisPausedUntilMs = 0;
 
   constructor(config: RouteCacheConfig) {
     this.#config = config;
@@ -160,23 +172,35 @@ export class RouteCache {
 
   /** PEXPIRE, not SET: it renews a key that is there and brings back none that was deleted. */
   #renew(key: string, entry: Entry): void {
-    if (this.#closed) return;
+    const client = this.#client();
+    if (!client) return;
     entry.redisRenewAtMs = performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE;
-    this.#redis!.then((redis) => redis?.pexpire(REDIS_ROUTE_PREFIX + key, this.#ttlMs)).catch((error: unknown) =>
-      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis renew failed', {
-        err: (error as Error).message,
-      }),
-    );
+    client
+      .then((redis) => redis?.pexpire(REDIS_ROUTE_PREFIX + key, this.#ttlMs))
+      .catch((error: unknown) => this.#failed('renew', error));
+  }
+
+  /** The Redis client to ask now; undefined without Redis, once closed, or while paused. */
+  #client(): Promise<Redis | undefined> | undefined {
+    if (this.#closed || !this.#redis || performance.now() < this.#redisPausedUntilMs) return undefined;
+    return this.#redis;
+  }
+
+  #failed(what: string, error: unknown): void {
+    const err = (error as Error)?.message;
+    if (err === REDIS_TIMEOUT_MESSAGE) this.#redisPausedUntilMs = performance.now() + REDIS_PAUSE_AFTER_TIMEOUT_MS;
+    this.#config.upstreamLog.warn(this.#redisLabel, `route cache redis ${what} failed`, { err });
   }
 
   /** The route from Redis (then kept in memory too), for a key `local` missed; undefined without Redis. */
   async remote(key: string): Promise<Route | undefined> {
-    if (!this.#redis || this.#closed) {
+    const client = this.#client();
+    if (!client) {
       this.#config.onLookup?.('miss', 'memory');
       return undefined;
     }
     try {
-      const redis = await this.#redis;
+      const redis = await client;
       const text = await redis?.getex(REDIS_ROUTE_PREFIX + key, 'PX', this.#ttlMs);
       const parsed: unknown = text ? JSON.parse(text) : undefined;
       if (isRoute(parsed)) {
@@ -186,9 +210,7 @@ export class RouteCache {
         return parsed;
       }
     } catch (error) {
-      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis read failed', {
-        err: (error as Error).message,
-      });
+      this.#failed('read', error);
     }
     this.#config.onLookup?.('miss', 'redis');
     return undefined;
@@ -196,13 +218,12 @@ export class RouteCache {
 
   async set(key: string, route: Route): Promise<void> {
     this.#keep(key, route);
-    if (!this.#redis || this.#closed) return;
+    const client = this.#client();
+    if (!client) return;
     try {
-      await (await this.#redis)?.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
+      await (await client)?.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
     } catch (error) {
-      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis write failed', {
-        err: (error as Error).message,
-      });
+      this.#failed('write', error);
     }
   }
 
@@ -219,13 +240,12 @@ export class RouteCache {
 
   async delete(key: string): Promise<void> {
     this.#memory.delete(key);
-    if (!this.#redis || this.#closed) return;
+    const client = this.#client();
+    if (!client) return;
     try {
-      await (await this.#redis)?.del(REDIS_ROUTE_PREFIX + key);
+      await (await client)?.del(REDIS_ROUTE_PREFIX + key);
     } catch (error) {
-      this.#config.upstreamLog.warn(this.#redisLabel, 'route cache redis delete failed', {
-        err: (error as Error).message,
-      });
+      this.#failed('delete', error);
     }
   }
 

@@ -217,3 +217,65 @@ describe('route cache ttl in redis', { skip }, () => {
     }
   });
 });
+
+describe('route cache while redis hangs', { skip }, () => {
+  let redis: { url: string; child: ChildProcess };
+  let h: Harness;
+  let second: { gateway: Gateway; url: string; stop(): Promise<void> };
+  before(async () => {
+    redis = await startRedis();
+    h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
+    const gateway = createGateway({
+      schedulers: [h.scheduler.url],
+      upstreamMode: 'direct',
+      routeCache: { redisUrl: redis.url },
+    });
+    const { server, url } = await listen(gateway);
+    second = { gateway, url, stop: async () => (await stopServer(server), await gateway.close()) };
+  });
+  after(async () => {
+    redis?.child.kill('SIGCONT');
+    await second?.stop();
+    await h?.close();
+    redis?.child.kill('SIGTERM');
+  });
+
+  it('stops waiting on a redis that keeps its connection but answers nothing', async () => {
+    // Both gateways connected and sharing routes first.
+    const first = await post(h.url, INITIALIZE);
+    const firstHeaders = {
+      'mcp-session-id': first.headers.get('mcp-session-id')!,
+      'mcp-protocol-version': '2025-06-18',
+    };
+    assert.equal((await post(second.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, firstHeaders)).status, 200);
+    // A stopped process: the connection stays up, commands go unanswered (as behind a lost route).
+    redis.child.kill('SIGSTOP');
+    const took: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const started = performance.now();
+      const init = await post(h.url, INITIALIZE);
+      assert.equal(init.status, 200, JSON.stringify(init.json));
+      const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
+      // The second gateway has no route in memory: it asks redis, then the scheduler.
+      const listed = await post(second.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+      assert.equal(listed.status, 200);
+      took.push(performance.now() - started);
+    }
+    const median = took.sort((a, b) => a - b)[took.length >> 1]!;
+    assert.ok(median < 200, `a new session and one call on another replica took ${median.toFixed(0)} ms at the median`);
+
+    // Left alone for a while only: once it answers again, routes are shared again.
+    redis.child.kill('SIGCONT');
+    const client = new Redis(redis.url);
+    try {
+      for (let deadline = Date.now() + 15_000; ; await sleep(100)) {
+        assert.ok(Date.now() < deadline, 'routes reach redis again within 15 s');
+        const init = await post(h.url, INITIALIZE);
+        const session = init.headers.get('mcp-session-id')!;
+        if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
+      }
+    } finally {
+      client.disconnect();
+    }
+  });
+});
