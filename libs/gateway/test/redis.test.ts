@@ -38,20 +38,27 @@ async function startRedis(port?: number): Promise<{ url: string; child: ChildPro
   return { url: `redis://127.0.0.1:${port}`, child };
 }
 
+/** A second gateway on the harness's scheduler, sharing `redisUrl` with the harness's own. */
+async function secondGateway(h: Harness, redisUrl: string): Promise<SecondGateway> {
+  const gateway = createGateway({ schedulers: [h.scheduler.url], upstreamMode: 'direct', routeCache: { redisUrl } });
+  const { server, url } = await listen(gateway);
+  return { gateway, url, stop: async () => (await stopServer(server), await gateway.close()) };
+}
+
+interface SecondGateway {
+  gateway: Gateway;
+  url: string;
+  stop(): Promise<void>;
+}
+
 describe('route cache shared through redis', { skip }, () => {
   let redis: { url: string; child: ChildProcess };
   let h: Harness;
-  let second: { gateway: Gateway; url: string; stop(): Promise<void> };
+  let second: SecondGateway;
   before(async () => {
     redis = await startRedis();
     h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
-    const gateway = createGateway({
-      schedulers: [h.scheduler.url],
-      upstreamMode: 'direct',
-      routeCache: { redisUrl: redis.url },
-    });
-    const { server, url } = await listen(gateway);
-    second = { gateway, url, stop: async () => (await stopServer(server), await gateway.close()) };
+    second = await secondGateway(h, redis.url);
   });
   after(async () => {
     await second?.stop();
@@ -221,17 +228,11 @@ describe('route cache ttl in redis', { skip }, () => {
 describe('route cache while redis hangs', { skip }, () => {
   let redis: { url: string; child: ChildProcess };
   let h: Harness;
-  let second: { gateway: Gateway; url: string; stop(): Promise<void> };
+  let second: SecondGateway;
   before(async () => {
     redis = await startRedis();
     h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
-    const gateway = createGateway({
-      schedulers: [h.scheduler.url],
-      upstreamMode: 'direct',
-      routeCache: { redisUrl: redis.url },
-    });
-    const { server, url } = await listen(gateway);
-    second = { gateway, url, stop: async () => (await stopServer(server), await gateway.close()) };
+    second = await secondGateway(h, redis.url);
   });
   after(async () => {
     redis?.child.kill('SIGCONT');
