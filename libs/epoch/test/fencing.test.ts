@@ -2,7 +2,7 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { SyncMessage } from '@switchyard/protocol';
+import type { RuntimeState, SyncMessage } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader } from '@switchyard/epoch';
 import { MemoryLink, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { RecordingSink, runtimeState, startCluster } from './support/cluster.ts';
@@ -16,6 +16,23 @@ const emptySnapshot = (term: number, epoch: number): SyncMessage => ({
   body: { kind: 'snapshot', snapshot: { epoch, term, runtimes: [] } },
 });
 
+/** Follower f1 on a manual clock, with the reference merge, recording what reaches its sink and what it rejects. */
+function recordingFollower(localPart: () => RuntimeState[] = () => []) {
+  const clock = new ManualClock();
+  const sink = new RecordingSink();
+  const rejects: RejectInfo[] = [];
+  const follower = new EpochFollower({
+    replicaId: 'f1',
+    clock,
+    localPart,
+    diff: referenceDiff,
+    apply: referenceApply,
+    sink,
+    onReject: (info) => rejects.push(info),
+  });
+  return { clock, sink, rejects, follower };
+}
+
 describe('fencing', () => {
   const lowerTermCases: Array<{ name: string; msg: SyncMessage }> = [
     { name: 'an announce', msg: { type: 'announce', term: 2, epoch: 9 } },
@@ -28,18 +45,7 @@ describe('fencing', () => {
   ];
   for (const { name, msg } of lowerTermCases) {
     it(`a follower that saw term 3 rejects ${name} of term 2 and answers with an error`, async () => {
-      const clock = new ManualClock();
-      const sink = new RecordingSink();
-      const rejects: RejectInfo[] = [];
-      const follower = new EpochFollower({
-        replicaId: 'f1',
-        clock,
-        localPart: () => [],
-        diff: referenceDiff,
-        apply: referenceApply,
-        sink,
-        onReject: (info) => rejects.push(info),
-      });
+      const { clock, sink, rejects, follower } = recordingFollower();
       const link = new MemoryLink();
       follower.attach(link.b);
       link.a.send(emptySnapshot(3, 1));
@@ -60,18 +66,7 @@ describe('fencing', () => {
   }
 
   it('no commit of a lower term accepted: a delayed commit of an old leader on a still-open connection is fenced', async () => {
-    const clock = new ManualClock();
-    const sink = new RecordingSink();
-    const rejects: RejectInfo[] = [];
-    const follower = new EpochFollower({
-      replicaId: 'f1',
-      clock,
-      localPart: () => [runtimeState('f1-r1', 'f1')],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-      onReject: (info) => rejects.push(info),
-    });
+    const { clock, sink, rejects, follower } = recordingFollower(() => [runtimeState('f1-r1', 'f1')]);
     const leaderErrors: number[] = [];
     const threads = new Map<number, string[]>();
     const makeLeader = (term: number, startEpoch: number, ownRuntime: string): EpochLeader =>
@@ -141,18 +136,7 @@ describe('one history per term', () => {
     follower: EpochFollower;
     link: MemoryLink;
   }> {
-    const clock = new ManualClock();
-    const sink = new RecordingSink();
-    const rejects: RejectInfo[] = [];
-    const follower = new EpochFollower({
-      replicaId: 'f1',
-      clock,
-      localPart: () => [],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-      onReject: (info) => rejects.push(info),
-    });
+    const { clock, sink, rejects, follower } = recordingFollower();
     const first = new MemoryLink();
     follower.attach(first.b);
     first.a.send(snapshotOf(1, 4, 'a'));
@@ -208,16 +192,7 @@ describe('one history per term', () => {
   });
 
   it("an epoch of the replica's own leadership (adopt) fences off a second leader of its term", async () => {
-    const clock = new ManualClock();
-    const sink = new RecordingSink();
-    const follower = new EpochFollower({
-      replicaId: 'f1',
-      clock,
-      localPart: () => [],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-    });
+    const { clock, sink, follower } = recordingFollower();
     follower.adopt({ epoch: 4, term: 1 }, [runtimeState('f1-r1', 'f1')]);
     assert.deepEqual(follower.latest(), { epoch: 4, term: 1 });
     assert.deepEqual(follower.snapshotAt(4), [runtimeState('f1-r1', 'f1')]);
