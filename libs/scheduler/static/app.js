@@ -10,6 +10,8 @@ const RUNTIMES_TRACKED_MAX = 1000;
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const SPARK_WIDTH = 160;
 const SPARK_HEIGHT = 28;
+/** Delays before opening a refused state stream again, ms; the last repeats. */
+const RETRY_MS = [2000, 5000, 10_000, 30_000];
 
 /** runtime id → [{ idle, busy }], oldest first, at most POINTS_MAX. */
 const history = new Map();
@@ -141,19 +143,41 @@ function render(state) {
   document.title = `Switchyard · ${state.replica} · epoch ${state.epoch ?? '–'}`;
 }
 
-function connect() {
-  const pill = byId('connection');
+/** The open state stream, and the timer of the next attempt after a refusal. */
+const stream = { events: undefined, retry: undefined };
+
+/**
+ * Opens the state stream. EventSource retries a dropped connection by itself,
+ * but an answer other than a 200 event stream (503 when every viewer slot is
+ * taken, 401 after a token change, a proxy's 502 while the replica restarts)
+ * closes it for good: the page then opens a new one, backing off, so it never
+ * shows a dead stream as reconnecting.
+ */
+function connect(pill, attempt = 0) {
   const events = new EventSource('ui/events');
+  stream.events = events;
   events.addEventListener('open', () => {
+    attempt = 0;
     pill.textContent = 'live';
     pill.className = 'pill';
   });
   events.addEventListener('error', () => {
-    pill.textContent = 'reconnecting…';
     pill.className = 'pill off';
+    if (events.readyState !== EventSource.CLOSED) {
+      pill.textContent = 'reconnecting…';
+      return;
+    }
+    const delayMs = RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)];
+    pill.textContent = `refused; retrying in ${delayMs / 1000} s`;
+    stream.retry = window.setTimeout(() => connect(pill, attempt + 1), delayMs);
   });
   events.addEventListener('state', (event) => render(JSON.parse(event.data)));
-  window.addEventListener('pagehide', () => events.close());
 }
 
-document.addEventListener('DOMContentLoaded', connect);
+function disconnect() {
+  stream.events?.close();
+  window.clearTimeout(stream.retry);
+}
+
+document.addEventListener('DOMContentLoaded', () => connect(byId('connection')));
+window.addEventListener('pagehide', disconnect);
