@@ -53,14 +53,14 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
     return true;
   }
   if (path === '/api/runtimes') {
-    sendJson(res, 200, { epoch: ctx.view.epoch, runtimes: ctx.view.summaries().map(summarise) });
+    sendJson(res, 200, { epoch: latestEpoch(ctx), runtimes: ctx.view.summaries().map(summarise) });
     return true;
   }
   const runtime = RUNTIME_PATH.exec(path);
   if (runtime) {
     const id = decodeSegment(runtime[1]!);
     const state = ctx.view.state(id);
-    if (state) sendJson(res, 200, { epoch: ctx.view.epoch, ...state });
+    if (state) sendJson(res, 200, { epoch: latestEpoch(ctx), ...state });
     else sendJson(res, 404, { error: `unknown runtime ${id}`, code: 'runtime_not_found' });
     return true;
   }
@@ -75,10 +75,15 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
   return false;
 }
 
+/** The epoch reads answer from; null before the first commit (the view's own -1 is no epoch number). */
+function latestEpoch(ctx: ApiContext): number | null {
+  return ctx.view.hasEpoch ? ctx.view.epoch : null;
+}
+
 function epochInfo(ctx: ApiContext): object {
   return {
     replica: ctx.replicaId,
-    epoch: ctx.view.hasEpoch ? ctx.view.epoch : null,
+    epoch: latestEpoch(ctx),
     term: ctx.view.term,
     isLeader: ctx.leadership.isLeader,
     leader: ctx.leadership.leader ?? null,
