@@ -27,6 +27,12 @@ const PROXY_PATH = /^\/api\/proxy\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
 const RUNTIME_PATH = /^\/api\/runtime\/([^/?]+)$/;
 const RELAY_PATH = /^\/api\/relay\/([^/?]+)$/;
 const SNAPSHOT_PATH = /^\/api\/epoch\/(\d+)\/snapshot$/;
+/**
+ * Set on every runtime answer `/api/proxy` relays. A runtime holds only a join token, but its answers come from
+ * this replica's origin, the live page's, to which a browser sends its API credentials: as a document, one
+ * renders sandboxed (a unique origin, no script) and is never sniffed into another type.
+ */
+const PROXIED_RESPONSE_HEADERS = { 'content-security-policy': 'sandbox', 'x-content-type-options': 'nosniff' };
 
 /** Routes the scheduler API; returns false for a path it does not serve. */
 export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): boolean {
@@ -214,7 +220,7 @@ function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, r
   // The caller's API token is for this replica (and the owner, when forwarded), never for a runtime.
   if (tunnel) {
     delete req.headers.authorization;
-    return proxyToTunnel(tunnel, req, res, rest, { runtimeId });
+    return proxyToTunnel(tunnel, req, res, rest, { runtimeId, responseHeaders: PROXIED_RESPONSE_HEADERS });
   }
   const owner = ctx.view.runtime(runtimeId);
   if (owner?.ownerUrl && owner.owner !== ctx.replicaId && !req.headers[HOP_HEADER]) {

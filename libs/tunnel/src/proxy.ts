@@ -10,6 +10,8 @@ export interface ProxyOptions {
   readonly extraHeaders?: OutgoingHttpHeaders;
   /** Runtime id named in the refusal body when `tunnel` is undefined. */
   readonly runtimeId?: string;
+  /** Set on the runtime's answer, replacing any header of the same name it sent (e.g. a security policy). */
+  readonly responseHeaders?: OutgoingHttpHeaders;
 }
 
 /**
@@ -56,7 +58,7 @@ export function proxyToTunnel(
     forwardBody(req, stream);
     req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
   }
-  stream.once('response', (upstream) => relayResponse(stream, res, upstream, method));
+  stream.once('response', (upstream) => relayResponse(stream, res, upstream, method, options.responseHeaders));
   stream.once('error', () => fail(res, tunnel));
   stream.once('close', () => {
     // A reset (RST_STREAM, session death) ends the stream without 'end'.

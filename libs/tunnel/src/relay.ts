@@ -20,6 +20,8 @@ type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeade
  * - Backpressure pauses the stream until the client drains (as `pipe()`
  *   would, without its per-request listener set-up and teardown).
  *
+ * `overrides` are set on the answer over the runtime's headers of the same name.
+ *
  * While the first turn lasts `res.headersSent` stays false, so an upstream
  * failure in it can still be answered with a status. Not guaranteed: that the
  * HTTP/2 stream has ended when the client's response has (a runtime that
@@ -31,9 +33,10 @@ export function relayResponse(
   res: ServerResponse,
   upstream: UpstreamHeaders,
   method: string,
+  overrides: OutgoingHttpHeaders = {},
 ): void {
   const status = Number(upstream[':status']);
-  const headers = responseHeaders(upstream);
+  const headers = { ...responseHeaders(upstream), ...overrides };
   const bodyAllowed = mayHaveBody(method, status);
   // nghttp2 resets a stream whose DATA overruns its Content-Length, so at most `declared` bytes arrive.
   const declared = bodyAllowed ? declaredLength(headers['content-length']) : undefined;

@@ -1,0 +1,75 @@
+// A runtime holds only a join token, yet `/api/proxy/<its id>/…` serves its
+// answers from the scheduler's origin, the live page's. An operator's browser
+// that signed in to `/ui` sends its API token (Basic) to every path there: a
+// page the runtime serves must not run script with those rights. Headless
+// Chromium, a replica with API tokens, a runtime answering with HTML.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { dialTunnel, type TunnelDialer } from '@switchyard/tunnel';
+import { IN_PROCESS_TOKEN } from '../support/inprocess.ts';
+import { startReplicas, until } from './cluster.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (Debian package: chromium)`;
+if (skip) console.log(`# skipping the proxied page origin test: ${skip}`);
+const API_TOKEN = 'api-token-0123456789abcdef';
+// The script reads the API with the browser's credentials, as an attacker's would, and shows what it got.
+const HOSTILE_PAGE =
+  '<!doctype html><title>hostile</title><p id="marker">served by the runtime</p>' +
+  "<script>fetch('/api/epoch').then((r) => r.json()).then((e) => (document.title = 'read epoch ' + e.epoch));</script>";
+
+describe('a runtime-served page under the scheduler origin', { skip }, () => {
+  let replicas: SchedulerReplica[] = [];
+  let hostile: TunnelDialer | undefined;
+  let browser: Browser | undefined;
+
+  before(async () => {
+    replicas = await startReplicas(1, { apiTokens: () => [API_TOKEN] });
+    hostile = dialTunnel({
+      url: replicas[0]!.url,
+      token: IN_PROCESS_TOKEN,
+      // The runtime's own policy would let its inline script run; the scheduler's must win.
+      info: { id: 'rt-hostile', classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
+      handler: (_req, res) => {
+        res.writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'content-security-policy': "script-src 'unsafe-inline' 'self'",
+        });
+        res.end(HOSTILE_PAGE);
+      },
+    });
+    await until('the hostile runtime connected', () => hostile!.connected);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await hostile?.close();
+    await Promise.allSettled(replicas.map((r) => r.close()));
+  });
+
+  it('renders inert: no script of the runtime runs with the operator credentials', async () => {
+    const context = await browser!.newContext({ httpCredentials: { username: 'operator', password: API_TOKEN } });
+    try {
+      const page = await context.newPage();
+      const live = await page.goto(`${replicas[0]!.url}/ui`);
+      assert.equal(live?.status(), 200, 'the operator is signed in to the live page');
+      const answer = await page.goto(`${replicas[0]!.url}/api/proxy/rt-hostile/page`);
+      assert.equal(answer?.status(), 200);
+      assert.equal(await page.locator('#marker').innerText(), 'served by the runtime');
+      // The script would set the title within a round trip; give it ample time, then look.
+      await page.waitForLoadState('networkidle');
+      assert.equal(await page.title(), 'hostile', 'the runtime script ran on the scheduler origin');
+      assert.equal(answer!.headers()['x-content-type-options'], 'nosniff');
+    } finally {
+      await context.close();
+    }
+  });
+});
