@@ -11,12 +11,12 @@ export const IN_PROCESS_TOKEN = 'in-process-join-token-0123456789';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** `count` replicas `s0…` sharing one memory lease; `extra` options for each. */
+/** `count` replicas `s0…` sharing one memory lease (`store`, when the test reaches into it); `extra` options for each. */
 export async function startReplicas(
   count: number,
   extra: Partial<SchedulerReplicaOptions> = {},
+  store = new MemoryLeaseStore(),
 ): Promise<SchedulerReplica[]> {
-  const store = new MemoryLeaseStore();
   const replicas: SchedulerReplica[] = [];
   for (let i = 0; i < count; i++) {
     replicas.push(

@@ -16,6 +16,7 @@ export async function until<T>(what: string, probe: () => Promise<T> | T, timeou
 export interface EpochInfo {
   replica: string;
   epoch: number | null;
+  epochAgeMs: number | null;
   term: number;
   isLeader: boolean;
   leader: { id: string; url: string } | null;

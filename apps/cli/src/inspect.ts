@@ -4,6 +4,8 @@ import { table } from './table.ts';
 interface EpochInfo {
   replica: string;
   epoch: number | null;
+  /** Since the replica last knew its epoch to be the newest; absent from schedulers before it was reported. */
+  epochAgeMs?: number | null;
   term: number;
   isLeader: boolean;
   leader: { id: string; url: string } | null;
@@ -73,6 +75,22 @@ async function getJson<T>(
   return { status: response.status, body: body as T };
 }
 
+/** An epoch not confirmed for longer is called out: the leader's own default for a silent follower (`staleAfterMs`). */
+const EPOCH_STALE_MS = 10_000;
+
+/** The epoch line's note on how current the replica's view is, and a warning when no leader reaches it. */
+function epochAge(epoch: EpochInfo): { note: string; warning?: string } {
+  const ageMs = epoch.epochAgeMs;
+  if (typeof ageMs !== 'number') return { note: '' };
+  const seconds = Math.round(ageMs / 1000);
+  const note = `, in sync ${ageMs < 1000 ? 'now' : `${seconds} s ago`}`;
+  if (ageMs <= EPOCH_STALE_MS) return { note };
+  return {
+    note,
+    warning: `warning:  no leader has reached ${epoch.replica} for ${seconds} s: this view may be out of date`,
+  };
+}
+
 /** `switchyard status`: leader, term, epoch and the runtimes of the latest epoch. */
 export async function status(target: SchedulerTarget): Promise<string> {
   const [{ body: epoch }, { body: list }] = await Promise.all([
@@ -92,10 +110,12 @@ export async function status(target: SchedulerTarget): Promise<string> {
     String(r.processes),
     String(r.threads),
   ]);
+  const age = epochAge(epoch);
   return [
     `leader:   ${epoch.leader ? `${epoch.leader.id} (${epoch.leader.url})` : 'none'}`,
     `term:     ${epoch.term}`,
-    `epoch:    ${epoch.epoch ?? 'none yet'}   (as seen by ${epoch.replica})`,
+    `epoch:    ${epoch.epoch ?? 'none yet'}   (as seen by ${epoch.replica}${age.note})`,
+    ...(age.warning ? [age.warning] : []),
     `runtimes: ${epoch.counts.runtimes}   sandboxes: ${epoch.counts.processes}   sessions: ${epoch.counts.threads}`,
     '',
     table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows),

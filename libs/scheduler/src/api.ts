@@ -19,6 +19,8 @@ export interface ApiContext {
   readonly part: LocalPart;
   readonly leadership: Leadership;
   readonly metrics: ReplicaMetrics;
+  /** Milliseconds since the view was last known to hold the newest epoch; null before the first. */
+  readonly epochAgeMs: () => number | null;
   readonly scheduleBodyBytesMax: number;
   readonly logger: ReplicaLogger;
 }
@@ -90,6 +92,7 @@ function epochInfo(ctx: ApiContext): object {
   return {
     replica: ctx.replicaId,
     epoch: latestEpoch(ctx),
+    epochAgeMs: ctx.epochAgeMs(),
     term: ctx.view.term,
     isLeader: ctx.leadership.isLeader,
     leader: ctx.leadership.leader ?? null,

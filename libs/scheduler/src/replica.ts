@@ -47,6 +47,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   let closing: Promise<void> | undefined;
   /** When the view was last known to hold the newest epoch: a commit applied, or a cycle that changed nothing. */
   let viewCurrentAtMs = clock.now();
+  const epochAgeMs = (): number | null => (view.hasEpoch ? clock.now() - viewCurrentAtMs : null);
 
   // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
   // only /api/proxy (see handleApiStream), which browsers, curl and probes offering both would miss.
@@ -77,6 +78,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
         leader: leadership.leader,
         term: view.term,
         epoch: view.hasEpoch ? view.epoch : null,
+        epochAgeMs: epochAgeMs(),
         counts: view.counts(),
         summaries: view.summaries(),
       }),
@@ -142,6 +144,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     part,
     leadership,
     metrics,
+    epochAgeMs,
     scheduleBodyBytesMax: options.scheduleBodyBytesMax ?? 64 * 1024,
     logger,
   };
@@ -159,7 +162,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : closing ? 'draining' : 'starting' });
     }
     if (path === '/metrics') {
-      metrics.epochLagSeconds.set(view.hasEpoch ? (clock.now() - viewCurrentAtMs) / 1000 : 0);
+      metrics.epochLagSeconds.set((epochAgeMs() ?? 0) / 1000);
       return serveMetrics(req, res);
     }
     if (!api.admits(req.headers.authorization)) {

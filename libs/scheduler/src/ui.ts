@@ -19,6 +19,11 @@ export interface UiState {
   readonly term: number;
   /** Latest epoch applied here; null before the first commit. */
   readonly epoch: number | null;
+  /**
+   * Milliseconds since this replica last knew `epoch` to be the newest (a commit applied, or a sync cycle that
+   * changed nothing); null with no epoch. It grows while no leader reaches the replica: its view is then frozen.
+   */
+  readonly epochAgeMs: number | null;
   readonly counts: { readonly runtimes: number; readonly processes: number; readonly threads: number };
   readonly runtimes: ReadonlyArray<UiRuntime>;
 }
@@ -83,6 +88,7 @@ export function uiStateOf(input: {
   readonly leader: { id: string; url: string } | undefined;
   readonly term: number;
   readonly epoch: number | null;
+  readonly epochAgeMs: number | null;
   readonly counts: UiState['counts'];
   /** Sorted by id, as ClusterIndex.summaries returns them. */
   readonly summaries: readonly RuntimeSummary[];
@@ -104,6 +110,7 @@ export function uiStateOf(input: {
     leader: input.leader ?? null,
     term: input.term,
     epoch: input.epoch,
+    epochAgeMs: input.epochAgeMs,
     counts: input.counts,
     runtimes,
   };

@@ -10,6 +10,8 @@ const RUNTIMES_TRACKED_MAX = 1000;
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const SPARK_WIDTH = 160;
 const SPARK_HEIGHT = 28;
+/** An epoch not confirmed for longer is flagged: the leader's own default for a silent follower (`staleAfterMs`). */
+const EPOCH_STALE_MS = 10_000;
 /** Delays before opening a refused state stream again, ms; the last repeats. */
 const RETRY_MS = [2000, 5000, 10_000, 30_000];
 
@@ -128,6 +130,16 @@ function renderEpochs() {
   byId('epochs').replaceChildren(...items);
 }
 
+/** How long ago the epoch was last known to be the newest; a replica no leader reaches keeps showing its last one. */
+function renderEpochAge(ageMs) {
+  const el = byId('epoch-age');
+  const stale = ageMs !== null && ageMs > EPOCH_STALE_MS;
+  if (ageMs === null) setText('epoch-age', '–');
+  else if (stale) setText('epoch-age', `${Math.round(ageMs / 1000)} s ago: no leader reaches this replica`);
+  else setText('epoch-age', ageMs < 1000 ? 'now' : `${Math.round(ageMs / 1000)} s ago`);
+  el.className = stale ? 'stale' : '';
+}
+
 function render(state) {
   record(state);
   setText('replica', state.replica);
@@ -135,6 +147,7 @@ function render(state) {
   setText('leader', state.leader ? state.leader.id : 'none');
   setText('term', state.term);
   setText('epoch', state.epoch === null ? 'none yet' : state.epoch);
+  renderEpochAge(state.epochAgeMs ?? null);
   setText('count-runtimes', state.counts.runtimes);
   setText('count-processes', state.counts.processes);
   setText('count-threads', state.counts.threads);
