@@ -2,29 +2,15 @@
 // token (`apiTokens`): a replica in this process, the command as a child.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
-import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
-import { createMetrics } from '@switchyard/service';
-import { runCli } from './support.ts';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { runCli, startOneReplica } from './support.ts';
 
 const API_TOKEN = 'api-token-0123456789abcdef';
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('switchyard status and explain with an API token', () => {
   let replica: SchedulerReplica;
   before(async () => {
-    replica = await startSchedulerReplica({
-      replicaId: 's0',
-      advertiseUrl: 'http://127.0.0.1:{port}',
-      host: '127.0.0.1',
-      port: 0,
-      lock: createMemoryLock(new MemoryLeaseStore()),
-      election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
-      joinTokens: () => [],
-      apiTokens: () => [API_TOKEN],
-      logger: quiet,
-      metrics: createMetrics('scheduler'),
-    });
+    replica = await startOneReplica({ joinTokens: () => [], apiTokens: () => [API_TOKEN] });
   });
   after(() => replica?.close());
 

@@ -3,28 +3,15 @@
 // says what the scheduler refused, and why.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
-import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
-import { createMetrics } from '@switchyard/service';
-import { runCli } from './support.ts';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { runCli, startOneReplica } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('switchyard runtime join, refused', () => {
   let replica: SchedulerReplica;
   before(async () => {
-    replica = await startSchedulerReplica({
-      replicaId: 's0',
-      advertiseUrl: 'http://127.0.0.1:{port}',
-      host: '127.0.0.1',
-      port: 0,
-      lock: createMemoryLock(new MemoryLeaseStore()),
-      election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
-      joinTokens: () => [JOIN_TOKEN],
-      logger: quiet,
-      metrics: createMetrics('scheduler'),
-    });
+    replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
   });
   after(() => replica?.close());
 

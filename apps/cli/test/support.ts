@@ -5,6 +5,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
+import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
+import { createMetrics } from '@switchyard/service';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const OUTPUT_CHARS_MAX = 1_000_000;
@@ -139,3 +142,23 @@ export function alive(pid: number): boolean {
 export const INSPECTOR_CLI = createRequire(import.meta.url).resolve(
   '@modelcontextprotocol/inspector/clients/launcher/build/index.js',
 );
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** One scheduler replica in this process, leading on its own memory lease, for the command to talk to. */
+export function startOneReplica(tokens: {
+  joinTokens: () => readonly string[];
+  apiTokens?: () => readonly string[];
+}): Promise<SchedulerReplica> {
+  return startSchedulerReplica({
+    replicaId: 's0',
+    advertiseUrl: 'http://127.0.0.1:{port}',
+    host: '127.0.0.1',
+    port: 0,
+    lock: createMemoryLock(new MemoryLeaseStore()),
+    election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
+    ...tokens,
+    logger: quiet,
+    metrics: createMetrics('scheduler'),
+  });
+}
