@@ -5,14 +5,13 @@
 // credentials, connects.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from './browser.ts';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { startReplicas, startRuntime } from './cluster.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (Debian package: chromium)`;
+const skip = skipWithoutChromium;
 if (skip) console.log(`# skipping the live page browser test with API tokens: ${skip}`);
 const API_TOKEN = 'api-token-0123456789abcdef';
 
@@ -24,11 +23,7 @@ describe('live page behind API tokens in a browser', { skip }, () => {
   before(async () => {
     replicas = await startReplicas(1, { apiTokens: () => [API_TOKEN] });
     runtime = await startRuntime('rt-1', replicas[0]!.url);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
 
   after(async () => {

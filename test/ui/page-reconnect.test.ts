@@ -5,15 +5,14 @@
 // open the stream again itself, rather than claim to be reconnecting forever.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from './browser.ts';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { startReplicas, startRuntime } from './cluster.ts';
 import { SseStream } from './sse.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (Debian package: chromium)`;
+const skip = skipWithoutChromium;
 if (skip) console.log(`# skipping the live page reconnect test: ${skip}`);
 /** The replica's default cap on `/ui/events` subscribers. */
 const SUBSCRIBERS_MAX = 32;
@@ -27,11 +26,7 @@ describe('live page whose state stream is refused', { skip }, () => {
   before(async () => {
     replicas = await startReplicas(1);
     runtime = await startRuntime('rt-1', replicas[0]!.url);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
 
   after(async () => {

@@ -4,16 +4,16 @@
 // another origin. A screenshot is kept under test-artifacts/ for review.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, skipWithoutChromium } from './browser.ts';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { epochOf, runtimeIds, startReplicas, startRuntime, until } from './cluster.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (Debian package: chromium)`;
+const skip = skipWithoutChromium;
 if (skip) console.log(`# skipping the live page browser test: ${skip}`);
 const ARTIFACTS = resolve(import.meta.dirname, '../../test-artifacts');
 
@@ -33,16 +33,7 @@ describe('live page in a browser', { skip }, () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: ['--headless', ...CHROMIUM_ARGS, '--disable-component-update', '--disable-sync'],
       viewport: { width: 1100, height: 640 },
     });
     page = context.pages()[0] ?? (await context.newPage());

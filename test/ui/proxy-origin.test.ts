@@ -5,15 +5,14 @@
 // Chromium, a replica with API tokens, a runtime answering with HTML.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from './browser.ts';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { dialTunnel, type TunnelDialer } from '@switchyard/tunnel';
 import { IN_PROCESS_TOKEN } from '../support/inprocess.ts';
 import { startReplicas, until } from './cluster.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (Debian package: chromium)`;
+const skip = skipWithoutChromium;
 if (skip) console.log(`# skipping the proxied page origin test: ${skip}`);
 const API_TOKEN = 'api-token-0123456789abcdef';
 // The script reads the API with the browser's credentials, as an attacker's would, and shows what it got.
@@ -42,11 +41,7 @@ describe('a runtime-served page under the scheduler origin', { skip }, () => {
       },
     });
     await until('the hostile runtime connected', () => hostile!.connected);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
 
   after(async () => {

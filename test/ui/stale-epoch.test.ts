@@ -9,10 +9,10 @@
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from './browser.ts';
 import { MemoryLeaseStore, formatHolder } from '@switchyard/election';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
@@ -20,7 +20,6 @@ import { epochOf, runtimeIds, startReplicas, startRuntime, until } from './clust
 import { SseStream } from './sse.ts';
 
 const CLI = fileURLToPath(new URL('../../apps/cli/src/main.ts', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 const execFileAsync = promisify(execFile);
 /** What the page and the CLI take as an out-of-date view (the leader's default `staleAfterMs`). */
 const STALE_MS = 10_000;
@@ -82,19 +81,11 @@ describe('a replica whose view no leader refreshes any more', () => {
     assert.match(status.stdout, /^warning: +no leader has reached s1 for \d+ s/m, status.stdout);
   });
 
-  it(
-    'marks the epoch out of date on the live page',
-    { skip: !existsSync(CHROMIUM) && `${CHROMIUM} is missing` },
-    async () => {
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
-      });
-      const page = await browser.newPage();
-      await page.goto(`${follower}/ui`);
-      await page.locator('#epoch-age.stale', { hasText: 'no leader reaches this replica' }).waitFor({ timeout: 5000 });
-      assert.equal(await page.locator('#leader').innerText(), 'ghost');
-    },
-  );
+  it('marks the epoch out of date on the live page', { skip: skipWithoutChromium }, async () => {
+    browser = await launchChromium();
+    const page = await browser.newPage();
+    await page.goto(`${follower}/ui`);
+    await page.locator('#epoch-age.stale', { hasText: 'no leader reaches this replica' }).waitFor({ timeout: 5000 });
+    assert.equal(await page.locator('#leader').innerText(), 'ghost');
+  });
 });
