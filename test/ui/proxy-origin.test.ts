@@ -1,8 +1,9 @@
 // A runtime holds only a join token, yet `/api/proxy/<its id>/…` serves its
 // answers from the scheduler's origin, the live page's. An operator's browser
 // that signed in to `/ui` sends its API token (Basic) to every path there: a
-// page the runtime serves must not run script with those rights. Headless
-// Chromium, a replica with API tokens, a runtime answering with HTML.
+// page the runtime serves must not run script with those rights, nor leave
+// state (a cookie) on that origin. Headless Chromium, a replica with API
+// tokens, a runtime answering with HTML.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
@@ -36,6 +37,8 @@ describe('a runtime-served page under the scheduler origin', { skip }, () => {
         res.writeHead(200, {
           'content-type': 'text/html; charset=utf-8',
           'content-security-policy': "script-src 'unsafe-inline' 'self'",
+          // Would ride along with every later request of the browser to the scheduler origin.
+          'set-cookie': 'operator=runtime-chosen; Path=/; Max-Age=3600',
         });
         res.end(HOSTILE_PAGE);
       },
@@ -63,6 +66,21 @@ describe('a runtime-served page under the scheduler origin', { skip }, () => {
       await page.waitForLoadState('networkidle');
       assert.equal(await page.title(), 'hostile', 'the runtime script ran on the scheduler origin');
       assert.equal(answer!.headers()['x-content-type-options'], 'nosniff');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('sets no cookie on the scheduler origin', async () => {
+    const context = await browser!.newContext({ httpCredentials: { username: 'operator', password: API_TOKEN } });
+    try {
+      const page = await context.newPage();
+      // Signed in to the live page first: the browser sends its credentials on the origin's other paths then.
+      assert.equal((await page.goto(`${replicas[0]!.url}/ui`))?.status(), 200);
+      const answer = await page.goto(`${replicas[0]!.url}/api/proxy/rt-hostile/page`);
+      assert.equal(answer?.status(), 200);
+      assert.equal(await page.locator('#marker').innerText(), 'served by the runtime');
+      assert.deepEqual(await context.cookies(replicas[0]!.url), []);
     } finally {
       await context.close();
     }

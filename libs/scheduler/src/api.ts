@@ -11,6 +11,7 @@ import type { Leadership } from './leadership.ts';
 import type { LocalPart } from './local-part.ts';
 import type { ReplicaMetrics } from './metrics.ts';
 import type { ReplicaLogger } from './options.ts';
+import { PROXIED_RESPONSE_HEADERS, PROXIED_RESPONSE_HEADERS_DROPPED } from './proxied-answer.ts';
 import { parseScheduleRequest } from './schedule-request.ts';
 
 export interface ApiContext {
@@ -29,13 +30,6 @@ const PROXY_PATH = /^\/api\/proxy\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
 const RUNTIME_PATH = /^\/api\/runtime\/([^/?]+)$/;
 const RELAY_PATH = /^\/api\/relay\/([^/?]+)$/;
 const SNAPSHOT_PATH = /^\/api\/epoch\/(\d+)\/snapshot$/;
-/**
- * Set on every runtime answer `/api/proxy` relays. A runtime holds only a join token, but its answers come from
- * this replica's origin, the live page's, to which a browser sends its API credentials: as a document, one
- * renders sandboxed (a unique origin, no script) and is never sniffed into another type.
- */
-const PROXIED_RESPONSE_HEADERS = { 'content-security-policy': 'sandbox', 'x-content-type-options': 'nosniff' };
-
 /** Routes the scheduler API; returns false for a path it does not serve. */
 export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): boolean {
   const url = req.url ?? '/';
@@ -223,7 +217,11 @@ function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, r
   // The caller's API token is for this replica (and the owner, when forwarded), never for a runtime.
   if (tunnel) {
     delete req.headers.authorization;
-    return proxyToTunnel(tunnel, req, res, rest, { runtimeId, responseHeaders: PROXIED_RESPONSE_HEADERS });
+    return proxyToTunnel(tunnel, req, res, rest, {
+      runtimeId,
+      responseHeaders: PROXIED_RESPONSE_HEADERS,
+      droppedResponseHeaders: PROXIED_RESPONSE_HEADERS_DROPPED,
+    });
   }
   const owner = ctx.view.runtime(runtimeId);
   if (owner?.ownerUrl && owner.owner !== ctx.replicaId && !req.headers[HOP_HEADER]) {

@@ -12,6 +12,8 @@ export interface ProxyOptions {
   readonly runtimeId?: string;
   /** Set on the runtime's answer, replacing any header of the same name it sent (e.g. a security policy). */
   readonly responseHeaders?: OutgoingHttpHeaders;
+  /** Names (lower case) of the runtime's answer headers not passed on at all (e.g. those that act on the proxy's origin). */
+  readonly droppedResponseHeaders?: ReadonlySet<string>;
 }
 
 /**
@@ -58,7 +60,9 @@ export function proxyToTunnel(
     forwardBody(req, stream);
     req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
   }
-  stream.once('response', (upstream) => relayResponse(stream, res, upstream, method, options.responseHeaders));
+  stream.once('response', (upstream) =>
+    relayResponse(stream, res, upstream, method, options.responseHeaders, options.droppedResponseHeaders),
+  );
   stream.once('error', () => fail(res, tunnel));
   stream.once('close', () => {
     // A reset (RST_STREAM, session death) ends the stream without 'end'.

@@ -4,6 +4,8 @@ import { isEndToEnd } from './headers.ts';
 
 type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader;
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
  * Copies an HTTP/2 answer to an HTTP/1.1 response. Called on the stream's
  * 'response' event; nothing is written to the client before the end of that
@@ -20,7 +22,8 @@ type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeade
  * - Backpressure pauses the stream until the client drains (as `pipe()`
  *   would, without its per-request listener set-up and teardown).
  *
- * `overrides` are set on the answer over the runtime's headers of the same name.
+ * `overrides` are set on the answer over the runtime's headers of the same name; the runtime's headers named in
+ * `dropped` are left out.
  *
  * While the first turn lasts `res.headersSent` stays false, so an upstream
  * failure in it can still be answered with a status. Not guaranteed: that the
@@ -34,9 +37,10 @@ export function relayResponse(
   upstream: UpstreamHeaders,
   method: string,
   overrides: OutgoingHttpHeaders = {},
+  dropped: ReadonlySet<string> = NONE,
 ): void {
   const status = Number(upstream[':status']);
-  const headers = { ...responseHeaders(upstream), ...overrides };
+  const headers = { ...responseHeaders(upstream, dropped), ...overrides };
   const bodyAllowed = mayHaveBody(method, status);
   // nghttp2 resets a stream whose DATA overruns its Content-Length, so at most `declared` bytes arrive.
   const declared = bodyAllowed ? declaredLength(headers['content-length']) : undefined;
@@ -114,11 +118,11 @@ export function relayResponse(
   if (declared === 0) finish();
 }
 
-function responseHeaders(upstream: UpstreamHeaders): OutgoingHttpHeaders {
+function responseHeaders(upstream: UpstreamHeaders, dropped: ReadonlySet<string>): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const name in upstream) {
     const value = upstream[name];
-    if (value !== undefined && isEndToEnd(name)) out[name] = value;
+    if (value !== undefined && isEndToEnd(name) && !dropped.has(name)) out[name] = value;
   }
   return out;
 }
