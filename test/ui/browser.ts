@@ -19,6 +19,15 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-background-networking',
 ];
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS] });
+/**
+ * `backForwardCache`: keep pages left by a navigation in the back/forward
+ * cache, as a user's browser does; Playwright turns the cache off by default.
+ */
+export function launchChromium(options: { readonly backForwardCache?: boolean } = {}): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...CHROMIUM_ARGS],
+    ...(options.backForwardCache ? { ignoreDefaultArgs: ['--disable-back-forward-cache'] } : {}),
+  });
 }

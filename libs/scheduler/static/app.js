@@ -187,10 +187,26 @@ function connect(pill, attempt = 0) {
   events.addEventListener('state', (event) => render(JSON.parse(event.data)));
 }
 
+/**
+ * Closes the state stream as the page is hidden: a page kept in the
+ * back/forward cache must not hold one of the replica's viewer slots. The
+ * pill says so at once, so a page shown again never claims to be live
+ * before its new stream is open.
+ */
 function disconnect() {
   stream.events?.close();
+  stream.events = undefined;
   window.clearTimeout(stream.retry);
+  const pill = byId('connection');
+  pill.textContent = 'connecting…';
+  pill.className = 'pill off';
+}
+
+/** Back from the back/forward cache (no new load): the stream closed on 'pagehide' opens again. */
+function resume(event) {
+  if (event.persisted) connect(byId('connection'));
 }
 
 document.addEventListener('DOMContentLoaded', () => connect(byId('connection')));
 window.addEventListener('pagehide', disconnect);
+window.addEventListener('pageshow', resume);
