@@ -25,6 +25,8 @@ describe('a runtime-served page under the scheduler origin', { skip }, () => {
   let replicas: SchedulerReplica[] = [];
   let hostile: TunnelDialer | undefined;
   let browser: Browser | undefined;
+  /** The Cookie header of each request for its page the hostile runtime was sent (the replica reads /watch too). */
+  const cookiesSeen: (string | undefined)[] = [];
 
   before(async () => {
     replicas = await startReplicas(1, { apiTokens: () => [API_TOKEN] });
@@ -33,7 +35,8 @@ describe('a runtime-served page under the scheduler origin', { skip }, () => {
       token: IN_PROCESS_TOKEN,
       // The runtime's own policy would let its inline script run; the scheduler's must win.
       info: { id: 'rt-hostile', classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
-      handler: (_req, res) => {
+      handler: (req, res) => {
+        if (req.url === '/page') cookiesSeen.push(req.headers.cookie);
         res.writeHead(200, {
           'content-type': 'text/html; charset=utf-8',
           'content-security-policy': "script-src 'unsafe-inline' 'self'",
@@ -81,6 +84,23 @@ describe('a runtime-served page under the scheduler origin', { skip }, () => {
       assert.equal(answer?.status(), 200);
       assert.equal(await page.locator('#marker').innerText(), 'served by the runtime');
       assert.deepEqual(await context.cookies(replicas[0]!.url), []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("passes none of the origin's cookies to the runtime", async () => {
+    const context = await browser!.newContext({ httpCredentials: { username: 'operator', password: API_TOKEN } });
+    try {
+      // A session a sign-in proxy in front of the live page (or another host of the site) keeps in a cookie.
+      await context.addCookies([{ name: 'sso-session', value: 'operator-0123456789', url: replicas[0]!.url }]);
+      const page = await context.newPage();
+      assert.equal((await page.goto(`${replicas[0]!.url}/ui`))?.status(), 200);
+      cookiesSeen.length = 0;
+      const answer = await page.goto(`${replicas[0]!.url}/api/proxy/rt-hostile/page`);
+      assert.equal(answer?.status(), 200);
+      assert.match((await answer!.request().allHeaders()).cookie ?? '', /sso-session=/, 'the browser sent the cookie');
+      assert.deepEqual(cookiesSeen, [undefined]);
     } finally {
       await context.close();
     }

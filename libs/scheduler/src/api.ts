@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
 import { RELAY, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
 import type { Duplex } from 'node:stream';
@@ -172,7 +172,7 @@ export function handleApiStream(ctx: ApiContext, stream: http2.ServerHttp2Stream
   }
   ctx.metrics.proxyRequests.inc();
   const runtimeId = decodeSegment(proxy[1]!);
-  delete headers.authorization;
+  dropOriginCredentials(headers);
   const path = `${proxy[2] ?? '/'}${proxy[3] ?? ''}`;
   ctx.part.afterRedial(runtimeId, () => {
     if (!stream.destroyed) proxyStreamToTunnel(ctx.part.tunnel(runtimeId), stream, headers, path, { runtimeId });
@@ -214,9 +214,8 @@ function proxyRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
 
 function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, runtimeId: string, rest: string) {
   const tunnel = ctx.part.tunnel(runtimeId);
-  // The caller's API token is for this replica (and the owner, when forwarded), never for a runtime.
   if (tunnel) {
-    delete req.headers.authorization;
+    dropOriginCredentials(req.headers);
     return proxyToTunnel(tunnel, req, res, rest, {
       runtimeId,
       responseHeaders: PROXIED_RESPONSE_HEADERS,
@@ -230,6 +229,18 @@ function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, r
   req.resume();
   // Without a tunnel the proxy refuses as it does everywhere: 502 `runtime not connected`.
   proxyToTunnel(undefined, req, res, rest, { runtimeId });
+}
+
+/**
+ * Removes from a request about to enter a tunnel what a caller holds for this replica's origin, never for a
+ * runtime: the API token (for this replica, and the owner when forwarded), and cookies. Only a browser sends
+ * cookies here (a gateway strips its clients'): those of this origin, and of its whole site, such as the
+ * session of a sign-in proxy in front of the live page, which a runtime could otherwise collect by getting
+ * an operator to open a link to its own `/api/proxy` path.
+ */
+function dropOriginCredentials(headers: IncomingHttpHeaders): void {
+  delete headers.authorization;
+  delete headers.cookie;
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string): true {

@@ -149,34 +149,41 @@ describe('scheduler API tokens', () => {
     }
   });
 
-  it('never passes the token on to a runtime', async () => {
+  it('never passes the token, nor a cookie of the scheduler origin, on to a runtime', async () => {
     seen.length = 0;
+    // What a browser sends there besides the token: a cookie of the origin or its site (a sign-in proxy's).
+    const cookie = { cookie: 'sso-session=operator-0123456789' };
     const proxied = await fetch(`${replicas[0]!.url}/api/proxy/recorder/mcp`, {
-      headers: { ...bearer(API_TOKEN), 'x-probe': 'http1' },
+      headers: { ...bearer(API_TOKEN), ...cookie, 'x-probe': 'http1' },
     });
     assert.equal(proxied.status, 200);
     await proxied.body?.cancel();
     // Forwarded from the other replica: the owner strips it too.
     const forwarded = await fetch(`${replicas[1]!.url}/api/proxy/recorder/mcp`, {
-      headers: { ...bearer(API_TOKEN), 'x-probe': 'forwarded' },
+      headers: { ...bearer(API_TOKEN), ...cookie, 'x-probe': 'forwarded' },
     });
     assert.equal(forwarded.status, 200, 'the other replica forwards to the owner');
     await forwarded.body?.cancel();
     const session = http2.connect(replicas[0]!.url);
     try {
       await new Promise<void>((resolve, reject) => {
-        const stream = session.request({ ':path': '/api/proxy/recorder/mcp', 'x-probe': 'h2', ...bearer(API_TOKEN) });
+        const stream = session.request({
+          ':path': '/api/proxy/recorder/mcp',
+          'x-probe': 'h2',
+          ...bearer(API_TOKEN),
+          ...cookie,
+        });
         stream.once('error', reject).once('end', resolve).resume();
       });
     } finally {
       session.close();
     }
     assert.deepEqual(
-      seen.map((s) => [s.via, s.headers['x-probe'], s.headers.authorization]),
+      seen.map((s) => [s.via, s.headers['x-probe'], s.headers.authorization, s.headers.cookie]),
       [
-        ['stream', 'http1', undefined],
-        ['stream', 'forwarded', undefined],
-        ['stream', 'h2', undefined],
+        ['stream', 'http1', undefined, undefined],
+        ['stream', 'forwarded', undefined, undefined],
+        ['stream', 'h2', undefined, undefined],
       ],
     );
   });
