@@ -3,6 +3,7 @@ import {
   FORWARDED_HEADER,
   HOP_BY_HOP_HEADERS,
   IDENTITY_HEADERS,
+  ORIGIN_WIDE_RESPONSE_HEADERS,
   PROXY_ERRORS,
   PROXY_ERROR_HEADER,
 } from '@switchyard/protocol';
@@ -18,8 +19,11 @@ const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length', 'ex
 /** Never forwarded upstream: credentials, and identity headers only the gateway may set. */
 const STRIPPED_UPSTREAM = new Set(['authorization', 'cookie', 'forwarded', 'x-forwarded-for']);
 
-/** Never relayed to clients: what a scheduler tells this gateway alone, and CORS, which is the gateway's. */
-const STRIPPED_DOWNSTREAM = new Set([FORWARDED_HEADER, ...CORS_RESPONSE_HEADERS]);
+/**
+ * Never relayed to clients: what a scheduler tells this gateway alone, CORS, which is the gateway's, and what a
+ * sandbox would set for the gateway's whole origin (its cookies could never come back to it anyway).
+ */
+const STRIPPED_DOWNSTREAM = new Set([FORWARDED_HEADER, ...CORS_RESPONSE_HEADERS, ...ORIGIN_WIDE_RESPONSE_HEADERS]);
 
 /** Connect-phase failures: the request never left this process, so a retry replays nothing. */
 const CONNECT_ERROR_CODES = new Set([

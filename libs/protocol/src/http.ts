@@ -18,6 +18,32 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Response headers a browser acts on for the whole origin (or host, or site)
+ * they come from, not for the one answer. A sandbox's answer reaches clients
+ * from a Switchyard origin (the gateway's, or through `/api/proxy` a
+ * scheduler replica's, where the live page is), so none passes on: a
+ * sandbox would reach past its own answers. No client needs one from a
+ * sandbox: cookies never travel upstream (each hop strips `Cookie`), and the
+ * rest describe the origin's server, which is Switchyard's.
+ */
+export const ORIGIN_WIDE_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  // A cookie for the host, or with `Domain=` for every host of its site.
+  'set-cookie',
+  // The withdrawn RFC 2965 form of the same; no current browser reads it, nor should one start here.
+  'set-cookie2',
+  // Wipes the origin's cookies (for the whole site), storage and cache, signing its users out.
+  'clear-site-data',
+  // Pins HTTPS on the host (with includeSubDomains, on every host below it) for as long as it says.
+  'strict-transport-security',
+  // A Network Error Logging policy for the origin: the browser would report its requests there to the
+  // collector the sandbox names (`report-to`, whose endpoint groups are kept per origin too).
+  'nel',
+  'report-to',
+  // Other endpoints of the server the client is connected to, which is Switchyard's, not the sandbox's.
+  'alt-svc',
+]);
+
+/**
  * Header fields every HTTP/2 hop takes in one request or response (Node's
  * `maxHeaderListPairs`). Node's default, 128, reset the event streams of
  * clients that sent more headers than that, while the HTTP/1.1 hops took

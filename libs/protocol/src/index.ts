@@ -13,6 +13,7 @@ export type { Identity } from './identity.ts';
 export {
   HOP_BY_HOP_HEADERS,
   HTTP2_HEADER_FIELDS_MAX,
+  ORIGIN_WIDE_RESPONSE_HEADERS,
   PROXY_ERRORS,
   PROXY_ERROR_HEADER,
   FORWARDED_HEADER,
