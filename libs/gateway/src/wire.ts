@@ -3,8 +3,16 @@ import { ERROR_CODES, SwitchyardError, jsonRpcError } from '@switchyard/protocol
 import type { ErrorCode, JsonRpcId } from '@switchyard/protocol';
 import { UnschedulableError } from './scheduler-client.ts';
 
-/** Protocol revisions the gateway passes through; anything else in `MCP-Protocol-Version` is a 400. */
+/**
+ * Protocol revisions the gateway passes through; anything else in
+ * `MCP-Protocol-Version` is a 400. The two 2024 revisions predate the
+ * header, but the runtime's MCP SDK still agrees to them in `initialize`
+ * when a client asks for one, and that client then names it on every later
+ * request: refused here, its session would open and then fail.
+ */
 export const SUPPORTED_PROTOCOL_VERSIONS: ReadonlySet<string> = new Set([
+  '2024-10-07',
+  '2024-11-05',
   '2025-03-26',
   '2025-06-18',
   '2025-11-25',
