@@ -129,6 +129,33 @@ describe('Streamable HTTP transport rules, gateway and runtime alike', () => {
     await scheduler?.close();
   });
 
+  // "If the server cannot accept the input [a response or a notification],
+  // it MUST return an HTTP error status code. The HTTP response body MAY
+  // comprise a JSON-RPC error response that has no id." An id there would
+  // be the client's own answer's id, which a client may also be using for
+  // a request of its own.
+  const refusedResponses = [
+    { name: 'without a session', session: undefined, status: 400 },
+    { name: 'of an unknown session', session: 'no-such-session', status: 404 },
+  ];
+  for (const c of refusedResponses) {
+    it(`refuses a posted JSON-RPC response ${c.name} with ${c.status} and an error without an id`, async () => {
+      for (const to of endpoints) {
+        const headers = {
+          'content-type': 'application/json',
+          accept: ACCEPT_BOTH,
+          'mcp-protocol-version': '2025-11-25',
+          ...(c.session ? { 'mcp-session-id': c.session } : {}),
+        };
+        const reply = await send(to, 'POST', headers, { jsonrpc: '2.0', id: 7, result: {} });
+        assert.equal(reply.status, c.status, `${to.name}: ${reply.text}`);
+        const body = JSON.parse(reply.text) as { id?: unknown; error?: { code?: unknown } };
+        assert.equal(typeof body.error?.code, 'number', `${to.name}: ${reply.text}`);
+        assert.equal(body.id, null, `${to.name}: ${reply.text}`);
+      }
+    });
+  }
+
   // The runtime's SDK still negotiates these two older revisions with a
   // client that asks for them, and the client then names its revision in
   // MCP-Protocol-Version on every later request (2025-06-18 transport rules).

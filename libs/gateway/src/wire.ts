@@ -48,7 +48,8 @@ function messageOf(value: unknown): { id: JsonRpcId; method?: string; claimed?: 
     typeof params._meta === 'object' && params._meta !== null ? (params._meta as Record<string, unknown>) : {};
   const claimed = meta[PROTOCOL_VERSION_META_KEY];
   return {
-    id: asId(m.id),
+    // A response's id is the other side's request id: an error naming it would answer a request it never sent.
+    id: typeof m.method === 'string' ? asId(m.id) : null,
     ...(typeof m.method === 'string' ? { method: m.method } : {}),
     ...(typeof claimed === 'string' ? { claimed } : {}),
   };

@@ -11,10 +11,15 @@ export function responseForError(error: unknown, id: JsonRpcId = null): Response
   return Response.json(jsonRpcError('internal', 'internal error', id), { status: statusOf(error) });
 }
 
-/** The id of a single JSON-RPC request body, or null. */
+/**
+ * The id of a single JSON-RPC request body, or null: a posted response's id
+ * is one the server chose, and an error naming it would answer a request
+ * the client never sent (the transport asks for an error without an id).
+ */
 export function requestIdOf(body: unknown): JsonRpcId {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
-  const id = (body as { id?: unknown }).id;
+  const { id, method } = body as { id?: unknown; method?: unknown };
+  if (typeof method !== 'string') return null;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
