@@ -129,6 +129,26 @@ describe('Streamable HTTP transport rules, gateway and runtime alike', () => {
     await scheduler?.close();
   });
 
+  // The transport answers a method it does not serve 405; HTTP (RFC 9110
+  // §15.5.6) requires such an answer to list in Allow what the resource takes.
+  const refusedMethods: ReadonlyArray<{ method: string; headers: Record<string, string>; allows: string }> = [
+    { method: 'PUT', headers: {}, allows: 'POST' },
+    { method: 'GET', headers: { accept: 'text/event-stream' }, allows: 'POST' },
+    { method: 'DELETE', headers: {}, allows: 'POST' },
+  ];
+  for (const c of refusedMethods) {
+    const why = c.method === 'PUT' ? 'a method /mcp never serves' : `${c.method} without a session`;
+    it(`answers ${why} 405 with an Allow header and a JSON-RPC error`, async () => {
+      for (const to of endpoints) {
+        const reply = await send(to, c.method, c.headers);
+        assert.equal(reply.status, 405, `${to.name}: ${reply.text}`);
+        const allow = (reply.headers.get('allow') ?? '').split(',').map((m) => m.trim());
+        assert.ok(allow.includes(c.allows), `${to.name} Allow: ${reply.headers.get('allow')}`);
+        assert.equal(typeof (JSON.parse(reply.text) as { error?: { code?: unknown } }).error?.code, 'number');
+      }
+    });
+  }
+
   // "If the server cannot accept the input [a response or a notification],
   // it MUST return an HTTP error status code. The HTTP response body MAY
   // comprise a JSON-RPC error response that has no id." An id there would

@@ -102,7 +102,7 @@ export class McpEndpoint {
       const path = new URL(request.url).pathname;
       if (path !== '/mcp') return settled(errorResponse('not_found', `no route for ${path}`));
       if (!['POST', 'GET', 'DELETE'].includes(request.method)) {
-        return settled(errorResponse('method_not_allowed', `${request.method} not allowed on /mcp`));
+        return settled(notAllowed(`${request.method} not allowed on /mcp`, 'GET, POST, DELETE'));
       }
       if (request.method !== 'POST') return await this.#legacyFetch(request, (value) => (id = value));
       const posted = await readOnce(request);
@@ -193,9 +193,7 @@ export class McpEndpoint {
       return this.#inSession(session, request, parsedBody);
     }
     if (request.method !== 'POST') {
-      return settled(
-        errorResponse('method_not_allowed', `${request.method} /mcp needs an ${MCP_SESSION_HEADER} header`),
-      );
+      return settled(notAllowed(`${request.method} /mcp needs an ${MCP_SESSION_HEADER} header`, 'POST'));
     }
     const body = parsedBody ?? (await readJson(request));
     setId(requestIdOf(body));
@@ -276,6 +274,13 @@ export class McpEndpoint {
     reporter.addThread(sandbox.id, sessionId);
     return session;
   }
+}
+
+/** A 405, which HTTP requires to name the methods the endpoint takes (as the gateway's do). */
+function notAllowed(message: string, allow: string): Response {
+  const response = errorResponse('method_not_allowed', message);
+  response.headers.set('allow', allow);
+  return response;
 }
 
 /** A 2026-07-28 `subscriptions/listen` request, whose stream lasts as long as its client. */
