@@ -4,130 +4,25 @@
 // same runtime's direct listener. The gateway must answer as the runtime
 // does: no valid request turned into an error, no invalid one into a success.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createGateway, type Gateway } from '@switchyard/gateway';
-import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
-import type { SchedulerReplica } from '@switchyard/scheduler';
-import { createMetrics } from '@switchyard/service';
-import { IN_PROCESS_TOKEN, startReplicas } from '../support/inprocess.ts';
-import { until } from '../support/processes.ts';
-
-const DIRECT_TOKEN = 'transport-direct-token-0123456789';
-const ACCEPT_BOTH = 'application/json, text/event-stream';
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-
-/** Where a request goes, with what that endpoint needs besides the client's headers. */
-interface Endpoint {
-  readonly name: string;
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-}
-
-interface Reply {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly text: string;
-}
-
-async function send(to: Endpoint, method: string, headers: Record<string, string>, body?: unknown): Promise<Reply> {
-  const res = await fetch(to.url, {
-    method,
-    headers: { ...to.headers, ...headers },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-/** The one JSON-RPC message of a JSON body or of an SSE body (the empty priming event skipped). */
-function messageOf(reply: Reply): { result?: unknown; error?: { code: number } } {
-  const data = reply.text.split('\n').find((l) => l.startsWith('data: ') && l.length > 'data: '.length);
-  return JSON.parse(data ? data.slice('data: '.length) : reply.text) as { result?: unknown; error?: { code: number } };
-}
-
-function initialize(protocolVersion: string): unknown {
-  return {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'transport-test', version: '1' } },
-  };
-}
-
-/**
- * Opens a session as a client that asked for `version` does: `initialize`,
- * then `notifications/initialized` with the negotiated version in
- * `MCP-Protocol-Version`. Returns the headers of its later requests.
- */
-async function openSession(to: Endpoint, version: string): Promise<Record<string, string>> {
-  const init = await send(to, 'POST', { 'content-type': 'application/json', accept: ACCEPT_BOTH }, initialize(version));
-  assert.equal(init.status, 200, `${to.name}: ${init.text}`);
-  const negotiated = (messageOf(init).result as { protocolVersion: string }).protocolVersion;
-  const session = init.headers.get('mcp-session-id');
-  assert.ok(session, `${to.name}: initialize answered no session id`);
-  const headers = {
-    'content-type': 'application/json',
-    accept: ACCEPT_BOTH,
-    'mcp-session-id': session,
-    'mcp-protocol-version': negotiated,
-  };
-  const initialized = await send(to, 'POST', headers, { jsonrpc: '2.0', method: 'notifications/initialized' });
-  assert.equal(initialized.status, 202, `${to.name}: ${initialized.text}`);
-  return headers;
-}
+import {
+  ACCEPT_BOTH,
+  messagesOf,
+  openSession,
+  send,
+  startTransportStack,
+  type Endpoint,
+  type TransportStack,
+} from './transport-support.ts';
 
 describe('Streamable HTTP transport rules, gateway and runtime alike', () => {
-  let scheduler: SchedulerReplica | undefined;
-  let runtime: RuntimeNode | undefined;
-  let gateway: Gateway | undefined;
-  let server: http.Server | undefined;
-  const endpoints: Endpoint[] = [];
-
+  let stack: TransportStack | undefined;
+  let endpoints: readonly Endpoint[] = [];
   before(async () => {
-    [scheduler] = await startReplicas(1);
-    runtime = await startRuntimeNode({
-      runtimeId: 'rt-transport',
-      schedulerUrl: scheduler!.url,
-      joinToken: IN_PROCESS_TOKEN,
-      classes: { demo: { engine: 'builtin' } },
-      sandboxesMax: 50,
-      sessionIdleMs: 60_000,
-      direct: { host: '127.0.0.1', port: 0, tokens: [DIRECT_TOKEN] },
-      logger: quiet,
-      metrics: createMetrics('runtime'),
-    });
-    await runtime.whenConnected();
-    gateway = createGateway({ schedulers: [scheduler!.url], defaultClass: 'demo', logger: quiet });
-    server = http.createServer(gateway.app);
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    endpoints.push(
-      { name: 'gateway', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, headers: {} },
-      {
-        name: 'runtime',
-        url: `${runtime.directUrl!}/mcp`,
-        headers: { authorization: `Bearer ${DIRECT_TOKEN}`, 'x-switchyard-class': 'demo' },
-      },
-    );
-    await until('the runtime to be schedulable', async () => {
-      const res = await fetch(`${scheduler!.url}/api/schedule`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ class: 'demo', processId: 'probe', explain: true }),
-      });
-      return res.status === 200 || undefined;
-    });
+    stack = await startTransportStack();
+    endpoints = stack.endpoints;
   });
-  after(async () => {
-    server?.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
-    await gateway?.close();
-    await runtime?.close();
-    await scheduler?.close();
-  });
+  after(() => stack?.close());
 
   // The transport answers a method it does not serve 405; HTTP (RFC 9110
   // §15.5.6) requires such an answer to list in Allow what the resource takes.
@@ -186,7 +81,7 @@ describe('Streamable HTTP transport rules, gateway and runtime alike', () => {
         assert.equal(headers['mcp-protocol-version'], version, `${to.name} negotiated another revision`);
         const list = await send(to, 'POST', headers, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
         assert.equal(list.status, 200, `${to.name}: ${list.text}`);
-        const tools = (messageOf(list).result as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+        const tools = (messagesOf(list)[0]?.result as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
         assert.ok(tools.includes('echo'), `${to.name}: ${list.text}`);
         const ended = await send(to, 'DELETE', headers);
         assert.equal(ended.status, 200, `${to.name}: ${ended.text}`);
