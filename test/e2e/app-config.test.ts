@@ -218,6 +218,11 @@ describe('a runtime configured past what schedulers accept of a runtime', () => 
         args: ['--metadata', JSON.stringify({ 'switchyard/draining': 'true' })],
         problems: [/^ {2}- metadata\.switchyard\/draining: switchyard\/draining is reserved/m],
       },
+      {
+        // Schedulers' latest_version rules would skip it without a word.
+        args: ['--version', 'latest'],
+        problems: [/^ {2}- version: must be a semantic version such as 1\.4\.2/m],
+      },
     ];
     for (const { args, problems } of cases) {
       const { code, stderr } = await run('runtime', [...dial, ...args]);

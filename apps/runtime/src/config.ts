@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { DRAINING_METADATA_KEY, RUNTIME_LIMITS, metadataProblems } from '@switchyard/protocol';
+import {
+  DRAINING_METADATA_KEY,
+  RUNTIME_LIMITS,
+  RUNTIME_VERSION_MESSAGE,
+  isRuntimeVersion,
+  metadataProblems,
+} from '@switchyard/protocol';
 import { hostIdentityField, httpUrl, processConfigFields, timerBounded } from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
@@ -100,8 +106,11 @@ export const runtimeConfigSchema = z.object({
   version: z
     .string()
     .max(versionLengthMax)
+    .refine(isRuntimeVersion, RUNTIME_VERSION_MESSAGE)
     .default('0.0.0')
-    .describe('Version reported to schedulers (for latest_version rules).'),
+    .describe(
+      'Version reported to schedulers, a semantic version (e.g. 1.4.2 or 2.0.0-rc.1) that latest_version rules rank; schedulers refuse any other.',
+    ),
   sidecarPort: z
     .number()
     .int()

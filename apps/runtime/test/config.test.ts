@@ -93,3 +93,17 @@ describe('runtime config: header values of an http class, against fetch', () => 
     );
   });
 });
+
+// Schedulers' latest_version rules skip a runtime whose version they cannot
+// parse, without a word; such a version is refused where it is configured.
+describe('runtime config: version', () => {
+  for (const version of ['1.4.2', 'v1.4.2', '2.0.0-rc.1+build.7']) {
+    it(`takes ${version}, a version latest_version rules rank`, () => {
+      assert.equal(load({ SWITCHYARD_VERSION: version }).version, version);
+    });
+  }
+  for (const version of ['banana', '1.4', 'git-3f2c1a9']) {
+    it(`refuses at start ${version}, naming the key`, () =>
+      refuses({ SWITCHYARD_VERSION: version }, /^version: /m, /must be a semantic version/));
+  }
+});

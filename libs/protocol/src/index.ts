@@ -33,6 +33,7 @@ export {
   DRAINING_METADATA_KEY,
   runtimeStateOf,
 } from './runtime.ts';
+export { RUNTIME_VERSION_MESSAGE, isRuntimeVersion } from './version.ts';
 export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState, RuntimeStateName } from './runtime.ts';
 export type { MapProblem } from './map.ts';
 export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';

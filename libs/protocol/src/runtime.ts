@@ -3,6 +3,7 @@ import { identityValueSchema } from './identity.ts';
 import { listOf } from './list.ts';
 import { mapOf, mapProblems } from './map.ts';
 import type { MapProblem, MapRules } from './map.ts';
+import { RUNTIME_VERSION_MESSAGE, isRuntimeVersion } from './version.ts';
 
 /** Limits on self-described runtime fields; a runtime past them is refused. */
 export const RUNTIME_LIMITS = {
@@ -65,7 +66,13 @@ export const runtimeInfoSchema = z.strictObject({
   id: identityValueSchema,
   classes: z.array(identityValueSchema).min(1).max(RUNTIME_LIMITS.classesMax),
   metadata: metadataSchema.default({}),
-  version: z.string().max(RUNTIME_LIMITS.versionLengthMax).default('0.0.0'),
+  // Only here, where a runtime joins: the cluster state (runtimeSchema) also carries what replicas of
+  // older releases admitted, and refusing that would fail their epoch sync.
+  version: z
+    .string()
+    .max(RUNTIME_LIMITS.versionLengthMax)
+    .refine(isRuntimeVersion, RUNTIME_VERSION_MESSAGE)
+    .default('0.0.0'),
   limits: weightSchema.default({}),
   /** Optional address a gateway may dial directly (`http://host:port`), bypassing the tunnel. */
   address: z.string().max(RUNTIME_LIMITS.addressLengthMax).optional(),

@@ -74,6 +74,28 @@ describe('schemas name the offending field', () => {
   });
 });
 
+// latest_version rules rank runtimes by their version and skip one whose
+// version they cannot parse; a runtime declaring such a version joined and
+// was then left out of every such rule without a word.
+describe("a joining runtime's version", () => {
+  const join = (version: unknown) => parseWith(runtimeInfoSchema, { id: 'r1', classes: ['demo'], version });
+  const ranked = ['0.0.0', '1.4.2', 'v1.4.2', '2.0.0-rc.1', '2.0.0-rc.1+build.7'];
+  for (const version of ranked) {
+    it(`takes ${version}, which latest_version ranks`, () => assert.equal(join(version).ok, true));
+  }
+  const unranked = ['banana', 'latest', '1.4', '01.4.2', '1.4.2.0', 'git-3f2c1a9', ''];
+  for (const version of unranked) {
+    it(`refuses ${JSON.stringify(version)}, naming the field and the rule`, () => {
+      const parsed = join(version);
+      assert.match(!parsed.ok ? parsed.error : 'accepted', /^version: must be a semantic version such as 1\.4\.2/);
+    });
+  }
+  it('still takes a runtime that declares no version, as 0.0.0', () => {
+    const parsed = parseWith(runtimeInfoSchema, { id: 'r1', classes: ['demo'] });
+    assert.equal(parsed.ok && parsed.value.version, '0.0.0');
+  });
+});
+
 describe('long lists of bad elements', () => {
   // zod records an issue for every bad element: 1,000,000 bad thread refs (29 MB of JSON, less than
   // a /watch event may carry) cost 1.6 GB and 8 s to refuse, against 125 MB and 0.7 s to accept as

@@ -12,6 +12,7 @@ import { dialTunnel } from '../src/index.ts';
 import type { TunnelDialer, TunnelTransport } from '../src/index.ts';
 import { captureLogger, readStream, runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
+import type { RuntimeInfo } from '@switchyard/protocol';
 
 describe('tunnel dialer', () => {
   const open: { dialers: TunnelDialer[]; schedulers: Scheduler[] } = { dialers: [], schedulers: [] };
@@ -56,9 +57,11 @@ describe('tunnel dialer', () => {
     name: string;
     token: string;
     status: number;
-    badInfo?: true;
+    badInfo?: Partial<RuntimeInfo>;
     transport: TunnelTransport;
     perDial: number;
+    /** What the logged body must say. */
+    says?: RegExp;
   }[] = [
     {
       name: 'a 401 refusal is logged with status and body and retried at the maximum delay',
@@ -71,7 +74,7 @@ describe('tunnel dialer', () => {
       name: 'a 400 refusal is logged and retried at the maximum delay, after trying WebSocket too',
       token: TOKEN,
       status: 400,
-      badInfo: true,
+      badInfo: { classes: [] },
       transport: 'auto',
       perDial: 2,
     },
@@ -79,9 +82,18 @@ describe('tunnel dialer', () => {
       name: 'a 400 refusal of a runtime dialing only http2 is logged and retried at the maximum delay',
       token: TOKEN,
       status: 400,
-      badInfo: true,
+      badInfo: { classes: [] },
       transport: 'http2',
       perDial: 1,
+    },
+    {
+      name: 'a 400 refusal of a version no latest_version rule ranks is logged naming the field and the rule',
+      token: TOKEN,
+      status: 400,
+      badInfo: { version: 'banana' },
+      transport: 'http2',
+      perDial: 1,
+      says: /"field":"X-Runtime-Info\.version".*must be a semantic version/,
     },
   ];
   for (const c of refusals) {
@@ -90,7 +102,7 @@ describe('tunnel dialer', () => {
       open.schedulers.push(scheduler);
       const clock = new ManualClock();
       const { logger, lines } = captureLogger();
-      const info = c.badInfo ? { ...runtimeInfo('x'), classes: [] } : runtimeInfo('x');
+      const info = { ...runtimeInfo('x'), ...c.badInfo };
       const dialer = dialTunnel({
         url: scheduler.url,
         token: c.token,
@@ -108,6 +120,7 @@ describe('tunnel dialer', () => {
       const error = lines.find((l) => l.level === 'error')!.obj as { status: number; body: string };
       assert.equal(error.status, c.status);
       assert.match(error.body, /"error"/);
+      if (c.says) assert.match(error.body, c.says);
       assert.doesNotMatch(JSON.stringify(lines), new RegExp(TOKEN));
       await until(() => clock.pendingTimers === 1);
       await clock.advance(4999);

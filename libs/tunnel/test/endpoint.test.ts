@@ -193,6 +193,16 @@ describe('tunnel endpoint admission', () => {
       mention: /X-Runtime-Info\.classes/,
     },
     {
+      // latest_version rules would skip it without a word.
+      name: 'info with a version no latest_version rule ranks is refused with 400 naming the version field',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo({ ...runtimeInfo('r1'), version: 'banana' }),
+      },
+      status: 400,
+      mention: /X-Runtime-Info\.version.*must be a semantic version/,
+    },
+    {
       name: 'missing info is refused with 400',
       headers: { authorization: `Bearer ${TOKEN}` },
       status: 400,
