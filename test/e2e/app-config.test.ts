@@ -219,6 +219,11 @@ describe('a runtime configured past what schedulers accept of a runtime', () => 
         problems: [/^ {2}- metadata\.switchyard\/draining: switchyard\/draining is reserved/m],
       },
       {
+        // The config's map type would leave it out without a word.
+        args: ['--metadata', '{"zone":"eu-1","__proto__":"x"}'],
+        problems: [/^ {2}- metadata\.__proto__: '__proto__' cannot be a key/m],
+      },
+      {
         // Schedulers' latest_version rules would skip it without a word.
         args: ['--version', 'latest'],
         problems: [/^ {2}- version: must be a semantic version such as 1\.4\.2/m],

@@ -1,7 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, loadConfig } from '@switchyard/service';
 import { runtimeConfigSchema } from '../src/config.ts';
 
@@ -105,5 +108,30 @@ describe('runtime config: version', () => {
   for (const version of ['banana', '1.4', 'git-3f2c1a9']) {
     it(`refuses at start ${version}, naming the key`, () =>
       refuses({ SWITCHYARD_VERSION: version }, /^version: /m, /must be a semantic version/));
+  }
+});
+
+// JSON and YAML make an own `__proto__` key, which the config's map type
+// leaves out without a word: the label was lost and the runtime started.
+describe('runtime config: a __proto__ metadata key', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'runtime-config-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is refused at start from the environment, naming the key and why', () =>
+    refuses(
+      { SWITCHYARD_METADATA: '{"zone":"eu-1","__proto__":"x"}' },
+      /^metadata\.__proto__: /m,
+      /'__proto__' cannot be a key: JavaScript objects take it for their prototype.*SWITCHYARD_METADATA/,
+    ));
+
+  for (const [name, text] of [
+    ['runtime.yaml', 'metadata:\n  zone: eu-1\n  __proto__: x\n'],
+    ['runtime.json', '{"metadata": {"zone": "eu-1", "__proto__": "x"}}'],
+  ] as const) {
+    it(`is refused at start from a config file (${name}), naming the key and the file`, () => {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      refuses({ SWITCHYARD_CONFIG: path }, /^metadata\.__proto__: /m, new RegExp(`cannot be a key.*${name}`));
+    });
   }
 });

@@ -122,6 +122,16 @@ const CASES: Case[] = [
     error: /cpu/,
   },
   {
+    // It matches the key pattern, so the pattern's message would not say why it is refused.
+    name: 'a __proto__ metadata key is a 400 saying why, and the metadata stays as it was',
+    method: 'PUT',
+    path: '/metadata',
+    body: '{"zone":"eu-1","__proto__":"x"}',
+    status: 400,
+    error: /__proto__: '__proto__' cannot be a key: JavaScript objects take it for their prototype/,
+    then: (s) => assert.deepEqual(s.snapshot().metadata, {}),
+  },
+  {
     name: 'a body over 64 KiB is a 413',
     method: 'PUT',
     path: '/metadata',

@@ -16,6 +16,10 @@ export interface MapRules {
   readonly valueProblem: (value: unknown) => string | undefined;
 }
 
+/** Why a map's own `__proto__` key is refused. */
+const PROTO_KEY_MESSAGE =
+  "'__proto__' cannot be a key: JavaScript objects take it for their prototype, so it would be dropped";
+
 /**
  * Up to `problemsMax` problems of `value` as a string-keyed map under
  * `rules`. The number of keys is checked before any key is read.
@@ -30,7 +34,9 @@ export function mapProblems(value: unknown, rules: MapRules, problemsMax = Infin
   for (const key of keys) {
     if (problems.length >= problemsMax) break;
     // An own `__proto__` (JSON.parse makes one) would be lost, or worse, on the first copy by assignment.
-    if (!rules.keyPattern.test(key) || key === '__proto__') problems.push({ path: [key], message: rules.keyMessage });
+    // It has a message of its own: it may well match the key pattern, so that one would not say why.
+    if (key === '__proto__') problems.push({ path: [key], message: PROTO_KEY_MESSAGE });
+    else if (!rules.keyPattern.test(key)) problems.push({ path: [key], message: rules.keyMessage });
     else {
       const problem = rules.valueProblem((value as Record<string, unknown>)[key]);
       if (problem !== undefined) problems.push({ path: [key], message: problem });

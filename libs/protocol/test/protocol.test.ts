@@ -204,7 +204,7 @@ describe('long lists of bad elements', () => {
       [{ zone: 'eu', 'a b': 'x' }, /^metadata\.a b: must be 1-63 characters/],
       [{ zone: 'x'.repeat(257) }, /^metadata\.zone: at most 256 characters$/],
       [{ zone: 1 }, /^metadata\.zone: expected a string$/],
-      [JSON.parse('{"__proto__": "x"}'), /^metadata\.__proto__: /],
+      [JSON.parse('{"__proto__": "x"}'), /^metadata\.__proto__: '__proto__' cannot be a key: JavaScript objects/],
       ['zone=eu', /^metadata: expected an object$/],
     ];
     for (const [metadata, error] of cases) {

@@ -69,6 +69,8 @@ files.set('unknown-nested.yaml', 'election:\n  leaseNam: x\n');
 files.set('unknown-in-record.yaml', 'classes:\n  demo:\n    engine: a\n    enginee: b\n');
 files.set('inherited-names.yaml', 'constructor: 1\nelection:\n  toString: x\n');
 files.set('proto-key.yaml', '__proto__:\n  port: 1\n');
+files.set('proto-in-record.yaml', 'classes:\n  __proto__:\n    engine: a\n  demo:\n    engine: b\n');
+files.set('proto-in-nested-record.json', '{"classes": {"demo": {"engine": "a", "headers": {"__proto__": "x"}}}}');
 files.set('list.yaml', '- 1\n- 2\n');
 files.set('broken.yaml', 'port: [1,\n');
 
@@ -214,6 +216,28 @@ describe('rejected configs', () => {
       name: 'a top-level __proto__ file key is fatal',
       argv: ['--config', 'proto-key.yaml'],
       mentions: ["unknown key '__proto__'"],
+    },
+    {
+      // zod leaves a map's own __proto__ key out of the map without a word: the entry was lost unseen.
+      name: "a map's __proto__ key in a file is fatal, named with why",
+      argv: ['--config', 'proto-in-record.yaml'],
+      mentions: ["classes.__proto__: '__proto__' cannot be a key", 'prototype', 'in config file proto-in-record.yaml'],
+    },
+    {
+      name: "a __proto__ key of a map inside a map's entry is fatal",
+      argv: ['--config', 'proto-in-nested-record.json'],
+      mentions: ["classes.demo.headers.__proto__: '__proto__' cannot be a key"],
+    },
+    {
+      name: "a map's __proto__ key from the environment or a flag is fatal, naming its source",
+      argv: ['--classes', '{"__proto__": {"engine": "a"}}'],
+      env: { SWITCHYARD_CLASSES: '{"demo": {"engine": "a", "headers": {"__proto__": "x"}}}' },
+      mentions: [
+        "classes.__proto__: '__proto__' cannot be a key",
+        'from --classes',
+        "classes.demo.headers.__proto__: '__proto__' cannot be a key",
+        'from SWITCHYARD_CLASSES',
+      ],
     },
     { name: 'an unknown SWITCHYARD_ env name is fatal', env: { SWITCHYARD_PROT: '1' }, mentions: ['SWITCHYARD_PROT'] },
     { name: 'an unknown flag is fatal', argv: ['--prot', '1'], mentions: ['--prot'] },

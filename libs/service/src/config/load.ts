@@ -31,8 +31,16 @@ export interface LoadConfigWithDerive<T> extends LoadConfigOptions {
 
 type AnySchema = z.core.$ZodType;
 
-/** Unknown keys of a file (or JSON value), recursing into objects and records of objects. */
-function unknownKeys(schema: AnySchema, value: unknown, path: string, out: string[]): void {
+/** Keys of a layer that the schema would not take as given. */
+interface StrayKeys {
+  /** Keys no schema field has. */
+  readonly unknown: string[];
+  /** A map's own `__proto__` keys, which zod drops unseen (a field's is an unknown key). */
+  readonly proto: string[];
+}
+
+/** Stray keys of a file (or JSON value), recursing into objects and records of objects. */
+function strayKeys(schema: AnySchema, value: unknown, path: string, out: StrayKeys): void {
   const inner = unwrap(schema).inner;
   const def = inner._zod.def as { type: string; shape?: Record<string, AnySchema>; valueType?: AnySchema };
   if (!isPlainObject(value)) return;
@@ -41,13 +49,30 @@ function unknownKeys(schema: AnySchema, value: unknown, path: string, out: strin
       const where = path === '' ? key : `${path}.${key}`;
       // Own keys only: `constructor` or `toString` would find Object's, which are no schemas.
       const childSchema = Object.hasOwn(def.shape, key) ? def.shape[key] : undefined;
-      if (!childSchema) out.push(where);
-      else unknownKeys(childSchema, child, where, out);
+      if (!childSchema) out.unknown.push(where);
+      else strayKeys(childSchema, child, where, out);
     }
   } else if (def.type === 'record' && def.valueType) {
-    for (const [key, child] of Object.entries(value)) unknownKeys(def.valueType, child, `${path}.${key}`, out);
+    for (const [key, child] of Object.entries(value)) {
+      if (key === '__proto__') out.proto.push(`${path}.${key}`);
+      else strayKeys(def.valueType, child, `${path}.${key}`, out);
+    }
   }
 }
+
+/** The problems of a layer's stray keys, each with where it came from. */
+function strayKeyProblems(schema: AnySchema, layer: Layer, from: (key: string) => string): string[] {
+  const stray: StrayKeys = { unknown: [], proto: [] };
+  strayKeys(schema, layer.values, '', stray);
+  return [
+    ...stray.unknown.map((key) => `unknown key '${key}' ${from(key)}`),
+    ...stray.proto.map((key) => `${key}: ${PROTO_KEY_MESSAGE} (${from(key)})`),
+  ];
+}
+
+/** Why a map's own `__proto__` key is refused: JSON and YAML make one, and zod leaves it out of the map without a word. */
+const PROTO_KEY_MESSAGE =
+  "'__proto__' cannot be a key: JavaScript objects take it for their prototype, so it would be dropped";
 
 function valueAt(value: unknown, path: readonly string[]): unknown {
   return path.reduce<unknown>((at, key) => (isPlainObject(at) ? at[key] : undefined), value);
@@ -116,18 +141,14 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
       const file = fileLayer(filePath, text);
       problems.push(...file.problems);
       fileUnread = file.problems.length > 0;
-      const unknown: string[] = [];
-      unknownKeys(schema, file.values, '', unknown);
-      for (const key of unknown) problems.push(`unknown key '${key}' in config file ${filePath}`);
+      problems.push(...strayKeyProblems(schema, file, () => `in config file ${filePath}`));
       layers.push(file);
     }
   }
   problems.push(...env.problems, ...flags.problems);
   layers.push(env, flags);
   for (const layer of [env, flags]) {
-    const unknown: string[] = [];
-    unknownKeys(schema, layer.values, '', unknown);
-    for (const key of unknown) problems.push(`unknown key '${key}' from ${originOf(key, [layer])}`);
+    problems.push(...strayKeyProblems(schema, layer, (key) => `from ${originOf(key, [layer])}`));
   }
   if (fileUnread) throw new ConfigError('invalid configuration', problems);
 
