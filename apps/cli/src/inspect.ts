@@ -91,12 +91,33 @@ function epochAge(epoch: EpochInfo): { note: string; warning?: string } {
   };
 }
 
+/** `/api/runtimes`: the table and, from schedulers of this release on, everything `/api/epoch` says, read with it. */
+type RuntimesAnswer = Partial<EpochInfo> & { epoch: number | null; runtimes: RuntimeSummary[] };
+
+/** Reads of a scheduler of an earlier release before its table and its epoch line are shown though they differ. */
+const SEPARATE_READS_MAX = 3;
+
+/**
+ * The epoch line and the runtime table, of one epoch. A scheduler answers
+ * both in `/api/runtimes`. One of an earlier release answers the table with
+ * its epoch number only, and the rest in `/api/epoch`: read apart, a commit
+ * between the two reads would pair a table with another epoch's line, so
+ * they are read again until their epochs agree (a few times at most).
+ */
+async function readView(target: SchedulerTarget): Promise<{ epoch: EpochInfo; list: RuntimesAnswer; same: boolean }> {
+  let { body: list } = await getJson<RuntimesAnswer>(target, '/api/runtimes', [200]);
+  if (typeof list.term === 'number') return { epoch: list as EpochInfo, list, same: true };
+  for (let read = 1; ; read++) {
+    const { body: epoch } = await getJson<EpochInfo>(target, '/api/epoch', [200]);
+    const same = epoch.epoch === list.epoch;
+    if (same || read === SEPARATE_READS_MAX) return { epoch, list, same };
+    ({ body: list } = await getJson<RuntimesAnswer>(target, '/api/runtimes', [200]));
+  }
+}
+
 /** `switchyard status`: leader, term, epoch and the runtimes of the latest epoch. */
 export async function status(target: SchedulerTarget): Promise<string> {
-  const [{ body: epoch }, { body: list }] = await Promise.all([
-    getJson<EpochInfo>(target, '/api/epoch', [200]),
-    getJson<{ runtimes: RuntimeSummary[] }>(target, '/api/runtimes', [200]),
-  ]);
+  const { epoch, list, same } = await readView(target);
   const weight = (w: Record<string, number>): string =>
     Object.entries(w)
       .map(([k, v]) => `${k}=${v}`)
@@ -116,6 +137,9 @@ export async function status(target: SchedulerTarget): Promise<string> {
     `term:     ${epoch.term}`,
     `epoch:    ${epoch.epoch ?? 'none yet'}   (as seen by ${epoch.replica}${age.note})`,
     ...(age.warning ? [age.warning] : []),
+    ...(same
+      ? []
+      : [`warning:  epochs kept being committed while this was read: the runtimes below are of epoch ${list.epoch}`]),
     `runtimes: ${epoch.counts.runtimes}   sandboxes: ${epoch.counts.processes}   sessions: ${epoch.counts.threads}`,
     '',
     table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows),

@@ -55,7 +55,9 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
     return true;
   }
   if (path === '/api/runtimes') {
-    sendJson(res, 200, { epoch: latestEpoch(ctx), runtimes: ctx.view.summaries().map(summarise) });
+    // With everything /api/epoch says, read in the same turn: a reader of both (`switchyard status`)
+    // gets a table and an epoch line of one epoch, which two requests cannot promise.
+    sendJson(res, 200, { ...epochInfo(ctx), runtimes: ctx.view.summaries().map(summarise) });
     return true;
   }
   const runtime = RUNTIME_PATH.exec(path);

@@ -34,6 +34,7 @@ describe('a replica whose leader never answers', () => {
     assert.equal(epoch.body.epoch, null);
     const runtimes = await getJson(`${replica.url}/api/runtimes`);
     assert.equal(runtimes.status, 200);
-    assert.deepEqual(runtimes.body, { epoch: null, runtimes: [] });
+    // With /api/epoch's fields, read with the table (the same here: nothing changes without an epoch).
+    assert.deepEqual(runtimes.body, { ...epoch.body, epoch: null, runtimes: [] });
   });
 });
