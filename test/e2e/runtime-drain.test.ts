@@ -31,8 +31,8 @@ const execFileAsync = promisify(execFile);
 /** The draining runtime's drain delay: long enough for every check below to run inside it. */
 const DRAIN_MS = 8000;
 const NEW_SESSIONS = 12;
-/** A tool call still running when its runtime is told to stop. */
-const SLEEP_MS = 2000;
+/** A tool call still running when its runtime is told to stop (and after it left the schedulers' views). */
+const SLEEP_MS = 3000;
 
 /** The `switchyard` command, run as operators do. */
 const CLI = fileURLToPath(new URL('../../apps/cli/src/main.ts', import.meta.url));
@@ -149,9 +149,23 @@ describe('a runtime draining on SIGTERM', () => {
       { name: 'sleep', arguments: { ms: SLEEP_MS } },
       { signal: AbortSignal.timeout(SLEEP_MS + 5000) },
     );
+    let answeredAt: number | undefined;
+    void call.then(
+      () => (answeredAt = Date.now()),
+      () => {},
+    );
     await new Promise((resolve) => setTimeout(resolve, 300));
     const termAt = Date.now();
     stopping.signal('SIGTERM');
+    // Its GOAWAY takes it out of every scheduler's view at once, while its call goes on: no new session
+    // lands on it for the up to 20 s its connection may stay to answer what is in flight.
+    await until('no scheduler to list r3', async () => {
+      const listed = await Promise.all(cluster.schedulerUrls().map((url) => listedOn(url, 'r3')));
+      return listed.every((r) => r === undefined);
+    });
+    const leftMs = Date.now() - termAt;
+    assert.equal(answeredAt, undefined, `r3 left the schedulers' views ${leftMs} ms after SIGTERM, after its call`);
+    assert.ok(leftMs < 2000, `r3 left the schedulers' views ${leftMs} ms after SIGTERM`);
     assert.equal(textOf(await call), `slept ${SLEEP_MS}`);
     const { code } = await stopping.exited;
     const stoppedMs = Date.now() - termAt;
