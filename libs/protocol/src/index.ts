@@ -36,6 +36,7 @@ export {
 export { RUNTIME_VERSION_MESSAGE, isRuntimeVersion } from './version.ts';
 export type { RuntimeInfo, Runtime, ThreadRef, RuntimeState, RuntimeStateName } from './runtime.ts';
 export type { MapProblem } from './map.ts';
+export { PROTO_KEY_MESSAGE } from './map.ts';
 export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';
 export type { RuntimeOp, ClusterOp } from './ops.ts';
 export { snapshotSchema } from './snapshot.ts';

@@ -16,8 +16,8 @@ export interface MapRules {
   readonly valueProblem: (value: unknown) => string | undefined;
 }
 
-/** Why a map's own `__proto__` key is refused. */
-const PROTO_KEY_MESSAGE =
+/** Why a map's own `__proto__` key is refused (JSON and YAML make one; zod leaves it out of a record unseen). */
+export const PROTO_KEY_MESSAGE =
   "'__proto__' cannot be a key: JavaScript objects take it for their prototype, so it would be dropped";
 
 /**

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
+import { PROTO_KEY_MESSAGE } from '@switchyard/protocol';
 import { ConfigError } from './error.ts';
 import { configFields, unwrap } from './fields.ts';
 import { helpText, printableConfig } from './render.ts';
@@ -69,10 +70,6 @@ function strayKeyProblems(schema: AnySchema, layer: Layer, from: (key: string) =
     ...stray.proto.map((key) => `${key}: ${PROTO_KEY_MESSAGE} (${from(key)})`),
   ];
 }
-
-/** Why a map's own `__proto__` key is refused: JSON and YAML make one, and zod leaves it out of the map without a word. */
-const PROTO_KEY_MESSAGE =
-  "'__proto__' cannot be a key: JavaScript objects take it for their prototype, so it would be dropped";
 
 function valueAt(value: unknown, path: readonly string[]): unknown {
   return path.reduce<unknown>((at, key) => (isPlainObject(at) ? at[key] : undefined), value);
