@@ -881,3 +881,84 @@ describe('charts/scheduler: token rotation through values restarts nothing', { s
     assert.deepEqual(after.pods, before.pods);
   });
 });
+
+/**
+ * The variables kubelet puts in every pod of a namespace for each of its
+ * Services with a cluster IP (Docker-link style, pkg/kubelet/envvars), unless
+ * the pod sets `enableServiceLinks: false`: `<NAME>_SERVICE_HOST`,
+ * `<NAME>_PORT_<port>_TCP_ADDR` and the like, `<NAME>` the Service's name in
+ * upper snake case.
+ */
+function serviceLinkEnv(service: Manifest): Record<string, string> {
+  const spec = service.spec as { clusterIP?: string; ports: { name?: string; port: number; protocol?: string }[] };
+  if (spec.clusterIP === 'None') return {};
+  const name = service.metadata.name.toUpperCase().replaceAll('-', '_');
+  const ip = '10.96.0.10';
+  const env: Record<string, string> = {
+    [`${name}_SERVICE_HOST`]: ip,
+    [`${name}_SERVICE_PORT`]: String(spec.ports[0]!.port),
+  };
+  spec.ports.forEach((p, i) => {
+    const proto = (p.protocol ?? 'TCP').toLowerCase();
+    const prefix = `${name}_PORT_${p.port}_${proto.toUpperCase()}`;
+    if (p.name) env[`${name}_SERVICE_PORT_${p.name.toUpperCase().replaceAll('-', '_')}`] = String(p.port);
+    if (i === 0) env[`${name}_PORT`] = `${proto}://${ip}:${p.port}`;
+    Object.assign(env, {
+      [prefix]: `${proto}://${ip}:${p.port}`,
+      [`${prefix}_PROTO`]: proto,
+      [`${prefix}_PORT`]: String(p.port),
+      [`${prefix}_ADDR`]: ip,
+    });
+  });
+  return env;
+}
+
+// Installed as docs/operations.md says, the Services are named
+// switchyard-scheduler and switchyard-gateway, so kubelet hands every pod of
+// the namespace SWITCHYARD_SCHEDULER_SERVICE_HOST and friends; the apps take
+// an unknown SWITCHYARD_* name for a typo and refuse to start.
+describe('charts: pods start beside the Services of the three releases', { skip }, () => {
+  const releases = { scheduler: 'switchyard-scheduler', gateway: 'switchyard-gateway', runtime: 'switchyard-runtime' };
+  const ARGS: Record<string, string[]> = {
+    scheduler: [],
+    gateway: ['--schedulers', 'http://127.0.0.1:1'],
+    runtime: ['--scheduler-url', 'http://127.0.0.1:1'],
+  };
+  for (const [chart, release] of Object.entries(releases)) {
+    it(`${chart}: its app reads the environment kubelet gives its pods`, async () => {
+      const rendered = await Promise.all(
+        Object.entries(releases).map(async ([c, r]) =>
+          parseAllDocuments(await helmRun(['template', r, `charts/${c}`, '--namespace', 'switchyard']))
+            .map((d) => d.toJSON() as Manifest | null)
+            .filter((m): m is Manifest => m !== null),
+        ),
+      );
+      const links = Object.assign(
+        {},
+        ...rendered
+          .flat()
+          .filter((m) => m.kind === 'Service')
+          .map(serviceLinkEnv),
+      ) as Record<string, string>;
+      assert.ok(
+        Object.keys(links).some((n) => n.startsWith('SWITCHYARD_')),
+        Object.keys(links).join(','),
+      );
+      const own = rendered[Object.keys(releases).indexOf(chart)]!;
+      const workload = own.find((m) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(m.kind))!;
+      assert.ok(workload, `${release} has a workload`);
+      const pod = podOf(workload) as PodSpec & { enableServiceLinks?: boolean };
+      const injected = pod.enableServiceLinks === false ? {} : links;
+      const env = Object.fromEntries(Object.entries(process.env).filter(([n]) => !n.startsWith('SWITCHYARD_')));
+      const result = await run(
+        process.execPath,
+        [join(root, `apps/${chart}/src/main.ts`), ...ARGS[chart]!, '--print-config'],
+        { env: { ...env, ...injected } },
+      ).catch((error: { code: number; stderr: string }) => error);
+      assert.ok(
+        !('code' in result) || result.code === 0,
+        `${chart} refused its pod's environment: ${'stderr' in result ? result.stderr : ''}`,
+      );
+    });
+  }
+});
