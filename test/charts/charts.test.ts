@@ -146,6 +146,38 @@ for (const c of CHARTS) {
   });
 }
 
+// The gateway refuses these at start (or, with tokens but mode none, serves
+// every client): the chart says so at install, in its own value names.
+describe('charts/gateway: client authentication values', { skip }, () => {
+  const envOf = async (set: readonly string[]): Promise<Map<string, string | undefined>> => {
+    const deployment = (await render('gateway', undefined, set)).find((m) => m.kind === 'Deployment')!;
+    const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];
+    return new Map(env.map((e) => [e.name, e.value]));
+  };
+
+  it('refuses bearer mode without a Secret, and jwt mode without a JWKS URL', async () => {
+    await assert.rejects(envOf(['auth.mode=bearer']), /auth\.mode bearer needs auth\.existingSecret/);
+    await assert.rejects(envOf(['auth.mode=jwt']), /auth\.mode jwt needs auth\.jwksUrl/);
+  });
+
+  it('refuses a token Secret that the mode would ignore', async () => {
+    await assert.rejects(envOf(['auth.existingSecret=mcp-tokens']), /auth\.mode is none, which lets every client in/);
+    await assert.rejects(
+      envOf(['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks', 'auth.existingSecret=mcp-tokens']),
+      /only auth\.mode bearer reads/,
+    );
+  });
+
+  it('renders each mode with what it needs', async () => {
+    const bearer = await envOf(['auth.mode=bearer', 'auth.existingSecret=mcp-tokens']);
+    assert.equal(bearer.get('SWITCHYARD_AUTH_MODE'), 'bearer');
+    assert.equal(bearer.get('SWITCHYARD_AUTH_TOKENS_FILE'), '/etc/switchyard/auth/tokens');
+    const jwt = await envOf(['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks']);
+    assert.equal(jwt.get('SWITCHYARD_AUTH_JWKS_URL'), 'https://login.example.com/jwks');
+    assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
+  });
+});
+
 describe('gateway chart contracts', { skip }, () => {
   const envOf = async (set: readonly string[] = []): Promise<Map<string, string | undefined>> => {
     const deployment = (await render('gateway', undefined, set)).find((m) => m.kind === 'Deployment')!;
