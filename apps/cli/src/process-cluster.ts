@@ -41,13 +41,25 @@ function compileCacheEnv(): Record<string, string> {
 }
 
 /**
+ * The environment of each app: this one's without its SWITCHYARD_*
+ * variables. The apps take every setting from their flags here, as the
+ * in-process cluster does; a shell's variables are for other things (the
+ * CLI's own SWITCHYARD_API_TOKEN, a deployment's settings), and an app
+ * refuses a SWITCHYARD_* name it does not know.
+ */
+function appEnv(): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SWITCHYARD_')));
+  return { ...env, ...compileCacheEnv() };
+}
+
+/**
  * Starts one app as its own OS process and resolves on its `ready` log line.
  * Lines at the chosen level or above are echoed to stderr, prefixed by name.
  */
 function startApp(name: string, app: string, args: string[], echoLevel: number): Promise<Started> {
   const child = spawn(process.execPath, [join(APPS, app, 'src/main.ts'), ...args, '--log-level', 'info'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...compileCacheEnv() },
+    env: appEnv(),
   });
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });

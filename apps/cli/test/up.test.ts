@@ -278,3 +278,36 @@ describe('switchyard up --processes: kill a scheduler', () => {
     assert.match(moved.owner, /^scheduler-[12]$/);
   });
 });
+
+// docs/operations.md has operators export SWITCHYARD_API_TOKEN for `status`
+// against their cluster; the local cluster's apps take their settings from
+// flags, and would refuse a SWITCHYARD_* name they do not know.
+describe('switchyard up --processes in a shell with SWITCHYARD_* variables', () => {
+  let up: Running;
+  after(() => killGroup(up.child));
+
+  it('starts its components without them', async () => {
+    const env = { SWITCHYARD_API_TOKEN: 'api-token-of-another-cluster', SWITCHYARD_LOG_LEVEL: 'debug' };
+    up = spawnCli(['up', '--processes', '--gateway-port', '0', '--scheduler-port', '0'], env);
+    await until(
+      'the /mcp URL on stdout',
+      () => {
+        if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
+        return /^ {2}http:\/\/127\.0\.0\.1:\d+\/mcp$/m.test(up.stdout()) || undefined;
+      },
+      20_000,
+    );
+    const components = descendants(up.child.pid!).filter((d) => d.depth === 1);
+    assert.equal(components.length, 6);
+    for (const c of components) {
+      const names = readFileSync(`/proc/${c.pid}/environ`, 'utf8')
+        .split('\0')
+        .map((e) => e.split('=', 1)[0]!);
+      assert.deepEqual(
+        names.filter((n) => n.startsWith('SWITCHYARD_')),
+        [],
+        c.command,
+      );
+    }
+  });
+});
