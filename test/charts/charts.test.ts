@@ -178,6 +178,45 @@ describe('charts/gateway: client authentication values', { skip }, () => {
   });
 });
 
+// docs/operations.md lists `replicas` as the gateway count; with autoscaling
+// on (the default) the Deployment leaves the count to the HPA.
+describe('charts/gateway: replicas', { skip }, () => {
+  const counts = async (set: readonly string[]) => {
+    const manifests = await render('gateway', undefined, set);
+    const deployment = manifests.find((m) => m.kind === 'Deployment')!;
+    const hpa = manifests.find((m) => m.kind === 'HorizontalPodAutoscaler');
+    if (hpa) new HorizontalPodAutoscaler(hpa as never).validate();
+    const spec = hpa?.spec as { minReplicas: number; maxReplicas: number } | undefined;
+    return {
+      replicas: (deployment.spec as { replicas?: number }).replicas,
+      min: spec?.minReplicas,
+      max: spec?.maxReplicas,
+    };
+  };
+
+  it('runs at least `replicas` gateways with autoscaling on, unless autoscaling.minReplicas says otherwise', async () => {
+    assert.deepEqual(await counts([]), { replicas: undefined, min: 2, max: 10 });
+    assert.deepEqual(await counts(['replicas=4']), { replicas: undefined, min: 4, max: 10 });
+    assert.deepEqual(await counts(['replicas=4', 'autoscaling.minReplicas=3']), {
+      replicas: undefined,
+      min: 3,
+      max: 10,
+    });
+    assert.deepEqual(await counts(['replicas=4', 'autoscaling.enabled=false']), {
+      replicas: 4,
+      min: undefined,
+      max: undefined,
+    });
+  });
+
+  it('refuses a maximum below the minimum', async () => {
+    await assert.rejects(
+      counts(['replicas=12']),
+      /autoscaling\.maxReplicas \(10\) is below the minimum of 12 gateways/,
+    );
+  });
+});
+
 describe('gateway chart contracts', { skip }, () => {
   const envOf = async (set: readonly string[] = []): Promise<Map<string, string | undefined>> => {
     const deployment = (await render('gateway', undefined, set)).find((m) => m.kind === 'Deployment')!;
