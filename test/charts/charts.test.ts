@@ -744,6 +744,26 @@ describe('scheduler chart contracts', { skip }, () => {
     });
   }
 
+  // A budget no eviction can meet blocks every node drain of the nodes running a replica.
+  it('refuses a PDB that would never let a replica be evicted', async () => {
+    for (const replicas of [1, 2]) {
+      await assert.rejects(
+        render('scheduler', undefined, [`replicas=${replicas}`]),
+        new RegExp(`pdb\\.minAvailable \\(2\\) is not below replicas \\(${replicas}\\)`),
+      );
+    }
+    await assert.rejects(
+      render('scheduler', undefined, ['pdb.minAvailable=3']),
+      /pdb\.minAvailable \(3\) is not below replicas \(3\)/,
+    );
+    await assert.rejects(render('scheduler', undefined, ['pdb.maxUnavailable=0']), /pdb\.maxUnavailable is 0/);
+    for (const set of [['replicas=2', 'pdb.maxUnavailable=1'], ['replicas=1', 'pdb.enabled=false'], ['replicas=3']]) {
+      const pdbs = (await render('scheduler', undefined, set)).filter((m) => m.kind === 'PodDisruptionBudget');
+      for (const pdb of pdbs) new PodDisruptionBudget(pdb as never).validate();
+      assert.equal(pdbs.length, set.includes('pdb.enabled=false') ? 0 : 1, set.join(' '));
+    }
+  });
+
   it('takes replica id from the pod name, advertises the pod IP and elects through the kubernetes backend', async () => {
     const manifests = await render('scheduler');
     const sts = manifests.find((m) => m.kind === 'StatefulSet')!;
