@@ -65,6 +65,23 @@ describe('a scheduler whose API token file lists no token', () => {
     await until('the token in the file is taken', async () => (await ask()).status === 200);
     assert.equal((await fetch(`${scheduler.url}/api/runtimes`)).status, 401, 'still none without it');
   });
+
+  // A Secret emptied by mistake while the replicas run: their gateways get
+  // 401s from then on, and the log is where an operator looks for why.
+  it('says so again when the file lists no token any more, once per change', async () => {
+    const emptied = (): Record<string, unknown>[] =>
+      scheduler.logs.filter((l) => l.file === apiFile && /refuses every caller/.test(String(l.msg)));
+    assert.equal(emptied().length, 1, 'the warning at start');
+    writeFileSync(apiFile, '');
+    const ask = (): Promise<Response> =>
+      fetch(`${scheduler.url}/api/runtimes`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    // Looked at again at most once a second; a caller makes it look.
+    await until('the emptied file is read', async () => (await ask()).status === 401);
+    await until('a warning naming the file', async () => (await ask(), emptied().length === 2));
+    assert.equal(emptied()[1]!.level, 40, 'a warning');
+    for (let i = 0; i < 3; i++) assert.equal((await ask()).status, 401);
+    assert.equal(emptied().length, 2, 'not once per call');
+  });
 });
 
 describe('a scheduler whose token files hold a token shorter than 16 characters', () => {
@@ -116,5 +133,12 @@ describe('a scheduler whose token files hold a token shorter than 16 characters'
       assert.match(String(warning.msg), /shorter than 16 characters left out/);
     }
     assert.ok(!JSON.stringify(scheduler.logs).includes(SHORT), 'the short token is not logged');
+  });
+
+  it('warns when the join token file lists none any more: no runtime can join', async () => {
+    writeFileSync(joinFile, `${SHORT}\n`);
+    await until('the emptied file is read', async () => (await connectStatus(scheduler.url!, TOKEN)) === 401);
+    const warning = await scheduler.waitForLog((l) => l.file === joinFile && /no runtime can join/.test(String(l.msg)));
+    assert.equal(warning.level, 40, 'a warning');
   });
 });

@@ -67,20 +67,39 @@ function tokens(option: 'joinTokens' | 'apiTokens', file: 'joinTokenFile' | 'api
   });
 }
 
-const joinTokens = tokens('joinTokens', 'joinTokenFile');
-if (joinTokens().length === 0) logger.warn({}, 'no join tokens configured: no runtime can join until one is');
+/**
+ * `read`, calling `warn` whenever the list it returns is empty and was not
+ * the last time: at start, and at each change of its file, so that a Secret
+ * emptied by mistake while the replica runs is in the log too, once.
+ */
+function warnWhenEmpty(read: () => readonly string[], warn: () => void): () => readonly string[] {
+  let last: readonly string[] | undefined;
+  return () => {
+    const current = read();
+    if (current !== last && current.length === 0) warn();
+    last = current;
+    return current;
+  };
+}
+
+const joinTokens = warnWhenEmpty(tokens('joinTokens', 'joinTokenFile'), () =>
+  logger.warn({ file: config.joinTokenFile }, 'no join tokens configured: no runtime can join until one is'),
+);
+joinTokens();
 
 // A token file named makes the API want a token, whatever the file holds now: emptied or
 // missing by mistake, it must not open the API to whoever reaches the port.
 const apiTokensWanted = config.apiTokens.length > 0 || config.apiTokenFile !== undefined;
-const apiTokens = tokens('apiTokens', 'apiTokenFile');
-if (!apiTokensWanted) {
-  logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
-} else if (apiTokens().length === 0) {
+const apiTokens = warnWhenEmpty(tokens('apiTokens', 'apiTokenFile'), () =>
   logger.warn(
     { file: config.apiTokenFile },
     'apiTokenFile lists no API token: the scheduler API refuses every caller until it does',
-  );
+  ),
+);
+if (!apiTokensWanted) {
+  logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
+} else {
+  apiTokens();
 }
 
 const tls = appTls('switchyard-scheduler', config.tls, logger);
