@@ -192,6 +192,19 @@ describe('coercion', () => {
   }
 });
 
+describe('unknown SWITCHYARD_ names set by nobody else', () => {
+  it('get no hint about Kubernetes or the CLI', () => {
+    assert.throws(
+      () => load([], { SWITCHYARD_HELTH_PORT: '9000', SWITCHYARD_PROT: '1' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.doesNotMatch(error.message, /Kubernetes|CLI/);
+        return true;
+      },
+    );
+  });
+});
+
 describe('rejected configs', () => {
   const cases: { name: string; argv?: string[]; env?: Record<string, string>; mentions: string[] }[] = [
     { name: 'an unknown top-level file key is fatal', argv: ['--config', 'unknown-top.yaml'], mentions: ["'bogus'"] },
@@ -240,6 +253,22 @@ describe('rejected configs', () => {
       ],
     },
     { name: 'an unknown SWITCHYARD_ env name is fatal', env: { SWITCHYARD_PROT: '1' }, mentions: ['SWITCHYARD_PROT'] },
+    {
+      // kubelet's variables for a Service named switchyard-… in the pod's namespace.
+      name: 'a Kubernetes service variable says where it comes from and what to do',
+      env: { SWITCHYARD_GATEWAY_SERVICE_HOST: '10.96.0.10' },
+      mentions: ['SWITCHYARD_GATEWAY_SERVICE_HOST', 'Kubernetes', 'enableServiceLinks: false'],
+    },
+    {
+      name: "a Kubernetes service's port variable says so too",
+      env: { SWITCHYARD_SCHEDULER_PORT: 'tcp://10.96.0.10:7070' },
+      mentions: ['SWITCHYARD_SCHEDULER_PORT', 'enableServiceLinks: false'],
+    },
+    {
+      name: "the CLI's API token variable says whose it is",
+      env: { SWITCHYARD_API_TOKEN: 'api-token-0123456789' },
+      mentions: ['SWITCHYARD_API_TOKEN', 'switchyard CLI', 'unset it'],
+    },
     { name: 'an unknown flag is fatal', argv: ['--prot', '1'], mentions: ['--prot'] },
     { name: 'a positional argument is fatal', argv: ['serve'], mentions: ["'serve'"] },
     { name: 'a non-number is refused', env: { SWITCHYARD_PORT: 'abc' }, mentions: ['SWITCHYARD_PORT', "'abc'"] },

@@ -60,6 +60,25 @@ export function fileLayer(path: string, text: string): Layer {
 }
 
 /**
+ * What to do about an unknown name that someone other than the operator
+ * set: kubelet's variables for a Service of the pod's namespace named
+ * switchyard-… (`<NAME>_SERVICE_HOST`, `<NAME>_PORT=tcp://…`, …; see
+ * pkg/kubelet/envvars), or the token of the switchyard CLI. Empty for the
+ * rest, typos mostly.
+ */
+function unknownEnvHint(name: string, raw: string | undefined): string {
+  const serviceLink =
+    /_SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?$/.test(name) ||
+    /_PORT_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?$/.test(name) ||
+    (name.endsWith('_PORT') && /^(tcp|udp|sctp):\/\//.test(raw ?? ''));
+  if (serviceLink) {
+    return ' (Kubernetes sets it for a Service of the namespace: set enableServiceLinks: false in the pod spec)';
+  }
+  if (name === 'SWITCHYARD_API_TOKEN') return " (the switchyard CLI's API token: unset it where an app starts)";
+  return '';
+}
+
+/**
  * Reads every `SWITCHYARD_*` variable. An unknown name is a problem (a typo
  * must not silently fall back to a default). Empty values count as unset, so
  * templated manifests may leave a variable blank.
@@ -72,7 +91,7 @@ export function envLayer(fields: readonly ConfigField[], env: Readonly<Record<st
     const raw = env[name];
     const field = byName.get(name);
     if (!field) {
-      layer.problems.push(`unknown environment variable ${name}`);
+      layer.problems.push(`unknown environment variable ${name}${unknownEnvHint(name, raw)}`);
       continue;
     }
     if (raw === undefined || raw === '') continue;
