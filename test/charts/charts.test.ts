@@ -1053,3 +1053,23 @@ describe('charts: pods start beside the Services of the three releases', { skip 
     });
   }
 });
+
+// docs/operations.md: grace must exceed the drain delay plus the 30 s bound
+// on in-flight work; kubelet kills the pod at the end of its grace, mid-drain.
+describe('charts: termination grace and drain delay', { skip }, () => {
+  for (const c of CHARTS) {
+    it(`${c.chart}: refuses a grace period the drain does not fit in`, async () => {
+      const grace = async (set: readonly string[]) => {
+        const workload = (await render(c.chart, undefined, set)).find((m) => m.kind === c.workload)!;
+        return (podOf(workload) as PodSpec & { terminationGracePeriodSeconds: number }).terminationGracePeriodSeconds;
+      };
+      assert.ok((await grace([])) > 0);
+      await assert.rejects(
+        grace(['drainDelayMs=60000']),
+        /terminationGracePeriodSeconds \(\d+\) must exceed drainDelayMs \(60000 ms\) plus 30 s .* at least 91/,
+      );
+      await assert.rejects(grace(['drainDelayMs=60000', 'terminationGracePeriodSeconds=90']), /at least 91/);
+      assert.equal(await grace(['drainDelayMs=60000', 'terminationGracePeriodSeconds=91']), 91);
+    });
+  }
+});
