@@ -127,6 +127,14 @@ const replica = await startSchedulerReplica({
   logger,
   metrics: createMetrics('scheduler'),
 }).catch((error: unknown) => exitOnListenError('switchyard-scheduler', error));
+// Peers (epoch sync, proxy hops) and gateways (schedule answers name the owner) dial the advertised URL: a replica
+// listening on every interface is meant to be reached from other machines, which 127.0.0.1 is not.
+if (config.advertiseUrl === undefined && ['0.0.0.0', '::'].includes(config.host)) {
+  logger.warn(
+    { host: config.host, url: replica.url },
+    `this replica advertises ${replica.url}, an address only this machine can dial: set advertiseUrl (e.g. http://<pod IP>:<port>) when peers or gateways run elsewhere`,
+  );
+}
 lifecycle.onShutdown(() => replica.close());
 if (tls) lifecycle.onShutdown(tls.watch((pair) => replica.updateTls(pair)));
 lifecycle.markReady();
