@@ -228,7 +228,11 @@ export class Leadership {
     const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
     for (let attempt = 0; current(); attempt++) {
       try {
-        const token = this.#options.peerTokens()[0];
+        // Each attempt presents the next token of the list: kubelet updates each pod's mounted Secret on
+        // its own schedule, so in a rotation the leader may already accept only a token listed after the
+        // first here. Any token both still list then gets through within a few attempts.
+        const tokens = this.#options.peerTokens();
+        const token = tokens[attempt % Math.max(tokens.length, 1)];
         const conn = await connectSync(leaderUrl, this.#options.replicaId, {
           handshakeTimeoutMs: 2000,
           ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
