@@ -75,4 +75,21 @@ describe('a join token rotation that reaches the leader before a follower', () =
     );
     assert.ok(await available(leader), "the follower's runtime is still available in the leader's epochs");
   });
+
+  // operations.md: a follower logs `cannot reach the leader; trying again` at the first failed attempt.
+  it('warns at once when the leader refuses every token it holds, after a sync that worked', async () => {
+    const refused = (l: Record<string, unknown>): boolean =>
+      l.msg === 'cannot reach the leader; trying again' && l.level === 40;
+    const warnedBefore = follower.logs.filter(refused).length;
+    const closedBefore = follower.logs.filter((l) => l.msg === 'sync connection to the leader closed').length;
+    writeFileSync(files.leader, 'join-token-newer-0123456789abcdef\n');
+    await until(
+      'the leader closes the sync',
+      () =>
+        follower.logs.filter((l) => l.msg === 'sync connection to the leader closed').length > closedBefore ||
+        undefined,
+    );
+    // The retries start at 100 ms; the tenth failure comes some 14 s later.
+    await until('a warning', () => follower.logs.filter(refused).length > warnedBefore || undefined, 5000);
+  });
 });

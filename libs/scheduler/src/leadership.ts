@@ -226,6 +226,8 @@ export class Leadership {
     this.#disconnectFollower();
     const generation = this.#followGeneration;
     const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
+    // Failed attempts since the last sync that worked (attempt also counts one that ended in a close).
+    let failures = 0;
     for (let attempt = 0; current(); attempt++) {
       try {
         // Each attempt presents the next token of the list: kubelet updates each pod's mounted Secret on
@@ -245,6 +247,7 @@ export class Leadership {
         this.#connection = connection;
         this.#follower.attach(connection);
         this.#options.logger.info({ leader: leaderUrl }, 'following');
+        failures = 0;
         const { code, reason } = await closed;
         // 1008: one side broke the sync protocol (e.g. replicas of versions that do not speak the same one).
         const level = code === CLOSE_POLICY ? 'warn' : 'info';
@@ -254,7 +257,7 @@ export class Leadership {
       } catch (error) {
         // Until it reaches the leader, this replica answers from its last epoch: say so at the first failure
         // and every tenth after (a dead leader, until its lease expires; a peer token the leader refuses).
-        const failures = attempt + 1;
+        failures++;
         const level = failures === 1 || failures % 10 === 0 ? 'warn' : 'debug';
         const err = (error as Error).message;
         this.#options.logger[level]({ leader: leaderUrl, err, failures }, 'cannot reach the leader; trying again');
