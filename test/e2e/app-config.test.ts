@@ -68,6 +68,31 @@ describe('apps started with an unusable config', () => {
   });
 });
 
+describe('a runtime whose join token file holds no token', () => {
+  // In a pod: a Secret whose key is not the chart's joinToken.key mounts no such file.
+  it('names the file and what it needs instead of asking for a setting it was given', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-join-file-'));
+    try {
+      for (const file of [join(dir, 'missing'), join(dir, 'empty')]) {
+        if (file.endsWith('empty')) writeFileSync(file, '\n');
+        const { code, stdout } = await run('runtime', [
+          '--scheduler-url',
+          'http://127.0.0.1:1',
+          '--join-token-file',
+          file,
+        ]);
+        assert.equal(code, 1, stdout);
+        const fatal = stdout.split('\n').find((line) => line.includes('"level":60'));
+        assert.ok(fatal, stdout);
+        assert.ok(fatal.includes(`joinTokenFile ${file} holds no join token`), fatal);
+        assert.match(fatal, /joinToken\.key/);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a scheduler whose advertiseUrl is longer than a runtime state carries', () => {
   it('refuses to start, naming the key, instead of having the collects of its runtimes refused', async () => {
     // The URL is every runtime's ownerUrl in the epochs, which hold it to 256 characters.

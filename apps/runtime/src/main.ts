@@ -34,7 +34,13 @@ function joinTokenSource(c: RuntimeConfig): () => string {
   const read = secretSource(c.joinToken ? [c.joinToken] : [], c.joinTokenFile, { recheckMs: 0 });
   let token = read()[0];
   if (!token) {
-    logger.fatal({}, 'a join token is required (joinToken or joinTokenFile)');
+    const file = c.joinTokenFile;
+    logger.fatal(
+      file === undefined ? {} : { file },
+      file === undefined
+        ? 'a join token is required (joinToken or joinTokenFile)'
+        : `joinTokenFile ${file} holds no join token (missing, unreadable or empty): put one of the schedulers' joinTokens in it (runtime chart: the key joinToken.key of the Secret joinToken.existingSecret)`,
+    );
     process.exit(1);
   }
   return () => (token = read()[0] ?? token!);
