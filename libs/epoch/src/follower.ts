@@ -31,7 +31,8 @@ type Commit = Extract<SyncMessage, { type: 'commit' }>;
  * Guarantees:
  * - fencing: once a term is seen, nothing of a lower term reaches the sink,
  *   whichever connection it arrives on; it is reported through `onReject`
- *   and answered with `error`;
+ *   and answered with `error`, which carries the latest epoch held (its
+ *   `latestEpoch`) for the leader's next term to number above;
  * - one history per term: a leader whose snapshot of the sink's own term
  *   is not in its history (an epoch below its latest, or that epoch with
  *   other content: the term was handed out twice) has the whole term
@@ -244,6 +245,15 @@ export class EpochFollower {
 
   #reject(conn: SyncConnection, type: SyncMessage['type'], term: number, epoch: number, reason: string): void {
     this.#o.onReject?.({ type, term, epoch, reason });
-    conn.send({ type: 'error', term: Math.max(this.#term, 0), epoch, reason });
+    // Our latest epoch goes with every refusal: a leader that learns a higher term from it numbers that
+    // term's epochs above it, so this replica's epoch number does not go back when it follows that term.
+    const latestEpoch = this.#history.latest()?.epoch;
+    conn.send({
+      type: 'error',
+      term: Math.max(this.#term, 0),
+      epoch,
+      reason,
+      ...(latestEpoch === undefined ? {} : { latestEpoch }),
+    });
   }
 }

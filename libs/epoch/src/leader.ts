@@ -48,8 +48,11 @@ export interface EpochLeaderOptions {
    */
   readonly seedParts?: ReadonlyMap<string, readonly RuntimeState[]>;
   readonly onCommit?: (info: CommitInfo) => void;
-  /** A follower sent `error` (e.g. it fenced this leader off: `term` above ours). */
-  readonly onFollowerError?: (replica: string, term: number, reason: string) => void;
+  /**
+   * A follower sent `error` (e.g. it fenced this leader off: `term` above ours). `latestEpoch` is the
+   * follower's latest epoch when it says (followers before this field do not).
+   */
+  readonly onFollowerError?: (replica: string, term: number, reason: string, latestEpoch?: number) => void;
   /** A follower detached for `forgetAfterMs` was forgotten, with the runtimes of its last part. */
   readonly onFollowerForgotten?: (replica: string, runtimes: number) => void;
 }
@@ -265,7 +268,7 @@ export class EpochLeader {
         }
         return;
       case 'error':
-        this.#o.onFollowerError?.(slot.replica, msg.term, msg.reason);
+        this.#o.onFollowerError?.(slot.replica, msg.term, msg.reason, msg.latestEpoch);
         return;
       default:
         conn.send({ type: 'error', term, epoch: msg.epoch, reason: `unexpected ${msg.type} from a follower` });

@@ -9,6 +9,12 @@ export interface WsSyncConnectionOptions {
   readonly bufferedBytesMax?: number;
   /** Messages that may wait for an `onMessage` handler; past it the connection closes (1008). Default 1024. */
   readonly pendingMessagesMax?: number;
+  /**
+   * Whether the peer reads an `error`'s `latestEpoch` (it advertised `SYNC_FEATURES.latestEpoch`). When
+   * false the field is left out: a peer of an older version validates strictly and would close on it.
+   * Default true.
+   */
+  readonly peerReadsLatestEpoch?: boolean;
 }
 
 export const WS_SYNC_DEFAULTS = { bufferedBytesMax: 8 * 1024 * 1024, pendingMessagesMax: 1024 } as const;
@@ -35,6 +41,7 @@ export function closeReason(reason: string): string {
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax } = { ...WS_SYNC_DEFAULTS, ...options };
+  const forPeer = options.peerReadsLatestEpoch === false ? withoutLatestEpoch : (msg: SyncMessage) => msg;
   let handler: ((msg: SyncMessage) => void) | undefined;
   let closeHandler: ((code: number, reason: string) => void) | undefined;
   let closed: { code: number; reason: string } | undefined;
@@ -73,7 +80,7 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   return {
     send(msg) {
       if (closed || ws.readyState !== ws.OPEN || ws.bufferedAmount > bufferedBytesMax) return false;
-      ws.send(encodeMessage(msg));
+      ws.send(encodeMessage(forPeer(msg)));
       return true;
     },
     onMessage(cb) {
@@ -89,4 +96,11 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
       return ws.bufferedAmount;
     },
   };
+}
+
+/** `msg` as a peer that predates `error.latestEpoch` accepts it. */
+function withoutLatestEpoch(msg: SyncMessage): SyncMessage {
+  if (msg.type !== 'error' || msg.latestEpoch === undefined) return msg;
+  const { latestEpoch: _omitted, ...older } = msg;
+  return older;
 }

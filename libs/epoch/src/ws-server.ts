@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { SYNC_FEATURES, SYNC_FEATURES_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import { WS_SYNC_DEFAULTS, wsSyncConnection } from './ws-connection.ts';
 import type { SyncConnection } from './types.ts';
 
@@ -48,6 +48,8 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     maxPayload: options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX,
   });
   const bufferedBytesMax = options.bufferedBytesMax ?? WS_SYNC_DEFAULTS.bufferedBytesMax;
+  // Followers send the optional fields a leader lists here, and leave them out for one that lists none.
+  wss.on('headers', (headers) => headers.push(`${SYNC_FEATURES_HEADER}: ${SYNC_FEATURES.latestEpoch}`));
   let closed = false;
   return {
     handleUpgrade(req, socket, head) {
@@ -134,11 +136,17 @@ export function connectSync(
     // Kept after a failure: terminate() during the handshake emits one more 'error'.
     ws.on('error', (error) => fail(error.message, error));
     ws.on('unexpected-response', (_req, res) => fail(`HTTP ${res.statusCode}`));
+    let features: string[] = [];
+    ws.once('upgrade', (res) => {
+      features = String(res.headers[SYNC_FEATURES_HEADER] ?? '')
+        .split(',')
+        .map((f) => f.trim());
+    });
     ws.once('open', () => {
       settled = true;
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
-      resolve(wsSyncConnection(ws, options));
+      resolve(wsSyncConnection(ws, { ...options, peerReadsLatestEpoch: features.includes(SYNC_FEATURES.latestEpoch) }));
     });
   });
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocket } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader, connectSync, createSyncServer } from '@switchyard/epoch';
@@ -177,5 +177,73 @@ describe('sync server upgrade routing', () => {
     } finally {
       sync.close();
     }
+  });
+});
+
+describe("a follower's refusal over WebSocket", () => {
+  const closers: Array<() => Promise<unknown> | void> = [];
+  after(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  /** A follower fenced at term 2 that holds epoch 7, attached to the leader at `base`. */
+  async function fencedFollower(base: string): Promise<void> {
+    const f = new EpochFollower({
+      replicaId: 'fenced',
+      clock: systemClock,
+      localPart: () => [],
+      diff: referenceDiff,
+      apply: referenceApply,
+      sink: new RecordingSink(),
+    });
+    closers.push(() => f.stop());
+    f.adopt({ epoch: 7, term: 2 }, []);
+    f.attach(await connectSync(base, 'fenced', { headers: { authorization: `Bearer ${PEER_TOKEN}` } }));
+  }
+
+  it('tells a leader of this version the latest epoch it holds', async () => {
+    const errors: Array<{ term: number; latestEpoch: number | undefined }> = [];
+    const leader = new EpochLeader({
+      replicaId: 'leader',
+      term: 1,
+      clock: systemClock,
+      localPart: () => [],
+      merge: referenceMerge,
+      diff: referenceDiff,
+      apply: referenceApply,
+      cycleIntervalMs: 50,
+      debounceMs: 5,
+      onFollowerError: (_replica, term, _reason, latestEpoch) => errors.push({ term, latestEpoch }),
+    });
+    const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
+    const http = createServer((_req, res) => res.writeHead(404).end());
+    http.on('upgrade', (req, socket, head) => void sync.handleUpgrade(req, socket, head));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () => new Promise((resolve) => http.close(resolve)),
+      () => sync.close(),
+      () => leader.stop(),
+    );
+    await fencedFollower(`http://127.0.0.1:${(http.address() as AddressInfo).port}`);
+    await until(() => errors.length > 0, 'the refusal');
+    assert.deepEqual(errors[0], { term: 2, latestEpoch: 7 });
+  });
+
+  it('leaves the field out for a leader that does not advertise it (one of an older version would close on it)', async () => {
+    // A leader of the version before the field: its upgrade answer lists no sync features.
+    const older = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    closers.push(() => new Promise((resolve) => older.close(resolve)));
+    await new Promise((resolve) => older.once('listening', resolve));
+    const frames: string[] = [];
+    older.on('connection', (ws) => {
+      ws.on('message', (data) => frames.push(data.toString()));
+      ws.send(JSON.stringify({ type: 'announce', term: 1, epoch: 3 }));
+    });
+    await fencedFollower(`http://127.0.0.1:${(older.address() as AddressInfo).port}`);
+    await until(() => frames.length > 0, 'the refusal');
+    const error = JSON.parse(frames[0]!) as Record<string, unknown>;
+    assert.equal(error.type, 'error');
+    assert.deepEqual(Object.keys(error).sort(), ['epoch', 'reason', 'term', 'type']);
+    assert.equal(error.term, 2);
   });
 });

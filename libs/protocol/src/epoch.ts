@@ -20,6 +20,14 @@ export const partSchema = z.discriminatedUnion('kind', [
 ]);
 export type Part = z.infer<typeof partSchema>;
 
+/**
+ * Header of a leader's answer to the sync upgrade: the optional message fields it reads, comma-separated.
+ * Messages are validated strictly, so a follower leaves out what its leader does not list.
+ */
+export const SYNC_FEATURES_HEADER = 'x-switchyard-sync-features';
+/** The optional fields named in `SYNC_FEATURES_HEADER`. */
+export const SYNC_FEATURES = { latestEpoch: 'error.latestEpoch' } as const;
+
 /** Epoch sync messages (`GET /api/sync/:replica`, JSON text frames). */
 export const syncMessageSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('announce'), term: termSchema, epoch: epochSchema }),
@@ -45,7 +53,18 @@ export const syncMessageSchema = z.discriminatedUnion('type', [
       }),
     ]),
   }),
-  z.strictObject({ type: z.literal('error'), term: termSchema, epoch: epochSchema, reason: z.string().max(1024) }),
+  z.strictObject({
+    type: z.literal('error'),
+    term: termSchema,
+    epoch: epochSchema,
+    reason: z.string().max(1024),
+    /**
+     * The sender's latest epoch, of any term (optional: peers before it send none). A leader's next term
+     * numbers its epochs above it, so no view's epoch number goes back. Only sent to a leader that
+     * advertises `SYNC_FEATURES.latestEpoch`: older ones refuse a message with a field they do not know.
+     */
+    latestEpoch: epochSchema.optional(),
+  }),
   /** Follower asks for a full snapshot (after a gap) or a full part request from the leader. */
   z.strictObject({ type: z.literal('resync'), term: termSchema, what: z.enum(['snapshot', 'part']) }),
 ]);

@@ -61,7 +61,7 @@ export type {
   ScheduleDecision,
   ScheduleResponse,
 } from './schedule.ts';
-export { partSchema, syncMessageSchema } from './epoch.ts';
+export { SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
 export { WATCH_EVENTS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
 export type { WatchSnapshot, WatchDelta } from './watch.ts';

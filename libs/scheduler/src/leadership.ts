@@ -63,6 +63,11 @@ export class Leadership {
    */
   #previousLeader: string | undefined;
   #term = 0;
+  /**
+   * The highest epoch a follower told us it holds when it refused our messages. A term we lead next starts
+   * above it: a follower accepts the higher term whatever its epoch numbers, and its view would go back.
+   */
+  #toldEpoch = 0;
   #connection: SyncConnection | undefined;
   #followGeneration = 0;
   #stopped = false;
@@ -161,12 +166,13 @@ export class Leadership {
       diff: diffStates,
       apply,
       sink: options.view,
-      startEpoch: Math.max(options.view.epoch, this.#follower.latest()?.epoch ?? 0, 0),
+      startEpoch: Math.max(options.view.epoch, this.#follower.latest()?.epoch ?? 0, this.#toldEpoch),
       seedParts: partsByOwner(options.view.states(), this.#takeOverFrom()),
       ...options.epoch,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
-      onFollowerError: (replica, followerTerm, reason) => {
-        options.logger.warn({ replica, term: followerTerm, reason }, 'follower reported an error');
+      onFollowerError: (replica, followerTerm, reason, latestEpoch) => {
+        options.logger.warn({ replica, term: followerTerm, latestEpoch, reason }, 'follower reported an error');
+        this.#toldEpoch = Math.max(this.#toldEpoch, latestEpoch ?? 0);
         // A follower that saw a higher term fences off every message of ours, for good: the lease was created
         // again below it (deleted, then taken by a replica that never read it). Lead again above that term.
         if (followerTerm > term) this.#elector.termExists(followerTerm);

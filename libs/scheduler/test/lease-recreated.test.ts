@@ -4,7 +4,7 @@ import type { RuntimeNode } from '@switchyard/runtime';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { LeaseLock, LeaseRecord } from '@switchyard/election';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { getJson, startReplicas, startRuntime, until } from './support.ts';
+import { getJson, startReplicas, startRuntime, startWeightedRuntime, until } from './support.ts';
 
 /**
  * The Lease as the API server keeps it: `delete()` removes the object, so the
@@ -209,6 +209,71 @@ describe('a Lease deleted, then created again at the term the followers hold', (
         const [term0, epoch0] = pairs[i - 1]!.split(':').map(Number) as [number, number];
         const [term1, epoch1] = pairs[i]!.split(':').map(Number) as [number, number];
         assert.ok(term1 > term0 || (term1 === term0 && epoch1 >= epoch0), `${replica} went back: ${pairs.join(' ')}`);
+      }
+    }
+  });
+});
+
+describe('a Lease deleted, then created by a replica that never read it, below the epochs the followers hold', () => {
+  const replicas: SchedulerReplica[] = [];
+  let runtime: RuntimeNode | undefined;
+  let watch: ReturnType<typeof watchEpochs> | undefined;
+  after(async () => {
+    await watch?.stop();
+    await runtime?.close();
+    await Promise.all(replicas.map((r) => r.close()));
+  });
+
+  it('numbers its new term above every epoch the followers held, so no epoch number of a view goes back', async () => {
+    const api = new LeaseApi(4); // the first leader takes term 5
+    let cutOff = false;
+    replicas.push(...(await startReplicas(3, undefined, undefined, { lock: api.lock(() => cutOff) })));
+    const weighted = await startWeightedRuntime('r0', replicas[1]!.url);
+    runtime = weighted.node;
+    // Epochs well above the few a fresh leader commits on its own: each weight change is one more.
+    const epochs = async (): Promise<number[]> =>
+      Promise.all(replicas.map(async (r) => (await epochOf(r)).epoch ?? -1));
+    for (let sandboxes = 1; sandboxes <= 10; sandboxes++) {
+      const before = Math.min(...(await epochs()));
+      await weighted.weigh(sandboxes);
+      await until(
+        `an epoch above ${before} everywhere`,
+        async () => Math.min(...(await epochs())) > before || undefined,
+      );
+    }
+    const held = Math.max(...(await epochs()));
+    assert.ok(held >= 10, `the followers hold epoch ${held}`);
+    watch = watchEpochs(replicas);
+
+    api.delete();
+    cutOff = true;
+    const [fresh] = await startReplicas(1, undefined, undefined, { lock: api.lock(() => false), replicaId: 'fresh' });
+    replicas.push(fresh!);
+    await until('the fresh replica leads', () => fresh!.isLeader || undefined);
+    const old = replicas.slice(0, 3);
+    await until('the old leader steps down, its renewals failing', () => old.every((r) => !r.isLeader) || undefined);
+    cutOff = false;
+
+    const settled = await oneTermAbove(replicas, 5);
+    assert.equal(api.read()?.leaseTransitions, settled, 'every replica follows the term of the lease');
+    // The views are live again, and every one of them numbers the next change above what it held.
+    await weighted.weigh(42);
+    for (const replica of replicas) {
+      await until(
+        `the new weight on ${replica.replicaId}`,
+        async () =>
+          (await getJson(`${replica.url}/api/runtime/r0`)).body.runtime?.idleWeight?.sandboxes === 42 || undefined,
+      );
+      const { epoch, term } = await epochOf(replica);
+      assert.ok(
+        epoch !== null && epoch > held && term === settled,
+        `${replica.replicaId} at ${term}:${epoch}, having held ${held}`,
+      );
+    }
+    for (const [replica, pairs] of await watch.stop()) {
+      const numbers = pairs.map((pair) => Number(pair.split(':')[1]));
+      for (let i = 1; i < numbers.length; i++) {
+        assert.ok(numbers[i]! >= numbers[i - 1]!, `${replica}'s epoch number went back: ${pairs.join(' ')}`);
       }
     }
   });

@@ -67,6 +67,30 @@ export async function startRuntime(
   });
 }
 
+/** A runtime whose idle weight a test sets through its sidecar API (`weigh`): each change makes one epoch. */
+export async function startWeightedRuntime(
+  id: string,
+  schedulerUrl: string,
+): Promise<{ node: RuntimeNode; weigh: (sandboxes: number) => Promise<void> }> {
+  const node = await startRuntimeNode({
+    runtimeId: id,
+    schedulerUrl,
+    joinToken: TOKEN,
+    classes: { demo: { engine: 'builtin' } },
+    sandboxesMax: 10,
+    sessionIdleMs: 60_000,
+    tunnelPingIntervalMs: 300,
+    sidecarPort: 0,
+    logger: quietLogger,
+    metrics: createMetrics('runtime'),
+  });
+  const weigh = async (sandboxes: number): Promise<void> => {
+    const res = await fetch(`${node.sidecarUrl}/weight`, { method: 'PUT', body: JSON.stringify({ sandboxes }) });
+    if (res.status !== 204) throw new Error(`PUT /weight answered ${res.status}`);
+  };
+  return { node, weigh };
+}
+
 export async function until<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
