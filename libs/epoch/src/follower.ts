@@ -76,8 +76,8 @@ export class EpochFollower {
     return this.#history.latest();
   }
 
-  /** A copy of an epoch's state, if it is among the last `keepEpochs`. */
-  snapshotAt(epoch: number): RuntimeState[] | undefined {
+  /** An epoch's state, if it is among the last `keepEpochs`; shared, not copied: never mutate it. */
+  snapshotAt(epoch: number): readonly RuntimeState[] | undefined {
     return this.#history.at(epoch);
   }
 

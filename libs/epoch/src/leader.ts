@@ -139,8 +139,8 @@ export class EpochLeader {
     return this.#history.latest();
   }
 
-  /** A copy of an epoch's state, if it is among the last `keepEpochs`. */
-  snapshotAt(epoch: number): RuntimeState[] | undefined {
+  /** An epoch's state, if it is among the last `keepEpochs`; shared, not copied: never mutate it. */
+  snapshotAt(epoch: number): readonly RuntimeState[] | undefined {
     return this.#history.at(epoch);
   }
 

@@ -282,6 +282,27 @@ describe('EpochLeader transcripts', () => {
     });
   }
 
+  for (const side of ['leader', 'follower'] as const) {
+    it(`the ${side} hands out a kept epoch as kept, not a copy, and it stays as committed`, async () => {
+      cluster = startCluster(['f1']);
+      await cluster.clock.advance(20);
+      addThread(cluster, 'f1', 'p1/x2');
+      await cluster.clock.advance(40);
+      const holder = side === 'leader' ? cluster.leader : cluster.nodes.get('f1')!.follower;
+      const at2 = holder.snapshotAt(2)!;
+      const committed = JSON.stringify(at2);
+      // A copy of a large fleet blocks the event loop for seconds (GET /api/epoch/:id/snapshot).
+      assert.equal(holder.snapshotAt(2), at2, 'the same state, not a copy of it');
+      for (let i = 3; i <= 5; i++) {
+        addThread(cluster, 'f1', `p1/x${i}`);
+        await cluster.clock.advance(40);
+      }
+      assert.equal(holder.latest()?.epoch, 5);
+      assert.equal(holder.snapshotAt(2), at2);
+      assert.equal(JSON.stringify(at2), committed, 'later epochs leave it as it was committed');
+    });
+  }
+
   it('a follower that reconnects to the same leader keeps the epochs it had (the snapshot repeats its latest)', async () => {
     cluster = startCluster(['f1']);
     await cluster.clock.advance(20);

@@ -13,6 +13,7 @@ import type { ReplicaMetrics } from './metrics.ts';
 import type { ReplicaLogger } from './options.ts';
 import { PROXIED_RESPONSE_HEADERS, PROXIED_RESPONSE_HEADERS_DROPPED } from './proxied-answer.ts';
 import { parseScheduleRequest } from './schedule-request.ts';
+import { sendSnapshot } from './snapshot-body.ts';
 
 export interface ApiContext {
   readonly replicaId: string;
@@ -72,7 +73,8 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
   if (snapshot) {
     const epoch = Number(snapshot[1]);
     const runtimes = ctx.leadership.snapshotAt(epoch);
-    if (runtimes) sendJson(res, 200, { epoch, runtimes });
+    // Kept epochs are never mutated, so the stream reads the history's own state, not a copy.
+    if (runtimes) sendSnapshot(res, req.method, epoch, runtimes).catch((error: unknown) => sendError(res, error));
     else sendJson(res, 404, { error: `epoch ${epoch} is not kept here`, code: 'not_found' });
     return true;
   }

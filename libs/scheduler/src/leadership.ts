@@ -133,8 +133,8 @@ export class Leadership {
     this.#follower.notifyChange();
   }
 
-  /** A kept epoch's full state, from whichever role has it. */
-  snapshotAt(epoch: number): RuntimeState[] | undefined {
+  /** A kept epoch's full state, from whichever role has it; shared with the history: never mutate it. */
+  snapshotAt(epoch: number): readonly RuntimeState[] | undefined {
     return this.#leader?.snapshotAt(epoch) ?? this.#follower.snapshotAt(epoch);
   }
 
