@@ -38,6 +38,12 @@ type Commit = Extract<SyncMessage, { type: 'commit' }>;
  *   other content: the term was handed out twice) has the whole term
  *   fenced off, answered with an `error` naming the term above it, so the
  *   sink never goes back to a lower epoch of a term nor mixes two;
+ * - epoch numbers do not go back across terms either, nor does one number
+ *   change content, with a leader that reads `latestEpoch`
+ *   (`SyncConnection.peerReadsLatestEpoch`): its snapshot of a higher term
+ *   numbered below the latest epoch held, or at it with other content, has
+ *   its term refused whole, like a second history, so it leads again
+ *   above; a leader of an earlier version is followed as before;
  * - the sink sees epochs in order: a delta only when its base is the
  *   sink's latest epoch of the same term, else a `resync snapshot` is sent
  *   (once per gap) and deltas are dropped until a snapshot arrives.
@@ -173,7 +179,14 @@ export class EpochFollower {
         return this.#reject(conn, 'commit', msg.term, msg.epoch, 'snapshot epoch or term differs from its commit');
       }
       if (sameTerm && conn === this.#current && this.#notOurs(msg.epoch, latest, snapshot.runtimes)) {
-        return this.#fenceTerm(conn, msg, latest);
+        const held = `is not the history this replica holds (epoch ${latest.epoch})`;
+        return this.#fenceTerm(conn, msg, held);
+      }
+      // A higher term from a leader that had not seen our epoch: numbered below it, or at it with other content
+      // (one epoch number, one content, whatever the term).
+      const laterTerm = latest !== undefined && msg.term > latest.term && conn.peerReadsLatestEpoch === true;
+      if (laterTerm && this.#notOurs(msg.epoch, latest, snapshot.runtimes)) {
+        return this.#fenceTerm(conn, msg, `would replace epoch ${latest.epoch} of term ${latest.term}, held here`);
       }
       if (sameTerm && msg.epoch < latest.epoch) return; // a delayed commit of this leader on an earlier connection
       this.#history.record(msg, snapshot.runtimes);
@@ -194,9 +207,10 @@ export class EpochFollower {
   }
 
   /**
-   * Whether a snapshot of the latest epoch's term, from the leader we follow now, is of another history. Its
-   * first commit on a connection is its latest epoch, never below one it sent us before, and the same
-   * epoch again has the same content: a lower epoch, or other content, comes from another leader of the term.
+   * Whether a snapshot is numbered below the latest epoch held, or at it with other content. Of the latest
+   * epoch's term, from the leader we follow now, that is another history: that leader's first commit on a
+   * connection is its latest epoch, never below one it sent us before, and the same epoch again has the same
+   * content. Of a higher term, its leader had not seen the epoch held.
    */
   #notOurs(epoch: number, latest: EpochRef, runtimes: readonly RuntimeState[]): boolean {
     if (epoch !== latest.epoch) return epoch < latest.epoch;
@@ -205,15 +219,15 @@ export class EpochFollower {
   }
 
   /**
-   * Two histories under one term (the lease was created again at it by a replica that had never read it):
-   * taking the leader's would move the sink back or mix the two, so the term is refused whole. The `error`
-   * names the term above it, which makes the leader lead again above that.
+   * Refuses the whole term of `msg`, whose snapshot would take the sink back: two histories under one term
+   * (the lease was created again at it by a replica that had never read it), or a higher term numbered below
+   * the epoch held, or at it with other content (its leader had not seen that epoch). The `error` names the term above it and the latest
+   * epoch held, which makes the leader lead again above both.
    */
-  #fenceTerm(conn: SyncConnection, msg: Commit, latest: EpochRef): void {
+  #fenceTerm(conn: SyncConnection, msg: Commit, why: string): void {
     this.#term = msg.term + 1;
     this.#sent = undefined;
-    const reason = `epoch ${msg.epoch} of term ${msg.term} is not the history this replica holds (epoch ${latest.epoch})`;
-    this.#reject(conn, 'commit', msg.term, msg.epoch, reason);
+    this.#reject(conn, 'commit', msg.term, msg.epoch, `epoch ${msg.epoch} of term ${msg.term} ${why}`);
   }
 
   /** An announce of the leader's term follows every commit it sent before: the sink is as new as the leader. */

@@ -47,6 +47,11 @@ export interface SyncConnection {
   close(code: number, reason: string): void;
   /** Bytes queued but not yet written to the peer. */
   readonly bufferedBytes: number;
+  /**
+   * The peer reads an `error`'s `latestEpoch`: a leader of this version, whose next term then numbers its
+   * epochs above it. Undefined counts as false (a leader of an earlier version, or not known).
+   */
+  readonly peerReadsLatestEpoch?: boolean;
 }
 
 /** What a follower reports through `onReject` when it fences off a message. */

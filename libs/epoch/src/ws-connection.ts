@@ -95,6 +95,7 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     get bufferedBytes() {
       return ws.bufferedAmount;
     },
+    peerReadsLatestEpoch: options.peerReadsLatestEpoch !== false,
   };
 }
 

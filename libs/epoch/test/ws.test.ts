@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
+import type { RuntimeState } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader, connectSync, createSyncServer } from '@switchyard/epoch';
 import type { SyncServer } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
@@ -187,33 +188,41 @@ describe("a follower's refusal over WebSocket", () => {
   });
 
   /** A follower fenced at term 2 that holds epoch 7, attached to the leader at `base`. */
-  async function fencedFollower(base: string): Promise<void> {
+  async function fencedFollower(base: string): Promise<RecordingSink> {
+    const sink = new RecordingSink();
     const f = new EpochFollower({
       replicaId: 'fenced',
       clock: systemClock,
       localPart: () => [],
       diff: referenceDiff,
       apply: referenceApply,
-      sink: new RecordingSink(),
+      sink,
     });
     closers.push(() => f.stop());
     f.adopt({ epoch: 7, term: 2 }, []);
     f.attach(await connectSync(base, 'fenced', { headers: { authorization: `Bearer ${PEER_TOKEN}` } }));
+    return sink;
   }
 
-  it('tells a leader of this version the latest epoch it holds', async () => {
-    const errors: Array<{ term: number; latestEpoch: number | undefined }> = [];
+  /** An EpochLeader of this version at `term`, its first epoch `startEpoch + 1`, behind a sync server; its base URL. */
+  async function leaderAt(
+    term: number,
+    errors: Array<{ term: number; latestEpoch?: number }>,
+    { startEpoch = 0, part = [] as RuntimeState[] } = {},
+  ): Promise<string> {
     const leader = new EpochLeader({
       replicaId: 'leader',
-      term: 1,
+      term,
+      startEpoch,
       clock: systemClock,
-      localPart: () => [],
+      localPart: () => part,
       merge: referenceMerge,
       diff: referenceDiff,
       apply: referenceApply,
       cycleIntervalMs: 50,
       debounceMs: 5,
-      onFollowerError: (_replica, term, _reason, latestEpoch) => errors.push({ term, latestEpoch }),
+      onFollowerError: (_replica, followerTerm, _reason, latestEpoch) =>
+        errors.push({ term: followerTerm, ...(latestEpoch === undefined ? {} : { latestEpoch }) }),
     });
     const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
     const http = createServer((_req, res) => res.writeHead(404).end());
@@ -224,26 +233,66 @@ describe("a follower's refusal over WebSocket", () => {
       () => sync.close(),
       () => leader.stop(),
     );
-    await fencedFollower(`http://127.0.0.1:${(http.address() as AddressInfo).port}`);
-    await until(() => errors.length > 0, 'the refusal');
-    assert.deepEqual(errors[0], { term: 2, latestEpoch: 7 });
-  });
+    return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  }
 
-  it('leaves the field out for a leader that does not advertise it (one of an older version would close on it)', async () => {
-    // A leader of the version before the field: its upgrade answer lists no sync features.
+  /**
+   * A leader of the version before `latestEpoch`: its upgrade answer lists no sync features. It sends `first`
+   * and records what the follower sends back.
+   */
+  async function olderLeader(first: object): Promise<{ base: string; frames: string[] }> {
     const older = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     closers.push(() => new Promise((resolve) => older.close(resolve)));
     await new Promise((resolve) => older.once('listening', resolve));
     const frames: string[] = [];
     older.on('connection', (ws) => {
       ws.on('message', (data) => frames.push(data.toString()));
-      ws.send(JSON.stringify({ type: 'announce', term: 1, epoch: 3 }));
+      ws.send(JSON.stringify(first));
     });
-    await fencedFollower(`http://127.0.0.1:${(older.address() as AddressInfo).port}`);
+    return { base: `http://127.0.0.1:${(older.address() as AddressInfo).port}`, frames };
+  }
+
+  it('tells a leader of this version the latest epoch it holds', async () => {
+    const errors: Array<{ term: number; latestEpoch?: number }> = [];
+    await fencedFollower(await leaderAt(1, errors));
+    await until(() => errors.length > 0, 'the refusal');
+    assert.deepEqual(errors[0], { term: 2, latestEpoch: 7 });
+  });
+
+  it('refuses the whole of a higher term numbered below its epoch, from a leader of this version', async () => {
+    const errors: Array<{ term: number; latestEpoch?: number }> = [];
+    const sink = await fencedFollower(await leaderAt(3, errors));
+    await until(() => errors.length > 0, 'the refusal');
+    // Term 4 is above the leader's: it leads again above it, and above epoch 7.
+    assert.deepEqual(errors[0], { term: 4, latestEpoch: 7 });
+    assert.equal(sink.applied.length, 0, 'epoch 1 of term 3 never reached the sink');
+  });
+
+  it('refuses a higher term at its own epoch number with other content, from a leader of this version', async () => {
+    const errors: Array<{ term: number; latestEpoch?: number }> = [];
+    const part = [runtimeState('leader-r1', 'leader')];
+    const sink = await fencedFollower(await leaderAt(3, errors, { startEpoch: 6, part }));
+    await until(() => errors.length > 0, 'the refusal');
+    assert.deepEqual(errors[0], { term: 4, latestEpoch: 7 });
+    assert.equal(sink.applied.length, 0, 'epoch 7 keeps the content it had here');
+  });
+
+  it('leaves the field out for a leader that does not advertise it (one of an older version would close on it)', async () => {
+    const { base, frames } = await olderLeader({ type: 'announce', term: 1, epoch: 3 });
+    await fencedFollower(base);
     await until(() => frames.length > 0, 'the refusal');
     const error = JSON.parse(frames[0]!) as Record<string, unknown>;
     assert.equal(error.type, 'error');
     assert.deepEqual(Object.keys(error).sort(), ['epoch', 'reason', 'term', 'type']);
     assert.equal(error.term, 2);
+  });
+
+  it('follows a higher term numbered below its epoch from a leader that does not advertise it, as before', async () => {
+    // Refused, a leader of an earlier version would lead again numbering from its own epoch, and be refused again.
+    const snapshot = { epoch: 2, term: 3, runtimes: [] };
+    const { base } = await olderLeader({ type: 'commit', term: 3, epoch: 2, body: { kind: 'snapshot', snapshot } });
+    const sink = await fencedFollower(base);
+    await until(() => sink.applied.length > 0, 'the commit');
+    assert.deepEqual(sink.last && { epoch: sink.last.epoch, kind: sink.last.kind }, { epoch: 2, kind: 'snapshot' });
   });
 });

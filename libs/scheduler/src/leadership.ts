@@ -303,6 +303,7 @@ function observeClose(conn: SyncConnection): {
     get bufferedBytes() {
       return conn.bufferedBytes;
     },
+    ...(conn.peerReadsLatestEpoch === undefined ? {} : { peerReadsLatestEpoch: conn.peerReadsLatestEpoch }),
   };
   return { connection, closed };
 }

@@ -20,6 +20,8 @@ export class MemoryConnection implements SyncConnection {
   #closed: { code: number; reason: string } | undefined;
   bufferedBytes = 0;
   bufferedBytesMax = 8 * 1024 * 1024;
+  /** Off unless a test sets it: the peer is taken for a leader that does not read `error.latestEpoch`. */
+  peerReadsLatestEpoch = false;
 
   constructor(link: MemoryLink, side: Side) {
     this.#link = link;
