@@ -35,11 +35,10 @@ describe('a replica that never synced takes over the lease', () => {
       },
     });
     const [s1] = await startReplicas(1, store, quietLogger, { replicaId: 's1', lock });
-    // s2 presents a peer token the leader does not take, so it never syncs; as a leader it takes the cluster's.
-    const [s2] = await startReplicas(1, store, quietLogger, {
-      replicaId: 's2',
-      joinTokens: () => ['not-a-token-of-this-cluster', TOKEN],
-    });
+    // s2 lists only a peer token the leader does not take, so it never syncs (a follower tries every token it
+    // lists); it gets the cluster's once s0 is gone and no leader is left to sync with, to lead with.
+    let s2Tokens: readonly string[] = ['not-a-token-of-this-cluster'];
+    const [s2] = await startReplicas(1, store, quietLogger, { replicaId: 's2', joinTokens: () => s2Tokens });
     replicas.push(s1!, s2!);
 
     const weighted = await startWeightedRuntime('r0', s1!.url);
@@ -75,6 +74,7 @@ describe('a replica that never synced takes over the lease', () => {
 
     s1Writes = false;
     await s0!.close();
+    s2Tokens = [TOKEN];
     await until('s2 leads', () => s2!.isLeader || undefined, 8000);
     await weigh(42);
     for (const replica of [s1!, s2!]) {
