@@ -53,7 +53,7 @@ describe('a replica that never synced takes over the lease', () => {
         async () => ((await epochOf(s1!)).epoch ?? -1) > before || undefined,
       );
     }
-    const held = (await epochOf(s1!)).epoch!;
+    const { epoch: held, term: heldTerm } = (await epochOf(s1!)) as { epoch: number; term: number };
     assert.ok(held >= 10, `s1 holds epoch ${held}`);
     assert.equal((await epochOf(s2!)).epoch, null, 's2 never synced');
 
@@ -89,6 +89,10 @@ describe('a replica that never synced takes over the lease', () => {
     const [a, b] = [await epochOf(s1!), await epochOf(s2!)];
     assert.equal(a.term, b.term, 'one term on both');
     assert.ok(a.epoch! > held, `s1 at ${a.term}:${a.epoch}, having held ${held}`);
+    // s2's first term is refused, and its refusal tells s2 the epoch s1 holds: the next term is numbered above
+    // it (s2's first, the one the refusal names, s2's next; one to spare). A leader that learnt nothing from the
+    // refusal would get there too, one refused term (two terms) per epoch of the gap.
+    assert.ok(a.term <= heldTerm + 4, `s1 at ${a.term}:${a.epoch}, from term ${heldTerm}: a term per epoch`);
     const pairs = await stopWatching();
     const numbers = pairs.map((pair) => Number(pair.split(':')[1]));
     for (let i = 1; i < numbers.length; i++) {
