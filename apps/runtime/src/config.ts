@@ -101,7 +101,7 @@ export const runtimeConfigSchema = z.object({
     })
     .default({})
     .describe(
-      `Labels schedulers match affinity rules against: at most ${RUNTIME_LIMITS.metadataEntriesMax}, keys of 1-63 characters from [A-Za-z0-9._/-] other than __proto__, values of at most ${RUNTIME_LIMITS.metadataValueLengthMax} characters.`,
+      `Labels schedulers match affinity rules against: at most ${RUNTIME_LIMITS.metadataEntriesMax}, keys of 1-63 characters from [A-Za-z0-9._/-] other than \`__proto__\`, values of at most ${RUNTIME_LIMITS.metadataValueLengthMax} characters.`,
     ),
   version: z
     .string()
