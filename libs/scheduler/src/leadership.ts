@@ -29,7 +29,10 @@ export interface LeadershipOptions {
     readonly forgetAfterMs?: number;
   };
   readonly localPart: () => readonly RuntimeState[];
-  /** Tokens a peer must present on `/api/sync/:replica`; a follower presents the first. None: no peer is admitted. */
+  /**
+   * Tokens a peer must present on `/api/sync/:replica`; a follower presents them in turn, one per attempt. None: no
+   * peer is admitted.
+   */
   readonly peerTokens: () => readonly string[];
   readonly view: ClusterView;
   readonly logger: ReplicaLogger;
@@ -84,7 +87,8 @@ export class Leadership {
       sink: view,
       onReject: (info) => options.logger.warn({ ...info }, 'sync message fenced off'),
     });
-    // A follower on a join token that is then removed is closed, and redials with its own current first token.
+    // A follower on a join token that is then removed is closed, and redials presenting its tokens in turn from
+    // the second (the attempt count restarts at 1 after a sync that worked).
     this.#peerRevocations = watchTokenRevocations({ tokens: options.peerTokens, clock });
     const admits = (authorization: string | undefined): boolean => bearerMatches(authorization, options.peerTokens());
     this.#syncServer = createSyncServer({

@@ -26,7 +26,7 @@ export interface SchedulerReplicaOptions {
   /**
    * Join tokens accepted from runtimes; read on every connect. Replicas of a
    * cluster share them: they also authenticate peers on `/api/sync/:replica`
-   * (a follower presents the first).
+   * (a follower presents them in turn, one per attempt, until one is taken).
    */
   readonly joinTokens: () => readonly string[];
   /**
