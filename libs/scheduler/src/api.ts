@@ -228,7 +228,15 @@ function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, r
   }
   const owner = ctx.view.runtime(runtimeId);
   if (owner?.ownerUrl && owner.owner !== ctx.replicaId && !req.headers[HOP_HEADER]) {
-    return forwardToReplica(req, res, `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`, runtimeId);
+    // The answer reaches the browser from this origin, whatever the owner does: one of an earlier release (a
+    // rolling upgrade) passes cookies into the tunnel and the runtime's headers out. The API token goes on: the
+    // owner checks it.
+    delete req.headers.cookie;
+    const target = `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`;
+    return forwardToReplica(req, res, target, runtimeId, undefined, {
+      set: PROXIED_RESPONSE_HEADERS,
+      dropped: PROXIED_RESPONSE_HEADERS_DROPPED,
+    });
   }
   req.resume();
   // Without a tunnel the proxy refuses as it does everywhere: 502 `runtime not connected`.

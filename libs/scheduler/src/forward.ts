@@ -30,12 +30,18 @@ const tlsAgent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFre
  */
 export const FORWARD_CONNECT_TIMEOUT_MS = 5_000;
 
+/** Header rules for a forwarded answer: `set` over the owner's headers of the same name, `dropped` left out. */
+export interface ForwardedAnswerHeaders {
+  readonly set?: http.OutgoingHttpHeaders;
+  readonly dropped?: ReadonlySet<string>;
+}
+
 /**
  * Streams a request to another replica and the answer back (one hop),
  * marked FORWARDED_HEADER so a gateway learns to ask for the owner itself. A
  * client disconnect aborts the upstream request; an upstream failure before
  * headers, a connect that took `connectTimeoutMs` among them, is a 502
- * naming the runtime.
+ * naming the runtime. `answer` applies to the answer's headers.
  */
 export function forwardToReplica(
   req: IncomingMessage,
@@ -43,6 +49,7 @@ export function forwardToReplica(
   targetUrl: string,
   runtimeId: string,
   connectTimeoutMs: number = FORWARD_CONNECT_TIMEOUT_MS,
+  answer: ForwardedAnswerHeaders = {},
 ): void {
   const headers: http.OutgoingHttpHeaders = { [HOP_HEADER]: '1' };
   for (const [name, value] of Object.entries(req.headers)) {
@@ -55,11 +62,12 @@ export function forwardToReplica(
   const hostname = new URL(targetUrl).hostname.replace(/^\[|\]$/g, '');
   const tls = secure ? { servername: isIP(hostname) ? '' : hostname } : {};
   const options = { method: req.method, headers, agent: secure ? tlsAgent : agent, ...tls };
-  const upstream = request(targetUrl, options, (answer) => {
-    res.writeHead(answer.statusCode ?? 502, { ...filterHeaders(answer.headers), [FORWARDED_HEADER]: '1' });
+  const upstream = request(targetUrl, options, (owner) => {
+    const relayed = { ...filterHeaders(owner.headers, answer.dropped), ...answer.set, [FORWARDED_HEADER]: '1' };
+    res.writeHead(owner.statusCode ?? 502, relayed);
     res.flushHeaders();
-    answer.pipe(res);
-    answer.once('error', () => res.destroy());
+    owner.pipe(res);
+    owner.once('error', () => res.destroy());
   });
   upstream.once('socket', (socket) => boundConnect(socket, secure, connectTimeoutMs));
   upstream.once('error', () => {
@@ -84,10 +92,10 @@ function boundConnect(socket: Socket, secure: boolean, timeoutMs: number): void 
   socket.once('close', done);
 }
 
-function filterHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+function filterHeaders(headers: http.IncomingHttpHeaders, dropped?: ReadonlySet<string>): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value;
+    if (!HOP_BY_HOP.has(name) && !dropped?.has(name) && value !== undefined) out[name] = value;
   }
   return out;
 }

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { dialTunnel, type TunnelDialer } from '@switchyard/tunnel';
@@ -95,4 +96,82 @@ describe("a runtime's answer through /api/proxy", () => {
       assert.ok(answer.body.equals(BODY), 'the body arrived byte for byte');
     });
   }
+});
+
+// In a rolling upgrade the runtime's owner may be a replica of an earlier
+// release, which passes the runtime's answer (and the caller's cookies) as
+// they come. The replica the browser asked is the origin they act on: it
+// applies the rules itself. Here the owner's advertised URL leads to a
+// stand-in for such a replica, which answers as the runtime would through it.
+describe("a runtime's answer forwarded from an owner of an earlier release", () => {
+  let replicas: SchedulerReplica[] = [];
+  let standIn: TunnelDialer | undefined;
+  let olderOwner: http.Server | undefined;
+  /** The Cookie header of each request the older owner was sent. */
+  const cookiesSeen: (string | undefined)[] = [];
+
+  before(async () => {
+    olderOwner = http.createServer((req, res) => {
+      cookiesSeen.push(req.headers.cookie);
+      req.resume();
+      res.writeHead(200, { ...ORIGIN_WIDE, ...KEPT, 'content-length': BODY.length });
+      res.end(BODY);
+    });
+    await new Promise<void>((resolve) => olderOwner!.listen(0, '127.0.0.1', resolve));
+    const { port } = olderOwner.address() as AddressInfo;
+    const store = new MemoryLeaseStore();
+    // s1 leads, so s0's advertised URL is dialled for forwards only, never for the epoch sync.
+    const [s1] = await startReplicas(1, store, undefined, { replicaId: 's1' });
+    await until('s1 leads', () => s1!.isLeader || undefined);
+    const [s0] = await startReplicas(1, store, undefined, {
+      replicaId: 's0',
+      advertiseUrl: `http://127.0.0.1:${port}`,
+    });
+    replicas = [s0!, s1!];
+    // s0.url is the advertised one: the runtime dials where s0 listens.
+    standIn = dialTunnel({
+      url: `http://127.0.0.1:${s0!.port}`,
+      token: TOKEN,
+      info: { id: 'stand-in', classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
+      handler: (_req, res) => res.end(),
+    });
+    await until('s1 sees the stand-in, owned by s0', async () => {
+      const body = (await (await fetch(`${s1!.url}/api/runtimes`)).json()) as {
+        runtimes: { id: string; owner: string }[];
+      };
+      return body.runtimes.some((r) => r.id === 'stand-in' && r.owner === 's0') || undefined;
+    });
+  });
+
+  after(async () => {
+    await standIn?.close();
+    await Promise.all(replicas.map((r) => r.close()));
+    await new Promise((resolve) => olderOwner?.close(resolve));
+  });
+
+  it('leaves out the headers that act on the origin, sets the policy, and sends the owner no cookie', async () => {
+    const answer = await new Promise<RawAnswer>((resolve, reject) => {
+      http
+        .get(
+          `${replicas[1]!.url}/api/proxy/stand-in/anything`,
+          { headers: { cookie: 'sso-session=operator-0123' } },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.once('end', () =>
+              resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }),
+            );
+            res.once('error', reject);
+          },
+        )
+        .once('error', reject);
+    });
+    assert.equal(answer.status, 200);
+    assert.deepEqual(cookiesSeen, [undefined], 'the owner was sent no cookie');
+    for (const name of Object.keys(ORIGIN_WIDE)) assert.equal(answer.headers[name], undefined, `${name} passed`);
+    for (const [name, value] of Object.entries(KEPT)) assert.equal(answer.headers[name], value, name);
+    assert.equal(answer.headers['content-security-policy'], 'sandbox');
+    assert.equal(answer.headers['x-content-type-options'], 'nosniff');
+    assert.ok(answer.body.equals(BODY), 'the body arrived byte for byte');
+  });
 });
