@@ -1,7 +1,13 @@
 import http from 'node:http';
 import { sleep, systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
-import { RUNTIME_DIRECT_REALM, type RuntimeInfo } from '@switchyard/protocol';
+import {
+  RUNTIME_DIRECT_REALM,
+  RUNTIME_VERSION_MESSAGE,
+  SwitchyardError,
+  isRuntimeVersion,
+  type RuntimeInfo,
+} from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
 import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
@@ -54,9 +60,17 @@ const KEEP_ALIVE_INTERVAL_MS = 3_600_000;
  * `/watch` stream, and the tunnel dialler that keeps it joined to the
  * scheduler. Optional listeners: the sidecar API (127.0.0.1) and a direct
  * MCP listener guarded by a bearer token. The node keeps the Node.js process
- * alive until `close()`, even while no tunnel is up.
+ * alive until `close()`, even while no tunnel is up. A `version` that is
+ * no semantic version is refused here, before anything starts: every
+ * scheduler would refuse the join with a 400 that only the logs show.
  */
 export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<RuntimeNode> {
+  if (options.version !== undefined && !isRuntimeVersion(options.version)) {
+    throw new SwitchyardError(
+      'invalid_request',
+      `version ${JSON.stringify(options.version)} ${RUNTIME_VERSION_MESSAGE}`,
+    );
+  }
   const clock = options.clock ?? systemClock;
   const { logger, runtimeId } = options;
   const store = new RuntimeStateStore({ clock });
