@@ -60,3 +60,44 @@ describe('a gateway whose auth.tokensFile holds a token shorter than 16 characte
     assert.ok(!JSON.stringify(gateway.logs).includes(SHORT), 'the short token is not logged');
   });
 });
+
+// The token a gateway presents, read from schedulerTokenFile or
+// upstreamTokenFile: one that is no usable token is reported at start, and
+// the report names the file to mend (the option alone does not: it may be
+// given inline instead).
+describe('a gateway whose schedulerTokenFile and upstreamTokenFile hold no usable token', () => {
+  let dir: string;
+  let schedulerFile: string;
+  let upstreamFile: string;
+  let gateway: AppProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-gateway-tokens-'));
+    schedulerFile = join(dir, 'scheduler-token');
+    upstreamFile = join(dir, 'upstream-token');
+    writeFileSync(schedulerFile, `${SHORT}\n`);
+    writeFileSync(upstreamFile, '');
+    gateway = await spawnApp('gateway', 'gw-token-files', [
+      ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
+      ...['--scheduler-token-file', schedulerFile, '--upstream-mode', 'direct', '--upstream-token-file', upstreamFile],
+    ]);
+  });
+  after(async () => {
+    await gateway?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('says so at start, at error level, naming each file and never the token', async () => {
+    const scheduler = await gateway.waitForLog((l) => l.option === 'schedulerToken');
+    assert.equal(scheduler.level, 50, 'an error');
+    assert.equal(scheduler.file, schedulerFile);
+    assert.equal(
+      scheduler.msg,
+      `schedulerToken from ${schedulerFile} has a token that is not at least 16 visible ASCII characters: requests to schedulers go without one`,
+    );
+    const upstream = await gateway.waitForLog((l) => l.option === 'upstreamToken');
+    assert.equal(upstream.level, 50, 'an error');
+    assert.equal(upstream.file, upstreamFile);
+    assert.equal(upstream.msg, `upstreamToken from ${upstreamFile} has no token: requests to runtimes go without one`);
+    assert.ok(!JSON.stringify(gateway.logs).includes(SHORT), 'the short token is not logged');
+  });
+});

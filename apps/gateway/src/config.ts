@@ -116,7 +116,7 @@ export const gatewayConfigSchema = z.object({
     .string()
     .optional()
     .describe(
-      "File holding upstreamToken instead (a mounted Secret), its first value, so it may list the runtimes' tokens too; read again when it changes, so a rotated token is presented without a restart. A file without a valid token is logged and leaves the last good one in use.",
+      "File holding upstreamToken instead (a mounted Secret), its first value, so it may list the runtimes' tokens too; read again when it changes, so a rotated token is presented without a restart. A file without a valid token is logged, naming the file, and leaves the last good one in use.",
     ),
   schedulerToken: z
     .string()
@@ -131,7 +131,7 @@ export const gatewayConfigSchema = z.object({
     .string()
     .optional()
     .describe(
-      "File holding schedulerToken instead (a mounted Secret), its first value, so it may be the schedulers' apiTokens file; read again when it changes, so a rotated token is presented without a restart (new relay connections and event streams too). A file without a valid token is logged and leaves the last good one in use.",
+      "File holding schedulerToken instead (a mounted Secret), its first value, so it may be the schedulers' apiTokens file; read again when it changes, so a rotated token is presented without a restart (new relay connections and event streams too). A file without a valid token is logged, naming the file, and leaves the last good one in use.",
     ),
   eventStreamsOverHttp2: z
     .boolean()

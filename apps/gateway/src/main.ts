@@ -65,11 +65,12 @@ if (config.auth.mode === 'jwt' && !config.auth.audience && !config.auth.resource
  * A token from its inline value or from its file: the file's first value,
  * read again when the file changes (at most once a second). The same string
  * comes back until then, so the gateway builds its header once per change.
+ * The file rides along, for the gateway's log lines about it.
  */
 function tokenFrom(inline: string | undefined, file: string | undefined): TokenOption | undefined {
   if (file === undefined) return inline;
   const read = secretSource([], file);
-  return () => read()[0];
+  return Object.assign(() => read()[0], { file });
 }
 const upstreamToken = tokenFrom(config.upstreamToken, config.upstreamTokenFile);
 const schedulerToken = tokenFrom(config.schedulerToken, config.schedulerTokenFile);

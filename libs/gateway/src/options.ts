@@ -72,8 +72,10 @@ export interface AuthOptions {
  * function should keep returning the same string while the token stays the
  * same; what it returns is checked only when it changes, and an answer that
  * is undefined or invalid keeps the last good token (see tokenHeader).
+ * Its `file`, when set, is the file it reads: the log lines about what it
+ * returns name it (never the token), so an operator knows which to mend.
  */
-export type TokenOption = string | (() => string | undefined);
+export type TokenOption = string | ((() => string | undefined) & { readonly file?: string });
 
 export interface GatewayOptions {
   /** Scheduler replica base URLs (`http://host:port`); tried in order with failover. */

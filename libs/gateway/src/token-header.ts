@@ -45,8 +45,8 @@ const UNSEEN = Symbol('unseen');
  * before the first: a bad Secret update must not cut a working gateway off
  * while its peers still accept the old token, and the peers' refusals say
  * the rest once they stop. A change to a good token is logged too (never
- * the token). The function is asked once here, so a bad value at start is
- * reported at start.
+ * the token). The lines name the function's `file`, when it has one. The
+ * function is asked once here, so a bad value at start is reported at start.
  */
 export function tokenHeader(
   rule: TokenRule,
@@ -58,6 +58,10 @@ export function tokenHeader(
     const fixed = `Bearer ${checkToken(rule, token)}`;
     return () => fixed;
   }
+  // The option alone does not say where a bad value came from: a token file is named too.
+  const file = token.file;
+  const source = file === undefined ? { option: rule.option } : { option: rule.option, file };
+  const subject = file === undefined ? rule.option : `${rule.option} from ${file}`;
   let seen: string | undefined | typeof UNSEEN = UNSEEN;
   let header: string | undefined;
   const changed = (value: string | undefined): void => {
@@ -66,7 +70,7 @@ export function tokenHeader(
     if (value !== undefined && rule.pattern.test(value)) {
       const next = `Bearer ${value}`;
       if (!first && next !== header) {
-        logger.info({ option: rule.option }, `${rule.option} changed: ${rule.to} are presented the new one`);
+        logger.info(source, `${rule.option} changed: ${rule.to} are presented the new one`);
       }
       header = next;
       return;
@@ -76,7 +80,7 @@ export function tokenHeader(
       header === undefined
         ? `requests to ${rule.to} go without one`
         : `${rule.to} are still presented the last good one`;
-    logger.error({ option: rule.option }, `${rule.option} has ${problem}: ${outcome}`);
+    logger.error(source, `${subject} has ${problem}: ${outcome}`);
   };
   changed(token());
   return () => {

@@ -250,6 +250,48 @@ describe('a gateway whose scheduler token function has none at start', () => {
   });
 });
 
+describe('a gateway whose scheduler token function reads a file', () => {
+  it('names the file in what it logs of the tokens it is given, never the token', async () => {
+    const scheduler = await schedulerStandIn();
+    const logger = recordingLogger();
+    const file = '/run/secrets/gateway/scheduler-token';
+    let current: string | undefined;
+    const gateway = createGateway({
+      schedulers: [scheduler.url],
+      schedulerToken: Object.assign(() => current, { file }),
+      logger,
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      current = A;
+      assert.equal(await post(url), 200);
+      current = 'too-short';
+      assert.equal(await post(url), 200);
+      assert.deepEqual(
+        logger.logs.map((l) => [l.level, l.msg, l.fields]),
+        [
+          [
+            'error',
+            `schedulerToken from ${file} has no token: requests to schedulers go without one`,
+            { option: 'schedulerToken', file },
+          ],
+          ['info', 'schedulerToken changed: schedulers are presented the new one', { option: 'schedulerToken', file }],
+          [
+            'error',
+            `schedulerToken from ${file} has a token that is not at least 16 visible ASCII characters: schedulers are still presented the last good one`,
+            { option: 'schedulerToken', file },
+          ],
+        ],
+      );
+      assert.equal(/too-short|scheduler-token-a-/.test(JSON.stringify(logger.logs)), false, 'no token is logged');
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      await scheduler.close();
+    }
+  });
+});
+
 describe('a gateway in direct mode given its upstream token as a function', () => {
   it('presents the token of the moment to runtimes, and never the scheduler token', async () => {
     const runtime = await directStandIn();
