@@ -10,7 +10,15 @@ import { isConnectFailure } from './upstream.ts';
 
 /** What became of one attempt at a runtime. */
 export type Attempt =
-  | { readonly kind: 'response'; readonly upstream: UpstreamResponse }
+  | {
+      readonly kind: 'response';
+      readonly upstream: UpstreamResponse;
+      /**
+       * Carried by a relay connection: the answer is the runtime's alone, as
+       * the scheduler said all it had to (its refusals too) on the upgrade.
+       */
+      readonly relayed?: true;
+    }
   /** The request never left: safe to send elsewhere. */
   | { readonly kind: 'unreachable'; readonly error: unknown }
   /**

@@ -108,9 +108,14 @@ export async function call(
     await result.upstream.discard();
     throw streamsFull(ctx, route);
   }
-  // Not the client's credentials, so not the client's 401 (it would start an MCP client's OAuth flow).
+  // Not the client's credentials, so not the client's 401 (it would start an MCP client's OAuth flow). On a
+  // relay connection the scheduler refuses the token at the upgrade: a 401 after it is the runtime's own.
   const realm = route.direct ? RUNTIME_DIRECT_REALM : SCHEDULER_API_REALM;
-  if (result.kind === 'response' && refusedGatewayToken(result.upstream.statusCode, result.upstream.headers, realm)) {
+  if (
+    result.kind === 'response' &&
+    !result.relayed &&
+    refusedGatewayToken(result.upstream.statusCode, result.upstream.headers, realm)
+  ) {
     await result.upstream.discard();
     ctx.metrics.upstreamError('unauthorized');
     ctx.upstreamLog.error(new URL(route.url).origin, route.direct ? RUNTIME_TOKEN_REFUSED : SCHEDULER_TOKEN_REFUSED);
@@ -205,7 +210,8 @@ async function send(
   const relays = method === 'GET' ? undefined : ctx.relays;
   if (!relays?.covers(route.url)) return via(ctx.dispatcher, proxied);
   try {
-    return await via(relays);
+    const result = await via(relays);
+    return result.kind === 'response' ? { ...result, relayed: true } : result;
   } catch (error) {
     if (r.signal.aborted || !relays.refused(route.url, error)) throw error;
     return via(ctx.dispatcher, proxied);

@@ -141,7 +141,9 @@ export const RUNTIME_TOKEN_REFUSED =
 /**
  * True for a 401 with which a scheduler (`realm` SCHEDULER_API_REALM) or a
  * runtime's direct listener (RUNTIME_DIRECT_REALM) refuses this gateway's
- * own token; a sandbox's 401 passes through to the client.
+ * own token; a sandbox's 401 passes through to the client. A runtime cannot
+ * pose as a scheduler so: a scheduler proxy drops such a challenge from its
+ * answers, and a relay's answers are never asked (see `call`).
  */
 export function refusedGatewayToken(status: number, headers: IncomingHttpHeaders, realm: string): boolean {
   if (status !== 401) return false;

@@ -108,3 +108,16 @@ export const RELAY = {
  */
 export const SCHEDULER_API_REALM = 'switchyard-scheduler';
 export const RUNTIME_DIRECT_REALM = 'switchyard-runtime';
+
+/**
+ * True when a `WWW-Authenticate` value names SCHEDULER_API_REALM or
+ * RUNTIME_DIRECT_REALM in any form (any case, quoted or not): a runtime's
+ * answer that does poses as Switchyard refusing a gateway's token, so a
+ * scheduler proxy drops that header from it. Broader than what a gateway
+ * takes for a refusal, so that nothing a gateway of any release takes for
+ * one gets through.
+ */
+export function namesSwitchyardRealm(challenge: string | readonly string[]): boolean {
+  const text = (typeof challenge === 'string' ? challenge : challenge.join(',')).toLowerCase();
+  return text.includes(SCHEDULER_API_REALM) || text.includes(RUNTIME_DIRECT_REALM);
+}

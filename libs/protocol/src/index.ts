@@ -20,6 +20,7 @@ export {
   RELAY,
   RUNTIME_DIRECT_REALM,
   SCHEDULER_API_REALM,
+  namesSwitchyardRealm,
 } from './http.ts';
 export {
   RUNTIME_LIMITS,

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS } from '@switchyard/protocol';
+import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS, namesSwitchyardRealm } from '@switchyard/protocol';
 
 /**
  * Headers that must not cross the tunnel: hop-by-hop ones, those HTTP/2
@@ -13,6 +13,17 @@ const NO_TOKENS: ReadonlySet<string> = new Set();
 /** True when `name` (lower case) may be forwarded to the next hop. */
 export function isEndToEnd(name: string, connectionTokens: ReadonlySet<string> = NO_TOKENS): boolean {
   return !HOP_BY_HOP.has(name) && !name.startsWith('proxy-') && !name.startsWith(':') && !connectionTokens.has(name);
+}
+
+/**
+ * True for a runtime answer's header that poses as Switchyard refusing a
+ * gateway's token: a `WWW-Authenticate` naming one of its realms
+ * (`namesSwitchyardRealm`). A proxy drops it, so a gateway never takes a
+ * runtime's 401 for its scheduler refusing its API token (and logs the
+ * wrong cause); the 401 itself passes, as any other answer of the runtime.
+ */
+export function posesAsSwitchyard(name: string, value: string | readonly string[]): boolean {
+  return name === 'www-authenticate' && namesSwitchyardRealm(value);
 }
 
 /** Header names the `Connection` header marks as hop-by-hop for this hop. */
@@ -34,6 +45,16 @@ export function endToEndHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeade
   for (const name in headers) {
     const value = headers[name];
     if (value !== undefined && isEndToEnd(name, tokens)) out[name] = value;
+  }
+  return out;
+}
+
+/** The end-to-end headers of a runtime's answer, less any that poses as Switchyard's (`posesAsSwitchyard`). */
+export function answerHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out = endToEndHeaders(headers);
+  const challenge = out['www-authenticate'];
+  if (challenge !== undefined && posesAsSwitchyard('www-authenticate', String(challenge))) {
+    delete out['www-authenticate'];
   }
   return out;
 }

@@ -21,7 +21,8 @@ export interface ProxyOptions {
  * answer back. `path` is the upstream path including any query string.
  *
  * Guarantees: hop-by-hop headers are dropped (`Host` becomes `:authority`,
- * `TE` survives only as `trailers`); bodies flow both ways without buffering
+ * `TE` survives only as `trailers`), and from the answer one posing as
+ * Switchyard's (`posesAsSwitchyard`); bodies flow both ways without buffering
  * beyond stream windows; response headers leave at the end of the event-loop
  * turn they arrive in, with whatever body came along, and each later chunk
  * (e.g. one SSE event) is written as it arrives; a reply with a declared

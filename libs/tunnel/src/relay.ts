@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
-import { isEndToEnd } from './headers.ts';
+import { isEndToEnd, posesAsSwitchyard } from './headers.ts';
 
 type UpstreamHeaders = http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader;
 
@@ -23,7 +23,7 @@ const NONE: ReadonlySet<string> = new Set();
  *   would, without its per-request listener set-up and teardown).
  *
  * `overrides` are set on the answer over the runtime's headers of the same name; the runtime's headers named in
- * `dropped` are left out.
+ * `dropped` are left out, as is one posing as Switchyard's (`posesAsSwitchyard`).
  *
  * While the first turn lasts `res.headersSent` stays false, so an upstream
  * failure in it can still be answered with a status. Not guaranteed: that the
@@ -122,7 +122,8 @@ function responseHeaders(upstream: UpstreamHeaders, dropped: ReadonlySet<string>
   const out: OutgoingHttpHeaders = {};
   for (const name in upstream) {
     const value = upstream[name];
-    if (value !== undefined && isEndToEnd(name) && !dropped.has(name)) out[name] = value;
+    if (value === undefined || !isEndToEnd(name) || dropped.has(name) || posesAsSwitchyard(name, value)) continue;
+    out[name] = value;
   }
   return out;
 }

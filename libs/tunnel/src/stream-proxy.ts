@@ -1,6 +1,6 @@
 import http2 from 'node:http2';
 import { PROXY_ERRORS } from '@switchyard/protocol';
-import { endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
+import { answerHeaders, endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
 import { failureOf, openStream, refusalOf, type ProxyOptions } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -11,7 +11,8 @@ const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.const
  * speaking h2c to the scheduler): the stream is relayed into the runtime as
  * a stream of the tunnel, and the answer back, stream to stream.
  *
- * Guarantees: hop-by-hop headers are dropped both ways; bodies flow with
+ * Guarantees: hop-by-hop headers are dropped both ways, and from the answer
+ * one posing as Switchyard's (`posesAsSwitchyard`); bodies flow with
  * HTTP/2 flow control on both sides (`pipe`); the runtime's trailers pass
  * (every answer ends with a trailers frame, empty or not); a reset or close
  * of either stream resets the other (CANCEL towards the runtime,
@@ -53,7 +54,7 @@ export function proxyStreamToTunnel(
     inbound.once('wantTrailers', () => {
       if (!broken) inbound.sendTrailers(received);
     });
-    const out = { ...endToEndHeaders(answer), ':status': answer[':status'] ?? 502 };
+    const out = { ...answerHeaders(answer), ':status': answer[':status'] ?? 502 };
     inbound.respond(out, { endStream: upstream.endAfterHeaders, waitForTrailers: !upstream.endAfterHeaders });
     if (upstream.endAfterHeaders) return;
     // Not pipe()'s end: an answer cut by a reset must not end cleanly for the client.
