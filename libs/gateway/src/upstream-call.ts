@@ -99,10 +99,12 @@ export async function call(
           cause: error,
         });
   }
-  // Only a scheduler proxy refuses so; in direct mode a 503 is the runtime's own.
+  // Only a scheduler proxy refuses so; in direct mode, and on a relay connection (refused, if at all, at its
+  // upgrade), a 503 is the runtime's own.
   if (
     !route.direct &&
     result.kind === 'response' &&
+    !result.relayed &&
     isStreamsFullAnswer(result.upstream.statusCode, result.upstream.headers)
   ) {
     await result.upstream.discard();

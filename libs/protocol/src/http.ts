@@ -75,6 +75,8 @@ export const PROXY_ERRORS = {
  * Set on a scheduler proxy's own refusals, to the `error` of their body: a
  * caller tells them from a runtime's answers with the same status by it,
  * without reading a body that may be a sandbox's endless event stream.
+ * Runtimes' own answers through a proxy have it stripped; a relay
+ * connection's answers, which no proxy reads, are never asked for it.
  */
 export const PROXY_ERROR_HEADER = 'x-switchyard-proxy-error';
 

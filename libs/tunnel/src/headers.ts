@@ -1,12 +1,14 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS, namesSwitchyardRealm } from '@switchyard/protocol';
+import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS, PROXY_ERROR_HEADER, namesSwitchyardRealm } from '@switchyard/protocol';
 
 /**
  * Headers that must not cross the tunnel: hop-by-hop ones, those HTTP/2
- * forbids outright, and FORWARDED_HEADER, which only a scheduler sets (a
- * runtime's answer never carries it on).
+ * forbids outright, and FORWARDED_HEADER and PROXY_ERROR_HEADER, which only
+ * a scheduler sets (a runtime's answer never carries them on: with the
+ * latter a runtime would pass its 503 for a full tunnel, its 502 for a
+ * lost one).
  */
-const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'http2-settings', 'host', FORWARDED_HEADER]);
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'http2-settings', 'host', FORWARDED_HEADER, PROXY_ERROR_HEADER]);
 
 const NO_TOKENS: ReadonlySet<string> = new Set();
 
