@@ -10,6 +10,9 @@ export const SYNC_PAYLOAD_BYTES_MAX = 64 * 1024 * 1024;
 
 const SYNC_PATH = /^\/api\/sync\/([^/]+)$/;
 
+/** The reason of the 1008 that closes a peer `watch` no longer admits: its follower tries another token first. */
+export const CLOSE_REASON_WITHDRAWN = 'credentials withdrawn';
+
 export interface SyncServerOptions {
   /** A follower connected to `GET /api/sync/:replica`; typically `leader.attach(conn, replica)`. */
   readonly onConnection: (conn: SyncConnection, replica: string) => void;
@@ -77,7 +80,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         return true;
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
-        const release = options.watch?.(req, () => ws.close(1008, 'credentials withdrawn'));
+        const release = options.watch?.(req, () => ws.close(1008, CLOSE_REASON_WITHDRAWN));
         if (release) ws.once('close', release);
         options.onConnection(wsSyncConnection(ws, { bufferedBytesMax }), replica);
       });

@@ -2,6 +2,7 @@ import type { Clock } from '@switchyard/clock';
 import { LeaderElector, formatHolder, parseHolder, type ElectionTiming, type LeaseLock } from '@switchyard/election';
 import {
   CLOSE_POLICY,
+  CLOSE_REASON_WITHDRAWN,
   EpochFollower,
   EpochLeader,
   connectSync,
@@ -30,8 +31,8 @@ export interface LeadershipOptions {
   };
   readonly localPart: () => readonly RuntimeState[];
   /**
-   * Tokens a peer must present on `/api/sync/:replica`; a follower presents them in turn, one per attempt. None: no
-   * peer is admitted.
+   * Tokens a peer must present on `/api/sync/:replica`; a follower presents them in turn, one per attempt, from
+   * the one its leader took last. None: no peer is admitted.
    */
   readonly peerTokens: () => readonly string[];
   readonly view: ClusterView;
@@ -71,6 +72,11 @@ export class Leadership {
    * above it: a follower accepts the higher term whatever its epoch numbers, and its view would go back.
    */
   #toldEpoch = 0;
+  /**
+   * The peer token a leader took last, by value (the list may change meanwhile): a redial presents it first, so
+   * a token this replica lists and the leader does not take yet (a rotation under way) costs no attempt.
+   */
+  #peerTokenTaken: string | undefined;
   #connection: SyncConnection | undefined;
   #followGeneration = 0;
   #stopped = false;
@@ -87,8 +93,7 @@ export class Leadership {
       sink: view,
       onReject: (info) => options.logger.warn({ ...info }, 'sync message fenced off'),
     });
-    // A follower on a join token that is then removed is closed, and redials presenting its tokens in turn from
-    // the second (the attempt count restarts at 1 after a sync that worked).
+    // A follower on a join token that is then removed is closed, and redials presenting the token after it first.
     this.#peerRevocations = watchTokenRevocations({ tokens: options.peerTokens, clock });
     const admits = (authorization: string | undefined): boolean => bearerMatches(authorization, options.peerTokens());
     this.#syncServer = createSyncServer({
@@ -238,17 +243,19 @@ export class Leadership {
     const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
     // Failed attempts since the last sync that worked (attempt also counts one that ended in a close).
     let failures = 0;
+    // Where the next attempt is in the token order, which starts at the token the leader took last.
+    let turn = 0;
     for (let attempt = 0; current(); attempt++) {
       try {
-        // Each attempt presents the next token of the list: kubelet updates each pod's mounted Secret on
-        // its own schedule, so in a rotation the leader may already accept only a token listed after the
-        // first here. Any token both still list then gets through within a few attempts.
-        const tokens = this.#options.peerTokens();
-        const token = tokens[attempt % Math.max(tokens.length, 1)];
+        // Each attempt presents the next token in that order: kubelet updates each pod's mounted Secret on
+        // its own schedule, so in a rotation the leader may take only some of the tokens listed here. Any
+        // token both still list then gets through within a few attempts, and is presented first from then on.
+        const token = peerTokenAt(this.#options.peerTokens(), this.#peerTokenTaken, turn++);
         const conn = await connectSync(leaderUrl, this.#options.replicaId, {
           handshakeTimeoutMs: 2000,
           ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
         });
+        this.#peerTokenTaken = token;
         if (!current()) {
           conn.close(1000, 'leader changed');
           return;
@@ -264,6 +271,8 @@ export class Leadership {
         if (current())
           this.#options.logger[level]({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
         attempt = 0;
+        // The leader no longer takes the token (the last step of a rotation): the next one is likelier to do.
+        turn = code === CLOSE_POLICY && reason === CLOSE_REASON_WITHDRAWN ? 1 : 0;
       } catch (error) {
         // Until it reaches the leader, this replica answers from its last epoch: say so at the first failure
         // and every tenth after (a dead leader, until its lease expires; a peer token the leader refuses).
@@ -277,6 +286,17 @@ export class Leadership {
       await new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, delayMs));
     }
   }
+}
+
+/**
+ * The token to present at `turn` (0 the first attempt): the listed tokens in
+ * order, round and round, from `taken` if it is still listed, else from the
+ * first. Undefined for an empty list.
+ */
+function peerTokenAt(tokens: readonly string[], taken: string | undefined, turn: number): string | undefined {
+  if (tokens.length === 0) return undefined;
+  const start = taken === undefined ? 0 : Math.max(tokens.indexOf(taken), 0);
+  return tokens[(start + turn) % tokens.length];
 }
 
 /**
