@@ -19,6 +19,9 @@ function cuttableLock(store: MemoryLeaseStore, cutOff: () => boolean): LeaseLock
   });
 }
 
+/** rb's join token: only b lists it, so b can hold its tunnel while it lists no token a takes from a peer. */
+const RB_TOKEN = 'test-join-token-of-rb-only-0123456789';
+
 const runtimesOf = async (replica: SchedulerReplica): Promise<string[]> =>
   ((await getJson(`${replica.url}/api/runtimes`)).body as { runtimes: { id: string }[] }).runtimes.map((r) => r.id);
 
@@ -33,8 +36,10 @@ describe('a leader that takes its lease back after losing it', () => {
   it("keeps its followers' runtimes in the first epoch of its new term", async () => {
     const store = new MemoryLeaseStore();
     const cut = { a: false, b: false };
-    // b presents its first token to its leader: a wrong one keeps it from following a while it is first.
-    let bTokens = [TOKEN];
+    // b's join tokens are the ones it admits and presents to its leader alike: while it lists only rb's, it keeps
+    // rb's tunnel but a refuses b's sync, whatever order b presents its tokens in.
+    const bSyncing = [TOKEN, RB_TOKEN];
+    let bTokens = bSyncing;
     const start = async (id: 'a' | 'b'): Promise<SchedulerReplica> => {
       const [replica] = await startReplicas(1, store, quietLogger, {
         replicaId: id,
@@ -47,7 +52,7 @@ describe('a leader that takes its lease back after losing it', () => {
     const b = await start('b');
     await until('b leads', () => b.isLeader || undefined);
     const a = await start('a');
-    runtimes.push(await startRuntime('ra', a.url), await startRuntime('rb', b.url));
+    runtimes.push(await startRuntime('ra', a.url), await startRuntime('rb', b.url, ['demo'], 300, RB_TOKEN));
     for (const replica of [a, b]) {
       await until(`both runtimes on ${replica.replicaId}`, async () => {
         const ids = await runtimesOf(replica);
@@ -68,7 +73,7 @@ describe('a leader that takes its lease back after losing it', () => {
     // a loses the lease too, and takes it back: a new term, still over b, which cannot reach the lease meanwhile.
     // b stays away from the new term until its first epoch is checked, so that epoch can only hold b's runtime
     // from what a knew.
-    bTokens = ['not-a-token-of-this-cluster', TOKEN];
+    bTokens = [RB_TOKEN];
     cut.b = true;
     cut.a = true;
     await until('a steps down', () => !a.isLeader || undefined);
@@ -84,10 +89,12 @@ describe('a leader that takes its lease back after losing it', () => {
     assert.equal(status, 200);
     const ids = (body as { runtimes: { runtime: { id: string } }[] }).runtimes.map((s) => s.runtime.id).sort();
     assert.deepEqual(ids, ['ra', 'rb'], `the first epoch of a's new term holds b's runtime`);
-    bTokens = [TOKEN];
-    cut.b = false;
     const term = ((await getJson(`${a.url}/api/epoch`)).body as { term: number }).term;
     assert.ok(term > before.term, 'a leads a new term');
+    const atB = (await getJson(`${b.url}/api/epoch`)).body as { term: number };
+    assert.ok(atB.term < term, `b never synced with a's new term meanwhile (b at term ${atB.term})`);
+    bTokens = bSyncing;
+    cut.b = false;
     await until(`b on term ${term}`, async () => (await getJson(`${b.url}/api/epoch`)).body.term === term || undefined);
   });
 });

@@ -53,11 +53,12 @@ export async function startRuntime(
   schedulerUrl: string,
   classes = ['demo'],
   tunnelPingIntervalMs = 300,
+  joinToken = TOKEN,
 ): Promise<RuntimeNode> {
   return startRuntimeNode({
     runtimeId: id,
     schedulerUrl,
-    joinToken: TOKEN,
+    joinToken,
     classes: Object.fromEntries(classes.map((c) => [c, { engine: 'builtin' as const }])),
     sandboxesMax: 10,
     sessionIdleMs: 60_000,
