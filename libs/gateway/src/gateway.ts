@@ -26,6 +26,7 @@ import { SchedulerClient } from './scheduler-client.ts';
 import {
   STATELESS_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
+  UnsupportedVersionError,
   inspectBody,
   sendError,
   sendFailure,
@@ -246,7 +247,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const version = headerValue(req, 'mcp-protocol-version');
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(version)) {
-      throw new SwitchyardError('unsupported_protocol_version', 'Unsupported MCP-Protocol-Version');
+      throw new UnsupportedVersionError('Unsupported MCP-Protocol-Version', version);
     }
     let principal: string | undefined;
     try {
@@ -284,7 +285,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const r: Routed = { ...base, body, info };
     try {
       if (info.claimedVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(info.claimedVersion)) {
-        throw new SwitchyardError('unsupported_protocol_version', 'Unsupported protocol version');
+        throw new UnsupportedVersionError('Unsupported protocol version', info.claimedVersion);
       }
       if (version === STATELESS_PROTOCOL_VERSION || info.claimedVersion === STATELESS_PROTOCOL_VERSION) {
         await routeStateless(ctx, r);

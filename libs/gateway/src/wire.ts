@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ERROR_CODES, SwitchyardError, jsonRpcError } from '@switchyard/protocol';
-import type { ErrorCode, JsonRpcId } from '@switchyard/protocol';
+import type { ErrorCode, JsonRpcErrorBody, JsonRpcId } from '@switchyard/protocol';
 import { UnschedulableError } from './scheduler-client.ts';
 
 /**
@@ -18,6 +18,22 @@ export const SUPPORTED_PROTOCOL_VERSIONS: ReadonlySet<string> = new Set([
   '2025-11-25',
   '2026-07-28',
 ]);
+
+/**
+ * A protocol version the gateway does not pass, in `MCP-Protocol-Version` or
+ * claimed in the body. Answered as MCP 2026-07-28 and the runtime's SDK
+ * answer it (-32022, listing the revisions passed), whatever the revision
+ * asked: a client that offered a later one first then retries with one of
+ * the list, where a bare refusal would make it fall back to a legacy session
+ * or give up.
+ */
+export class UnsupportedVersionError extends SwitchyardError {
+  readonly requested: string;
+  constructor(message: string, requested: string) {
+    super('unsupported_protocol_version', message);
+    this.requested = requested;
+  }
+}
 
 /** The stateless revision: no sessions, routed per request. */
 export const STATELESS_PROTOCOL_VERSION = '2026-07-28';
@@ -105,12 +121,20 @@ export function sendError(
   id: JsonRpcId = null,
   extraHeaders: Readonly<Record<string, string>> = {},
 ): void {
-  const status = ERROR_CODES[code].status;
+  writeError(res, ERROR_CODES[code].status, jsonRpcError(code, message, id), extraHeaders);
+}
+
+function writeError(
+  res: ServerResponse,
+  status: number,
+  error: JsonRpcErrorBody,
+  extraHeaders: Readonly<Record<string, string>>,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify(jsonRpcError(code, message, id));
+  const body = JSON.stringify(error);
   for (const [name, value] of Object.entries(extraHeaders)) res.setHeader(name, value);
   res.statusCode = status;
   res.setHeader('content-type', 'application/json; charset=utf-8');
@@ -152,6 +176,11 @@ function retryAfterOf(error: SwitchyardError): string | undefined {
 
 /** Maps any thrown value to a response; unknown failures are 500 -32603, never blamed on the client. */
 export function sendFailure(res: ServerResponse, error: unknown, id: JsonRpcId = null): void {
+  if (error instanceof UnsupportedVersionError) {
+    const versions = { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested: error.requested };
+    writeError(res, error.status, jsonRpcError(error.code, error.message, id, versions), {});
+    return;
+  }
   if (error instanceof SwitchyardError) {
     const headers: Record<string, string> = error.code === 'method_not_allowed' ? { Allow: 'POST' } : {};
     const retryAfter = retryAfterOf(error);

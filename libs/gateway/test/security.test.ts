@@ -73,11 +73,11 @@ describe('gateway security with bearer auth', () => {
       rpc: -32600,
     },
     {
-      name: 'rejects an unsupported MCP-Protocol-Version with 400',
+      name: 'rejects an unsupported MCP-Protocol-Version with 400 -32022',
       body: INITIALIZE,
       headers: () => ({ ...auth(ALICE), 'mcp-protocol-version': '1999-01-01' }),
       status: 400,
-      rpc: -32000,
+      rpc: -32022,
     },
     {
       name: 'rejects a bad process identity with 400 naming the part',

@@ -9,7 +9,8 @@ export const ERROR_CODES = {
   invalid_params: { status: 400, rpc: -32602 },
   bad_identity: { status: 400, rpc: -32600 },
   session_required: { status: 400, rpc: -32000 },
-  unsupported_protocol_version: { status: 400, rpc: -32000 },
+  // MCP 2026-07-28's UnsupportedProtocolVersion, which the runtime's SDK answers too.
+  unsupported_protocol_version: { status: 400, rpc: -32022 },
   unauthorized: { status: 401, rpc: -32001 },
   forbidden: { status: 403, rpc: -32000 },
   session_not_found: { status: 404, rpc: -32001 },
@@ -45,15 +46,36 @@ export class SwitchyardError extends Error {
 
 export type JsonRpcId = string | number | null;
 
+/**
+ * What MCP 2026-07-28 asks an `unsupported_protocol_version` refusal to
+ * carry: the revisions served, so that a client can pick one and retry, and
+ * the one it asked for.
+ */
+export interface UnsupportedVersionData {
+  readonly supported: readonly string[];
+  readonly requested: string;
+}
+
 /** JSON-RPC 2.0 error response body for a registry code. */
 export interface JsonRpcErrorBody {
   readonly jsonrpc: '2.0';
   readonly id: JsonRpcId;
-  readonly error: { readonly code: number; readonly message: string; readonly data?: { readonly reason: ErrorCode } };
+  readonly error: {
+    readonly code: number;
+    readonly message: string;
+    readonly data?: { readonly reason: ErrorCode } & Partial<UnsupportedVersionData>;
+  };
 }
 
-export function jsonRpcError(code: ErrorCode, message: string, id: JsonRpcId = null): JsonRpcErrorBody {
-  return { jsonrpc: '2.0', id, error: { code: ERROR_CODES[code].rpc, message, data: { reason: code } } };
+/** The body for `code`; `versions` only for `unsupported_protocol_version`, whose data the spec defines. */
+export function jsonRpcError(
+  code: ErrorCode,
+  message: string,
+  id: JsonRpcId = null,
+  versions?: UnsupportedVersionData,
+): JsonRpcErrorBody {
+  const extra = code === 'unsupported_protocol_version' && versions ? versions : {};
+  return { jsonrpc: '2.0', id, error: { code: ERROR_CODES[code].rpc, message, data: { reason: code, ...extra } } };
 }
 
 /** HTTP status for any thrown value: registry errors keep theirs, anything else is internal (never blamed on the client). */

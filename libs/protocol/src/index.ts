@@ -67,6 +67,6 @@ export type { Part, SyncMessage, CommitBody } from './epoch.ts';
 export { WATCH_EVENTS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
 export type { WatchSnapshot, WatchDelta } from './watch.ts';
 export { ERROR_CODES, SwitchyardError, jsonRpcError, statusOf } from './errors.ts';
-export type { ErrorCode, JsonRpcId, JsonRpcErrorBody } from './errors.ts';
+export type { ErrorCode, JsonRpcId, JsonRpcErrorBody, UnsupportedVersionData } from './errors.ts';
 export { parseWith } from './validate.ts';
 export type { Parsed } from './validate.ts';

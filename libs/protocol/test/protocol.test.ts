@@ -241,7 +241,7 @@ describe('error registry', () => {
     ['invalid_params', 400, -32602],
     ['bad_identity', 400, -32600],
     ['session_required', 400, -32000],
-    ['unsupported_protocol_version', 400, -32000],
+    ['unsupported_protocol_version', 400, -32022],
     ['unauthorized', 401, -32001],
     ['forbidden', 403, -32000],
     ['session_not_found', 404, -32001],
@@ -268,6 +268,14 @@ describe('error registry', () => {
       assert.equal(jsonRpcError(code, 'x', 7).error.code, rpc);
     });
   }
+  it('adds the supported and requested versions to an unsupported_protocol_version body only', () => {
+    const versions = { supported: ['2026-07-28'], requested: '2099-01-01' };
+    assert.deepEqual(jsonRpcError('unsupported_protocol_version', 'x', 7, versions).error.data, {
+      reason: 'unsupported_protocol_version',
+      ...versions,
+    });
+    assert.deepEqual(jsonRpcError('invalid_request', 'x', 7, versions).error.data, { reason: 'invalid_request' });
+  });
   it('never blames the client for an unknown failure', () => {
     assert.equal(statusOf(new TypeError('boom')), 500);
     assert.equal(statusOf('string thrown'), 500);
