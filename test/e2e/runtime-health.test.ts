@@ -7,16 +7,18 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { freePort } from './support.ts';
 
 describe('a runtime health listener', () => {
   let cluster: TestCluster;
   let health: string;
   before(async () => {
     cluster = await startCluster({ schedulers: 1, runtimes: 0, gateways: 0 });
-    const port = await freePort();
-    health = `http://127.0.0.1:${port}`;
-    await cluster.startRuntime('probed', 0, { args: ['--health.host', '127.0.0.1', '--health.port', String(port)] });
+    // Port 0, as every listener in a test: a port found free first may be taken by the time it binds.
+    const args = ['--health.enabled', 'true', '--health.host', '127.0.0.1', '--health.port', '0'];
+    const runtime = await cluster.startRuntime('probed', 0, { args });
+    const ready = runtime.logs.find((l) => l.msg === 'ready');
+    assert.match(String(ready?.health), /^http:\/\/127\.0\.0\.1:[1-9]\d*$/, 'its ready line says where');
+    health = String(ready?.health);
     await cluster.waitForRuntimes(['probed']);
   });
   after(() => cluster?.stop());
@@ -33,8 +35,6 @@ describe('a runtime health listener', () => {
     assert.equal(metrics.status, 200);
     assert.match(metrics.body, /^switchyard_runtime_tunnel_connected 1$/m);
     assert.equal((await probe('/nope')).status, 404);
-    const ready = cluster.runtimes[0]!.logs.find((l) => l.msg === 'ready');
-    assert.equal(ready?.health, health, 'its ready line says where');
   });
 
   it('turns unready, not unhealthy, while no scheduler holds its tunnel, and ready again once one does', async () => {

@@ -169,6 +169,14 @@ export const runtimeConfigSchema = z.object({
     .describe('Scheduler tunnel.'),
   health: z
     .object({
+      // Optional, not defaulted: unset keeps `port: 0` meaning off, as it did before `enabled` existed.
+      enabled: z
+        .boolean()
+        .optional()
+        .meta({ defaultText: 'on when port is not 0' })
+        .describe(
+          'Serve the health listener: true with port 0 takes a free port (named on the ready line), false turns it off; unset, it is on when port is not 0.',
+        ),
       host: z.string().default('0.0.0.0').describe('Address of the health listener.'),
       port: z
         .number()
@@ -177,7 +185,7 @@ export const runtimeConfigSchema = z.object({
         .max(65535)
         .default(0)
         .describe(
-          'Port serving /healthz (the process answers), /readyz (the tunnel is up and the runtime not draining) and /metrics, for kubelet probes and Prometheus; 0 is off.',
+          'Port serving /healthz (the process answers), /readyz (the tunnel is up and the runtime not draining) and /metrics, for kubelet probes and Prometheus; 0 is off unless enabled is true, which takes a free port.',
         ),
     })
     .prefault({})
@@ -189,3 +197,8 @@ export const runtimeConfigSchema = z.object({
 });
 
 export type RuntimeConfig = z.output<typeof runtimeConfigSchema>;
+
+/** Whether the runtime serves its health listener: as `enabled` says, else when a port is named. */
+export function healthListenerOn(health: RuntimeConfig['health']): boolean {
+  return health.enabled ?? health.port > 0;
+}

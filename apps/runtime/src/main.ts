@@ -12,7 +12,7 @@ import {
   listen,
   secretSource,
 } from '@switchyard/service';
-import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
+import { healthListenerOn, runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 import { createHealthServer } from './health.ts';
 
 const config = loadAppConfig(runtimeConfigSchema, {
@@ -85,7 +85,7 @@ if (direct.enabled && !direct.advertiseUrl && ['0.0.0.0', '::'].includes(direct.
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const metrics = createMetrics('runtime');
 // Up before the node, so that a liveness probe finds it while sandboxes start.
-const health = config.health.port > 0 ? createHealthServer({ lifecycle, metrics }) : undefined;
+const health = healthListenerOn(config.health) ? createHealthServer({ lifecycle, metrics }) : undefined;
 const healthAddress = health
   ? await listen(health, config.health).catch((error: unknown) => exitOnListenError('switchyard-runtime', error))
   : undefined;

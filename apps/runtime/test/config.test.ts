@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '@switchyard/service';
-import { runtimeConfigSchema } from '../src/config.ts';
+import { healthListenerOn, runtimeConfigSchema } from '../src/config.ts';
 
 const load = (env: Record<string, string>) =>
   loadConfig(runtimeConfigSchema, {
@@ -108,6 +108,37 @@ describe('runtime config: version', () => {
   for (const version of ['banana', '1.4', 'git-3f2c1a9']) {
     it(`refuses at start ${version}, naming the key`, () =>
       refuses({ SWITCHYARD_VERSION: version }, /^version: /m, /must be a semantic version/));
+  }
+});
+
+// health.port 0 turned the listener off, so it could not take a free port
+// as every other listener can; `enabled` asks for it, and a config that
+// names no `enabled` keeps meaning what it meant.
+describe('runtime config: the health listener', () => {
+  const cases: ReadonlyArray<{ name: string; env: Record<string, string>; on: boolean; port: number }> = [
+    { name: 'is off by default', env: {}, on: false, port: 0 },
+    { name: 'is off on port 0 when enabled is not named', env: { SWITCHYARD_HEALTH_PORT: '0' }, on: false, port: 0 },
+    { name: 'is on at the port named', env: { SWITCHYARD_HEALTH_PORT: '7090' }, on: true, port: 7090 },
+    {
+      name: 'takes a free port when enabled on port 0',
+      env: { SWITCHYARD_HEALTH_ENABLED: 'true', SWITCHYARD_HEALTH_PORT: '0' },
+      on: true,
+      port: 0,
+    },
+    { name: 'is on at port 0 when only enabled', env: { SWITCHYARD_HEALTH_ENABLED: 'true' }, on: true, port: 0 },
+    {
+      name: 'is off when disabled, whatever its port',
+      env: { SWITCHYARD_HEALTH_ENABLED: 'false', SWITCHYARD_HEALTH_PORT: '7090' },
+      on: false,
+      port: 7090,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const { health } = load(c.env);
+      assert.equal(healthListenerOn(health), c.on);
+      assert.equal(health.port, c.port);
+    });
   }
 });
 
