@@ -221,8 +221,8 @@ export class EpochFollower {
   /**
    * Refuses the whole term of `msg`, whose snapshot would take the sink back: two histories under one term
    * (the lease was created again at it by a replica that had never read it), or a higher term numbered below
-   * the epoch held, or at it with other content (its leader had not seen that epoch). The `error` names the term above it and the latest
-   * epoch held, which makes the leader lead again above both.
+   * the epoch held, or at it with other content (its leader had not seen that epoch). The `error` names the
+   * term above it and the latest epoch held, which makes the leader lead again above both.
    */
   #fenceTerm(conn: SyncConnection, msg: Commit, why: string): void {
     this.#term = msg.term + 1;

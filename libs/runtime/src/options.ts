@@ -30,7 +30,10 @@ export interface RuntimeNodeOptions {
   /** Wait after a warm-pool hand-out before its replacement starts, ms. Default: the sandbox host's (250). */
   readonly warmPoolRefillDelayMs?: number;
   readonly metadata?: Readonly<Record<string, string>>;
-  /** A semantic version (`isRuntimeVersion`), which `latest_version` rules rank; anything else is refused at start. Default `0.0.0`. */
+  /**
+   * A semantic version (`isRuntimeVersion`), which `latest_version` rules rank; anything else is refused at
+   * start. Default `0.0.0`.
+   */
   readonly version?: string;
   /** Local API for runtimes in other languages; binds 127.0.0.1 only. Off when absent. */
   readonly sidecarPort?: number;

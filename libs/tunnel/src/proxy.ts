@@ -12,7 +12,7 @@ export interface ProxyOptions {
   readonly runtimeId?: string;
   /** Set on the runtime's answer, replacing any header of the same name it sent (e.g. a security policy). */
   readonly responseHeaders?: OutgoingHttpHeaders;
-  /** Names (lower case) of the runtime's answer headers not passed on at all (e.g. those that act on the proxy's origin). */
+  /** Names (lower case) of the runtime's answer headers not passed on (e.g. those acting on the proxy's origin). */
   readonly droppedResponseHeaders?: ReadonlySet<string>;
 }
 
