@@ -233,9 +233,9 @@ function proxyHere(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, r
     // owner checks it.
     delete req.headers.cookie;
     const target = `${owner.ownerUrl}/api/proxy/${encodeURIComponent(runtimeId)}${rest}`;
-    return forwardToReplica(req, res, target, runtimeId, undefined, {
-      set: PROXIED_RESPONSE_HEADERS,
-      dropped: PROXIED_RESPONSE_HEADERS_DROPPED,
+    return forwardToReplica(req, res, target, runtimeId, {
+      setHeaders: PROXIED_RESPONSE_HEADERS,
+      droppedHeaders: PROXIED_RESPONSE_HEADERS_DROPPED,
     });
   }
   req.resume();

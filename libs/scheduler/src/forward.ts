@@ -30,10 +30,13 @@ const tlsAgent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFre
  */
 export const FORWARD_CONNECT_TIMEOUT_MS = 5_000;
 
-/** Header rules for a forwarded answer: `set` over the owner's headers of the same name, `dropped` left out. */
-export interface ForwardedAnswerHeaders {
-  readonly set?: http.OutgoingHttpHeaders;
-  readonly dropped?: ReadonlySet<string>;
+export interface ForwardOptions {
+  /** How long a connect to the owner may take; default FORWARD_CONNECT_TIMEOUT_MS. */
+  readonly connectTimeoutMs?: number;
+  /** Set on the owner's answer over its headers of the same name. */
+  readonly setHeaders?: http.OutgoingHttpHeaders;
+  /** The owner's answer headers left out. */
+  readonly droppedHeaders?: ReadonlySet<string>;
 }
 
 /**
@@ -41,16 +44,16 @@ export interface ForwardedAnswerHeaders {
  * marked FORWARDED_HEADER so a gateway learns to ask for the owner itself. A
  * client disconnect aborts the upstream request; an upstream failure before
  * headers, a connect that took `connectTimeoutMs` among them, is a 502
- * naming the runtime. `answer` applies to the answer's headers.
+ * naming the runtime.
  */
 export function forwardToReplica(
   req: IncomingMessage,
   res: ServerResponse,
   targetUrl: string,
   runtimeId: string,
-  connectTimeoutMs: number = FORWARD_CONNECT_TIMEOUT_MS,
-  answer: ForwardedAnswerHeaders = {},
+  options: ForwardOptions = {},
 ): void {
+  const { connectTimeoutMs = FORWARD_CONNECT_TIMEOUT_MS, setHeaders, droppedHeaders } = options;
   const headers: http.OutgoingHttpHeaders = { [HOP_HEADER]: '1' };
   for (const [name, value] of Object.entries(req.headers)) {
     if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value;
@@ -61,9 +64,9 @@ export function forwardToReplica(
   // certificate for from that Host (the name the caller reached this replica by), not from the owner's URL.
   const hostname = new URL(targetUrl).hostname.replace(/^\[|\]$/g, '');
   const tls = secure ? { servername: isIP(hostname) ? '' : hostname } : {};
-  const options = { method: req.method, headers, agent: secure ? tlsAgent : agent, ...tls };
-  const upstream = request(targetUrl, options, (owner) => {
-    const relayed = { ...filterHeaders(owner.headers, answer.dropped), ...answer.set, [FORWARDED_HEADER]: '1' };
+  const requestOptions = { method: req.method, headers, agent: secure ? tlsAgent : agent, ...tls };
+  const upstream = request(targetUrl, requestOptions, (owner) => {
+    const relayed = { ...filterHeaders(owner.headers, droppedHeaders), ...setHeaders, [FORWARDED_HEADER]: '1' };
     res.writeHead(owner.statusCode ?? 502, relayed);
     res.flushHeaders();
     owner.pipe(res);

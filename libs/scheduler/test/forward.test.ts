@@ -75,7 +75,7 @@ describe('forwardToReplica', () => {
     sockets.push(...owner.fillers);
     const CONNECT_TIMEOUT_MS = 300;
     const front = http.createServer((req, res) =>
-      forwardToReplica(req, res, `${owner.url}${req.url}`, 'r1', CONNECT_TIMEOUT_MS),
+      forwardToReplica(req, res, `${owner.url}${req.url}`, 'r1', { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
     );
     const frontUrl = await listen(front);
     servers.push(front);
