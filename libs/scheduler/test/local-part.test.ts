@@ -75,6 +75,22 @@ function setup() {
 }
 
 /** Calls back through `afterRedial` and reports whether it has run yet. */
+/** `store`'s state stream on a loopback port, as a runtime serves it: `base` is its origin. */
+async function serveWatch(store: RuntimeStateStore): Promise<{ base: string; close(): void }> {
+  const watch = createWatchHandler(store);
+  const server = createServer(watch);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close() {
+      watch.close();
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
 function waiter(part: LocalPart, runtimeId: string): () => boolean {
   let ran = false;
   part.afterRedial(runtimeId, () => (ran = true));
@@ -219,11 +235,7 @@ describe("a replica's part in wire form", () => {
     // the 80 pass the 64 every replica allows, and the leader refuses the collect carrying them.
     const store = new RuntimeStateStore({ seqStart: 0 });
     store.setMetadata(labels('now-', 40));
-    const watch = createWatchHandler(store);
-    const server = createServer(watch);
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const served = await serveWatch(store);
     let synced!: () => void;
     const wasSynced = new Promise<void>((resolve) => (synced = resolve));
     const part = new LocalPart({
@@ -238,7 +250,7 @@ describe("a replica's part in wire form", () => {
     try {
       const r0 = standIn('r0', 1, true, undefined, {
         metadata: labels('dialled-', 40),
-        fetch: (_url, init) => fetch(`${base}/watch`, init),
+        fetch: (_url, init) => fetch(`${served.base}/watch`, init),
       });
       part.attach(r0.tunnel);
       await wasSynced;
@@ -248,10 +260,8 @@ describe("a replica's part in wire form", () => {
       assert.deepEqual(state!.runtime.metadata, store.snapshot().metadata);
     } finally {
       part.close();
-      watch.close();
+      served.close();
       store.close();
-      server.closeAllConnections();
-      server.close();
     }
   });
 });
@@ -262,11 +272,7 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
     // the watcher asks for another. Until one is taken the runtime's state is unknown here.
     const store = new RuntimeStateStore({ seqStart: 0 });
     for (const process of ['a', 'b', 'c']) store.addThread(process, 't');
-    const watch = createWatchHandler(store);
-    const server = createServer(watch);
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const served = await serveWatch(store);
     let refused!: () => void;
     const wasRefused = new Promise<void>((resolve) => (refused = resolve));
     const logger = {
@@ -285,7 +291,7 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
       mirror: { processesMax: 2 },
     });
     try {
-      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${base}/watch`, init) });
+      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
       part.attach(r0.tunnel);
       await wasRefused;
       const [state] = part.states();
@@ -294,10 +300,8 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
       assert.deepEqual(state!.processes, []);
     } finally {
       part.close();
-      watch.close();
+      served.close();
       store.close();
-      server.closeAllConnections();
-      server.close();
     }
   });
 });
