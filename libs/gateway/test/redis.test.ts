@@ -51,20 +51,42 @@ interface SecondGateway {
   stop(): Promise<void>;
 }
 
+/**
+ * A redis-server, a harness gateway with two runtimes and a second gateway,
+ * both caching routes in it. `close()` wakes a stopped redis first, so that
+ * the gateways' own closing does not wait on it.
+ */
+async function startSharedRedis(): Promise<{
+  redis: { url: string; child: ChildProcess };
+  h: Harness;
+  second: SecondGateway;
+  close(): Promise<void>;
+}> {
+  const redis = await startRedis();
+  const h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
+  const second = await secondGateway(h, redis.url);
+  return {
+    redis,
+    h,
+    second,
+    async close() {
+      redis.child.kill('SIGCONT');
+      await second.stop();
+      await h.close();
+      redis.child.kill('SIGTERM');
+    },
+  };
+}
+
 describe('route cache shared through redis', { skip }, () => {
   let redis: { url: string; child: ChildProcess };
   let h: Harness;
   let second: SecondGateway;
+  let close: (() => Promise<void>) | undefined;
   before(async () => {
-    redis = await startRedis();
-    h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
-    second = await secondGateway(h, redis.url);
+    ({ redis, h, second, close } = await startSharedRedis());
   });
-  after(async () => {
-    await second?.stop();
-    await h?.close();
-    redis?.child.kill('SIGTERM');
-  });
+  after(() => close?.());
 
   it('lets a second gateway route a session opened on the first without asking the scheduler', async () => {
     const init = await post(h.url, INITIALIZE);
@@ -229,17 +251,11 @@ describe('route cache while redis hangs', { skip }, () => {
   let redis: { url: string; child: ChildProcess };
   let h: Harness;
   let second: SecondGateway;
+  let close: (() => Promise<void>) | undefined;
   before(async () => {
-    redis = await startRedis();
-    h = await startHarness(2, { routeCache: { redisUrl: redis.url } });
-    second = await secondGateway(h, redis.url);
+    ({ redis, h, second, close } = await startSharedRedis());
   });
-  after(async () => {
-    redis?.child.kill('SIGCONT');
-    await second?.stop();
-    await h?.close();
-    redis?.child.kill('SIGTERM');
-  });
+  after(() => close?.());
 
   it('stops waiting on a redis that keeps its connection but answers nothing', async () => {
     // Both gateways connected and sharing routes first.
