@@ -21,6 +21,7 @@ const LEGACY_GONE = new Set([404, 502]);
 const STATELESS_GONE = new Set([502]);
 const threadKey = (thread: string): string => `thread:${thread}`;
 const processKey = (cls: string, process: string): string => `process:${cls}/${process}`;
+const isUnschedulable = (error: unknown): boolean => error instanceof SwitchyardError && error.code === 'unschedulable';
 
 function source(r: Routed, sessionId?: string): IdentitySource {
   let query: Readonly<Record<string, unknown>> | undefined;
@@ -61,19 +62,45 @@ async function scheduleUnlessFull(
   try {
     return await ctx.scheduler.schedule(request, signal);
   } catch (error) {
-    if (full && error instanceof SwitchyardError && error.code === 'unschedulable') throw full;
+    if (full && isUnschedulable(error)) throw full;
     throw error;
   }
+}
+
+/**
+ * Asks the scheduler to place `request` again, backing off (20 ms doubling
+ * to 1 s) for up to GATEWAY_DEFAULTS.ownerLossWaitMs, until `wanted` takes
+ * its route; undefined if none does by then. An `unschedulable` answer is
+ * asked again too: the runtime looked for may still be redialling. No
+ * replica answering is thrown (503): that says nothing of the runtime.
+ */
+async function placedWithin(
+  ctx: RoutingContext,
+  r: Routed,
+  request: ScheduleRequestInput,
+  principal: string | undefined,
+  wanted: (route: Route) => boolean,
+): Promise<Route | undefined> {
+  const deadline = ctx.clock.now() + GATEWAY_DEFAULTS.ownerLossWaitMs;
+  for (let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs; ctx.clock.now() < deadline;) {
+    await sleep(ctx.clock, backoffMs, r.signal);
+    backoffMs = Math.min(backoffMs * 2, GATEWAY_DEFAULTS.scheduleBackoffMaxMs);
+    try {
+      const next = routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), principal);
+      if (wanted(next)) return next;
+    } catch (error) {
+      if (!isUnschedulable(error)) throw error;
+    }
+  }
+  return undefined;
 }
 
 /**
  * `route` goes through a scheduler replica that could not be dialled, so
  * nothing was sent, and its runtime may be alive: a runtime whose replica
  * goes redials another through the scheduler Service, sessions and all.
- * Asks the scheduler again, backing off (20 ms doubling to 1 s) for up to
- * GATEWAY_DEFAULTS.ownerLossWaitMs, until it places `request` on the same
- * runtime through another replica; undefined if it does not by then. No
- * replica answering is thrown (503): that says nothing of the runtime.
+ * Waits (placedWithin) until the scheduler places `request` on the same
+ * runtime through another replica; undefined if it does not by then.
  */
 async function rerouted(
   ctx: RoutingContext,
@@ -81,25 +108,38 @@ async function rerouted(
   route: Route,
   request: ScheduleRequestInput,
 ): Promise<Route | undefined> {
-  const deadline = ctx.clock.now() + GATEWAY_DEFAULTS.ownerLossWaitMs;
-  for (let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs; ctx.clock.now() < deadline;) {
-    await sleep(ctx.clock, backoffMs, r.signal);
-    backoffMs = Math.min(backoffMs * 2, GATEWAY_DEFAULTS.scheduleBackoffMaxMs);
-    try {
-      const next = routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), route.principal);
-      if (next.runtime === route.runtime && next.url !== route.url) {
-        ctx.logger.info(
-          { runtime: route.runtime, from: route.url, to: next.url },
-          'runtime found through another replica',
-        );
-        return next;
-      }
-    } catch (error) {
-      // No runtime to place it on yet: the session's may still be redialling.
-      if (!(error instanceof SwitchyardError && error.code === 'unschedulable')) throw error;
-    }
+  const next = await placedWithin(
+    ctx,
+    r,
+    request,
+    route.principal,
+    (found) => found.runtime === route.runtime && found.url !== route.url,
+  );
+  if (next) {
+    ctx.logger.info({ runtime: route.runtime, from: route.url, to: next.url }, 'runtime found through another replica');
   }
-  return undefined;
+  return next;
+}
+
+/**
+ * Where a session with no cached route goes: the scheduler's answer (its
+ * thread fast path knows the session). Unschedulable, the session is on no
+ * runtime the fleet shows as reachable: its runtime is gone and none other
+ * can take work, or it is redialling, or the session was opened a moment
+ * ago through another gateway replica and no epoch shows it yet. Waits
+ * (placedWithin) for the latter two; undefined, the session is lost.
+ */
+async function placedSession(
+  ctx: RoutingContext,
+  r: Routed,
+  request: ScheduleRequestInput,
+): Promise<Route | undefined> {
+  try {
+    return routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), r.principal);
+  } catch (error) {
+    if (!isUnschedulable(error)) throw error;
+  }
+  return await placedWithin(ctx, r, request, r.principal, () => true);
 }
 
 /**
@@ -153,7 +193,14 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   if (cached && cached.principal !== r.principal) throw new SwitchyardError('session_not_found', 'Session not found');
   // A route not cached is cached once its runtime took the request: the runtime knows
   // the session's principal, this gateway no longer does, and must not learn a wrong one.
-  let route = cached ?? routeOf(ctx, await ctx.scheduler.schedule(request, r.signal), r.principal);
+  const placed = cached ?? (await placedSession(ctx, r, request));
+  if (!placed) {
+    // A 503 would have the client wait for a session no runtime holds: 404, and it re-initializes.
+    ctx.logger.info({ class: cls }, 'session lost: no runtime holds it, none can take it');
+    sendError(r.res, 'session_not_found', 'Session not found: no runtime holds it; re-initialize', id);
+    return;
+  }
+  let route = placed;
   const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
   let result = await call(ctx, r, route, asserted, LEGACY_GONE);
   const moved = result.kind === 'unreachable' && !route.direct ? await rerouted(ctx, r, route, request) : undefined;
