@@ -63,8 +63,10 @@ export interface Gateway {
    * being answered (tool calls streaming their progress included) go on.
    * A standing stream never ends by itself: a gateway on its way out calls
    * this once its listener stops accepting, so its clients open their
-   * streams again (`Last-Event-ID`) on another replica at once, instead of
-   * keeping this one until its shutdown deadline cuts them. A standing
+   * streams again (`Last-Event-ID`) on another replica after their
+   * reconnection delay (the SDK clients: the stream's `retry`, 1 s from the
+   * runtime), instead of keeping this one until its shutdown deadline cuts
+   * them. A standing
    * stream still being routed when this is called is ended once its relay
    * starts.
    */
