@@ -171,7 +171,9 @@ export const gatewayConfigSchema = z.object({
     .string()
     .regex(new RegExp(`^${IDENTITY_VALUE}$`), 'must be 1-128 characters from [A-Za-z0-9._:@-]')
     .default(D.defaultClass)
-    .describe('Class used when the class source yields nothing.'),
+    .describe(
+      'Class used when the class source yields nothing (the request names no class). Keep it a class your runtimes serve (a runtime serves `demo` unless configured otherwise): a request of a class no runtime serves gets 503 unschedulable, whose message names the class and says the request got the default.',
+    ),
   routeCache: z
     .object({
       maxEntries: z

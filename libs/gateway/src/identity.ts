@@ -102,7 +102,8 @@ export function randomId(): string {
   return randomBytes(16).toString('hex');
 }
 
-function describe(s: IdentityStrategy): string {
+/** How a strategy is named in messages: `header X-Switchyard-Class`, `path class`, `principal`. */
+export function describe(s: IdentityStrategy): string {
   return s.kind === 'header' || s.kind === 'query' || s.kind === 'path' ? `${s.kind} ${s.name}` : s.kind;
 }
 

@@ -6,12 +6,13 @@ import type { IncomingMessage } from 'node:http';
 import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
-import { randomId, resolvePart } from './identity.ts';
+import { describe, randomId, resolvePart } from './identity.ts';
 import type { IdentitySource } from './identity.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
 import { parseSearch } from './request-target.ts';
 import type { Route } from './route-cache.ts';
 import type { Routed, RoutingContext } from './routing-context.ts';
+import { UnschedulableError } from './scheduler-client.ts';
 import type { Placement } from './scheduler-client.ts';
 import { StreamsFullError, call, callUnlessFull, detailOf, relay } from './upstream-call.ts';
 import { wasForwarded } from './upstream.ts';
@@ -49,12 +50,29 @@ function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
 }
 
 /**
+ * The scheduler's "no runtime serves class X" for a request that named no
+ * class: its client cannot tell that X is the gateway's `defaultClass` (a
+ * gateway and a runtime each started with their own defaults disagree:
+ * `default` and `demo`), so the answer says so and where a request names
+ * its class. Any other failure is returned as it is.
+ */
+function withClassSource(ctx: RoutingContext, src: IdentitySource, error: unknown): unknown {
+  if (!(error instanceof UnschedulableError) || error.reason !== 'no_runtime_for_class') return error;
+  const sources = ctx.chains.class.filter((s) => s.kind !== 'default');
+  if (resolvePart('class', sources, src) !== undefined) return error;
+  const where = sources.length > 0 ? ` (${sources.map(describe).join(', ')})` : '';
+  const message = `${error.message}; the request named no class${where}, so it got the gateway's defaultClass`;
+  return new UnschedulableError(message, error.reason);
+}
+
+/**
  * Places `request`; once a runtime was found full (`full`), no runtime left
  * to place it on is that 503, not "unschedulable": the class has runtimes,
  * busy ones.
  */
 async function scheduleUnlessFull(
   ctx: RoutingContext,
+  src: IdentitySource,
   request: ScheduleRequestInput,
   signal: AbortSignal,
   full: StreamsFullError | undefined,
@@ -63,7 +81,7 @@ async function scheduleUnlessFull(
     return await ctx.scheduler.schedule(request, signal);
   } catch (error) {
     if (full && isUnschedulable(error)) throw full;
-    throw error;
+    throw withClassSource(ctx, src, error);
   }
 }
 
@@ -247,6 +265,7 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
     const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
     const placement = await scheduleUnlessFull(
       ctx,
+      src,
       { class: cls, processId: process, threadId: sessionId, sticky: true, ...(exclude.length ? { exclude } : {}) },
       r.signal,
       full,
@@ -298,7 +317,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
     let route = found ?? (key && round === 0 ? (ctx.cache.local(key) ?? (await ctx.cache.remote(key))) : undefined);
     if (!route) {
       const scheduled = { ...request, ...(exclude.length ? { exclude } : {}) };
-      route = routeOf(ctx, await scheduleUnlessFull(ctx, scheduled, r.signal, full));
+      route = routeOf(ctx, await scheduleUnlessFull(ctx, src, scheduled, r.signal, full));
       if (key) await ctx.cache.set(key, route);
     }
     const result = await callUnlessFull(ctx, r, route, asserted, STATELESS_GONE);

@@ -59,4 +59,25 @@ describe('a 503 unschedulable', () => {
       assert.equal(res.headers.get('retry-after'), c.retryAfter);
     });
   }
+
+  // A gateway and a runtime each started with their own defaults: the gateway's class is `default`,
+  // the runtime serves `demo`. A client that names no class must learn where its class came from.
+  it("says a request that named no class got the gateway's default, and where a request names one", async () => {
+    scheduler.runtimes = [];
+    const res = await post(url, INITIALIZE);
+    assert.equal(res.status, 503, JSON.stringify(res.json));
+    const { error } = res.json as { error: { message: string } };
+    assert.match(error.message, /no runtime serves class default/);
+    assert.match(
+      error.message,
+      /the request named no class \(path class, header X-Switchyard-Class\), so it got the gateway's defaultClass/i,
+    );
+  });
+
+  it('says nothing of the default to a request that named its class', async () => {
+    scheduler.runtimes = [];
+    const res = await post(url, INITIALIZE, { 'x-switchyard-class': 'default' });
+    const { error } = res.json as { error: { message: string } };
+    assert.match(error.message, /no runtime serves class default$/);
+  });
 });
