@@ -35,7 +35,10 @@ export interface RuntimeNodeOptions {
    * start. Default `0.0.0`.
    */
   readonly version?: string;
-  /** Local API for runtimes in other languages; binds 127.0.0.1 only. Off when absent. */
+  /**
+   * Local API for runtimes in other languages; binds 127.0.0.1 only. Off when absent; 0 takes a free port
+   * (`sidecarUrl` names it). The app's `sidecarPort` config reads 0 as off instead.
+   */
   readonly sidecarPort?: number;
   /**
    * A direct listener for gateways in `direct` mode. It trusts identity
