@@ -1,0 +1,104 @@
+// What `helm install` prints after installing the gateway and scheduler
+// charts (templates/NOTES.txt): the URLs to reach them, in the scheme they
+// serve, and a warning where the values open the sandboxes to anyone.
+// `helm template` leaves NOTES.txt out and `helm install --dry-run` needs a
+// cluster, so the tests render a copy of the chart that holds NOTES.txt as a
+// file and a template printing it through `tpl` (same values, same helpers)
+// as one YAML string, with the real helm binary as charts.test.ts does.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+
+const root = join(import.meta.dirname, '../..');
+const run = promisify(execFile);
+// scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had (bounded, as in charts.test.ts).
+const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], {
+  encoding: 'utf8',
+  timeout: 120_000,
+}).trim();
+const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : false;
+if (skip) console.log(`chart notes tests skipped: ${skip}`);
+
+/** NOTES.txt of `chart` as rendered with `set`. */
+type Notes = (set?: readonly string[]) => Promise<string>;
+
+function notesOf(chart: 'gateway' | 'scheduler'): { notes: Notes; setUp(): void; tearDown(): void } {
+  let dir = '';
+  return {
+    setUp() {
+      dir = mkdtempSync(join(tmpdir(), 'switchyard-notes-'));
+      cpSync(join(root, 'charts', chart), join(dir, chart), { recursive: true });
+      renameSync(join(dir, chart, 'templates/NOTES.txt'), join(dir, chart, 'NOTES.txt'));
+      writeFileSync(join(dir, chart, 'templates/notes.yaml'), 'notes: {{ tpl (.Files.Get "NOTES.txt") . | toJson }}\n');
+    },
+    tearDown() {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+    async notes(set = []) {
+      const args = ['template', 'sy', join(dir, chart), '--namespace', 'switchyard'];
+      args.push('--show-only', 'templates/notes.yaml');
+      for (const s of set) args.push('--set', s);
+      const { stdout } = await run(located, args, { maxBuffer: 1 << 20 });
+      return (parse(stdout) as { notes: string }).notes;
+    },
+  };
+}
+
+const INGRESS = ['ingress.enabled=true', 'ingress.hosts[0]=mcp.example.com'];
+const INGRESS_TLS = [...INGRESS, 'ingress.tls[0].secretName=mcp-tls', 'ingress.tls[0].hosts[0]=mcp.example.com'];
+const AUTH_NONE_WARNING = /^WARNING: auth\.mode is none/m;
+
+describe('charts/gateway: NOTES.txt', { skip }, () => {
+  const { notes, setUp, tearDown } = notesOf('gateway');
+  before(setUp);
+  after(tearDown);
+
+  it('prints the in-cluster URL as https when the gateway serves TLS itself, else http', async () => {
+    assert.match(await notes(), /^ {2}http:\/\/sy-gateway\.switchyard\.svc:80\/mcp$/m);
+    const tls = await notes(['tls.existingSecret=gateway-tls']);
+    assert.match(tls, /^ {2}https:\/\/sy-gateway\.switchyard\.svc:80\/mcp$/m);
+    assert.doesNotMatch(tls, /http:\/\/sy-gateway/);
+  });
+
+  it('prints an Ingress host as https where the Ingress ends TLS for it', async () => {
+    assert.match(await notes(INGRESS), /^ {2}http:\/\/mcp\.example\.com\/mcp$/m);
+    assert.match(await notes(INGRESS_TLS), /^ {2}https:\/\/mcp\.example\.com\/mcp$/m);
+  });
+
+  for (const c of [
+    { name: 'through an Ingress', set: INGRESS_TLS },
+    { name: 'through a LoadBalancer Service', set: ['service.type=LoadBalancer'] },
+  ]) {
+    it(`warns that anyone may reach the sandboxes with auth.mode none, ${c.name}`, async () => {
+      const text = await notes(c.set);
+      assert.match(text, AUTH_NONE_WARNING);
+      assert.match(text, /anyone who reaches it/);
+      assert.match(text, /auth\.mode bearer or jwt/);
+    });
+  }
+
+  it('does not warn inside the cluster, nor with authentication on', async () => {
+    assert.doesNotMatch(await notes(), AUTH_NONE_WARNING);
+    const bearer = ['auth.mode=bearer', 'auth.existingSecret=mcp-tokens'];
+    assert.doesNotMatch(await notes([...INGRESS_TLS, ...bearer]), AUTH_NONE_WARNING);
+  });
+});
+
+describe('charts/scheduler: NOTES.txt', { skip }, () => {
+  const { notes, setUp, tearDown } = notesOf('scheduler');
+  before(setUp);
+  after(tearDown);
+
+  it('prints the in-cluster URL as https when the replicas serve TLS themselves, else http', async () => {
+    assert.match(await notes(), /^ {2}http:\/\/sy-scheduler\.switchyard\.svc:\d+$/m);
+    assert.match(
+      await notes(['tls.existingSecret=scheduler-tls']),
+      /^ {2}https:\/\/sy-scheduler\.switchyard\.svc:\d+$/m,
+    );
+  });
+});
