@@ -67,7 +67,7 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
     const token = bearerToken(authorization);
     const { createRemoteJWKSet, jwtVerify } = await jose;
     jwks ??= createRemoteJWKSet(new URL(options.jwksUrl!));
-    let sub: string | undefined;
+    let sub: unknown;
     try {
       sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;
     } catch (cause) {
@@ -80,7 +80,10 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
       }
       throw new SwitchyardError('unauthorized', 'Unauthorized: invalid token', { cause });
     }
-    if (!sub) throw new SwitchyardError('unauthorized', 'Unauthorized: token has no subject');
+    // jose checks `sub` only against an expected value: its type is ours to check.
+    if (typeof sub !== 'string' || sub === '') {
+      throw new SwitchyardError('unauthorized', 'Unauthorized: token has no subject');
+    }
     return isIdentityValue(sub) ? sub : label('sub', sub);
   };
 }
