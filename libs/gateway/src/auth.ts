@@ -65,19 +65,16 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   };
   return async (authorization) => {
     const token = bearerToken(authorization);
-    const { createRemoteJWKSet, jwtVerify } = await jose;
-    jwks ??= createRemoteJWKSet(new URL(options.jwksUrl!));
+    const { createRemoteJWKSet, errors, jwtVerify } = await jose;
+    jwks ??= fetchFailuresOurs(createRemoteJWKSet(new URL(options.jwksUrl!)));
     let sub: unknown;
     try {
       sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;
     } catch (cause) {
-      // A JWKS we cannot fetch is our failure, not the client's: only token
-      // verdicts (jose's ERR_JWT_*, ERR_JWS_*, ERR_JWKS_NO_MATCHING_KEY …) are 401s.
-      const code = String((cause as { code?: unknown }).code ?? '');
-      const verdict = /^ERR_JW[TSEK]/.test(code) && code !== 'ERR_JWKS_TIMEOUT' && code !== 'ERR_JWKS_INVALID';
-      if (!verdict) {
-        throw new SwitchyardError('not_ready', 'Authentication backend unavailable', { cause });
-      }
+      // Past the key set, whatever jose refuses is the token's fault, whatever its
+      // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit
+      // header ends. Anything else is a fault of ours, not the client's.
+      if (cause instanceof SwitchyardError || !(cause instanceof errors.JOSEError)) throw cause;
       throw new SwitchyardError('unauthorized', 'Unauthorized: invalid token', { cause });
     }
     // jose checks `sub` only against an expected value: its type is ours to check.
@@ -85,5 +82,23 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
       throw new SwitchyardError('unauthorized', 'Unauthorized: token has no subject');
     }
     return isIdentityValue(sub) ? sub : label('sub', sub);
+  };
+}
+
+/**
+ * Key selection verdicts of a key set: the token names no key in it, more
+ * than one, or an algorithm no published key verifies (alg "none", HMAC).
+ */
+const KEY_VERDICTS = new Set(['ERR_JWKS_NO_MATCHING_KEY', 'ERR_JWKS_MULTIPLE_MATCHING_KEYS', 'ERR_JOSE_NOT_SUPPORTED']);
+
+/** A key set whose every failure but a key selection verdict is a 503: a JWKS we cannot fetch is not the client's fault. */
+function fetchFailuresOurs(keys: JWTVerifyGetKey): JWTVerifyGetKey {
+  return async (header, token) => {
+    try {
+      return await keys(header, token);
+    } catch (cause) {
+      if (KEY_VERDICTS.has(String((cause as { code?: unknown } | null)?.code))) throw cause;
+      throw new SwitchyardError('not_ready', 'Authentication backend unavailable', { cause });
+    }
   };
 }
