@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { JWTVerifyGetKey } from 'jose';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
-import type { AuthOptions } from './options.ts';
+import { remoteKeySet } from './jwks.ts';
+import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 
 /** Turns an `Authorization` header into a principal, or throws SwitchyardError('unauthorized'). */
 export type Authenticator = (authorization: string | undefined) => Promise<string>;
@@ -59,14 +60,19 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   // A token must have been issued for this gateway (MCP authorization): for
   // `audience`, else for the resource clients asked tokens for (RFC 8707).
   const audience = options.audience ?? options.resource;
+  const keySetOptions = {
+    cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
+    retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
+  };
   const verifyOptions = {
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(audience ? { audience } : {}),
   };
   return async (authorization) => {
     const token = bearerToken(authorization);
-    const { createRemoteJWKSet, errors, jwtVerify } = await jose;
-    jwks ??= fetchFailuresOurs(createRemoteJWKSet(new URL(options.jwksUrl!)));
+    const lib = await jose;
+    const { errors, jwtVerify } = lib;
+    jwks ??= remoteKeySet(lib, new URL(options.jwksUrl!), keySetOptions);
     let sub: unknown;
     try {
       sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;
@@ -82,23 +88,5 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
       throw new SwitchyardError('unauthorized', 'Unauthorized: token has no subject');
     }
     return isIdentityValue(sub) ? sub : label('sub', sub);
-  };
-}
-
-/**
- * Key selection verdicts of a key set: the token names no key in it, more
- * than one, or an algorithm no published key verifies (alg "none", HMAC).
- */
-const KEY_VERDICTS = new Set(['ERR_JWKS_NO_MATCHING_KEY', 'ERR_JWKS_MULTIPLE_MATCHING_KEYS', 'ERR_JOSE_NOT_SUPPORTED']);
-
-/** A key set whose every failure but a key selection verdict is a 503: a JWKS we cannot fetch is not the client's fault. */
-function fetchFailuresOurs(keys: JWTVerifyGetKey): JWTVerifyGetKey {
-  return async (header, token) => {
-    try {
-      return await keys(header, token);
-    } catch (cause) {
-      if (KEY_VERDICTS.has(String((cause as { code?: unknown } | null)?.code))) throw cause;
-      throw new SwitchyardError('not_ready', 'Authentication backend unavailable', { cause });
-    }
   };
 }

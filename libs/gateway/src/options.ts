@@ -50,6 +50,19 @@ export interface AuthOptions {
   readonly issuer?: string;
   readonly audience?: string;
   /**
+   * `jwt`: least time between JWKS fetches for a `kid` the cached set
+   * lacks, so a rotated key is taken at most this long after its first
+   * token, and tokens with made-up `kid`s cost one fetch per interval.
+   * Default GATEWAY_DEFAULTS.jwksCooldownMs.
+   */
+  readonly jwksCooldownMs?: number;
+  /**
+   * `jwt`: after a failed JWKS fetch, how long none is tried again
+   * (requests meanwhile get 503, or the keys held while the set is fresh).
+   * Default GATEWAY_DEFAULTS.jwksRetryMs.
+   */
+  readonly jwksRetryMs?: number;
+  /**
    * `jwt`: what MCP clients discover through the gateway's OAuth 2.0
    * Protected Resource Metadata (RFC 9728): the canonical URL of `/mcp` as
    * clients reach it (default: from each request's Host and
@@ -217,6 +230,10 @@ export const GATEWAY_DEFAULTS = {
   upstreamKeepAliveMs: 4_000,
   /** How long an HTTP/2 connection to a scheduler without streams stays open (GOAWAY makes its close safe). */
   http2IdleMs: 60_000,
+  /** Auth mode `jwt`: JWKS refetch for an unknown `kid` at most this often (jose's default). */
+  jwksCooldownMs: 30_000,
+  /** Auth mode `jwt`: no JWKS fetch for this long after a failed one. */
+  jwksRetryMs: 1_000,
 } as const;
 
 const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() {} };
@@ -295,6 +312,8 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     throw new SwitchyardError('invalid_request', 'auth.jwksUrl must be a URL in jwt mode');
   }
   checkResourceMetadata(auth);
+  if (auth.jwksCooldownMs !== undefined) positive('auth.jwksCooldownMs', auth.jwksCooldownMs);
+  if (auth.jwksRetryMs !== undefined) positive('auth.jwksRetryMs', auth.jwksRetryMs);
   const defaultClass = options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass;
   const d = GATEWAY_DEFAULTS;
   return {

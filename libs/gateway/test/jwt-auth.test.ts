@@ -3,7 +3,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SignJWT, UnsecuredJWT, base64url, exportSPKI, importJWK, type CryptoKey } from 'jose';
-import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import type { AuthOptions } from '@switchyard/gateway';
+import { AUDIENCE, ISSUER, startJwks, type Jwks, type JwksAnswer } from './fixtures/jwks.ts';
 import { INITIALIZE, connectV2, post, startHarness, textOf, type Harness } from './harness.ts';
 
 const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -76,33 +77,128 @@ describe('gateway JWT auth: what a token is refused for', () => {
   });
 });
 
+/** A gateway verifying against `jwks`, with these auth options over the defaults; closed by the caller. */
+const gatewayFor = (jwks: Jwks, options: Partial<AuthOptions> = {}): Promise<Harness> =>
+  startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, ...options } });
+
+/** The statuses of `count` requests made one after another, each with the token `token(i)`. */
+async function statuses(h: Harness, count: number, token: (i: number) => Promise<string>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) out.push((await post(h.url, INITIALIZE, auth(await token(i)))).status);
+  return out;
+}
+
+/** Posts with a fresh token from `token` until the answer is `status`; fails after `timeoutMs`. */
+async function untilStatus(h: Harness, status: number, token: () => Promise<string>, timeoutMs = 5_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await post(h.url, INITIALIZE, auth(await token()));
+    if (res.status === status) return;
+    assert.ok(Date.now() < deadline, `still ${res.status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('gateway JWT auth through a key rotation', () => {
+  let jwks: Jwks;
+  before(async () => {
+    jwks = await startJwks();
+  });
+  after(() => jwks.close());
+
+  it('takes a token signed with a new kid after one refetch, and keeps the old key', async () => {
+    const h = await gatewayFor(jwks, { jwksCooldownMs: 300 });
+    try {
+      const old = await jwks.sign('user-1');
+      assert.equal((await post(h.url, INITIALIZE, auth(old))).status, 200);
+      const before = jwks.requests;
+      await jwks.rotate();
+      await untilStatus(h, 200, () => jwks.sign('user-2'));
+      assert.equal(jwks.requests, before + 1);
+      assert.equal((await post(h.url, INITIALIZE, auth(old))).status, 200);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('does not fetch the JWKS once per token with a made-up kid', async () => {
+    const h = await gatewayFor(jwks);
+    try {
+      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 200);
+      const before = jwks.requests;
+      const forged = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const token = await jwks.signWith({}, { kid: `made-up-${i}` });
+          return (await post(h.url, INITIALIZE, auth(token))).status;
+        }),
+      );
+      assert.deepEqual(new Set(forged), new Set([401]));
+      assert.equal(jwks.requests, before);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 // A key set the gateway cannot fetch is its own failure: 503, never a 401
 // that would send the client to sign in again, and never a wait without end.
 describe('gateway JWT auth while the JWKS fails', () => {
-  let jwks: Jwks;
-  let h: Harness;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE } });
-  });
-  after(async () => {
-    await h.close();
-    await jwks.close();
-  });
+  /** Runs `test` against a gateway with `options` and a JWKS of its own, which answers `answer` once the gateway has started. */
+  async function withJwks(
+    answer: JwksAnswer,
+    options: Partial<AuthOptions>,
+    test: (h: Harness, jwks: Jwks) => Promise<void>,
+  ): Promise<void> {
+    const jwks = await startJwks();
+    const h = await gatewayFor(jwks, options);
+    jwks.answer(answer);
+    try {
+      await test(h, jwks);
+    } finally {
+      await h.close();
+      await jwks.close();
+    }
+  }
 
-  it('answers 503 while the JWKS answers an error status', async () => {
-    jwks.answer(503);
-    const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')));
-    assert.equal(res.status, 503);
-    assert.equal(res.headers.get('www-authenticate'), null);
-  });
+  it('answers 503 while the JWKS answers an error status', () =>
+    withJwks(503, {}, async (h, jwks) => {
+      const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')));
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('www-authenticate'), null);
+    }));
 
-  it('answers 503 within the fetch timeout while the JWKS does not answer', async () => {
-    jwks.answer('hang');
-    const started = Date.now();
-    const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')));
-    assert.equal(res.status, 503);
-    // jose's fetch timeout is 5 s.
-    assert.ok(Date.now() - started < 8_000, `answered after ${Date.now() - started} ms`);
-  });
+  it('answers 503 within the fetch timeout while the JWKS does not answer', () =>
+    withJwks('hang', {}, async (h, jwks) => {
+      const started = Date.now();
+      const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')));
+      assert.equal(res.status, 503);
+      assert.equal(jwks.requests, 1);
+      // jose's fetch timeout is 5 s.
+      assert.ok(Date.now() - started < 8_000, `answered after ${Date.now() - started} ms`);
+    }));
+
+  it('asks a JWKS that answers errors once per retry interval, not once per request', () =>
+    withJwks(500, { jwksRetryMs: 60_000 }, async (h, jwks) => {
+      assert.deepEqual(new Set(await statuses(h, 20, () => jwks.sign('user-1'))), new Set([503]));
+      assert.equal(jwks.requests, 1);
+    }));
+
+  // Every kid the set lacks is fetched for while the JWKS answers (a cooldown of 1 ms).
+  it('verifies with the keys it holds while the JWKS fails, and fetches no more for made-up kids', () =>
+    withJwks('keys', { jwksCooldownMs: 1, jwksRetryMs: 60_000 }, async (h, jwks) => {
+      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 200);
+      jwks.answer(500);
+      const forged = await statuses(h, 20, (i) => jwks.signWith({}, { kid: `made-up-${i}` }));
+      // The first one's fetch fails (503); the held keys answer the rest.
+      assert.deepEqual(forged, [503, ...Array<number>(19).fill(401)]);
+      assert.equal(jwks.requests, 2);
+      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 200);
+    }));
+
+  it('takes tokens again once the JWKS answers again', () =>
+    withJwks(500, { jwksRetryMs: 100 }, async (h, jwks) => {
+      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503);
+      jwks.answer('keys');
+      await untilStatus(h, 200, () => jwks.sign('user-1'));
+    }));
 });

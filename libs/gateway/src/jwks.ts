@@ -1,0 +1,57 @@
+import type * as jose from 'jose';
+import { SwitchyardError } from '@switchyard/protocol';
+
+/** What of jose this needs, passed in: jose is loaded in auth mode `jwt` only. */
+type Jose = Pick<typeof jose, 'createLocalJWKSet' | 'createRemoteJWKSet'>;
+
+export interface KeySetOptions {
+  /** Least time between fetches for a `kid` the set lacks (jose's cooldown). */
+  readonly cooldownMs: number;
+  /** After a failed fetch, how long no fetch is tried again. */
+  readonly retryMs: number;
+}
+
+/**
+ * Key selection verdicts of a key set: the token names no key in it, more
+ * than one, or an algorithm no published key verifies (alg "none", HMAC).
+ */
+const KEY_VERDICTS = new Set(['ERR_JWKS_NO_MATCHING_KEY', 'ERR_JWKS_MULTIPLE_MATCHING_KEYS', 'ERR_JOSE_NOT_SUPPORTED']);
+
+function unavailable(cause: unknown): SwitchyardError {
+  return new SwitchyardError('not_ready', 'Authentication backend unavailable', { cause });
+}
+
+/**
+ * The keys of a remote JWKS, fetched by jose: at first use, when the set is
+ * older than jose's 10 minutes, and for a `kid` it lacks at most once per
+ * `cooldownMs`. Every failure but a key selection verdict throws
+ * SwitchyardError('not_ready'): a set we cannot fetch is not the client's
+ * fault. jose retries a failed fetch on the next request, so a JWKS that
+ * answers errors would be asked once per client request; here, for
+ * `retryMs` after a failure, no fetch is made: a set still fresh answers
+ * from the keys it holds (a `kid` it lacks is a verdict then), else the
+ * request gets the 503 at once. Not guaranteed: a stale set is never used,
+ * so a JWKS down for longer than the cache age refuses every token.
+ */
+export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.JWTVerifyGetKey {
+  const remote = lib.createRemoteJWKSet(url, { cooldownDuration: options.cooldownMs });
+  let retryAt = 0;
+  let failure: unknown;
+  let held: jose.JWTVerifyGetKey | undefined;
+  return async (header, token) => {
+    if (Date.now() < retryAt) {
+      if (!held || !remote.fresh) throw unavailable(failure);
+      return held(header, token);
+    }
+    try {
+      return await remote(header, token);
+    } catch (cause) {
+      if (KEY_VERDICTS.has(String((cause as { code?: unknown } | null)?.code))) throw cause;
+      retryAt = Date.now() + options.retryMs;
+      failure = cause;
+      const keys = remote.fresh ? remote.jwks() : undefined;
+      held = keys ? lib.createLocalJWKSet(keys) : undefined;
+      throw unavailable(cause);
+    }
+  };
+}
