@@ -3,6 +3,7 @@ import type { JWTVerifyGetKey } from 'jose';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import { remoteKeySet } from './jwks.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
+import type { ThrottledLog } from './throttled-log.ts';
 
 /** Turns an `Authorization` header into a principal, or throws SwitchyardError('unauthorized'). */
 export type Authenticator = (authorization: string | undefined) => Promise<string>;
@@ -21,6 +22,12 @@ function label(prefix: string, secret: string): string {
   return `${prefix}:${digest(secret).toString('hex').slice(0, 24)}`;
 }
 
+/** An error's message and its cause's (fetch's TypeError says "fetch failed" and puts the reason in its cause). */
+function messageOf(error: unknown): string {
+  const { message, cause } = (error ?? {}) as { message?: unknown; cause?: { message?: unknown } };
+  return cause?.message === undefined ? String(message) : `${String(message)}: ${String(cause.message)}`;
+}
+
 function bearerToken(authorization: string | undefined): string {
   const match = authorization === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
   if (!match) throw new SwitchyardError('unauthorized', 'Unauthorized: a bearer token is required');
@@ -34,7 +41,7 @@ function bearerToken(authorization: string | undefined): string {
  * nor length leaks through timing. JWT subjects that are not identity values
  * are replaced by a label.
  */
-export function createAuthenticator(options: AuthOptions): Authenticator | undefined {
+export function createAuthenticator(options: AuthOptions, log?: ThrottledLog): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
   if (options.mode === 'bearer') {
     const { tokens } = options;
@@ -56,6 +63,8 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   }
   // Loaded in jwt mode only: a few MB of resident memory the other modes never use.
   const jose = import('jose');
+  const jwksUrl = new URL(options.jwksUrl!);
+  const jwksLabel = `${jwksUrl.origin}${jwksUrl.pathname}`;
   let jwks: JWTVerifyGetKey | undefined;
   // A token must have been issued for this gateway (MCP authorization): for
   // `audience`, else for the resource clients asked tokens for (RFC 8707).
@@ -63,6 +72,10 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   const keySetOptions = {
     cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
     retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
+    // Clients see only a 503: the operator must learn which set and why. Named
+    // without its query, which may carry a tenant key.
+    failed: (cause: unknown) =>
+      log?.error(jwksLabel, 'JWKS cannot be fetched: requests get 503 until it answers', { err: messageOf(cause) }),
   };
   const verifyOptions = {
     ...(options.issuer ? { issuer: options.issuer } : {}),
@@ -72,7 +85,7 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
     const token = bearerToken(authorization);
     const lib = await jose;
     const { errors, jwtVerify } = lib;
-    jwks ??= remoteKeySet(lib, new URL(options.jwksUrl!), keySetOptions);
+    jwks ??= remoteKeySet(lib, jwksUrl, keySetOptions);
     let sub: unknown;
     try {
       sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;

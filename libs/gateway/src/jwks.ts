@@ -9,6 +9,8 @@ export interface KeySetOptions {
   readonly cooldownMs: number;
   /** After a failed fetch, how long no fetch is tried again. */
   readonly retryMs: number;
+  /** Told of every failed fetch (at most one per `retryMs`). */
+  readonly failed?: (cause: unknown) => void;
 }
 
 /**
@@ -49,6 +51,7 @@ export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.
       if (KEY_VERDICTS.has(String((cause as { code?: unknown } | null)?.code))) throw cause;
       retryAt = Date.now() + options.retryMs;
       failure = cause;
+      options.failed?.(cause);
       const keys = remote.fresh ? remote.jwks() : undefined;
       held = keys ? lib.createLocalJWKSet(keys) : undefined;
       throw unavailable(cause);

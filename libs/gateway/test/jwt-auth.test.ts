@@ -201,4 +201,28 @@ describe('gateway JWT auth while the JWKS fails', () => {
       jwks.answer('keys');
       await untilStatus(h, 200, () => jwks.sign('user-1'));
     }));
+
+  it('says in its log that the JWKS cannot be fetched, naming it and why', async () => {
+    const jwks = await startJwks();
+    jwks.answer(500);
+    const lines: { level: string; fields: Record<string, unknown>; msg?: string }[] = [];
+    const log = (level: string) => (fields: object, msg?: string) =>
+      void lines.push({ level, fields: fields as Record<string, unknown>, ...(msg !== undefined ? { msg } : {}) });
+    const logger = { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') };
+    const h = await startHarness(1, {
+      auth: { mode: 'jwt', jwksUrl: `${jwks.url}?tenant=t1`, issuer: ISSUER, audience: AUDIENCE, jwksRetryMs: 1 },
+      logger,
+    });
+    try {
+      await statuses(h, 3, () => jwks.sign('user-1'));
+      const errors = lines.filter((l) => l.level === 'error' && /JWKS/.test(l.msg ?? ''));
+      // Throttled: one line for three failures in a row.
+      assert.equal(errors.length, 1, JSON.stringify(lines));
+      assert.equal(errors[0]!.fields.upstream, jwks.url);
+      assert.match(String(errors[0]!.fields.err), /200 OK/);
+    } finally {
+      await h.close();
+      await jwks.close();
+    }
+  });
 });
