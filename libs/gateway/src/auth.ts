@@ -78,6 +78,7 @@ export function createAuthenticator(options: AuthOptions, log?: ThrottledLog): A
       log?.error(jwksLabel, 'JWKS cannot be fetched: requests get 503 until it answers', { err: messageOf(cause) }),
   };
   const verifyOptions = {
+    clockTolerance: GATEWAY_DEFAULTS.jwtClockToleranceMs / 1000,
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(audience ? { audience } : {}),
   };

@@ -58,6 +58,22 @@ describe('gateway JWT auth: what a token is refused for', () => {
     });
   }
 
+  const now = (): number => Math.floor(Date.now() / 1000);
+  // A token stamped by an identity provider whose clock runs ahead of the
+  // gateway's, or presented in its last second, is not a forgery.
+  const skewed: { name: string; claims: () => Record<string, number>; status: number }[] = [
+    { name: 'valid from 10 s ahead (nbf)', claims: () => ({ nbf: now() + 10, iat: now() + 10 }), status: 200 },
+    { name: 'expired 10 s ago', claims: () => ({ exp: now() - 10, iat: now() - 300 }), status: 200 },
+    { name: 'valid from 5 min ahead (nbf)', claims: () => ({ nbf: now() + 300 }), status: 401 },
+    { name: 'expired 5 min ago', claims: () => ({ exp: now() - 300, iat: now() - 600 }), status: 401 },
+  ];
+  for (const c of skewed) {
+    it(`answers ${c.status} for a token ${c.name}: a clock tolerance of a minute`, async () => {
+      const res = await post(h.url, INITIALIZE, auth(await jwks.signWith(c.claims())));
+      assert.equal(res.status, c.status);
+    });
+  }
+
   it('forwards a subject unfit for a header or a log line as a label, never as sent', async () => {
     for (const sub of ['user-1\r\nX-Injected: yes', 'x'.repeat(4096), 'ü-user']) {
       const client = await connectV2(h.url, 'legacy', auth(await jwks.signWith({ sub })));
