@@ -62,8 +62,14 @@ const authSchema = z
         `File of bearer tokens, one per line (mode bearer); re-read when it changes (for mounted Secrets). A line shorter than ${AUTH_TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file.`,
       ),
     jwksUrl: httpUrl().optional().describe('JWKS URL that signs accepted JWTs (mode jwt).'),
-    issuer: z.string().optional().describe('Required JWT `iss` (mode jwt).'),
-    audience: z.string().optional().describe('Required JWT `aud` (mode jwt).'),
+    issuer: z
+      .string()
+      .optional()
+      .describe('Required JWT `iss` (mode jwt). Unset: any issuer the JWKS signs for (warned at start).'),
+    audience: z
+      .string()
+      .optional()
+      .describe('Required JWT `aud` (mode jwt). Unset: auth.resource, else any audience (warned at start).'),
     resource: httpUrl()
       .optional()
       .meta({ defaultText: "from each request's Host and X-Forwarded-Proto" })

@@ -54,6 +54,10 @@ const config = loadAppConfig(gatewayConfigSchema, {
 const logger = createLogger({ name: 'gateway', level: config.logLevel });
 const metrics = createMetrics('gateway');
 const chain = (value: string): string[] => value.split(',').map((s) => s.trim());
+// One JWKS may sign for many issuers: every tenant of a multi-tenant provider shares its keys.
+if (config.auth.mode === 'jwt' && !config.auth.issuer) {
+  logger.warn({}, 'auth mode jwt without auth.issuer accepts tokens of any issuer the JWKS signs for: set it');
+}
 if (config.auth.mode === 'jwt' && !config.auth.audience && !config.auth.resource) {
   logger.warn(
     {},

@@ -1,0 +1,47 @@
+// A gateway in auth mode `jwt` says at start what its settings let through:
+// without auth.issuer, tokens of any issuer the JWKS signs for (one key set
+// serves every tenant of a multi-tenant provider); without auth.audience or
+// auth.resource, tokens for any audience. Gateways as processes; their
+// JWKS and scheduler are never reached.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnApp } from '../support/processes.ts';
+
+const JWT = ['--auth.mode', 'jwt', '--auth.jwks-url', 'http://127.0.0.1:1/jwks.json'];
+
+/** The warnings (level 40) a gateway with `args` logs up to its ready line. */
+async function warningsAtStart(name: string, args: readonly string[]): Promise<string[]> {
+  const gateway = await spawnApp('gateway', name, [
+    ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
+    ...JWT,
+    ...args,
+  ]);
+  try {
+    return gateway.logs.filter((l) => l.level === 40).map((l) => String(l.msg));
+  } finally {
+    await gateway.stop();
+  }
+}
+
+describe('a gateway in auth mode jwt, at start', () => {
+  it('warns that without auth.issuer it takes tokens of any issuer', async () => {
+    const warnings = await warningsAtStart('gw-jwt-no-issuer', ['--auth.audience', 'switchyard']);
+    assert.equal(warnings.filter((w) => /auth\.issuer/.test(w)).length, 1, JSON.stringify(warnings));
+    assert.equal(warnings.filter((w) => /any audience/.test(w)).length, 0, JSON.stringify(warnings));
+  });
+
+  it('warns that without auth.audience or auth.resource it takes tokens for any audience', async () => {
+    const warnings = await warningsAtStart('gw-jwt-no-audience', ['--auth.issuer', 'https://issuer.test']);
+    assert.equal(warnings.filter((w) => /any audience/.test(w)).length, 1, JSON.stringify(warnings));
+    assert.equal(warnings.filter((w) => /auth\.issuer/.test(w)).length, 0, JSON.stringify(warnings));
+  });
+
+  it('warns of neither with both set', async () => {
+    const args = ['--auth.issuer', 'https://issuer.test', '--auth.audience', 'switchyard'];
+    const warnings = await warningsAtStart('gw-jwt-both', args);
+    assert.deepEqual(
+      warnings.filter((w) => /auth\.issuer|any audience/.test(w)),
+      [],
+    );
+  });
+});
