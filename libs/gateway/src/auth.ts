@@ -78,6 +78,8 @@ export function createAuthenticator(options: AuthOptions, log?: ThrottledLog): A
       log?.error(jwksLabel, 'JWKS cannot be fetched: requests get 503 until it answers', { err: messageOf(cause) }),
   };
   const verifyOptions = {
+    // Without `exp` a token is good forever: only a key rotation would end it.
+    requiredClaims: ['exp'],
     clockTolerance: GATEWAY_DEFAULTS.jwtClockToleranceMs / 1000,
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(audience ? { audience } : {}),

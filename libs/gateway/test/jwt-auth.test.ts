@@ -38,6 +38,7 @@ describe('gateway JWT auth: what a token is refused for', () => {
     { name: 'a subject that is an array', token: () => jwks.signWith({ sub: ['user-1'] as unknown as string }) },
     { name: 'an empty subject', token: () => jwks.signWith({ sub: '' }) },
     { name: 'no subject', token: () => jwks.signWith({ sub: undefined }) },
+    { name: 'no expiry (exp)', token: () => jwks.signWith({ exp: undefined }) },
     { name: 'another issuer', token: () => jwks.signWith({ iss: 'https://elsewhere.test' }) },
     { name: 'another audience', token: () => jwks.signWith({ aud: 'other' }) },
     { name: 'alg none', token: async () => new UnsecuredJWT(claims()).encode() },
