@@ -8,9 +8,22 @@ import type { ThrottledLog } from './throttled-log.ts';
 /** Turns an `Authorization` header into a principal, or throws SwitchyardError('unauthorized'). */
 export type Authenticator = (authorization: string | undefined) => Promise<string>;
 
-/** The challenge sent with every 401 (RFC 6750). */
-export function bearerChallenge(error?: 'invalid_token'): string {
-  return error ? `Bearer realm="switchyard", error="${error}"` : 'Bearer realm="switchyard"';
+/** The challenge sent with every 401 (RFC 6750); `invalid` describes a token that was refused. */
+export function bearerChallenge(invalid?: string): string {
+  return `Bearer realm="switchyard"${invalidTokenParams(invalid)}`;
+}
+
+/** RFC 6750 §3's error parameters for a refused token, or none without one. */
+export function invalidTokenParams(invalid: string | undefined): string {
+  if (invalid === undefined) return '';
+  // error_description takes printable ASCII but `"` and `\`: anything else is not said.
+  const said = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/.test(invalid) ? `, error_description="${invalid}"` : '';
+  return `, error="invalid_token"${said}`;
+}
+
+/** What a refused token is told (a fixed phrase of ours, never the token or jose's words). */
+export function tokenProblem(error: SwitchyardError): string {
+  return error.message.replace(/^Unauthorized: /, '');
 }
 
 function digest(text: string): Buffer {
@@ -97,7 +110,9 @@ export function createAuthenticator(options: AuthOptions, log?: ThrottledLog): A
       // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit
       // header ends. Anything else is a fault of ours, not the client's.
       if (cause instanceof SwitchyardError || !(cause instanceof errors.JOSEError)) throw cause;
-      throw new SwitchyardError('unauthorized', 'Unauthorized: invalid token', { cause });
+      // Said apart: an expired token is refreshed, another one is not worth it.
+      const problem = cause instanceof errors.JWTExpired ? 'token expired' : 'invalid token';
+      throw new SwitchyardError('unauthorized', `Unauthorized: ${problem}`, { cause });
     }
     // jose checks `sub` only against an expected value: its type is ours to check.
     if (typeof sub !== 'string' || sub === '') {

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { invalidTokenParams } from './auth.ts';
 import type { AuthOptions } from './options.ts';
 
 /** RFC 9728's well-known path; the document for `/mcp` sits at this plus `/mcp`. */
@@ -27,14 +28,13 @@ export class ProtectedResource {
     this.#scopes = options.scopes ?? [];
   }
 
-  /** The `WWW-Authenticate` value of a 401 (RFC 6750, RFC 9728 §5.1). */
-  challenge(req: IncomingMessage, error?: 'invalid_token'): string {
+  /** The `WWW-Authenticate` value of a 401 (RFC 6750, RFC 9728 §5.1); `invalid` describes a refused token. */
+  challenge(req: IncomingMessage, invalid?: string): string {
     const resource = this.#resourceOf(req);
     const parts = ['Bearer realm="switchyard"'];
     if (resource) parts.push(`resource_metadata="${metadataUrl(resource)}"`);
     if (this.#scopes.length > 0) parts.push(`scope="${this.#scopes.join(' ')}"`);
-    if (error) parts.push(`error="${error}"`);
-    return parts.join(', ');
+    return parts.join(', ') + invalidTokenParams(invalid);
   }
 
   /** Answers a request for the metadata document; false for any other path. */

@@ -75,6 +75,34 @@ describe('gateway JWT auth: what a token is refused for', () => {
     });
   }
 
+  // RFC 6750 §3: a refused token gets error="invalid_token" and a description
+  // a developer can act on; a request without a token gets neither.
+  const challenges: { name: string; headers: () => Promise<Record<string, string>>; params: RegExp }[] = [
+    { name: 'no token', headers: async () => ({}), params: /^Bearer realm="switchyard", resource_metadata="[^"]+"$/ },
+    {
+      name: 'an expired token',
+      headers: async () => auth(await jwks.signWith({ exp: now() - 600, iat: now() - 900 })),
+      params: /, error="invalid_token", error_description="token expired"$/,
+    },
+    {
+      name: 'a token for another audience',
+      headers: async () => auth(await jwks.signWith({ aud: 'other' })),
+      params: /, error="invalid_token", error_description="invalid token"$/,
+    },
+    {
+      name: 'a token without a subject',
+      headers: async () => auth(await jwks.signWith({ sub: undefined })),
+      params: /, error="invalid_token", error_description="token has no subject"$/,
+    },
+  ];
+  for (const c of challenges) {
+    it(`challenges ${c.name} as RFC 6750 says`, async () => {
+      const res = await post(h.url, INITIALIZE, await c.headers());
+      assert.equal(res.status, 401);
+      assert.match(res.headers.get('www-authenticate') ?? '', c.params);
+    });
+  }
+
   it('forwards a subject unfit for a header or a log line as a label, never as sent', async () => {
     for (const sub of ['user-1\r\nX-Injected: yes', 'x'.repeat(4096), 'ü-user']) {
       const client = await connectV2(h.url, 'legacy', auth(await jwks.signWith({ sub })));

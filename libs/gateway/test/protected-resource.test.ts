@@ -124,7 +124,7 @@ describe('OAuth protected resource metadata (auth mode jwt)', () => {
     assert.equal(
       invalid.headers.get('www-authenticate'),
       'Bearer realm="switchyard", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", ' +
-        'scope="mcp:tools offline_access", error="invalid_token"',
+        'scope="mcp:tools offline_access", error="invalid_token", error_description="invalid token"',
     );
   });
 
