@@ -60,7 +60,7 @@ export const schedulerConfigSchema = z.object({
     // It is the ownerUrl of every runtime this replica holds, which a runtime state carries up to this length.
     .max(RUNTIME_LIMITS.addressLengthMax)
     .optional()
-    .meta({ defaultText: 'http://127.0.0.1:<port> (https: with tls)' })
+    .meta({ defaultText: 'http://<host>:<port>, 127.0.0.1 for host 0.0.0.0 or :: (https: with tls)' })
     .describe('Base URL peers and gateways use to reach this replica (the pod IP in a cluster).'),
   tls: tlsFilesField(
     'the replica serves HTTPS (HTTP/1.1, and HTTP/2 by ALPN)',

@@ -12,8 +12,19 @@ import {
   secretSource,
   exitOnListenError,
   appTls,
+  urlHost,
+  WILDCARD_HOSTS,
 } from '@switchyard/service';
 import { TOKEN_LENGTH_MIN, schedulerConfigSchema, type SchedulerConfig } from './config.ts';
+
+/**
+ * Where peers and gateways dial a replica not told its URL: the one address it listens on (a replica bound to
+ * ::1 or 10.0.0.7 is not on 127.0.0.1), or 127.0.0.1 when it listens on every interface (Node's `::` listener
+ * takes IPv4 too).
+ */
+function defaultAdvertiseHost(host: string): string {
+  return WILDCARD_HOSTS.includes(host) ? '127.0.0.1' : urlHost(host);
+}
 
 /** What each lease backend needs besides its own keys, checked before anything starts. */
 function checkElection(config: SchedulerConfig): SchedulerConfig {
@@ -107,7 +118,7 @@ const tls = appTls('switchyard-scheduler', config.tls, logger);
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const replica = await startSchedulerReplica({
   replicaId: config.replicaId,
-  advertiseUrl: config.advertiseUrl ?? `${tls ? 'https' : 'http'}://127.0.0.1:{port}`,
+  advertiseUrl: config.advertiseUrl ?? `${tls ? 'https' : 'http'}://${defaultAdvertiseHost(config.host)}:{port}`,
   ...(tls ? { tls: tls.pair } : {}),
   host: config.host,
   port: config.port,
@@ -129,7 +140,7 @@ const replica = await startSchedulerReplica({
 }).catch((error: unknown) => exitOnListenError('switchyard-scheduler', error));
 // Peers (epoch sync, proxy hops) and gateways (schedule answers name the owner) dial the advertised URL: a replica
 // listening on every interface is meant to be reached from other machines, which 127.0.0.1 is not.
-if (config.advertiseUrl === undefined && ['0.0.0.0', '::'].includes(config.host)) {
+if (config.advertiseUrl === undefined && WILDCARD_HOSTS.includes(config.host)) {
   logger.warn(
     { host: config.host, url: replica.url },
     `this replica advertises ${replica.url}, an address only this machine can dial: set advertiseUrl (e.g. http://<pod IP>:<port>) when peers or gateways run elsewhere`,
