@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { urlHost } from '@switchyard/service';
 import { spawnApp, until, type AppProcess } from './processes.ts';
 
 export interface ClusterOptions {
@@ -45,6 +46,8 @@ export interface ClusterOptions {
   readonly root?: string;
   /** Environment every app gets on top of this process's. */
   readonly env?: Readonly<Record<string, string>>;
+  /** The loopback address schedulers and gateways listen on (and advertise); default 127.0.0.1, or ::1. */
+  readonly host?: '127.0.0.1' | '::1';
 }
 
 export interface TestCluster {
@@ -130,6 +133,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
   // Hex: a base64url token may start with `-`, which reads as an option on the apps' command lines.
   const token = randomBytes(24).toString('hex');
+  const host = options.host ?? '127.0.0.1';
   const election = options.election ?? { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 };
   const ping = String(options.tunnelPingIntervalMs ?? 1000);
   const schedulers: AppProcess[] = [];
@@ -194,7 +198,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       'scheduler',
       `s${i}`,
       [
-        ...['--host', '127.0.0.1', '--port', String(port), '--replica-id', `s${i}`, ...leaseArgs()],
+        ...['--host', host, '--port', String(port), '--replica-id', `s${i}`, ...leaseArgs()],
         ...['--election.lease-duration-ms', String(election.leaseDurationMs)],
         ...['--election.renew-deadline-ms', String(election.renewDeadlineMs)],
         ...['--election.retry-period-ms', String(election.retryPeriodMs)],
@@ -218,7 +222,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       'gateway',
       `g${i}`,
       [
-        ...['--host', '127.0.0.1', '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
+        ...['--host', host, '--port', String(port), '--default-class', 'demo', '--drain-delay-ms', '0'],
         ...['--schedulers', to.join(',')],
         ...schedulerTokenArgs(extra.schedulerTokenFile, extra.schedulerToken ?? options.apiToken),
         ...(options.gatewayArgs ?? []),
@@ -244,7 +248,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     runtimes,
     gateways,
     schedulerUrls: () => schedulers.map((s) => s.url!),
-    gatewayUrl: (i = 0) => `http://127.0.0.1:${gateways[i]!.port}/mcp`,
+    gatewayUrl: (i = 0) => `http://${urlHost(host)}:${gateways[i]!.port}/mcp`,
     startRuntime,
     async restartScheduler(i) {
       const old = schedulers[i]!;

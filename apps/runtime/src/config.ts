@@ -133,7 +133,7 @@ export const runtimeConfigSchema = z.object({
       advertiseUrl: httpUrl()
         .max(addressLengthMax)
         .optional()
-        .meta({ defaultText: 'http://<host>:<port>' })
+        .meta({ defaultText: 'http://<host>:<port>, an IPv6 host in brackets' })
         .describe(
           'Base URL gateways dial for the direct listener, e.g. http://<pod IP>:<port>; needed when host is 0.0.0.0 or ::, which no other machine can dial.',
         ),

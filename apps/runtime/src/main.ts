@@ -11,6 +11,7 @@ import {
   exitOnListenError,
   listen,
   secretSource,
+  WILDCARD_HOSTS,
 } from '@switchyard/service';
 import { healthListenerOn, runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 import { createHealthServer } from './health.ts';
@@ -76,7 +77,7 @@ if (direct.enabled && directTokens().length === 0) {
   );
   process.exit(1);
 }
-if (direct.enabled && !direct.advertiseUrl && ['0.0.0.0', '::'].includes(direct.host)) {
+if (direct.enabled && !direct.advertiseUrl && WILDCARD_HOSTS.includes(direct.host)) {
   logger.warn(
     { host: direct.host },
     'the direct listener advertises an address only this machine can dial: set directListen.advertiseUrl',

@@ -9,7 +9,7 @@ import {
   type RuntimeInfo,
 } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
-import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler } from '@switchyard/service';
+import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, urlHost } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
@@ -104,7 +104,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     const direct = http.createServer(requireBearer(options.direct.tokens, route, logger));
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
-    directUrl = (options.direct.advertiseUrl ?? `http://${options.direct.host}:{port}`).replace(
+    directUrl = (options.direct.advertiseUrl ?? `http://${urlHost(options.direct.host)}:{port}`).replace(
       '{port}',
       String(bound.port),
     );

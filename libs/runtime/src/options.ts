@@ -52,6 +52,7 @@ export interface RuntimeNodeOptions {
     readonly host: string;
     readonly port: number;
     readonly tokens: readonly string[] | (() => readonly string[]);
+    /** Default `http://<host>:<port>`, an IPv6 host in brackets. `{port}` is replaced by the bound port. */
     readonly advertiseUrl?: string;
   };
   readonly tunnelPingIntervalMs?: number;
