@@ -6,20 +6,38 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { metric, sessionsAcross, counter, type AnyClient } from './support.ts';
+import { connect, counter, metric, sessionsAcross, whoami, type AnyClient } from './support.ts';
 
 const TOKEN = 'direct-token-0123456789abcdef';
-const DIRECT_ARGS = [
+const RUNTIME_ARGS = [
   ...['--direct-listen.enabled', 'true', '--direct-listen.host', '::1', '--direct-listen.token', TOKEN],
+  ...['--health.enabled', 'true', '--health.host', '::1'],
 ];
 
 describe('a cluster on IPv6 loopback', () => {
   let cluster: TestCluster;
   before(async () => {
     // Two replicas, one runtime on each: epochs sync and proxy hops run between peers at [::1] URLs.
-    cluster = await startCluster({ host: '::1', schedulers: 2, runtimes: 2, gateways: 1, runtimeArgs: DIRECT_ARGS });
+    cluster = await startCluster({ host: '::1', schedulers: 2, runtimes: 2, gateways: 1, runtimeArgs: RUNTIME_ARGS });
   });
   after(() => cluster?.stop());
+
+  it('logs ready with URLs that answer: the gateway /mcp, each runtime health listener', async () => {
+    const gateway = cluster.gateways[0]!;
+    const ready = await gateway.waitForLog((l) => l.msg === 'ready');
+    assert.equal(ready.url, `http://[::1]:${gateway.port}/mcp`);
+    const client = await connect('v2', String(ready.url));
+    try {
+      assert.ok(['r0', 'r1'].includes((await whoami(client)).runtime));
+    } finally {
+      await client.close();
+    }
+    for (const runtime of cluster.runtimes) {
+      const health = (await runtime.waitForLog((l) => l.msg === 'ready')).health;
+      assert.match(String(health), /^http:\/\/\[::1\]:\d+$/, runtime.name);
+      assert.equal((await fetch(`${String(health)}/healthz`)).status, 200, runtime.name);
+    }
+  });
 
   it('advertises each runtime direct listener on ::1 as http://[::1]:<port>, which a direct-mode gateway dials', async () => {
     for (const runtime of cluster.runtimes) {

@@ -14,6 +14,7 @@ import {
   metricsHandler,
   secretSource,
   appTls,
+  urlHost,
 } from '@switchyard/service';
 import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from './config.ts';
 
@@ -165,4 +166,7 @@ lifecycle.onShutdown(() => gateway.close());
 if (tls && secure) lifecycle.onShutdown(tls.watch((pair) => secure.setSecureContext(pair)));
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
-logger.info({ url: `${tls ? 'https' : 'http'}://${config.host}:${address.port}/mcp`, port: address.port }, 'ready');
+logger.info(
+  { url: `${tls ? 'https' : 'http'}://${urlHost(config.host)}:${address.port}/mcp`, port: address.port },
+  'ready',
+);

@@ -11,6 +11,7 @@ import {
   exitOnListenError,
   listen,
   secretSource,
+  urlHost,
   WILDCARD_HOSTS,
 } from '@switchyard/service';
 import { healthListenerOn, runtimeConfigSchema, type RuntimeConfig } from './config.ts';
@@ -134,7 +135,7 @@ logger.info(
     runtime: node.runtimeId,
     scheduler: config.schedulerUrl,
     direct: node.directUrl,
-    ...(healthAddress ? { health: `http://${config.health.host}:${healthAddress.port}` } : {}),
+    ...(healthAddress ? { health: `http://${urlHost(config.health.host)}:${healthAddress.port}` } : {}),
   },
   'ready',
 );
