@@ -200,7 +200,7 @@ export const gatewayConfigSchema = z.object({
     .describe('Route cache.'),
   auth: authSchema.prefault({}).describe('Client authentication.'),
   allowedOrigins: checkedList(originEntryProblem).describe(
-    'Browser origins allowed to call /mcp, with CORS (preflights answered, Mcp-Session-Id exposed): exact origins, `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
+    'Browser origins allowed to call /mcp, with CORS (preflights answered, Mcp-Session-Id exposed): exact origins as browsers send them (an IPv6 host compressed, `http://[::1]:3000`; no default port), `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
   ),
   bodyBytesMax: z.number().int().min(1).default(D.bodyBytesMax).describe('Largest request body accepted.'),
   headerBytesMax: z

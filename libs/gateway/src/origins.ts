@@ -10,7 +10,14 @@ type Entry = { readonly exact: string } | { readonly anyPort: string } | { reado
 function parseEntry(entry: string): Entry {
   if (entry === 'null') return { exact: entry };
   const wildcard = entry.endsWith(ANY_PORT);
-  const match = ORIGIN.exec(wildcard ? entry.slice(0, -ANY_PORT.length) : entry);
+  const origin = wildcard ? entry.slice(0, -ANY_PORT.length) : entry;
+  const match = ORIGIN.exec(origin);
+  // Browsers send an origin as the URL standard serializes it: an IPv6 host compressed, no default port.
+  const sent = match && URL.canParse(origin) ? new URL(origin).origin : undefined;
+  if (match && sent !== origin) {
+    const hint = sent === undefined ? '' : `, write ${sent}${wildcard ? ANY_PORT : ''}`;
+    return { problem: `"${entry}" is not an origin as browsers send it${hint}` };
+  }
   if (match && !wildcard) return { exact: entry };
   if (match && match[2] === undefined) return { anyPort: match[1]! };
   return { problem: `"${entry}" is not an origin (scheme://host[:port], lower case, no path) nor scheme://host:*` };
@@ -29,7 +36,8 @@ export function originEntryProblem(entry: string): string | undefined {
  * `scheme://host:*` for every port of one host — what a gateway on a
  * developer's machine wants for browser clients served from localhost.
  * Entries are checked once: one that can never match a real Origin (a path,
- * a trailing slash, upper case) is a configuration error, not a silent 403.
+ * a trailing slash, upper case, a default port, an IPv6 host not compressed
+ * as the URL standard writes it) is a configuration error, not a silent 403.
  */
 export class OriginPolicy {
   readonly #exact = new Set<string>();

@@ -56,6 +56,28 @@ describe('allowed origins', () => {
     });
   }
 
+  // A browser writes an IPv6 host compressed (RFC 5952) and leaves out a default port: an entry in another form
+  // would pass every check above and then answer each of its browsers 403. Said at start, with the form to write.
+  const unsent: [string, string][] = [
+    ['http://[0:0:0:0:0:0:0:1]:3000', 'http://[::1]:3000'],
+    ['http://[::ffff:127.0.0.1]:*', 'http://[::ffff:7f00:1]:*'],
+    ['http://[fd00:0::7]', 'http://[fd00::7]'],
+    ['http://[::1]:80', 'http://[::1]'],
+    ['https://app.example:443', 'https://app.example'],
+  ];
+  for (const [entry, sent] of unsent) {
+    it(`refuses ${entry}, which no browser sends, naming ${sent}`, () => {
+      assert.throws(
+        () => createGateway({ schedulers: ['http://127.0.0.1:1'], allowedOrigins: [entry] }),
+        (error: unknown) =>
+          error instanceof SwitchyardError &&
+          error.message.includes(JSON.stringify(entry)) &&
+          error.message.includes(sent),
+      );
+      assert.equal(new OriginPolicy([sent]).allows(sent.replace(':*', ':3000')), true);
+    });
+  }
+
   it('answers an Origin outside a wildcard host 403 and one inside it normally, end to end', async () => {
     const h = await startHarness(1, { allowedOrigins: ['http://localhost:*'] });
     try {
