@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
+import { urlHost } from './url-host.ts';
 
 /** What an operator reads when a port cannot be bound, by the system's error code. */
 const LISTEN_REASONS: Readonly<Record<string, string>> = {
@@ -11,9 +12,9 @@ const LISTEN_REASONS: Readonly<Record<string, string>> = {
 };
 
 /**
- * A listener that could not be bound: says which address and why in its
- * message; `code` stays the system's (`EADDRINUSE`, …), the original error
- * is the `cause`.
+ * A listener that could not be bound: says which address (an IPv6 one in
+ * brackets, as `[::1]:7070`, not `::1:7070`) and why in its message; `code`
+ * stays the system's (`EADDRINUSE`, …), the original error is the `cause`.
  */
 export class ListenError extends Error {
   readonly code: string | undefined;
@@ -21,7 +22,7 @@ export class ListenError extends Error {
   readonly port: number;
   constructor(host: string, port: number, cause: NodeJS.ErrnoException) {
     const reason = (cause.code && LISTEN_REASONS[cause.code]) ?? cause.message;
-    super(`cannot listen on ${host}:${port}: ${reason}`, { cause });
+    super(`cannot listen on ${urlHost(host)}:${port}: ${reason}`, { cause });
     this.name = 'ListenError';
     this.code = cause.code;
     this.host = host;

@@ -58,4 +58,14 @@ describe('listen', () => {
       holder.close();
     }
   });
+
+  it('names an IPv6 address in brackets, so its port is not read as part of it', async () => {
+    // fd00::dead:7070 would itself be an address; this one is not on this machine.
+    await assert.rejects(listen(http.createServer(), { host: 'fd00::dead', port: 7070 }), (error: unknown) => {
+      assert.ok(error instanceof ListenError);
+      assert.equal(error.message, 'cannot listen on [fd00::dead]:7070: the address is not one of this machine');
+      assert.equal(error.host, 'fd00::dead');
+      return true;
+    });
+  });
 });
