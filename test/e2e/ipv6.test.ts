@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { connect, counter, metric, sessionsAcross, whoami, type AnyClient } from './support.ts';
+import { connect, counter, ipv6Missing, metric, sessionsAcross, whoami, type AnyClient } from './support.ts';
 
 const TOKEN = 'direct-token-0123456789abcdef';
 const RUNTIME_ARGS = [
@@ -14,7 +14,7 @@ const RUNTIME_ARGS = [
   ...['--health.enabled', 'true', '--health.host', '::1'],
 ];
 
-describe('a cluster on IPv6 loopback', () => {
+describe('a cluster on IPv6 loopback', { skip: ipv6Missing }, () => {
   let cluster: TestCluster;
   before(async () => {
     // Two replicas, one runtime on each: epochs sync and proxy hops run between peers at [::1] URLs.

@@ -231,6 +231,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Why this machine has no IPv6 loopback (a container with IPv6 off), or false when a listener can bind ::1. */
+export const ipv6Missing: string | false = await new Promise((resolve) => {
+  const server = createServer();
+  server.once('error', (error: NodeJS.ErrnoException) => resolve(`::1 cannot be bound here (${error.code})`));
+  server.listen(0, '::1', () => server.close(() => resolve(false)));
+});
+
 export const REDIS_BINARY = '/usr/bin/redis-server';
 export const redisMissing = existsSync(REDIS_BINARY) ? false : `${REDIS_BINARY} is not installed`;
 
