@@ -6,7 +6,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { connect, counter, ipv6Missing, metric, sessionsAcross, whoami, type AnyClient } from './support.ts';
+import {
+  LEGACY,
+  connect,
+  counter,
+  ipv6Missing,
+  metric,
+  post,
+  redisMissing,
+  rpcResult,
+  sessionOf,
+  sessionsAcross,
+  startRedis,
+  whoami,
+  type AnyClient,
+} from './support.ts';
 
 const TOKEN = 'direct-token-0123456789abcdef';
 const RUNTIME_ARGS = [
@@ -60,6 +74,34 @@ describe('a cluster on IPv6 loopback', { skip: ipv6Missing }, () => {
       assert.equal(await through(), before, 'no request went through the scheduler');
     } finally {
       await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+
+  it('shares routes between gateways through a Redis at redis://[::1]:<port>', { skip: redisMissing }, async () => {
+    const redis = await startRedis('::1');
+    const args = ['--route-cache.redis-url', redis.url];
+    const [a, b] = [await cluster.addGateway(undefined, { args }), await cluster.addGateway(undefined, { args })];
+    const client = await connect('v2', `http://[::1]:${a.port}/mcp`);
+    try {
+      const who = await whoami(client);
+      const hits = () =>
+        metric(`http://[::1]:${b.port}`, 'switchyard_gateway_route_cache_lookups_total', {
+          result: 'hit',
+          tier: 'redis',
+        });
+      const before = await hits();
+      const reply = await post(
+        `http://[::1]:${b.port}/mcp`,
+        { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'whoami', arguments: {} } },
+        { 'mcp-session-id': sessionOf(client), 'mcp-protocol-version': LEGACY },
+      );
+      assert.equal(reply.status, 200, reply.text);
+      const content = rpcResult(reply).content as Array<{ text: string }>;
+      assert.deepEqual(JSON.parse(content[0]!.text), who, 'the same runtime and sandbox answer');
+      assert.equal(await hits(), before + 1, 'the route came from Redis');
+    } finally {
+      await client.close();
+      await redis.stop();
     }
   });
 });

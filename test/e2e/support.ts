@@ -246,12 +246,12 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-/** A throwaway redis-server on a free loopback port, without persistence. */
-export async function startRedis(): Promise<RedisServer> {
+/** A throwaway redis-server on a free port of loopback `host`, without persistence. */
+export async function startRedis(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise<RedisServer> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     REDIS_BINARY,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no'],
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -263,12 +263,12 @@ export async function startRedis(): Promise<RedisServer> {
         const socket = new Socket();
         socket.once('connect', () => (socket.destroy(), resolve(true)));
         socket.once('error', () => resolve(false));
-        socket.connect(port, '127.0.0.1');
+        socket.connect(port, host);
       }),
   );
   let stopping: Promise<void> | undefined;
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${host === '::1' ? '[::1]' : host}:${port}`,
     stop() {
       stopping ??= (child.kill('SIGTERM'), exited);
       return stopping;
