@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { GATEWAY_DEFAULTS as D, originEntryProblem, parseStrategy, trustedProxyProblem } from '@switchyard/gateway';
+import {
+  GATEWAY_DEFAULTS as D,
+  originEntryProblem,
+  parseStrategy,
+  redisUrlProblem,
+  trustedProxyProblem,
+} from '@switchyard/gateway';
 import { ConfigError, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
 
 /** A class, process or thread id as the identity headers carry it (`isIdentityValue`). */
@@ -194,7 +200,17 @@ export const gatewayConfigSchema = z.object({
         .min(1)
         .default(D.routeCacheTtlMs)
         .describe('How long a cached route lives after its last use, in memory and in Redis.'),
-      redisUrl: z.string().optional().meta({ secret: true }).describe('Redis URL of a route cache shared by replicas.'),
+      redisUrl: z
+        .string()
+        .superRefine((url, ctx) => {
+          const problem = redisUrlProblem(url);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        })
+        .optional()
+        .meta({ secret: true })
+        .describe(
+          'Redis URL of a route cache shared by replicas: redis://[user:password@]host[:port][/db], or rediss:// for TLS (a private CA through NODE_EXTRA_CA_CERTS). Percent-encode reserved characters of the user name and password (# as %23, @ as %40). Checked at start.',
+        ),
     })
     .prefault({})
     .describe('Route cache.'),

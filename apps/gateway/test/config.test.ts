@@ -47,3 +47,42 @@ describe('gateway config: identity strategies', () => {
     }
   });
 });
+
+describe('gateway config: routeCache.redisUrl', () => {
+  it('takes a password, an ACL user, a database number and TLS', () => {
+    for (const url of [
+      'redis://:p%23ss%40word@redis.example:6379',
+      'redis://gateway:s3cret@10.0.0.5:6380/3',
+      'rediss://default:s3cret@redis.example:6380/0?family=6',
+    ]) {
+      assert.equal(load({ SWITCHYARD_ROUTE_CACHE_REDIS_URL: url }).routeCache.redisUrl, url);
+    }
+  });
+
+  // ioredis reads each of these as something else (another host, a NaN database, TLS off), and the
+  // gateway ran ready without a shared cache; the problem names the option but never echoes the URL.
+  it('refuses at start a URL ioredis would misread, without quoting it', () => {
+    for (const url of [
+      'redis://:SECRET#1@redis.example:6379',
+      'redis://:SECRET/1@redis.example:6379',
+      'redis://:SECRET%zz@redis.example:6379',
+      'redis://:SECRET@redis.example:6379/cache',
+      'REDISS://:SECRET@redis.example:6380',
+      'http://:SECRET@redis.example:6379',
+      'redis.example:6379',
+      'redis://:SECRET@redis.example:6379?enableOfflineQueue=false',
+      'redis://:SECRET@redis.example:6379?db=x',
+    ]) {
+      assert.throws(
+        () => load({ SWITCHYARD_ROUTE_CACHE_REDIS_URL: url }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), /routeCache\.redisUrl/);
+          assert.doesNotMatch(error.message, /SECRET/);
+          return true;
+        },
+        url,
+      );
+    }
+  });
+});

@@ -3,6 +3,7 @@ import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { OriginPolicy } from './origins.ts';
+import { redisUrlProblem } from './redis-url.ts';
 import { TrustedProxies } from './client-address.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, checkToken } from './token-header.ts';
 import type { TokenRule } from './token-header.ts';
@@ -33,7 +34,10 @@ export interface RouteCacheOptions {
   readonly maxEntries?: number;
   /** Time to live, renewed on use (in Redis too, at most every quarter of it). Default 15 min. */
   readonly ttlMs?: number;
-  /** Shared cache for gateway replicas (`redis://host:port`); off when absent. */
+  /**
+   * Shared cache for gateway replicas, off when absent:
+   * `redis[s]://[user:password@]host[:port][/db]`, checked by `redisUrlProblem`.
+   */
   readonly redisUrl?: string;
 }
 
@@ -302,6 +306,13 @@ function positive(name: string, value: number): number {
   return value;
 }
 
+/** The URL as given, or an error that says what is wrong with it without quoting it (it may hold a password). */
+function checkedRedisUrl(url: string): string {
+  const problem = redisUrlProblem(url);
+  if (problem) throw new SwitchyardError('invalid_request', `routeCache.redisUrl ${problem}`);
+  return url;
+}
+
 /** Applies defaults and validates once; throws SwitchyardError('invalid_request') naming the bad option. */
 export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options.schedulers.length === 0) throw new SwitchyardError('invalid_request', 'schedulers must not be empty');
@@ -344,7 +355,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     routeCache: {
       maxEntries: positive('routeCache.maxEntries', options.routeCache?.maxEntries ?? d.routeCacheEntriesMax),
       ttlMs: positive('routeCache.ttlMs', options.routeCache?.ttlMs ?? d.routeCacheTtlMs),
-      ...(options.routeCache?.redisUrl ? { redisUrl: options.routeCache.redisUrl } : {}),
+      ...(options.routeCache?.redisUrl ? { redisUrl: checkedRedisUrl(options.routeCache.redisUrl) } : {}),
     },
     auth,
     allowedOrigins: new OriginPolicy(options.allowedOrigins ?? []),

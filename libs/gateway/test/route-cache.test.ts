@@ -9,6 +9,7 @@ import { createHook } from 'node:async_hooks';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemClock } from '@switchyard/clock';
+import { createGateway } from '@switchyard/gateway';
 import { RouteCache } from '../src/route-cache.ts';
 import { ThrottledLog } from '../src/throttled-log.ts';
 
@@ -98,5 +99,18 @@ describe('route cache memory tier', () => {
     });
     assert.ok(timers - lookups <= 2, `${timers - lookups} timers set by ${lookups} lookups`);
     await cache.close();
+  });
+});
+
+describe('route cache redis URL', () => {
+  // Misread by ioredis, each ran a gateway without its shared cache (or dialled elsewhere) instead of failing.
+  it('is refused by createGateway when ioredis would misread it, and the error does not quote it', () => {
+    for (const url of ['redis://:SECRET#1@h:6379', 'redis://h:6379/cache', 'REDISS://:SECRET@h:6380']) {
+      assert.throws(
+        () => createGateway({ schedulers: ['http://127.0.0.1:1'], routeCache: { redisUrl: url } }),
+        (error: Error) => /routeCache\.redisUrl/.test(error.message) && !error.message.includes('SECRET'),
+        url,
+      );
+    }
   });
 });
