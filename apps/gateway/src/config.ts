@@ -3,6 +3,7 @@ import {
   GATEWAY_DEFAULTS as D,
   originEntryProblem,
   parseStrategy,
+  REDIS_KEY_PREFIX_PATTERN,
   redisUrlProblem,
   trustedProxyProblem,
 } from '@switchyard/gateway';
@@ -210,6 +211,13 @@ export const gatewayConfigSchema = z.object({
         .meta({ secret: true })
         .describe(
           'Redis URL of a route cache shared by replicas: redis://[user:password@]host[:port][/db], or rediss:// for TLS (a private CA through NODE_EXTRA_CA_CERTS). Percent-encode reserved characters of the user name and password (# as %23, @ as %40). Checked at start.',
+        ),
+      redisKeyPrefix: z
+        .string()
+        .regex(REDIS_KEY_PREFIX_PATTERN, 'must be 1-64 visible ASCII characters')
+        .default(D.routeCacheRedisKeyPrefix)
+        .describe(
+          "Prefix of every key the gateway writes to Redis. Deployments sharing one Redis database (staging and production, two tenants) need one each: a sandbox name both use has the same key, and one deployment's gateways would send its requests to the other's runtimes. A Redis ACL user for the gateways can be held to it (~<prefix>*).",
         ),
     })
     .prefault({})

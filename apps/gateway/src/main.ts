@@ -111,6 +111,7 @@ const gateway = createGateway({
     maxEntries: config.routeCache.maxEntries,
     ttlMs: config.routeCache.ttlMs,
     ...(config.routeCache.redisUrl ? { redisUrl: config.routeCache.redisUrl } : {}),
+    redisKeyPrefix: config.routeCache.redisKeyPrefix,
   },
   auth: {
     mode: config.auth.mode,

@@ -86,3 +86,24 @@ describe('gateway config: routeCache.redisUrl', () => {
     }
   });
 });
+
+describe('gateway config: routeCache.redisKeyPrefix', () => {
+  it('defaults to the prefix every replica of a deployment shares, and takes another', () => {
+    assert.equal(load({}).routeCache.redisKeyPrefix, 'switchyard:route:');
+    assert.equal(
+      load({ SWITCHYARD_ROUTE_CACHE_REDIS_KEY_PREFIX: 'prod:route:' }).routeCache.redisKeyPrefix,
+      'prod:route:',
+    );
+  });
+
+  it('refuses at start a prefix an ACL key pattern could not hold the gateways to', () => {
+    for (const value of ['prod route:', 'prod\u00e9:', 'x'.repeat(65)]) {
+      assert.throws(
+        () => load({ SWITCHYARD_ROUTE_CACHE_REDIS_KEY_PREFIX: value }),
+        (error: unknown) =>
+          error instanceof ConfigError && /routeCache\.redisKeyPrefix/.test(error.problems.join('\n')),
+        JSON.stringify(value),
+      );
+    }
+  });
+});

@@ -175,6 +175,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     maxEntries: o.routeCache.maxEntries,
     ttlMs: o.routeCache.ttlMs,
     ...(o.routeCache.redisUrl ? { redisUrl: o.routeCache.redisUrl } : {}),
+    redisKeyPrefix: o.routeCache.redisKeyPrefix,
     upstreamLog,
     onLookup: (result, tier) => metrics.routeLookup(result, tier),
   });

@@ -1,6 +1,6 @@
 export { createGateway } from './gateway.ts';
 export type { Gateway, GatewayHandler, GatewayStats } from './gateway.ts';
-export { GATEWAY_DEFAULTS } from './options.ts';
+export { GATEWAY_DEFAULTS, REDIS_KEY_PREFIX_PATTERN } from './options.ts';
 export type {
   GatewayOptions,
   GatewayLogger,

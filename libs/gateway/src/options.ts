@@ -4,6 +4,7 @@ import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { OriginPolicy } from './origins.ts';
 import { redisUrlProblem } from './redis-url.ts';
+import { REDIS_ROUTE_PREFIX } from './route-cache.ts';
 import { TrustedProxies } from './client-address.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, checkToken } from './token-header.ts';
 import type { TokenRule } from './token-header.ts';
@@ -39,6 +40,13 @@ export interface RouteCacheOptions {
    * `redis[s]://[user:password@]host[:port][/db]`, checked by `redisUrlProblem`.
    */
   readonly redisUrl?: string;
+  /**
+   * Prefix of every key in Redis. Default `switchyard:route:`. Deployments
+   * that share one Redis (and database) need one each: a named sandbox's key
+   * is the same in both, and one would send its requests to the other's
+   * runtimes. 1-64 visible ASCII characters.
+   */
+  readonly redisKeyPrefix?: string;
 }
 
 export interface AuthOptions {
@@ -199,6 +207,7 @@ export const GATEWAY_DEFAULTS = {
   defaultClass: DEFAULT_CLASS,
   routeCacheEntriesMax: 100_000,
   routeCacheTtlMs: 15 * 60_000,
+  routeCacheRedisKeyPrefix: REDIS_ROUTE_PREFIX,
   bodyBytesMax: 4 * 1024 * 1024,
   headerBytesMax: 16 * 1024,
   principalConcurrencyMax: 256,
@@ -313,6 +322,16 @@ function checkedRedisUrl(url: string): string {
   return url;
 }
 
+/** Visible ASCII, no space: what a Redis ACL key pattern (`~prefix*`) and a log line take as they are. */
+export const REDIS_KEY_PREFIX_PATTERN = /^[\x21-\x7e]{1,64}$/;
+
+function keyPrefix(prefix: string): string {
+  if (!REDIS_KEY_PREFIX_PATTERN.test(prefix)) {
+    throw new SwitchyardError('invalid_request', 'routeCache.redisKeyPrefix must be 1-64 visible ASCII characters');
+  }
+  return prefix;
+}
+
 /** Applies defaults and validates once; throws SwitchyardError('invalid_request') naming the bad option. */
 export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options.schedulers.length === 0) throw new SwitchyardError('invalid_request', 'schedulers must not be empty');
@@ -355,6 +374,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     routeCache: {
       maxEntries: positive('routeCache.maxEntries', options.routeCache?.maxEntries ?? d.routeCacheEntriesMax),
       ttlMs: positive('routeCache.ttlMs', options.routeCache?.ttlMs ?? d.routeCacheTtlMs),
+      redisKeyPrefix: keyPrefix(options.routeCache?.redisKeyPrefix ?? d.routeCacheRedisKeyPrefix),
       ...(options.routeCache?.redisUrl ? { redisUrl: checkedRedisUrl(options.routeCache.redisUrl) } : {}),
     },
     auth,

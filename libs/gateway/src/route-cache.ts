@@ -18,12 +18,14 @@ export interface RouteCacheConfig {
   readonly maxEntries: number;
   readonly ttlMs: number;
   readonly redisUrl?: string;
+  /** Prefix of every key in Redis; default REDIS_ROUTE_PREFIX. */
+  readonly redisKeyPrefix?: string;
   /** Where Redis trouble is reported: throttled, since while Redis is away every lookup fails alike. */
   readonly upstreamLog: ThrottledLog;
   readonly onLookup?: (result: 'hit' | 'miss', tier: 'memory' | 'redis') => void;
 }
 
-/** Shared key prefix in Redis; other replicas read the same keys. */
+/** Default key prefix in Redis; replicas of one deployment share it, deployments sharing a Redis each need their own. */
 export const REDIS_ROUTE_PREFIX = 'switchyard:route:';
 const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** How stale the time that ages entries may be; nothing against TTLs of minutes. */
@@ -130,6 +132,7 @@ export class RouteCache {
   readonly #memory: LRUCache<string, Entry>;
   readonly #redis: Promise<Redis | undefined> | undefined;
   readonly #ttlMs: number;
+  readonly #prefix: string;
   readonly #config: RouteCacheConfig;
   #redisLabel = '';
   #closed = false;
@@ -139,6 +142,7 @@ export class RouteCache {
   constructor(config: RouteCacheConfig) {
     this.#config = config;
     this.#ttlMs = config.ttlMs;
+    this.#prefix = config.redisKeyPrefix ?? REDIS_ROUTE_PREFIX;
     this.#memory = new LRUCache<string, Entry>({
       max: config.maxEntries,
       ttl: config.ttlMs,
@@ -176,7 +180,7 @@ export class RouteCache {
     if (!client) return;
     entry.redisRenewAtMs = performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE;
     client
-      .then((redis) => redis?.pexpire(REDIS_ROUTE_PREFIX + key, this.#ttlMs))
+      .then((redis) => redis?.pexpire(this.#prefix + key, this.#ttlMs))
       .catch((error: unknown) => this.#failed('renew', error));
   }
 
@@ -201,7 +205,7 @@ export class RouteCache {
     }
     try {
       const redis = await client;
-      const text = await redis?.getex(REDIS_ROUTE_PREFIX + key, 'PX', this.#ttlMs);
+      const text = await redis?.getex(this.#prefix + key, 'PX', this.#ttlMs);
       const parsed: unknown = text ? JSON.parse(text) : undefined;
       if (isRoute(parsed)) {
         // GETEX renewed it in Redis.
@@ -221,7 +225,7 @@ export class RouteCache {
     const client = this.#client();
     if (!client) return;
     try {
-      await (await client)?.set(REDIS_ROUTE_PREFIX + key, JSON.stringify(route), 'PX', this.#ttlMs);
+      await (await client)?.set(this.#prefix + key, JSON.stringify(route), 'PX', this.#ttlMs);
     } catch (error) {
       this.#failed('write', error);
     }
@@ -243,7 +247,7 @@ export class RouteCache {
     const client = this.#client();
     if (!client) return;
     try {
-      await (await client)?.del(REDIS_ROUTE_PREFIX + key);
+      await (await client)?.del(this.#prefix + key);
     } catch (error) {
       this.#failed('delete', error);
     }

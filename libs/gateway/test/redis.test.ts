@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { REDIS_ROUTE_PREFIX, createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
-import { INITIALIZE, listen, post, startHarness, stopServer } from './harness.ts';
+import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 
 const REDIS_BIN = '/usr/bin/redis-server';
@@ -291,6 +291,50 @@ describe('route cache while redis hangs', { skip }, () => {
         const session = init.headers.get('mcp-session-id')!;
         if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
       }
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('route cache in a redis shared by two deployments', { skip }, () => {
+  let redis: { url: string; child: ChildProcess };
+  const deployments: Harness[] = [];
+  before(async () => {
+    redis = await startRedis();
+    // Two installs (staging and production, two tenants), each its own scheduler and runtime.
+    for (const redisKeyPrefix of ['staging:route:', 'prod:route:']) {
+      deployments.push(await startHarness(1, { routeCache: { redisUrl: redis.url, redisKeyPrefix } }));
+    }
+  });
+  after(async () => {
+    for (const h of deployments) await h.close();
+    redis?.child.kill('SIGTERM');
+  });
+
+  it('keeps each one to its key prefix, so a sandbox name both use reaches its own runtime', async () => {
+    const [staging, prod] = deployments as [Harness, Harness];
+    const counts = async (h: Harness, calls: number): Promise<string[]> => {
+      const client = await connectV2(h.url, 'modern', { 'X-Switchyard-Process': 'shared-name' });
+      try {
+        const seen: string[] = [];
+        for (let i = 0; i < calls; i++) seen.push(textOf(await client.callTool({ name: 'counter', arguments: {} })));
+        return seen;
+      } finally {
+        await client.close();
+      }
+    };
+    assert.deepEqual(await counts(staging, 2), ['1', '2']);
+    const prodSchedules = prod.scheduler.calls.length;
+    // Read from staging's route, this would be staging's sandbox, counting on from 2.
+    assert.deepEqual(await counts(prod, 2), ['1', '2'], "production's own sandbox");
+    assert.ok(prod.scheduler.calls.length > prodSchedules, "production's gateway asked its own scheduler");
+    const client = new Redis(redis.url);
+    try {
+      const keys = (await client.keys('*')).sort();
+      assert.deepEqual(keys, ['prod:route:process:default/shared-name', 'staging:route:process:default/shared-name']);
+      // A Redis shared with other apps holds no key of this gateway without an expiry.
+      for (const key of keys) assert.ok((await client.pttl(key)) > 0, `${key} expires`);
     } finally {
       client.disconnect();
     }
