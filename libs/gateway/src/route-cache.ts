@@ -58,6 +58,16 @@ function redisLabel(url: string): string {
 }
 
 /**
+ * A primary demoted by a failover stays up and keeps its connections, and
+ * answers every write (GETEX renews, so reads too) with READONLY; a managed
+ * Redis moves its endpoint to the new primary, which only a new connection
+ * reaches. Reconnect then, without resending: the command was a cache's.
+ */
+function reconnectsOnError(error: Error): 1 | false {
+  return error.message.startsWith('READONLY') ? 1 : false;
+}
+
+/**
  * Loaded only when a Redis URL is configured: the client library is a few
  * MB of a gateway's resident memory that most deployments never use.
  * Resolves once connected, or after REDIS_FIRST_CONNECT_WAIT_MS without.
@@ -73,6 +83,7 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
       maxRetriesPerRequest: 1,
       commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
       enableOfflineQueue: false,
+      reconnectOnError: reconnectsOnError,
     });
     // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
     redis.on('error', (error: Error) => log.warn(label, 'route cache redis error', { err: error.message }));

@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,9 +29,11 @@ async function freePort(): Promise<number> {
 
 async function startRedis(port?: number): Promise<{ url: string; child: ChildProcess }> {
   port ??= await freePort();
-  const child = spawn(REDIS_BIN, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  // A directory of its own: a replica (the failover suite) writes the primary's data to disk.
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+  const child = spawn(REDIS_BIN, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('Ready to accept connections')) resolve();
@@ -337,6 +342,81 @@ describe('route cache in a redis shared by two deployments', { skip }, () => {
       for (const key of keys) assert.ok((await client.pttl(key)) > 0, `${key} expires`);
     } finally {
       client.disconnect();
+    }
+  });
+});
+
+/**
+ * A managed Redis's endpoint: a TCP forwarder whose new connections go to
+ * `target` (a failover moves it); connections open stay with the server
+ * they reached, as they do when a DNS name moves.
+ */
+async function startEndpoint(target: number): Promise<{ port: number; target: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const endpoint = {
+    port: 0,
+    target,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const server: Server = createServer((client) => {
+    const upstream = connect(endpoint.target, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.once('close', () => (sockets.delete(socket), client.destroy(), upstream.destroy()));
+      socket.on('error', () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  endpoint.port = (server.address() as AddressInfo).port;
+  return endpoint;
+}
+
+describe('route cache across a failover behind one endpoint', { skip }, () => {
+  let primary: { url: string; child: ChildProcess };
+  let promoted: { url: string; child: ChildProcess };
+  let endpoint: Awaited<ReturnType<typeof startEndpoint>>;
+  let h: Harness;
+  before(async () => {
+    primary = await startRedis();
+    promoted = await startRedis();
+    endpoint = await startEndpoint(Number(new URL(primary.url).port));
+    h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${endpoint.port}` } });
+  });
+  after(async () => {
+    await h?.close();
+    await endpoint?.close();
+    primary?.child.kill('SIGTERM');
+    promoted?.child.kill('SIGTERM');
+  });
+
+  it('follows the endpoint to the new primary instead of writing to the demoted one for ever', async () => {
+    const stored = async (redisUrl: string): Promise<boolean> => {
+      const init = await post(h.url, INITIALIZE);
+      assert.equal(init.status, 200);
+      const client = new Redis(redisUrl);
+      try {
+        return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
+      } finally {
+        client.disconnect();
+      }
+    };
+    assert.equal(await stored(primary.url), true, 'routes reach the primary');
+    // The failover: the old primary becomes a replica of the new one, and
+    // stays up, answering each write on the gateway's connection with READONLY.
+    const admin = new Redis(primary.url);
+    try {
+      const promotedPort = Number(new URL(promoted.url).port);
+      await admin.replicaof('127.0.0.1', promotedPort);
+      endpoint.target = promotedPort;
+    } finally {
+      admin.disconnect();
+    }
+    for (let deadline = Date.now() + 5_000; !(await stored(promoted.url)); await sleep(50)) {
+      assert.ok(Date.now() < deadline, 'routes reach the new primary within 5 s');
     }
   });
 });
