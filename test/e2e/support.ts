@@ -2,7 +2,7 @@
 // generations, raw JSON-RPC over fetch, metric scraping and a throwaway
 // redis-server. Everything here talks to real processes over loopback.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Socket, createServer } from 'node:net';
 import { Client } from '@modelcontextprotocol/client';
@@ -241,17 +241,44 @@ export const ipv6Missing: string | false = await new Promise((resolve) => {
 export const REDIS_BINARY = '/usr/bin/redis-server';
 export const redisMissing = existsSync(REDIS_BINARY) ? false : `${REDIS_BINARY} is not installed`;
 
+/** Why redis-server cannot serve TLS here (built without it, or missing), else false. */
+export function redisTlsMissing(): string | false {
+  if (redisMissing) return redisMissing;
+  // Built with TLS, it takes the directive and finds nothing left to listen on.
+  const probe = spawnSync(REDIS_BINARY, ['--port', '0', '--tls-port', '0'], { encoding: 'utf8', timeout: 5_000 });
+  return `${probe.stdout}${probe.stderr}`.includes('not listen anywhere') ? false : 'redis-server is built without TLS';
+}
+
 export interface RedisServer {
   readonly url: string;
+  readonly port: number;
   stop(): Promise<void>;
 }
 
-/** A throwaway redis-server on a free port of loopback `host`, without persistence. */
-export async function startRedis(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise<RedisServer> {
+export interface RedisOptions {
+  /** The loopback address it binds. */
+  readonly host?: '127.0.0.1' | '::1';
+  /** TLS only, on the port, with this PEM certificate and key (files); clients are not asked for one. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** More redis-server arguments, e.g. `--requirepass`, `--user`. */
+  readonly args?: readonly string[];
+}
+
+/** A throwaway redis-server on a free loopback port, without persistence. */
+export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
   const port = await freePort();
+  const { tls, host = '127.0.0.1' } = options;
+  const listening = tls
+    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile]
+    : ['--port', String(port)];
   const child: ChildProcess = spawn(
     REDIS_BINARY,
-    ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no'],
+    [
+      ...listening,
+      ...(tls ? ['--tls-ca-cert-file', tls.certFile, '--tls-auth-clients', 'no'] : []),
+      ...['--bind', host, '--save', '', '--appendonly', 'no'],
+      ...(options.args ?? []),
+    ],
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -268,7 +295,8 @@ export async function startRedis(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promi
   );
   let stopping: Promise<void> | undefined;
   return {
-    url: `redis://${host === '::1' ? '[::1]' : host}:${port}`,
+    url: `${tls ? 'rediss' : 'redis'}://${host === '::1' ? '[::1]' : host}:${port}`,
+    port,
     stop() {
       stopping ??= (child.kill('SIGTERM'), exited);
       return stopping;
