@@ -87,6 +87,19 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
     });
     // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
     redis.on('error', (error: Error) => log.warn(label, 'route cache redis error', { err: error.message }));
+    // Its return is said too, or the warnings above would just stop; `lostAtMs` is when a ready connection went.
+    let ready = false;
+    let lostAtMs: number | undefined;
+    redis.on('close', () => {
+      if (ready) lostAtMs ??= performance.now();
+      ready = false;
+    });
+    redis.on('ready', () => {
+      ready = true;
+      if (lostAtMs === undefined) return;
+      log.info(label, 'route cache redis connected again', { awayMs: Math.round(performance.now() - lostAtMs) });
+      lostAtMs = undefined;
+    });
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, REDIS_FIRST_CONNECT_WAIT_MS);
       redis.once('ready', () => (clearTimeout(timer), resolve()));

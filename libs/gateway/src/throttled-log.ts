@@ -34,7 +34,12 @@ export class ThrottledLog {
     this.#log('error', upstream, message, fields);
   }
 
-  #log(level: 'warn' | 'error', upstream: string, message: string, fields: object): void {
+  /** An upstream back: throttled as its trouble is, since one that flaps comes back as often. */
+  info(upstream: string, message: string, fields: object = {}): void {
+    this.#log('info', upstream, message, fields);
+  }
+
+  #log(level: 'info' | 'warn' | 'error', upstream: string, message: string, fields: object): void {
     const key = `${upstream}\n${message}`;
     const now = this.#clock.now();
     const seen = this.#seen.get(key);
