@@ -14,11 +14,13 @@ import { until } from '../support/processes.ts';
 import {
   LEGACY,
   connect,
+  initializeBody,
   metric,
   post,
   rpcResult,
   scrape,
   sessionOf,
+  toolCallBody,
   whoami,
   redisMissing,
   redisTlsMissing,
@@ -42,6 +44,64 @@ describe('gateway replicas sharing a Redis route cache', { skip: redisMissing },
 
   it('serves a session opened through one replica from the other without a scheduling call', async () => {
     await sharedThroughRedis(cluster);
+  });
+
+  // Redis holds no state a session needs: killed mid-traffic, it costs each
+  // replica a scheduling call per route it lacks (the thread fast path sends
+  // it to the same runtime), no request, and a line or two in the log.
+  it('serves every session on both replicas through a Redis crash and restart, and says so once', async () => {
+    const sessions: Array<{ id: string; calls: number }> = [];
+    let id = 100;
+    const open = async (): Promise<void> => {
+      const reply = await post(cluster.gatewayUrl(0), initializeBody());
+      assert.equal(reply.status, 200, reply.text);
+      sessions.push({ id: reply.headers.get('mcp-session-id')!, calls: 0 });
+    };
+    // Each session's counter, through both replicas in turn: a call that fails or lands in another sandbox shows.
+    let round = 0;
+    const counterRound = async (when: string): Promise<void> => {
+      round++;
+      for (const [i, session] of sessions.entries()) {
+        const reply = await post(cluster.gatewayUrl((i + round) % 2), toolCallBody(id++, 'counter'), {
+          'mcp-session-id': session.id,
+          'mcp-protocol-version': LEGACY,
+        });
+        assert.equal(reply.status, 200, `${when}: ${reply.text}`);
+        const content = rpcResult(reply).content as Array<{ text: string }>;
+        assert.equal(Number(content[0]!.text), ++session.calls, `${when}: the session's own sandbox`);
+      }
+    };
+    for (let i = 0; i < 4; i++) await open();
+    await counterRound('before the crash');
+
+    await redis.stop('SIGKILL');
+    const crashedAt = Date.now();
+    for (let i = 0; i < 3; i++) {
+      // Opened on one replica, used on the other: no route in its memory, none in Redis.
+      await open();
+      await counterRound('while Redis is down');
+    }
+    redis = await startRedis({ port: redis.port });
+    for (const gateway of cluster.gateways) {
+      await until(`${gateway.name} to reconnect to Redis`, () =>
+        gateway.logs.some((l) => l.msg === 'route cache redis connected again'),
+      );
+    }
+    const awayMs = Date.now() - crashedAt;
+    await open();
+    await counterRound('after the restart');
+    await sharedThroughRedis(cluster);
+
+    for (const gateway of cluster.gateways) {
+      const said = (msg: string): number => gateway.logs.filter((l) => l.msg === msg).length;
+      assert.equal(said('route cache redis connected again'), 1, `${gateway.name}: back, once`);
+      // One line per message per 10 s, whatever the number of requests (dozens here).
+      for (const msg of new Set(
+        gateway.logs.map((l) => String(l.msg)).filter((m) => m.startsWith('route cache redis')),
+      )) {
+        assert.ok(said(msg) <= Math.ceil(awayMs / 10_000) + 1, `${gateway.name}: "${msg}" ${said(msg)} times`);
+      }
+    }
   });
 });
 

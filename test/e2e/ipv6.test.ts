@@ -78,7 +78,7 @@ describe('a cluster on IPv6 loopback', { skip: ipv6Missing }, () => {
   });
 
   it('shares routes between gateways through a Redis at redis://[::1]:<port>', { skip: redisMissing }, async () => {
-    const redis = await startRedis('::1');
+    const redis = await startRedis({ host: '::1' });
     const args = ['--route-cache.redis-url', redis.url];
     const [a, b] = [await cluster.addGateway(undefined, { args }), await cluster.addGateway(undefined, { args })];
     const client = await connect('v2', `http://[::1]:${a.port}/mcp`);

@@ -252,7 +252,8 @@ export function redisTlsMissing(): string | false {
 export interface RedisServer {
   readonly url: string;
   readonly port: number;
-  stop(): Promise<void>;
+  /** SIGTERM by default; SIGKILL for a crash. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
 export interface RedisOptions {
@@ -262,11 +263,13 @@ export interface RedisOptions {
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** More redis-server arguments, e.g. `--requirepass`, `--user`. */
   readonly args?: readonly string[];
+  /** Its port, e.g. that of one killed, to start it again; default a free one. */
+  readonly port?: number;
 }
 
 /** A throwaway redis-server on a free loopback port, without persistence. */
 export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const { tls, host = '127.0.0.1' } = options;
   const listening = tls
     ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile]
@@ -297,8 +300,8 @@ export async function startRedis(options: RedisOptions = {}): Promise<RedisServe
   return {
     url: `${tls ? 'rediss' : 'redis'}://${host === '::1' ? '[::1]' : host}:${port}`,
     port,
-    stop() {
-      stopping ??= (child.kill('SIGTERM'), exited);
+    stop(signal = 'SIGTERM') {
+      stopping ??= (child.kill(signal), exited);
       return stopping;
     },
   };
