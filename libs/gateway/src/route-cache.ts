@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
 import { isIdentityValue } from '@switchyard/protocol';
@@ -68,6 +69,19 @@ function reconnectsOnError(error: Error): 1 | false {
 }
 
 /**
+ * For `rediss://` to a host name, TLS that names it (SNI), which ioredis
+ * leaves out: a shared TLS endpoint of a managed Redis, or a proxy passing
+ * TLS through, picks its certificate and the Redis behind by that name and
+ * refuses a client that gives none. An IP address is no name to give.
+ */
+function tlsServerName(url: string): { tls?: { servername: string } } {
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'rediss:' && isIP(hostname.replace(/^\[|\]$/g, '')) === 0
+    ? { tls: { servername: hostname } }
+    : {};
+}
+
+/**
  * Loaded only when a Redis URL is configured: the client library is a few
  * MB of a gateway's resident memory that most deployments never use.
  * Resolves once connected, or after REDIS_FIRST_CONNECT_WAIT_MS without.
@@ -79,6 +93,7 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
   try {
     const { Redis } = await import('ioredis');
     const redis = new Redis(url, {
+      ...tlsServerName(url),
       lazyConnect: false,
       maxRetriesPerRequest: 1,
       commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
