@@ -3,7 +3,8 @@
 // miss; a route learnt in the background replaces only the one it was
 // learnt for; and lookups spread out in time, as requests are, do not set a timer
 // each (the LRU library's clock cache does at its default resolution). The
-// Redis tier is tested against a real server in redis.test.ts.
+// Redis tier is tested against a real server in redis.test.ts and
+// redis-endpoints.test.ts.
 import assert from 'node:assert/strict';
 import { createHook } from 'node:async_hooks';
 import { describe, it } from 'node:test';

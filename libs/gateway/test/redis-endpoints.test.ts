@@ -1,0 +1,188 @@
+// The route cache's Redis behind the endpoint a managed Redis gives: one
+// whose target moves in a failover, and a TLS one that routes by server
+// name. Real redis-servers, a real TCP forwarder and TLS front on loopback.
+import { execFileSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { REDIS_ROUTE_PREFIX } from '@switchyard/gateway';
+import { INITIALIZE, post, startHarness } from './harness.ts';
+import type { Harness } from './harness.ts';
+import { skip, startRedis } from './fixtures/redis.ts';
+
+/**
+ * A managed Redis's endpoint: a TCP forwarder whose new connections go to
+ * `target` (a failover moves it); connections open stay with the server
+ * they reached, as they do when a DNS name moves.
+ */
+async function startEndpoint(target: number): Promise<{ port: number; target: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const endpoint = {
+    port: 0,
+    target,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const server: Server = createServer((client) => {
+    const upstream = connect(endpoint.target, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.once('close', () => (sockets.delete(socket), client.destroy(), upstream.destroy()));
+      socket.on('error', () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  endpoint.port = (server.address() as AddressInfo).port;
+  return endpoint;
+}
+
+describe('route cache across a failover behind one endpoint', { skip }, () => {
+  let primary: { url: string; child: ChildProcess };
+  let promoted: { url: string; child: ChildProcess };
+  let endpoint: Awaited<ReturnType<typeof startEndpoint>>;
+  let h: Harness;
+  before(async () => {
+    primary = await startRedis();
+    promoted = await startRedis();
+    endpoint = await startEndpoint(Number(new URL(primary.url).port));
+    h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${endpoint.port}` } });
+  });
+  after(async () => {
+    await h?.close();
+    await endpoint?.close();
+    primary?.child.kill('SIGTERM');
+    promoted?.child.kill('SIGTERM');
+  });
+
+  it('follows the endpoint to the new primary instead of writing to the demoted one for ever', async () => {
+    const stored = async (redisUrl: string): Promise<boolean> => {
+      const init = await post(h.url, INITIALIZE);
+      assert.equal(init.status, 200);
+      const client = new Redis(redisUrl);
+      try {
+        return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
+      } finally {
+        client.disconnect();
+      }
+    };
+    assert.equal(await stored(primary.url), true, 'routes reach the primary');
+    // The failover: the old primary becomes a replica of the new one, and
+    // stays up, answering each write on the gateway's connection with READONLY.
+    const admin = new Redis(primary.url);
+    try {
+      const promotedPort = Number(new URL(promoted.url).port);
+      await admin.replicaof('127.0.0.1', promotedPort);
+      endpoint.target = promotedPort;
+    } finally {
+      admin.disconnect();
+    }
+    for (let deadline = Date.now() + 5_000; !(await stored(promoted.url)); await sleep(50)) {
+      assert.ok(Date.now() < deadline, 'routes reach the new primary within 5 s');
+    }
+  });
+});
+
+/** A self-signed certificate for the name `localhost`, or why there is none (no openssl CLI). */
+function certificateForLocalhost(): { key: string; cert: string } | { missing: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-redis-sni-'));
+  try {
+    execFileSync(
+      'openssl',
+      [
+        ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1'],
+        ...['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'],
+        ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+      ],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } catch (error) {
+    return { missing: `no test certificate (openssl CLI: ${(error as Error).message})` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const localhostCertificate = certificateForLocalhost();
+
+/**
+ * A shared TLS endpoint of a managed Redis (or an Envoy, an ingress passing
+ * TLS through): it picks the certificate, and the Redis behind, by the name
+ * the client asks for (SNI), and has nothing for a client that asks none.
+ */
+async function startSniFront(redisPort: number, certificate: { key: string; cert: string }) {
+  const context = tls.createSecureContext(certificate);
+  const sockets = new Set<Socket>();
+  const server = tls.createServer(
+    { SNICallback: (name, done) => (name === 'localhost' ? done(null, context) : done(new Error(`no ${name}`))) },
+    (client) => {
+      const upstream = connect(redisPort, '127.0.0.1');
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.once('close', () => (sockets.delete(socket), client.destroy(), upstream.destroy()));
+        socket.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+    },
+  );
+  server.on('tlsClientError', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe(
+  'route cache on a TLS endpoint that routes by server name',
+  { skip: skip || ('missing' in localhostCertificate ? localhostCertificate.missing : false) },
+  () => {
+    const defaultCAs = tls.getCACertificates('default');
+    let redis: { url: string; child: ChildProcess };
+    let front: Awaited<ReturnType<typeof startSniFront>>;
+    let h: Harness;
+    before(async () => {
+      if ('missing' in localhostCertificate) return;
+      // The endpoint's CA, trusted as NODE_EXTRA_CA_CERTS (the chart's trustedCA) makes a gateway trust it.
+      tls.setDefaultCACertificates([...defaultCAs, localhostCertificate.cert]);
+      redis = await startRedis();
+      front = await startSniFront(Number(new URL(redis.url).port), localhostCertificate);
+      h = await startHarness(1, { routeCache: { redisUrl: `rediss://localhost:${front.port}` } });
+    });
+    after(async () => {
+      await h?.close();
+      await front?.close();
+      redis?.child.kill('SIGTERM');
+      tls.setDefaultCACertificates(defaultCAs);
+    });
+
+    it('names the host it dials, so the endpoint lets it through to its Redis', async () => {
+      const client = new Redis(redis.url);
+      try {
+        for (let deadline = Date.now() + 5_000; ; await sleep(50)) {
+          assert.ok(Date.now() < deadline, 'routes reach redis through the endpoint within 5 s');
+          const init = await post(h.url, INITIALIZE);
+          assert.equal(init.status, 200);
+          const session = init.headers.get('mcp-session-id')!;
+          if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
+        }
+      } finally {
+        client.disconnect();
+      }
+    });
+  },
+);
