@@ -227,6 +227,11 @@ export const gatewayConfigSchema = z.object({
     'Browser origins allowed to call /mcp, with CORS (preflights answered, Mcp-Session-Id exposed): exact origins as browsers send them (an IPv6 host compressed, `http://[::1]:3000`; no default port), `null`, or `scheme://host:*` for any port of a host; empty allows none (requests without Origin pass).',
   ),
   bodyBytesMax: z.number().int().min(1).default(D.bodyBytesMax).describe('Largest request body accepted.'),
+  bodyTimeoutMs: timerBounded(z.number().int().min(1))
+    .default(D.bodyTimeoutMs)
+    .describe(
+      "How long a request body may take to arrive once its headers are in; past it the request is answered 408 and its connection closed. The request holds one of its principal's principalConcurrencyMax slots meanwhile, so a client trickling its body byte by byte would otherwise hold it for ever.",
+    ),
   headerBytesMax: z
     .number()
     .int()

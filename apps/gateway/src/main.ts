@@ -26,6 +26,11 @@ import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from '.
 // module object as it is.
 const http = process.getBuiltinModule('node:http');
 
+/** How long a client may take to send a request's headers. */
+const HEADERS_TIMEOUT_MS = 30_000;
+/** How long a refused body is still read and dropped (readBody's linger), so the 408 reaches its client. */
+const REFUSAL_LINGER_MS = 2_000;
+
 /** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs below. */
 const ANNOUNCED_KEEP_ALIVE_MS = 5_000;
 
@@ -125,6 +130,7 @@ const gateway = createGateway({
   },
   allowedOrigins: config.allowedOrigins,
   bodyBytesMax: config.bodyBytesMax,
+  bodyTimeoutMs: config.bodyTimeoutMs,
   headerBytesMax: config.headerBytesMax,
   principalConcurrencyMax: config.principalConcurrencyMax,
   trustedProxies: config.trustedProxies,
@@ -146,10 +152,13 @@ const tls = appTls('switchyard-gateway', config.tls, logger);
 const secure =
   tls && process.getBuiltinModule('node:https').createServer({ ...tls.pair, ALPNProtocols: ['http/1.1'] }, handler);
 const server = secure || http.createServer(handler);
-// SSE streams may stay open for hours: no whole-request timeout, only the
-// upstream idle timeout inside the gateway.
-server.requestTimeout = 0;
-server.headersTimeout = 30_000;
+// Deadlines on receiving a request, not on answering it: an SSE stream
+// answering a complete request stays open for hours. The gateway answers a
+// POST body still arriving at bodyTimeoutMs with a 408 itself; Node's
+// requestTimeout (checked every 30 s) is the backstop for bodies the gateway
+// never reads (a GET or DELETE sent with one), a linger later.
+server.headersTimeout = HEADERS_TIMEOUT_MS;
+server.requestTimeout = HEADERS_TIMEOUT_MS + config.bodyTimeoutMs + REFUSAL_LINGER_MS;
 // Clients that read `Keep-Alive` (MCP SDKs on fetch) close an idle
 // connection before the 5 s announced, so the gateway holds no idle socket per
 // session for long. A load balancer in front reads no such header and keeps

@@ -283,7 +283,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
     // No abort signal: a client that goes away closes the request, which ends the read.
-    const body = await readBody(req, { bytesMax: o.bodyBytesMax });
+    // A deadline: the slot is held while the body arrives, and a client may trickle it for ever.
+    const body = await readBody(req, { bytesMax: o.bodyBytesMax, timeoutMs: o.bodyTimeoutMs });
     const info = inspectBody(body);
     const r: Routed = { ...base, body, info };
     try {

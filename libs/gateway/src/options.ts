@@ -177,6 +177,12 @@ export interface GatewayOptions {
   readonly allowedOrigins?: readonly string[];
   /** Largest request body. Default 4 MiB. */
   readonly bodyBytesMax?: number;
+  /**
+   * How long a request body may take to arrive once its headers are in;
+   * past it a 408 (the request holds its principal's concurrency slot while
+   * its body arrives). Default 60 s.
+   */
+  readonly bodyTimeoutMs?: number;
   /** Largest total of request header names and values. Default 16 KiB. */
   readonly headerBytesMax?: number;
   /** In-flight requests per principal; an event stream (GET, `subscriptions/listen`) counts until it is open. Default 256. */
@@ -209,6 +215,8 @@ export const GATEWAY_DEFAULTS = {
   routeCacheTtlMs: 15 * 60_000,
   routeCacheRedisKeyPrefix: REDIS_ROUTE_PREFIX,
   bodyBytesMax: 4 * 1024 * 1024,
+  /** A body of bodyBytesMax at about 1 Mbit/s (32 s), with room to spare. */
+  bodyTimeoutMs: 60_000,
   headerBytesMax: 16 * 1024,
   principalConcurrencyMax: 256,
   /** Distinct principals tracked at once by the concurrency limiter. */
@@ -270,6 +278,7 @@ export interface ResolvedOptions {
   readonly auth: AuthOptions;
   readonly allowedOrigins: OriginPolicy;
   readonly bodyBytesMax: number;
+  readonly bodyTimeoutMs: number;
   readonly headerBytesMax: number;
   readonly principalConcurrencyMax: number;
   readonly trustedProxies: TrustedProxies;
@@ -380,6 +389,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     auth,
     allowedOrigins: new OriginPolicy(options.allowedOrigins ?? []),
     bodyBytesMax: positive('bodyBytesMax', options.bodyBytesMax ?? d.bodyBytesMax),
+    bodyTimeoutMs: positive('bodyTimeoutMs', options.bodyTimeoutMs ?? d.bodyTimeoutMs),
     headerBytesMax: positive('headerBytesMax', options.headerBytesMax ?? d.headerBytesMax),
     principalConcurrencyMax: positive(
       'principalConcurrencyMax',

@@ -6,6 +6,12 @@ export interface ReadBodyOptions {
   readonly bytesMax: number;
   /** Aborts the read (e.g. when the client goes away); rejects with the signal's reason. */
   readonly signal?: AbortSignal;
+  /**
+   * How long the whole body may take to arrive, from this call; past it
+   * SwitchyardError('request_timeout'), and what the client still sends is
+   * dropped within `linger` bounds. Default none.
+   */
+  readonly timeoutMs?: number;
   /** Bounds on reading and dropping a refused body; default 2 s and 16 MiB. */
   readonly linger?: LingerLimits;
 }
@@ -22,16 +28,22 @@ const LINGER_DEFAULTS: LingerLimits = { lingerMs: 2_000, lingerBytesMax: 16 * 10
  * Reads a whole request body, bounded. A declared or streamed size past
  * `bytesMax` rejects at once, and the rest of the body is read and dropped
  * within `linger` bounds (see `lingerAfterRefusal`), so the caller's 413
- * reaches the client. A request that closes before its end rejects.
+ * reaches the client; so is a body still arriving at `timeoutMs` (a 408: a
+ * client trickling its body would otherwise hold the caller's resources for
+ * as long as it likes). A request that closes before its end rejects.
  * Listens for events rather than iterating the stream: the async
  * iterator's per-request machinery is a visible cost on hot paths.
  */
 export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promise<Buffer> {
-  const { bytesMax, signal } = options;
+  const { bytesMax, signal, timeoutMs } = options;
   const declared = Number(req.headers['content-length']);
-  const refuse = (): SwitchyardError => {
+  const refuse = (code: 'body_too_large' | 'request_timeout' = 'body_too_large'): SwitchyardError => {
     lingerAfterRefusal(req, options.linger ?? LINGER_DEFAULTS);
-    return new SwitchyardError('body_too_large', `request body exceeds ${bytesMax} bytes`);
+    const message =
+      code === 'body_too_large'
+        ? `request body exceeds ${bytesMax} bytes`
+        : `request body not received within ${timeoutMs} ms`;
+    return new SwitchyardError(code, message);
   };
   // A declared size past the limit is refused before a byte is kept.
   if (Number.isFinite(declared) && declared > bytesMax) return Promise.reject(refuse());
@@ -40,6 +52,7 @@ export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promis
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = (): void => {
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -62,6 +75,8 @@ export function readBody(req: IncomingMessage, options: ReadBodyOptions): Promis
     const onError = (error: Error): void => fail(error);
     const onClose = (): void => fail(new Error('request closed before its body ended'));
     const onAbort = (): void => fail(signal!.reason);
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => fail(refuse('request_timeout')), timeoutMs);
+    timer?.unref();
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

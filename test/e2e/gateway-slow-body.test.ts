@@ -1,0 +1,67 @@
+// The gateway binary against a client that trickles its request body: the
+// request is answered 408 at --body-timeout-ms and gives its concurrency slot
+// back. No scheduler is needed: the slot is taken, and the body read, before
+// a request is routed.
+import { once } from 'node:events';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnApp, until, type AppProcess } from '../support/processes.ts';
+
+const BODY_TIMEOUT_MS = 1_000;
+/** The trickle is bounded: at most this many bytes, one every TRICKLE_MS, never the whole declared body. */
+const TRICKLE_BYTES_MAX = 100;
+const TRICKLE_MS = 50;
+
+/** A POST with a body that is not JSON: answered 400 past the concurrency limit, without a scheduler. */
+async function postGarbage(port: number): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: 'not json',
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+describe('the gateway binary and a trickled request body', () => {
+  let gateway: AppProcess;
+  before(async () => {
+    gateway = await spawnApp('gateway', 'gw-slow-body', [
+      ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:9'],
+      ...['--principal-concurrency-max', '1', '--body-timeout-ms', String(BODY_TIMEOUT_MS), '--drain-delay-ms', '0'],
+    ]);
+  });
+  after(() => gateway?.stop());
+
+  it('answers 408 at --body-timeout-ms, closes the connection and serves the principal again', async () => {
+    const port = gateway.port!;
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    const closed = once(socket, 'close');
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.write(
+      'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+        `Accept: application/json, text/event-stream\r\nContent-Length: ${10 * TRICKLE_BYTES_MAX}\r\n\r\n{`,
+    );
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (sent++ < TRICKLE_BYTES_MAX && !socket.destroyed) socket.write(' ');
+    }, TRICKLE_MS);
+    try {
+      // Its slot is held while the body trickles.
+      assert.equal(await postGarbage(port), 429);
+      await until('an answer to the trickled request', () => answer.includes('\r\n\r\n'), 5_000);
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+      await Promise.race([
+        closed,
+        new Promise((_, reject) => setTimeout(() => reject(new Error('connection still open')), 4_000).unref()),
+      ]);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+    assert.equal(await postGarbage(port), 400);
+  });
+});
