@@ -10,11 +10,34 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 /** A connection that has not said which protocol it speaks within this time is dropped. */
 const SNIFF_TIMEOUT_MS = 10_000;
 
+/**
+ * How long an HTTP/2 connection without a stream is kept by default: longer
+ * than a gateway keeps one (60 s), so the gateway closes first.
+ */
+const H2C_IDLE_TIMEOUT_MS = 120_000;
+
+/** Where a stream finds its connection's count of open streams (a stream's `session` is gone at its 'close'). */
+const USE = Symbol('switchyard.h2cUse');
+interface SessionUse {
+  readonly session: http2.ServerHttp2Session;
+  open: number;
+  idle: NodeJS.Timeout | undefined;
+}
+type TaggedStream = http2.ServerHttp2Stream & { [USE]?: SessionUse };
+
 export interface H2cOptions {
   /** Called for every HTTP/2 stream; the handler answers or resets it. */
   readonly onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
   /** Concurrent streams per connection the server advertises. */
   readonly maxConcurrentStreams: number;
+  /**
+   * An HTTP/2 connection without an open stream for this long is closed
+   * (GOAWAY): one opened and abandoned, or whose peer vanished, would
+   * otherwise be held for ever (HTTP/1.1 ones have the server's keep-alive
+   * timeout). A stream open, however silent, keeps it. Default
+   * H2C_IDLE_TIMEOUT_MS.
+   */
+  readonly idleTimeoutMs?: number;
 }
 
 export interface H2cListener {
@@ -56,13 +79,34 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
     streamResetRate: Math.max(33, Math.ceil(options.maxConcurrentStreams / 4)),
   });
   const sessions = new Set<http2.ServerHttp2Session>();
+  const idleTimeoutMs = options.idleTimeoutMs ?? H2C_IDLE_TIMEOUT_MS;
+  const idleFrom = (use: SessionUse): void => {
+    use.idle = setTimeout(() => use.session.close(), idleTimeoutMs);
+    use.idle.unref();
+  };
+  const uses = new WeakMap<http2.ServerHttp2Session, SessionUse>();
   h2.on('session', (session) => {
     sessions.add(session);
-    session.once('close', () => sessions.delete(session));
+    const use: SessionUse = { session, open: 0, idle: undefined };
+    uses.set(session, use);
+    idleFrom(use);
+    session.once('close', () => {
+      sessions.delete(session);
+      clearTimeout(use.idle);
+    });
     // A peer's protocol error ends its own session; it must not reach the process.
     session.on('error', () => {});
   });
-  h2.on('stream', options.onStream);
+  h2.on('stream', (stream: TaggedStream, headers) => {
+    const use = uses.get(stream.session as http2.ServerHttp2Session);
+    if (use) {
+      stream[USE] = use;
+      if (use.open++ === 0) clearTimeout(use.idle);
+      // Shared, with `on`: an open stream (an idle event stream, for hours) holds no closure of its own.
+      stream.on('close', streamClosed);
+    }
+    options.onStream(stream, headers);
+  });
 
   // An HTTPS server hands its HTTP/1.1 handling the decrypted connection, once the handshake is done.
   const event = 'addContext' in server ? 'secureConnection' : 'connection';
@@ -101,6 +145,11 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
   });
 
   let closing: Promise<void> | undefined;
+  function streamClosed(this: TaggedStream): void {
+    const use = this[USE];
+    this[USE] = undefined;
+    if (use && --use.open === 0 && !use.session.closed && !use.session.destroyed) idleFrom(use);
+  }
   return {
     get sessions() {
       return sessions.size;

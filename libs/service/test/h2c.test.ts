@@ -171,3 +171,82 @@ describe('serveH2c', () => {
     await Promise.all([goaway, streamClosed]);
   });
 });
+
+// Connections opened and abandoned (a client gone without a FIN, a scan, a
+// peer that sent the preface and nothing else) must not be held for ever:
+// HTTP/1.1 has its keep-alive timeout, HTTP/2 connections without a stream
+// have idleTimeoutMs. A connection holding a stream, however silent, stays.
+describe('serveH2c idle connections', () => {
+  const IDLE_MS = 300;
+  let server: http.Server;
+  let h2c: H2cListener;
+  let base: string;
+
+  before(async () => {
+    server = http.createServer((_req, res) => void res.end('http/1.1'));
+    h2c = serveH2c(server, {
+      maxConcurrentStreams: 100,
+      idleTimeoutMs: IDLE_MS,
+      onStream: (stream, headers) => {
+        stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+        if (headers[':path'] !== '/hold') stream.end('done');
+      },
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await Promise.all([new Promise((r) => server.close(r)), h2c.close(100)]);
+  });
+
+  /** Resolves with how long `emitter` took to emit 'close', or rejects after `limitMs`. */
+  const closesWithin = async (emitter: NodeJS.EventEmitter, limitMs: number): Promise<number> => {
+    const started = performance.now();
+    const timer = setTimeout(() => emitter.emit('error', new Error(`still open after ${limitMs} ms`)), limitMs);
+    try {
+      await once(emitter, 'close');
+    } finally {
+      clearTimeout(timer);
+    }
+    return performance.now() - started;
+  };
+
+  it('closes a connection that sent the HTTP/2 preface and opened no stream', async () => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    socket.resume();
+    await once(socket, 'connect');
+    socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    socket.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])); // an empty SETTINGS frame
+    await until(() => h2c.sessions === 1);
+    await closesWithin(socket, 10 * IDLE_MS);
+    await until(() => h2c.sessions === 0);
+  });
+
+  it('keeps a connection while a silent stream is open, and closes it once idle after the stream ends', async () => {
+    const session = http2.connect(base);
+    session.on('error', () => {});
+    const stream = session.request({ ':path': '/hold' });
+    stream.on('error', () => {});
+    await once(stream, 'response');
+    await new Promise((resolve) => setTimeout(resolve, 3 * IDLE_MS));
+    assert.equal(session.closed || session.destroyed, false, 'a connection with an open stream was closed');
+    // A short request on it restarts nothing while the silent one stays open; closing that one makes the connection idle.
+    const short = session.request({ ':path': '/short' });
+    short.resume();
+    await once(short, 'end');
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    const tookMs = await closesWithin(session, 10 * IDLE_MS);
+    assert.ok(tookMs >= IDLE_MS - 50, `closed ${tookMs} ms after its last stream, before idleTimeoutMs`);
+    await until(() => h2c.sessions === 0);
+  });
+});
+
+async function until(ok: () => boolean, limitMs = 5000): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  while (!ok()) {
+    assert.ok(performance.now() < deadline, 'condition not reached');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
