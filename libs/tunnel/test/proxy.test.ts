@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { proxyToTunnel } from '../src/index.ts';
@@ -10,8 +11,14 @@ import WebSocket from 'ws';
 import { TOKEN, encodeInfo, httpRequest, runtimeInfo, startRuntime, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
+/** What `/flood` offers: far more than every buffer on the way (stream window, sockets) holds. */
+const FLOOD_BYTES = 64 * 1024 * 1024;
+const FLOOD_CHUNK = Buffer.alloc(64 * 1024, 'f');
+
 describe('proxyToTunnel', () => {
   let scheduler: Scheduler;
+  /** The runtime's `/flood` writer: bytes offered so far, and whether it waits for 'drain'. */
+  const flood = { offered: 0, waiting: false };
   let dialer: TunnelDialer;
   let proxy: http.Server;
   let base: string;
@@ -49,6 +56,18 @@ describe('proxyToTunnel', () => {
       if (req.url === '/slow') {
         res.write('a');
         return void setTimeout(() => res.end('b'), 20);
+      }
+      if (req.url === '/flood') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': FLOOD_BYTES });
+        const pump = (): void => {
+          flood.waiting = false;
+          while (flood.offered < FLOOD_BYTES) {
+            flood.offered += FLOOD_CHUNK.length;
+            if (!res.write(FLOOD_CHUNK)) return void ((flood.waiting = true), res.once('drain', pump));
+          }
+          res.end();
+        };
+        return pump();
       }
       if (req.url === '/silent') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -330,6 +349,34 @@ describe('proxyToTunnel', () => {
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-type'], 'text/event-stream');
     res.destroy();
+  });
+
+  it('holds the runtime back while the client reads nothing, then delivers every byte', async () => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    await once(socket, 'connect');
+    // A client that sends its request and stops reading.
+    socket.pause();
+    socket.write('GET /rt-p/flood HTTP/1.1\r\nHost: x\r\n\r\n');
+    try {
+      // Stalled = the runtime waits for 'drain' and its offer has not moved for a while (bounded wait).
+      let stalledAt = -1;
+      for (let stable = 0, i = 0; stable < 3 && i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        stable = flood.waiting && flood.offered === stalledAt ? stable + 1 : 0;
+        stalledAt = flood.offered;
+      }
+      assert.ok(flood.waiting, 'the runtime stalls on backpressure');
+      // The stream window (2 MiB) and the socket buffers on either side of the proxy, not the whole answer.
+      assert.ok(stalledAt < 16 * 1024 * 1024, `the runtime offered ${stalledAt} bytes to a client reading nothing`);
+      let received = 0;
+      socket.on('data', (chunk: Buffer) => (received += chunk.length));
+      socket.resume();
+      for (let i = 0; received < FLOOD_BYTES && i < 1000; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(received > FLOOD_BYTES, `the client got ${received} bytes: headers and the whole body`);
+      assert.equal(flood.offered, FLOOD_BYTES);
+    } finally {
+      socket.destroy();
+    }
   });
 
   it('destroys the client response when the stream resets after headers', async () => {
