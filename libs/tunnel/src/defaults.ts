@@ -78,6 +78,15 @@ export const TUNNEL_DEFAULTS = {
    * call tools seconds apart, so relays stay for a minute, not Node's 5 s.
    */
   relayKeepAliveMs: 60_000,
+  /**
+   * Deadlines on receiving a request on a relay connection, Node's defaults
+   * for any server: a relay opened and never used, or one trickling a
+   * request, would otherwise hold its tunnel stream for ever (a gateway
+   * sends each request whole, at once). Checked every relayCheckIntervalMs.
+   */
+  relayHeadersTimeoutMs: 60_000,
+  relayRequestTimeoutMs: 300_000,
+  relayCheckIntervalMs: 30_000,
 } as const;
 
 /** Where runtimes dial in. */

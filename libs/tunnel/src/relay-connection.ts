@@ -92,33 +92,66 @@ export interface RelayServer {
   drain(): void;
 }
 
+/** Deadlines on receiving a request on a relay connection; see TUNNEL_DEFAULTS.relayHeadersTimeoutMs. */
+export interface RelayLimits {
+  /** From the relay's start, or a request's first byte, to the end of the request's headers. */
+  readonly headersTimeoutMs: number;
+  /** From a request's first byte to the end of its body. */
+  readonly requestTimeoutMs: number;
+  /** How often the deadlines are checked (so they are met within this much). */
+  readonly checkIntervalMs: number;
+}
+
+const RELAY_LIMITS: RelayLimits = {
+  headersTimeoutMs: TUNNEL_DEFAULTS.relayHeadersTimeoutMs,
+  requestTimeoutMs: TUNNEL_DEFAULTS.relayRequestTimeoutMs,
+  checkIntervalMs: TUNNEL_DEFAULTS.relayCheckIntervalMs,
+};
+
 /**
  * The runtime's side: every CONNECT stream `server` (the tunnel's HTTP/2
  * server) receives becomes a connection of an HTTP/1.1 server that serves
  * `handler`, the same handler as tunnel streams. Idle relay connections
  * close after TUNNEL_DEFAULTS.relayKeepAliveMs, announced in `Keep-Alive`,
- * so gateways drop them first.
+ * so gateways drop them first; one that sends no request, or does not
+ * finish one, within `limits` is cut.
  */
-export function serveRelayConnections(server: EventEmitter, handler: http.RequestListener): RelayServer {
+export function serveRelayConnections(
+  server: EventEmitter,
+  handler: http.RequestListener,
+  limits: RelayLimits = RELAY_LIMITS,
+): RelayServer {
   /** Each open relay stream, with the number of its requests not yet answered. */
   const busy = new Map<http2.ServerHttp2Stream, number>();
   /** Responses not yet over: those whose head is still to be written say `Connection: close` once draining. */
   const answering = new Set<http.ServerResponse>();
   let draining = false;
-  const connections = http.createServer((req, res) => {
-    const stream = req.socket as unknown as http2.ServerHttp2Stream;
-    busy.set(stream, (busy.get(stream) ?? 0) + 1);
-    if (draining) res.shouldKeepAlive = false;
-    answering.add(res);
-    res.once('close', () => {
-      answering.delete(res);
-      const left = (busy.get(stream) ?? 1) - 1;
-      if (busy.has(stream)) busy.set(stream, left);
-      if (draining && left === 0) stream.end();
-    });
-    handler(req, res);
-  });
+  const connections = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
+    (req, res) => {
+      const stream = req.socket as unknown as http2.ServerHttp2Stream;
+      busy.set(stream, (busy.get(stream) ?? 0) + 1);
+      if (draining) res.shouldKeepAlive = false;
+      answering.add(res);
+      res.once('close', () => {
+        answering.delete(res);
+        const left = (busy.get(stream) ?? 1) - 1;
+        if (busy.has(stream)) busy.set(stream, left);
+        if (draining && left === 0) stream.end();
+      });
+      handler(req, res);
+    },
+  );
   connections.keepAliveTimeout = TUNNEL_DEFAULTS.relayKeepAliveMs;
+  // Node checks headersTimeout and requestTimeout from when a server emits 'listening' (its connection
+  // checks start then). This one never listens, its connections are CONNECT streams: without this, a relay
+  // opened and abandoned, or trickling a request, held its tunnel stream for ever. (The check's timer is
+  // unref'd; it lasts as long as the process's one relay server.)
+  connections.emit('listening');
   server.on('connect', (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     const stream = res.stream;
     stream.on('error', () => {});

@@ -4,7 +4,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import http2 from 'node:http2';
 import type net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { serveRelayConnections } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import { askRelay, exchangeRaw } from '../src/testing.ts';
 import { startRuntime, startScheduler } from './helpers.ts';
@@ -148,5 +151,95 @@ describe('relay connections', () => {
     const closed = once(socket, 'close');
     scheduler.endpoint.get('rt-relay')!.close('test');
     await closed;
+  });
+});
+
+// The runtime's HTTP/1.1 server on relay streams never listens (its
+// connections are CONNECT streams), and Node checks headersTimeout and
+// requestTimeout only for servers that do: a relay opened and abandoned, or
+// one trickling a request, would hold its tunnel stream for ever. Here with
+// a plain HTTP/2 server and client standing in for the tunnel's two ends.
+describe('relay connections that send no request, or never finish one', () => {
+  const LIMITS = { headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 100 };
+  let server: http2.Http2Server;
+  let session: http2.ClientHttp2Session;
+  let answered = 0;
+
+  before(async () => {
+    // With a request listener, as the runtime's: Node's compatibility layer, which emits 'connect', comes with it.
+    server = http2.createServer((_req, res) => void res.writeHead(404).end());
+    serveRelayConnections(
+      server,
+      (req, res) => {
+        req.resume();
+        req.once('end', () => (answered++, res.end('done')));
+      },
+      LIMITS,
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    session.on('error', () => {});
+  });
+  after(async () => {
+    session.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** Opens a relay (a CONNECT stream) and writes `sent` on it; resolves once the runtime accepted it. */
+  async function relay(sent: string): Promise<http2.ClientHttp2Stream> {
+    const stream = session.request({ ':method': 'CONNECT', ':authority': 'runtime' });
+    stream.on('error', () => {});
+    stream.resume();
+    await once(stream, 'response');
+    if (sent) stream.write(sent);
+    return stream;
+  }
+
+  /** Resolves once `stream` has closed (reset or ended), or rejects after `limitMs`. */
+  async function closesWithin(stream: http2.ClientHttp2Stream, limitMs: number): Promise<void> {
+    if (stream.closed) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`still open after ${limitMs} ms`)), limitMs);
+    });
+    try {
+      // Not events.once: a reset comes with an 'error' first, which would reject it.
+      await Promise.race([new Promise((resolve) => stream.once('close', resolve)), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it('closes a relay that sends no request within headersTimeoutMs', async () => {
+    const stream = await relay('');
+    await closesWithin(stream, 20 * LIMITS.headersTimeoutMs);
+  });
+
+  it('closes a relay whose request headers never end', async () => {
+    const stream = await relay('GET / HTTP/1.1\r\nHost: runtime\r\nX-Slow: ');
+    await closesWithin(stream, 20 * LIMITS.headersTimeoutMs);
+  });
+
+  it('closes a relay whose request body never ends within requestTimeoutMs', async () => {
+    const stream = await relay('POST / HTTP/1.1\r\nHost: runtime\r\nContent-Length: 100\r\n\r\n{');
+    await closesWithin(stream, 20 * LIMITS.requestTimeoutMs);
+  });
+
+  it('keeps a relay that is used within the limits, across requests', async () => {
+    const stream = await relay('');
+    let text = '';
+    stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    for (let i = 0; i < 3; i++) {
+      stream.write('POST / HTTP/1.1\r\nHost: runtime\r\nContent-Length: 2\r\n\r\n{}');
+      for (let n = 0; text.split('done').length - 1 < i + 1 && n < 200; n++)
+        await new Promise((r) => setTimeout(r, 10));
+      // Idle between requests for longer than the header deadline: keep-alive, not a request being sent.
+      await new Promise((r) => setTimeout(r, 2 * LIMITS.headersTimeoutMs));
+    }
+    assert.equal(text.split('done').length - 1, 3);
+    assert.equal(answered, 3, 'the runtime read three whole requests, and none of the unfinished ones');
+    assert.equal(stream.closed, false, 'a relay in use was closed');
+    stream.close();
   });
 });
