@@ -87,6 +87,8 @@ export const TUNNEL_DEFAULTS = {
   relayHeadersTimeoutMs: 60_000,
   relayRequestTimeoutMs: 300_000,
   relayCheckIntervalMs: 30_000,
+  /** The same bound on a request body that reaches a scheduler as an HTTP/2 stream (h2c). */
+  streamRequestTimeoutMs: 300_000,
 } as const;
 
 /** Where runtimes dial in. */

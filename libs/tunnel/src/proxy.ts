@@ -14,6 +14,12 @@ export interface ProxyOptions {
   readonly responseHeaders?: OutgoingHttpHeaders;
   /** Names (lower case) of the runtime's answer headers not passed on (e.g. those acting on the proxy's origin). */
   readonly droppedResponseHeaders?: ReadonlySet<string>;
+  /**
+   * HTTP/2 requests only (`proxyStreamToTunnel`): how long a request body
+   * may take to arrive whole. Default TUNNEL_DEFAULTS.streamRequestTimeoutMs.
+   * (An HTTP/1.1 server has its own `requestTimeout`.)
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 /**

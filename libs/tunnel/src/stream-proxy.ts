@@ -1,5 +1,6 @@
 import http2 from 'node:http2';
 import { PROXY_ERRORS } from '@switchyard/protocol';
+import { TUNNEL_DEFAULTS } from './defaults.ts';
 import { answerHeaders, endToEndHeaders, tunnelRequestHeaders } from './headers.ts';
 import { failureOf, openStream, refusalOf, type ProxyOptions } from './proxy.ts';
 import type { Tunnel } from './tunnel.ts';
@@ -18,7 +19,10 @@ const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.const
  * of either stream resets the other (CANCEL towards the runtime,
  * INTERNAL_ERROR towards the client). An upstream failure before the
  * answer's headers is a 502 with `{"error","runtime"}`, as is a missing
- * tunnel; a tunnel at its stream limit is a 503 (see `refusalOf`).
+ * tunnel; a tunnel at its stream limit is a 503 (see `refusalOf`). A
+ * request body still arriving at `options.requestTimeoutMs` resets both
+ * streams (CANCEL): nothing else bounds an HTTP/2 stream here, and one
+ * trickling its body would hold a stream of the tunnel for ever.
  */
 export function proxyStreamToTunnel(
   tunnel: Tunnel | undefined,
@@ -38,7 +42,17 @@ export function proxyStreamToTunnel(
   const upstream = openStream(tunnel, headers, inbound.endAfterHeaders);
   if (typeof upstream === 'string') return answerRefusal(inbound, upstream, runtimeId);
   upstream.on('error', () => {});
-  if (!inbound.endAfterHeaders) inbound.pipe(upstream);
+  if (!inbound.endAfterHeaders) {
+    inbound.pipe(upstream);
+    const timer = setTimeout(
+      () => inbound.close(NGHTTP2_CANCEL),
+      options.requestTimeoutMs ?? TUNNEL_DEFAULTS.streamRequestTimeoutMs,
+    );
+    timer.unref();
+    const stop = (): void => clearTimeout(timer);
+    inbound.once('end', stop);
+    inbound.once('close', stop);
+  }
   inbound.once('close', () => {
     if (!upstream.destroyed) upstream.close(NGHTTP2_CANCEL);
   });

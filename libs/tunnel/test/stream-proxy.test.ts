@@ -25,10 +25,14 @@ describe('proxyStreamToTunnel', () => {
   let session: http2.ClientHttp2Session;
   const closedOnRuntime: string[] = [];
   const silentArrived: string[] = [];
+  /** `/echo` requests the runtime has begun to read. */
+  const echoes = { opened: 0 };
 
   /** The runtime's handler: compat request and response, as the runtime serves MCP. */
   const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
     if (req.url === '/echo') {
+      echoes.opened++;
+      req.once('close', () => closedOnRuntime.push('/echo'));
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       return void req.once('end', () => res.end(`${req.headers['x-extra']} ${Buffer.concat(chunks).length}`));
@@ -162,5 +166,57 @@ describe('proxyStreamToTunnel', () => {
     const deadline = Date.now() + 2000;
     while (closedOnRuntime.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     assert.ok(closedOnRuntime.includes('/hold'), 'the runtime saw its request close');
+  });
+
+  it('resets a request whose body does not arrive whole within requestTimeoutMs, on both sides', async () => {
+    const REQUEST_TIMEOUT_MS = 300;
+    const slow = http2.createServer();
+    slow.on('stream', (stream, headers) => {
+      proxyStreamToTunnel(scheduler.endpoint.get('rt-s'), stream, headers, '/echo', {
+        runtimeId: 'rt-s',
+        requestTimeoutMs: REQUEST_TIMEOUT_MS,
+      });
+    });
+    slow.listen(0, '127.0.0.1');
+    await once(slow, 'listening');
+    const client = http2.connect(`http://127.0.0.1:${(slow.address() as AddressInfo).port}`);
+    client.on('error', () => {});
+    try {
+      const tunnel = scheduler.endpoint.get('rt-s')!;
+      closedOnRuntime.length = 0;
+      const opened = echoes.opened;
+      // A body begun and never ended: a byte, then nothing.
+      const stream = client.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
+      stream.on('error', () => {});
+      stream.write('{');
+      const started = performance.now();
+      const closed = new Promise((resolve) => stream.once('close', resolve));
+      let lateTimer: NodeJS.Timeout | undefined;
+      const late = new Promise((_, reject) => {
+        lateTimer = setTimeout(() => reject(new Error('still open')), 20 * REQUEST_TIMEOUT_MS);
+      });
+      for (let i = 0; echoes.opened === opened && i < 200; i++) await new Promise((r) => setTimeout(r, 5));
+      const held = tunnel.streams;
+      await Promise.race([closed, late]).finally(() => clearTimeout(lateTimer));
+      const tookMs = performance.now() - started;
+      assert.ok(tookMs >= REQUEST_TIMEOUT_MS - 50, `reset after ${tookMs} ms, before the deadline`);
+      assert.notEqual(stream.rstCode, http2.constants.NGHTTP2_NO_ERROR);
+      const deadline = Date.now() + 2000;
+      while ((!closedOnRuntime.includes('/echo') || tunnel.streams >= held) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.ok(closedOnRuntime.includes('/echo'), 'the runtime saw its request close');
+      assert.ok(tunnel.streams < held, 'its tunnel stream was given back');
+      // A body that arrives in time is answered as ever.
+      const quick = client.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
+      let text = '';
+      quick.on('data', (c: Buffer) => (text += c.toString()));
+      quick.end('{}');
+      await once(quick, 'end');
+      assert.equal(text, 'undefined 2');
+    } finally {
+      client.destroy();
+      await new Promise((resolve) => slow.close(resolve));
+    }
   });
 });
