@@ -21,6 +21,16 @@ export function invalidTokenParams(invalid: string | undefined): string {
   return `, error="invalid_token"${said}`;
 }
 
+/**
+ * Whether `authorization` is of the Bearer scheme, right or wrong: only such
+ * a header gets RFC 6750's error="invalid_token". Another scheme (Basic) is
+ * an authentication method the gateway does not take, and §3.1 says its 401
+ * SHOULD carry no error code, just the challenge.
+ */
+export function isBearerScheme(authorization: string | undefined): boolean {
+  return authorization !== undefined && /^Bearer(?: |$)/i.test(authorization);
+}
+
 /** What a refused token is told (a fixed phrase of ours, never the token or jose's words). */
 export function tokenProblem(error: SwitchyardError): string {
   return error.message.replace(/^Unauthorized: /, '');

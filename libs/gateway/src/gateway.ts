@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent, buildConnector } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
-import { createAuthenticator, bearerChallenge, tokenProblem } from './auth.ts';
+import { createAuthenticator, bearerChallenge, isBearerScheme, tokenProblem } from './auth.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
@@ -257,8 +257,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (authenticate) principal = await authenticate(headerValue(req, 'authorization'));
     } catch (error) {
       if (error instanceof SwitchyardError && error.code === 'unauthorized') {
-        const token = headerValue(req, 'authorization') !== undefined;
-        const invalid = token ? tokenProblem(error) : undefined;
+        const invalid = isBearerScheme(headerValue(req, 'authorization')) ? tokenProblem(error) : undefined;
         sendError(res, 'unauthorized', error.message, null, {
           'WWW-Authenticate': protectedResource?.challenge(req, invalid) ?? bearerChallenge(invalid),
         });

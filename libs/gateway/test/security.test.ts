@@ -125,6 +125,29 @@ describe('gateway security with bearer auth', () => {
     });
   }
 
+  // RFC 6750 §3.1: a request that authenticates by another method (Basic) gets
+  // the challenge without an error code; a refused bearer token gets invalid_token.
+  const challenges: { name: string; authorization: string; challenge: string }[] = [
+    {
+      name: 'a Basic header',
+      authorization: `Basic ${btoa(`alice:${ALICE}`)}`,
+      challenge: 'Bearer realm="switchyard"',
+    },
+    { name: 'a Digest header', authorization: 'Digest username="alice"', challenge: 'Bearer realm="switchyard"' },
+    {
+      name: 'an unknown bearer token',
+      authorization: 'bearer nope',
+      challenge: 'Bearer realm="switchyard", error="invalid_token", error_description="unknown token"',
+    },
+  ];
+  for (const c of challenges) {
+    it(`challenges ${c.name} as RFC 6750 §3.1 says`, async () => {
+      const res = await post(h.url, INITIALIZE, { authorization: c.authorization });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('www-authenticate'), c.challenge);
+    });
+  }
+
   it('names the offending identity part in the 400 message', async () => {
     const res = await post(h.url, INITIALIZE, { ...auth(ALICE), 'x-switchyard-class': 'no spaces' });
     assert.match((res.json as { error: { message: string } }).error.message, /invalid class identity/);
