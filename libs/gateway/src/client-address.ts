@@ -40,6 +40,20 @@ function plain(address: string): string {
 }
 
 /**
+ * The address of an `X-Forwarded-For` hop, without the port some load
+ * balancers append (`203.0.113.7:4711`, `[2001:db8::1]:4711`, RFC 7239's
+ * forms): read as no address, such a hop would stop the walk at the trusted
+ * proxy's own address, and every client behind it would share one limit.
+ * A bare IPv6 address has colons of its own and is left as it is.
+ */
+function hopAddress(hop: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(hop);
+  if (bracketed) return bracketed[1]!;
+  const v4WithPort = /^([\d.]+):\d{1,5}$/.exec(hop);
+  return v4WithPort && isIP(v4WithPort[1]!) === 4 ? v4WithPort[1]! : hop;
+}
+
+/**
  * The proxies whose `X-Forwarded-For` the gateway believes. A proxy appends
  * the address it received the request from, so the list is read from its
  * right end: past every trusted hop, the first address that is not one is
@@ -68,7 +82,7 @@ export class TrustedProxies {
     if (typeof forwarded !== 'string') return client;
     const hops = forwarded.split(',');
     for (let i = hops.length - 1; i >= 0; i--) {
-      const hop = plain(hops[i]!.trim());
+      const hop = plain(hopAddress(hops[i]!.trim()));
       // Not an address: written by the client, or a proxy we cannot read; the last hop we could read is it.
       if (isIP(hop) === 0) return client;
       client = hop;

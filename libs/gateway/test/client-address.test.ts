@@ -57,6 +57,31 @@ describe('TrustedProxies', () => {
       forwarded: '::ffff:198.51.100.4',
       client: '198.51.100.4',
     },
+    // Some cloud load balancers write each hop with its port.
+    {
+      name: 'an IPv4 hop with a port is read as its address',
+      peer: '10.1.2.3',
+      forwarded: '203.0.113.7:4711',
+      client: '203.0.113.7',
+    },
+    {
+      name: 'a bracketed IPv6 hop, with or without a port, is read as its address',
+      peer: '10.1.2.3',
+      forwarded: '[2001:db8::1]:4711, [2001:db8::2]',
+      client: '2001:db8::2',
+    },
+    {
+      name: 'trusted hops with ports are walked past too',
+      peer: '10.1.2.3',
+      forwarded: '[2001:db8::1]:4711, 10.9.9.9:80, [fd00::5]:443',
+      client: '2001:db8::1',
+    },
+    {
+      name: 'a hop with a port that is no address still stops the walk',
+      peer: '10.1.2.3',
+      forwarded: '198.51.100.4, 1.2.3:80, 10.9.9.9',
+      client: '10.9.9.9',
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
