@@ -4,10 +4,16 @@ import {
   originEntryProblem,
   parseStrategy,
   REDIS_KEY_PREFIX_PATTERN,
-  redisUrlProblem,
   trustedProxyProblem,
 } from '@switchyard/gateway';
-import { ConfigError, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
+import {
+  ConfigError,
+  httpUrl,
+  processConfigFields,
+  redisUrlProblem,
+  timerBounded,
+  tlsFilesField,
+} from '@switchyard/service';
 
 /** A class, process or thread id as the identity headers carry it (`isIdentityValue`). */
 const IDENTITY_VALUE = '[A-Za-z0-9._:@-]{1,128}';

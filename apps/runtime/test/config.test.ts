@@ -166,3 +166,39 @@ describe('runtime config: a __proto__ metadata key', () => {
     });
   }
 });
+
+// ioredis reads each of these as something else (another host, a NaN database, TLS off), and the
+// runtime's metering went elsewhere or nowhere; the problem names the option but never echoes the URL.
+describe('runtime config: metering.redisUrl', () => {
+  it('takes a password, an ACL user, a database number and TLS', () => {
+    for (const url of [
+      'redis://:p%23ss%40word@redis.example:6379',
+      'redis://runtime:s3cret@10.0.0.5:6380/3',
+      'rediss://default:s3cret@redis.example:6380/0?family=6',
+    ]) {
+      assert.equal(load({ SWITCHYARD_METERING_REDIS_URL: url }).metering.redisUrl, url);
+    }
+  });
+
+  for (const url of [
+    'redis://:SECRET#1@redis.example:6379',
+    'redis://:SECRET/1@redis.example:6379',
+    'redis://:SECRET%zz@redis.example:6379',
+    'redis://:SECRET@redis.example:6379/metering',
+    'REDISS://:SECRET@redis.example:6380',
+    'redis.example:6379',
+    'redis://:SECRET@redis.example:6379?db=x',
+  ]) {
+    it(`refuses at start ${url.replace('SECRET', '…')} without quoting it`, () => {
+      assert.throws(
+        () => load({ SWITCHYARD_METERING_REDIS_URL: url }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), /metering\.redisUrl/);
+          assert.doesNotMatch(error.message, /SECRET/);
+          return true;
+        },
+      );
+    });
+  }
+});

@@ -15,6 +15,5 @@ export { trustedProxyProblem } from './client-address.ts';
 export type { IdentityStrategy } from './identity.ts';
 export { SUPPORTED_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION } from './wire.ts';
 export { REDIS_ROUTE_PREFIX } from './route-cache.ts';
-export { redisUrlProblem } from './redis-url.ts';
 export { relayConnector } from './relay-connections.ts';
 export type { RelayConnector } from './relay-connections.ts';

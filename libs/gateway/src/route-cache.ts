@@ -1,7 +1,7 @@
-import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
 import { isIdentityValue } from '@switchyard/protocol';
+import { redisTlsOptions } from '@switchyard/service';
 import type { ThrottledLog } from './throttled-log.ts';
 
 /** Where a thread (legacy session) or a named process is served. */
@@ -69,19 +69,6 @@ function reconnectsOnError(error: Error): 1 | false {
 }
 
 /**
- * For `rediss://` to a host name, TLS that names it (SNI), which ioredis
- * leaves out: a shared TLS endpoint of a managed Redis, or a proxy passing
- * TLS through, picks its certificate and the Redis behind by that name and
- * refuses a client that gives none. An IP address is no name to give.
- */
-function tlsServerName(url: string): { tls?: { servername: string } } {
-  const { protocol, hostname } = new URL(url);
-  return protocol === 'rediss:' && isIP(hostname.replace(/^\[|\]$/g, '')) === 0
-    ? { tls: { servername: hostname } }
-    : {};
-}
-
-/**
  * Loaded only when a Redis URL is configured: the client library is a few
  * MB of a gateway's resident memory that most deployments never use.
  * Resolves once connected, or after REDIS_FIRST_CONNECT_WAIT_MS without.
@@ -93,7 +80,7 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
   try {
     const { Redis } = await import('ioredis');
     const redis = new Redis(url, {
-      ...tlsServerName(url),
+      ...redisTlsOptions(url),
       lazyConnect: false,
       maxRetriesPerRequest: 1,
       commandTimeout: REDIS_COMMAND_TIMEOUT_MS,

@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import type { Clock } from '@switchyard/clock';
+import { SwitchyardError } from '@switchyard/protocol';
+import { redisTlsOptions, redisUrlProblem } from '@switchyard/service';
 import type { Engine, SandboxInstance } from './engine.ts';
 import type { Logger, MeteringEvent, MeteringSink } from './types.ts';
 
@@ -10,7 +12,10 @@ export function logMeteringSink(logger: Logger): MeteringSink {
 }
 
 export interface RedisMeteringSinkOptions {
-  /** `redis://host:port/db`. */
+  /**
+   * `redis[s]://[user:password@]host[:port][/db]`, checked by `redisUrlProblem`
+   * (as the gateway's route cache is); `rediss://` to a host name sends it as SNI.
+   */
   readonly url: string;
   /** Stream key events are appended to with XADD. */
   readonly stream: string;
@@ -25,9 +30,12 @@ export interface RedisMeteringSinkOptions {
  * writes while it reconnects (bounded by its offline queue).
  */
 export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink & { close(): Promise<void> } {
+  // Refused, not dialled: ioredis would read it as another host, database or no TLS. Never quoted (a password).
+  const problem = redisUrlProblem(opts.url);
+  if (problem) throw new SwitchyardError('invalid_request', `metering redisUrl ${problem}`);
   // Required here, not imported above: runtimes that log their metering never load the client.
   const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
-  const redis = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  const redis = new Redis(opts.url, { ...redisTlsOptions(opts.url), lazyConnect: false, maxRetriesPerRequest: 2 });
   const lengthMax = opts.streamLengthMax ?? 100_000;
   redis.on('error', (error: Error) =>
     opts.logger?.warn({ event: 'metering.redis_error', err: error.message }, 'redis'),

@@ -22,6 +22,7 @@ export type {
 export { listen, closeServer, exitOnListenError, ListenError, LISTEN_BACKLOG, SERVER_KEEP_ALIVE_MS } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';
+export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
 export { serveH2c } from './h2c.ts';
 export type { H2cListener, H2cOptions } from './h2c.ts';
 export { secretSource } from './secrets.ts';
