@@ -15,6 +15,7 @@ import {
   secretSource,
   appTls,
   urlHost,
+  SERVER_TCP_KEEP_ALIVE_DELAY_MS,
 } from '@switchyard/service';
 import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from './config.ts';
 
@@ -149,9 +150,15 @@ const handler = (req: IncomingMessage, res: ServerResponse): void => {
   gateway.app(req, res);
 };
 const tls = appTls('switchyard-gateway', config.tls, logger);
+// The gateway writes nothing of its own on an idle event stream: TCP keepalive
+// finds a client whose host vanished without closing its connection.
+const tcpKeepAlive = { keepAlive: true, keepAliveInitialDelay: SERVER_TCP_KEEP_ALIVE_DELAY_MS };
 const secure =
-  tls && process.getBuiltinModule('node:https').createServer({ ...tls.pair, ALPNProtocols: ['http/1.1'] }, handler);
-const server = secure || http.createServer(handler);
+  tls &&
+  process
+    .getBuiltinModule('node:https')
+    .createServer({ ...tls.pair, ALPNProtocols: ['http/1.1'], ...tcpKeepAlive }, handler);
+const server = secure || http.createServer(tcpKeepAlive, handler);
 // Deadlines on receiving a request, not on answering it: an SSE stream
 // answering a complete request stays open for hours. The gateway answers a
 // POST body still arriving at bodyTimeoutMs with a 408 itself; Node's

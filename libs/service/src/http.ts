@@ -53,6 +53,18 @@ export const LISTEN_BACKLOG = 4096;
 export const SERVER_KEEP_ALIVE_MS = 65_000;
 
 /**
+ * How long an accepted connection may go without a byte before the kernel
+ * probes its peer (TCP keepalive; Node's libuv then probes every second, ten
+ * times). A client whose host vanished without a FIN or RST (powered off,
+ * cut off by a NAT) on an event stream that carries nothing for hours is
+ * otherwise only found when a write to it fails: the stream, and what it
+ * holds upstream, stay open until then. With this, it is closed about 70 s
+ * after its last traffic; a peer that is there (a load balancer included)
+ * answers the probes in the kernel, unseen by the app.
+ */
+export const SERVER_TCP_KEEP_ALIVE_DELAY_MS = 60_000;
+
+/**
  * Binds `server` with a backlog of LISTEN_BACKLOG and resolves with the bound
  * address (port 0 picks a free port); rejects with a ListenError.
  */

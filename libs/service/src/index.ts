@@ -19,7 +19,15 @@ export type {
   SignalSource,
   Handler,
 } from './lifecycle.ts';
-export { listen, closeServer, exitOnListenError, ListenError, LISTEN_BACKLOG, SERVER_KEEP_ALIVE_MS } from './http.ts';
+export {
+  listen,
+  closeServer,
+  exitOnListenError,
+  ListenError,
+  LISTEN_BACKLOG,
+  SERVER_KEEP_ALIVE_MS,
+  SERVER_TCP_KEEP_ALIVE_DELAY_MS,
+} from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';
 export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
