@@ -174,7 +174,10 @@ class Dialer implements TunnelDialer {
     this.#recheck?.cancel();
     this.#relays?.drain();
     const link = this.#link;
-    if (!link || link.down) return this.#whenClosed;
+    if (!link || link.down) {
+      this.#relays?.close();
+      return this.#whenClosed;
+    }
     this.#whenClosed = new Promise((resolve) => (link.onDown = resolve));
     // Pings go unanswered once the scheduler closes its end too; the grace bounds the wait instead.
     link.heartbeat?.stop();
@@ -315,6 +318,8 @@ class Dialer implements TunnelDialer {
     if (link.session && !link.session.destroyed) link.session.destroy();
     link.cancel?.();
     link.carrier?.destroy();
+    // Closed for good, its relays went with the tunnel: nothing is left for the relay server to check.
+    if (this.#closed) this.#relays?.close();
     const wasConnected = this.connected && this.#link === link;
     if (this.#link === link) this.connected = false;
     if (wasConnected) {

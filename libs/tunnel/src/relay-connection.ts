@@ -90,6 +90,13 @@ export interface RelayServer {
    * into the tunnel's last second of grace.
    */
   drain(): void;
+  /**
+   * The tunnel is gone for good (its dialer closed), and every relay with
+   * it: stops the deadline checks, whose timer would otherwise run, and
+   * hold this server and the runtime's handler, for the rest of the
+   * process. Idempotent.
+   */
+  close(): void;
 }
 
 /** Deadlines on receiving a request on a relay connection; see TUNNEL_DEFAULTS.relayHeadersTimeoutMs. */
@@ -150,8 +157,9 @@ export function serveRelayConnections(
   // Node checks headersTimeout and requestTimeout from when a server emits 'listening' (its connection
   // checks start then). This one never listens, its connections are CONNECT streams: without this, a relay
   // opened and abandoned, or trickling a request, held its tunnel stream for ever. (The check's timer is
-  // unref'd; it lasts as long as the process's one relay server.)
+  // unref'd; close() stops it, as Node's close() does for a server that listened.)
   connections.emit('listening');
+  let closed = false;
   server.on('connect', (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     const stream = res.stream;
     stream.on('error', () => {});
@@ -171,6 +179,12 @@ export function serveRelayConnections(
       draining = true;
       for (const res of answering) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const [stream, requests] of busy) if (requests === 0) stream.end();
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      // Never listening, it has no handle to close: this clears the checks' timer (and closes idle relays, none by now).
+      connections.close();
     },
   };
 }

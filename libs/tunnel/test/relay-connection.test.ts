@@ -3,11 +3,12 @@
 // on CONNECT streams, and plain Node HTTP clients on the relayed socket.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHook } from 'node:async_hooks';
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { serveRelayConnections } from '../src/index.ts';
+import { TUNNEL_DEFAULTS, serveRelayConnections } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import { askRelay, exchangeRaw } from '../src/testing.ts';
 import { startRuntime, startScheduler } from './helpers.ts';
@@ -241,5 +242,40 @@ describe('relay connections that send no request, or never finish one', () => {
     assert.equal(answered, 3, 'the runtime read three whole requests, and none of the unfinished ones');
     assert.equal(stream.closed, false, 'a relay in use was closed');
     stream.close();
+  });
+});
+
+// The deadline checks above run on an interval of the relay server's, which
+// Node clears only in a server's close(). A runtime closing its dialer (a
+// node stopped in a process that goes on: the CLI's local cluster, tests)
+// must stop it, or it runs for the rest of the process holding the server
+// and the runtime's handler.
+describe('a closed dialer', () => {
+  it('stops the deadline checks of its relay server', async () => {
+    const scheduler = await startScheduler();
+    /** Async ids of the check intervals created while the dialer is built, until each is cleared. */
+    const checks = new Set<number>();
+    let building = false;
+    const hook = createHook({
+      init(asyncId, type, _trigger, resource) {
+        const repeat = (resource as { _repeat?: number | null })._repeat;
+        if (building && type === 'Timeout' && repeat === TUNNEL_DEFAULTS.relayCheckIntervalMs) checks.add(asyncId);
+      },
+      destroy: (asyncId) => void checks.delete(asyncId),
+    }).enable();
+    try {
+      building = true;
+      const started = startRuntime(scheduler, 'rt-closes', () => {}, { relayHandler: (_req, res) => void res.end() });
+      building = false;
+      const { dialer } = await started;
+      assert.equal(checks.size, 1, 'the relay server checks its deadlines on an interval');
+      await dialer.close();
+      // Destroy hooks run after the clearing, in a later turn: bounded polling.
+      for (let i = 0; checks.size > 0 && i < 200; i++) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(checks.size, 0, 'the check interval still runs after the dialer closed');
+    } finally {
+      hook.disable();
+      await scheduler.close();
+    }
   });
 });
