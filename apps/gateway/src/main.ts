@@ -16,6 +16,7 @@ import {
   appTls,
   urlHost,
   SERVER_TCP_KEEP_ALIVE_DELAY_MS,
+  LINGER_DEFAULTS,
 } from '@switchyard/service';
 import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from './config.ts';
 
@@ -29,8 +30,6 @@ const http = process.getBuiltinModule('node:http');
 
 /** How long a client may take to send a request's headers. */
 const HEADERS_TIMEOUT_MS = 30_000;
-/** How long a refused body is still read and dropped (readBody's linger), so the 408 reaches its client. */
-const REFUSAL_LINGER_MS = 2_000;
 
 /** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs below. */
 const ANNOUNCED_KEEP_ALIVE_MS = 5_000;
@@ -165,7 +164,7 @@ const server = secure || http.createServer(tcpKeepAlive, handler);
 // requestTimeout (checked every 30 s) is the backstop for bodies the gateway
 // never reads (a GET or DELETE sent with one), a linger later.
 server.headersTimeout = HEADERS_TIMEOUT_MS;
-server.requestTimeout = HEADERS_TIMEOUT_MS + config.bodyTimeoutMs + REFUSAL_LINGER_MS;
+server.requestTimeout = HEADERS_TIMEOUT_MS + config.bodyTimeoutMs + LINGER_DEFAULTS.lingerMs;
 // Clients that read `Keep-Alive` (MCP SDKs on fetch) close an idle
 // connection before the 5 s announced, so the gateway holds no idle socket per
 // session for long. A load balancer in front reads no such header and keeps

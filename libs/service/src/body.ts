@@ -22,7 +22,12 @@ export interface LingerLimits {
   readonly lingerBytesMax: number;
 }
 
-const LINGER_DEFAULTS: LingerLimits = { lingerMs: 2_000, lingerBytesMax: 16 * 1024 * 1024 };
+/**
+ * What readBody lingers by default; a server's own deadline on receiving a
+ * request (Node's requestTimeout) must leave room for it, or it would cut
+ * the connection before the refusal reached the client.
+ */
+export const LINGER_DEFAULTS: LingerLimits = { lingerMs: 2_000, lingerBytesMax: 16 * 1024 * 1024 };
 
 /**
  * Reads a whole request body, bounded. A declared or streamed size past

@@ -36,7 +36,7 @@ export type { H2cListener, H2cOptions } from './h2c.ts';
 export { secretSource } from './secrets.ts';
 export { appTls } from './tls-files.ts';
 export type { AppTls, TlsOption, TlsPair } from './tls-files.ts';
-export { readBody } from './body.ts';
+export { LINGER_DEFAULTS, readBody } from './body.ts';
 export type { LingerLimits, ReadBodyOptions } from './body.ts';
 export {
   processConfigFields,
