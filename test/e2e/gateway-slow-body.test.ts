@@ -41,9 +41,13 @@ describe('the gateway binary and a trickled request body', () => {
     const closed = once(socket, 'close');
     let answer = '';
     socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
-    socket.write(
-      'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
-        `Accept: application/json, text/event-stream\r\nContent-Length: ${10 * TRICKLE_BYTES_MAX}\r\n\r\n{`,
+    // Written, not only queued, before the next request: the slot goes to whichever request the gateway reads first.
+    await new Promise<void>((resolve, reject) =>
+      socket.write(
+        'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+          `Accept: application/json, text/event-stream\r\nContent-Length: ${10 * TRICKLE_BYTES_MAX}\r\n\r\n{`,
+        (error) => (error ? reject(error) : resolve()),
+      ),
     );
     let sent = 0;
     const trickle = setInterval(() => {
