@@ -151,3 +151,18 @@ export function httpRequest(
     req.end(init.body);
   });
 }
+
+/** Resolves once `stream` has closed (reset or ended), or rejects after `limitMs`. */
+export async function closesWithin(stream: http2.Http2Stream, limitMs: number): Promise<void> {
+  if (stream.closed) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still open after ${limitMs} ms`)), limitMs);
+  });
+  try {
+    // Not events.once: a reset comes with an 'error' first, which would reject it.
+    await Promise.race([new Promise((resolve) => stream.once('close', resolve)), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

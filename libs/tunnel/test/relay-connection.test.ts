@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { TUNNEL_DEFAULTS, serveRelayConnections } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import { askRelay, exchangeRaw } from '../src/testing.ts';
-import { startRuntime, startScheduler } from './helpers.ts';
+import { closesWithin, startRuntime, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 /** Asks `scheduler` (the test helpers' relay route) for the relay to `runtime`. */
@@ -195,21 +195,6 @@ describe('relay connections that send no request, or never finish one', () => {
     await once(stream, 'response');
     if (sent) stream.write(sent);
     return stream;
-  }
-
-  /** Resolves once `stream` has closed (reset or ended), or rejects after `limitMs`. */
-  async function closesWithin(stream: http2.ClientHttp2Stream, limitMs: number): Promise<void> {
-    if (stream.closed) return;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`still open after ${limitMs} ms`)), limitMs);
-    });
-    try {
-      // Not events.once: a reset comes with an 'error' first, which would reject it.
-      await Promise.race([new Promise((resolve) => stream.once('close', resolve)), late]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   it('closes a relay that sends no request within headersTimeoutMs', async () => {

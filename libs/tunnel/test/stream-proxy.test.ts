@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { proxyStreamToTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
-import { startRuntime, startScheduler, type Scheduler } from './helpers.ts';
+import { closesWithin, startRuntime, startScheduler, type Scheduler } from './helpers.ts';
 
 interface Answer {
   readonly status: number;
@@ -190,14 +190,9 @@ describe('proxyStreamToTunnel', () => {
       stream.on('error', () => {});
       stream.write('{');
       const started = performance.now();
-      const closed = new Promise((resolve) => stream.once('close', resolve));
-      let lateTimer: NodeJS.Timeout | undefined;
-      const late = new Promise((_, reject) => {
-        lateTimer = setTimeout(() => reject(new Error('still open')), 20 * REQUEST_TIMEOUT_MS);
-      });
       for (let i = 0; echoes.opened === opened && i < 200; i++) await new Promise((r) => setTimeout(r, 5));
       const held = tunnel.streams;
-      await Promise.race([closed, late]).finally(() => clearTimeout(lateTimer));
+      await closesWithin(stream, 20 * REQUEST_TIMEOUT_MS);
       const tookMs = performance.now() - started;
       assert.ok(tookMs >= REQUEST_TIMEOUT_MS - 50, `reset after ${tookMs} ms, before the deadline`);
       assert.notEqual(stream.rstCode, http2.constants.NGHTTP2_NO_ERROR);
