@@ -1,18 +1,15 @@
 // The route cache's Redis behind the endpoint a managed Redis gives: one
 // whose target moves in a failover, and a TLS one that routes by server
 // name. Real redis-servers, a real TCP forwarder and TLS front on loopback.
-import { execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { certificateFor } from '@switchyard/service/testing';
 import { REDIS_ROUTE_PREFIX } from '@switchyard/gateway';
 import { INITIALIZE, post, startHarness } from './harness.ts';
 import type { Harness } from './harness.ts';
@@ -93,28 +90,7 @@ describe('route cache across a failover behind one endpoint', { skip }, () => {
   });
 });
 
-/** A self-signed certificate for the name `localhost`, or why there is none (no openssl CLI). */
-function certificateForLocalhost(): { key: string; cert: string } | { missing: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-redis-sni-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1'],
-        ...['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'],
-        ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
-      ],
-      { stdio: 'ignore' },
-    );
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
-  } catch (error) {
-    return { missing: `no test certificate (openssl CLI: ${(error as Error).message})` };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const localhostCertificate = certificateForLocalhost();
+const localhostCertificate = certificateFor('DNS:localhost');
 
 /**
  * A shared TLS endpoint of a managed Redis (or an Envoy, an ingress passing

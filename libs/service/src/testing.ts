@@ -10,18 +10,18 @@ import { join } from 'node:path';
 import tls from 'node:tls';
 
 /**
- * A self-signed certificate for 127.0.0.1, made with the openssl CLI; none
+ * A self-signed certificate for `subjectAltName` (e.g. `DNS:localhost`), made with the openssl CLI; none
  * when the CLI is missing (the caller then skips with the reason; CI
  * installs it).
  */
-export function certificateFor127(): { key: string; cert: string } | { missing: string } {
+export function certificateFor(subjectAltName: string): { key: string; cert: string } | { missing: string } {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-tls-'));
   try {
     execFileSync(
       'openssl',
       [
         ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1'],
-        ...['-subj', '/CN=switchyard test', '-addext', 'subjectAltName=IP:127.0.0.1'],
+        ...['-subj', '/CN=switchyard test', '-addext', `subjectAltName=${subjectAltName}`],
         ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
       ],
       { stdio: 'ignore' },
@@ -32,6 +32,11 @@ export function certificateFor127(): { key: string; cert: string } | { missing: 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** certificateFor the address most tests serve on. */
+export function certificateFor127(): { key: string; cert: string } | { missing: string } {
+  return certificateFor('IP:127.0.0.1');
 }
 
 export interface TlsFront {
