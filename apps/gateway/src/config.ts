@@ -10,7 +10,7 @@ import {
   ConfigError,
   httpUrl,
   processConfigFields,
-  redisUrlProblem,
+  redisUrlField,
   timerBounded,
   tlsFilesField,
 } from '@switchyard/service';
@@ -207,17 +207,7 @@ export const gatewayConfigSchema = z.object({
         .min(1)
         .default(D.routeCacheTtlMs)
         .describe('How long a cached route lives after its last use, in memory and in Redis.'),
-      redisUrl: z
-        .string()
-        .superRefine((url, ctx) => {
-          const problem = redisUrlProblem(url);
-          if (problem) ctx.addIssue({ code: 'custom', message: problem });
-        })
-        .optional()
-        .meta({ secret: true })
-        .describe(
-          'Redis URL of a route cache shared by replicas: redis://[user:password@]host[:port][/db], or rediss:// for TLS (a private CA through NODE_EXTRA_CA_CERTS). Percent-encode reserved characters of the user name and password (# as %23, @ as %40). Checked at start.',
-        ),
+      redisUrl: redisUrlField('Redis URL of a route cache shared by replicas'),
       redisKeyPrefix: z
         .string()
         .regex(REDIS_KEY_PREFIX_PATTERN, 'must be 1-64 visible ASCII characters')

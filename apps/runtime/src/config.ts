@@ -6,7 +6,7 @@ import {
   isRuntimeVersion,
   metadataProblems,
 } from '@switchyard/protocol';
-import { hostIdentityField, httpUrl, processConfigFields, redisUrlProblem, timerBounded } from '@switchyard/service';
+import { hostIdentityField, httpUrl, processConfigFields, redisUrlField, timerBounded } from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
 // its own state store; the same limits here refuse at start what would otherwise fail each
@@ -142,17 +142,7 @@ export const runtimeConfigSchema = z.object({
     .describe('Direct listener.'),
   metering: z
     .object({
-      redisUrl: z
-        .string()
-        .superRefine((url, ctx) => {
-          const problem = redisUrlProblem(url);
-          if (problem) ctx.addIssue({ code: 'custom', message: problem });
-        })
-        .optional()
-        .meta({ secret: true })
-        .describe(
-          'Redis URL receiving sandbox lifecycle events, off when absent: redis://[user:password@]host[:port][/db], or rediss:// for TLS (a private CA through NODE_EXTRA_CA_CERTS). Percent-encode reserved characters of the user name and password (# as %23, @ as %40). Checked at start.',
-        ),
+      redisUrl: redisUrlField('Redis URL receiving sandbox lifecycle events, off when absent'),
       stream: z.string().min(1).default('switchyard:metering').describe('Redis stream name of metering events.'),
     })
     .prefault({})

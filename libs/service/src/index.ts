@@ -45,4 +45,5 @@ export {
   timerBounded,
   TIMER_DELAY_MS_MAX,
   httpUrl,
+  redisUrlField,
 } from './config/common.ts';

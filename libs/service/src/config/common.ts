@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { IDENTITY_VALUE_PATTERN } from '@switchyard/protocol';
 import { LOG_LEVELS } from '../logger.ts';
+import { redisUrlProblem } from '../redis-url.ts';
 
 /**
  * Longest delay a Node.js timer keeps (2^31 - 1 ms, 24.8 days): a longer one
@@ -22,6 +23,21 @@ export function timerBounded(schema: z.ZodNumber, unitMs = 1): z.ZodNumber {
  */
 export function httpUrl() {
   return z.url().refine((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL');
+}
+
+/** An optional Redis URL option, checked at start (`redisUrlProblem`) and redacted; `what` opens its description. */
+export function redisUrlField(what: string) {
+  return z
+    .string()
+    .superRefine((url, ctx) => {
+      const problem = redisUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional()
+    .meta({ secret: true })
+    .describe(
+      `${what}: redis://[user:password@]host[:port][/db], or rediss:// for TLS (a private CA through NODE_EXTRA_CA_CERTS). Percent-encode reserved characters of the user name and password (# as %23, @ as %40). Checked at start.`,
+    );
 }
 
 /** Options every app process has, to spread into its config schema. */
