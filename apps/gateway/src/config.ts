@@ -245,6 +245,15 @@ export const gatewayConfigSchema = z.object({
   trustedProxies: checkedList(trustedProxyProblem).describe(
     'Proxies in front of the gateway (IP addresses, CIDR blocks such as 10.0.0.0/8) whose X-Forwarded-For names the client: the address principalConcurrencyMax counts by in auth mode none. Empty: the peer is the client.',
   ),
+  clientIpv6PrefixLength: z
+    .number()
+    .int()
+    .min(1)
+    .max(128)
+    .default(D.clientIpv6PrefixLength)
+    .describe(
+      'The IPv6 prefix an anonymous client (auth mode none) is counted by for principalConcurrencyMax: a host is handed a whole /64 and may send from any address in it, so a limit per address is one it lifts at will. 128 counts each IPv6 address apart (e.g. pods of one node sharing a /64 that should not share a limit).',
+    ),
   idleTimeoutMs: timerBounded(z.number().int().min(1))
     .default(D.idleTimeoutMs)
     .describe('Idle time after which a stream is closed (above the scheduler and runtime ones).'),

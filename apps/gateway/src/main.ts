@@ -134,6 +134,7 @@ const gateway = createGateway({
   headerBytesMax: config.headerBytesMax,
   principalConcurrencyMax: config.principalConcurrencyMax,
   trustedProxies: config.trustedProxies,
+  clientIpv6PrefixLength: config.clientIpv6PrefixLength,
   idleTimeoutMs: config.idleTimeoutMs,
   logger,
   metrics: { registry: metrics.registry },

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent, buildConnector } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
+import { addressBlock } from './address-block.ts';
 import { createAuthenticator, bearerChallenge, isBearerScheme, tokenProblem } from './auth.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
@@ -265,7 +266,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       throw error;
     }
-    const slot = principal ?? `ip:${o.trustedProxies.clientOf(req)}`;
+    const slot = principal ?? `ip:${addressBlock(o.trustedProxies.clientOf(req), o.clientIpv6PrefixLength)}`;
     if (!limiter.acquire(slot)) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
     // The client left while authentication ran: give the slot back, send nothing.
     if (held.gone) return limiter.release(slot);

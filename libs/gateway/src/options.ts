@@ -193,6 +193,12 @@ export interface GatewayOptions {
    * `none`), which is per client address. Default none: every peer is the client.
    */
   readonly trustedProxies?: readonly string[];
+  /**
+   * The IPv6 prefix an anonymous client is counted by for that limit: a
+   * host is handed a whole /64 and may use any address in it. 128 counts
+   * each address apart. Default 64.
+   */
+  readonly clientIpv6PrefixLength?: number;
   /** Upstream idle timeout (headers, non-SSE bodies, keep-alive sockets). Default 10 min. */
   readonly idleTimeoutMs?: number;
   readonly logger?: GatewayLogger;
@@ -219,6 +225,7 @@ export const GATEWAY_DEFAULTS = {
   bodyTimeoutMs: 60_000,
   headerBytesMax: 16 * 1024,
   principalConcurrencyMax: 256,
+  clientIpv6PrefixLength: 64,
   /** Distinct principals tracked at once by the concurrency limiter. */
   principalsTrackedMax: 100_000,
   idleTimeoutMs: 10 * 60_000,
@@ -282,6 +289,7 @@ export interface ResolvedOptions {
   readonly headerBytesMax: number;
   readonly principalConcurrencyMax: number;
   readonly trustedProxies: TrustedProxies;
+  readonly clientIpv6PrefixLength: number;
   readonly idleTimeoutMs: number;
   readonly logger: GatewayLogger;
   readonly metrics?: { readonly registry: Registry; readonly prefix: string };
@@ -320,6 +328,13 @@ function offOrPositive(name: string, value: number): number {
 function positive(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw new SwitchyardError('invalid_request', `${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+function prefixLength(value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 128) {
+    throw new SwitchyardError('invalid_request', `clientIpv6PrefixLength must be 1 to 128, got ${value}`);
   }
   return value;
 }
@@ -396,6 +411,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       options.principalConcurrencyMax ?? d.principalConcurrencyMax,
     ),
     trustedProxies: new TrustedProxies(options.trustedProxies ?? []),
+    clientIpv6PrefixLength: prefixLength(options.clientIpv6PrefixLength ?? d.clientIpv6PrefixLength),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? d.idleTimeoutMs),
     logger: options.logger ?? silentLogger,
     ...(options.metrics

@@ -5,6 +5,7 @@ import { SwitchyardError } from '@switchyard/protocol';
 import { createGateway } from '@switchyard/gateway';
 import { TrustedProxies, trustedProxyProblem } from '../src/client-address.ts';
 import { startHarness } from './harness.ts';
+import type { Harness } from './harness.ts';
 
 /** The two fields clientOf reads, as a request from `peer` carrying `forwarded` would have them. */
 function request(peer: string, forwarded?: string): IncomingMessage {
@@ -108,54 +109,93 @@ describe('TrustedProxies', () => {
   });
 });
 
+/** A `sleep` tool call of `ms` forwarded for `client`, as a proxy in front of the gateway would send it. */
+function call(url: string, client: string, ms: number): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'sleep',
+      'x-forwarded-for': client,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name: 'sleep',
+        arguments: { ms },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  });
+}
+
+/**
+ * Holds `holder`'s one slot with a call that takes a while, and answers
+ * the statuses of a call from `holder` again and one from each of `others`.
+ */
+async function statusesWhileHeld(
+  harness: Harness,
+  holder: string,
+  others: readonly string[],
+): Promise<{ holder: number; others: number[] }> {
+  const held = call(harness.url, holder, 400);
+  for (let i = 0; i < 400 && harness.runtimes[0]!.running.count < 1; i++) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const again = await call(harness.url, holder, 0);
+  const answers = await Promise.all(others.map((client) => call(harness.url, client, 0)));
+  await Promise.all([again.text(), ...answers.map((r) => r.text()), held.then((r) => r.text())]);
+  return { holder: again.status, others: answers.map((r) => r.status) };
+}
+
 describe('the concurrency limit of anonymous clients behind a trusted proxy', () => {
   it('counts each forwarded client apart, and every client of an untrusted peer as one', async () => {
     const h = await startHarness(1, { principalConcurrencyMax: 1, trustedProxies: ['127.0.0.1'] });
     const plain = await startHarness(1, { principalConcurrencyMax: 1 });
     try {
-      // A call that takes a while holds client A's one slot.
-      const call = (url: string, client: string, ms: number): Promise<Response> =>
-        fetch(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-protocol-version': '2026-07-28',
-            'mcp-method': 'tools/call',
-            'mcp-name': 'sleep',
-            'x-forwarded-for': client,
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'tools/call',
-            params: {
-              name: 'sleep',
-              arguments: { ms },
-              _meta: {
-                'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-                'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-                'io.modelcontextprotocol/clientCapabilities': {},
-              },
-            },
-          }),
-        });
       for (const [harness, other] of [
         [h, 200],
         [plain, 429],
       ] as const) {
-        const held = call(harness.url, '198.51.100.1', 400);
-        for (let i = 0; i < 400 && harness.runtimes[0]!.running.count < 1; i++) {
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        const sameClient = await call(harness.url, '198.51.100.1', 0);
-        const otherClient = await call(harness.url, '198.51.100.2', 0);
-        assert.equal(sameClient.status, 429, 'the same client past its limit');
-        assert.equal(otherClient.status, other, 'another client behind the same proxy');
-        await Promise.all([sameClient.text(), otherClient.text(), held.then((r) => r.text())]);
+        const statuses = await statusesWhileHeld(harness, '198.51.100.1', ['198.51.100.2']);
+        assert.equal(statuses.holder, 429, 'the same client past its limit');
+        assert.equal(statuses.others[0], other, 'another client behind the same proxy');
       }
     } finally {
       await Promise.all([h.close(), plain.close()]);
     }
+  });
+
+  it('counts an IPv6 client by its /64, or by its address at a prefix length of 128', async () => {
+    const options = { principalConcurrencyMax: 1, trustedProxies: ['127.0.0.1'] };
+    const by64 = await startHarness(1, options);
+    const by128 = await startHarness(1, { ...options, clientIpv6PrefixLength: 128 });
+    try {
+      const sameBlock = '2001:db8:0:1::b';
+      const otherBlock = '2001:db8:0:2::a';
+      const at64 = await statusesWhileHeld(by64, '2001:db8:0:1::a', [sameBlock, otherBlock]);
+      assert.deepEqual(at64, { holder: 429, others: [429, 200] }, 'another address of the same /64 is the same client');
+      const at128 = await statusesWhileHeld(by128, '2001:db8:0:1::a', [sameBlock, otherBlock]);
+      assert.deepEqual(at128, { holder: 429, others: [200, 200] }, 'each address its own client at 128');
+    } finally {
+      await Promise.all([by64.close(), by128.close()]);
+    }
+  });
+
+  it('refuses a prefix length that is no IPv6 prefix', () => {
+    for (const clientIpv6PrefixLength of [0, 129, 1.5])
+      assert.throws(
+        () => createGateway({ schedulers: ['http://127.0.0.1:1'], clientIpv6PrefixLength }),
+        /clientIpv6PrefixLength must be 1 to 128/,
+      );
   });
 });
