@@ -23,6 +23,12 @@ export interface AnswerWriterOptions {
   readonly maxRequestBodySize: number;
   /** A request that could not be turned into an answer (a 500 is sent). */
   readonly onerror: (error: Error) => void;
+  /**
+   * How long a response may wait for its client to take any of it while
+   * more is ready; then its body is cancelled and the response ended (see
+   * `copy`).
+   */
+  readonly writeStallMs: number;
 }
 
 /**
@@ -64,7 +70,7 @@ export function answerWriter(
       const headers: Record<string, string> = {};
       for (const [name, value] of answer.response.headers) headers[name] = value;
       res.writeHead(answer.response.status, headers);
-      if (answer.response.body) await copy(answer.response.body, res, gone.signal);
+      if (answer.response.body) await copy(answer.response.body, res, gone.signal, options.writeStallMs);
     } finally {
       finished = true;
       res.end();
@@ -73,8 +79,23 @@ export function answerWriter(
   };
 }
 
-/** Writes `body` into `res`, waiting for 'drain' when it is full; stops and cancels the body once `gone` aborts. */
-async function copy(body: ReadableStream<Uint8Array>, res: HostResponse, gone: AbortSignal): Promise<void> {
+/**
+ * Writes `body` into `res`, waiting for 'drain' when it is full; stops and
+ * cancels the body once `gone` aborts, or once `res` stayed full for
+ * `stallMs`. The SDK's transport queues a stream's events in its body
+ * without bound, whether or not they are read, so a client that stops
+ * reading an event stream (a process stopped, not gone) would have the
+ * runtime hold every event sent to it from then on. Ending the response
+ * instead bounds that: a client that reads again gets what was written,
+ * then the end of the stream, and resumes it (a legacy session keeps its
+ * last 1,000 events for that) or opens another.
+ */
+async function copy(
+  body: ReadableStream<Uint8Array>,
+  res: HostResponse,
+  gone: AbortSignal,
+  stallMs: number,
+): Promise<void> {
   const reader = body.getReader();
   let drained: (() => void) | undefined;
   const wake = (): void => {
@@ -92,7 +113,11 @@ async function copy(body: ReadableStream<Uint8Array>, res: HostResponse, gone: A
     for (;;) {
       const { done, value } = await reader.read();
       if (done || gone.aborted) return;
-      if (res.write(value) === false && !gone.aborted) await new Promise<void>((resolve) => (drained = resolve));
+      if (res.write(value) === false && !gone.aborted) {
+        const stalled = setTimeout(cancel, stallMs);
+        await new Promise<void>((resolve) => (drained = resolve));
+        clearTimeout(stalled);
+      }
     }
   } catch {
     // The stream failed or was cancelled: the response ends here.

@@ -25,6 +25,8 @@ export const SANDBOX_DEFAULTS = {
   bodyBytesMax: 4 * 1024 * 1024,
   /** Wait after a warm-pool hand-out before starting its replacement, ms (keeps the start off the new session's first calls). */
   warmPoolRefillDelayMs: 250,
+  /** How long an answer may wait for its client to take any of it before it is ended, ms (see answer.ts). */
+  writeStallMs: 60_000,
 } as const;
 
 /** A runtime's sandboxes and the MCP and REST endpoints in front of them. */
@@ -117,6 +119,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass, inFlight });
   const nodeOpts = {
     maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,
+    writeStallMs: SANDBOX_DEFAULTS.writeStallMs,
     onerror: (error: Error) => logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
   };
   const mcp = answerWriter(endpoint.handle, nodeOpts);
