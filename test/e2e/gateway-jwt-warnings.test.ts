@@ -1,7 +1,8 @@
 // A gateway in auth mode `jwt` says at start what its settings let through:
 // without auth.issuer, tokens of any issuer the JWKS signs for (one key set
 // serves every tenant of a multi-tenant provider); without auth.audience or
-// auth.resource, tokens for any audience. Gateways as processes; their
+// auth.resource, tokens for any audience; with a plain-http JWKS URL off
+// this host, tokens anyone on the path can sign. Gateways as processes; their
 // JWKS and scheduler are never reached.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,6 +35,28 @@ describe('a gateway in auth mode jwt, at start', () => {
     const warnings = await warningsAtStart('gw-jwt-no-audience', ['--auth.issuer', 'https://issuer.test']);
     assert.equal(warnings.filter((w) => /any audience/.test(w)).length, 1, JSON.stringify(warnings));
     assert.equal(warnings.filter((w) => /auth\.issuer/.test(w)).length, 0, JSON.stringify(warnings));
+  });
+
+  it('warns of a plain-http JWKS URL off this host, not of one on loopback or https', async () => {
+    const plainHttp = /auth\.jwksUrl is plain http/;
+    const settled = ['--auth.issuer', 'https://issuer.test', '--auth.audience', 'switchyard'];
+    const remote = await warningsAtStart('gw-jwt-http-jwks', [
+      ...settled,
+      ...['--auth.jwks-url', 'http://keys.example.test/jwks.json'],
+    ]);
+    assert.equal(remote.filter((w) => plainHttp.test(w)).length, 1, JSON.stringify(remote));
+    for (const url of [
+      'http://127.0.0.1:1/jwks.json',
+      'http://[::1]:1/jwks.json',
+      'https://keys.example.test/jwks.json',
+    ]) {
+      const warnings = await warningsAtStart('gw-jwt-jwks-ok', [...settled, '--auth.jwks-url', url]);
+      assert.deepEqual(
+        warnings.filter((w) => plainHttp.test(w)),
+        [],
+        url,
+      );
+    }
   });
 
   it('warns of neither with both set', async () => {

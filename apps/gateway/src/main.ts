@@ -70,6 +70,14 @@ if (config.auth.mode === 'jwt' && !config.auth.audience && !config.auth.resource
     "auth mode jwt without auth.audience or auth.resource accepts the issuer's tokens for any audience: set one",
   );
 }
+// Whoever can answer the key set's fetch picks the keys, and so signs any token the gateway accepts.
+const jwks = config.auth.mode === 'jwt' && config.auth.jwksUrl ? new URL(config.auth.jwksUrl) : undefined;
+if (jwks?.protocol === 'http:' && !/^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(jwks.hostname)) {
+  logger.warn(
+    { jwksUrl: jwks.origin },
+    'auth.jwksUrl is plain http: anyone on the path to it can hand the gateway keys and sign tokens it accepts; use https',
+  );
+}
 
 /**
  * A token from its inline value or from its file: the file's first value,
