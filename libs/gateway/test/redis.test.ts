@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { REDIS_ROUTE_PREFIX, createGateway } from '@switchyard/gateway';
@@ -8,6 +9,7 @@ import type { Gateway } from '@switchyard/gateway';
 import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 import { skip, startRedis } from './fixtures/redis.ts';
+import { within } from './until.ts';
 
 if (skip) console.log(`# skipping redis route cache tests: ${skip}`);
 
@@ -123,10 +125,23 @@ describe('route cache while redis is away', { skip }, () => {
   let redis: { url: string; child: ChildProcess };
   let h: Harness;
   const lines: { level: string; msg: string }[] = [];
+  const logged = new EventEmitter();
   const at =
     (level: string) =>
-    (_obj: object, msg?: string): void =>
-      void lines.push({ level, msg: msg ?? '' });
+    (_obj: object, msg?: string): void => {
+      lines.push({ level, msg: msg ?? '' });
+      logged.emit('line', msg ?? '');
+    };
+  /** Resolves at the next line logged with `msg`. */
+  const nextLine = (msg: string): Promise<void> =>
+    new Promise((resolve) => {
+      const seen = (m: string): void => {
+        if (m !== msg) return;
+        logged.off('line', seen);
+        resolve();
+      };
+      logged.on('line', seen);
+    });
   before(async () => {
     redis = await startRedis();
     h = await startHarness(2, {
@@ -143,10 +158,11 @@ describe('route cache while redis is away', { skip }, () => {
     const opened = await post(h.url, INITIALIZE);
     assert.equal(opened.status, 200, 'with redis up');
     const exited = new Promise((resolve) => redis.child.once('exit', resolve));
+    const erred = nextLine('route cache redis error');
     redis.child.kill('SIGKILL');
     await exited;
     // The client has seen the connection go once it fails to reconnect.
-    while (!lines.some((l) => l.msg === 'route cache redis error')) await sleep(10);
+    await within(erred, 10_000, 'no "route cache redis error" line after redis went');
     const took: number[] = [];
     for (let i = 0; i < 10; i++) {
       const started = performance.now();

@@ -152,17 +152,22 @@ export function httpRequest(
   });
 }
 
-/** Resolves once `stream` has closed (reset or ended), or rejects after `limitMs`. */
-export async function closesWithin(stream: http2.Http2Stream, limitMs: number): Promise<void> {
-  if (stream.closed) return;
+/** Settles as `promise` does, or once `limitMs` has passed rejects with `what` (said as a failure). */
+export async function within<T>(promise: Promise<T>, limitMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still open after ${limitMs} ms`)), limitMs);
+    timer = setTimeout(() => reject(new Error(`${what} (waited ${limitMs} ms)`)), limitMs);
   });
   try {
-    // Not events.once: a reset comes with an 'error' first, which would reject it.
-    await Promise.race([new Promise((resolve) => stream.once('close', resolve)), late]);
+    return await Promise.race([promise, late]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Resolves once `stream` has closed (reset or ended), or rejects after `limitMs`. */
+export async function closesWithin(stream: http2.Http2Stream, limitMs: number): Promise<void> {
+  if (stream.closed) return;
+  // Not events.once: a reset comes with an 'error' first, which would reject it.
+  await within(new Promise((resolve) => stream.once('close', resolve)), limitMs, 'the stream is still open');
 }

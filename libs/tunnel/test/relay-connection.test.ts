@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { TUNNEL_DEFAULTS, serveRelayConnections } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import { askRelay, exchangeRaw } from '../src/testing.ts';
-import { closesWithin, startRuntime, startScheduler } from './helpers.ts';
+import { closesWithin, startRuntime, startScheduler, within } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 /** Asks `scheduler` (the test helpers' relay route) for the relay to `runtime`. */
@@ -124,20 +124,19 @@ describe('relay connections', () => {
 
   it('answers a request in flight when the runtime goes away with Connection: close, then ends the relay', async () => {
     let answer: (() => void) | undefined;
-    const arrived = new Promise<void>((resolve) => {
-      void startRuntime(scheduler, 'rt-leaving-busy', () => {}, {
-        relayHandler: (_req, res) => {
-          answer = () => void res.end('done');
-          resolve();
-        },
-      }).then(({ dialer: d }) => (leaving = d));
+    let arrive: () => void;
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
+    // Resolves once the scheduler holds its tunnel (the endpoint's onTunnel).
+    const { dialer: leaving } = await startRuntime(scheduler, 'rt-leaving-busy', () => {}, {
+      relayHandler: (_req, res) => {
+        answer = () => void res.end('done');
+        arrive();
+      },
     });
-    let leaving: TunnelDialer | undefined;
-    while (!scheduler.endpoint.get('rt-leaving-busy')) await new Promise((r) => setTimeout(r, 10));
     const { socket } = await ask(scheduler, 'rt-leaving-busy');
     const reply = exchangeRaw(socket, 'GET /slow HTTP/1.1\r\nHost: runtime\r\n\r\n');
-    await arrived;
-    const closed = leaving!.close();
+    await within(arrived, 5000, 'the runtime had no /slow request');
+    const closed = leaving.close();
     answer!();
     const { status, head } = await reply;
     assert.equal(status, 200);

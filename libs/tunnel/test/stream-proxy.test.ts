@@ -1,14 +1,14 @@
 // proxyStreamToTunnel: an HTTP/2 front (as a scheduler serves gateways over
 // h2c) relaying streams into a real tunnel to an in-process runtime.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { proxyStreamToTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
-import { closesWithin, startRuntime, startScheduler, type Scheduler } from './helpers.ts';
+import { closesWithin, startRuntime, startScheduler, within, type Scheduler } from './helpers.ts';
 
 interface Answer {
   readonly status: number;
@@ -24,7 +24,8 @@ describe('proxyStreamToTunnel', () => {
   let front: http2.Http2Server;
   let session: http2.ClientHttp2Session;
   const closedOnRuntime: string[] = [];
-  const silentArrived: string[] = [];
+  /** Emits 'silent' as the runtime takes a `/silent` request. */
+  const runtimeSide = new EventEmitter();
   /** `/echo` requests the runtime has begun to read. */
   const echoes = { opened: 0 };
 
@@ -42,7 +43,7 @@ describe('proxyStreamToTunnel', () => {
       return void res.end('body');
     }
     // Never answered: the request waits until its stream or the tunnel goes.
-    if (req.url === '/silent') return void silentArrived.push(req.url);
+    if (req.url === '/silent') return void runtimeSide.emit('silent');
     if (req.url === '/reset-before') return void res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     if (req.url === '/hold') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -132,10 +133,11 @@ describe('proxyStreamToTunnel', () => {
   });
 
   it('answers 502 "runtime not connected" when the tunnel dies before the answer', async () => {
+    const arrived = once(runtimeSide, 'silent');
     const answer = ask({ ':path': '/rt-s/silent' });
     const tunnel = scheduler.endpoint.get('rt-s')!;
     // Once the runtime has the request, not before: otherwise nothing was ever in flight.
-    while (silentArrived.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await within(arrived, 5000, 'the runtime had no /silent request');
     tunnel.session.destroy(new Error('tunnel lost'));
     const got = await answer;
     assert.equal(got.status, 502);
