@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { JWTVerifyGetKey } from 'jose';
+import type { Clock } from '@switchyard/clock';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import { remoteKeySet } from './jwks.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
@@ -64,7 +65,7 @@ function bearerToken(authorization: string | undefined): string {
  * nor length leaks through timing. JWT subjects that are not identity values
  * are replaced by a label.
  */
-export function createAuthenticator(options: AuthOptions, log?: ThrottledLog): Authenticator | undefined {
+export function createAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
   if (options.mode === 'bearer') {
     const { tokens } = options;
@@ -99,6 +100,7 @@ export function createAuthenticator(options: AuthOptions, log?: ThrottledLog): A
     // without its query, which may carry a tenant key.
     failed: (cause: unknown) =>
       log?.error(jwksLabel, 'JWKS cannot be fetched: requests get 503 until it answers', { err: messageOf(cause) }),
+    clock,
   };
   const verifyOptions = {
     // Without `exp` a token is good forever: only a key rotation would end it.

@@ -208,7 +208,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
   };
-  const authenticate = createAuthenticator(o.auth, upstreamLog);
+  const authenticate = createAuthenticator(o.auth, o.clock, upstreamLog);
   const protectedResource = createProtectedResource(o.auth);
   const limiter = new ConcurrencyLimiter(o.principalConcurrencyMax, GATEWAY_DEFAULTS.principalsTrackedMax);
   let closed = false;

@@ -1,4 +1,5 @@
 import type * as jose from 'jose';
+import type { Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 
 /** What of jose this needs, passed in: jose is loaded in auth mode `jwt` only. */
@@ -11,6 +12,8 @@ export interface KeySetOptions {
   readonly retryMs: number;
   /** Told of every failed fetch (at most one per `retryMs`). */
   readonly failed?: (cause: unknown) => void;
+  /** Times `retryMs` (the gateway's clock). */
+  readonly clock: Clock;
 }
 
 /**
@@ -33,7 +36,8 @@ function unavailable(cause: unknown): SwitchyardError {
  * `retryMs` after a failure, no fetch is made: a set still fresh answers
  * from the keys it holds (a `kid` it lacks is a verdict then), else the
  * request gets the 503 at once. Not guaranteed: a stale set is never used,
- * so a JWKS down for longer than the cache age refuses every token.
+ * so a JWKS down for longer than the cache age refuses every token; jose
+ * times its cache age and cooldown on the system clock (it takes no other).
  */
 export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.JWTVerifyGetKey {
   const remote = lib.createRemoteJWKSet(url, { cooldownDuration: options.cooldownMs });
@@ -41,7 +45,7 @@ export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.
   let failure: unknown;
   let held: jose.JWTVerifyGetKey | undefined;
   return async (header, token) => {
-    if (Date.now() < retryAt) {
+    if (options.clock.now() < retryAt) {
       if (!held || !remote.fresh) throw unavailable(failure);
       return held(header, token);
     }
@@ -49,7 +53,7 @@ export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.
       return await remote(header, token);
     } catch (cause) {
       if (KEY_VERDICTS.has(String((cause as { code?: unknown } | null)?.code))) throw cause;
-      retryAt = Date.now() + options.retryMs;
+      retryAt = options.clock.now() + options.retryMs;
       failure = cause;
       options.failed?.(cause);
       const keys = remote.fresh ? remote.jwks() : undefined;

@@ -203,7 +203,10 @@ export interface GatewayOptions {
   readonly idleTimeoutMs?: number;
   readonly logger?: GatewayLogger;
   readonly metrics?: { readonly registry: Registry; readonly prefix?: string };
-  /** Time seam for backoff sleeps. Default the system clock. */
+  /**
+   * Time seam for backoff sleeps, periodic checks and hold-offs (the JWKS
+   * retry interval among them). Default the system clock.
+   */
   readonly clock?: Clock;
 }
 

@@ -3,6 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SignJWT, UnsecuredJWT, base64url, exportSPKI, importJWK, type CryptoKey } from 'jose';
+import { ManualClock } from '@switchyard/clock/testing';
 import type { AuthOptions } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks, type JwksAnswer } from './fixtures/jwks.ts';
 import { INITIALIZE, connectV2, post, startHarness, textOf, type Harness } from './harness.ts';
@@ -122,9 +123,12 @@ describe('gateway JWT auth: what a token is refused for', () => {
   });
 });
 
-/** A gateway verifying against `jwks`, with these auth options over the defaults; closed by the caller. */
-const gatewayFor = (jwks: Jwks, options: Partial<AuthOptions> = {}): Promise<Harness> =>
-  startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, ...options } });
+/** A gateway verifying against `jwks`, with these auth options over the defaults (and `clock`, if given); closed by the caller. */
+const gatewayFor = (jwks: Jwks, options: Partial<AuthOptions> = {}, clock?: ManualClock): Promise<Harness> =>
+  startHarness(1, {
+    auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, ...options },
+    ...(clock ? { clock } : {}),
+  });
 
 /** The statuses of `count` requests made one after another, each with the token `token(i)`. */
 async function statuses(h: Harness, count: number, token: (i: number) => Promise<string>): Promise<number[]> {
@@ -188,14 +192,18 @@ describe('gateway JWT auth through a key rotation', () => {
 // A key set the gateway cannot fetch is its own failure: 503, never a 401
 // that would send the client to sign in again, and never a wait without end.
 describe('gateway JWT auth while the JWKS fails', () => {
-  /** Runs `test` against a gateway with `options` and a JWKS of its own, which answers `answer` once the gateway has started. */
+  /**
+   * Runs `test` against a gateway with `options` (and `clock`, if given) and
+   * a JWKS of its own, which answers `answer` once the gateway has started.
+   */
   async function withJwks(
     answer: JwksAnswer,
     options: Partial<AuthOptions>,
     test: (h: Harness, jwks: Jwks) => Promise<void>,
+    clock?: ManualClock,
   ): Promise<void> {
     const jwks = await startJwks();
-    const h = await gatewayFor(jwks, options);
+    const h = await gatewayFor(jwks, options, clock);
     jwks.answer(answer);
     try {
       await test(h, jwks);
@@ -222,11 +230,25 @@ describe('gateway JWT auth while the JWKS fails', () => {
       assert.ok(Date.now() - started < 8_000, `answered after ${Date.now() - started} ms`);
     }));
 
-  it('asks a JWKS that answers errors once per retry interval, not once per request', () =>
-    withJwks(500, { jwksRetryMs: 60_000 }, async (h, jwks) => {
-      assert.deepEqual(new Set(await statuses(h, 20, () => jwks.sign('user-1'))), new Set([503]));
-      assert.equal(jwks.requests, 1);
-    }));
+  // The retry interval runs on the gateway's clock: a manual one here, moved past it, not waited for.
+  it('asks a JWKS that answers errors once per retry interval, not once per request', () => {
+    const clock = new ManualClock();
+    return withJwks(
+      500,
+      { jwksRetryMs: 60_000 },
+      async (h, jwks) => {
+        assert.deepEqual(new Set(await statuses(h, 20, () => jwks.sign('user-1'))), new Set([503]));
+        assert.equal(jwks.requests, 1);
+        await clock.advance(59_999);
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503);
+        assert.equal(jwks.requests, 1, 'not asked again within the interval');
+        await clock.advance(1);
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503);
+        assert.equal(jwks.requests, 2, 'asked again once it has passed');
+      },
+      clock,
+    );
+  });
 
   // Every kid the set lacks is fetched for while the JWKS answers (a cooldown of 1 ms).
   it('verifies with the keys it holds while the JWKS fails, and fetches no more for made-up kids', () =>
@@ -240,12 +262,21 @@ describe('gateway JWT auth while the JWKS fails', () => {
       assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 200);
     }));
 
-  it('takes tokens again once the JWKS answers again', () =>
-    withJwks(500, { jwksRetryMs: 100 }, async (h, jwks) => {
-      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503);
-      jwks.answer('keys');
-      await untilStatus(h, 200, () => jwks.sign('user-1'));
-    }));
+  it('takes tokens again once the JWKS answers again, from the end of its retry interval', () => {
+    const clock = new ManualClock();
+    return withJwks(
+      500,
+      { jwksRetryMs: 60_000 },
+      async (h, jwks) => {
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503);
+        jwks.answer('keys');
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503, 'still held off');
+        await clock.advance(60_000);
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 200);
+      },
+      clock,
+    );
+  });
 
   it('says in its log that the JWKS cannot be fetched, naming it and why', async () => {
     const jwks = await startJwks();
