@@ -52,6 +52,12 @@ function messageOf(error: unknown): string {
   return cause?.message === undefined ? String(message) : `${String(message)}: ${String(cause.message)}`;
 }
 
+/**
+ * The token of a Bearer header. A malformed one ('Bearer' alone, a token with
+ * a space) is refused as a token, 401, not as RFC 6750 §3.1's 400
+ * invalid_request: MCP clients run their auth provider (refresh, sign in
+ * again) on a 401 only, and fail the request on a 400.
+ */
 function bearerToken(authorization: string | undefined): string {
   const match = authorization === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
   if (!match) throw new SwitchyardError('unauthorized', 'Unauthorized: a bearer token is required');

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createGateway, type Gateway } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
 import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
@@ -147,6 +148,35 @@ describe('gateway security with bearer auth', () => {
       assert.equal(res.headers.get('www-authenticate'), c.challenge);
     });
   }
+
+  // RFC 6750 §3.1 would answer a malformed Bearer header (no token, or one
+  // with a space) 400 invalid_request. MCP clients start their auth
+  // provider (refresh, sign in again) on a 401 only; on a 400 the SDK's
+  // transports just fail. So a malformed header is a token refused, a 401.
+  for (const authorization of ['Bearer', 'Bearer two parts']) {
+    it(`answers a malformed Bearer header ("${authorization}") 401 invalid_token`, async () => {
+      const res = await post(h.url, INITIALIZE, { authorization });
+      assert.equal(res.status, 401);
+      assert.equal(
+        res.headers.get('www-authenticate'),
+        'Bearer realm="switchyard", error="invalid_token", error_description="a bearer token is required"',
+      );
+    });
+  }
+
+  it("lets an SDK client's auth provider replace a malformed token and go on", async () => {
+    const tokens = ['two parts', ALICE];
+    let refreshes = 0;
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    const authProvider = { token: async () => tokens[refreshes], onUnauthorized: async () => void refreshes++ };
+    await client.connect(new StreamableHTTPClientTransport(new URL(h.url), { authProvider }));
+    try {
+      assert.equal(refreshes, 1, 'the 401 started the auth provider once');
+      assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'hi' } })), 'hi');
+    } finally {
+      await client.close();
+    }
+  });
 
   it('names the offending identity part in the 400 message', async () => {
     const res = await post(h.url, INITIALIZE, { ...auth(ALICE), 'x-switchyard-class': 'no spaces' });
