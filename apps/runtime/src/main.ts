@@ -135,6 +135,7 @@ logger.info(
     runtime: node.runtimeId,
     scheduler: config.schedulerUrl,
     direct: node.directUrl,
+    ...(node.sidecarUrl ? { sidecar: node.sidecarUrl } : {}),
     ...(healthAddress ? { health: `http://${urlHost(config.health.host)}:${healthAddress.port}` } : {}),
   },
   'ready',
