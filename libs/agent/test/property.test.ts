@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ManualClock } from '@switchyard/clock/testing';
+import { ManualClock, within } from '@switchyard/clock/testing';
 import type { SwitchyardError } from '@switchyard/protocol';
 import { RuntimeMirror, RuntimeStateStore, createWatchHandler, watchRuntime } from '../src/index.ts';
 import type { RuntimeWatcher } from '../src/index.ts';
@@ -53,15 +53,6 @@ function apply(store: RuntimeStateStore, o: Op): void {
   else if (o.kind === 'removeThread') store.removeThread(o.pid, o.tid);
   else if (o.kind === 'weight') store.setIdleWeight({ sandboxes: o.value });
   else store.setMetadata({ zone: o.value });
-}
-
-/** Fails instead of hanging when the stream never converges (a bug), so shrinking can go on. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
 }
 
 describe('watch stream property', () => {

@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { within } from '@switchyard/clock/testing';
 import { REDIS_ROUTE_PREFIX, createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
 import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 import { skip, startRedis } from './fixtures/redis.ts';
-import { within } from './until.ts';
 
 if (skip) console.log(`# skipping redis route cache tests: ${skip}`);
 

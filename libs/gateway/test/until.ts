@@ -8,16 +8,3 @@ export async function until(check: () => boolean, what = 'the condition', timeou
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
-
-/** Settles as `promise` does, or once `timeoutMs` has passed rejects with `what` (said as a failure). */
-export async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} (waited ${timeoutMs} ms)`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

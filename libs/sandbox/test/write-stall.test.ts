@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { once } from 'node:events';
+import { within } from '@switchyard/clock/testing';
 import { answerWriter } from '../src/answer.ts';
 
 const CHUNK = new Uint8Array(64 * 1024).fill(0x61);
@@ -49,13 +50,6 @@ async function startFlood(writeStallMs: number) {
   };
 }
 
-/** Resolves with `promise`, or rejects naming `what` after `ms`. */
-function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms)));
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
 describe('a response its client stopped reading', () => {
   it('is ended, and its body cancelled, after writeStallMs without progress', async () => {
     const flood = await startFlood(300);
@@ -64,7 +58,7 @@ describe('a response its client stopped reading', () => {
       await once(socket, 'connect');
       socket.pause(); // reads nothing from here on
       socket.write('GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n');
-      await within(10_000, flood.release, 'the answer was never released: its body is queued without bound');
+      await within(flood.release, 10_000, 'the answer was never released: its body is queued without bound');
       assert.equal(flood.cancelled(), true, 'the body is cancelled, so the source stops queueing');
       const queued = flood.enqueuedBytes();
       await new Promise((r) => setTimeout(r, 100));

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { within } from '@switchyard/clock/testing';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { forwardToReplica } from '../src/forward.ts';
 
@@ -15,19 +16,6 @@ async function listen(server: http.Server): Promise<string> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-/** `promise`, or a failure naming `what` once `ms` have passed without it. */
-async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Sends a GET and resolves once the head is in (the body may never end). */
@@ -49,10 +37,10 @@ s.listen({ port: 0, host: '127.0.0.1', backlog: ${BACKLOG} }, () => {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
 });`;
   const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await within(5000, once(child.stdout!, 'data'), 'the silent listener port')) as [Buffer];
+  const [line] = (await within(once(child.stdout!, 'data'), 5000, 'the silent listener port')) as [Buffer];
   const port = Number(line.toString().trim());
   const fillers = Array.from({ length: BACKLOG + 1 }, () => net.connect(port, '127.0.0.1'));
-  await within(5000, Promise.all(fillers.map((s) => once(s, 'connect'))), 'the accept queue filled');
+  await within(Promise.all(fillers.map((s) => once(s, 'connect'))), 5000, 'the accept queue filled');
   return { url: `http://127.0.0.1:${port}`, child, fillers };
 }
 
@@ -82,7 +70,7 @@ describe('forwardToReplica', () => {
 
     const started = performance.now();
     // The kernel's first SYN retry comes after 1 s, its last after about 127 s.
-    const res = await within(5000, fetch(`${frontUrl}/api/proxy/r1/mcp`), 'an answer from the forwarding replica');
+    const res = await within(fetch(`${frontUrl}/api/proxy/r1/mcp`), 5000, 'an answer from the forwarding replica');
     const elapsedMs = performance.now() - started;
     assert.equal(res.status, 502);
     assert.deepEqual(await res.json(), { error: 'owner replica unreachable', runtime: 'r1' });
@@ -111,12 +99,12 @@ describe('forwardToReplica', () => {
     const callers = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 
     const streams = await within(
-      5000,
       Promise.all(Array.from({ length: STREAMS }, () => head(`${frontUrl}/watch`, callers))),
+      5000,
       `${STREAMS} event streams forwarded at once`,
     );
     assert.ok(streams.every((s) => s.statusCode === 200 && s.headers[FORWARDED_HEADER] === '1'));
-    const answer = await within(5000, head(`${frontUrl}/healthz`, callers), `a request behind ${STREAMS} streams`);
+    const answer = await within(head(`${frontUrl}/healthz`, callers), 5000, `a request behind ${STREAMS} streams`);
     assert.equal(answer.statusCode, 200);
     assert.equal(answer.headers[FORWARDED_HEADER], '1');
     callers.destroy();

@@ -5,6 +5,7 @@ import http from 'node:http';
 import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { finished } from 'node:stream/promises';
+import { within } from '@switchyard/clock/testing';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { createTunnelEndpoint, dialTunnel, proxyToTunnel, relayConnection } from '../src/index.ts';
 import type { DialTunnelOptions, Tunnel, TunnelDialer, TunnelEndpoint, TunnelEndpointOptions } from '../src/index.ts';
@@ -150,19 +151,6 @@ export function httpRequest(
     req.once('error', reject);
     req.end(init.body);
   });
-}
-
-/** Settles as `promise` does, or once `limitMs` has passed rejects with `what` (said as a failure). */
-export async function within<T>(promise: Promise<T>, limitMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} (waited ${limitMs} ms)`)), limitMs);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Resolves once `stream` has closed (reset or ended), or rejects after `limitMs`. */

@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { TUNNEL_DEFAULTS, serveRelayConnections } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
 import { askRelay, exchangeRaw } from '../src/testing.ts';
-import { closesWithin, startRuntime, startScheduler, within } from './helpers.ts';
+import { within } from '@switchyard/clock/testing';
+import { closesWithin, startRuntime, startScheduler } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 /** Asks `scheduler` (the test helpers' relay route) for the relay to `runtime`. */

@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { FORWARDED_HEADER } from '@switchyard/protocol';
 import { proxyStreamToTunnel } from '../src/index.ts';
 import type { TunnelDialer } from '../src/index.ts';
-import { closesWithin, startRuntime, startScheduler, within, type Scheduler } from './helpers.ts';
+import { within } from '@switchyard/clock/testing';
+import { closesWithin, startRuntime, startScheduler, type Scheduler } from './helpers.ts';
 
 interface Answer {
   readonly status: number;
