@@ -11,6 +11,7 @@ import type { Carrier } from './carrier.ts';
 import { GOAWAY_REPLACED, TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { parseLiveness, type Liveness } from './liveness.ts';
+import { RefusalLog } from './refusal-log.ts';
 import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
 import { watchTokenRevocations } from './revocation.ts';
 import type { TokenRevocations } from './revocation.ts';
@@ -83,6 +84,7 @@ class Endpoint implements TunnelEndpoint {
   readonly #o: TunnelEndpointOptions;
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
+  readonly #refusals: RefusalLog;
   readonly #pingIntervalMs: number;
   readonly #pingTimeoutMs: number;
   readonly #tunnels = new Map<string, Tunnel>();
@@ -96,6 +98,7 @@ class Endpoint implements TunnelEndpoint {
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? silentLogger;
+    this.#refusals = new RefusalLog(this.#logger, this.#clock);
     this.#pingIntervalMs = o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     this.#pingTimeoutMs = o.pingTimeoutMs ?? this.#pingIntervalMs;
     // Microseconds of wall time: a restarted scheduler still hands out higher generations.
@@ -116,17 +119,21 @@ class Endpoint implements TunnelEndpoint {
     const admission = admit(req, this.#o.tokens(), this.#o.headerBytesMax ?? TUNNEL_DEFAULTS.headerBytesMax);
     if (!admission.ok) {
       const { status, body } = admission.refusal;
-      this.#logger.warn({ remote, status, error: body.error, field: body.field }, 'runtime connect refused');
+      this.#refusals.warn('runtime connect refused', { remote, status, error: body.error, field: body.field });
       return writeRefusal(socket, admission.refusal);
     }
     const { info } = admission;
     const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
     if (others >= this.#o.maxRuntimes) {
-      this.#logger.warn(
-        { remote, runtime: info.id, maxRuntimes: this.#o.maxRuntimes },
-        'runtime connect refused: full',
-      );
-      return writeRefusal(socket, { status: 503, body: { error: 'runtime capacity reached' } });
+      const refusal = { status: 503, body: { error: 'runtime capacity reached' } } as const;
+      this.#refusals.warn('runtime connect refused: full', {
+        remote,
+        runtime: info.id,
+        maxRuntimes: this.#o.maxRuntimes,
+        status: refusal.status,
+        error: refusal.body.error,
+      });
+      return writeRefusal(socket, refusal);
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
     const authorization = req.headers.authorization;
@@ -135,10 +142,13 @@ class Endpoint implements TunnelEndpoint {
     if (upgrade === 'websocket') {
       return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), peer));
     }
-    this.#logger.warn(
-      { remote, runtime: info.id, status: 400, upgrade },
-      'runtime connect refused: unsupported Upgrade',
-    );
+    this.#refusals.warn('runtime connect refused: unsupported Upgrade', {
+      remote,
+      runtime: info.id,
+      status: 400,
+      error: 'unsupported Upgrade',
+      upgrade,
+    });
     writeRefusal(socket, {
       status: 400,
       body: { error: 'unsupported Upgrade', field: 'Upgrade', detail: `expected ${TUNNEL_UPGRADE} or websocket` },

@@ -6,7 +6,9 @@ import type http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { EventSource } from 'eventsource';
 import { SwitchyardError } from '@switchyard/protocol';
+import { ManualClock } from '@switchyard/clock/testing';
 import { TUNNEL_UPGRADE } from '../src/index.ts';
+import { REFUSAL_LOG_INTERVAL_MS } from '../src/refusal-log.ts';
 import type { CarrierTransport, TunnelDialer } from '../src/index.ts';
 import {
   TOKEN,
@@ -18,7 +20,7 @@ import {
   startScheduler,
   until,
 } from './helpers.ts';
-import type { Scheduler } from './helpers.ts';
+import type { LogLine, Scheduler } from './helpers.ts';
 
 /** Sends a raw upgrade request and returns the status and JSON body of the refusal. */
 function connect(scheduler: Scheduler, headers: http.OutgoingHttpHeaders): Promise<{ status: number; body: string }> {
@@ -246,14 +248,52 @@ describe('tunnel endpoint admission', () => {
   });
 
   it('never writes a presented token into the logs', async () => {
-    await connect(scheduler, { authorization: 'Bearer not-the-token-secret-xyz' });
-    const text = JSON.stringify(scheduler.logs);
-    assert.ok(
-      scheduler.logs.some((l) => l.msg.includes('refused')),
-      'refusals are logged',
-    );
-    assert.doesNotMatch(text, /not-the-token-secret-xyz/);
-    assert.doesNotMatch(text, new RegExp(TOKEN));
+    // Its own scheduler: the shared one has logged a 401 within the interval already.
+    const own = await startScheduler();
+    try {
+      await connect(own, { authorization: 'Bearer not-the-token-secret-xyz' });
+      const text = JSON.stringify(own.logs);
+      assert.ok(
+        own.logs.some((l) => l.msg.includes('refused')),
+        'refusals are logged',
+      );
+      assert.doesNotMatch(text, /not-the-token-secret-xyz/);
+      assert.doesNotMatch(text, new RegExp(TOKEN));
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('logs refused connects once per reason and interval, with the count held back, however many arrive', async () => {
+    const clock = new ManualClock();
+    const own = await startScheduler({ clock });
+    try {
+      const refusedLines = (): LogLine[] => own.logs.filter((l) => l.msg.startsWith('runtime connect refused'));
+      for (let i = 0; i < 20; i++) {
+        assert.equal((await connect(own, { authorization: `Bearer wrong-${i}` })).status, 401);
+        assert.equal((await connect(own, { authorization: `Bearer ${TOKEN}` })).status, 400);
+      }
+      assert.deepEqual(
+        refusedLines().map((l) => [l.level, (l.obj as { status: number }).status]),
+        [
+          ['warn', 401],
+          ['warn', 400],
+        ],
+        'the first of each reason at once, then nothing within the interval',
+      );
+      await clock.advance(REFUSAL_LOG_INTERVAL_MS);
+      assert.equal((await connect(own, { authorization: 'Bearer wrong' })).status, 401);
+      assert.equal(refusedLines().length, 3);
+      assert.deepEqual(refusedLines()[2]!.obj, {
+        remote: '127.0.0.1',
+        status: 401,
+        error: 'invalid or missing join token',
+        field: undefined,
+        unlogged: 19,
+      });
+    } finally {
+      await own.close();
+    }
   });
 
   it('answers 503 past maxRuntimes but lets a connected runtime reconnect', async () => {

@@ -48,6 +48,8 @@ export interface Scheduler {
   readonly url: string;
   readonly events: EventEmitter;
   readonly logs: LogLine[];
+  /** Connect requests received (`/api/runtime/connect` upgrades), accepted or refused. */
+  readonly connects: { count: number };
   /** Resolves with the next tunnel accepted for `runtimeId`. */
   nextTunnel(runtimeId: string): Promise<Tunnel>;
   close(): Promise<void>;
@@ -74,9 +76,11 @@ export async function startScheduler(options: Partial<TunnelEndpointOptions> = {
     if (!match) return void res.writeHead(404).end();
     proxyToTunnel(endpoint.get(match[1]!), req, res, match[2]!, { runtimeId: match[1]! });
   });
+  const connects = { count: 0 };
   server.on('upgrade', (req, socket, head) => {
     const relay = /^\/relay\/([^/]+)$/.exec(req.url ?? '');
     if (relay) return relayConnection(endpoint.get(relay[1]!), socket, head, relay[1]!);
+    connects.count++;
     endpoint.handleUpgrade(req, socket, head);
   });
   server.listen(port, '127.0.0.1');
@@ -89,6 +93,7 @@ export async function startScheduler(options: Partial<TunnelEndpointOptions> = {
     url: `http://127.0.0.1:${actual}`,
     events,
     logs: lines,
+    connects,
     nextTunnel: (runtimeId) =>
       new Promise((resolve) => {
         const listener = (t: Tunnel): void => {
