@@ -214,7 +214,8 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const placed = cached ?? (await placedSession(ctx, r, request));
   if (!placed) {
     // A 503 would have the client wait for a session no runtime holds: 404, and it re-initializes.
-    ctx.logger.info({ class: cls }, 'session lost: no runtime holds it, none can take it');
+    // Debug: any client may name any session and class, as often as it likes.
+    ctx.logger.debug({ class: cls }, 'session lost: no runtime holds it, none can take it');
     sendError(r.res, 'session_not_found', 'Session not found: no runtime holds it; re-initialize', id);
     return;
   }
@@ -234,10 +235,12 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
     // A 404 is a runtime not knowing the session: it ended or expired there, or the route was
     // scheduled anew after its runtime left (nothing here tells those apart). 502 and no dial: the runtime is gone.
     const unknown = result.kind === 'gone' && result.status === 404;
-    ctx.logger.info(
-      { runtime: route.runtime, outcome: result.kind, upstream: route.url, ...detailOf(result) },
-      unknown ? 'session unknown to the runtime' : 'session lost with its runtime',
-    );
+    // Once per runtime and interval: a client may send made-up or long-ended session ids without end.
+    ctx.upstreamLog.info(route.url, unknown ? 'session unknown to the runtime' : 'session lost with its runtime', {
+      runtime: route.runtime,
+      outcome: result.kind,
+      ...detailOf(result),
+    });
     const why = unknown ? 'it ended, expired or lost its runtime' : 'its runtime is gone';
     sendError(r.res, 'session_not_found', `Session not found: ${why}; re-initialize`, id);
     return;

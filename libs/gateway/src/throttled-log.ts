@@ -34,7 +34,12 @@ export class ThrottledLog {
     this.#log('error', upstream, message, fields);
   }
 
-  /** An upstream back: throttled as its trouble is, since one that flaps comes back as often. */
+  /**
+   * An upstream back: throttled as its trouble is, since one that flaps comes
+   * back as often. Also what clients can make happen on every request (a
+   * session a runtime does not know), which an operator wants to hear of, not
+   * once per request.
+   */
   info(upstream: string, message: string, fields: object = {}): void {
     this.#log('info', upstream, message, fields);
   }
