@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 
@@ -47,8 +48,18 @@ export const noMetrics: GatewayMetrics = {
 };
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
-/** Distinct (method, status) children kept bound; statuses come from upstream, so the set is capped. */
+/**
+ * Distinct (method, status) children kept bound: four method values times
+ * Node's registered statuses (63) and `other`. Statuses come from upstream,
+ * where a runtime may answer any three digits the gateway then relays, so
+ * an unregistered one is counted as `other`: the label set stays bounded.
+ */
 const REQUEST_CHILDREN_MAX = 256;
+
+/** The `code` label of a status: itself when registered, else `other`. */
+function codeLabel(code: number): string {
+  return Object.hasOwn(STATUS_CODES, code) ? String(code) : 'other';
+}
 
 /**
  * Returns `make(key)` once per key, then the same value. Labelled children
@@ -128,7 +139,7 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
   });
   return {
     // Unknown methods collapse into one label value so clients cannot grow the series set.
-    request: (method, code) => requestChild(`${HTTP_METHODS.has(method) ? method : 'OTHER'} ${code}`).inc(),
+    request: (method, code) => requestChild(`${HTTP_METHODS.has(method) ? method : 'OTHER'} ${codeLabel(code)}`).inc(),
     upstreamError: (reason) => errorChild(reason).inc(),
     scheduleLatency: (seconds, outcome) => scheduleChild(outcome).observe(seconds),
     routeLookup: (result, tier) => lookupChild(`${result} ${tier}`).inc(),
