@@ -4,7 +4,7 @@ import type { EngineConfig } from '@switchyard/sandbox';
 import { createLogger, createMetrics } from '@switchyard/service';
 import type { JoinClass } from './join-classes.ts';
 import { everythingEngine } from './local-cluster.ts';
-import { lineOf, parseEntry, type LogEntry } from './log-lines.ts';
+import { lineOf, parseEntry, printable, type LogEntry } from './log-lines.ts';
 
 export interface JoinOptions {
   readonly schedulerUrl: string;
@@ -50,7 +50,7 @@ function refusalReason(body: string | undefined): string {
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) classes[name] = KNOWN[name]();
-  const say = (line: string): void => void process.stderr.write(`switchyard: ${line}\n`);
+  const say = (line: string): void => void process.stderr.write(`switchyard: ${printable(line)}\n`);
   let refused: (reason: string) => void = () => {};
   const onEntry = (entry: LogEntry): void => {
     if (entry.msg === 'scheduler refused the tunnel' && (entry.status === 401 || entry.status === 400)) {

@@ -10,10 +10,24 @@ export interface LogEntry {
   readonly body?: string;
 }
 
+/** C0 and C1 controls, DEL and the JSON line separators: what could end a terminal line or steer the terminal. */
+const CONTROL = /[\p{Cc}\u2028\u2029]/gu;
+
+/**
+ * `text` with every control character written as a `\uXXXX` escape. pino
+ * escapes them in its JSON; a line for a person undoes that, and a value
+ * that came from elsewhere (an error's message, a refusal's body from
+ * whatever answered the URL) could otherwise start a line of its own or
+ * send the terminal escape sequences.
+ */
+export function printable(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** A log entry as one short line: the message, and the one detail that explains it. */
 export function lineOf(entry: LogEntry): string {
   const detail = entry.status ?? entry.reason ?? entry.err;
-  return `${entry.msg ?? ''}${detail !== undefined ? ` (${String(detail)})` : ''}`;
+  return printable(`${entry.msg ?? ''}${detail !== undefined ? ` (${String(detail)})` : ''}`);
 }
 
 /** Parses one line pino wrote; a line that is not JSON comes back as a warning carrying it. */
@@ -34,7 +48,7 @@ export function terminalLines(fallbackComponent: string): { write(line: string):
   return {
     write(line: string) {
       const entry = parseEntry(line);
-      process.stderr.write(`  [${entry.component ?? fallbackComponent}] ${lineOf(entry)}\n`);
+      process.stderr.write(`  [${printable(String(entry.component ?? fallbackComponent))}] ${lineOf(entry)}\n`);
     },
   };
 }

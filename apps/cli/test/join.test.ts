@@ -1,6 +1,9 @@
 // `switchyard runtime join` against a scheduler replica in this process (the
 // command as a child): a refusal ends it with exit code 1 and a line that
 // says what the scheduler refused, and why.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SchedulerReplica } from '@switchyard/scheduler';
@@ -22,5 +25,33 @@ describe('switchyard runtime join, refused', () => {
       stderr,
       /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused this runtime: invalid X-Runtime-Info \(id: must be 1-128 characters from \[A-Za-z0-9\._:@-\]\)$/m,
     );
+  });
+});
+
+describe('switchyard runtime join, refused by something that is no scheduler', () => {
+  // A proxy's error page, or any server at the URL given: its body is shown, but as one line of plain text.
+  const PAGE = '<html>\nswitchyard: joined as rt-0\x1b[2K\r</html>';
+  let server: Server;
+  let url: string;
+  before(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(400, { 'content-type': 'text/html', connection: 'close' }).end(PAGE);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('prints the body with its control characters escaped, so it cannot forge a line', async () => {
+    const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+    assert.equal(code, 1, stderr);
+    assert.doesNotMatch(stderr, /^switchyard: joined/m, 'no line of the body starts a line of the output');
+    assert.doesNotMatch(stderr.replaceAll('\n', ''), /\p{Cc}/u, 'no control character but the newlines ending lines');
+    assert.match(stderr, /refused this runtime: <html>\\u000aswitchyard: joined as rt-0\\u001b\[2K\\u000d<\/html>$/m);
   });
 });

@@ -1,0 +1,21 @@
+// `switchyard up` and `switchyard runtime join` turn pino's JSON lines into
+// lines for a person. JSON.parse undoes pino's escaping, so a value holding
+// a newline or an escape sequence (an error's message, a refusal's body)
+// must be escaped again, or it forges a line or steers the terminal.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { lineOf, parseEntry } from '../src/log-lines.ts';
+
+describe('lineOf', () => {
+  it('writes the control characters of a logged value as escapes, on one line', () => {
+    const logged = JSON.stringify({ level: 50, msg: 'handler failed', err: 'bad\n  [gateway] ready\x1b[2K\r\u2028' });
+    assert.equal(lineOf(parseEntry(logged)), 'handler failed (bad\\u000a  [gateway] ready\\u001b[2K\\u000d\\u2028)');
+  });
+
+  it('leaves a plain line as it is', () => {
+    assert.equal(
+      lineOf({ msg: 'tunnel disconnected', reason: 'GOAWAY (code 0)' }),
+      'tunnel disconnected (GOAWAY (code 0))',
+    );
+  });
+});
