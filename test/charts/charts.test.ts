@@ -606,6 +606,65 @@ for (const chart of ['gateway', 'scheduler']) {
   });
 }
 
+// metricsPort: /metrics on a port of its own, behind a ClusterIP Service
+// of its own, so that a LoadBalancer Service for /mcp does not publish it.
+describe('charts/gateway: metricsPort', { skip }, () => {
+  type Port = { name: string; port?: number; containerPort?: number };
+  type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
+  const services = (manifests: Manifest[]): Labelled[] => manifests.filter((m) => m.kind === 'Service');
+  const portsOf = (service: Manifest): string[] => (service.spec as { ports: Port[] }).ports.map((p) => p.name);
+
+  it('has no metrics port nor Service of its own by default', async () => {
+    const manifests = await render('gateway');
+    assert.deepEqual(services(manifests).map(portsOf), [['http']]);
+    const env = (podOf(manifests.find((m) => m.kind === 'Deployment')!).containers[0]!.env ?? []).map((e) => e.name);
+    assert.equal(env.includes('SWITCHYARD_METRICS_PORT'), false);
+  });
+
+  it('serves it on a ClusterIP Service of its own, which alone the ServiceMonitor scrapes, in plain HTTP', async () => {
+    const set = ['metricsPort=9090', 'service.type=LoadBalancer', 'serviceMonitor.enabled=true'];
+    const manifests = (await render('gateway', undefined, [...set, 'tls.existingSecret=own-tls'])) as Labelled[];
+    const [mcp, metrics] = [
+      services(manifests).find((s) => portsOf(s).includes('http'))!,
+      services(manifests).find((s) => portsOf(s).includes('metrics'))!,
+    ];
+    assert.deepEqual(portsOf(mcp), ['http'], 'the published Service has no metrics port');
+    assert.equal((mcp.spec as { type: string }).type, 'LoadBalancer');
+    assert.equal((metrics.spec as { type: string }).type, 'ClusterIP');
+    assert.equal(metrics.metadata.name, 'sy-gateway-metrics');
+    const deployment = manifests.find((m) => m.kind === 'Deployment')!;
+    new Deployment(deployment as never).validate();
+    const container = podOf(deployment).containers[0]! as unknown as {
+      env?: { name: string; value?: string }[];
+      ports: Port[];
+    };
+    assert.deepEqual(
+      container.ports.find((p) => p.name === 'metrics'),
+      { name: 'metrics', containerPort: 9090 },
+    );
+    assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, '9090');
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    new ServiceMonitor(monitor as never).validate();
+    const spec = monitor.spec as {
+      selector: { matchLabels: Record<string, string> };
+      endpoints: Record<string, unknown>[];
+    };
+    const selected = services(manifests).filter((s) =>
+      Object.entries(spec.selector.matchLabels).every(([k, v]) => s.metadata.labels?.[k] === v),
+    );
+    assert.deepEqual(
+      selected.map((s) => s.metadata.name),
+      ['sy-gateway-metrics'],
+    );
+    assert.equal(spec.endpoints[0]!.port, 'metrics');
+    assert.equal(spec.endpoints[0]!.scheme, undefined, 'the metrics port serves plain HTTP even where /mcp serves TLS');
+  });
+
+  it('refuses a metricsPort that is no port', async () => {
+    await assert.rejects(render('gateway', undefined, ['metricsPort=70000']), /metricsPort/);
+  });
+});
+
 // Runtimes have no Service: a PodMonitor scrapes each pod on the health
 // port the probes use.
 describe('charts/runtime: health port and podMonitor', { skip }, () => {

@@ -89,6 +89,28 @@ describe('charts/gateway: NOTES.txt', { skip }, () => {
   });
 });
 
+const METRICS_WARNING = /^WARNING: service\.type \w+ publishes the gateway's port, and with it\n\/metrics/m;
+
+describe('charts/gateway: NOTES.txt on /metrics', { skip }, () => {
+  const { notes, setUp, tearDown } = notesOf('gateway');
+  before(setUp);
+  after(tearDown);
+
+  it('warns that a LoadBalancer or NodePort Service publishes /metrics, naming metricsPort', async () => {
+    for (const type of ['LoadBalancer', 'NodePort']) {
+      const text = await notes([`service.type=${type}`]);
+      assert.match(text, METRICS_WARNING, type);
+      assert.match(text, /Set metricsPort/, type);
+    }
+  });
+
+  it('does not warn with a ClusterIP Service, nor with metricsPort set', async () => {
+    assert.doesNotMatch(await notes(), METRICS_WARNING);
+    assert.doesNotMatch(await notes(INGRESS_TLS), METRICS_WARNING);
+    assert.doesNotMatch(await notes(['service.type=LoadBalancer', 'metricsPort=9090']), METRICS_WARNING);
+  });
+});
+
 describe('charts/scheduler: NOTES.txt', { skip }, () => {
   const { notes, setUp, tearDown } = notesOf('scheduler');
   before(setUp);

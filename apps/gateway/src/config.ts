@@ -110,6 +110,15 @@ const authSchema = z
 export const gatewayConfigSchema = z.object({
   host: z.string().default('0.0.0.0').describe('Address the /mcp listener binds.'),
   port: z.number().int().min(0).max(65535).default(8080).describe('Port of the listener (0 picks a free port).'),
+  metricsPort: z
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .optional()
+    .describe(
+      'A listener of its own for /metrics, plain HTTP on host (0 picks a free port, named on the ready line), which the /mcp port then no longer serves: /metrics asks for no credentials, and a Service or front that publishes the /mcp port publishes it too. Unset: /metrics is on the /mcp port.',
+    ),
   keepAliveTimeoutMs: timerBounded(z.number().int().min(1000))
     .default(75_000)
     .describe(

@@ -154,9 +154,17 @@ const handler = (req: IncomingMessage, res: ServerResponse): void => {
   const path = (req.url ?? '/').split('?', 1)[0];
   if (path === '/healthz') return lifecycle.healthzHandler(req, res);
   if (path === '/readyz') return lifecycle.readyzHandler(req, res);
-  if (path === '/metrics') return serveMetrics(req, res);
+  if (path === '/metrics' && config.metricsPort === undefined) return serveMetrics(req, res);
   gateway.app(req, res);
 };
+// On a port of its own, /metrics stays in where the /mcp port is published.
+const metricsServer =
+  config.metricsPort === undefined
+    ? undefined
+    : http.createServer((req, res) => {
+        if ((req.url ?? '/').split('?', 1)[0] === '/metrics') return serveMetrics(req, res);
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: this port serves /metrics\n');
+      });
 const tls = appTls('switchyard-gateway', config.tls, logger);
 // The gateway writes nothing of its own on an idle event stream: TCP keepalive
 // finds a client whose host vanished without closing its connection.
@@ -185,6 +193,12 @@ const address = await listen(server, { host: config.host, port: config.port }).c
   exitOnListenError('switchyard-gateway', error),
 );
 lifecycle.addServer(server);
+const metricsAddress =
+  metricsServer &&
+  (await listen(metricsServer, { host: config.host, port: config.metricsPort ?? 0 }).catch((error: unknown) =>
+    exitOnListenError('switchyard-gateway', error),
+  ));
+if (metricsServer) lifecycle.addServer(metricsServer);
 // Event streams never end by themselves: their clients open them again on another replica.
 lifecycle.onServersClosing(() => gateway.endEventStreams());
 lifecycle.onShutdown(() => gateway.close());
@@ -192,6 +206,10 @@ if (tls && secure) lifecycle.onShutdown(tls.watch((pair) => secure.setSecureCont
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
 logger.info(
-  { url: `${tls ? 'https' : 'http'}://${urlHost(config.host)}:${address.port}/mcp`, port: address.port },
+  {
+    url: `${tls ? 'https' : 'http'}://${urlHost(config.host)}:${address.port}/mcp`,
+    port: address.port,
+    ...(metricsAddress ? { metrics: `http://${urlHost(config.host)}:${metricsAddress.port}/metrics` } : {}),
+  },
   'ready',
 );
