@@ -1,5 +1,3 @@
-import http from 'node:http';
-import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
 import type { Clock, Timer } from '@switchyard/clock';
@@ -25,6 +23,13 @@ interface Watched {
 
 /** Which upstream a watched socket belongs to; kept beside the socket, which is undici's, not on it. */
 const watchedBy = new WeakMap<Socket, Watched>();
+
+// Not `import http from 'node:http'`: that builds the module's ESM namespace
+// by reading every export, and three of them are getters that load Node's
+// bundled fetch, about 2 MB of RSS in every gateway, which never uses it
+// (see apps/gateway/src/main.ts). getBuiltinModule hands over the module as it is.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
 
 /**
  * Liveness of the upstreams the gateway holds HTTP/1.1 connections to:
