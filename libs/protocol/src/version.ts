@@ -1,4 +1,7 @@
-import semver from 'semver';
+// The parser alone (semver documents loading single functions): every process
+// that speaks the protocol loads this file, the gateway too, which never
+// checks a version, and the whole API is about 47 modules to its 7.
+import parse from 'semver/functions/parse.js';
 
 /** Why a runtime version was refused: the one rule, stated where it is checked. */
 export const RUNTIME_VERSION_MESSAGE =
@@ -11,5 +14,5 @@ export const RUNTIME_VERSION_MESSAGE =
  * such rule without a word, so it is refused where it is declared.
  */
 export function isRuntimeVersion(value: string): boolean {
-  return semver.parse(value) !== null;
+  return parse(value) !== null;
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -93,6 +94,30 @@ describe("a joining runtime's version", () => {
   it('still takes a runtime that declares no version, as 0.0.0', () => {
     const parsed = parseWith(runtimeInfoSchema, { id: 'r1', classes: ['demo'] });
     assert.equal(parsed.ok && parsed.value.version, '0.0.0');
+  });
+});
+
+// Every process that speaks the protocol loads it, the gateway too, which
+// never checks a version: semver's whole API is 47 modules, its parser (all
+// the check needs) 7; see docs/benchmarks.md for what that is in memory.
+describe('loading @switchyard/protocol', () => {
+  it("loads semver's parser, not its whole API", () => {
+    // A fresh process: which of semver's files are in the module cache once the protocol is loaded.
+    const script = `
+      import { createRequire } from 'node:module';
+      await import('@switchyard/protocol');
+      const cached = Object.keys(createRequire(import.meta.url).cache);
+      console.log(JSON.stringify(cached.filter((path) => path.includes('/node_modules/semver/'))));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const loaded = JSON.parse(out) as string[];
+    assert.ok(
+      loaded.some((path) => path.endsWith('/semver/functions/parse.js')),
+      'the parser is loaded',
+    );
+    assert.deepEqual(
+      loaded.filter((path) => path.endsWith('/semver/index.js') || path.includes('/semver/ranges/')),
+      [],
+    );
   });
 });
 
