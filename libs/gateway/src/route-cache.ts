@@ -141,11 +141,26 @@ function isRoute(value: unknown): value is Route {
   );
 }
 
-interface Entry {
+/** A route kept in memory beside Redis, with when a hit next renews its key there (`performance.now()` ms). */
+class Renewed {
   readonly route: Route;
-  /** When a hit next renews the key in Redis (`performance.now()` ms). */
   redisRenewAtMs: number;
+
+  constructor(route: Route, redisRenewAtMs: number) {
+    this.route = route;
+    this.redisRenewAtMs = redisRenewAtMs;
+  }
 }
+
+/**
+ * What memory holds for a key: with Redis a Renewed, without it (most
+ * deployments) the route itself. A wrapper there would be one object and
+ * one number more per session for a time nothing reads: about 60 bytes
+ * each, 0.6 MB of a gateway holding 10,000 sessions.
+ */
+type Entry = Route | Renewed;
+
+const routeOf = (entry: Entry): Route => (entry instanceof Renewed ? entry.route : entry);
 
 /**
  * Bounded LRU with a TTL renewed on use, optionally backed by Redis. Redis
@@ -192,16 +207,18 @@ export class RouteCache {
     const entry = this.#memory.get(key);
     if (!entry) return undefined;
     this.#config.onLookup?.('hit', 'memory');
-    if (this.#redis && entry.redisRenewAtMs <= performance.now()) this.#renew(key, entry);
+    if (!(entry instanceof Renewed)) return entry;
+    if (entry.redisRenewAtMs <= performance.now()) this.#renew(key, entry);
     return entry.route;
   }
 
   #keep(key: string, route: Route): void {
-    this.#memory.set(key, { route, redisRenewAtMs: performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE });
+    if (!this.#redis) return void this.#memory.set(key, route);
+    this.#memory.set(key, new Renewed(route, performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE));
   }
 
   /** PEXPIRE, not SET: it renews a key that is there and brings back none that was deleted. */
-  #renew(key: string, entry: Entry): void {
+  #renew(key: string, entry: Renewed): void {
     const client = this.#client();
     if (!client) return;
     entry.redisRenewAtMs = performance.now() + this.#ttlMs * REDIS_RENEW_AFTER_TTL_SHARE;
@@ -263,7 +280,8 @@ export class RouteCache {
    * evicted meanwhile (its session ended or lost its runtime).
    */
   async replace(key: string, from: Route, to: Route): Promise<boolean> {
-    if (this.#memory.peek(key)?.route.url !== from.url) return false;
+    const held = this.#memory.peek(key);
+    if (held === undefined || routeOf(held).url !== from.url) return false;
     await this.set(key, to);
     return true;
   }

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { createHook } from 'node:async_hooks';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import v8 from 'node:v8';
 import { systemClock } from '@switchyard/clock';
 import { createGateway } from '@switchyard/gateway';
 import { RouteCache } from '../src/route-cache.ts';
@@ -17,10 +18,10 @@ import { ThrottledLog } from '../src/throttled-log.ts';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const route = { runtime: 'rt-1', url: 'http://127.0.0.1:1/mcp' };
 
-function cacheWithLookups(): { cache: RouteCache; lookups: string[] } {
+function cacheWithLookups(maxEntries = 10): { cache: RouteCache; lookups: string[] } {
   const lookups: string[] = [];
   const cache = new RouteCache({
-    maxEntries: 10,
+    maxEntries,
     ttlMs: 60_000,
     upstreamLog: new ThrottledLog(silent, systemClock),
     onLookup: (result, tier) => lookups.push(`${result} ${tier}`),
@@ -99,6 +100,27 @@ describe('route cache memory tier', () => {
       }
     });
     assert.ok(timers - lookups <= 2, `${timers - lookups} timers set by ${lookups} lookups`);
+    await cache.close();
+  });
+});
+
+describe('route cache memory per entry', () => {
+  // A gateway holds a route per open session, 10,000 idle ones in the
+  // benchmark: what the cache adds to each is in every one of them.
+  it('keeps no object of its own beside each route when there is no redis', async () => {
+    const entries = 2000;
+    const { cache } = cacheWithLookups(entries);
+    const routes = Array.from({ length: entries }, (_, i) => ({ runtime: 'rt-1', url: `http://127.0.0.1:${i}/mcp` }));
+    const keys = routes.map((_, i) => `thread:${i}`);
+    // One round first, so that what the library allocates once is not counted.
+    for (const key of keys) await cache.set(key, route);
+    for (const key of keys) await cache.delete(key);
+    // Live objects after a full collection: a wrapper per route (a time to renew it in Redis) adds one a set.
+    const before = v8.queryObjects(Object, { format: 'count' }) as number;
+    for (let i = 0; i < entries; i++) await cache.set(keys[i]!, routes[i]!);
+    const added = (v8.queryObjects(Object, { format: 'count' }) as number) - before;
+    assert.ok(added < entries / 10, `${added} objects added by ${entries} routes`);
+    assert.deepEqual(cache.local(keys[7]!), routes[7]);
     await cache.close();
   });
 });
