@@ -1,4 +1,3 @@
-import { STATUS_CODES } from 'node:http';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 
@@ -55,6 +54,10 @@ const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
  * an unregistered one is counted as `other`: the label set stays bounded.
  */
 const REQUEST_CHILDREN_MAX = 256;
+
+// Not imported from 'node:http': an ESM import of it loads Node's fetch, which
+// the gateway never uses (see upstream-checks.ts).
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** The `code` label of a status: itself when registered, else `other`. */
 function codeLabel(code: number): string {
