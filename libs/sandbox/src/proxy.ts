@@ -97,8 +97,12 @@ export class ProxyInstance implements SandboxInstance {
       resources: mode(upstream.resources?.listChanged),
       prompts: mode(upstream.prompts?.listChanged),
     };
+    // Dead only once the requests in flight have had their answers: the client
+    // rejects them after onclose (a chain of microtasks to the sessions'
+    // streams), and the death closes the sessions, which would drop those
+    // answers and leave a legacy client waiting for its own timeout.
     client.onclose = () => {
-      if (!this.#destroyed) this.#death.kill();
+      if (!this.#destroyed) setImmediate(() => this.#death.kill());
     };
     const each = (send: (s: McpServer) => void): void => {
       for (const s of this.#servers) if (s.isConnected()) send(s);

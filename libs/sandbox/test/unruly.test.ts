@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import type { Client } from '@modelcontextprotocol/client';
+import { after, afterEach, before, describe, it } from 'node:test';
+import type { SandboxHost } from '@switchyard/sandbox';
+import { childPids } from './fixtures/children.ts';
+import { connect, type TestClient } from './fixtures/clients.ts';
+import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+
+const unruly = new URL('./fixtures/unruly-stdio-server.ts', import.meta.url).pathname;
+/** A stdio class running the unruly server in `mode`. */
+const unrulyClass = (...args: string[]) => ({
+  engine: 'stdio' as const,
+  command: process.execPath,
+  args: [unruly, ...args],
+  expireSeconds: 0,
+});
+/** Bound on a forwarded call in these tests: a lost answer fails the test here, not after the SDK's 60 s. */
+const CALL_TIMEOUT_MS = 10_000;
+
+async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('stdio servers that misbehave', () => {
+  let host: SandboxHost;
+  let served: Served;
+  let reporter: RecordingReporter;
+  const logger = captureLogger();
+  const open: TestClient[] = [];
+  const headers = (cls: string, process: string) => ({ 'x-switchyard-class': cls, 'x-switchyard-process': process });
+
+  before(async () => {
+    reporter = new RecordingReporter();
+    host = testHost({
+      runtimeId: 'rt-unruly',
+      classes: { crash: unrulyClass('crash') },
+      reporter,
+      logger,
+    });
+    served = await serveHttp1(host);
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  });
+
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`${flavour}: a call in flight when the child exits gets a JSON-RPC error at once, and the client goes on`, async () => {
+      const process = `crash-${flavour}`;
+      const c = await connect(flavour, served.url, served.fetch, headers('crash', process));
+      open.push(c);
+      const raw = c.raw as Client;
+      const started = Date.now();
+      await assert.rejects(
+        raw.callTool({ name: 'echo', arguments: { text: 'bye' } }, { timeout: CALL_TIMEOUT_MS }),
+        (e: Error & { code?: unknown }) => typeof e.code === 'number' && /closed/i.test(e.message),
+      );
+      assert.ok(Date.now() - started < CALL_TIMEOUT_MS / 2, `answered after ${Date.now() - started} ms`);
+      await waitFor('the sandbox to be reported removed', () => !reporter.processes.has(process));
+      assert.equal(host.stats().sandboxes, 0);
+      assert.equal(host.stats().sessions, 0, 'the session bound to the dead sandbox is closed');
+      // The client starts over: legacy after a 404 for its session, modern past the one answer saying it died.
+      if (flavour === 'v2-legacy') {
+        await assert.rejects(c.listToolNames(), /session not found/);
+      }
+      const reconnect = () => connect(flavour, served.url, served.fetch, headers('crash', process));
+      // Modern: the call in flight may be the one that heard of the death, or the next request is told once.
+      const again = await reconnect().catch((e: Error & { data?: { text?: string } }) => {
+        assert.match(e.data?.text ?? '', /died/);
+        return reconnect();
+      });
+      open.push(again);
+      assert.deepEqual(await again.listToolNames(), ['echo']);
+    });
+  }
+});
