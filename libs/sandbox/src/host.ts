@@ -56,7 +56,7 @@ function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOpti
     case 'builtin':
       return builtinEngine(clock);
     case 'stdio':
-      return stdioEngine(config);
+      return stdioEngine(config, clock);
     case 'http':
       return httpEngine(config);
   }

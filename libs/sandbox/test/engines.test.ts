@@ -95,9 +95,11 @@ describe('warm pool and metering decorators', () => {
   it("logs a stdio sandbox's stderr at info, as the server's own log", async () => {
     const stderr = () => logger.lines.filter((l) => l.obj.event === 'sandbox.stderr');
     await waitFor('a stderr line', () => stderr().length > 0);
-    assert.deepEqual(stderr()[0], {
+    const first = stderr()[0]!;
+    assert.equal(typeof first.obj.pid, 'number', 'the line names the child that wrote it');
+    assert.deepEqual(first, {
       level: 'info',
-      obj: { event: 'sandbox.stderr', class: 'tiny', line: 'tiny: serving on stdio' },
+      obj: { event: 'sandbox.stderr', class: 'tiny', pid: first.obj.pid, line: 'tiny: serving on stdio' },
     });
     assert.ok(stderr().every((l) => l.level === 'info'));
   });

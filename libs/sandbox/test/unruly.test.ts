@@ -37,7 +37,7 @@ describe('stdio servers that misbehave', () => {
     reporter = new RecordingReporter();
     host = testHost({
       runtimeId: 'rt-unruly',
-      classes: { crash: unrulyClass('crash') },
+      classes: { crash: unrulyClass('crash'), flood: unrulyClass('flood') },
       reporter,
       logger,
     });
@@ -81,4 +81,25 @@ describe('stdio servers that misbehave', () => {
       assert.deepEqual(await again.listToolNames(), ['echo']);
     });
   }
+
+  it('a child flooding stderr is read to the end, never blocks, and gets a bounded share of the log', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, headers('flood', 'flood-1'));
+    const raw = c.raw as Client;
+    for (let i = 0; i < 20; i++) {
+      const result = await raw.callTool(
+        { name: 'echo', arguments: { text: `call ${i}` } },
+        { timeout: CALL_TIMEOUT_MS },
+      );
+      assert.deepEqual(result.content, [{ type: 'text', text: `call ${i}` }]);
+    }
+    await c.close(); // its sandbox expires at once: the child is killed and its stderr ends
+    const ofFlood = (event: string) => logger.lines.filter((l) => l.obj.event === event && l.obj.class === 'flood');
+    await waitFor('the count of dropped lines', () => ofFlood('sandbox.stderr_dropped').length > 0);
+    const logged = ofFlood('sandbox.stderr');
+    assert.ok(logged.length <= 100, `${logged.length} stderr lines logged`);
+    assert.equal(logged[0]?.obj.line, 'unruly: noise 1');
+    const dropped = ofFlood('sandbox.stderr_dropped').reduce((n, l) => n + Number(l.obj.dropped), 0);
+    // It wrote 5,000 lines before it answered initialize, and more while it served.
+    assert.ok(dropped + logged.length > 5000, `${dropped} dropped`);
+  });
 });
