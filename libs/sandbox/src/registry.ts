@@ -45,6 +45,8 @@ export class SandboxRegistry {
   readonly #sandboxes = new Map<string, Sandbox>();
   readonly #creating = new Map<string, Promise<Sandbox>>();
   readonly #tombstones = new Set<string>();
+  /** Instances removed and still being destroyed (a child given its grace to exit). */
+  readonly #destroying = new Set<Promise<void>>();
   #closed = false;
 
   constructor(opts: RegistryOptions) {
@@ -107,14 +109,17 @@ export class SandboxRegistry {
     sandbox.expiry = this.#opts.clock.setTimeout(() => void this.destroy(sandbox.id, 'expired'), expireMs);
   }
 
-  /** Removes and frees a sandbox now, whoever holds it. */
+  /** Removes and frees a sandbox now, whoever holds it; `close()` waits for it too. */
   async destroy(id: string, reason: string): Promise<boolean> {
     const sandbox = this.#sandboxes.get(id);
     if (!sandbox) return false;
     this.#remove(sandbox);
-    await sandbox.instance.destroy(reason).catch((error: unknown) => {
+    const destroyed = sandbox.instance.destroy(reason).catch((error: unknown) => {
       this.#opts.logger.warn({ event: 'sandbox.destroy_failed', sandbox: id, err: String(error) }, 'destroy failed');
     });
+    this.#destroying.add(destroyed);
+    await destroyed;
+    this.#destroying.delete(destroyed);
     return true;
   }
 
@@ -123,6 +128,9 @@ export class SandboxRegistry {
     this.#closed = true;
     await Promise.allSettled([...this.#creating.values()]);
     await Promise.all([...this.#sandboxes.keys()].map((id) => this.destroy(id, 'closed')));
+    // Those that expired or died just before are still going: a process that
+    // exits once close() resolves would leave their children running.
+    await Promise.all([...this.#destroying]);
   }
 
   async #create(className: string, cls: ClassRuntime, id: string, ephemeral: boolean): Promise<Sandbox> {

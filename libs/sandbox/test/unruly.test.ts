@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/client';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
+import { alive, childPids, descendants } from './fixtures/children.ts';
 import { connect, type TestClient } from './fixtures/clients.ts';
 import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
@@ -101,5 +101,27 @@ describe('stdio servers that misbehave', () => {
     const dropped = ofFlood('sandbox.stderr_dropped').reduce((n, l) => n + Number(l.obj.dropped), 0);
     // It wrote 5,000 lines before it answered initialize, and more while it served.
     assert.ok(dropped + logged.length > 5000, `${dropped} dropped`);
+  });
+});
+
+describe('closing a host while a stdio sandbox is being destroyed', () => {
+  it('waits for it: no server outlives close(), though it ignores stdin EOF and SIGTERM', async () => {
+    const host = testHost({ runtimeId: 'rt-closing', classes: { stubborn: unrulyClass('stubborn') } });
+    const served = await serveHttp1(host);
+    try {
+      const c = await connect('v2-legacy', served.url, served.fetch, {
+        'x-switchyard-class': 'stubborn',
+        'x-switchyard-process': 'closing-1',
+      });
+      const server = descendants().find((p) => p.cmdline.includes(unruly))?.pid;
+      assert.ok(server, 'the server process is found');
+      await c.close(); // its sandbox expires at once: destroying it takes seconds (stdin EOF, SIGTERM ignored)
+      assert.equal(host.stats().sandboxes, 0);
+      await host.close();
+      assert.equal(alive(server), false, 'the server is gone when close() resolves');
+    } finally {
+      await served.close();
+      await host.close();
+    }
   });
 });
