@@ -10,8 +10,7 @@ const STDERR_WINDOW_MS = 10_000;
 
 export interface StderrSource {
   readonly className: string;
-  /** The child's pid, once it is spawned. */
-  readonly pid: () => number | undefined;
+  readonly pid: number;
 }
 
 /**
@@ -35,7 +34,7 @@ export function logStderr(stream: Readable, source: StderrSource, logger: Logger
       {
         event: 'sandbox.stderr_dropped',
         class: source.className,
-        pid: source.pid(),
+        pid: source.pid,
         dropped,
         windowMs: STDERR_WINDOW_MS,
       },
@@ -58,7 +57,7 @@ export function logStderr(stream: Readable, source: StderrSource, logger: Logger
     // A stdio MCP server's log goes to stderr (the protocol has stdout):
     // informational as often as not, so no warning.
     logger.info(
-      { event: 'sandbox.stderr', class: source.className, pid: source.pid(), line: text.replace(/\r$/, '') },
+      { event: 'sandbox.stderr', class: source.className, pid: source.pid, line: text.replace(/\r$/, '') },
       'stderr',
     );
   };

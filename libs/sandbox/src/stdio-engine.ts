@@ -1,6 +1,6 @@
-import type { Readable } from 'node:stream';
 import type { Clock } from '@switchyard/clock';
-import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import { ChildTransport } from './child-transport.ts';
 import type { Engine } from './engine.ts';
 import { ProxyInstance, upstreamClient } from './proxy.ts';
 import { logStderr } from './stderr-log.ts';
@@ -11,23 +11,21 @@ type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
 /**
  * Spawns the configured stdio MCP server per sandbox and re-exposes it.
  * stderr lines go to the log, rate-limited (see logStderr). When the
- * child exits on its own the instance is dead. `destroy` closes stdin, then SIGTERM, then SIGKILL (SDK transport).
+ * child exits on its own the instance is dead. `destroy` closes stdin, then
+ * signals the child's process group: SIGTERM, then SIGKILL (ChildTransport).
  * Lists are served from cache while the child announces list changes: its
  * announcements share the pipe with its answers, so none can be missed.
  */
 export function stdioEngine(config: StdioConfig, clock: Clock): Engine {
   return {
     async create(ctx) {
-      const transport = new StdioClientTransport({
+      const transport = new ChildTransport({
         command: config.command,
-        args: [...(config.args ?? [])],
+        args: config.args ?? [],
         env: { ...getDefaultEnvironment(), ...config.env },
         ...(config.cwd !== undefined && { cwd: config.cwd }),
-        stderr: 'pipe',
+        stderr: (stream, pid) => logStderr(stream, { className: ctx.className, pid }, ctx.logger, clock),
       });
-      // The transport hands out its stderr before start, so nothing the child writes early is lost.
-      const source = { className: ctx.className, pid: () => transport.pid ?? undefined };
-      logStderr(transport.stderr as Readable, source, ctx.logger, clock);
       const client = upstreamClient();
       try {
         await client.connect(transport);

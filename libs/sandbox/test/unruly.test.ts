@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/client';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { SandboxHost } from '@switchyard/sandbox';
-import { alive, childPids, descendants } from './fixtures/children.ts';
+import { alive, descendants } from './fixtures/children.ts';
 import { connect, type TestClient } from './fixtures/clients.ts';
 import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
@@ -37,7 +37,18 @@ describe('stdio servers that misbehave', () => {
     reporter = new RecordingReporter();
     host = testHost({
       runtimeId: 'rt-unruly',
-      classes: { crash: unrulyClass('crash'), flood: unrulyClass('flood') },
+      classes: {
+        crash: unrulyClass('crash'),
+        flood: unrulyClass('flood'),
+        stubborn: unrulyClass('stubborn'),
+        // Through a shell that does not exec it, as `npx` and `uvx` run servers: the server is a grandchild.
+        wrapped: {
+          engine: 'stdio',
+          command: '/bin/sh',
+          args: ['-c', `"${process.execPath}" "${unruly}" stubborn; :`],
+          expireSeconds: 0,
+        },
+      },
       reporter,
       logger,
     });
@@ -49,7 +60,7 @@ describe('stdio servers that misbehave', () => {
   after(async () => {
     await served.close();
     await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+    assert.deepEqual(descendants(), [], 'close() leaves no process behind');
   });
 
   for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
@@ -102,6 +113,29 @@ describe('stdio servers that misbehave', () => {
     // It wrote 5,000 lines before it answered initialize, and more while it served.
     assert.ok(dropped + logged.length > 5000, `${dropped} dropped`);
   });
+
+  for (const cls of ['stubborn', 'wrapped'] as const) {
+    it(`destroying a sandbox ends its server (${cls}; it ignores stdin EOF and SIGTERM) and all it started, within 5 s`, async () => {
+      // The server itself, not a shell that starts it.
+      const servers = () =>
+        descendants()
+          .filter((p) => p.cmdline.split(' ')[1] === unruly)
+          .map((p) => p.pid);
+      const before = new Set(servers());
+      const c = await connect('v2-legacy', served.url, served.fetch, headers(cls, `${cls}-1`));
+      assert.deepEqual(await c.listToolNames(), ['echo']);
+      const server = servers().find((pid) => !before.has(pid));
+      assert.ok(server, 'the server process is found');
+      const closed = Date.now();
+      await c.close(); // its sandbox expires at once
+      try {
+        await waitFor('the server to be gone', () => !alive(server), 8_000);
+      } finally {
+        if (alive(server)) process.kill(server, 'SIGKILL');
+      }
+      assert.ok(Date.now() - closed < 5_000, `gone after ${Date.now() - closed} ms`);
+    });
+  }
 });
 
 describe('closing a host while a stdio sandbox is being destroyed', () => {
@@ -113,7 +147,7 @@ describe('closing a host while a stdio sandbox is being destroyed', () => {
         'x-switchyard-class': 'stubborn',
         'x-switchyard-process': 'closing-1',
       });
-      const server = descendants().find((p) => p.cmdline.includes(unruly))?.pid;
+      const server = descendants().find((p) => p.cmdline.split(' ')[1] === unruly)?.pid;
       assert.ok(server, 'the server process is found');
       await c.close(); // its sandbox expires at once: destroying it takes seconds (stdin EOF, SIGTERM ignored)
       assert.equal(host.stats().sandboxes, 0);

@@ -1,0 +1,166 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { releaseGroup, watchGroup } from './reaper.ts';
+
+/** Longest message a child may write on stdout, bytes (the SDK's stdio transport's bound). */
+const STDOUT_LINE_BYTES_MAX = 10 * 1024 * 1024;
+/** How long a closed child gets to exit after its stdin ends, and again after SIGTERM, before SIGKILL. */
+const EXIT_GRACE_MS = 2_000;
+
+export interface ChildOptions {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Given the child's stderr as soon as it is spawned; it must read it to the end. */
+  readonly stderr: (stream: Readable, pid: number) => void;
+}
+
+/**
+ * The stdio transport to one MCP server child (newline-delimited JSON-RPC
+ * on stdin/stdout). Unlike the SDK's, the child is spawned as the leader of
+ * its own process group (`detached`), so whatever it starts goes with it: a
+ * server run through `npx`, `uvx` or a shell is a tree, and a signal to its
+ * first process alone leaves the rest running. The group is listed with the
+ * reaper (see watchGroup), which kills it if this process dies without
+ * closing it.
+ *
+ * `close()` ends stdin, sends the group SIGTERM if the child has not exited
+ * EXIT_GRACE_MS later, and SIGKILL after as long again; it resolves once the
+ * child has exited. A child that exits on its own takes what is left of its
+ * group with it. `onclose` comes once the child has exited and its stdout is
+ * read to the end. A stdout line that is not JSON is skipped; one longer than
+ * STDOUT_LINE_BYTES_MAX closes the transport (as the SDK's).
+ */
+export class ChildTransport implements Transport {
+  onclose?: Transport['onclose'];
+  onerror?: Transport['onerror'];
+  onmessage?: Transport['onmessage'];
+  readonly #opts: ChildOptions;
+  readonly #buffer = new ReadBuffer({ maxBufferSize: STDOUT_LINE_BYTES_MAX });
+  #child: ChildProcess | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  /** The child exited, its stdout ended and its group is off the reaper's list. */
+  #closed: Promise<void> = Promise.resolve();
+  #closing: Promise<void> | undefined;
+
+  constructor(opts: ChildOptions) {
+    this.#opts = opts;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  async start(): Promise<void> {
+    if (this.#child) throw new Error('ChildTransport already started');
+    const { command, args, env, cwd, stderr } = this.#opts;
+    const child = spawn(command, [...args], {
+      env: { ...env },
+      ...(cwd !== undefined && { cwd }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.#child = child;
+    // Listed at once (the pid is known before 'spawn'): a runtime killed right after the fork leaves no orphan.
+    if (child.pid !== undefined) watchGroup(child.pid);
+    this.#exited = new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (error) => {
+        if (child.pid !== undefined) void releaseGroup(child.pid);
+        reject(error);
+      });
+    });
+    const pid = child.pid!;
+    stderr(child.stderr!, pid);
+    child.stdin!.on('error', (error) => this.onerror?.(error));
+    child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk));
+    child.stdout!.on('error', (error) => this.onerror?.(error));
+    this.#closed = new Promise((resolve) =>
+      child.once('exit', () => {
+        // What the child started dies with it; its stdout then ends even if one of them held it.
+        signalGroup(pid, 'SIGKILL');
+        const late = setTimeout(() => child.stdout!.destroy(), EXIT_GRACE_MS);
+        late.unref();
+        child.once('close', () => {
+          clearTimeout(late);
+          void releaseGroup(pid).finally(() => {
+            resolve();
+            this.onclose?.();
+          });
+        });
+      }),
+    );
+  }
+
+  #read(chunk: Buffer): void {
+    try {
+      this.#buffer.append(chunk);
+    } catch (error) {
+      this.onerror?.(error as Error);
+      void this.close();
+      return;
+    }
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.#buffer.readMessage();
+      } catch (error) {
+        // Valid JSON that is no JSON-RPC message: reported, and the next line read.
+        this.onerror?.(error as Error);
+        continue;
+      }
+      if (message === null) return;
+      this.onmessage?.(message);
+    }
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.#child?.stdin;
+    if (!stdin?.writable || this.#closing) return Promise.reject(new Error('the stdio server is not running'));
+    return new Promise((resolve) => {
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once('drain', resolve);
+    });
+  }
+
+  close(): Promise<void> {
+    return (this.#closing ??= this.#stop());
+  }
+
+  async #stop(): Promise<void> {
+    const child = this.#child;
+    if (!child?.pid) return;
+    const running = () => child.exitCode === null && child.signalCode === null;
+    if (running()) child.stdin?.end();
+    if (running() && !(await this.#exitWithin(EXIT_GRACE_MS))) {
+      signalGroup(child.pid, 'SIGTERM');
+      if (!(await this.#exitWithin(EXIT_GRACE_MS))) signalGroup(child.pid, 'SIGKILL');
+    }
+    await this.#closed;
+    this.#buffer.clear();
+  }
+
+  /** True when the child exits within `ms`. */
+  async #exitWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const exited = await Promise.race([this.#exited.then(() => true), timedOut]);
+    clearTimeout(timer);
+    return exited;
+  }
+}
+
+/** Signals every process of group `pgid`; a group already gone is no error. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left in it.
+  }
+}
