@@ -1,6 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import {
+  deserializeMessage,
+  serializeMessage,
+  type JSONRPCMessage,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { releaseGroup, watchGroup } from './reaper.ts';
 
 /** Longest message a child may write on stdout, bytes (the SDK's stdio transport's bound). */
@@ -31,14 +36,18 @@ export interface ChildOptions {
  * child has exited. A child that exits on its own takes what is left of its
  * group with it. `onclose` comes once the child has exited and its stdout is
  * read to the end. A stdout line that is not JSON is skipped; one longer than
- * STDOUT_LINE_BYTES_MAX closes the transport (as the SDK's).
+ * STDOUT_LINE_BYTES_MAX stops the child at once (SIGTERM, then as close()).
  */
 export class ChildTransport implements Transport {
   onclose?: Transport['onclose'];
   onerror?: Transport['onerror'];
   onmessage?: Transport['onmessage'];
   readonly #opts: ChildOptions;
-  readonly #buffer = new ReadBuffer({ maxBufferSize: STDOUT_LINE_BYTES_MAX });
+  /** The start of a line whose newline has not come yet, in the chunks it came in. */
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  /** A line outgrew STDOUT_LINE_BYTES_MAX: the child is being stopped and its stdout ignored. */
+  #overflowed = false;
   #child: ChildProcess | undefined;
   #exited: Promise<void> = Promise.resolve();
   /** The child exited, its stdout ended and its group is off the reaper's list. */
@@ -98,26 +107,53 @@ export class ChildTransport implements Transport {
     );
   }
 
+  /**
+   * Splits stdout into lines, each chunk searched once and each line joined
+   * once, so a long line costs time in proportion to its length (the SDK's
+   * buffer copies everything held at every chunk: seconds of a blocked event
+   * loop for a 10 MiB line).
+   */
   #read(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl >= 0 && !this.#overflowed; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      start = nl + 1;
+      if (this.#pendingBytes + piece.length > STDOUT_LINE_BYTES_MAX) return this.#overflow();
+      const line = this.#pending.length > 0 ? Buffer.concat([...this.#pending, piece]) : piece;
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      this.#deliver(line.toString('utf8').replace(/\r$/, ''));
+    }
+    if (this.#overflowed || start === chunk.length) return;
+    this.#pendingBytes += chunk.length - start;
+    if (this.#pendingBytes > STDOUT_LINE_BYTES_MAX) return this.#overflow();
+    this.#pending.push(chunk.subarray(start));
+  }
+
+  #deliver(line: string): void {
+    let message: JSONRPCMessage;
     try {
-      this.#buffer.append(chunk);
+      message = deserializeMessage(line);
     } catch (error) {
-      this.onerror?.(error as Error);
-      void this.close();
+      // Not JSON (a banner, a stray print) is skipped, as the SDK's transport does; JSON that is no JSON-RPC message is reported.
+      if (!(error instanceof SyntaxError)) this.onerror?.(error as Error);
       return;
     }
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.#buffer.readMessage();
-      } catch (error) {
-        // Valid JSON that is no JSON-RPC message: reported, and the next line read.
-        this.onerror?.(error as Error);
-        continue;
-      }
-      if (message === null) return;
-      this.onmessage?.(message);
-    }
+    this.onmessage?.(message);
+  }
+
+  /**
+   * Its answers can no longer be matched to requests: the child is stopped
+   * at once, not after the grace a clean close gives, so the calls waiting
+   * on it fail now.
+   */
+  #overflow(): void {
+    this.#overflowed = true;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.onerror?.(new Error(`the stdio server wrote a line longer than ${STDOUT_LINE_BYTES_MAX} bytes`));
+    if (this.#child?.pid !== undefined) signalGroup(this.#child.pid, 'SIGTERM');
+    void this.close();
   }
 
   send(message: JSONRPCMessage): Promise<void> {
@@ -143,7 +179,7 @@ export class ChildTransport implements Transport {
       if (!(await this.#exitWithin(EXIT_GRACE_MS))) signalGroup(child.pid, 'SIGKILL');
     }
     await this.#closed;
-    this.#buffer.clear();
+    this.#pending = [];
   }
 
   /** True when the child exits within `ms`. */

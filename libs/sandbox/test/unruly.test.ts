@@ -41,6 +41,9 @@ describe('stdio servers that misbehave', () => {
         crash: unrulyClass('crash'),
         flood: unrulyClass('flood'),
         stubborn: unrulyClass('stubborn'),
+        garbage: unrulyClass('garbage'),
+        // One line past the 10 MiB a stdout message may take.
+        huge: unrulyClass('huge', String(10 * 1024 * 1024 + 1)),
         // Through a shell that does not exec it, as `npx` and `uvx` run servers: the server is a grandchild.
         wrapped: {
           engine: 'stdio',
@@ -112,6 +115,30 @@ describe('stdio servers that misbehave', () => {
     const dropped = ofFlood('sandbox.stderr_dropped').reduce((n, l) => n + Number(l.obj.dropped), 0);
     // It wrote 5,000 lines before it answered initialize, and more while it served.
     assert.ok(dropped + logged.length > 5000, `${dropped} dropped`);
+  });
+
+  it('a child mixing non-JSON lines into stdout goes on serving: the lines are skipped', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, headers('garbage', 'garbage-1'));
+    open.push(c);
+    assert.deepEqual(await c.listToolNames(), ['echo']);
+    assert.equal(await c.callText('echo', { text: 'still fine' }), 'still fine');
+  });
+
+  it('a stdout line past 10 MiB ends the sandbox: the call gets a JSON-RPC error at once, and the client starts over', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, headers('huge', 'huge-1'));
+    open.push(c);
+    const started = Date.now();
+    await assert.rejects(
+      (c.raw as Client).callTool({ name: 'echo', arguments: {} }, { timeout: CALL_TIMEOUT_MS }),
+      (e: Error & { code?: unknown }) => typeof e.code === 'number',
+    );
+    // Reading the line must cost time in proportion to its length: a buffer copied at every chunk blocked the loop for seconds.
+    assert.ok(Date.now() - started < 2_000, `answered after ${Date.now() - started} ms`);
+    await waitFor('the sandbox to be reported removed', () => !reporter.processes.has('huge-1'));
+    await assert.rejects(c.listToolNames(), /session not found/);
+    const again = await connect('v2-legacy', served.url, served.fetch, headers('huge', 'huge-1'));
+    open.push(again);
+    assert.deepEqual(await again.listToolNames(), ['echo']);
   });
 
   for (const cls of ['stubborn', 'wrapped'] as const) {
