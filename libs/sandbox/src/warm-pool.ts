@@ -12,7 +12,8 @@ import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
  * DIED_YOUNG_MS of being ready): a server that exits soon after every start
  * would otherwise be started again and again, a core busy for nothing. Its
  * replacement then waits, 1 s doubling to 1 min while members keep dying
- * young.
+ * young; so does the next refill after starts that failed (a server that
+ * exits before it answers), while starts keep failing.
  *
  * Why the refill waits: starting a child (fork, exec, runtime boot) takes a
  * core for hundreds of milliseconds; started at hand-out, it competes with
@@ -47,6 +48,8 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
   let closed = false;
   /** Members that died young in a row (none lived DIED_YOUNG_MS since). */
   let diedYoung = 0;
+  /** Refills whose starts failed, in a row (no start succeeded since). */
+  let failedRefills = 0;
   const refill = (): void => {
     refillTimer?.cancel();
     refillTimer = undefined;
@@ -55,6 +58,7 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
         .create(ctx)
         .then(
           async (instance) => {
+            failedRefills = 0;
             await instance
               .prime?.()
               .catch((error: unknown) =>
@@ -83,11 +87,19 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
             });
             pool.push(instance);
           },
-          (error: unknown) =>
+          (error: unknown) => {
+            // A server that exits before it answers fails every start: the
+            // next refill waits, or each hand-out would start `size` more.
+            let retryInMs: number | undefined;
+            if (!closed && !refillTimer) {
+              retryInMs = Math.min(RESPAWN_INITIAL_MS * 2 ** failedRefills++, RESPAWN_MAX_MS);
+              refillTimer = clock.setTimeout(refill, retryInMs);
+            }
             ctx.logger.warn(
-              { event: 'pool.start_failed', class: ctx.className, err: String(error) },
+              { event: 'pool.start_failed', class: ctx.className, err: String(error), retryInMs },
               'warm start failed',
-            ),
+            );
+          },
         )
         .finally(() => void starting.delete(started));
       starting.add(started);

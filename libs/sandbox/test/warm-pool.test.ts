@@ -94,6 +94,34 @@ describe('warm pool refill', () => {
     });
   }
 
+  it('backs off a server that fails to start: a hand-out starts one, the pool retries after 1 s, then 2 s', async () => {
+    const clock = new ManualClock();
+    let started = 0;
+    const failing: Engine = {
+      create: async () => {
+        started++;
+        throw new Error('the server exited before it answered initialize');
+      },
+    };
+    const pool = withWarmPool(failing, { size: 3, refillDelayMs: 250, clock }, ctx);
+    try {
+      await flushMicrotasks();
+      assert.equal(started, 3, 'the first fill');
+      for (let i = 0; i < 5; i++) await assert.rejects(pool.create(ctx), /exited/);
+      assert.equal(started, 8, 'one start per hand-out');
+      await clock.advance(250);
+      assert.equal(started, 8, 'no refill while the pool backs off');
+      await clock.advance(750);
+      assert.equal(started, 11, 'a refill 1 s after the failed one');
+      await clock.advance(1_999);
+      assert.equal(started, 11);
+      await clock.advance(1);
+      assert.equal(started, 14, 'the next 2 s after that');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('close cancels a pending refill, so nothing starts afterwards', async () => {
     const clock = new ManualClock();
     const engine = counted(clock);
