@@ -42,6 +42,7 @@ describe('stdio servers that misbehave', () => {
         flood: unrulyClass('flood'),
         stubborn: unrulyClass('stubborn'),
         garbage: unrulyClass('garbage'),
+        exit: unrulyClass('exit'),
         // One line past the 10 MiB a stdout message may take.
         huge: unrulyClass('huge', String(10 * 1024 * 1024 + 1)),
         // Through a shell that does not exec it, as `npx` and `uvx` run servers: the server is a grandchild.
@@ -139,6 +140,20 @@ describe('stdio servers that misbehave', () => {
     const again = await connect('v2-legacy', served.url, served.fetch, headers('huge', 'huge-1'));
     open.push(again);
     assert.deepEqual(await again.listToolNames(), ['echo']);
+  });
+
+  it('a server that exits at once every time: each initialize fails clearly, one start each, and nothing is left', async () => {
+    const failed = () => logger.lines.filter((l) => l.obj.event === 'sandbox.start_failed' && l.obj.class === 'exit');
+    for (let i = 0; i < 3; i++) {
+      await assert.rejects(
+        connect('v2-legacy', served.url, served.fetch, headers('exit', 'exit-1')),
+        /sandbox \\"exit-1\\" could not start/,
+      );
+    }
+    assert.equal(failed().length, 3, 'one start, and one warning, per request');
+    assert.equal(reporter.processes.has('exit-1'), false);
+    assert.equal(host.stats().sandboxes, 0);
+    assert.equal(host.stats().sessions, 0);
   });
 
   for (const cls of ['stubborn', 'wrapped'] as const) {
