@@ -127,7 +127,12 @@ export async function spawnApp(
       });
     });
   };
-  const ready = await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 20_000);
+  // An app that never got ready is not left running: its pipes would keep
+  // this process, and so the whole test run, alive after its tests end.
+  const ready = await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 20_000).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
   let stopping: Promise<void> | undefined;
   return {
     name,
