@@ -230,7 +230,9 @@ for (const mode of MODES) {
       const tree = descendants(up.child.pid!);
       const summary = tree.map((d) => `${d.pid}@${d.depth}: ${d.command.slice(0, 120)}`).join('\n');
       const sandboxes = tree.filter((d) => d.command.includes('server-everything'));
-      const components = tree.filter((d) => d.depth === 1 && !sandboxes.includes(d));
+      // The process that kills the stdio servers if their runtime dies without closing them (named by its argv[0]).
+      const reapers = tree.filter((d) => d.command.startsWith('switchyard-reaper '));
+      const components = tree.filter((d) => d.depth === 1 && !sandboxes.includes(d) && !reapers.includes(d));
       assert.equal(components.length, mode.components, summary);
       assert.ok(sandboxes.length >= 1 && sandboxes.every((d) => d.depth === mode.sandboxDepth), summary);
       up.child.kill('SIGINT');

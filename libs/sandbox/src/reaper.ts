@@ -18,6 +18,9 @@ for g in $groups; do kill -s TERM -- "-$g" 2>/dev/null; done
 sleep 1
 for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done`;
 
+/** The reaper's process name (argv[0]). */
+export const REAPER_NAME = 'switchyard-reaper';
+
 /** How long releasing the last group waits for the reaper to exit. */
 const REAPER_EXIT_WAIT_MS = 2_000;
 
@@ -65,7 +68,12 @@ export async function releaseGroup(pgid: number): Promise<void> {
 }
 
 function startReaper(): ChildProcess {
-  const child = spawn('/bin/sh', ['-c', SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  // Named so that ps and /proc show what it is (its argv[0]; sh reads the script from -c).
+  const child = spawn('/bin/sh', ['-c', SCRIPT], {
+    argv0: REAPER_NAME,
+    stdio: ['pipe', 'ignore', 'ignore'],
+    detached: true,
+  });
   // It must not keep this process alive, nor fail it: a reaper that cannot
   // start or dies leaves the groups to close() alone.
   child.unref();
