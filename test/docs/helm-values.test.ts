@@ -4,7 +4,9 @@
 // docs/operations.md (in every chart its first column names) is a key of the
 // chart's values.schema.json, which refuses unknown keys at install; and a
 // plain default that table gives (a number, true/false, a backticked value)
-// is the one the chart's values.yaml holds.
+// is the one the chart's values.yaml holds. A dotted key the docs write in
+// backticks (`auth.jwksUrl`, `ingress.className`) is an app's config key
+// (docs/configuration.md) or a chart's value.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -164,5 +166,29 @@ it('the plain defaults of the values table are those of values.yaml', () => {
     }
   }
   assert.ok(compared >= 15, `${compared} defaults compared`);
+  assert.deepEqual(wrong, []);
+});
+
+it('every dotted key the docs write in backticks under a config or values group is one an app or a chart takes', () => {
+  const config = new Set([...text('docs/configuration.md').matchAll(/^\| `([\w.]+)` +\|/gm)].map((m) => m[1]!));
+  const groups = new Set(
+    [...config, ...CHARTS.flatMap((c) => Object.keys(schemas.get(c)!.properties ?? {}).map((k) => `${k}.`))]
+      .filter((k) => k.includes('.'))
+      .map((k) => k.slice(0, k.indexOf('.'))),
+  );
+  assert.ok(groups.has('auth') && groups.has('ingress') && groups.size >= 20, [...groups].join(' '));
+  const wrong = [];
+  let checked = 0;
+  for (const file of DOCS) {
+    for (const [i, line] of text(file).split('\n').entries()) {
+      for (const [, key] of line.matchAll(/`([a-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)+)`/g)) {
+        // A file name (`tunnel.test.ts`) is not a key.
+        if (!groups.has(key!.slice(0, key!.indexOf('.'))) || /\.(?:ts|md|json|ya?ml)$/.test(key!)) continue;
+        checked++;
+        if (!config.has(key!) && !CHARTS.some((c) => chartHas(c, key!))) wrong.push(`${file}:${i + 1}: ${key}`);
+      }
+    }
+  }
+  assert.ok(checked >= 50, `${checked} keys checked`);
   assert.deepEqual(wrong, []);
 });
