@@ -4,7 +4,9 @@
 // `npm run bench -- <suite>` a suite of test/bench, an `X-Switchyard-*`
 // header is one @switchyard/protocol defines, and a `SWITCHYARD_*`
 // environment variable is one an app's config (docs/configuration.md,
-// which configuration.test.ts keeps generated) or the CLI reads.
+// which configuration.test.ts keeps generated) or the CLI reads. The
+// README's layout names every folder of apps/, libs/, charts/ and test/, and
+// every page of docs/.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -117,4 +119,28 @@ it('every SWITCHYARD_* variable the docs name is one an app or the CLI reads', (
     unknown.map(({ where, name }) => `${where}: ${name}`),
     [],
   );
+});
+
+it("README's layout names every folder of apps/, libs/, charts/ and test/, and every page of docs/", () => {
+  const readme = text('README.md');
+  const start = readme.indexOf('## Layout');
+  const block = readme.slice(
+    readme.indexOf('```\n', start) + 4,
+    readme.indexOf('\n```', readme.indexOf('```\n', start) + 4),
+  );
+  /** What the block says of `top/`: from its line up to the next top-level line. */
+  const entry = (top: string): string =>
+    new RegExp(String.raw`^${top}/ +([\s\S]*?)(?=^[a-z]+/ |(?![\s\S]))`, 'm').exec(block)?.[1] ?? '';
+  const missing = [];
+  for (const top of ['apps', 'libs', 'charts', 'test']) {
+    const folders = readdirSync(join(root, top), { withFileTypes: true }).filter((d) => d.isDirectory());
+    for (const { name } of folders) {
+      if (!new RegExp(String.raw`\b${name}\b`).test(entry(top))) missing.push(`${top}/${name}`);
+    }
+  }
+  for (const page of readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md'))) {
+    if (!new RegExp(String.raw`\b${page.replace(/\.md$/, '')}\b`).test(entry('docs'))) missing.push(`docs/${page}`);
+  }
+  assert.ok(entry('libs').includes('protocol') && entry('test').includes('e2e'), block);
+  assert.deepEqual(missing, []);
 });
