@@ -3,12 +3,15 @@
 // the table's placeholders filled in, none gets the replica's 404 for a path
 // it has no route for, and each gets the status the table implies (a relay
 // connection its 101). The replica and runtime run in-process, as the live
-// page's tests run them.
+// page's tests run them. Each request of the sidecar table (§4), with the
+// body it gives, gets the status that table gives.
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { RuntimeStateStore, createSidecarHandler } from '@switchyard/agent';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { epochOf, runtimeIds, startReplicas, startRuntime, until } from '../ui/cluster.ts';
@@ -99,4 +102,36 @@ it('a scheduler serves every request the §7 table lists, and a path it has no r
     if (status !== expected) wrong.push(`${method} ${path} (${filled(path)}): ${status} ${body.slice(0, 120)}`);
   }
   assert.deepEqual(wrong, []);
+});
+
+/** `METHOD /path`, body and status of each row of the §4 sidecar table. */
+function sidecarRows(): { method: string; path: string; body?: string; status: number }[] {
+  const section = doc.slice(doc.indexOf('## 4. The sidecar API'), doc.indexOf('## 5.'));
+  return [...section.matchAll(/^\| `([A-Z]+) (\/[^`]*)` +\| (?:`([^`]*)`|–) +\| (\d{3})\b[^|]*\|$/gm)].map((m) => ({
+    method: m[1]!,
+    path: m[2]!,
+    ...(m[3] === undefined ? {} : { body: m[3] }),
+    status: Number(m[4]),
+  }));
+}
+
+it('the sidecar answers every request of the §4 table with the status the table gives', async () => {
+  const rows = sidecarRows();
+  assert.ok(rows.length >= 8, JSON.stringify(rows));
+  const server: Server = createServer(createSidecarHandler(new RuntimeStateStore()));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const wrong = [];
+    for (const { method, path, body, status } of rows) {
+      const url = `${base}${path.replace(':pid', 'p1').replace(':tid', 't1')}`;
+      const res = await fetch(url, { method, body, signal: AbortSignal.timeout(5000) });
+      const text = await res.text();
+      if (res.status !== status)
+        wrong.push(`${method} ${path}: ${res.status} ${text.slice(0, 120)}, the table says ${status}`);
+    }
+    assert.deepEqual(wrong, []);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
