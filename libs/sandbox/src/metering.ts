@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
-import type { Clock } from '@switchyard/clock';
+import { systemClock, type Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import { redisTlsOptions, redisUrlProblem } from '@switchyard/service';
 import type { Engine, SandboxInstance } from './engine.ts';
@@ -22,12 +22,25 @@ export interface RedisMeteringSinkOptions {
   /** Approximate stream length kept (`MAXLEN ~`). Default 100 000. */
   readonly streamLengthMax?: number;
   readonly logger?: Logger;
+  /** Paces the warnings of a Redis that is down. Default: the system clock. */
+  readonly clock?: Clock;
 }
+
+/**
+ * At most one warning per kind (connection error, failed write) in this
+ * long: while Redis is down every sandbox start and recycle fails its write,
+ * and ioredis reports every reconnect attempt, a line each.
+ */
+const METERING_WARN_INTERVAL_MS = 10_000;
 
 /**
  * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`).
  * Fire-and-forget: a failed write is logged, never thrown; ioredis queues
- * writes while it reconnects (bounded by its offline queue).
+ * writes while it reconnects (bounded by its offline queue). Connection
+ * errors and failed writes are each warned of at once, then at most once per
+ * METERING_WARN_INTERVAL_MS with how many were not logged meanwhile
+ * (`unlogged`; for writes, events lost); those still uncounted when Redis is
+ * back are reported then.
  */
 export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink & { close(): Promise<void> } {
   // Refused, not dialled: ioredis would read it as another host, database or no TLS. Never quoted (a password).
@@ -37,9 +50,9 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
   const redis = new Redis(opts.url, { ...redisTlsOptions(opts.url), lazyConnect: false, maxRetriesPerRequest: 2 });
   const lengthMax = opts.streamLengthMax ?? 100_000;
-  redis.on('error', (error: Error) =>
-    opts.logger?.warn({ event: 'metering.redis_error', err: error.message }, 'redis'),
-  );
+  const warn = throttledWarn(opts.logger, opts.clock ?? systemClock);
+  redis.on('error', (error: Error) => warn('metering.redis_error', error.message, 'redis'));
+  redis.on('ready', () => warn.flush());
   let closed = false;
   return {
     record(e: MeteringEvent): void {
@@ -47,7 +60,7 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
       const fields = ['event', e.event, 'class', e.class, 'process', e.process, 'reason', e.reason];
       redis
         .xadd(opts.stream, 'MAXLEN', '~', lengthMax, '*', ...fields, 'durationMs', String(Math.round(e.durationMs)))
-        .catch((error: unknown) => opts.logger?.warn({ event: 'metering.write_failed', err: String(error) }, 'xadd'));
+        .catch((error: unknown) => warn('metering.write_failed', String(error), 'xadd'));
     },
     async close(): Promise<void> {
       if (closed) return;
@@ -55,6 +68,32 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+type Warn = ((event: string, err: string, msg: string) => void) & { flush(): void };
+
+/** Warns of `event` at once, then at most once per METERING_WARN_INTERVAL_MS, counting the rest. */
+function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
+  // Keyed by the sink's own two event names, so bounded.
+  const seen = new Map<string, { loggedAt: number; unlogged: number; msg: string }>();
+  const log = (event: string, err: string | undefined, msg: string, unlogged: number): void =>
+    logger?.warn({ event, ...(err !== undefined && { err }), ...(unlogged > 0 && { unlogged }) }, msg);
+  const warn = (event: string, err: string, msg: string): void => {
+    const now = clock.now();
+    const last = seen.get(event);
+    if (last && now - last.loggedAt < METERING_WARN_INTERVAL_MS) {
+      last.unlogged++;
+      return;
+    }
+    log(event, err, msg, last?.unlogged ?? 0);
+    seen.set(event, { loggedAt: now, unlogged: 0, msg });
+  };
+  /** Redis is back: what was held back is told now, and the next trouble is warned of at once. */
+  warn.flush = (): void => {
+    for (const [event, last] of seen) if (last.unlogged > 0) log(event, undefined, last.msg, last.unlogged);
+    seen.clear();
+  };
+  return warn;
 }
 
 /**

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
+import { ManualClock } from '@switchyard/clock/testing';
 import { redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
 import { connect } from './fixtures/clients.ts';
 import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
@@ -180,5 +181,69 @@ describe('redis metering sink', () => {
     await sink.close();
     await sink.close();
     reader.disconnect();
+  });
+
+  it('while Redis is down, warns of failed writes and connection errors once per 10 s, with a count', async () => {
+    // A Redis that is down: each connection is reset as it comes (ECONNRESET), and counted.
+    let attempts = 0;
+    const down = createServer((socket) => {
+      attempts++;
+      socket.resetAndDestroy();
+    });
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const { port: downPort } = down.address() as { port: number };
+    const logger = captureLogger();
+    const clock = new ManualClock();
+    const sink = redisMeteringSink({ url: `redis://127.0.0.1:${downPort}`, stream: 's', logger, clock });
+    const lines = (event: string) => logger.lines.filter((l) => l.obj.event === event);
+    try {
+      // Twenty sandboxes started while it is down: their writes wait in the
+      // offline queue and fail together, once ioredis gives up retrying them.
+      for (let i = 0; i < 20; i++) {
+        sink.record({ event: 'start', class: 'demo', process: `p-${i}`, reason: 'created', durationMs: 1 });
+      }
+      await waitFor('a failed write', () => lines('metering.write_failed').length > 0);
+      // ioredis fails what it queued every third reconnect attempt; two more come before the next such failure.
+      const seen = attempts;
+      await waitFor('two more reconnects, each reset', () => attempts >= seen + 2);
+      assert.equal(lines('metering.write_failed').length, 1, 'one line for twenty failed writes');
+      assert.equal(lines('metering.redis_error').length, 1, `one line for ${attempts} reset connections`);
+      await clock.advance(10_000);
+      sink.record({ event: 'recycle', class: 'demo', process: 'p-0', reason: 'expired', durationMs: 1 });
+      await waitFor('the next failed write', () => lines('metering.write_failed').length > 1);
+      const [, next] = lines('metering.write_failed');
+      assert.equal(next!.obj.unlogged, 19, 'the next line counts the writes not logged');
+      assert.equal(next!.level, 'warn');
+    } finally {
+      await sink.close();
+      await new Promise((r) => down.close(r));
+    }
+  });
+
+  it('when Redis is back, tells how many failures it did not log', { skip: missing }, async () => {
+    const back = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const logger = captureLogger();
+    const sink = redisMeteringSink({ url: `redis://127.0.0.1:${back}`, stream: 's', logger, clock: new ManualClock() });
+    const lines = (event: string) => logger.lines.filter((l) => l.obj.event === event);
+    let started: ChildProcess | undefined;
+    try {
+      for (let i = 0; i < 5; i++) {
+        sink.record({ event: 'start', class: 'demo', process: `p-${i}`, reason: 'created', durationMs: 1 });
+      }
+      await waitFor('a failed write', () => lines('metering.write_failed').length > 0);
+      started = spawn(REDIS, ['--port', String(back), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+        stdio: 'ignore',
+      });
+      await waitFor('the count of writes not logged', () => lines('metering.write_failed').length > 1, 30_000);
+      assert.equal(lines('metering.write_failed')[1]!.obj.unlogged, 4);
+    } finally {
+      await sink.close();
+      started?.kill('SIGKILL');
+    }
   });
 });
