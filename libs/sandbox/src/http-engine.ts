@@ -5,22 +5,64 @@ import type { EngineConfig } from './types.ts';
 
 type HttpConfig = Extract<EngineConfig, { engine: 'http' }>;
 
+/** How long ending an upstream session (its DELETE) may take before it is abandoned. */
+const END_SESSION_WAIT_MS = 2_000;
+
 /**
  * Proxies to a remote Streamable HTTP MCP server: one upstream session per
  * sandbox, with the configured headers on every request. A lost upstream
- * session (the transport closes) marks the sandbox dead.
+ * session (the transport closes) marks the sandbox dead. Destroying the
+ * sandbox ends its upstream session (DELETE), as does a start that fails
+ * after the upstream opened one (its `initialized` notification refused, a
+ * protocol version we do not speak): the upstream would otherwise hold it
+ * until its own idle timeout, one per sandbox. The DELETE is abandoned after
+ * END_SESSION_WAIT_MS; an upstream that does not answer it is not waited for.
  */
 export function httpEngine(config: HttpConfig): Engine {
   const url = new URL(config.url);
+  const requestInit = { headers: { ...config.headers } };
   return {
     async create() {
-      const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { ...config.headers } } });
+      const transport = new StreamableHTTPClientTransport(url, { requestInit });
       const client = upstreamClient();
-      await client.connect(transport);
-      return new ProxyInstance(client, transport, async () => {
-        await transport.terminateSession().catch(() => undefined);
+      try {
+        await client.connect(transport);
+      } catch (error) {
+        // The SDK client closed the transport; what the upstream opened is ended here.
         await transport.close().catch(() => undefined);
+        await endSession(url, requestInit, transport);
+        throw error;
+      }
+      return new ProxyInstance(client, transport, async () => {
+        await transport.close().catch(() => undefined);
+        await endSession(url, requestInit, transport);
       });
     },
   };
+}
+
+/**
+ * Sends the DELETE that ends `closed`'s upstream session, if it has one, on
+ * a transport of its own: a closed transport's requests are aborted before
+ * they are sent (the SDK client closes it first, on destroy and on a failed
+ * start alike). A refusal or a failure is no error: the session is gone or
+ * expires upstream.
+ */
+async function endSession(url: URL, requestInit: RequestInit, closed: StreamableHTTPClientTransport): Promise<void> {
+  const sessionId = closed.sessionId;
+  if (sessionId === undefined) return;
+  const ender = new StreamableHTTPClientTransport(url, { requestInit, sessionId });
+  if (closed.protocolVersion !== undefined) ender.setProtocolVersion(closed.protocolVersion);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await ender.start();
+    await Promise.race([
+      ender.terminateSession().catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, END_SESSION_WAIT_MS))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    // Aborts a DELETE still waiting for its answer.
+    await ender.close().catch(() => undefined);
+  }
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { once } from 'node:events';
+import http from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { ManualClock } from '@switchyard/clock/testing';
@@ -25,6 +27,12 @@ describe('http engine', () => {
   let upstreamServed: Served;
   let host: SandboxHost;
   let served: Served;
+  /** An upstream that opens a session on initialize, then fails the client's next request (500), and records DELETEs. */
+  let halfway: http.Server;
+  const deleted: (string | undefined)[] = [];
+  /** DELETEs get no answer; those the client gives up on are counted. */
+  let hangDeletes = false;
+  let abandoned = 0;
 
   before(async () => {
     upstream = testHost({
@@ -32,10 +40,42 @@ describe('http engine', () => {
       classes: { demo: { engine: 'builtin' } },
     });
     upstreamServed = await serveHttp1(upstream);
+    halfway = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        if (req.method === 'DELETE') {
+          deleted.push(req.headers['mcp-session-id'] as string | undefined);
+          if (!hangDeletes) return void res.writeHead(200).end();
+          return void res.on('close', () => abandoned++);
+        }
+        const msg = (body ? JSON.parse(body) : {}) as {
+          id?: number;
+          method?: string;
+          params?: { protocolVersion?: string };
+        };
+        if (msg.method !== 'initialize') return void res.writeHead(500).end('down');
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'halfway-1' });
+        const result = {
+          protocolVersion: msg.params?.protocolVersion,
+          capabilities: {},
+          serverInfo: { name: 'h', version: '1' },
+        };
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+      });
+    });
+    halfway.listen(0, '127.0.0.1');
+    await once(halfway, 'listening');
     host = testHost({
       runtimeId: 'rt-proxy',
       classes: {
         remote: remoteDemo(`${upstreamServed.url}/mcp`),
+        brief: { ...remoteDemo(`${upstreamServed.url}/mcp`), expireSeconds: 0 },
+        halfway: {
+          engine: 'http',
+          url: `http://127.0.0.1:${(halfway.address() as AddressInfo).port}/mcp`,
+          expireSeconds: 0,
+        },
       },
     });
     served = await serveHttp1(host);
@@ -45,6 +85,53 @@ describe('http engine', () => {
     await host.close();
     await upstreamServed.close();
     await upstream.close();
+    halfway.closeAllConnections();
+    await new Promise((r) => halfway.close(r));
+  });
+
+  it('destroying a sandbox ends its upstream session', async () => {
+    const before = upstream.stats().sessions;
+    const c = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': 'brief',
+      'x-switchyard-process': 'brief-1',
+    });
+    assert.equal(await c.callText('echo', { text: 'once' }), 'once');
+    assert.equal(upstream.stats().sessions, before + 1, 'the sandbox holds one upstream session');
+    await c.close(); // its sandbox expires at once
+    await waitFor('the upstream session to end', () => upstream.stats().sessions === before, 5_000);
+  });
+
+  it('a start that fails after the upstream opened a session ends that session', async () => {
+    await assert.rejects(
+      connect('v2-legacy', served.url, served.fetch, {
+        'x-switchyard-class': 'halfway',
+        'x-switchyard-process': 'halfway-1',
+      }),
+      /could not start/,
+    );
+    await waitFor('the DELETE of the session', () => deleted.length > 0, 5_000);
+    assert.deepEqual(deleted, ['halfway-1']);
+    assert.equal(host.stats().sandboxes, 0);
+  });
+
+  it('an upstream that does not answer the DELETE is not waited for, and the request is abandoned', async () => {
+    hangDeletes = true;
+    deleted.length = 0;
+    const started = Date.now();
+    try {
+      await assert.rejects(
+        connect('v2-legacy', served.url, served.fetch, {
+          'x-switchyard-class': 'halfway',
+          'x-switchyard-process': 'halfway-2',
+        }),
+        /could not start/,
+      );
+      assert.ok(Date.now() - started < 4_000, `failed after ${Date.now() - started} ms`);
+      assert.deepEqual(deleted, ['halfway-1']);
+      await waitFor('the DELETE to be abandoned', () => abandoned === 1, 5_000);
+    } finally {
+      hangDeletes = false;
+    }
   });
 
   for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
