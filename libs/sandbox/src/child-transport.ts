@@ -49,6 +49,7 @@ export class ChildTransport implements Transport {
   /** A line outgrew STDOUT_LINE_BYTES_MAX: the child is being stopped and its stdout ignored. */
   #overflowed = false;
   #child: ChildProcess | undefined;
+  #exit: { readonly exitCode: number | null; readonly signal: string | null } | undefined;
   #exited: Promise<void> = Promise.resolve();
   /** The child exited, its stdout ended and its group is off the reaper's list. */
   #closed: Promise<void> = Promise.resolve();
@@ -60,6 +61,11 @@ export class ChildTransport implements Transport {
 
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /** The child's exit code or signal once it has exited; undefined until then. */
+  get exit(): { readonly exitCode: number | null; readonly signal: string | null } | undefined {
+    return this.#exit;
   }
 
   async start(): Promise<void> {
@@ -75,7 +81,10 @@ export class ChildTransport implements Transport {
     // Listed at once (the pid is known before 'spawn'): a runtime killed right after the fork leaves no orphan.
     if (child.pid !== undefined) watchGroup(child.pid);
     this.#exited = new Promise((resolve) => {
-      child.once('exit', () => resolve());
+      child.once('exit', (exitCode, signal) => {
+        this.#exit = { exitCode, signal };
+        resolve();
+      });
       child.once('error', () => resolve());
     });
     await new Promise<void>((resolve, reject) => {

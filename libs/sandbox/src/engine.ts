@@ -41,8 +41,43 @@ export interface SandboxInstance {
   readonly dead: boolean;
   /** Calls `listener` once when the instance dies on its own. */
   onDead(listener: () => void): void;
+  /**
+   * Optional: how the instance's process ended (stdio: exit code or signal,
+   * last stderr lines), for the log of its death; undefined while it runs.
+   */
+  exitCause?(): ExitCause | undefined;
   /** Frees everything (children, connections). Idempotent. */
   destroy(reason: string): Promise<void>;
+}
+
+/** How a sandbox's process ended: what an operator needs to tell why it died. */
+export interface ExitCause {
+  readonly exitCode: number | null;
+  /** The signal that ended it (`SIGKILL` for an OOM kill), or null. */
+  readonly signal: string | null;
+  /** Its last stderr lines (a few, each cut short), oldest first. */
+  readonly stderrTail: readonly string[];
+}
+
+/** A start that failed because the process exited before it was ready. */
+export class ExitedError extends Error {
+  readonly exit: ExitCause;
+  constructor(exit: ExitCause, options?: ErrorOptions) {
+    super(`the server ${describeExit(exit)} before it was ready`, options);
+    this.exit = exit;
+  }
+}
+
+/** `exited with code 3`, `killed by SIGKILL`. */
+export function describeExit(exit: ExitCause): string {
+  return exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+}
+
+/** Log fields of a start failure: how the process ended, when it did. */
+export function exitFields(error: unknown): Partial<ExitCause> {
+  if (!(error instanceof ExitedError)) return {};
+  const { exitCode, signal, stderrTail } = error.exit;
+  return { exitCode, signal, stderrTail };
 }
 
 /** Makes sandbox instances of one class. */

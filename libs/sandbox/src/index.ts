@@ -11,6 +11,6 @@ export type {
   SandboxHostOptions,
   StateReporter,
 } from './types.ts';
-export type { Engine, EngineContext, SandboxInstance } from './engine.ts';
+export type { Engine, EngineContext, ExitCause, SandboxInstance } from './engine.ts';
 export { logMeteringSink, redisMeteringSink } from './metering.ts';
 export type { RedisMeteringSinkOptions } from './metering.ts';

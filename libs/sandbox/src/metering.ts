@@ -130,6 +130,7 @@ function meteredInstance(
     onDead: (l) => inner.onDead(l),
     register: (server) => inner.register(server),
     ...(inner.listen ? { listen: inner.listen.bind(inner) } : {}),
+    ...(inner.exitCause ? { exitCause: inner.exitCause.bind(inner) } : {}),
     bind(sandboxId) {
       inner.bind(sandboxId);
       process = sandboxId;

@@ -1,6 +1,6 @@
 import { Client, type CacheMode, type Transport } from '@modelcontextprotocol/client';
 import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
-import { DeathFlag, type SandboxInstance } from './engine.ts';
+import { DeathFlag, type ExitCause, type SandboxInstance } from './engine.ts';
 
 /** Upper bound on one forwarded upstream request (tool calls may run long and reset it on progress). */
 const UPSTREAM_TIMEOUT_MS = 10 * 60_000;
@@ -60,6 +60,7 @@ export class ProxyInstance implements SandboxInstance {
   readonly #death = new DeathFlag();
   readonly #servers = new Set<McpServer>();
   readonly #cleanup: () => Promise<void>;
+  readonly #exitCause: (() => ExitCause | undefined) | undefined;
   #destroyed = false;
   /** Tool calls in flight, oldest first: who the upstream's own requests are sent to. */
   readonly #calls: ServerContext[] = [];
@@ -75,11 +76,18 @@ export class ProxyInstance implements SandboxInstance {
    * `cacheLists`: serve lists from the client's cache (default false). Only
    * for upstreams whose change announcements always reach the client, as a
    * child's stdout does; a remote server may have no channel to announce on.
+   * `exitCause`: how the upstream's process ended, for the log of its death.
    */
-  constructor(client: Client, transport: Transport, cleanup: () => Promise<void>, opts: { cacheLists?: boolean } = {}) {
+  constructor(
+    client: Client,
+    transport: Transport,
+    cleanup: () => Promise<void>,
+    opts: { cacheLists?: boolean; exitCause?: () => ExitCause | undefined } = {},
+  ) {
     this.#client = client;
     this.#interceptProgress(transport);
     this.#cleanup = cleanup;
+    this.#exitCause = opts.exitCause;
     const upstream = client.getServerCapabilities() ?? {};
     const caps: ServerCapabilities = {};
     if (upstream.tools) caps.tools = { listChanged: true };
@@ -208,6 +216,10 @@ export class ProxyInstance implements SandboxInstance {
 
   onDead(listener: () => void): void {
     this.#death.onDead(listener);
+  }
+
+  exitCause(): ExitCause | undefined {
+    return this.#exitCause?.();
   }
 
   bind(): void {

@@ -1,6 +1,6 @@
 import { SwitchyardError } from '@switchyard/protocol';
 import type { Clock, Timer } from '@switchyard/clock';
-import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
+import { describeExit, exitFields, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
 import type { Logger, StateReporter } from './types.ts';
 
 /** One live sandbox and who holds it. */
@@ -157,7 +157,10 @@ export class SandboxRegistry {
     try {
       instance = await cls.engine.create(ctx);
     } catch (error) {
-      logger.warn({ event: 'sandbox.start_failed', class: className, sandbox: id, err: String(error) }, 'start failed');
+      logger.warn(
+        { event: 'sandbox.start_failed', class: className, sandbox: id, err: String(error), ...exitFields(error) },
+        'start failed',
+      );
       throw new SwitchyardError('upstream_unavailable', `sandbox "${id}" could not start`, { cause: error });
     }
     instance.bind(id);
@@ -175,7 +178,12 @@ export class SandboxRegistry {
 
   #died(sandbox: Sandbox): void {
     if (this.#sandboxes.get(sandbox.id) !== sandbox) return;
-    this.#opts.logger.warn({ event: 'sandbox.died', sandbox: sandbox.id }, 'sandbox died');
+    // Its exit code or signal and last stderr lines are what tells an operator why.
+    const exit = sandbox.instance.exitCause?.();
+    this.#opts.logger.warn(
+      { event: 'sandbox.died', class: sandbox.className, sandbox: sandbox.id, ...exit },
+      exit ? `sandbox died: its server ${describeExit(exit)}` : 'sandbox died',
+    );
     if (this.#tombstones.size >= TOMBSTONES_MAX) this.#tombstones.delete(this.#tombstones.values().next().value!);
     this.#tombstones.add(sandbox.id);
     void this.destroy(sandbox.id, 'dead');

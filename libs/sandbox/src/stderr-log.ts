@@ -7,10 +7,19 @@ const STDERR_LINE_MAX = 2048;
 /** Lines of one child's stderr logged per window; the others are counted. */
 const STDERR_LINES_MAX = 100;
 const STDERR_WINDOW_MS = 10_000;
+/** Last lines kept for the log of the child's death, and how much of each. */
+const STDERR_TAIL_LINES = 5;
+const STDERR_TAIL_LINE_MAX = 512;
 
 export interface StderrSource {
   readonly className: string;
   readonly pid: number;
+}
+
+/** A child's last stderr lines, logged or not. */
+export interface StderrTail {
+  /** At most STDERR_TAIL_LINES lines of at most STDERR_TAIL_LINE_MAX characters, oldest first. */
+  lines(): string[];
 }
 
 /**
@@ -19,9 +28,11 @@ export interface StderrSource {
  * lines it dropped. The stream is always read to its end, so a child that
  * logs faster than that never blocks on a full pipe; and no line is held
  * past STDERR_LINE_MAX characters, so a child that writes without newlines
- * cannot grow the runtime's memory.
+ * cannot grow the runtime's memory. Its last lines, dropped ones included
+ * (usually the explanation of a crash), are kept for the log of its death.
  */
-export function logStderr(stream: Readable, source: StderrSource, logger: Logger, clock: Clock): void {
+export function logStderr(stream: Readable, source: StderrSource, logger: Logger, clock: Clock): StderrTail {
+  const tail: string[] = [];
   let partial = '';
   /** The current line outgrew STDERR_LINE_MAX: what is left of it is dropped up to its newline. */
   let cut = false;
@@ -42,7 +53,9 @@ export function logStderr(stream: Readable, source: StderrSource, logger: Logger
     );
     dropped = 0;
   };
-  const line = (text: string): void => {
+  const line = (raw: string): void => {
+    const text = raw.replace(/\r$/, '');
+    if (tail.push(text.slice(0, STDERR_TAIL_LINE_MAX)) > STDERR_TAIL_LINES) tail.shift();
     const now = clock.now();
     if (now - windowStartMs >= STDERR_WINDOW_MS) {
       report();
@@ -56,10 +69,7 @@ export function logStderr(stream: Readable, source: StderrSource, logger: Logger
     logged++;
     // A stdio MCP server's log goes to stderr (the protocol has stdout):
     // informational as often as not, so no warning.
-    logger.info(
-      { event: 'sandbox.stderr', class: source.className, pid: source.pid, line: text.replace(/\r$/, '') },
-      'stderr',
-    );
+    logger.info({ event: 'sandbox.stderr', class: source.className, pid: source.pid, line: text }, 'stderr');
   };
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
@@ -82,4 +92,5 @@ export function logStderr(stream: Readable, source: StderrSource, logger: Logger
     report();
   });
   stream.on('error', () => undefined);
+  return { lines: () => [...tail] };
 }

@@ -1,5 +1,5 @@
 import type { Clock, Timer } from '@switchyard/clock';
-import type { Engine, EngineContext, SandboxInstance } from './engine.ts';
+import { exitFields, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
 
 /**
  * Decorates an engine with `size` pre-started instances, each primed (see
@@ -80,7 +80,7 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
               }
               const retryInMs = Math.min(RESPAWN_INITIAL_MS * 2 ** diedYoung++, RESPAWN_MAX_MS);
               ctx.logger.warn(
-                { event: 'pool.died_young', class: ctx.className, livedMs, retryInMs },
+                { event: 'pool.died_young', class: ctx.className, livedMs, retryInMs, ...instance.exitCause?.() },
                 'warm sandbox exited soon after it started; starting its replacement later',
               );
               refillAfter(retryInMs);
@@ -96,7 +96,7 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
               refillTimer = clock.setTimeout(refill, retryInMs);
             }
             ctx.logger.warn(
-              { event: 'pool.start_failed', class: ctx.className, err: String(error), retryInMs },
+              { event: 'pool.start_failed', class: ctx.className, err: String(error), retryInMs, ...exitFields(error) },
               'warm start failed',
             );
           },

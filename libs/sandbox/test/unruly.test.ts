@@ -39,6 +39,7 @@ describe('stdio servers that misbehave', () => {
       runtimeId: 'rt-unruly',
       classes: {
         crash: unrulyClass('crash'),
+        killed: unrulyClass('killed'),
         flood: unrulyClass('flood'),
         stubborn: unrulyClass('stubborn'),
         garbage: unrulyClass('garbage'),
@@ -97,6 +98,28 @@ describe('stdio servers that misbehave', () => {
     });
   }
 
+  for (const [cls, exitCode, signal] of [
+    ['crash', 7, null],
+    ['killed', null, 'SIGKILL'],
+  ] as const) {
+    it(`a server that dies (${cls}) is logged with its exit code or signal and its last stderr lines`, async () => {
+      const c = await connect('v2-legacy', served.url, served.fetch, headers(cls, `${cls}-told`));
+      open.push(c);
+      await assert.rejects((c.raw as Client).callTool({ name: 'echo', arguments: {} }, { timeout: CALL_TIMEOUT_MS }));
+      const died = () => logger.lines.find((l) => l.obj.event === 'sandbox.died' && l.obj.sandbox === `${cls}-told`);
+      await waitFor('the death to be logged', () => died() !== undefined);
+      const { obj, level } = died()!;
+      assert.equal(level, 'warn');
+      assert.equal(obj.class, cls);
+      assert.equal(obj.exitCode, exitCode);
+      assert.equal(obj.signal, signal);
+      const tail = obj.stderrTail as string[];
+      assert.match(tail[0]!, /^unruly: pid \d+$/);
+      if (cls === 'crash') assert.deepEqual(tail.slice(1), ['unruly: about to crash', 'unruly: out of widgets']);
+      else assert.equal(tail.length, 1);
+    });
+  }
+
   it('a child flooding stderr is read to the end, never blocks, and gets a bounded share of the log', async () => {
     const c = await connect('v2-legacy', served.url, served.fetch, headers('flood', 'flood-1'));
     const raw = c.raw as Client;
@@ -151,6 +174,21 @@ describe('stdio servers that misbehave', () => {
       );
     }
     assert.equal(failed().length, 3, 'one start, and one warning, per request');
+    // Each says how the server ended and what it last wrote: a few lines, each cut short.
+    for (const { obj } of failed()) {
+      assert.equal(obj.exitCode, 3);
+      assert.equal(obj.signal, null);
+      const tail = obj.stderrTail as string[];
+      assert.equal(tail.length, 5);
+      assert.deepEqual(tail.slice(0, 3), [
+        'unruly: reading config 18',
+        'unruly: reading config 19',
+        'unruly: reading config 20',
+      ]);
+      assert.match(tail[3]!, /^unruly: x+$/);
+      assert.ok(tail[3]!.length <= 512, `a ${tail[3]!.length}-character line`);
+      assert.equal(tail[4], 'unruly: no config found, giving up');
+    }
     assert.equal(reporter.processes.has('exit-1'), false);
     assert.equal(host.stats().sandboxes, 0);
     assert.equal(host.stats().sessions, 0);
@@ -197,6 +235,27 @@ describe('closing a host while a stdio sandbox is being destroyed', () => {
       assert.equal(alive(server), false, 'the server is gone when close() resolves');
     } finally {
       await served.close();
+      await host.close();
+    }
+  });
+});
+
+describe('a warm pool of a server that exits at once', () => {
+  it('logs its failed start with the exit code and last stderr lines', async () => {
+    const logger = captureLogger();
+    const host = testHost({
+      runtimeId: 'rt-pool-exit',
+      classes: { exit: { ...unrulyClass('exit'), warmPool: 1 } },
+      logger,
+    });
+    try {
+      const failed = () => logger.lines.find((l) => l.obj.event === 'pool.start_failed');
+      await waitFor('the failed start to be logged', () => failed() !== undefined);
+      const { obj } = failed()!;
+      assert.equal(obj.exitCode, 3);
+      assert.equal((obj.stderrTail as string[]).at(-1), 'unruly: no config found, giving up');
+      assert.match(String(obj.err), /exited with code 3 before it was ready/);
+    } finally {
       await host.close();
     }
   });
