@@ -1,7 +1,10 @@
 # One image for every Switchyard app; the command picks the app:
 #   docker run switchyard apps/scheduler/src/main.ts
 #   docker run switchyard apps/gateway/src/main.ts
-#   docker run switchyard apps/runtime/src/main.ts --config /etc/switchyard/config/config.yaml
+#   docker run --init switchyard apps/runtime/src/main.ts --config /etc/switchyard/config/config.yaml
+# (--init: an init as PID 1 reaps the orphans of stdio servers' trees, which
+# the runtime, Node, would keep as zombies; the runtime chart shares the pod's
+# process namespace for the same reason.)
 # TypeScript runs directly on Node 24 (type stripping), so there is no build
 # step; the image ships Node's module compile cache instead (see below).
 

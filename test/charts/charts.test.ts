@@ -719,6 +719,30 @@ describe('charts/runtime: health port and podMonitor', { skip }, () => {
   });
 });
 
+// Its own container's PID 1 would keep the orphans of stdio servers' trees as
+// zombies (test/charts/pid-one.test.ts); the pause container of a shared
+// process namespace reaps them.
+describe('charts/runtime: process namespace', { skip }, () => {
+  const podSpecOf = async (set: string[] = []) =>
+    podOf((await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!) as unknown as {
+      shareProcessNamespace?: boolean;
+      containers: { name: string }[];
+    };
+
+  it("shares it by default, and the pod has no other container to see the runtime's processes", async () => {
+    const pod = await podSpecOf();
+    assert.equal(pod.shareProcessNamespace, true);
+    assert.deepEqual(
+      pod.containers.map((c) => c.name),
+      ['runtime'],
+    );
+  });
+
+  it('keeps it apart when asked', async () => {
+    assert.equal((await podSpecOf(['shareProcessNamespace=false'])).shareProcessNamespace, false);
+  });
+});
+
 // The scheduler's NetworkPolicy admits the pods of all three charts, as
 // rendered, and the extra peers given, on the port the replica listens on.
 describe('charts/scheduler: networkPolicy', { skip }, () => {
