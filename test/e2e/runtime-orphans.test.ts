@@ -4,51 +4,21 @@
 // a SIGTERM stops them before the runtime exits. The runtime runs as its own
 // process with warm pools, so its servers start without a scheduler.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { alive, descendants } from '../../libs/sandbox/test/fixtures/children.ts';
 import { spawnApp, until, type AppProcess } from '../support/processes.ts';
 
 const unruly = fileURLToPath(new URL('../../libs/sandbox/test/fixtures/unruly-stdio-server.ts', import.meta.url));
 
-/** Processes descended from `root` running the unruly server (not the shells starting it), read from /proc. */
+/** Processes descended from `root` running the unruly server (not the shells starting it). */
 function serversUnder(root: number): number[] {
-  const parent = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (state !== 'Z') parent.set(Number(entry), Number(ppid));
-    } catch {
-      // Gone while we looked.
-    }
-  }
-  const under = (pid: number): boolean => {
-    for (let p = parent.get(pid), hops = 0; p !== undefined && hops < 64; p = parent.get(p), hops++) {
-      if (p === root) return true;
-    }
-    return false;
-  };
-  return [...parent.keys()].filter((pid) => {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      return under(pid) && argv[1] === unruly;
-    } catch {
-      return false;
-    }
-  });
-}
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  return descendants(root)
+    .filter((d) => d.cmdline.split(' ')[1] === unruly)
+    .map((d) => d.pid);
 }
 
 describe('a runtime process and its stdio servers', () => {
