@@ -38,3 +38,5 @@ export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Prom
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+export { Throttle } from './throttle.ts';

@@ -1,4 +1,4 @@
-import type { Clock } from '@switchyard/clock';
+import { Throttle, type Clock } from '@switchyard/clock';
 import type { GatewayLogger } from './options.ts';
 
 /**
@@ -18,12 +18,11 @@ const KEYS_MAX = 1024;
  */
 export class ThrottledLog {
   readonly #logger: GatewayLogger;
-  readonly #clock: Clock;
-  readonly #seen = new Map<string, { loggedAt: number; unlogged: number }>();
+  readonly #throttle: Throttle;
 
   constructor(logger: GatewayLogger, clock: Clock) {
     this.#logger = logger;
-    this.#clock = clock;
+    this.#throttle = new Throttle(clock, THROTTLED_LOG_INTERVAL_MS, KEYS_MAX);
   }
 
   warn(upstream: string, message: string, fields: object = {}): void {
@@ -45,15 +44,8 @@ export class ThrottledLog {
   }
 
   #log(level: 'info' | 'warn' | 'error', upstream: string, message: string, fields: object): void {
-    const key = `${upstream}\n${message}`;
-    const now = this.#clock.now();
-    const seen = this.#seen.get(key);
-    if (seen && now - seen.loggedAt < THROTTLED_LOG_INTERVAL_MS) {
-      seen.unlogged++;
-      return;
-    }
-    if (!seen && this.#seen.size >= KEYS_MAX) this.#seen.clear();
-    this.#logger[level]({ upstream, ...fields, ...(seen?.unlogged ? { unlogged: seen.unlogged } : {}) }, message);
-    this.#seen.set(key, { loggedAt: now, unlogged: 0 });
+    const unlogged = this.#throttle.pass(`${upstream}\n${message}`);
+    if (unlogged === undefined) return;
+    this.#logger[level]({ upstream, ...fields, ...(unlogged ? { unlogged } : {}) }, message);
   }
 }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
-import { systemClock, type Clock } from '@switchyard/clock';
+import { Throttle, systemClock, type Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import { redisTlsOptions, redisUrlProblem } from '@switchyard/service';
 import type { Engine, SandboxInstance } from './engine.ts';
@@ -74,24 +74,19 @@ type Warn = ((event: string, err: string, msg: string) => void) & { flush(): voi
 
 /** Warns of `event` at once, then at most once per METERING_WARN_INTERVAL_MS, counting the rest. */
 function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
-  // Keyed by the sink's own two event names, so bounded.
-  const seen = new Map<string, { loggedAt: number; unlogged: number; msg: string }>();
+  const throttle = new Throttle(clock, METERING_WARN_INTERVAL_MS);
+  /** Each event's message (the sink's own two events, so bounded). */
+  const messages = new Map<string, string>();
   const log = (event: string, err: string | undefined, msg: string, unlogged: number): void =>
     logger?.warn({ event, ...(err !== undefined && { err }), ...(unlogged > 0 && { unlogged }) }, msg);
   const warn = (event: string, err: string, msg: string): void => {
-    const now = clock.now();
-    const last = seen.get(event);
-    if (last && now - last.loggedAt < METERING_WARN_INTERVAL_MS) {
-      last.unlogged++;
-      return;
-    }
-    log(event, err, msg, last?.unlogged ?? 0);
-    seen.set(event, { loggedAt: now, unlogged: 0, msg });
+    messages.set(event, msg);
+    const unlogged = throttle.pass(event);
+    if (unlogged !== undefined) log(event, err, msg, unlogged);
   };
   /** Redis is back: what was held back is told now, and the next trouble is warned of at once. */
   warn.flush = (): void => {
-    for (const [event, last] of seen) if (last.unlogged > 0) log(event, undefined, last.msg, last.unlogged);
-    seen.clear();
+    for (const [event, unlogged] of throttle.flush()) log(event, undefined, messages.get(event) ?? event, unlogged);
   };
   return warn;
 }

@@ -1,4 +1,4 @@
-import type { Clock } from '@switchyard/clock';
+import { Throttle, type Clock } from '@switchyard/clock';
 import type { TunnelLogger } from './defaults.ts';
 
 /**
@@ -25,24 +25,16 @@ export interface RefusalFields {
  */
 export class RefusalLog {
   readonly #logger: TunnelLogger;
-  readonly #clock: Clock;
-  readonly #seen = new Map<string, { loggedAt: number; unlogged: number }>();
+  readonly #throttle: Throttle;
 
   constructor(logger: TunnelLogger, clock: Clock) {
     this.#logger = logger;
-    this.#clock = clock;
+    this.#throttle = new Throttle(clock, REFUSAL_LOG_INTERVAL_MS, REASONS_MAX);
   }
 
   warn(message: string, fields: RefusalFields): void {
-    const key = `${fields.status} ${fields.error}\n${message}`;
-    const now = this.#clock.now();
-    const seen = this.#seen.get(key);
-    if (seen && now - seen.loggedAt < REFUSAL_LOG_INTERVAL_MS) {
-      seen.unlogged++;
-      return;
-    }
-    if (!seen && this.#seen.size >= REASONS_MAX) this.#seen.clear();
-    this.#logger.warn({ ...fields, ...(seen?.unlogged ? { unlogged: seen.unlogged } : {}) }, message);
-    this.#seen.set(key, { loggedAt: now, unlogged: 0 });
+    const unlogged = this.#throttle.pass(`${fields.status} ${fields.error}\n${message}`);
+    if (unlogged === undefined) return;
+    this.#logger.warn({ ...fields, ...(unlogged ? { unlogged } : {}) }, message);
   }
 }
