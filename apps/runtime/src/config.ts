@@ -46,6 +46,11 @@ const classSchema = z
       .default(300)
       .describe('Sandbox lifetime after its last session leaves.'),
     warmPool: z.number().int().min(0).max(1000).default(0).describe('Sandboxes kept started ahead of demand.'),
+    startTimeoutSeconds: timerBounded(z.number().int().min(1), 1000)
+      .default(30)
+      .describe(
+        'Time a stdio or http server may take to answer initialize: past it the start fails and the client is told the sandbox could not start (MCP clients give up on a request after 60 s). Raise it for servers that install themselves on first start (npx, uvx), or keep a warm pool.',
+      ),
   })
   .superRefine((c, ctx) => {
     if (c.engine === 'stdio' && !c.command) ctx.addIssue({ code: 'custom', message: 'engine stdio needs command' });

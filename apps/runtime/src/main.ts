@@ -51,7 +51,7 @@ function joinTokenSource(c: RuntimeConfig): () => string {
 function engines(classes: RuntimeConfig['classes']): Record<string, EngineConfig> {
   const out: Record<string, EngineConfig> = {};
   for (const [name, c] of Object.entries(classes)) {
-    const common = { expireSeconds: c.expireSeconds, warmPool: c.warmPool };
+    const common = { expireSeconds: c.expireSeconds, warmPool: c.warmPool, startTimeoutSeconds: c.startTimeoutSeconds };
     if (c.engine === 'builtin') out[name] = { engine: 'builtin', ...common };
     else if (c.engine === 'stdio' && c.command) {
       out[name] = { engine: 'stdio', command: c.command, args: c.args ?? [], env: c.env ?? {}, ...common };

@@ -1,10 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { ConfigError, loadConfig } from '@switchyard/service';
 import { healthListenerOn, runtimeConfigSchema } from '../src/config.ts';
 
@@ -201,4 +202,35 @@ describe('runtime config: metering.redisUrl', () => {
       );
     });
   }
+});
+
+describe('runtime config: how long a class may take to start', () => {
+  const stdio = (extra: Record<string, unknown>) =>
+    JSON.stringify({ tool: { engine: 'stdio', command: 'mcp-server', ...extra } });
+
+  it('gives a server 30 s to answer initialize unless the class says otherwise', () => {
+    assert.equal(load({ SWITCHYARD_CLASSES: stdio({}) }).classes.tool?.startTimeoutSeconds, 30);
+    assert.equal(
+      load({ SWITCHYARD_CLASSES: stdio({ startTimeoutSeconds: 120 }) }).classes.tool?.startTimeoutSeconds,
+      120,
+    );
+  });
+
+  it('refuses a start timeout under a second', () =>
+    refuses({ SWITCHYARD_CLASSES: stdio({ startTimeoutSeconds: 0 }) }, /classes\.tool\.startTimeoutSeconds/, /1/));
+});
+
+// The runtime chart writes `classes` into this config file, and its values
+// schema refuses keys it does not list: a class setting added here and not
+// there could be set in a config file but not through the chart.
+describe('runtime config: the runtime chart takes every class setting', () => {
+  it('lists each key of a class in charts/runtime/values.schema.json', () => {
+    const chart = JSON.parse(
+      readFileSync(join(import.meta.dirname, '../../../charts/runtime/values.schema.json'), 'utf8'),
+    );
+    const app = z.toJSONSchema(runtimeConfigSchema, { io: 'input', unrepresentable: 'any' }) as typeof chart;
+    const keys = (schema: typeof chart): string[] =>
+      Object.keys(schema.properties.classes.additionalProperties.properties as object).sort();
+    assert.deepEqual(keys(chart), keys(app));
+  });
 });

@@ -19,6 +19,12 @@ import type { EngineConfig, HostRequest, HostResponse, HostStats, SandboxHostOpt
 export const SANDBOX_DEFAULTS = {
   /** Seconds a sandbox outlives its last session. */
   expireSeconds: 300,
+  /**
+   * Seconds a server may take to answer `initialize`: under the 60 s MCP
+   * clients wait for an answer, so a client whose sandbox cannot start is
+   * told so, not left to time out.
+   */
+  startTimeoutSeconds: 30,
   /** Legacy sessions open at once. */
   sessionsMax: 10_000,
   /** Largest `/mcp` or REST body, bytes. */
@@ -46,6 +52,10 @@ export interface SandboxHost {
   close(graceMs?: number): Promise<void>;
 }
 
+function startTimeoutSeconds(config: EngineConfig): number {
+  return config.startTimeoutSeconds ?? SANDBOX_DEFAULTS.startTimeoutSeconds;
+}
+
 function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOptions['engines']): Engine {
   switch (config.engine) {
     case 'custom': {
@@ -56,9 +66,9 @@ function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOpti
     case 'builtin':
       return builtinEngine(clock);
     case 'stdio':
-      return stdioEngine(config, clock);
+      return stdioEngine(config, startTimeoutSeconds(config), clock);
     case 'http':
-      return httpEngine(config);
+      return httpEngine(config, startTimeoutSeconds(config));
   }
 }
 

@@ -1,6 +1,6 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Engine } from './engine.ts';
-import { ProxyInstance, upstreamClient } from './proxy.ts';
+import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
 import type { EngineConfig } from './types.ts';
 
 type HttpConfig = Extract<EngineConfig, { engine: 'http' }>;
@@ -15,10 +15,11 @@ const END_SESSION_WAIT_MS = 2_000;
  * sandbox ends its upstream session (DELETE), as does a start that fails
  * after the upstream opened one (its `initialized` notification refused, a
  * protocol version we do not speak): the upstream would otherwise hold it
- * until its own idle timeout, one per sandbox. The DELETE is abandoned after
+ * until its own idle timeout, one per sandbox. A start fails when the upstream
+ * does not answer `initialize` within `startTimeoutSeconds`. The DELETE is abandoned after
  * END_SESSION_WAIT_MS; an upstream that does not answer it is not waited for.
  */
-export function httpEngine(config: HttpConfig): Engine {
+export function httpEngine(config: HttpConfig, startTimeoutSeconds: number): Engine {
   const url = new URL(config.url);
   const requestInit = { headers: { ...config.headers } };
   return {
@@ -26,7 +27,7 @@ export function httpEngine(config: HttpConfig): Engine {
       const transport = new StreamableHTTPClientTransport(url, { requestInit });
       const client = upstreamClient();
       try {
-        await client.connect(transport);
+        await connectUpstream(client, transport, startTimeoutSeconds);
       } catch (error) {
         // The SDK client closed the transport; what the upstream opened is ended here.
         await transport.close().catch(() => undefined);

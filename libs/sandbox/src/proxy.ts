@@ -1,4 +1,4 @@
-import { Client, type CacheMode, type Transport } from '@modelcontextprotocol/client';
+import { Client, SdkError, SdkErrorCode, type CacheMode, type Transport } from '@modelcontextprotocol/client';
 import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
 import { DeathFlag, type ExitCause, type SandboxInstance } from './engine.ts';
 
@@ -31,6 +31,23 @@ export function upstreamClient(): Client {
     { name: 'switchyard-runtime', version: '0.1.0' },
     { defaultCacheTtlMs: LIST_CACHE_TTL_MS, capabilities: { sampling: {}, elicitation: {} } },
   );
+}
+
+/**
+ * Connects `client` to its upstream, failing when `initialize` is not
+ * answered within `seconds`: a server stuck starting (loading, or a wrapper
+ * waiting on a prompt) would otherwise hold the start for the SDK's 60 s,
+ * as long as the client waits, which then learns only that it timed out.
+ */
+export async function connectUpstream(client: Client, transport: Transport, seconds: number): Promise<void> {
+  try {
+    await client.connect(transport, { timeout: seconds * 1000 });
+  } catch (error) {
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+      throw new Error(`no answer to initialize within ${seconds} s`, { cause: error });
+    }
+    throw error;
+  }
 }
 
 type Params = Record<string, unknown> | undefined;

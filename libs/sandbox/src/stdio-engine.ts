@@ -2,7 +2,7 @@ import type { Clock } from '@switchyard/clock';
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { ChildTransport } from './child-transport.ts';
 import { ExitedError, type Engine, type ExitCause } from './engine.ts';
-import { ProxyInstance, upstreamClient } from './proxy.ts';
+import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
 import { logStderr, type StderrTail } from './stderr-log.ts';
 import type { EngineConfig } from './types.ts';
 
@@ -13,12 +13,13 @@ type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
  * stderr lines go to the log, rate-limited (see logStderr). When the
  * child exits on its own the instance is dead, and its exit code or signal
  * and last stderr lines are its `exitCause`; a child that exits before it
- * is ready fails the start with them (ExitedError). `destroy` closes stdin, then
+ * is ready fails the start with them (ExitedError), as does one that does not
+ * answer `initialize` within `startTimeoutSeconds`. `destroy` closes stdin, then
  * signals the child's process group: SIGTERM, then SIGKILL (ChildTransport).
  * Lists are served from cache while the child announces list changes: its
  * announcements share the pipe with its answers, so none can be missed.
  */
-export function stdioEngine(config: StdioConfig, clock: Clock): Engine {
+export function stdioEngine(config: StdioConfig, startTimeoutSeconds: number, clock: Clock): Engine {
   return {
     async create(ctx) {
       let tail: StderrTail | undefined;
@@ -35,7 +36,7 @@ export function stdioEngine(config: StdioConfig, clock: Clock): Engine {
       };
       const client = upstreamClient();
       try {
-        await client.connect(transport);
+        await connectUpstream(client, transport, startTimeoutSeconds);
       } catch (error) {
         // Read before close(): an exit that close() causes is no explanation.
         const exited = exitCause();

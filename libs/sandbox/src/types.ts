@@ -44,6 +44,8 @@ interface EngineCommon {
   readonly expireSeconds?: number;
   /** Pre-started sandboxes kept ready for this class. Default 0 (no pool). */
   readonly warmPool?: number;
+  /** Seconds a stdio or http server may take to answer `initialize` before its start fails. Default 30. */
+  readonly startTimeoutSeconds?: number;
 }
 
 /** How sandboxes of one class are made. */
