@@ -7,7 +7,7 @@ import { format, resolveConfig } from 'prettier';
 import { TIMER_DELAY_MS_MAX, configFields, markdownReference } from '@switchyard/service';
 import { schedulerConfigSchema } from '../apps/scheduler/src/config.ts';
 import { gatewayConfigSchema } from '../apps/gateway/src/config.ts';
-import { runtimeConfigSchema } from '../apps/runtime/src/config.ts';
+import { runtimeClassSchema, runtimeConfigSchema } from '../apps/runtime/src/config.ts';
 
 const root = join(import.meta.dirname, '..');
 export const DOC_PATH = join(root, 'docs/configuration.md');
@@ -40,6 +40,31 @@ values redacted, where URLs carry credentials; it exits 0. \`--help\` lists ever
 name.
 `;
 
+const CLASSES = `### Sandbox classes (runtime \`classes.<name>\`)
+
+Each key of a runtime's \`classes\` names a class; its value says how that class's sandboxes run. In the
+config file (the runtime chart writes its \`classes\` value there):
+
+\`\`\`yaml
+classes:
+  demo:
+    engine: builtin
+  github:
+    engine: stdio
+    command: npx
+    args: [-y, '@modelcontextprotocol/server-github']
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: '…' }
+    startTimeoutSeconds: 120
+    warmPool: 2
+  search:
+    engine: http
+    url: https://mcp.example.com/mcp
+    headers: { Authorization: 'Bearer …' }
+\`\`\`
+
+In env and flags the whole map is one JSON object (\`SWITCHYARD_CLASSES\`, \`--classes\`).
+`;
+
 const APPS = [
   { title: 'Scheduler', command: 'switchyard-scheduler', schema: schedulerConfigSchema },
   { title: 'Gateway', command: 'switchyard-gateway', schema: gatewayConfigSchema },
@@ -52,6 +77,7 @@ export async function renderConfigurationDoc(): Promise<string> {
   for (const app of APPS) {
     parts.push(`## ${app.title} (\`${app.command}\`)\n`, markdownReference(configFields(app.schema)));
   }
+  parts.push(CLASSES, markdownReference(configFields(runtimeClassSchema), { sources: false }));
   const options = (await resolveConfig(DOC_PATH)) ?? {};
   return format(parts.join('\n'), { ...options, parser: 'markdown' });
 }

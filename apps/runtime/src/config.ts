@@ -22,7 +22,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
-const classSchema = z
+/** One sandbox class of `classes` (documented on its own in docs/configuration.md). */
+export const runtimeClassSchema = z
   .object({
     engine: z.enum(['builtin', 'stdio', 'http']).describe('How sandboxes of this class run.'),
     command: z.string().optional().describe('Executable to spawn per sandbox (engine stdio).'),
@@ -75,7 +76,7 @@ export const runtimeConfigSchema = z.object({
       'File holding the join token (a mounted Secret); read again before each dial when it changed, so a rotated token needs no restart.',
     ),
   classes: z
-    .record(z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/), classSchema)
+    .record(z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/), runtimeClassSchema)
     .refine((c) => Object.keys(c).length >= 1, 'needs at least 1 class')
     .refine((c) => Object.keys(c).length <= classesMax, `at most ${classesMax} classes`)
     .prefault({ demo: { engine: 'builtin' } })

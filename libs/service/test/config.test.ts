@@ -436,6 +436,12 @@ describe('reference rendering', () => {
     assert.match(md, /`token`.*Secret/);
     assert.equal(md.trim().split('\n').length, 2 + configFields(schema).length);
   });
+  it('renders settings inside a map option without env and flag columns, lists and maps as written in YAML', () => {
+    const md = markdownReference(configFields(schema), { sources: false });
+    assert.ok(md.startsWith('| key | type | default | description |\n'));
+    assert.ok(md.includes('| `peers` | string[] | `[]` | Peer URLs. |'), md);
+    assert.doesNotMatch(md, /SWITCHYARD_|--election|comma-separated|JSON in env/);
+  });
   it('appends the defaults note to the help text', () => {
     assert.ok(helpText('x', configFields(schema), 'NOTE here').endsWith('NOTE here\n'));
   });

@@ -64,13 +64,14 @@ export function printableConfig(schema: AnySchema, config: unknown): string {
   return yaml().stringify(redactConfig(schema, config), { lineWidth: 0 });
 }
 
-function typeText(field: ConfigField): string {
+/** The type as people write it; `sources` adds how env and flags spell lists and maps. */
+function typeText(field: ConfigField, sources = true): string {
   if (field.kind === 'enum') return field.enumValues!.map((v) => `'${v}'`).join(' \\| ');
   if (field.kind === 'array') {
     const element = field.elementKind === 'enum' ? field.enumValues!.join('|') : field.elementKind;
-    return `${element}[] (comma-separated)`;
+    return sources ? `${element}[] (comma-separated)` : `${element}[]`;
   }
-  if (field.kind === 'record') return 'map (JSON in env/flags)';
+  if (field.kind === 'record') return sources ? 'map (JSON in env/flags)' : 'map';
   return field.kind;
 }
 
@@ -111,14 +112,20 @@ function defaultCell(field: ConfigField): string {
   return field.hasDefault ? `\`${cell(defaultText(field))}\`` : defaultText(field);
 }
 
-/** A Markdown table of every option, for docs/configuration.md. */
-export function markdownReference(fields: readonly ConfigField[]): string {
-  const rows = ['| key | env | flag | type | default | description |', '| --- | --- | --- | --- | --- | --- |'];
+/**
+ * A Markdown table of every option, for docs/configuration.md. Without
+ * `sources` (settings inside a map option, such as a runtime's classes,
+ * which no env name or flag reaches one by one) it has no env and flag
+ * columns.
+ */
+export function markdownReference(fields: readonly ConfigField[], { sources = true } = {}): string {
+  const rows = sources
+    ? ['| key | env | flag | type | default | description |', '| --- | --- | --- | --- | --- | --- |']
+    : ['| key | type | default | description |', '| --- | --- | --- | --- |'];
   for (const f of fields) {
     const description = cell(f.description) + (f.secret ? ' **Secret:** redacted by `--print-config`.' : '');
-    rows.push(
-      `| \`${f.key}\` | \`${f.envName}\` | \`${f.flag}\` | ${typeText(f)} | ${defaultCell(f)} | ${description} |`,
-    );
+    const where = sources ? ` \`${f.envName}\` | \`${f.flag}\` |` : '';
+    rows.push(`| \`${f.key}\` |${where} ${typeText(f, sources)} | ${defaultCell(f)} | ${description} |`);
   }
   return rows.join('\n') + '\n';
 }
