@@ -89,10 +89,11 @@ export async function call(
     }
     const timedOut = isHeadersTimeout(error);
     ctx.metrics.upstreamError(timedOut ? 'timeout' : 'reset');
-    ctx.logger.warn(
-      { runtime: route.runtime, upstream: route.url, err: String((error as Error)?.message) },
-      'upstream failed after the request was sent',
-    );
+    // Once per runtime and interval: one that resets or stalls every request fails them all alike.
+    ctx.upstreamLog.warn(route.url, 'upstream failed after the request was sent', {
+      runtime: route.runtime,
+      err: String((error as Error)?.message),
+    });
     throw timedOut
       ? new SwitchyardError('upstream_timeout', 'Gateway timeout: the runtime sent no answer in time', { cause: error })
       : new SwitchyardError('upstream_unavailable', 'Bad gateway: the runtime closed the connection before answering', {
