@@ -287,10 +287,12 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
       return;
     }
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
-    ctx.logger.warn(
-      { runtime: placement.runtime, outcome: result.kind, upstream: route.url, ...detailOf(result) },
-      'initialize rescheduled',
-    );
+    // Once per runtime and interval: a runtime gone or unreachable is met by every initialize placed there.
+    ctx.upstreamLog.warn(route.url, 'initialize rescheduled', {
+      runtime: placement.runtime,
+      outcome: result.kind,
+      ...detailOf(result),
+    });
     exclude.push(placement.runtime);
   }
   throw full ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');

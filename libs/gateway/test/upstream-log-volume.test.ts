@@ -11,7 +11,7 @@ import { createGateway } from '@switchyard/gateway';
 import type { Gateway, GatewayOptions } from '@switchyard/gateway';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { DoubleRuntime, SchedulerDouble } from './fixtures/scheduler-double.ts';
-import { listen, post, stopServer } from './harness.ts';
+import { INITIALIZE, listen, post, stopServer } from './harness.ts';
 
 const REQUESTS = 20;
 const CALL = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } };
@@ -85,5 +85,31 @@ describe('a runtime that resets every request it receives', () => {
     assert.equal(warned[0]!.level, 'warn');
     assert.equal(warned[0]!.obj.runtime, 'rt-reset');
     assert.match(String(warned[0]!.obj.err), /socket hang up|other side closed|ECONNRESET/);
+  });
+});
+
+describe('runtimes that cannot be dialled', () => {
+  const { lines, logger } = recorder();
+  let front: Awaited<ReturnType<typeof gatewayOver>>;
+  before(async () => {
+    // Two addresses nothing listens on any more: every dial is refused, so each initialize is rescheduled.
+    const closed = await Promise.all(
+      ['rt-a', 'rt-b'].map(async (id) => {
+        const server = createServer();
+        const address = await listening(server);
+        await new Promise((resolve) => server.close(resolve));
+        return { id, address };
+      }),
+    );
+    front = await gatewayOver(closed, logger);
+  });
+  after(() => front.close());
+
+  it(`writes one line per runtime for ${REQUESTS} initializes rescheduled off it, not one each`, async () => {
+    for (let i = 0; i < REQUESTS; i++) assert.equal((await post(front.url, INITIALIZE)).status, 503);
+    assert.ok(front.scheduler.calls.length >= 2 * REQUESTS, 'each initialize was placed on both runtimes');
+    const warned = said(lines, 'initialize rescheduled');
+    assert.deepEqual(warned.map((l) => l.obj.runtime).sort(), ['rt-a', 'rt-b'], JSON.stringify(warned));
+    assert.ok(warned.every((l) => l.level === 'warn' && l.obj.outcome === 'unreachable'));
   });
 });
