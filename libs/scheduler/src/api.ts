@@ -14,6 +14,7 @@ import type { ReplicaLogger } from './options.ts';
 import { PROXIED_RESPONSE_HEADERS, PROXIED_RESPONSE_HEADERS_DROPPED } from './proxied-answer.ts';
 import { parseScheduleRequest } from './schedule-request.ts';
 import { sendSnapshot } from './snapshot-body.ts';
+import type { UnschedulableLog } from './unschedulable-log.ts';
 
 export interface ApiContext {
   readonly replicaId: string;
@@ -25,6 +26,7 @@ export interface ApiContext {
   readonly epochAgeMs: () => number | null;
   readonly scheduleBodyBytesMax: number;
   readonly logger: ReplicaLogger;
+  readonly unschedulableLog: UnschedulableLog;
 }
 
 const PROXY_PATH = /^\/api\/proxy\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
@@ -118,9 +120,9 @@ async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: Serve
   const base = { epoch: ctx.view.epoch, term: ctx.view.term };
   if (!decision.ok) {
     // An explain is a dry run (`switchyard explain`): nothing to warn an operator of.
-    ctx.logger[parsed.value.explain ? 'debug' : 'warn'](
+    ctx.unschedulableLog.log(
       { class: parsed.value.class, ...base, runtimes: ctx.view.counts().runtimes, reason: decision.unschedulable },
-      'unschedulable',
+      parsed.value.explain === true,
     );
     return sendJson(res, 503, { ...decision, ...base } satisfies ScheduleResponse);
   }

@@ -15,6 +15,7 @@ import { LocalPart } from './local-part.ts';
 import { createReplicaMetrics } from './metrics.ts';
 import type { SchedulerReplicaOptions } from './options.ts';
 import { createLiveUi, uiStateOf } from './ui.ts';
+import { UnschedulableLog } from './unschedulable-log.ts';
 
 /** Streams one gateway connection may hold open over HTTP/2 (idle event streams, mostly). */
 const H2C_STREAMS_MAX = 16_384;
@@ -147,6 +148,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     epochAgeMs,
     scheduleBodyBytesMax: options.scheduleBodyBytesMax ?? 64 * 1024,
     logger,
+    unschedulableLog: new UnschedulableLog(logger, clock),
   };
   const serveMetrics = metricsHandler(options.metrics.registry);
   const api = apiAdmission(options.apiTokens, clock, (ended) =>

@@ -1,6 +1,7 @@
 // How `POST /api/schedule` reads its body: size limit (declared or streamed),
 // malformed JSON, and a valid body on the same keep-alive connection after a
 // refusal. Guards the event-based body reader that replaced stream iteration.
+// How an unschedulable request is logged: unschedulable-log.test.ts.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
@@ -12,11 +13,8 @@ const BODY_BYTES_MAX = 64 * 1024;
 
 describe('POST /api/schedule body handling', () => {
   let replica: SchedulerReplica;
-  const logged: Array<{ level: string; msg: string | undefined }> = [];
-  const at = (level: string) => (_obj: object, msg?: string) => void logged.push({ level, msg });
-  const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
   before(async () => {
-    replica = (await startReplicas(1, new MemoryLeaseStore(), logger))[0]!;
+    replica = (await startReplicas(1, new MemoryLeaseStore()))[0]!;
     await until('an epoch', async () => {
       const res = await fetch(`${replica.url}/api/epoch`);
       return ((await res.json()) as { epoch: number | null }).epoch !== null || undefined;
@@ -70,19 +68,4 @@ describe('POST /api/schedule body handling', () => {
       else assert.equal(answer.code, code);
     });
   }
-
-  it('warns of an unschedulable request, and logs an unschedulable explain (a dry run) at debug only', async () => {
-    const schedule = (extra: object) =>
-      fetch(`${replica.url}/api/schedule`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ class: 'nope', processId: 'p', ...extra }),
-      });
-    const unschedulable = () => logged.filter((l) => l.msg === 'unschedulable').map((l) => l.level);
-    logged.length = 0;
-    assert.equal((await schedule({ explain: true })).status, 503);
-    assert.deepEqual(unschedulable(), ['debug']);
-    assert.equal((await schedule({})).status, 503);
-    assert.deepEqual(unschedulable(), ['debug', 'warn']);
-  });
 });
