@@ -1,5 +1,6 @@
 import { SwitchyardError } from '@switchyard/protocol';
 import type { Clock, Timer } from '@switchyard/clock';
+import { ClassTroubleLog } from './class-trouble-log.ts';
 import { describeExit, exitFields, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
 import type { Logger, StateReporter } from './types.ts';
 
@@ -47,10 +48,12 @@ export class SandboxRegistry {
   readonly #tombstones = new Set<string>();
   /** Instances removed and still being destroyed (a child given its grace to exit). */
   readonly #destroying = new Set<Promise<void>>();
+  readonly #trouble: ClassTroubleLog;
   #closed = false;
 
   constructor(opts: RegistryOptions) {
     this.#opts = opts;
+    this.#trouble = new ClassTroubleLog(opts.logger, opts.clock);
     this.#reportWeight();
   }
 
@@ -157,7 +160,7 @@ export class SandboxRegistry {
     try {
       instance = await cls.engine.create(ctx);
     } catch (error) {
-      logger.warn(
+      this.#trouble.warn(
         { event: 'sandbox.start_failed', class: className, sandbox: id, err: String(error), ...exitFields(error) },
         'start failed',
       );
@@ -180,7 +183,7 @@ export class SandboxRegistry {
     if (this.#sandboxes.get(sandbox.id) !== sandbox) return;
     // Its exit code or signal and last stderr lines are what tells an operator why.
     const exit = sandbox.instance.exitCause?.();
-    this.#opts.logger.warn(
+    this.#trouble.warn(
       { event: 'sandbox.died', class: sandbox.className, sandbox: sandbox.id, ...exit },
       exit ? `sandbox died: its server ${describeExit(exit)}` : 'sandbox died',
     );

@@ -39,6 +39,8 @@ describe('stdio servers that misbehave', () => {
       runtimeId: 'rt-unruly',
       classes: {
         crash: unrulyClass('crash'),
+        // Its own class: the deaths of `crash` sandboxes before it would be logged at debug (one warning per class and 10 s).
+        'crash-told': unrulyClass('crash'),
         killed: unrulyClass('killed'),
         flood: unrulyClass('flood'),
         stubborn: unrulyClass('stubborn'),
@@ -99,7 +101,7 @@ describe('stdio servers that misbehave', () => {
   }
 
   for (const [cls, exitCode, signal] of [
-    ['crash', 7, null],
+    ['crash-told', 7, null],
     ['killed', null, 'SIGKILL'],
   ] as const) {
     it(`a server that dies (${cls}) is logged with its exit code or signal and its last stderr lines`, async () => {
@@ -115,7 +117,7 @@ describe('stdio servers that misbehave', () => {
       assert.equal(obj.signal, signal);
       const tail = obj.stderrTail as string[];
       assert.match(tail[0]!, /^unruly: pid \d+$/);
-      if (cls === 'crash') assert.deepEqual(tail.slice(1), ['unruly: about to crash', 'unruly: out of widgets']);
+      if (cls === 'crash-told') assert.deepEqual(tail.slice(1), ['unruly: about to crash', 'unruly: out of widgets']);
       else assert.equal(tail.length, 1);
     });
   }
@@ -173,7 +175,12 @@ describe('stdio servers that misbehave', () => {
         /sandbox \\"exit-1\\" could not start/,
       );
     }
-    assert.equal(failed().length, 3, 'one start, and one warning, per request');
+    assert.equal(failed().length, 3, 'one start, and one line, per request');
+    // One warning per class and 10 s: the others at debug, with the same fields.
+    assert.deepEqual(
+      failed().map((l) => l.level),
+      ['warn', 'debug', 'debug'],
+    );
     // Each says how the server ended and what it last wrote: a few lines, each cut short.
     for (const { obj } of failed()) {
       assert.equal(obj.exitCode, 3);
@@ -256,6 +263,36 @@ describe('a warm pool of a server that exits at once', () => {
       assert.equal((obj.stderrTail as string[]).at(-1), 'unruly: no config found, giving up');
       assert.match(String(obj.err), /exited with code 3 before it was ready/);
     } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('a server that crashes on every call', () => {
+  const CALLS = 5;
+  it(`warns of the first death of its class, and logs the other ${CALLS - 1} at debug`, async () => {
+    const logger = captureLogger();
+    const host = testHost({ runtimeId: 'rt-crash-each', classes: { crash: unrulyClass('crash') }, logger });
+    const served = await serveHttp1(host);
+    try {
+      for (let i = 0; i < CALLS; i++) {
+        const c = await connect('v2-legacy', served.url, served.fetch, {
+          'x-switchyard-class': 'crash',
+          'x-switchyard-process': `crash-each-${i}`,
+        });
+        await assert.rejects((c.raw as Client).callTool({ name: 'echo', arguments: {} }, { timeout: CALL_TIMEOUT_MS }));
+        await c.close().catch(() => undefined);
+      }
+      const died = () => logger.lines.filter((l) => l.obj.event === 'sandbox.died');
+      await waitFor('every death to be logged', () => died().length === CALLS);
+      assert.deepEqual(
+        died().map((l) => l.level),
+        ['warn', ...Array<string>(CALLS - 1).fill('debug')],
+      );
+      // Each, warned of or not, still says how the server ended.
+      for (const { obj } of died()) assert.equal(obj.exitCode, 7);
+    } finally {
+      await served.close();
       await host.close();
     }
   });
