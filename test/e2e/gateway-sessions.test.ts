@@ -34,7 +34,13 @@ describe('gateway sessions and streams across processes', () => {
   before(async () => {
     // Anonymous clients share one principal (their address), and every open
     // GET stream holds a slot: 100 concurrent sessions need more than the default.
-    cluster = await startCluster({ everything: true, gatewayArgs: ['--principal-concurrency-max', '1000'] });
+    // Runtimes log at debug: a cancelled call is told at info once per 10 s, each one at debug, and
+    // the cancellation cases below read each one's line.
+    cluster = await startCluster({
+      everything: true,
+      gatewayArgs: ['--principal-concurrency-max', '1000'],
+      runtimeArgs: ['--log-level', 'debug'],
+    });
     gatewayBase = cluster.gatewayUrl().replace(/\/mcp$/, '');
   });
   after(() => cluster?.stop());

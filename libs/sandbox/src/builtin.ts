@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
-import { sleep, type Clock } from '@switchyard/clock';
+import { Throttle, sleep, type Clock } from '@switchyard/clock';
 import { DeathFlag, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
 
 /** Interval between `sleep` progress notifications. */
@@ -13,24 +13,34 @@ function text(value: string): { content: { type: 'text'; text: string }[] } {
 }
 
 /**
+ * A cancelled call is told at info at most once in this long (per class),
+ * the others at debug: clients cancel as often as they like, and the
+ * runtime's `tool_calls_cancelled` metric counts them all.
+ */
+const CANCELLED_LOG_INTERVAL_MS = 10_000;
+
+/**
  * The demo tools of the builtin engine — a contract relied on outside the
  * repository (design brief §10): `echo`, `whoami`, `counter`, `sleep`.
  */
 export function builtinEngine(clock: Clock): Engine {
-  return { create: async (ctx) => new BuiltinInstance(ctx, clock) };
+  const cancelled = new Throttle(clock, CANCELLED_LOG_INTERVAL_MS);
+  return { create: async (ctx) => new BuiltinInstance(ctx, clock, cancelled) };
 }
 
 class BuiltinInstance implements SandboxInstance {
   readonly capabilities = { tools: { listChanged: true } };
   readonly #ctx: EngineContext;
   readonly #clock: Clock;
+  readonly #cancelled: Throttle;
   readonly #death = new DeathFlag();
   #sandboxId = '';
   #counter = 0;
 
-  constructor(ctx: EngineContext, clock: Clock) {
+  constructor(ctx: EngineContext, clock: Clock, cancelled: Throttle) {
     this.#ctx = ctx;
     this.#clock = clock;
+    this.#cancelled = cancelled;
   }
 
   get dead(): boolean {
@@ -92,15 +102,19 @@ class BuiltinInstance implements SandboxInstance {
       // The signal also fires after a normal completion; only an abort
       // while still sleeping is a cancellation.
       if (signal.aborted) {
-        this.#ctx.logger.info(
-          { event: 'tool.cancelled', tool: 'sleep', sandbox: this.#sandboxId },
-          'tool call cancelled',
-        );
+        this.#logCancelled('sleep');
         this.#ctx.onCancelled('sleep');
       }
       throw error;
     }
     return text(`slept ${ms}`);
+  }
+
+  #logCancelled(tool: string): void {
+    const fields = { event: 'tool.cancelled', tool, sandbox: this.#sandboxId };
+    const unlogged = this.#cancelled.pass(tool);
+    if (unlogged === undefined) this.#ctx.logger.debug(fields, 'tool call cancelled');
+    else this.#ctx.logger.info({ ...fields, ...(unlogged ? { unlogged } : {}) }, 'tool call cancelled');
   }
 
   async destroy(): Promise<void> {

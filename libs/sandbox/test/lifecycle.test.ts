@@ -192,3 +192,42 @@ describe('cancellation reaches the runtime', () => {
     await c.close();
   });
 });
+
+describe('many cancelled calls', () => {
+  const CALLS = 5;
+  let host: SandboxHost;
+  let served: Served;
+  const logger = captureLogger();
+
+  before(async () => {
+    host = testHost({ runtimeId: 'rt-cancel-many', classes: { default: { engine: 'builtin' } }, logger });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  it(`are told at info once, and each at debug: a client cancels as often as it likes`, async () => {
+    const c = await connect('v2-modern', served.url, served.fetch);
+    try {
+      for (let i = 0; i < CALLS; i++) {
+        const abort = new AbortController();
+        const call = (c.raw as Client).callTool(
+          { name: 'sleep', arguments: { ms: 20_000 } },
+          { signal: abort.signal, onprogress: () => abort.abort() },
+        );
+        await assert.rejects(call);
+        await waitFor(`cancellation ${i + 1} to be counted`, () => host.stats().cancelled === i + 1);
+      }
+    } finally {
+      await c.close();
+    }
+    const told = logger.lines.filter((l) => l.obj.event === 'tool.cancelled');
+    assert.deepEqual(
+      told.map((l) => l.level),
+      ['info', ...Array<string>(CALLS - 1).fill('debug')],
+    );
+    assert.ok(told.every((l) => l.obj.tool === 'sleep' && typeof l.obj.sandbox === 'string'));
+  });
+});
