@@ -134,7 +134,13 @@ async function rerouted(
     (found) => found.runtime === route.runtime && found.url !== route.url,
   );
   if (next) {
-    ctx.logger.info({ runtime: route.runtime, from: route.url, to: next.url }, 'runtime found through another replica');
+    // Once per lost replica and interval: each session and named process that was routed through it follows its
+    // runtime on its next request, and a replica may have carried thousands.
+    ctx.upstreamLog.info(new URL(route.url).origin, 'runtime found through another replica', {
+      runtime: route.runtime,
+      from: route.url,
+      to: next.url,
+    });
   }
   return next;
 }

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway, GatewayOptions } from '@switchyard/gateway';
+import { replicaStandIn, startStandIn } from './fixtures/replica-stand-in.ts';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { DoubleRuntime, SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
@@ -38,9 +39,10 @@ const said = (lines: readonly Line[], msg: string): Line[] => lines.filter((l) =
 async function gatewayOver(
   runtimes: DoubleRuntime[],
   logger: NonNullable<GatewayOptions['logger']>,
+  upstreamMode: GatewayOptions['upstreamMode'] = 'direct',
 ): Promise<{ url: string; scheduler: SchedulerDouble; close(): Promise<void> }> {
   const scheduler = await startSchedulerDouble(runtimes);
-  const gateway: Gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct', logger });
+  const gateway: Gateway = createGateway({ schedulers: [scheduler.url], upstreamMode, logger });
   const { server, url } = await listen(gateway);
   return {
     url,
@@ -111,5 +113,46 @@ describe('runtimes that cannot be dialled', () => {
     const warned = said(lines, 'initialize rescheduled');
     assert.deepEqual(warned.map((l) => l.obj.runtime).sort(), ['rt-a', 'rt-b'], JSON.stringify(warned));
     assert.ok(warned.every((l) => l.level === 'warn' && l.obj.outcome === 'unreachable'));
+  });
+});
+
+describe('a scheduler replica that dies with the tunnel of a runtime many sessions are on', () => {
+  const { lines, logger } = recorder();
+  const served: string[] = [];
+  const [replicaA, replicaB] = [replicaStandIn('a', served), replicaStandIn('b', served)];
+  let front: Awaited<ReturnType<typeof gatewayOver>>;
+  let addressB: string;
+  before(async () => {
+    const addressA = await startStandIn(replicaA);
+    addressB = await startStandIn(replicaB);
+    front = await gatewayOver([{ id: 'rt-1', address: addressA }], logger, 'proxy');
+  });
+  after(async () => {
+    await front.close();
+    for (const replica of [replicaA, replicaB]) {
+      replica.closeAllConnections();
+      replica.close();
+    }
+  });
+
+  it(`writes one line for ${REQUESTS} sessions that follow the runtime to another replica, not one each`, async () => {
+    const sessions: Record<string, string>[] = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      const opened = await post(front.url, INITIALIZE);
+      assert.equal(opened.status, 200, JSON.stringify(opened.json));
+      sessions.push({ 'mcp-session-id': opened.headers.get('mcp-session-id')! });
+    }
+    replicaA.closeAllConnections();
+    await new Promise((resolve) => replicaA.close(resolve));
+    // The runtime redialled replica b.
+    front.scheduler.runtimes = [{ id: 'rt-1', address: addressB }];
+    for (const session of sessions) {
+      const moved = await post(front.url, CALL, session);
+      assert.deepEqual(moved.json, { jsonrpc: '2.0', id: 9, result: { replica: 'b' } });
+    }
+    const told = said(lines, 'runtime found through another replica');
+    assert.equal(told.length, 1, JSON.stringify(told));
+    assert.equal(told[0]!.level, 'info');
+    assert.equal(told[0]!.obj.runtime, 'rt-1');
   });
 });
