@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/client';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { ManualClock } from '@switchyard/clock/testing';
 import type { SandboxHost } from '@switchyard/sandbox';
 import { alive, descendants } from './fixtures/children.ts';
 import { connect, type TestClient } from './fixtures/clients.ts';
@@ -291,6 +292,48 @@ describe('a server that crashes on every call', () => {
       );
       // Each, warned of or not, still says how the server ended.
       for (const { obj } of died()) assert.equal(obj.exitCode, 7);
+    } finally {
+      await served.close();
+      await host.close();
+    }
+  });
+});
+
+describe('a server that writes to stderr and exits at once, started once per request', () => {
+  // 22 stderr lines a start (see the fixture's `exit`): 10 starts are 220, past the 100 a class may log in 10 s.
+  const STARTS = 10;
+  const LINES = 22;
+  it('gets 100 stderr lines in the log per class and 10 s, not 100 per child, and one count per 10 s of the rest', async () => {
+    const clock = new ManualClock();
+    const logger = captureLogger();
+    const host = testHost({ runtimeId: 'rt-exit-each', classes: { exit: unrulyClass('exit') }, logger, clock });
+    const served = await serveHttp1(host);
+    const start = (i: number) =>
+      assert.rejects(
+        connect('v2-legacy', served.url, served.fetch, {
+          'x-switchyard-class': 'exit',
+          'x-switchyard-process': `exit-${i}`,
+        }),
+        /could not start/,
+      );
+    const of = (event: string) => logger.lines.filter((l) => l.obj.event === event && l.level !== 'debug');
+    const logged = () => of('sandbox.stderr').length;
+    const dropped = () => of('sandbox.stderr_dropped');
+    const counted = () => dropped().reduce((n, l) => n + Number(l.obj.dropped), 0);
+    try {
+      for (let i = 0; i < STARTS; i++) await start(i);
+      // A budget per child would log them all (220), with no count.
+      await waitFor('the budget to be spent', () => logged() >= 100 && (counted() > 0 || logged() > 100));
+      assert.equal(logged(), 100);
+      assert.equal(dropped().length, 1, JSON.stringify(dropped()));
+      assert.equal(dropped()[0]!.obj.class, 'exit');
+      // The next window: the lines held back since are counted in one line, and the next start is logged again.
+      await clock.advance(10_000);
+      await start(STARTS);
+      await waitFor('every line logged or counted', () => logged() + counted() >= (STARTS + 1) * LINES);
+      assert.equal(dropped().length, 2, JSON.stringify(dropped()));
+      assert.equal(counted(), STARTS * LINES - 100);
+      assert.equal(logged(), 100 + LINES);
     } finally {
       await served.close();
       await host.close();
