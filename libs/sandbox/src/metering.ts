@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
-import { Throttle, systemClock, type Clock } from '@switchyard/clock';
+import { Throttle, systemClock, type Clock, type Timer } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import { redisTlsOptions, redisUrlProblem } from '@switchyard/service';
 import type { Engine, SandboxInstance } from './engine.ts';
@@ -52,7 +52,12 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   const lengthMax = opts.streamLengthMax ?? 100_000;
   const warn = throttledWarn(opts.logger, opts.clock ?? systemClock);
   redis.on('error', (error: Error) => warn('metering.redis_error', error.message, 'redis'));
-  redis.on('ready', () => warn.flush());
+  let ready = false;
+  redis.on('ready', () => {
+    ready = true;
+    warn.flush(() => ready);
+  });
+  redis.on('close', () => (ready = false));
   let closed = false;
   return {
     record(e: MeteringEvent): void {
@@ -65,12 +70,16 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      warn.cancel();
       await redis.quit().catch(() => redis.disconnect());
     },
   };
 }
 
-type Warn = ((event: string, err: string, msg: string) => void) & { flush(): void };
+type Warn = ((event: string, err: string, msg: string) => void) & {
+  flush(stillBack: () => boolean): void;
+  cancel(): void;
+};
 
 /** Warns of `event` at once, then at most once per METERING_WARN_INTERVAL_MS, counting the rest. */
 function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
@@ -84,9 +93,30 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
     const unlogged = throttle.pass(event);
     if (unlogged !== undefined) log(event, err, msg, unlogged);
   };
-  /** Redis is back: what was held back is told now, and the next trouble is warned of at once. */
-  warn.flush = (): void => {
+  // A Redis that flaps (ready, then cut off, again and again) is back once per flap: at most one flush per
+  // interval, or each would tell a count and let the next error through, a line or two per flap.
+  let flushedAtMs = -Infinity;
+  let deferred: Timer | undefined;
+  /**
+   * Redis is back: what was held back is told now, and the next trouble is
+   * warned of at once; within METERING_WARN_INTERVAL_MS of the last time, once
+   * that interval is up, if Redis is `stillBack()` then.
+   */
+  warn.flush = (stillBack: () => boolean): void => {
+    const waitMs = flushedAtMs + METERING_WARN_INTERVAL_MS - clock.now();
+    if (waitMs > 0) {
+      deferred ??= clock.setTimeout(() => {
+        deferred = undefined;
+        if (stillBack()) warn.flush(stillBack);
+      }, waitMs);
+      return;
+    }
+    flushedAtMs = clock.now();
     for (const [event, unlogged] of throttle.flush()) log(event, undefined, messages.get(event) ?? event, unlogged);
+  };
+  warn.cancel = (): void => {
+    deferred?.cancel();
+    deferred = undefined;
   };
   return warn;
 }

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { ManualClock } from '@switchyard/clock/testing';
@@ -306,6 +306,52 @@ describe('redis metering sink', () => {
       await new Promise((r) => down.close(r));
     }
   });
+
+  it(
+    'while Redis flaps (each connection reset soon after it is ready), warns once per 10 s, not once per flap',
+    {
+      skip: missing,
+    },
+    async () => {
+      // A forwarder to the real Redis that resets each connection 100 ms after it opens: ioredis gets
+      // ready, then an ECONNRESET, and reconnects at once, as through a proxy that keeps cutting it off.
+      let opened = 0;
+      const flapping = createServer((socket) => {
+        opened++;
+        const upstream = createConnection({ host: '127.0.0.1', port });
+        socket.pipe(upstream).pipe(socket);
+        upstream.on('error', () => socket.destroy());
+        socket.on('error', () => upstream.destroy());
+        setTimeout(() => {
+          upstream.destroy();
+          socket.resetAndDestroy();
+        }, 100);
+      });
+      await new Promise<void>((resolve) => flapping.listen(0, '127.0.0.1', resolve));
+      const { port: flappingPort } = flapping.address() as AddressInfo;
+      const logger = captureLogger();
+      const clock = new ManualClock();
+      const sink = redisMeteringSink({ url: `redis://127.0.0.1:${flappingPort}`, stream: 's', logger, clock });
+      const lines = (event: string) => logger.lines.filter((l) => l.obj.event === event);
+      try {
+        await waitFor('six flaps', () => opened >= 6, 20_000);
+        assert.ok(lines('metering.redis_error').length >= 1, 'the first is warned of');
+        assert.equal(
+          lines('metering.redis_error').length,
+          1,
+          `one line for ${opened} reset connections: ${JSON.stringify(lines('metering.redis_error'))}`,
+        );
+        // Once the 10 s are up, the next time it is back it tells how many it held back.
+        await clock.advance(10_000);
+        await waitFor('the count held back', () =>
+          lines('metering.redis_error').some((l) => Number(l.obj.unlogged) > 0),
+        );
+      } finally {
+        await sink.close();
+        flapping.close();
+      }
+    },
+  );
 
   it('when Redis is back, tells how many failures it did not log', { skip: missing }, async () => {
     const back = await new Promise<number>((resolve) => {
