@@ -7,7 +7,7 @@ import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 /** What every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
-/** A connection that has not said which protocol it speaks within this time is dropped. */
+/** A connection that has not said which protocol it speaks within this time of its accept is dropped. */
 const SNIFF_TIMEOUT_MS = 10_000;
 
 /**
@@ -38,6 +38,12 @@ export interface H2cOptions {
    * H2C_IDLE_TIMEOUT_MS.
    */
   readonly idleTimeoutMs?: number;
+  /**
+   * A connection that has not said which protocol it speaks this long after
+   * it was accepted is dropped: a deadline, not an idle timeout, so a peer
+   * trickling the HTTP/2 preface cannot stretch it. Default SNIFF_TIMEOUT_MS.
+   */
+  readonly sniffTimeoutMs?: number;
 }
 
 export interface H2cListener {
@@ -114,13 +120,22 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
   const http1 = server.listeners(event) as Array<(socket: Socket) => void>;
   // Connections that have not said yet which protocol they speak: neither server knows them.
   const undecided = new Set<Socket>();
+  const sniffTimeoutMs = options.sniffTimeoutMs ?? SNIFF_TIMEOUT_MS;
   server.removeAllListeners(event);
   server.on(event, (socket: Socket) => {
     let seen: Buffer = Buffer.alloc(0);
     undecided.add(socket);
-    socket.once('close', () => undecided.delete(socket));
+    // Not socket.setTimeout, which every byte restarts: one preface byte every few seconds held a
+    // connection for minutes (24 bytes at 9 s each, then the HTTP/2 idle timeout).
+    const sniffDeadline = setTimeout(() => socket.destroy(), sniffTimeoutMs);
+    sniffDeadline.unref();
+    socket.once('close', () => {
+      clearTimeout(sniffDeadline);
+      undecided.delete(socket);
+    });
     const route = (toHttp2: boolean): void => {
       undecided.delete(socket);
+      clearTimeout(sniffDeadline);
       socket.off('data', onData);
       socket.off('error', onError);
       socket.setTimeout(0);
@@ -141,7 +156,6 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
     const onError = (): void => void socket.destroy();
     socket.on('data', onData);
     socket.on('error', onError);
-    socket.setTimeout(SNIFF_TIMEOUT_MS, () => socket.destroy());
   });
 
   let closing: Promise<void> | undefined;

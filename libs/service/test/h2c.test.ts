@@ -178,6 +178,7 @@ describe('serveH2c', () => {
 // have idleTimeoutMs. A connection holding a stream, however silent, stays.
 describe('serveH2c idle connections', () => {
   const IDLE_MS = 300;
+  const SNIFF_MS = 400;
   let server: http.Server;
   let h2c: H2cListener;
   let base: string;
@@ -187,6 +188,7 @@ describe('serveH2c idle connections', () => {
     h2c = serveH2c(server, {
       maxConcurrentStreams: 100,
       idleTimeoutMs: IDLE_MS,
+      sniffTimeoutMs: SNIFF_MS,
       onStream: (stream, headers) => {
         stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
         if (headers[':path'] !== '/hold') stream.end('done');
@@ -222,6 +224,26 @@ describe('serveH2c idle connections', () => {
     await until(() => h2c.sessions === 1);
     await closesWithin(socket, 10 * IDLE_MS);
     await until(() => h2c.sessions === 0);
+  });
+
+  it('drops a connection trickling the HTTP/2 preface at the sniff deadline, not at its last byte', async () => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    // Each byte well inside the sniff timeout; all 20 (of the preface's 24) would take 2 s.
+    const preface = 'PRI * HTTP/2.0\r\n\r\nSM\r\n';
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (sent < preface.length && !socket.destroyed) socket.write(preface[sent++]!);
+    }, SNIFF_MS / 4);
+    try {
+      const tookMs = await closesWithin(socket, 2.5 * SNIFF_MS);
+      assert.ok(tookMs >= SNIFF_MS - 50, `dropped ${tookMs} ms after it connected, before the sniff timeout`);
+      assert.ok(sent < preface.length, 'the whole trickle was taken');
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
   });
 
   it('keeps a connection while a silent stream is open, and closes it once idle after the stream ends', async () => {
