@@ -138,6 +138,7 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
       clearTimeout(sniffDeadline);
       socket.off('data', onData);
       socket.off('error', onError);
+      socket.off('end', onError);
       socket.setTimeout(0);
       socket.pause();
       socket.unshift(seen);
@@ -153,9 +154,12 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
       if (http2Prefix && n < PREFACE.length) return;
       route(http2Prefix);
     };
+    // Closed by its peer before saying anything (a scan, a health check of the port): nothing is left to read,
+    // and the HTTP/1.1 server's half-open handling never saw it, so it would stay until the sniff deadline.
     const onError = (): void => void socket.destroy();
     socket.on('data', onData);
     socket.on('error', onError);
+    socket.on('end', onError);
   });
 
   let closing: Promise<void> | undefined;

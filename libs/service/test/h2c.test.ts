@@ -100,6 +100,21 @@ describe('serveH2c', () => {
     assert.match(text, /^HTTP\/1\.1 400/);
   });
 
+  it('drops at once a connection its peer closed before saying which protocol it speaks', async () => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.end();
+    // Our side gets 'close' once the server ends its own; the sniff timeout is 10 s here.
+    const closed = once(socket, 'close');
+    const timer = setTimeout(() => socket.emit('error', new Error('still held by the server after 2 s')), 2000);
+    try {
+      await closed;
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
   it('close() drops a connection that has not said which protocol it speaks', async () => {
     // A listener of its own: the shared one's close() is the last test's.
     const other = http.createServer();
