@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import v8 from 'node:v8';
 import { createGateway, type TokenOption } from '@switchyard/gateway';
 import {
+  capConnections,
   createLifecycle,
   createLogger,
   exitOnListenError,
@@ -189,6 +190,8 @@ server.requestTimeout = HEADERS_TIMEOUT_MS + config.bodyTimeoutMs + LINGER_DEFAU
 // all, so the balancer closes first.
 server.keepAliveTimeout = Math.min(config.keepAliveTimeoutMs, ANNOUNCED_KEEP_ALIVE_MS);
 server.keepAliveTimeoutBuffer = config.keepAliveTimeoutMs - server.keepAliveTimeout;
+// A flood of connections must not take the memory the open event streams live on (see capConnections).
+capConnections(server, { connectionsMax: config.connectionsMax, metrics, logger });
 const address = await listen(server, { host: config.host, port: config.port }).catch((error: unknown) =>
   exitOnListenError('switchyard-gateway', error),
 );

@@ -132,6 +132,7 @@ const replica = await startSchedulerReplica({
   joinTokens,
   ...(apiTokensWanted ? { apiTokens } : {}),
   maxRuntimes: config.maxRuntimes,
+  connectionsMax: config.connectionsMax,
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   epoch: config.epoch,
   probes: { healthz: lifecycle.healthzHandler, readyz: lifecycle.readyzHandler },

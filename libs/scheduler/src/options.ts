@@ -39,6 +39,8 @@ export interface SchedulerReplicaOptions {
    */
   readonly apiTokens?: () => readonly string[];
   readonly maxRuntimes?: number;
+  /** Connections the listener holds at once, of every kind; one more is closed unread (capConnections). Default 16,384. */
+  readonly connectionsMax?: number;
   readonly tunnelPingIntervalMs?: number;
   readonly epoch?: {
     readonly cycleIntervalMs?: number;

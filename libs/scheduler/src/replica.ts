@@ -3,7 +3,15 @@ import http2 from 'node:http2';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
-import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, serveH2c, type TlsPair } from '@switchyard/service';
+import {
+  SERVER_KEEP_ALIVE_MS,
+  capConnections,
+  closeServer,
+  listen,
+  metricsHandler,
+  serveH2c,
+  type TlsPair,
+} from '@switchyard/service';
 import { RELAY, runtimeStateOf } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
@@ -16,6 +24,12 @@ import { createReplicaMetrics } from './metrics.ts';
 import type { SchedulerReplicaOptions } from './options.ts';
 import { createLiveUi, uiStateOf } from './ui.ts';
 import { UnschedulableLog } from './unschedulable-log.ts';
+
+/**
+ * Connections the listener holds at once by default: a thousand runtime tunnels, a burst of a few
+ * thousand `/api/proxy` calls (one connection each) and gateways' relays, with room to spare.
+ */
+const CONNECTIONS_MAX = 16_384;
 
 /** Streams one gateway connection may hold open over HTTP/2 (idle event streams, mostly). */
 const H2C_STREAMS_MAX = 16_384;
@@ -66,6 +80,14 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     : http.createServer({ shouldUpgradeCallback });
   server.headersTimeout = 10_000;
   server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
+  // The connect path answers whoever reaches it: a flood of connections must not take the descriptors and
+  // memory the tunnels held here live on.
+  capConnections(server, {
+    connectionsMax: options.connectionsMax ?? CONNECTIONS_MAX,
+    metrics: options.metrics,
+    logger,
+    clock,
+  });
   const address = await listen(server, { host: options.host, port: options.port });
   const url = options.advertiseUrl.replace('{port}', String(address.port));
 

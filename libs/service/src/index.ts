@@ -29,6 +29,8 @@ export {
   SERVER_TCP_KEEP_ALIVE_DELAY_MS,
 } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
+export { capConnections, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
+export type { ConnectionCapOptions } from './connections.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';
 export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
 export { serveH2c } from './h2c.ts';
