@@ -17,6 +17,7 @@ import {
   appTls,
   urlHost,
   SERVER_TCP_KEEP_ALIVE_DELAY_MS,
+  SERVER_TIMEOUT_CHECK_INTERVAL_MS,
   LINGER_DEFAULTS,
 } from '@switchyard/service';
 import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from './config.ts';
@@ -29,7 +30,7 @@ import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from '.
 // module object as it is.
 const http = process.getBuiltinModule('node:http');
 
-/** How long a client may take to send a request's headers. */
+/** How long a client may take to send a request's headers, and, over TLS, its handshake before them. */
 const HEADERS_TIMEOUT_MS = 30_000;
 
 /** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs below. */
@@ -170,16 +171,22 @@ const tls = appTls('switchyard-gateway', config.tls, logger);
 // The gateway writes nothing of its own on an idle event stream: TCP keepalive
 // finds a client whose host vanished without closing its connection.
 const tcpKeepAlive = { keepAlive: true, keepAliveInitialDelay: SERVER_TCP_KEEP_ALIVE_DELAY_MS };
+const accepted = { ...tcpKeepAlive, connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS };
+// Node's default handshake timeout, 120 s, would let a client that never completes TLS hold its
+// connection four times as long as one that never sends its headers.
 const secure =
   tls &&
   process
     .getBuiltinModule('node:https')
-    .createServer({ ...tls.pair, ALPNProtocols: ['http/1.1'], ...tcpKeepAlive }, handler);
-const server = secure || http.createServer(tcpKeepAlive, handler);
+    .createServer(
+      { ...tls.pair, ALPNProtocols: ['http/1.1'], ...accepted, handshakeTimeout: HEADERS_TIMEOUT_MS },
+      handler,
+    );
+const server = secure || http.createServer(accepted, handler);
 // Deadlines on receiving a request, not on answering it: an SSE stream
 // answering a complete request stays open for hours. The gateway answers a
 // POST body still arriving at bodyTimeoutMs with a 408 itself; Node's
-// requestTimeout (checked every 30 s) is the backstop for bodies the gateway
+// requestTimeout (checked every second) is the backstop for bodies the gateway
 // never reads (a GET or DELETE sent with one), a linger later.
 server.headersTimeout = HEADERS_TIMEOUT_MS;
 server.requestTimeout = HEADERS_TIMEOUT_MS + config.bodyTimeoutMs + LINGER_DEFAULTS.lingerMs;

@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
 import {
   SERVER_KEEP_ALIVE_MS,
+  SERVER_TIMEOUT_CHECK_INTERVAL_MS,
   capConnections,
   closeServer,
   listen,
@@ -30,6 +31,12 @@ import { UnschedulableLog } from './unschedulable-log.ts';
  * thousand `/api/proxy` calls (one connection each) and gateways' relays, with room to spare.
  */
 const CONNECTIONS_MAX = 16_384;
+
+/**
+ * How long a connection may take to send its request's headers, and, over TLS, its handshake before them:
+ * the connect path answers whoever reaches it, and a runtime, gateway or peer sends both at once.
+ */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 /** Streams one gateway connection may hold open over HTTP/2 (idle event streams, mostly). */
 const H2C_STREAMS_MAX = 16_384;
@@ -70,15 +77,17 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // An `Upgrade: h2c` offer (curl --http2, Java's HttpClient on http: URLs) is ignored, as RFC 9113 §3.2
   // allows: the request is served over HTTP/1.1, not taken for an upgrade this port has no handler for.
   const shouldUpgradeCallback = (req: IncomingMessage): boolean => req.headers.upgrade?.trim().toLowerCase() !== 'h2c';
+  const accepted = { shouldUpgradeCallback, connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS };
   const server = options.tls
     ? https.createServer({
         ...options.tls,
-        shouldUpgradeCallback,
+        ...accepted,
+        handshakeTimeout: HEADERS_TIMEOUT_MS,
         ALPNCallback: ({ protocols }) =>
           protocols.includes('http/1.1') ? 'http/1.1' : protocols.includes('h2') ? 'h2' : undefined,
       })
-    : http.createServer({ shouldUpgradeCallback });
-  server.headersTimeout = 10_000;
+    : http.createServer(accepted);
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
   // The connect path answers whoever reaches it: a flood of connections must not take the descriptors and
   // memory the tunnels held here live on.

@@ -65,6 +65,16 @@ export const SERVER_KEEP_ALIVE_MS = 65_000;
 export const SERVER_TCP_KEEP_ALIVE_DELAY_MS = 60_000;
 
 /**
+ * How often a server checks its `headersTimeout` and `requestTimeout`
+ * (Node's `connectionsCheckingInterval`): a connection is closed at the
+ * first check past its deadline. Node's default, 30 s, let a client
+ * trickling its headers hold a connection up to 30 s past the deadline (40 s
+ * for a scheduler's 10 s, 60 s for a gateway's 30 s). The check walks only
+ * connections with a request still arriving, not idle or streaming ones.
+ */
+export const SERVER_TIMEOUT_CHECK_INTERVAL_MS = 1_000;
+
+/**
  * Binds `server` with a backlog of LISTEN_BACKLOG and resolves with the bound
  * address (port 0 picks a free port); rejects with a ListenError.
  */

@@ -27,6 +27,7 @@ export {
   LISTEN_BACKLOG,
   SERVER_KEEP_ALIVE_MS,
   SERVER_TCP_KEEP_ALIVE_DELAY_MS,
+  SERVER_TIMEOUT_CHECK_INTERVAL_MS,
 } from './http.ts';
 export type { CloseServerOptions, CloseResult } from './http.ts';
 export { capConnections, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';

@@ -1,0 +1,87 @@
+// How long the gateway binary holds a client connection that never finishes
+// what it must send first: its request's headers (trickled a byte at a time)
+// or nothing at all, or, over TLS, its handshake. Each is closed at the
+// gateway's 30 s headers deadline, not at Node's next check of it (every 30 s
+// by default, so up to 60 s) nor at Node's TLS handshake default (120 s).
+// Gateway processes, plain and TLS, whose scheduler is never reached; raw
+// sockets on loopback.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { certificateFor127 } from '@switchyard/service/testing';
+import { spawnApp, type AppProcess } from '../support/processes.ts';
+
+/** The gateway's deadline for a request's headers, and for a TLS handshake. */
+const DEADLINE_MS = 30_000;
+/** Leeway for a loaded machine; Node's default check interval alone would add up to 30 s. */
+const SLACK_MS = 4_000;
+const certificate = certificateFor127();
+
+/** Connects, runs `feed`, and resolves with how long the gateway held the connection, or rejects past `limitMs`. */
+function heldFor(port: number, feed: (socket: net.Socket) => () => void, limitMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const started = performance.now();
+    let stop = (): void => {};
+    socket.on('connect', () => (stop = feed(socket)));
+    socket.on('error', () => {});
+    socket.resume();
+    const timer = setTimeout(() => {
+      stop();
+      socket.destroy();
+      reject(new Error(`still open after ${limitMs} ms`));
+    }, limitMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      stop();
+      resolve(performance.now() - started);
+    });
+  });
+}
+
+/** A POST /mcp header block, a byte every second, never its end. */
+const trickleHeaders = (socket: net.Socket): (() => void) => {
+  const text = `POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Pad: ${'a'.repeat(100)}`;
+  let sent = 0;
+  const timer = setInterval(() => {
+    if (sent < text.length && !socket.destroyed) socket.write(text[sent++]!);
+  }, 1000);
+  return () => clearInterval(timer);
+};
+
+describe('the gateway binary and clients that never finish their start', () => {
+  let plain: AppProcess;
+  let secure: AppProcess | undefined;
+  let dir: string | undefined;
+
+  before(async () => {
+    const args = ['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:9', '--drain-delay-ms', '0'];
+    plain = await spawnApp('gateway', 'gw-slow-headers', args);
+    if ('missing' in certificate) return;
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-gateway-slow-headers-'));
+    writeFileSync(join(dir, 'tls.crt'), certificate.cert);
+    writeFileSync(join(dir, 'tls.key'), certificate.key);
+    const tlsArgs = ['--tls.cert-file', join(dir, 'tls.crt'), '--tls.key-file', join(dir, 'tls.key')];
+    secure = await spawnApp('gateway', 'gw-slow-handshake', [...args, ...tlsArgs]);
+  });
+  after(async () => {
+    await Promise.all([plain.stop(), secure?.stop()]);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('closes one trickling its headers or sending nothing at 30 s, and over TLS one that never starts its handshake', async (t) => {
+    const limitMs = DEADLINE_MS + SLACK_MS;
+    const [headersMs, silentMs, handshakeMs] = await Promise.all([
+      heldFor(plain.port!, trickleHeaders, limitMs),
+      heldFor(plain.port!, () => () => {}, limitMs),
+      secure ? heldFor(secure.port!, () => () => {}, limitMs) : undefined,
+    ]);
+    assert.ok(headersMs >= DEADLINE_MS - 100, `closed after ${headersMs} ms, before the deadline`);
+    assert.ok(silentMs >= DEADLINE_MS - 100, `a silent one closed after ${silentMs} ms, before the deadline`);
+    if (handshakeMs === undefined) return t.skip('missing' in certificate ? certificate.missing : 'no TLS gateway');
+    assert.ok(handshakeMs >= DEADLINE_MS - 100, `closed after ${handshakeMs} ms, before the deadline`);
+  });
+});
