@@ -643,6 +643,10 @@ describe('charts/gateway: metricsPort', { skip }, () => {
       { name: 'metrics', containerPort: 9090 },
     );
     assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, '9090');
+    // A flood holding the /mcp port full (connectionsMax) must not fail liveness, or the pod restarts.
+    const probes = container as unknown as Record<string, { httpGet: { port: string; scheme: string } }>;
+    assert.deepEqual(probes.livenessProbe!.httpGet, { path: '/healthz', port: 'metrics', scheme: 'HTTP' });
+    assert.equal(probes.readinessProbe!.httpGet.port, 'http', 'readiness still says whether /mcp takes clients');
     const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
     new ServiceMonitor(monitor as never).validate();
     const spec = monitor.spec as {

@@ -67,6 +67,11 @@ describe('the gateway binary with connectionsMax', () => {
     assert.equal(warning.connectionsMax, CONNECTIONS_MAX);
     assert.equal(warning.level, 40, 'logged as a warning');
 
+    // The chart's liveness probe goes to the metrics port: a full /mcp port must not get the gateway restarted.
+    const health = await fetch(`${metricsBase}/healthz`, { signal: AbortSignal.timeout(5000) });
+    assert.equal(health.status, 200, 'no /healthz beside /metrics while /mcp is full');
+    await health.text();
+
     assert.match(await ask(held[0]!), /^HTTP\/1\.1 200/, 'a held connection is no longer served');
     held.shift()!.destroy();
     // The gateway counts the connection gone once it sees it close; a new one is served then.

@@ -117,7 +117,7 @@ export const gatewayConfigSchema = z.object({
     .max(65535)
     .optional()
     .describe(
-      'A listener of its own for /metrics, plain HTTP on host (0 picks a free port, named on the ready line), which the /mcp port then no longer serves: /metrics asks for no credentials, and a Service or front that publishes the /mcp port publishes it too. Unset: /metrics is on the /mcp port.',
+      'A listener of its own for /metrics, plain HTTP on host (0 picks a free port, named on the ready line), which the /mcp port then no longer serves: /metrics asks for no credentials, and a Service or front that publishes the /mcp port publishes it too. It answers /healthz as well, for a liveness probe that a /mcp port full of connections (connectionsMax) does not fail. Unset: /metrics is on the /mcp port.',
     ),
   keepAliveTimeoutMs: timerBounded(z.number().int().min(1000))
     .default(75_000)

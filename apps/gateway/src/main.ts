@@ -159,13 +159,17 @@ const handler = (req: IncomingMessage, res: ServerResponse): void => {
   if (path === '/metrics' && config.metricsPort === undefined) return serveMetrics(req, res);
   gateway.app(req, res);
 };
-// On a port of its own, /metrics stays in where the /mcp port is published.
+// On a port of its own, /metrics stays in where the /mcp port is published. /healthz too, for a
+// liveness probe that a /mcp port full of connections (connectionsMax) does not fail: the kubelet would
+// restart the gateway and end every session the cap kept.
 const metricsServer =
   config.metricsPort === undefined
     ? undefined
     : http.createServer((req, res) => {
-        if ((req.url ?? '/').split('?', 1)[0] === '/metrics') return serveMetrics(req, res);
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: this port serves /metrics\n');
+        const path = (req.url ?? '/').split('?', 1)[0];
+        if (path === '/metrics') return serveMetrics(req, res);
+        if (path === '/healthz') return lifecycle.healthzHandler(req, res);
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: this port serves /metrics and /healthz\n');
       });
 const tls = appTls('switchyard-gateway', config.tls, logger);
 // The gateway writes nothing of its own on an idle event stream: TCP keepalive
