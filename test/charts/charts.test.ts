@@ -172,8 +172,12 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     const bearer = await envOf(['auth.mode=bearer', 'auth.existingSecret=mcp-tokens']);
     assert.equal(bearer.get('SWITCHYARD_AUTH_MODE'), 'bearer');
     assert.equal(bearer.get('SWITCHYARD_AUTH_TOKENS_FILE'), '/etc/switchyard/auth/tokens');
-    const jwt = await envOf(['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks']);
+    const jwtSet = ['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks'];
+    const jwt = await envOf(jwtSet);
     assert.equal(jwt.get('SWITCHYARD_AUTH_JWKS_URL'), 'https://login.example.com/jwks');
+    assert.equal(jwt.has('SWITCHYARD_AUTH_PRINCIPAL_CLAIM'), false, 'unset: the app default, sub');
+    const byClient = await envOf([...jwtSet, 'auth.principalClaim=client_id']);
+    assert.equal(byClient.get('SWITCHYARD_AUTH_PRINCIPAL_CLAIM'), 'client_id');
     assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
   });
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   GATEWAY_DEFAULTS as D,
+  JWT_CLAIM_NAME,
   originEntryProblem,
   parseStrategy,
   REDIS_KEY_PREFIX_PATTERN,
@@ -98,6 +99,13 @@ const authSchema = z
       .array(z.string().min(1))
       .optional()
       .describe('Scopes MCP clients ask for, named in the metadata and in 401 challenges (mode jwt).'),
+    principalClaim: z
+      .string()
+      .regex(JWT_CLAIM_NAME, 'must be a claim name: 1-256 printable ASCII characters but space, " and \\')
+      .default(D.jwtPrincipalClaim)
+      .describe(
+        'Top-level JWT claim that names the principal (mode jwt), a non-empty string: e.g. client_id, azp or cid for client-credential tokens, or email. A token without it gets 401; a value other than 1-128 characters from [A-Za-z0-9._:@-] travels as <claim>:<hash>. Changing it changes every principal: sessions opened before are lost (404) and clients open new ones.',
+      ),
   })
   .superRefine((a, ctx) => {
     if (a.mode === 'bearer' && a.tokens.length === 0 && !a.tokensFile) {

@@ -137,6 +137,7 @@ const gateway = createGateway({
     ...(config.auth.resource ? { resource: config.auth.resource } : {}),
     ...(config.auth.authorizationServers ? { authorizationServers: config.auth.authorizationServers } : {}),
     ...(config.auth.scopes ? { scopes: config.auth.scopes } : {}),
+    principalClaim: config.auth.principalClaim,
   },
   allowedOrigins: config.allowedOrigins,
   bodyBytesMax: config.bodyBytesMax,

@@ -107,3 +107,26 @@ describe('gateway config: routeCache.redisKeyPrefix', () => {
     }
   });
 });
+
+describe('gateway config: auth.principalClaim', () => {
+  it('defaults to sub, and takes another claim, a namespaced one included', () => {
+    assert.equal(load({}).auth.principalClaim, 'sub');
+    assert.equal(load({ SWITCHYARD_AUTH_PRINCIPAL_CLAIM: 'client_id' }).auth.principalClaim, 'client_id');
+    const namespaced = load({ SWITCHYARD_AUTH_PRINCIPAL_CLAIM: 'https://example.com/uid' });
+    assert.equal(namespaced.auth.principalClaim, 'https://example.com/uid');
+  });
+
+  // Named in a quoted error_description when a token lacks it.
+  it('refuses at start a name with a space, a quote or a backslash', () => {
+    for (const value of ['client id', 'a"b', 'a\\b']) {
+      assert.throws(
+        () => load({ SWITCHYARD_AUTH_PRINCIPAL_CLAIM: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), /auth\.principalClaim/);
+          return true;
+        },
+      );
+    }
+  });
+});

@@ -1,8 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { JWTVerifyGetKey } from 'jose';
+import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import { remoteKeySet } from './jwks.ts';
+import { labelPrefixOf, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
@@ -68,8 +69,9 @@ function bearerToken(authorization: string | undefined): string {
  * Builds the authenticator for a mode; none for mode `none`, so that a
  * gateway without auth spends no promise on it per request. Bearer tokens
  * are compared as SHA-256 digests with timingSafeEqual, so neither content
- * nor length leaks through timing. JWT subjects that are not identity values
- * are replaced by a label.
+ * nor length leaks through timing. A JWT's principal is its
+ * `principalClaim` (default `sub`); one that is not an identity value is
+ * replaced by a label.
  */
 export function createAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
@@ -99,6 +101,8 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
   // A token must have been issued for this gateway (MCP authorization): for
   // `audience`, else for the resource clients asked tokens for (RFC 8707).
   const audience = options.audience ?? options.resource;
+  const principalClaim = options.principalClaim ?? GATEWAY_DEFAULTS.jwtPrincipalClaim;
+  const labelPrefix = labelPrefixOf(principalClaim);
   const keySetOptions = {
     cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
     retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
@@ -120,9 +124,9 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
     const lib = await jose;
     const { errors, jwtVerify } = lib;
     jwks ??= remoteKeySet(lib, jwksUrl, keySetOptions);
-    let sub: unknown;
+    let payload: JWTPayload;
     try {
-      sub = (await jwtVerify(token, jwks, verifyOptions)).payload.sub;
+      ({ payload } = await jwtVerify(token, jwks, verifyOptions));
     } catch (cause) {
       // Past the key set, whatever jose refuses is the token's fault, whatever its
       // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit
@@ -132,10 +136,7 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
       const problem = cause instanceof errors.JWTExpired ? 'token expired' : 'invalid token';
       throw new SwitchyardError('unauthorized', `Unauthorized: ${problem}`, { cause });
     }
-    // jose checks `sub` only against an expected value: its type is ours to check.
-    if (typeof sub !== 'string' || sub === '') {
-      throw new SwitchyardError('unauthorized', 'Unauthorized: token has no subject');
-    }
-    return isIdentityValue(sub) ? sub : label('sub', sub);
+    const principal = principalClaimOf(payload, principalClaim);
+    return isIdentityValue(principal) ? principal : label(labelPrefix, principal);
   };
 }

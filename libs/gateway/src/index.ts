@@ -9,6 +9,7 @@ export type {
   AuthOptions,
   TokenOption,
 } from './options.ts';
+export { JWT_CLAIM_NAME } from './jwt-claims.ts';
 export { parseStrategy } from './identity.ts';
 export { originEntryProblem } from './origins.ts';
 export { trustedProxyProblem } from './client-address.ts';

@@ -6,6 +6,7 @@ import { redisUrlProblem } from '@switchyard/service';
 import { OriginPolicy } from './origins.ts';
 import { REDIS_ROUTE_PREFIX } from './route-cache.ts';
 import { TrustedProxies } from './client-address.ts';
+import { JWT_CLAIM_NAME } from './jwt-claims.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, checkToken } from './token-header.ts';
 import type { TokenRule } from './token-header.ts';
 
@@ -85,6 +86,14 @@ export interface AuthOptions {
   readonly resource?: string;
   readonly authorizationServers?: readonly string[];
   readonly scopes?: readonly string[];
+  /**
+   * `jwt`: the top-level claim that names the principal, a non-empty
+   * string (e.g. `client_id` or `azp` for client-credential tokens, `email`);
+   * a token without it is refused (401). A value that is not an identity
+   * value travels as `<claim>:<hash>` (`claim:<hash>` for a claim name that
+   * is not one). Default GATEWAY_DEFAULTS.jwtPrincipalClaim.
+   */
+  readonly principalClaim?: string;
 }
 
 /**
@@ -270,6 +279,8 @@ export const GATEWAY_DEFAULTS = {
    * disagree with the identity provider's (RFC 7519 allows "a few minutes").
    */
   jwtClockToleranceMs: 60_000,
+  /** Auth mode `jwt`: the claim that names the principal. */
+  jwtPrincipalClaim: 'sub',
 } as const;
 
 const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() {} };
@@ -315,6 +326,16 @@ function checkResourceMetadata(auth: AuthOptions): void {
   for (const scope of auth.scopes ?? []) {
     if (!SCOPE_TOKEN.test(scope))
       throw new SwitchyardError('invalid_request', `auth.scopes: ${scope} is not a scope token`);
+  }
+}
+
+/** The options of what a verified token is read for (see AuthOptions). */
+function checkTokenClaims(auth: AuthOptions): void {
+  if (auth.principalClaim !== undefined && !JWT_CLAIM_NAME.test(auth.principalClaim)) {
+    throw new SwitchyardError(
+      'invalid_request',
+      'auth.principalClaim must be a claim name: 1-256 printable ASCII characters but space, " and \\',
+    );
   }
 }
 
@@ -374,6 +395,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     throw new SwitchyardError('invalid_request', 'auth.jwksUrl must be a URL in jwt mode');
   }
   checkResourceMetadata(auth);
+  checkTokenClaims(auth);
   if (auth.jwksCooldownMs !== undefined) positive('auth.jwksCooldownMs', auth.jwksCooldownMs);
   if (auth.jwksRetryMs !== undefined) positive('auth.jwksRetryMs', auth.jwksRetryMs);
   const defaultClass = options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass;

@@ -1,0 +1,31 @@
+import type { JWTPayload } from 'jose';
+import { SwitchyardError } from '@switchyard/protocol';
+
+/**
+ * A claim name auth.principalClaim takes: printable ASCII but space, `"`
+ * and `\` (a namespaced claim, `https://example.com/uid`, included), so it
+ * fits a quoted error_description when a token lacks it. Top-level only:
+ * a dot is part of the name, as jose reads the payload.
+ */
+export const JWT_CLAIM_NAME = /^[\x21\x23-\x5b\x5d-\x7e]{1,256}$/;
+
+/** Whether a claim name makes a label prefix that is itself an identity value (`email:<hash>`). */
+const LABEL_PREFIX = /^[A-Za-z0-9._-]{1,32}$/;
+
+/**
+ * The principal `payload` names in `claim`, a non-empty string; throws
+ * SwitchyardError('unauthorized') otherwise. The string is the caller's to
+ * check as an identity value.
+ */
+export function principalClaimOf(payload: JWTPayload, claim: string): string {
+  // jose checks claims only against expected values: their types are ours to check.
+  const value = payload[claim];
+  if (typeof value === 'string' && value !== '') return value;
+  const lacks = claim === 'sub' ? 'token has no subject' : `token has no ${claim} claim`;
+  throw new SwitchyardError('unauthorized', `Unauthorized: ${lacks}`);
+}
+
+/** The prefix of the label that stands for an unfit value of `claim`. */
+export function labelPrefixOf(claim: string): string {
+  return LABEL_PREFIX.test(claim) ? claim : 'claim';
+}

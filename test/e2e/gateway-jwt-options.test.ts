@@ -1,0 +1,49 @@
+// The gateway app passes its JWT options to the library: a gateway as a
+// process, configured by flags, against a JWKS on loopback with tokens
+// signed by jose. Its scheduler is never reached, so a token it takes gets
+// as far as scheduling (503).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { AUDIENCE, ISSUER, startJwks, type Jwks } from '../../libs/gateway/test/fixtures/jwks.ts';
+import { spawnApp, type AppProcess } from '../support/processes.ts';
+
+describe('a gateway in auth mode jwt, configured by flags', () => {
+  let jwks: Jwks;
+  let gateway: AppProcess;
+  before(async () => {
+    jwks = await startJwks();
+    gateway = await spawnApp('gateway', 'gw-jwt-options', [
+      ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
+      ...['--auth.mode', 'jwt', '--auth.jwks-url', jwks.url, '--auth.issuer', ISSUER, '--auth.audience', AUDIENCE],
+      ...['--auth.principal-claim', 'client_id'],
+    ]);
+  });
+  after(async () => {
+    await gateway?.stop();
+    await jwks?.close();
+  });
+
+  const initialize = (token: string): Promise<Response> =>
+    fetch(`http://127.0.0.1:${gateway.port}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+
+  it('reads the principal from auth.principalClaim', async () => {
+    const lacking = await initialize(await jwks.signWith({ sub: 'service-account-7f3a' }));
+    assert.equal(lacking.status, 401);
+    assert.match(lacking.headers.get('www-authenticate') ?? '', /error_description="token has no client_id claim"/);
+    const taken = await initialize(await jwks.signWith({ client_id: 'billing-agent' }));
+    assert.equal(taken.status, 503, 'past authentication, to a scheduler that does not answer');
+  });
+});
