@@ -442,6 +442,21 @@ describe('reference rendering', () => {
     assert.ok(md.includes('| `peers` | string[] | `[]` | Peer URLs. |'), md);
     assert.doesNotMatch(md, /SWITCHYARD_|--election|comma-separated|JSON in env/);
   });
+  it('keeps the values of a list of enum values inside their Markdown cell, and plain in --help', () => {
+    const fields = configFields(
+      z.object({
+        algs: z
+          .array(z.enum(['RS256', 'ES256']))
+          .default([])
+          .describe('x'),
+      }),
+    );
+    const row = markdownReference(fields).trim().split('\n')[2]!;
+    // Six cells: every `|` of the type is escaped.
+    assert.equal(row.split(/(?<!\\)\|/).length, 8, row);
+    assert.match(row, /\| \(RS256 \\\| ES256\)\[\] \(comma-separated\) \|/);
+    assert.match(helpText('x', fields), /--algs <\(RS256 \| ES256\)\[\] \(comma-separated\)>/);
+  });
   it('appends the defaults note to the help text', () => {
     assert.ok(helpText('x', configFields(schema), 'NOTE here').endsWith('NOTE here\n'));
   });

@@ -68,7 +68,8 @@ export function printableConfig(schema: AnySchema, config: unknown): string {
 function typeText(field: ConfigField, sources = true): string {
   if (field.kind === 'enum') return field.enumValues!.map((v) => `'${v}'`).join(' \\| ');
   if (field.kind === 'array') {
-    const element = field.elementKind === 'enum' ? field.enumValues!.join('|') : field.elementKind;
+    // Escaped as an enum's are: a bare `|` would end the Markdown table cell.
+    const element = field.elementKind === 'enum' ? `(${field.enumValues!.join(' \\| ')})` : field.elementKind;
     return sources ? `${element}[] (comma-separated)` : `${element}[]`;
   }
   if (field.kind === 'record') return sources ? 'map (JSON in env/flags)' : 'map';
