@@ -178,6 +178,10 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     assert.equal(jwt.has('SWITCHYARD_AUTH_PRINCIPAL_CLAIM'), false, 'unset: the app default, sub');
     const byClient = await envOf([...jwtSet, 'auth.principalClaim=client_id']);
     assert.equal(byClient.get('SWITCHYARD_AUTH_PRINCIPAL_CLAIM'), 'client_id');
+    assert.equal(jwt.has('SWITCHYARD_AUTH_ALGORITHMS'), false, 'unset: the app default');
+    const rsaOnly = await envOf([...jwtSet, 'auth.algorithms={RS256,PS256}']);
+    assert.equal(rsaOnly.get('SWITCHYARD_AUTH_ALGORITHMS'), 'RS256,PS256');
+    await assert.rejects(envOf([...jwtSet, 'auth.algorithms={HS256}']), /algorithms/);
     assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
   });
 });

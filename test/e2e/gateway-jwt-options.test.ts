@@ -10,12 +10,16 @@ import { spawnApp, type AppProcess } from '../support/processes.ts';
 describe('a gateway in auth mode jwt, configured by flags', () => {
   let jwks: Jwks;
   let gateway: AppProcess;
+  /** Signed with the JWKS's first key, ES256; the tests' other tokens with its RS256 key. */
+  let es256: string;
   before(async () => {
     jwks = await startJwks();
+    es256 = await jwks.signWith({ client_id: 'billing-agent' });
+    await jwks.rotate(true, 'RS256');
     gateway = await spawnApp('gateway', 'gw-jwt-options', [
       ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
       ...['--auth.mode', 'jwt', '--auth.jwks-url', jwks.url, '--auth.issuer', ISSUER, '--auth.audience', AUDIENCE],
-      ...['--auth.principal-claim', 'client_id'],
+      ...['--auth.principal-claim', 'client_id', '--auth.algorithms', 'RS256,PS256'],
     ]);
   });
   after(async () => {
@@ -45,5 +49,11 @@ describe('a gateway in auth mode jwt, configured by flags', () => {
     assert.match(lacking.headers.get('www-authenticate') ?? '', /error_description="token has no client_id claim"/);
     const taken = await initialize(await jwks.signWith({ client_id: 'billing-agent' }));
     assert.equal(taken.status, 503, 'past authentication, to a scheduler that does not answer');
+  });
+
+  it('refuses a token signed with an algorithm auth.algorithms leaves out', async () => {
+    const refused = await initialize(es256);
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   });
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   GATEWAY_DEFAULTS as D,
+  JWT_ALGORITHMS,
   JWT_CLAIM_NAME,
   originEntryProblem,
   parseStrategy,
@@ -105,6 +106,13 @@ const authSchema = z
       .default(D.jwtPrincipalClaim)
       .describe(
         'Top-level JWT claim that names the principal (mode jwt), a non-empty string: e.g. client_id, azp or cid for client-credential tokens, or email. A token without it gets 401; a value other than 1-128 characters from [A-Za-z0-9._:@-] travels as <claim>:<hash>. Changing it changes every principal: sessions opened before are lost (404) and clients open new ones.',
+      ),
+    algorithms: z
+      .array(z.enum(JWT_ALGORITHMS))
+      .min(1)
+      .default([...D.jwtAlgorithms])
+      .describe(
+        'JWS algorithms a token may be signed with (mode jwt); a token of another gets 401 before any key is looked up. List only those your identity provider signs with (RS256 for most). Never none or HMAC (HS256…); ML-DSA only when listed.',
       ),
   })
   .superRefine((a, ctx) => {

@@ -138,6 +138,7 @@ const gateway = createGateway({
     ...(config.auth.authorizationServers ? { authorizationServers: config.auth.authorizationServers } : {}),
     ...(config.auth.scopes ? { scopes: config.auth.scopes } : {}),
     principalClaim: config.auth.principalClaim,
+    algorithms: config.auth.algorithms,
   },
   allowedOrigins: config.allowedOrigins,
   bodyBytesMax: config.bodyBytesMax,

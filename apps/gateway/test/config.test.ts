@@ -130,3 +130,25 @@ describe('gateway config: auth.principalClaim', () => {
     }
   });
 });
+
+describe('gateway config: auth.algorithms', () => {
+  it('defaults to the asymmetric algorithms, and takes a list', () => {
+    const defaults = load({}).auth.algorithms;
+    assert.ok(defaults.includes('RS256') && defaults.includes('ES256') && defaults.includes('EdDSA'), String(defaults));
+    assert.ok(!defaults.some((alg) => /^HS|^none$|^ML-DSA/.test(alg)), String(defaults));
+    assert.deepEqual(load({ SWITCHYARD_AUTH_ALGORITHMS: 'RS256,PS256' }).auth.algorithms, ['RS256', 'PS256']);
+  });
+
+  it('refuses at start none and HMAC', () => {
+    for (const value of ['none', 'HS256', 'RS256,HS512']) {
+      assert.throws(
+        () => load({ SWITCHYARD_AUTH_ALGORITHMS: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), /SWITCHYARD_AUTH_ALGORITHMS/);
+          return true;
+        },
+      );
+    }
+  });
+});

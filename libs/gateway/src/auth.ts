@@ -116,6 +116,8 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
     // Without `exp` a token is good forever: only a key rotation would end it.
     requiredClaims: ['exp'],
     clockTolerance: GATEWAY_DEFAULTS.jwtClockToleranceMs / 1000,
+    // Checked before any key is looked up: a token of another costs no JWKS fetch.
+    algorithms: [...(options.algorithms ?? GATEWAY_DEFAULTS.jwtAlgorithms)],
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(audience ? { audience } : {}),
   };

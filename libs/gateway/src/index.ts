@@ -9,7 +9,8 @@ export type {
   AuthOptions,
   TokenOption,
 } from './options.ts';
-export { JWT_CLAIM_NAME } from './jwt-claims.ts';
+export { JWT_ALGORITHMS, JWT_CLAIM_NAME } from './jwt-claims.ts';
+export type { JwtAlgorithm } from './jwt-claims.ts';
 export { parseStrategy } from './identity.ts';
 export { originEntryProblem } from './origins.ts';
 export { trustedProxyProblem } from './client-address.ts';

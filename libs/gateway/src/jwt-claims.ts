@@ -9,6 +9,30 @@ import { SwitchyardError } from '@switchyard/protocol';
  */
 export const JWT_CLAIM_NAME = /^[\x21\x23-\x5b\x5d-\x7e]{1,256}$/;
 
+/**
+ * The JWS algorithms auth.algorithms may list: the asymmetric ones jose
+ * verifies. Never `none` nor HMAC (HS256…): a JWKS publishes public keys,
+ * and a token MACed with anything it publishes is one anybody could make.
+ */
+export const JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+  'ML-DSA-44',
+  'ML-DSA-65',
+  'ML-DSA-87',
+] as const;
+
+export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
+
 /** Whether a claim name makes a label prefix that is itself an identity value (`email:<hash>`). */
 const LABEL_PREFIX = /^[A-Za-z0-9._-]{1,32}$/;
 

@@ -6,7 +6,7 @@ import { redisUrlProblem } from '@switchyard/service';
 import { OriginPolicy } from './origins.ts';
 import { REDIS_ROUTE_PREFIX } from './route-cache.ts';
 import { TrustedProxies } from './client-address.ts';
-import { JWT_CLAIM_NAME } from './jwt-claims.ts';
+import { JWT_ALGORITHMS, JWT_CLAIM_NAME, type JwtAlgorithm } from './jwt-claims.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, checkToken } from './token-header.ts';
 import type { TokenRule } from './token-header.ts';
 
@@ -94,6 +94,12 @@ export interface AuthOptions {
    * is not one). Default GATEWAY_DEFAULTS.jwtPrincipalClaim.
    */
   readonly principalClaim?: string;
+  /**
+   * `jwt`: the JWS algorithms a token may be signed with, from
+   * JWT_ALGORITHMS; a token of another is refused (401) before any key is
+   * looked up. Default GATEWAY_DEFAULTS.jwtAlgorithms.
+   */
+  readonly algorithms?: readonly JwtAlgorithm[];
 }
 
 /**
@@ -281,6 +287,12 @@ export const GATEWAY_DEFAULTS = {
   jwtClockToleranceMs: 60_000,
   /** Auth mode `jwt`: the claim that names the principal. */
   jwtPrincipalClaim: 'sub',
+  /**
+   * Auth mode `jwt`: the algorithms taken, every asymmetric one jose
+   * verifies but ML-DSA, which Node's Web Crypto still calls experimental
+   * and identity providers do not issue yet (list it to take it).
+   */
+  jwtAlgorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'],
 } as const;
 
 const silentLogger: GatewayLogger = { info() {}, warn() {}, error() {}, debug() {} };
@@ -336,6 +348,16 @@ function checkTokenClaims(auth: AuthOptions): void {
       'invalid_request',
       'auth.principalClaim must be a claim name: 1-256 printable ASCII characters but space, " and \\',
     );
+  }
+  if (auth.algorithms !== undefined) {
+    if (auth.algorithms.length === 0) throw new SwitchyardError('invalid_request', 'auth.algorithms must not be empty');
+    for (const alg of auth.algorithms) {
+      if (!(JWT_ALGORITHMS as readonly string[]).includes(alg))
+        throw new SwitchyardError(
+          'invalid_request',
+          `auth.algorithms: ${alg} is not one of ${JWT_ALGORITHMS.join(', ')}`,
+        );
+    }
   }
 }
 
