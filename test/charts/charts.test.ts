@@ -160,6 +160,13 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     await assert.rejects(envOf(['auth.mode=jwt']), /auth\.mode jwt needs auth\.jwksUrl/);
   });
 
+  it('refuses required scopes outside jwt mode, where no token has scopes to check', async () => {
+    await assert.rejects(
+      envOf(['auth.mode=bearer', 'auth.existingSecret=mcp-tokens', 'auth.requiredScopes={mcp:tools}']),
+      /auth\.requiredScopes needs auth\.mode jwt/,
+    );
+  });
+
   it('refuses a token Secret that the mode would ignore', async () => {
     await assert.rejects(envOf(['auth.existingSecret=mcp-tokens']), /auth\.mode is none, which lets every client in/);
     await assert.rejects(
@@ -182,6 +189,9 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     const rsaOnly = await envOf([...jwtSet, 'auth.algorithms={RS256,PS256}']);
     assert.equal(rsaOnly.get('SWITCHYARD_AUTH_ALGORITHMS'), 'RS256,PS256');
     await assert.rejects(envOf([...jwtSet, 'auth.algorithms={HS256}']), /algorithms/);
+    const scoped = await envOf([...jwtSet, 'auth.requiredScopes={mcp:tools,mcp:admin}']);
+    assert.equal(scoped.get('SWITCHYARD_AUTH_REQUIRED_SCOPES'), 'mcp:tools,mcp:admin');
+    assert.equal(jwt.has('SWITCHYARD_AUTH_REQUIRED_SCOPES'), false, 'unset: none required');
     assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
   });
 });

@@ -14,12 +14,13 @@ describe('a gateway in auth mode jwt, configured by flags', () => {
   let es256: string;
   before(async () => {
     jwks = await startJwks();
-    es256 = await jwks.signWith({ client_id: 'billing-agent' });
+    es256 = await jwks.signWith({ client_id: 'billing-agent', scope: 'mcp:tools' });
     await jwks.rotate(true, 'RS256');
     gateway = await spawnApp('gateway', 'gw-jwt-options', [
       ...['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
       ...['--auth.mode', 'jwt', '--auth.jwks-url', jwks.url, '--auth.issuer', ISSUER, '--auth.audience', AUDIENCE],
       ...['--auth.principal-claim', 'client_id', '--auth.algorithms', 'RS256,PS256'],
+      ...['--auth.scopes', 'mcp:tools,offline_access', '--auth.required-scopes', 'mcp:tools'],
     ]);
   });
   after(async () => {
@@ -44,11 +45,17 @@ describe('a gateway in auth mode jwt, configured by flags', () => {
     });
 
   it('reads the principal from auth.principalClaim', async () => {
-    const lacking = await initialize(await jwks.signWith({ sub: 'service-account-7f3a' }));
+    const lacking = await initialize(await jwks.signWith({ sub: 'service-account-7f3a', scope: 'mcp:tools' }));
     assert.equal(lacking.status, 401);
     assert.match(lacking.headers.get('www-authenticate') ?? '', /error_description="token has no client_id claim"/);
-    const taken = await initialize(await jwks.signWith({ client_id: 'billing-agent' }));
+    const taken = await initialize(await jwks.signWith({ client_id: 'billing-agent', scope: 'mcp:tools' }));
     assert.equal(taken.status, 503, 'past authentication, to a scheduler that does not answer');
+  });
+
+  it('answers 403 insufficient_scope for a token without auth.requiredScopes', async () => {
+    const refused = await initialize(await jwks.signWith({ client_id: 'billing-agent', scope: 'offline_access' }));
+    assert.equal(refused.status, 403);
+    assert.match(refused.headers.get('www-authenticate') ?? '', /scope="mcp:tools", error="insufficient_scope"/);
   });
 
   it('refuses a token signed with an algorithm auth.algorithms leaves out', async () => {

@@ -107,6 +107,12 @@ const authSchema = z
       .describe(
         'Top-level JWT claim that names the principal (mode jwt), a non-empty string: e.g. client_id, azp or cid for client-credential tokens, or email. A token without it gets 401; a value other than 1-128 characters from [A-Za-z0-9._:@-] travels as <claim>:<hash>. Changing it changes every principal: sessions opened before are lost (404) and clients open new ones.',
       ),
+    requiredScopes: z
+      .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)'))
+      .default([])
+      .describe(
+        'Scopes a token must grant, every one (mode jwt), read from its scope claim (space-separated), else its scp (a space-separated string or a list); a valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them, from which MCP clients ask for more. Each must be one of auth.scopes when that is set; without it, clients are told to ask for these. auth.scopes alone is not enforced.',
+      ),
     algorithms: z
       .array(z.enum(JWT_ALGORITHMS))
       .min(1)
@@ -120,6 +126,15 @@ const authSchema = z
       ctx.addIssue({ code: 'custom', message: 'mode bearer needs tokens or tokensFile' });
     }
     if (a.mode === 'jwt' && !a.jwksUrl) ctx.addIssue({ code: 'custom', message: 'mode jwt needs jwksUrl' });
+    if (a.mode !== 'jwt' && a.requiredScopes.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['requiredScopes'], message: 'needs mode jwt, which has scopes to check' });
+    }
+    for (const scope of a.scopes ? a.requiredScopes : []) {
+      if (!a.scopes!.includes(scope)) {
+        const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused`;
+        ctx.addIssue({ code: 'custom', path: ['requiredScopes'], message });
+      }
+    }
   });
 
 /** Options of the gateway (`switchyard-gateway`). */

@@ -139,6 +139,7 @@ const gateway = createGateway({
     ...(config.auth.scopes ? { scopes: config.auth.scopes } : {}),
     principalClaim: config.auth.principalClaim,
     algorithms: config.auth.algorithms,
+    requiredScopes: config.auth.requiredScopes,
   },
   allowedOrigins: config.allowedOrigins,
   bodyBytesMax: config.bodyBytesMax,

@@ -152,3 +152,38 @@ describe('gateway config: auth.algorithms', () => {
     }
   });
 });
+
+describe('gateway config: auth.requiredScopes', () => {
+  const jwt = { SWITCHYARD_AUTH_MODE: 'jwt', SWITCHYARD_AUTH_JWKS_URL: 'https://login.example.com/jwks' };
+  it('defaults to none, and takes scopes among auth.scopes', () => {
+    assert.deepEqual(load(jwt).auth.requiredScopes, []);
+    const config = load({
+      ...jwt,
+      SWITCHYARD_AUTH_SCOPES: 'mcp:tools,offline_access',
+      SWITCHYARD_AUTH_REQUIRED_SCOPES: 'mcp:tools',
+    });
+    assert.deepEqual(config.auth.requiredScopes, ['mcp:tools']);
+  });
+
+  const refused: [string, Record<string, string>, RegExp][] = [
+    ['outside mode jwt', { SWITCHYARD_AUTH_REQUIRED_SCOPES: 'mcp:tools' }, /needs mode jwt/],
+    [
+      'a scope clients are not told to ask for',
+      { ...jwt, SWITCHYARD_AUTH_SCOPES: 'mcp:tools', SWITCHYARD_AUTH_REQUIRED_SCOPES: 'mcp:admin' },
+      /mcp:admin is not in auth\.scopes/,
+    ],
+    ['a scope with a quote', { ...jwt, SWITCHYARD_AUTH_REQUIRED_SCOPES: 'a"b' }, /scope token/],
+  ];
+  for (const [name, env, says] of refused) {
+    it(`refuses at start ${name}`, () => {
+      assert.throws(
+        () => load(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), says);
+          return true;
+        },
+      );
+    });
+  }
+});

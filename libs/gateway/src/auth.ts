@@ -3,40 +3,16 @@ import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import { remoteKeySet } from './jwks.ts';
-import { labelPrefixOf, principalClaimOf } from './jwt-claims.ts';
+import { labelPrefixOf, lacksScope, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
-/** Turns an `Authorization` header into a principal, or throws SwitchyardError('unauthorized'). */
-export type Authenticator = (authorization: string | undefined) => Promise<string>;
-
-/** The challenge sent with every 401 (RFC 6750); `invalid` describes a token that was refused. */
-export function bearerChallenge(invalid?: string): string {
-  return `Bearer realm="switchyard"${invalidTokenParams(invalid)}`;
-}
-
-/** RFC 6750 §3's error parameters for a refused token, or none without one. */
-export function invalidTokenParams(invalid: string | undefined): string {
-  if (invalid === undefined) return '';
-  // error_description takes printable ASCII but `"` and `\`: anything else is not said.
-  const said = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/.test(invalid) ? `, error_description="${invalid}"` : '';
-  return `, error="invalid_token"${said}`;
-}
-
 /**
- * Whether `authorization` is of the Bearer scheme, right or wrong: only such
- * a header gets RFC 6750's error="invalid_token". Another scheme (Basic) is
- * an authentication method the gateway does not take, and §3.1 says its 401
- * SHOULD carry no error code, just the challenge.
+ * Turns an `Authorization` header into a principal, or throws
+ * SwitchyardError('unauthorized'), or 'forbidden' for a valid token that
+ * lacks a required scope.
  */
-export function isBearerScheme(authorization: string | undefined): boolean {
-  return authorization !== undefined && /^Bearer(?: |$)/i.test(authorization);
-}
-
-/** What a refused token is told (a fixed phrase of ours, never the token or jose's words). */
-export function tokenProblem(error: SwitchyardError): string {
-  return error.message.replace(/^Unauthorized: /, '');
-}
+export type Authenticator = (authorization: string | undefined) => Promise<string>;
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
@@ -71,7 +47,7 @@ function bearerToken(authorization: string | undefined): string {
  * are compared as SHA-256 digests with timingSafeEqual, so neither content
  * nor length leaks through timing. A JWT's principal is its
  * `principalClaim` (default `sub`); one that is not an identity value is
- * replaced by a label.
+ * replaced by a label. A JWT must grant every one of `requiredScopes`.
  */
 export function createAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
@@ -103,6 +79,7 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
   const audience = options.audience ?? options.resource;
   const principalClaim = options.principalClaim ?? GATEWAY_DEFAULTS.jwtPrincipalClaim;
   const labelPrefix = labelPrefixOf(principalClaim);
+  const requiredScopes = options.requiredScopes ?? [];
   const keySetOptions = {
     cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
     retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
@@ -139,6 +116,9 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
       throw new SwitchyardError('unauthorized', `Unauthorized: ${problem}`, { cause });
     }
     const principal = principalClaimOf(payload, principalClaim);
+    // After the principal: a token that is no good is a 401 whatever its scopes.
+    if (lacksScope(payload, requiredScopes))
+      throw new SwitchyardError('forbidden', 'Forbidden: token lacks a required scope');
     return isIdentityValue(principal) ? principal : label(labelPrefix, principal);
   };
 }

@@ -3,7 +3,8 @@ import { Agent, buildConnector } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 import { addressBlock } from './address-block.ts';
-import { createAuthenticator, bearerChallenge, isBearerScheme, tokenProblem } from './auth.ts';
+import { createAuthenticator } from './auth.ts';
+import { bearerChallenge, refusalOf } from './challenge.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
@@ -257,10 +258,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     try {
       if (authenticate) principal = await authenticate(headerValue(req, 'authorization'));
     } catch (error) {
-      if (error instanceof SwitchyardError && error.code === 'unauthorized') {
-        const invalid = isBearerScheme(headerValue(req, 'authorization')) ? tokenProblem(error) : undefined;
-        sendError(res, 'unauthorized', error.message, null, {
-          'WWW-Authenticate': protectedResource?.challenge(req, invalid) ?? bearerChallenge(invalid),
+      // 401: no token, or one that is no good; 403: a good one short of a required scope.
+      if (error instanceof SwitchyardError && (error.code === 'unauthorized' || error.code === 'forbidden')) {
+        const refusal = refusalOf(error, headerValue(req, 'authorization'), o.auth.requiredScopes);
+        sendError(res, error.code, error.message, null, {
+          'WWW-Authenticate': protectedResource?.challenge(req, refusal) ?? bearerChallenge(refusal),
         });
         return;
       }

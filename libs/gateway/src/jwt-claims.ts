@@ -53,3 +53,23 @@ export function principalClaimOf(payload: JWTPayload, claim: string): string {
 export function labelPrefixOf(claim: string): string {
   return LABEL_PREFIX.test(claim) ? claim : 'claim';
 }
+
+/**
+ * Whether `payload` grants not every scope of `required`. A token's scopes
+ * are its `scope` claim (RFC 9068, RFC 8693: space-separated), else its
+ * `scp` (space-separated from Microsoft Entra ID, a list from Okta); a
+ * claim of another type grants none. Compared whole and case-sensitive
+ * (RFC 6749 §3.3).
+ */
+export function lacksScope(payload: JWTPayload, required: readonly string[]): boolean {
+  if (required.length === 0) return false;
+  const claim = payload.scope ?? payload.scp;
+  const granted = new Set(
+    typeof claim === 'string'
+      ? claim.split(' ')
+      : Array.isArray(claim)
+        ? claim.filter((s) => typeof s === 'string')
+        : [],
+  );
+  return required.some((scope) => !granted.has(scope));
+}

@@ -100,6 +100,15 @@ export interface AuthOptions {
    * looked up. Default GATEWAY_DEFAULTS.jwtAlgorithms.
    */
   readonly algorithms?: readonly JwtAlgorithm[];
+  /**
+   * `jwt`: scopes a token must grant, every one (see lacksScope); a valid
+   * token without them is refused with 403 insufficient_scope, naming them,
+   * so that an MCP client asks for them (MCP authorization's step-up).
+   * Each must be one of `scopes` when that is set; without it, clients are
+   * told to ask for these. Default none. `scopes` alone is not enforced: it
+   * may name scopes access tokens do not carry (`offline_access`).
+   */
+  readonly requiredScopes?: readonly string[];
 }
 
 /**
@@ -348,6 +357,18 @@ function checkTokenClaims(auth: AuthOptions): void {
       'invalid_request',
       'auth.principalClaim must be a claim name: 1-256 printable ASCII characters but space, " and \\',
     );
+  }
+  const required = auth.requiredScopes ?? [];
+  // Another mode has no scopes to check: an operator would believe them enforced.
+  if (required.length > 0 && auth.mode !== 'jwt') {
+    throw new SwitchyardError('invalid_request', 'auth.requiredScopes needs mode jwt');
+  }
+  for (const scope of required) {
+    if (!SCOPE_TOKEN.test(scope))
+      throw new SwitchyardError('invalid_request', `auth.requiredScopes: ${scope} is not a scope token`);
+    // Clients ask for what auth.scopes names: a scope outside it would refuse every token they get.
+    if (auth.scopes !== undefined && !auth.scopes.includes(scope))
+      throw new SwitchyardError('invalid_request', `auth.requiredScopes: ${scope} is not in auth.scopes`);
   }
   if (auth.algorithms !== undefined) {
     if (auth.algorithms.length === 0) throw new SwitchyardError('invalid_request', 'auth.algorithms must not be empty');

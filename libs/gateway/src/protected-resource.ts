@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { invalidTokenParams } from './auth.ts';
+import { errorParams, type Refusal } from './challenge.ts';
 import type { AuthOptions } from './options.ts';
 
 /** RFC 9728's well-known path; the document for `/mcp` sits at this plus `/mcp`. */
@@ -28,13 +28,17 @@ export class ProtectedResource {
     this.#scopes = options.scopes ?? [];
   }
 
-  /** The `WWW-Authenticate` value of a 401 (RFC 6750, RFC 9728 §5.1); `invalid` describes a refused token. */
-  challenge(req: IncomingMessage, invalid?: string): string {
+  /**
+   * The `WWW-Authenticate` value of a 401 or 403 (RFC 6750, RFC 9728 §5.1):
+   * the scopes to ask for are the refusal's, else those configured.
+   */
+  challenge(req: IncomingMessage, refusal?: Refusal): string {
     const resource = this.#resourceOf(req);
     const parts = ['Bearer realm="switchyard"'];
     if (resource) parts.push(`resource_metadata="${metadataUrl(resource)}"`);
-    if (this.#scopes.length > 0) parts.push(`scope="${this.#scopes.join(' ')}"`);
-    return parts.join(', ') + invalidTokenParams(invalid);
+    const scope = refusal?.scope ?? this.#scopes.join(' ');
+    if (scope !== '') parts.push(`scope="${scope}"`);
+    return parts.join(', ') + errorParams(refusal);
   }
 
   /** Answers a request for the metadata document; false for any other path. */
@@ -102,9 +106,11 @@ export function createProtectedResource(auth: AuthOptions): ProtectedResource | 
   if (auth.mode !== 'jwt') return undefined;
   const servers = auth.authorizationServers ?? (auth.issuer && URL.canParse(auth.issuer) ? [auth.issuer] : []);
   if (servers.length === 0) return undefined;
+  // Clients ask for what they are told: the scopes required, at least.
+  const scopes = auth.scopes ?? auth.requiredScopes;
   return new ProtectedResource({
     authorizationServers: servers,
     ...(auth.resource !== undefined ? { resource: auth.resource } : {}),
-    ...(auth.scopes !== undefined ? { scopes: auth.scopes } : {}),
+    ...(scopes !== undefined ? { scopes } : {}),
   });
 }

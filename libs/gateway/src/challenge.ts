@@ -1,0 +1,56 @@
+import type { SwitchyardError } from '@switchyard/protocol';
+
+/**
+ * Why a token was refused, as RFC 6750 §3.1 says it: `invalid_token` (a
+ * 401: the client gets another token) or `insufficient_scope` (a 403: the
+ * client asks for the scopes `scope` names, MCP authorization's step-up).
+ */
+export interface Refusal {
+  readonly error: 'invalid_token' | 'insufficient_scope';
+  /** A fixed phrase of ours, never the token or jose's words. */
+  readonly description: string;
+  /** `insufficient_scope`: the scopes the request needs, space-separated. */
+  readonly scope?: string;
+}
+
+/** The challenge of a refusal without protected resource metadata (RFC 6750); none for a request without a token. */
+export function bearerChallenge(refusal?: Refusal): string {
+  const scope = refusal?.scope ? `, scope="${refusal.scope}"` : '';
+  return `Bearer realm="switchyard"${scope}${errorParams(refusal)}`;
+}
+
+/** RFC 6750 §3's error parameters of a refusal, or none without one. */
+export function errorParams(refusal: Refusal | undefined): string {
+  if (refusal === undefined) return '';
+  const { error, description } = refusal;
+  // error_description takes printable ASCII but `"` and `\`: anything else is not said.
+  const said = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/.test(description) ? `, error_description="${description}"` : '';
+  return `, error="${error}"${said}`;
+}
+
+/**
+ * Whether `authorization` is of the Bearer scheme, right or wrong: only such
+ * a header gets RFC 6750's error="invalid_token". Another scheme (Basic) is
+ * an authentication method the gateway does not take, and §3.1 says its 401
+ * SHOULD carry no error code, just the challenge.
+ */
+function isBearerScheme(authorization: string | undefined): boolean {
+  return authorization !== undefined && /^Bearer(?: |$)/i.test(authorization);
+}
+
+/**
+ * The refusal an Authenticator's error makes of a request with
+ * `authorization`: `forbidden` is a token short of `requiredScopes`,
+ * `unauthorized` an invalid token, or none for a request without one.
+ */
+export function refusalOf(
+  error: SwitchyardError,
+  authorization: string | undefined,
+  requiredScopes: readonly string[] | undefined,
+): Refusal | undefined {
+  const description = error.message.replace(/^(?:Unauthorized|Forbidden): /, '');
+  if (error.code === 'forbidden') {
+    return { error: 'insufficient_scope', description, scope: (requiredScopes ?? []).join(' ') };
+  }
+  return isBearerScheme(authorization) ? { error: 'invalid_token', description } : undefined;
+}
