@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import type { Clock } from '@switchyard/clock';
-import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
+import { SwitchyardError } from '@switchyard/protocol';
 import { remoteKeySet } from './jwks.ts';
-import { labelPrefixOf, lacksScope, principalClaimOf } from './jwt-claims.ts';
+import { labelPrefixOf, lacksScope, passesAsIs, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
@@ -46,8 +46,8 @@ function bearerToken(authorization: string | undefined): string {
  * gateway without auth spends no promise on it per request. Bearer tokens
  * are compared as SHA-256 digests with timingSafeEqual, so neither content
  * nor length leaks through timing. A JWT's principal is its
- * `principalClaim` (default `sub`); one that is not an identity value is
- * replaced by a label. A JWT must grant every one of `requiredScopes`.
+ * `principalClaim` (default `sub`); one that is not an identity value, or
+ * has the form of a label, is replaced by a label. A JWT must grant every one of `requiredScopes`.
  */
 export function createAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
@@ -119,6 +119,6 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
     // After the principal: a token that is no good is a 401 whatever its scopes.
     if (lacksScope(payload, requiredScopes))
       throw new SwitchyardError('forbidden', 'Forbidden: token lacks a required scope');
-    return isIdentityValue(principal) ? principal : label(labelPrefix, principal);
+    return passesAsIs(principal, labelPrefix) ? principal : label(labelPrefix, principal);
   };
 }

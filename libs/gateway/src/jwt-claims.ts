@@ -1,5 +1,5 @@
 import type { JWTPayload } from 'jose';
-import { SwitchyardError } from '@switchyard/protocol';
+import { SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 
 /**
  * A claim name auth.principalClaim takes: printable ASCII but space, `"`
@@ -47,6 +47,17 @@ export function principalClaimOf(payload: JWTPayload, claim: string): string {
   if (typeof value === 'string' && value !== '') return value;
   const lacks = claim === 'sub' ? 'token has no subject' : `token has no ${claim} claim`;
   throw new SwitchyardError('unauthorized', `Unauthorized: ${lacks}`);
+}
+
+/**
+ * Whether a principal read from a token may travel as it is: an identity
+ * value, and not of the form of a label (`<prefix>:` and 24 hex digits),
+ * which a holder who sets the claim (a display name, a username) could
+ * otherwise give to pass for the principal another value is labelled as.
+ */
+export function passesAsIs(value: string, prefix: string): boolean {
+  if (!isIdentityValue(value)) return false;
+  return !(value.startsWith(`${prefix}:`) && /^[0-9a-f]{24}$/.test(value.slice(prefix.length + 1)));
 }
 
 /** The prefix of the label that stands for an unfit value of `claim`. */

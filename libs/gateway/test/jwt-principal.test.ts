@@ -71,6 +71,27 @@ describe('gateway JWT auth with auth.principalClaim', () => {
       /^claim:[0-9a-f]{24}$/,
     );
   });
+
+  // A claim its holder may set (a display name) must not let one user take the label another's value travels as.
+  it('labels a value shaped like a label, so it never passes for the label of another value', async () => {
+    const h = await startHarness(1, {
+      auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, principalClaim: 'name' },
+    });
+    try {
+      const alice = await principalOf(h, await jwks.signWith({ name: 'Alice Smith' }));
+      assert.match(alice, /^name:[0-9a-f]{24}$/);
+      const mallory = await principalOf(h, await jwks.signWith({ name: alice }));
+      assert.notEqual(mallory, alice);
+      assert.match(mallory, /^name:[0-9a-f]{24}$/);
+      // Another claim's label form passes as it is.
+      assert.equal(
+        await principalOf(h, await jwks.signWith({ name: `sub:${alice.slice(5)}` })),
+        `sub:${alice.slice(5)}`,
+      );
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 describe('auth.principalClaim option', () => {
