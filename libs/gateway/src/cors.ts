@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * (`Access-Control-Allow-Credentials`) is not needed and not offered.
  */
 
-/** What a page may read of an answer beyond the basics: the session, its protocol, a 401's challenge. */
+/** What a page may read of an answer beyond the basics: the session, its protocol, a 401's or 403's challenge. */
 const EXPOSED_HEADERS = 'Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After';
 const ALLOWED_METHODS = 'GET, POST, DELETE';
 /** How long a browser may reuse a preflight's answer (browsers cap it: Chromium at 2 h, Firefox at 24 h). */
