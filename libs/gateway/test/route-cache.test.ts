@@ -125,6 +125,36 @@ describe('route cache memory per entry', () => {
   });
 });
 
+describe('route cache memory up front', () => {
+  // The limit (100,000 by default) is a bound, not a size: a gateway holding
+  // few sessions, or 10,000, should not pay for 100,000 from its start.
+  it('allocates nothing for its entry limit before routes are kept', async () => {
+    /** V8 heap and ArrayBuffer bytes in use after a full collection (queryObjects makes one). */
+    const inUse = (): number => {
+      v8.queryObjects(Object, { format: 'count' });
+      return v8.getHeapStatistics().used_heap_size + process.memoryUsage().arrayBuffers;
+    };
+    const before = inUse();
+    const { cache } = cacheWithLookups(100_000);
+    const added = inUse() - before;
+    // Preallocated, the library's arrays for 100,000 entries take 4.4 MB.
+    assert.ok(added < 256 * 1024, `${added} bytes taken by an empty cache of 100,000 entries`);
+    await cache.close();
+  });
+
+  it('still holds no more than its entry limit', async () => {
+    const { cache } = cacheWithLookups(3);
+    for (const key of ['thread:1', 'thread:2', 'thread:3']) await cache.set(key, route);
+    // thread:1 used last but one: thread:2 is the least recently used when thread:4 comes.
+    cache.local('thread:1');
+    await cache.set('thread:4', route);
+    assert.equal(cache.size, 3);
+    assert.equal(cache.local('thread:2'), undefined);
+    for (const key of ['thread:1', 'thread:3', 'thread:4']) assert.deepEqual(cache.local(key), route, key);
+    await cache.close();
+  });
+});
+
 describe('route cache redis URL', () => {
   // Misread by ioredis, each ran a gateway without its shared cache (or dialled elsewhere) instead of failing.
   it('is refused by createGateway when ioredis would misread it, and the error does not quote it', () => {
