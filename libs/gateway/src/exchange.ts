@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Dispatch } from './http2-streams.ts';
+import { unlist } from './standing-streams.ts';
+import type { StandingStream, StandingStreams } from './standing-streams.ts';
 import { downstreamHeaders, isEventStream } from './upstream.ts';
 
 /** One request to a runtime, as `exchange` sends it. */
@@ -36,9 +38,10 @@ export interface UpstreamResponse {
    * into `res` (the response the exchange was made for), and calls `onEnd`
    * once, when the relay is over. Non-event-stream bodies are cut after
    * `idleTimeoutMs` without a byte. A callback, not a promise: an open event
-   * stream then holds no promise and reaction for as long as it lasts.
+   * stream then holds no promise and reaction for as long as it lasts. An
+   * event stream is listed in `standing`, when given, while it is relayed.
    */
-  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void;
+  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd, standing?: StandingStreams): void;
   /**
    * Reads and drops the body (at most DISCARD_BYTES_MAX, and for at most the
    * call's idleTimeoutMs, else the connection is cut); resolves with its first
@@ -53,20 +56,6 @@ const BODY_HEAD_BYTES = 1024;
 const COPIED: IncomingHttpHeaders = Object.freeze({});
 const CLIENT_GONE = 'client disconnected';
 const GATEWAY_CLOSING = 'gateway closing';
-
-/** The exchange relaying an event stream into each client response, for endEventStream. */
-const eventStreams = new WeakMap<ServerResponse, Exchange>();
-
-/**
- * Ends the event stream relayed into `res` from the gateway's side: the
- * client's response ends cleanly (its client may open the stream again,
- * with `Last-Event-ID`), the upstream request is cancelled, and the relay
- * counts as complete. Does nothing to a response that relays no event
- * stream or whose relay is over.
- */
-export function endEventStream(res: ServerResponse): void {
-  eventStreams.get(res)?.endStream();
-}
 
 /** Failures of the upstream's making before its response head: see isUpstreamFailure. */
 const upstreamFailures = new WeakSet<object>();
@@ -93,9 +82,12 @@ export function upstreamFailure(error: Error): Error {
  * every request and fewer objects held by every open event stream. The
  * client's response closing early is the cancellation, at any stage.
  */
-class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
+class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, StandingStream {
   statusCode = 0;
   headers: IncomingHttpHeaders = {};
+  /** StandingStreams' links, while a standing event stream is relayed. */
+  older: StandingStream | undefined = undefined;
+  newer: StandingStream | undefined = undefined;
   readonly #res: ServerResponse;
   #controller: Dispatcher.DispatchController | undefined;
   #head: { resolve: (r: UpstreamResponse) => void; reject: (e: unknown) => void } | undefined;
@@ -210,7 +202,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#finish(mode === 'discard' ? 'complete' : this.#cancelled ? 'cancelled' : 'broken');
   }
 
-  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd): void {
+  relay(res: ServerResponse, idleTimeoutMs: number, onEnd: RelayEnd, standing?: StandingStreams): void {
     const sse = isEventStream(this.headers);
     if (this.#mode !== 'paused') {
       // The upstream broke, or the client left, while the caller was busy.
@@ -220,7 +212,6 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
     this.#settle = onEnd;
     this.#eventStream = sse;
     this.#mode = 'relay';
-    if (sse) eventStreams.set(res, this);
     // Head stored now, sent with the first write (or flushHeaders below).
     res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
     // Copied: an open event stream need not hold them.
@@ -242,12 +233,21 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
         if (!this.#wrote && !res.destroyed) res.flushHeaders();
       });
     }
+    // Not once the upstream has ended or broken while its buffered part was written: #finish unlists.
+    if (sse && this.#mode === 'relay') standing?.add(this);
   }
 
-  /** See endEventStream. */
+  /**
+   * Ends the event stream from the gateway's side: the client's response
+   * ends cleanly (its client may open the stream again, with
+   * `Last-Event-ID`), the upstream request is cancelled, and the relay
+   * counts as complete. Does nothing once the relay is over.
+   */
   endStream(): void {
     if (this.#mode !== 'relay') return;
     this.#mode = 'done';
+    // The head, if not out yet, leaves with the end.
+    this.#wrote = true;
     this.#res.end();
     this.#controller?.abort(new Error(GATEWAY_CLOSING));
   }
@@ -286,6 +286,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse {
   }
 
   #finish(outcome: RelayOutcome): void {
+    unlist(this);
     clearTimeout(this.#idle);
     this.#idle = undefined;
     const settle = this.#settle;

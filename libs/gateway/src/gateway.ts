@@ -11,7 +11,6 @@ import { ConcurrencyLimiter, headerBytes } from './limits.ts';
 import { createMetrics, noMetrics } from './metrics.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { EventStreamUpstream } from './event-streams.ts';
-import { endEventStream } from './exchange.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
 import type { GatewayOptions } from './options.ts';
 import { matchTarget } from './request-target.ts';
@@ -25,6 +24,8 @@ import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './ro
 import type { Routed, RoutingContext } from './routing-context.ts';
 import { UpstreamChecks, checkHealthz } from './upstream-checks.ts';
 import { SchedulerClient } from './scheduler-client.ts';
+import { StandingStreams } from './standing-streams.ts';
+import { isStanding } from './upstream-call.ts';
 import {
   STATELESS_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
@@ -197,6 +198,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(relays ? { relays } : {}),
     scheduler,
     cache,
+    standing: new StandingStreams(),
     following: new Set(),
     clock: o.clock,
     logger: o.logger,
@@ -214,10 +216,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   const limiter = new ConcurrencyLimiter(o.principalConcurrencyMax, GATEWAY_DEFAULTS.principalsTrackedMax);
   let closed = false;
   let closing: Promise<void> | undefined;
-  /** Responses relaying a standing stream (see routingDone), until they close. */
-  const standing = new Set<ServerResponse>();
-  /** Set by endEventStreams: a standing stream whose routing ends afterwards is ended at once. */
-  let streamsEnded = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void> {
     counts.requests++;
@@ -228,7 +226,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     // a response closes once, and `once` would wrap it in one more closure.)
     res.on('close', () => {
       held.gone = true;
-      standing.delete(res);
       // Given back once: routing may still end normally after this (routingDone).
       if (held.slot !== undefined) limiter.release(held.slot);
       held.slot = undefined;
@@ -280,7 +277,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (sessionId === undefined)
         throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
       await routeSession(ctx, base, sessionId);
-      return routingDone(held, res, req.method === 'GET');
+      return routingDone(held, isStanding(base));
     }
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
@@ -306,7 +303,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       (error as { rpcId?: unknown }).rpcId = info.id;
       throw error;
     }
-    routingDone(held, res, info.method === 'subscriptions/listen');
+    routingDone(held, isStanding(r));
   }
 
   /**
@@ -320,23 +317,12 @@ export function createGateway(options: GatewayOptions): Gateway {
    * stays open, mostly idle, for as long as its session or client lives, one
    * per session at most; counted, it would cap how many sessions a principal
    * holds (every MCP SDK client opens one per session), while the limit is on
-   * requests being worked on. It counts while it is being routed. It is
-   * also listed for endEventStreams while it lasts, or ended at once when
-   * that was called while it was being routed.
+   * requests being worked on. It counts while it is being routed. (Its
+   * relay lists it for endEventStreams: see StandingStreams.)
    */
-  function routingDone(
-    held: { abort?: AbortController; slot?: string; gone?: true },
-    res: ServerResponse,
-    isStanding = false,
-  ): void {
+  function routingDone(held: { abort?: AbortController; slot?: string; gone?: true }, standing: boolean): void {
     held.abort = undefined;
-    if (!isStanding) return;
-    if (!held.gone && !res.writableEnded) {
-      // Routed after endEventStreams (it waited for its schedule or its head): nothing would end it later.
-      if (streamsEnded) endEventStream(res);
-      else standing.add(res);
-    }
-    if (held.slot === undefined) return;
+    if (!standing || held.slot === undefined) return;
     limiter.release(held.slot);
     held.slot = undefined;
   }
@@ -383,9 +369,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       routesFollowed: counts.followed,
     }),
     endEventStreams() {
-      streamsEnded = true;
-      for (const res of standing) endEventStream(res);
-      standing.clear();
+      ctx.standing.endAll();
     },
     close() {
       closed = true;

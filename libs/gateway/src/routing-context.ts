@@ -11,6 +11,7 @@ import type { RelayConnections } from './relay-connections.ts';
 import type { RequestTarget } from './request-target.ts';
 import type { RouteCache } from './route-cache.ts';
 import type { SchedulerClient } from './scheduler-client.ts';
+import type { StandingStreams } from './standing-streams.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 import type { MessageInfo } from './wire.ts';
 
@@ -23,6 +24,8 @@ export interface RoutingContext {
   readonly relays?: RelayConnections;
   readonly scheduler: SchedulerClient;
   readonly cache: RouteCache;
+  /** The standing event streams being relayed, for Gateway.endEventStreams. */
+  readonly standing: StandingStreams;
   /** Route keys whose runtime is being looked up again after a replica forwarded their request (one lookup each at once). */
   readonly following: Set<string>;
   readonly clock: Clock;

@@ -32,7 +32,15 @@ import type { AssertedHeaders } from './upstream.ts';
  */
 export function relay(ctx: RoutingContext, r: Routed, upstream: UpstreamResponse): void {
   if (isEventStream(upstream.headers)) ctx.metrics.sseOpened();
-  upstream.relay(r.res, ctx.idleTimeoutMs, relayEndOf(ctx));
+  upstream.relay(r.res, ctx.idleTimeoutMs, relayEndOf(ctx), isStanding(r) ? ctx.standing : undefined);
+}
+
+/**
+ * A session's GET stream or a 2026-07-28 `subscriptions/listen`: open for as
+ * long as its session or client lives, and ended by Gateway.endEventStreams.
+ */
+export function isStanding(r: Routed): boolean {
+  return r.req.method === 'GET' || r.info?.method === 'subscriptions/listen';
 }
 
 const relayEnds = new WeakMap<RoutingContext, RelayEnd>();
