@@ -26,6 +26,7 @@ import { UpstreamChecks, checkHealthz } from './upstream-checks.ts';
 import { SchedulerClient } from './scheduler-client.ts';
 import { StandingStreams } from './standing-streams.ts';
 import { isStanding } from './upstream-call.ts';
+import type { CloseWatch } from './exchange.ts';
 import {
   STATELESS_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
@@ -77,6 +78,16 @@ export interface Gateway {
   /** Idempotent: cuts open upstream streams, closes the undici agents and Redis. */
   close(): Promise<void>;
   stats(): GatewayStats;
+}
+
+/** What a request holds while it lasts, for its response's close listener. */
+interface Held extends CloseWatch {
+  /** The concurrency slot taken, until given back. */
+  slot?: string;
+  /** Cancels routing, until routing is over. */
+  abort?: AbortController;
+  /** The response closed. */
+  gone?: true;
 }
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {
@@ -220,10 +231,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function handle(req: IncomingMessage, res: ServerResponse, target: RequestTarget): Promise<void> {
     counts.requests++;
     // Filled in as the request passes the gates; read by the close listener.
-    const held: { slot?: string; abort?: AbortController; gone?: true } = {};
+    const held: Held = { relay: undefined };
     // One listener for the response's end: count it when it finished, and
-    // otherwise the client went away, which cancels upstream at once. (`on`:
-    // a response closes once, and `once` would wrap it in one more closure.)
+    // otherwise the client went away, which cancels upstream at once; the
+    // relay hears of it from here (CloseWatch). (`on`: a response closes
+    // once, and `once` would wrap it in one more closure.)
     res.on('close', () => {
       held.gone = true;
       // Given back once: routing may still end normally after this (routingDone).
@@ -231,6 +243,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       held.slot = undefined;
       if (res.writableFinished) metrics.request(req.method ?? 'OTHER', res.statusCode);
       else held.abort?.abort(new Error('client disconnected'));
+      held.relay?.clientClosed();
     });
     if (closed) throw new SwitchyardError('not_ready', 'Gateway is shutting down');
     if (headerBytes(req) > o.headerBytesMax) {
@@ -271,7 +284,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (held.gone) return limiter.release(slot);
     held.slot = slot;
     const abort = (held.abort = new AbortController());
-    const base = { req, res, target, signal: abort.signal, ...(principal ? { principal } : {}) };
+    const base = { req, res, target, signal: abort.signal, closeWatch: held, ...(principal ? { principal } : {}) };
     const sessionId = sessionIdOf(req);
     if (req.method !== 'POST') {
       if (sessionId === undefined)
@@ -320,7 +333,7 @@ export function createGateway(options: GatewayOptions): Gateway {
    * requests being worked on. It counts while it is being routed. (Its
    * relay lists it for endEventStreams: see StandingStreams.)
    */
-  function routingDone(held: { abort?: AbortController; slot?: string; gone?: true }, standing: boolean): void {
+  function routingDone(held: Held, standing: boolean): void {
     held.abort = undefined;
     if (!standing || held.slot === undefined) return;
     limiter.release(held.slot);

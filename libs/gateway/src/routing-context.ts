@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import type { EventStreamUpstream } from './event-streams.ts';
+import type { CloseWatch } from './exchange.ts';
 import type { IdentityStrategy } from './identity.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { GatewayLogger } from './options.ts';
@@ -56,4 +57,6 @@ export interface Routed {
   readonly body?: Buffer;
   readonly info?: MessageInfo;
   readonly signal: AbortSignal;
+  /** The gateway's listener for `res` closing, which tells the relay (see CloseWatch). */
+  readonly closeWatch?: CloseWatch;
 }

@@ -193,6 +193,7 @@ async function send(
     ...(r.body ? { body: r.body } : {}),
     signal: r.signal,
     idleTimeoutMs: ctx.idleTimeoutMs,
+    ...(r.closeWatch ? { closeWatch: r.closeWatch } : {}),
   };
   const via = (dispatcher: Dispatch, call = upstream): Promise<Attempt> =>
     attempt(dispatcher, ctx.clock, call, r.res, gone);
