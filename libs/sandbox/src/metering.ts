@@ -88,22 +88,26 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
   const messages = new Map<string, string>();
   const log = (event: string, err: string | undefined, msg: string, unlogged: number): void =>
     logger?.warn({ event, ...(err !== undefined && { err }), ...(unlogged > 0 && { unlogged }) }, msg);
+  /** When a warning or a flush was last logged: the next flush waits an interval from it. */
+  let toldAtMs = -Infinity;
   const warn = (event: string, err: string, msg: string): void => {
     messages.set(event, msg);
     const unlogged = throttle.pass(event);
-    if (unlogged !== undefined) log(event, err, msg, unlogged);
+    if (unlogged === undefined) return;
+    toldAtMs = clock.now();
+    log(event, err, msg, unlogged);
   };
   // A Redis that flaps (ready, then cut off, again and again) is back once per flap: at most one flush per
-  // interval, or each would tell a count and let the next error through, a line or two per flap.
-  let flushedAtMs = -Infinity;
+  // interval, or each would tell a count and let the next error through, a line or two per flap. Counted
+  // from the last warning too: a connection cut before its first ready is back (and flushed) right after.
   let deferred: Timer | undefined;
   /**
    * Redis is back: what was held back is told now, and the next trouble is
-   * warned of at once; within METERING_WARN_INTERVAL_MS of the last time, once
-   * that interval is up, if Redis is `stillBack()` then.
+   * warned of at once; within METERING_WARN_INTERVAL_MS of the last warning
+   * or flush, once that interval is up, if Redis is `stillBack()` then.
    */
   warn.flush = (stillBack: () => boolean): void => {
-    const waitMs = flushedAtMs + METERING_WARN_INTERVAL_MS - clock.now();
+    const waitMs = toldAtMs + METERING_WARN_INTERVAL_MS - clock.now();
     if (waitMs > 0) {
       deferred ??= clock.setTimeout(() => {
         deferred = undefined;
@@ -111,7 +115,7 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
       }, waitMs);
       return;
     }
-    flushedAtMs = clock.now();
+    toldAtMs = clock.now();
     for (const [event, unlogged] of throttle.flush()) log(event, undefined, messages.get(event) ?? event, unlogged);
   };
   warn.cancel = (): void => {
