@@ -2,12 +2,19 @@
 // that nobody outside can grow the series a scrape returns (and the
 // gateway's memory) without end. A status code comes from upstream: a
 // runtime may answer any three digits, and the gateway relays them.
-import { once } from 'node:events';
+//
+// The gateway also asks a runtime it holds connections to `GET /healthz`
+// every check interval (UpstreamChecks): a run slower than that (a loaded
+// machine) meets one. The stand-in answers it apart, and the test makes one
+// happen mid-run on purpose, so that only the requests the test sent take
+// the made-up statuses, on a quiet machine or a busy one.
+import { EventEmitter, once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
+import { ManualClock, within } from '@switchyard/clock/testing';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
@@ -19,6 +26,10 @@ import type { Server } from 'node:http';
 const CODES = Array.from({ length: 300 }, (_, i) => 600 + i);
 /** At most this many request series: four method values (GET, POST, DELETE, OTHER) times the known statuses and one more. */
 const SERIES_MAX = 256;
+/** The gateway's check interval, on the test's clock. */
+const CHECK_MS = 5_000;
+/** The request the stand-in holds while the gateway checks it (1-based). */
+const HELD = CODES.length / 2;
 
 describe('the request counter of a gateway whose runtime answers made-up statuses', () => {
   const registry = new Registry();
@@ -27,11 +38,22 @@ describe('the request counter of a gateway whose runtime answers made-up statuse
   let gateway: Gateway;
   let server: Server;
   let url: string;
+  const clock = new ManualClock();
+  /** `held` (with the answer to send) when request HELD is in; `check` on each liveness check. */
+  const seen = new EventEmitter();
+  let received = 0;
   before(async () => {
-    let next = 0;
     runtime = createServer((req, res) => {
       req.resume();
-      res.writeHead(CODES[next++ % CODES.length]!, { 'content-type': 'application/json' }).end('{}');
+      // The gateway's own liveness check, not a request the test sent: answered, not counted.
+      if (req.method === 'GET' && req.url === '/healthz') {
+        res.writeHead(204).end();
+        return void seen.emit('check');
+      }
+      const status = CODES[received++ % CODES.length]!;
+      const answer = (): void => void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      if (received === HELD) seen.emit('held', answer);
+      else answer();
     });
     runtime.listen(0, '127.0.0.1');
     await once(runtime, 'listening');
@@ -40,6 +62,8 @@ describe('the request counter of a gateway whose runtime answers made-up statuse
     gateway = createGateway({
       schedulers: [scheduler.url],
       upstreamMode: 'direct',
+      clock,
+      upstreamCheckIntervalMs: CHECK_MS,
       metrics: { registry, prefix: 'switchyard_gateway_' },
     });
     ({ server, url } = await listen(gateway));
@@ -53,7 +77,19 @@ describe('the request counter of a gateway whose runtime answers made-up statuse
   });
 
   it(`keeps ${CODES.length} distinct upstream statuses to a bounded set of series, counting every request`, async () => {
-    for (const code of CODES) assert.equal((await post(url, INITIALIZE)).status, code);
+    for (const [i, code] of CODES.entries()) {
+      const sent = post(url, INITIALIZE);
+      if (i + 1 === HELD) {
+        // With a request in flight the gateway holds a connection to the runtime, so its next tick checks it.
+        const [answer] = (await within(once(seen, 'held'), 30_000, 'request held at the runtime')) as [() => void];
+        const checked = once(seen, 'check');
+        await clock.advance(CHECK_MS);
+        await within(checked, 30_000, 'the gateway checked the runtime it holds a connection to');
+        answer();
+      }
+      assert.equal((await sent).status, code);
+    }
+    assert.equal(received, CODES.length, 'the runtime got each request the test sent, once');
     const text = (await registry.getSingleMetricAsString('switchyard_gateway_requests_total')) ?? '';
     const series = text.split('\n').filter((line) => line.startsWith('switchyard_gateway_requests_total{'));
     assert.ok(series.length <= SERIES_MAX, `${series.length} series`);
