@@ -5,11 +5,16 @@
 // is given that is no token keeps the last good one and is logged, once.
 // A loopback stand-in for a scheduler replica (and one for a runtime's
 // direct listener) records the Authorization of everything it is sent.
+// Each gateway runs on a clock that stands still: a schedule ask unanswered
+// for SCHEDULE_HEDGE_MS is asked again (a hedge, on a loaded machine) and
+// an upstream held open is checked with `GET /healthz`, both by that clock,
+// so the stand-ins record only the calls of the requests the test sends.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { ManualClock } from '@switchyard/clock/testing';
 import { createGateway, type Gateway, type GatewayOptions } from '@switchyard/gateway';
 import { serveH2c, type H2cListener } from '@switchyard/service';
 import { listen, stopServer } from './harness.ts';
@@ -144,6 +149,7 @@ describe('a gateway given its scheduler token as a function', () => {
     scheduler = await schedulerStandIn();
     gateway = createGateway({
       schedulers: [scheduler.url],
+      clock: new ManualClock(),
       schedulerToken: () => (asked++, current),
       logger,
     });
@@ -217,7 +223,12 @@ describe('a gateway whose scheduler token function has none at start', () => {
     const scheduler = await schedulerStandIn();
     const logger = recordingLogger();
     let current: string | undefined;
-    const gateway = createGateway({ schedulers: [scheduler.url], schedulerToken: () => current, logger });
+    const gateway = createGateway({
+      schedulers: [scheduler.url],
+      clock: new ManualClock(),
+      schedulerToken: () => current,
+      logger,
+    });
     const { server, url } = await listen(gateway);
     try {
       assert.deepEqual(
@@ -258,6 +269,7 @@ describe('a gateway whose scheduler token function reads a file', () => {
     let current: string | undefined;
     const gateway = createGateway({
       schedulers: [scheduler.url],
+      clock: new ManualClock(),
       schedulerToken: Object.assign(() => current, { file }),
       logger,
     });
@@ -300,6 +312,7 @@ describe('a gateway in direct mode given its upstream token as a function', () =
     const gateway = createGateway({
       schedulers: [scheduler.url],
       upstreamMode: 'direct',
+      clock: new ManualClock(),
       upstreamToken: () => current,
       schedulerToken: A,
     });
