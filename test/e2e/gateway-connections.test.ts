@@ -63,6 +63,8 @@ describe('the gateway binary with connectionsMax', () => {
     if (!refused.destroyed) await once(refused, 'close');
 
     assert.equal(await metric(metricsBase, 'switchyard_gateway_connections_refused_total'), 1);
+    assert.equal(await metric(metricsBase, 'switchyard_gateway_connections_open'), CONNECTIONS_MAX);
+    assert.equal(await metric(metricsBase, 'switchyard_gateway_connections_max'), CONNECTIONS_MAX);
     const warning = await gateway.waitForLog((l) => String(l.msg).startsWith('connection refused'));
     assert.equal(warning.connectionsMax, CONNECTIONS_MAX);
     assert.equal(warning.level, 40, 'logged as a warning');

@@ -67,6 +67,8 @@ describe('a replica with connectionsMax', () => {
 
     const text = await metrics.registry.getSingleMetricAsString('switchyard_scheduler_connections_refused_total');
     assert.match(text, /^switchyard_scheduler_connections_refused_total 1$/m);
+    const open = await metrics.registry.getSingleMetricAsString('switchyard_scheduler_connections_open');
+    assert.match(open, new RegExp(`^switchyard_scheduler_connections_open ${CONNECTIONS_MAX}$`, 'm'));
     assert.deepEqual(
       warnings.filter((w) => w.startsWith('connection refused')),
       ['connection refused: the listener holds connectionsMax connections already'],

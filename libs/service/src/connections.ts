@@ -8,7 +8,7 @@ export const CONNECTIONS_REFUSED_LOG_INTERVAL_MS = 10_000;
 export interface ConnectionCapOptions {
   /** Connections the listener holds at once, of every kind (requests, event streams, upgraded sockets). */
   readonly connectionsMax: number;
-  /** Where `connections_refused_total` is counted. */
+  /** Where `connections_refused_total` is counted, and `connections_open` and `connections_max` read. */
   readonly metrics: Metrics;
   readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
   /** Default: the system clock. */
@@ -21,7 +21,12 @@ export interface ConnectionCapOptions {
  * read, and counted in `switchyard_<app>_connections_refused_total`. Those
  * already open are not touched. A warning says so at the first refusal and
  * then at most once per CONNECTIONS_REFUSED_LOG_INTERVAL_MS, with how many
- * it held back (`unlogged`).
+ * it held back (`unlogged`). `switchyard_<app>_connections_open` reads, at
+ * each scrape, the count the cap is held against, and
+ * `switchyard_<app>_connections_max` the cap: an alert on their ratio fires
+ * before the first refusal, which the counter alone reports only once the
+ * listener is full. One capped listener per registry (a second would clash
+ * on the names).
  *
  * Why: without a cap, a flood of connections (each held up to the
  * listener's header or handshake deadline, many at once) is bounded only by
@@ -39,6 +44,15 @@ export function capConnections(server: Server, options: ConnectionCapOptions): v
     help: 'Connections closed at once because the listener held connectionsMax already',
   });
   const throttle = new Throttle(options.clock ?? systemClock, CONNECTIONS_REFUSED_LOG_INTERVAL_MS, 1);
+  options.metrics.gauge({
+    name: 'connections_open',
+    help: 'Connections the capped listener holds (every kind), against connections_max',
+    collect: () =>
+      new Promise<number>((resolve) => server.getConnections((error, count) => resolve(error ? 0 : count))),
+  });
+  options.metrics
+    .gauge({ name: 'connections_max', help: 'Connections the capped listener holds at most (connectionsMax)' })
+    .set(connectionsMax);
   server.maxConnections = connectionsMax;
   server.on('drop', (peer) => {
     refused.inc();

@@ -16,8 +16,10 @@ export interface Metrics {
   /** `switchyard_<app>_`. */
   readonly prefix: string;
   counter<L extends string = string>(spec: MetricSpec<L>): Counter<L>;
-  /** `collect` runs on every scrape, to set the gauge from a live source. */
-  gauge<L extends string = string>(spec: MetricSpec<L> & { readonly collect?: () => number }): Gauge<L>;
+  /** `collect` runs on every scrape, to set the gauge from a live source (a promise is awaited). */
+  gauge<L extends string = string>(
+    spec: MetricSpec<L> & { readonly collect?: () => number | Promise<number> },
+  ): Gauge<L>;
   histogram<L extends string = string>(spec: MetricSpec<L> & { readonly buckets?: readonly number[] }): Histogram<L>;
 }
 
@@ -63,7 +65,9 @@ export function createMetrics(app: AppName): Metrics {
         ...(read
           ? {
               collect(this: Gauge) {
-                this.set(read());
+                const value = read();
+                if (typeof value === 'number') return void this.set(value);
+                return value.then((v) => this.set(v));
               },
             }
           : {}),

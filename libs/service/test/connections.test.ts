@@ -46,6 +46,9 @@ describe('capConnections', () => {
     (await metrics.registry.getSingleMetric('switchyard_gateway_connections_refused_total')!.get()).values[0]?.value ??
     0;
 
+  const gauge = async (name: string): Promise<number | undefined> =>
+    (await metrics.registry.getSingleMetric(`switchyard_gateway_${name}`)?.get())?.values[0]?.value;
+
   /** Opens a connection and resolves once the server has taken it (it answers a request on it). */
   const openServed = async (): Promise<net.Socket> => {
     const socket = net.connect(port, '127.0.0.1');
@@ -69,8 +72,16 @@ describe('capConnections', () => {
     assert.equal(requests, before, 'a refused connection was served');
   };
 
+  it('reads the connections it holds and its cap as gauges, so an alert can fire before the first refusal', async () => {
+    assert.equal(await gauge('connections_open'), 0);
+    await openServed();
+    assert.equal(await gauge('connections_open'), 1);
+    assert.equal(await gauge('connections_max'), CAP);
+  });
+
   it('closes connections past the cap unread, counts each, and warns once per interval', async () => {
-    for (let i = 0; i < CAP; i++) await openServed();
+    while (held.length < CAP) await openServed();
+    assert.equal(await gauge('connections_open'), CAP);
     await openRefused();
     await openRefused();
     assert.equal(await refusedTotal(), 2);
