@@ -687,6 +687,59 @@ describe('charts/gateway: metricsPort', { skip }, () => {
   });
 });
 
+// The scheduler's metricsPort, on by default: a replica has one port, which a
+// flood can hold full (connectionsMax); liveness and scrapes go to a listener
+// of its own, readiness stays with the port it speaks for.
+describe('charts/scheduler: metricsPort', { skip }, () => {
+  type Port = { name: string; port?: number; containerPort?: number };
+  type Probed = { env?: { name: string; value?: string }[]; ports: Port[] } & Record<
+    string,
+    { httpGet: { path: string; port: string; scheme: string } }
+  >;
+  const portsOf = (service: Manifest): string[] => (service.spec as { ports: Port[] }).ports.map((p) => p.name);
+
+  it('probes liveness and scrapes /metrics on it in plain HTTP, even with tls, and admits it in the NetworkPolicy', async () => {
+    const set = ['serviceMonitor.enabled=true', 'tls.existingSecret=own-tls', 'networkPolicy.enabled=true'];
+    const manifests = await render('scheduler', undefined, set);
+    const statefulSet = manifests.find((m) => m.kind === 'StatefulSet')!;
+    new StatefulSet(statefulSet as never).validate();
+    const container = podOf(statefulSet).containers[0]! as unknown as Probed;
+    assert.deepEqual(
+      container.ports.find((p) => p.name === 'metrics'),
+      { name: 'metrics', containerPort: 7071 },
+    );
+    assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, '7071');
+    assert.deepEqual(container.livenessProbe!.httpGet, { path: '/healthz', port: 'metrics', scheme: 'HTTP' });
+    assert.deepEqual(container.readinessProbe!.httpGet, { path: '/readyz', port: 'http', scheme: 'HTTPS' });
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    new ServiceMonitor(monitor as never).validate();
+    const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
+    assert.deepEqual(endpoint, { port: 'metrics', path: '/metrics', interval: '30s' });
+    const peers = manifests.find((m) => m.kind === 'Service' && m.metadata.name === 'sy-scheduler-peers')!;
+    assert.deepEqual(portsOf(peers), ['http', 'metrics'], 'the Service the ServiceMonitor selects has the port');
+    const policy = manifests.find((m) => m.kind === 'NetworkPolicy')!;
+    const ports = (policy.spec as { ingress: { ports: { port: string }[] }[] }).ingress[0]!.ports.map((p) => p.port);
+    assert.deepEqual(ports, ['http', 'metrics']);
+  });
+
+  it('leaves probes and scrapes on the replica port when null, and refuses one that is no port', async () => {
+    const manifests = await render('scheduler', undefined, ['metricsPort=null', 'serviceMonitor.enabled=true']);
+    const container = podOf(manifests.find((m) => m.kind === 'StatefulSet')!).containers[0]! as unknown as Probed;
+    assert.deepEqual(
+      container.ports.map((p) => p.name),
+      ['http'],
+    );
+    assert.equal(
+      container.env?.some((e) => e.name === 'SWITCHYARD_METRICS_PORT'),
+      false,
+    );
+    assert.equal(container.livenessProbe!.httpGet.port, 'http');
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    assert.equal((monitor.spec as { endpoints: { port: string }[] }).endpoints[0]!.port, 'http');
+    await assert.rejects(render('scheduler', undefined, ['metricsPort=70000']), /metricsPort/);
+  });
+});
+
 // Runtimes have no Service: a PodMonitor scrapes each pod on the health
 // port the probes use.
 describe('charts/runtime: health port and podMonitor', { skip }, () => {
@@ -999,7 +1052,9 @@ for (const chart of ['scheduler', 'gateway'] as const) {
         chart === 'scheduler'
           ? ['trustedCA.existingConfigMap=corp-ca']
           : ['serviceMonitor.tlsConfig.serverName=mcp.example.com'];
-      const { pod, env, endpoint } = await renderedForTls(chart, ['tls.existingSecret=own-tls', ...extra]);
+      // The scheduler's metricsPort (on by default) takes liveness and scrapes in plain HTTP; see its own test.
+      const own = chart === 'scheduler' ? ['metricsPort=null'] : [];
+      const { pod, env, endpoint } = await renderedForTls(chart, ['tls.existingSecret=own-tls', ...extra, ...own]);
       const container = pod.containers[0]!;
       assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');
       assert.equal(env.get('SWITCHYARD_TLS_KEY_FILE'), '/etc/switchyard/tls/tls.key');

@@ -55,6 +55,15 @@ const electionSchema = z
 export const schedulerConfigSchema = z.object({
   host: z.string().default('0.0.0.0').describe('Address the HTTP/WebSocket listener binds.'),
   port: z.number().int().min(0).max(65535).default(7070).describe('Port of the listener (0 picks a free port).'),
+  metricsPort: z
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .optional()
+    .describe(
+      "A listener of its own answering /metrics and /healthz, plain HTTP on host (0 picks a free port, named on the ready line), for a liveness probe and scrapes that a port full of connections (connectionsMax) does not refuse: the kubelet would restart the replica, closing every tunnel it holds. The replica's port serves both as well. Unset: no such listener.",
+    ),
   replicaId: hostIdentityField('Stable id of this replica; set it explicitly in production (the pod name).'),
   advertiseUrl: httpUrl()
     // It is the ownerUrl of every runtime this replica holds, which a runtime state carries up to this length.

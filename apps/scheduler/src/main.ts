@@ -8,6 +8,8 @@ import {
   createLifecycle,
   createLogger,
   createMetrics,
+  createProbeServer,
+  listen,
   loadAppConfig,
   secretSource,
   exitOnListenError,
@@ -116,6 +118,20 @@ if (!apiTokensWanted) {
 const tls = appTls('switchyard-scheduler', config.tls, logger);
 
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
+const metrics = createMetrics('scheduler');
+// Not /readyz: a replica whose port is full cannot take the connections readiness sends it, and a probe
+// refused there turns it unready, which is right; a liveness probe refused for 30 s gets it restarted.
+const probeServer =
+  config.metricsPort === undefined
+    ? undefined
+    : createProbeServer({ registry: metrics.registry, healthz: lifecycle.healthzHandler });
+// Up before the replica, so that a liveness probe finds it while the replica starts.
+const probeAddress =
+  probeServer &&
+  (await listen(probeServer, { host: config.host, port: config.metricsPort ?? 0 }).catch((error: unknown) =>
+    exitOnListenError('switchyard-scheduler', error),
+  ));
+if (probeServer) lifecycle.addServer(probeServer);
 const replica = await startSchedulerReplica({
   replicaId: config.replicaId,
   advertiseUrl: config.advertiseUrl ?? `${tls ? 'https' : 'http'}://${defaultAdvertiseHost(config.host)}:{port}`,
@@ -137,7 +153,7 @@ const replica = await startSchedulerReplica({
   epoch: config.epoch,
   probes: { healthz: lifecycle.healthzHandler, readyz: lifecycle.readyzHandler },
   logger,
-  metrics: createMetrics('scheduler'),
+  metrics,
 }).catch((error: unknown) => exitOnListenError('switchyard-scheduler', error));
 // Peers (epoch sync, proxy hops) and gateways (schedule answers name the owner) dial the advertised URL: a replica
 // listening on every interface is meant to be reached from other machines, which 127.0.0.1 is not.
@@ -152,4 +168,12 @@ if (tls) lifecycle.onShutdown(tls.watch((pair) => replica.updateTls(pair)));
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
 // One parseable line for supervisors and scripts that start replicas on port 0.
-logger.info({ replica: replica.replicaId, url: replica.url, port: replica.port }, 'ready');
+logger.info(
+  {
+    replica: replica.replicaId,
+    url: replica.url,
+    port: replica.port,
+    ...(probeAddress ? { metrics: `http://${urlHost(config.host)}:${probeAddress.port}/metrics` } : {}),
+  },
+  'ready',
+);

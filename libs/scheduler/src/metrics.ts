@@ -27,6 +27,8 @@ export interface ReplicaMetrics {
 export interface LiveSources {
   /** Streams open on the busiest runtime tunnel this replica holds. */
   busiestTunnelStreams(): number;
+  /** Seconds since the replica last knew its view current (0 before its first epoch). */
+  epochLagSeconds(): number;
 }
 
 /** The replica's metrics (design brief §6); no per-runtime or per-session labels. */
@@ -38,6 +40,8 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
     epochLagSeconds: metrics.gauge({
       name: 'epoch_lag_seconds',
       help: 'Time since this replica last knew its view current: an epoch applied, or a cycle with nothing to change',
+      // Read at each scrape, whichever listener serves it (the replica's port or the app's metricsPort).
+      collect: live.epochLagSeconds,
     }),
     cycleSeconds: metrics.histogram({
       name: 'epoch_cycle_seconds',

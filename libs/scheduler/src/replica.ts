@@ -64,7 +64,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   const clock = options.clock ?? systemClock;
   const { logger, replicaId } = options;
   // Read on scrapes only, once `part` (below) holds tunnels.
-  const metrics = createReplicaMetrics(options.metrics, { busiestTunnelStreams: () => part.busiestTunnelStreams() });
+  const metrics = createReplicaMetrics(options.metrics, {
+    busiestTunnelStreams: () => part.busiestTunnelStreams(),
+    epochLagSeconds: () => (epochAgeMs() ?? 0) / 1000,
+  });
   let ready = false;
   let closing: Promise<void> | undefined;
   /** When the view was last known to hold the newest epoch: a commit applied, or a cycle that changed nothing. */
@@ -194,10 +197,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       if (options.probes && !closing) return options.probes.readyz(req, res);
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : closing ? 'draining' : 'starting' });
     }
-    if (path === '/metrics') {
-      metrics.epochLagSeconds.set((epochAgeMs() ?? 0) / 1000);
-      return serveMetrics(req, res);
-    }
+    if (path === '/metrics') return serveMetrics(req, res);
     if (!api.admits(req.headers.authorization)) {
       metrics.apiUnauthorized.inc();
       req.resume();

@@ -1,0 +1,43 @@
+// A listener of its own for kubelet probes and Prometheus, beside a port that
+// a flood of connections can hold full (capConnections): the kubelet restarts
+// a pod whose liveness probe it cannot deliver for 30 s, ending everything
+// the pod holds, and a scrape refused there misses the very refusals it
+// should report.
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import { metricsHandler } from './metrics.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface ProbeServerOptions {
+  readonly registry: Registry;
+  /** Liveness: answers while the process does. */
+  readonly healthz: Handler;
+  /** Readiness, served when given (a port whose readiness is another's leaves it out). */
+  readonly readyz?: Handler;
+}
+
+/**
+ * A plain-HTTP server (not yet listening) answering `/metrics` from
+ * `registry`, `/healthz`, and `/readyz` when given; 404 for anything else,
+ * naming what it serves. Not covered: it asks for no credentials, so bind it
+ * where only the kubelet and Prometheus reach it (the pod IP, not a
+ * published Service port).
+ */
+export function createProbeServer(o: ProbeServerOptions): Server {
+  const serveMetrics = metricsHandler(o.registry);
+  const routes = new Map<string, Handler>([
+    ['/metrics', serveMetrics],
+    ['/healthz', o.healthz],
+  ]);
+  if (o.readyz) routes.set('/readyz', o.readyz);
+  const served = [...routes.keys()].join(', ');
+  const handler: RequestListener = (req, res) => {
+    const route = routes.get((req.url ?? '/').split('?', 1)[0] ?? '/');
+    if (route) return route(req, res);
+    res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: this port serves ${served}\n`);
+  };
+  // Not `import http from 'node:http'`, which builds the module's ESM namespace and with it Node's bundled
+  // fetch (see apps/gateway/src/main.ts).
+  return process.getBuiltinModule('node:http').createServer(handler);
+}
