@@ -10,6 +10,7 @@ import {
   createLogger,
   exitOnListenError,
   createMetrics,
+  createProbeServer,
   listen,
   loadAppConfig,
   metricsHandler,
@@ -168,12 +169,7 @@ const handler = (req: IncomingMessage, res: ServerResponse): void => {
 const metricsServer =
   config.metricsPort === undefined
     ? undefined
-    : http.createServer((req, res) => {
-        const path = (req.url ?? '/').split('?', 1)[0];
-        if (path === '/metrics') return serveMetrics(req, res);
-        if (path === '/healthz') return lifecycle.healthzHandler(req, res);
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: this port serves /metrics and /healthz\n');
-      });
+    : createProbeServer({ registry: metrics.registry, healthz: lifecycle.healthzHandler });
 const tls = appTls('switchyard-gateway', config.tls, logger);
 // The gateway writes nothing of its own on an idle event stream: TCP keepalive
 // finds a client whose host vanished without closing its connection.

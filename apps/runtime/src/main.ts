@@ -7,6 +7,7 @@ import {
   createLifecycle,
   createLogger,
   createMetrics,
+  createProbeServer,
   loadAppConfig,
   exitOnListenError,
   listen,
@@ -15,7 +16,6 @@ import {
   WILDCARD_HOSTS,
 } from '@switchyard/service';
 import { healthListenerOn, runtimeConfigSchema, type RuntimeConfig } from './config.ts';
-import { createHealthServer } from './health.ts';
 
 const config = loadAppConfig(runtimeConfigSchema, {
   argv: process.argv.slice(2),
@@ -86,8 +86,17 @@ if (direct.enabled && !direct.advertiseUrl && WILDCARD_HOSTS.includes(direct.hos
 }
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
 const metrics = createMetrics('runtime');
-// Up before the node, so that a liveness probe finds it while sandboxes start.
-const health = healthListenerOn(config.health) ? createHealthServer({ lifecycle, metrics }) : undefined;
+// Kubelet probes and Prometheus reach a runtime here, on its own pod, rather than through a scheduler whose
+// tunnel may be the very thing that is down. /healthz answers while the process does (a runtime cut off from
+// every scheduler is not helped by a restart); /readyz adds the tunnel (below), so a rollout waits for each
+// new runtime to join. Up before the node, so that a liveness probe finds it while sandboxes start.
+const health = healthListenerOn(config.health)
+  ? createProbeServer({
+      registry: metrics.registry,
+      healthz: lifecycle.healthzHandler,
+      readyz: lifecycle.readyzHandler,
+    })
+  : undefined;
 const healthAddress = health
   ? await listen(health, config.health).catch((error: unknown) => exitOnListenError('switchyard-runtime', error))
   : undefined;

@@ -9,7 +9,14 @@ import {
   type RuntimeInfo,
 } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
-import { SERVER_KEEP_ALIVE_MS, closeServer, listen, metricsHandler, urlHost } from '@switchyard/service';
+import {
+  SERVER_KEEP_ALIVE_MS,
+  closeServer,
+  deadlineOptions,
+  listen,
+  metricsHandler,
+  urlHost,
+} from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
@@ -101,7 +108,10 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   }
   let directUrl: string | undefined;
   if (options.direct) {
-    const direct = http.createServer(requireBearer(options.direct.tokens, route, logger));
+    // Gateways send their headers at once; anyone else on the network who reaches the port must not hold
+    // connections to it for Node's 60 s (checked every 30 s). Bodies keep Node's 300 s: a gateway streams
+    // a client's body as it arrives, for up to its own bodyTimeoutMs.
+    const direct = http.createServer(deadlineOptions(), requireBearer(options.direct.tokens, route, logger));
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
     directUrl = (options.direct.advertiseUrl ?? `http://${urlHost(options.direct.host)}:{port}`).replace(

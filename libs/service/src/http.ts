@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { urlHost } from './url-host.ts';
@@ -73,6 +73,34 @@ export const SERVER_TCP_KEEP_ALIVE_DELAY_MS = 60_000;
  * connections with a request still arriving, not idle or streaming ones.
  */
 export const SERVER_TIMEOUT_CHECK_INTERVAL_MS = 1_000;
+
+/**
+ * How long a client of an in-cluster listener may take to send its request's
+ * headers: its clients (kubelet probes, Prometheus, gateways) send them at
+ * once. Node's default, 60 s checked every 30 s, let anyone who reaches the
+ * port hold a connection 90 s with a byte every few seconds, or none.
+ */
+export const INTERNAL_HEADERS_TIMEOUT_MS = 10_000;
+
+export interface RequestDeadlines {
+  /** Headers, from the connection's start. Default INTERNAL_HEADERS_TIMEOUT_MS. */
+  readonly headersTimeoutMs?: number;
+  /** The whole request, body included; not the answer (an event stream may last hours). Default Node's, 300 s. */
+  readonly requestTimeoutMs?: number;
+}
+
+/**
+ * Options for `http.createServer` holding its clients to deadlines on
+ * sending their requests, checked every SERVER_TIMEOUT_CHECK_INTERVAL_MS: a
+ * connection past one is closed (408 if a request had begun).
+ */
+export function deadlineOptions(deadlines: RequestDeadlines = {}): ServerOptions {
+  return {
+    headersTimeout: deadlines.headersTimeoutMs ?? INTERNAL_HEADERS_TIMEOUT_MS,
+    ...(deadlines.requestTimeoutMs === undefined ? {} : { requestTimeout: deadlines.requestTimeoutMs }),
+    connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS,
+  };
+}
 
 /**
  * Binds `server` with a backlog of LISTEN_BACKLOG and resolves with the bound

@@ -28,8 +28,10 @@ export {
   SERVER_KEEP_ALIVE_MS,
   SERVER_TCP_KEEP_ALIVE_DELAY_MS,
   SERVER_TIMEOUT_CHECK_INTERVAL_MS,
+  INTERNAL_HEADERS_TIMEOUT_MS,
+  deadlineOptions,
 } from './http.ts';
-export type { CloseServerOptions, CloseResult } from './http.ts';
+export type { CloseServerOptions, CloseResult, RequestDeadlines } from './http.ts';
 export { capConnections, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
 export type { ConnectionCapOptions } from './connections.ts';
 export { createProbeServer } from './probe-server.ts';

@@ -5,6 +5,7 @@
 // should report.
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { INTERNAL_HEADERS_TIMEOUT_MS, deadlineOptions } from './http.ts';
 import { metricsHandler } from './metrics.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -20,7 +21,9 @@ export interface ProbeServerOptions {
 /**
  * A plain-HTTP server (not yet listening) answering `/metrics` from
  * `registry`, `/healthz`, and `/readyz` when given; 404 for anything else,
- * naming what it serves. Not covered: it asks for no credentials, so bind it
+ * naming what it serves. A request (none has a body) must arrive whole
+ * within INTERNAL_HEADERS_TIMEOUT_MS: whoever reaches the port cannot hold
+ * connections to it for long (see deadlineOptions). Not covered: it asks for no credentials, so bind it
  * where only the kubelet and Prometheus reach it (the pod IP, not a
  * published Service port).
  */
@@ -39,5 +42,6 @@ export function createProbeServer(o: ProbeServerOptions): Server {
   };
   // Not `import http from 'node:http'`, which builds the module's ESM namespace and with it Node's bundled
   // fetch (see apps/gateway/src/main.ts).
-  return process.getBuiltinModule('node:http').createServer(handler);
+  const deadlines = deadlineOptions({ requestTimeoutMs: INTERNAL_HEADERS_TIMEOUT_MS });
+  return process.getBuiltinModule('node:http').createServer(deadlines, handler);
 }
