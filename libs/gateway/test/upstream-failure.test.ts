@@ -9,6 +9,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
 import { certificateFor127 } from '@switchyard/service/testing';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
@@ -458,7 +459,10 @@ for (const upstream of [
 // trust: the handshake fails before any request byte leaves, on relay
 // connections, through /api/proxy and on event streams (HTTP/2) alike. The client gets a 502 that says
 // TLS, the operator an error line that says what to check, and no retry or
-// rescheduling hides it (only configuration mends it).
+// rescheduling hides it (only configuration mends it). Each gateway runs on a
+// clock that stands still: on a loaded machine a schedule ask unanswered for
+// 250 ms is asked again (a hedge), which the count of asks below would take
+// for a rescheduling.
 describe('a scheduler replica whose certificate the gateway does not trust', () => {
   const certificate = certificateFor127();
   const missing = 'missing' in certificate ? certificate.missing : false;
@@ -500,7 +504,13 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
         const log = (): void => {};
         const logger = { info: log, warn: log, debug: log, error: (_o: object, msg: string) => void errors.push(msg) };
         const scheduler = await startSchedulerDouble([{ id: 'rt-tls', address }]);
-        const gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'proxy', relayConnections, logger });
+        const gateway = createGateway({
+          schedulers: [scheduler.url],
+          upstreamMode: 'proxy',
+          relayConnections,
+          logger,
+          clock: new ManualClock(),
+        });
         const { server, url } = await listen(gateway);
         try {
           const res = await post(url, INITIALIZE);
@@ -526,7 +536,12 @@ describe('a scheduler replica whose certificate the gateway does not trust', () 
     const log = (): void => {};
     const logger = { info: log, warn: log, debug: log, error: (_o: object, msg: string) => void errors.push(msg) };
     const scheduler = await startSchedulerDouble([{ id: 'rt-tls', address: h2Address }]);
-    const gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'proxy', logger });
+    const gateway = createGateway({
+      schedulers: [scheduler.url],
+      upstreamMode: 'proxy',
+      logger,
+      clock: new ManualClock(),
+    });
     const { server, url } = await listen(gateway);
     try {
       const res = await fetch(url, {
