@@ -63,6 +63,17 @@ const TOKEN_RECHECK_MS = 1_000;
 /** Failed dials in a row between two `scheduler unreachable` lines (the first is logged). */
 const UNREACHABLE_LOGGED_EVERY = 10;
 
+/**
+ * Pings a tunnel answers before it counts as good and the backoff starts
+ * over: two ping intervals (10 s by default). A proxy that drops the
+ * connection after the upgrade, or a scheduler that takes the tunnel and
+ * then drops it, closes it before the first ping or within the first
+ * interval; a tunnel that carried pings both ways past the second interval
+ * was up, and its loss is news. One ping alone would count a peer that
+ * drops the tunnel a few seconds in as good.
+ */
+const GOOD_AFTER_PINGS = 2;
+
 /** The runtime's side: keeps one tunnel to the scheduler up. */
 export interface TunnelDialer {
   /** True while a tunnel is open. */
@@ -80,7 +91,11 @@ export interface TunnelDialer {
 /**
  * Dials the scheduler and serves HTTP/2 on the upgraded connection,
  * reconnecting forever with exponential backoff and jitter (250 ms doubling
- * to 30 s by default; reset after a successful connect). With transport
+ * to 30 s by default). The backoff starts over once a tunnel has answered
+ * two pings (two ping intervals, 10 s by default), so a runtime that lost a
+ * good tunnel redials at the first step; a tunnel dropped sooner (a proxy
+ * cutting it after the upgrade, a scheduler refusing it once taken) is
+ * redialled at the next step, not every 250 ms for ever. With transport
  * `auto` every dial asks for `http2` first and, when a reached peer answers
  * anything but that upgrade (or a 401, 431 or 503), dials again at once for
  * `websocket`. A 400/401 refusal is logged with its status and body and
@@ -110,6 +125,10 @@ interface Link {
   replaced: boolean;
   /** The join token this dial presents. */
   token: string;
+  /** Pings answered on this tunnel. */
+  pings: number;
+  /** It answered GOOD_AFTER_PINGS: its loss redials at the first backoff step. */
+  good: boolean;
   /** Called once the link is down. */
   onDown?: () => void;
 }
@@ -201,6 +220,8 @@ class Dialer implements TunnelDialer {
       down: false,
       replaced: false,
       token: this.#token(),
+      pings: 0,
+      good: false,
     };
     this.#link = link;
     const headers = {
@@ -295,10 +316,10 @@ class Dialer implements TunnelDialer {
       intervalMs: pingIntervalMs,
       timeoutMs: pingTimeoutMs,
       probe: () => (link.session ? carrier.probe(link.session) : Promise.reject(new Error('no session'))),
-      onRtt: () => {},
+      onRtt: () => this.#answered(link),
       onDead: (reason) => this.#down(link, reason),
     });
-    this.#attempt = 0;
+    // The backoff goes on: a tunnel dropped at once must not be redialled at once (see #answered).
     this.#failedDials = 0;
     this.connected = true;
     this.replaced = false;
@@ -307,6 +328,13 @@ class Dialer implements TunnelDialer {
       'tunnel connected',
     );
     this.#o.onConnected?.();
+  }
+
+  /** A ping came back: a tunnel that has answered enough of them is good, and its loss redials at once. */
+  #answered(link: Link): void {
+    if (link.good || ++link.pings < GOOD_AFTER_PINGS) return;
+    link.good = true;
+    if (this.#link === link) this.#attempt = 0;
   }
 
   /** Tears one link down (once) and schedules the next dial unless closed. */
