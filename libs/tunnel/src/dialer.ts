@@ -8,6 +8,7 @@ import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
+import { FlapLog } from './flap-log.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { livenessHeaderValue, type Liveness } from './liveness.ts';
 import { LengthDeclaringResponse } from './response.ts';
@@ -129,6 +130,9 @@ interface Link {
   pings: number;
   /** It answered GOOD_AFTER_PINGS: its loss redials at the first backoff step. */
   good: boolean;
+  /** When it came up (clock time), and whether its `tunnel connected` line was logged. */
+  upAt: number;
+  said: boolean;
   /** Called once the link is down. */
   onDown?: () => void;
 }
@@ -137,6 +141,7 @@ class Dialer implements TunnelDialer {
   readonly #o: DialTunnelOptions;
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
+  readonly #log: FlapLog;
   readonly #server: http2.Http2Server<
     typeof http.IncomingMessage,
     typeof http.ServerResponse,
@@ -170,6 +175,7 @@ class Dialer implements TunnelDialer {
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? silentLogger;
+    this.#log = new FlapLog(this.#logger, this.#clock);
     this.#urls = [o.url, ...(o.fallbackUrls ?? [])].map(connectUrl);
     this.#server = http2.createServer(
       {
@@ -222,6 +228,8 @@ class Dialer implements TunnelDialer {
       token: this.#token(),
       pings: 0,
       good: false,
+      upAt: 0,
+      said: false,
     };
     this.#link = link;
     const headers = {
@@ -323,10 +331,8 @@ class Dialer implements TunnelDialer {
     this.#failedDials = 0;
     this.connected = true;
     this.replaced = false;
-    this.#logger.info(
-      { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport },
-      'tunnel connected',
-    );
+    link.upAt = this.#clock.now();
+    link.said = this.#log.connected(this.#upFields(carrier));
     this.#o.onConnected?.();
   }
 
@@ -334,7 +340,13 @@ class Dialer implements TunnelDialer {
   #answered(link: Link): void {
     if (link.good || ++link.pings < GOOD_AFTER_PINGS) return;
     link.good = true;
-    if (this.#link === link) this.#attempt = 0;
+    if (this.#link !== link || !link.carrier) return;
+    this.#attempt = 0;
+    this.#log.good({ ...this.#upFields(link.carrier), upMs: this.#clock.now() - link.upAt }, link.said);
+  }
+
+  #upFields(carrier: Carrier): object {
+    return { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport };
   }
 
   /** Tears one link down (once) and schedules the next dial unless closed. */
@@ -351,9 +363,8 @@ class Dialer implements TunnelDialer {
     const wasConnected = this.connected && this.#link === link;
     if (this.#link === link) this.connected = false;
     if (wasConnected) {
-      // A close asked for (the runtime stopping) is no trouble to warn of, whichever end noticed first.
-      if (this.#closed) this.#logger.info({ runtime: this.#o.info.id, reason }, 'tunnel closed');
-      else this.#logger.warn({ runtime: this.#o.info.id, reason }, 'tunnel disconnected');
+      const fields = { runtime: this.#o.info.id, reason, upMs: this.#clock.now() - link.upAt };
+      this.#log.disconnected(fields, { good: link.good, said: link.said, closed: this.#closed });
       this.#o.onDisconnected?.(reason);
     }
     if (this.#closed || this.#link !== link) return;

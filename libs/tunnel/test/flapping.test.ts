@@ -10,7 +10,9 @@ import { ManualClock } from '@switchyard/clock/testing';
 import type { Clock } from '@switchyard/clock';
 import { dialTunnel } from '../src/index.ts';
 import type { Tunnel, TunnelDialer } from '../src/index.ts';
-import { runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
+import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED } from '../src/flap-log.ts';
+import { captureLogger, runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
+import type { LogLine } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 /** Far from every backoff delay here, so the heartbeat's timers are told apart from the redials. */
@@ -48,6 +50,13 @@ async function dropAfterUpgrade(): Promise<{ url: string; upgrades: () => number
       server.close();
     },
   };
+}
+
+/** The dialer's `tunnel …` lines, as `level msg` and the fields the test looks at. */
+function tunnelLines(lines: LogLine[]): [string, number | undefined][] {
+  return lines
+    .filter((l) => l.msg.startsWith('tunnel '))
+    .map((l) => [`${l.level} ${l.msg}`, (l.obj as { unlogged?: number }).unlogged]);
 }
 
 describe('a flapping tunnel', () => {
@@ -130,5 +139,120 @@ describe('a flapping tunnel', () => {
     tunnels[3]!.close('lost');
     await until(() => redials().length === 4);
     assert.equal(redials()[3], 100, 'a good tunnel lost is redialled at the first step');
+  });
+
+  it('logs its first flaps, then one connect and disconnect per interval saying how many it held back', async () => {
+    const peer = await dropAfterUpgrade();
+    open.peers.push(peer.close);
+    const { clock, manual, delays } = recordingClock();
+    const { logger, lines } = captureLogger();
+    const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
+    // The default backoff's cap: dials 1 to 6 come at 0, 1, 3, 7, 15 and 31 s, then every 30 s.
+    const backoff = { initialMs: 1000, maxMs: 30_000 };
+    const dialer = dialTunnel({
+      url: peer.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-flap-log'),
+      handler: (_req, res) => res.end(),
+      clock,
+      logger,
+      random: () => 0,
+      backoff,
+      pingIntervalMs: PING_MS,
+    });
+    open.dialers.push(dialer);
+    const dials = 26;
+    for (let dial = 1; dial <= dials; dial++) {
+      await until(() => redials().length === dial);
+      if (dial < dials) await manual.advance(redials()[dial - 1]!);
+    }
+    assert.equal(peer.upgrades(), dials);
+    assert.equal(FLAP_LOG_INTERVAL_MS, 300_000, 'the dials below are counted for 5 min');
+    assert.equal(FLAPS_LOGGED, 3, 'the dials below are counted for three logged in full');
+    // Dials 1 to 3 are logged; dial 16 (at 331 s) is the first 5 min after dial 3 (3 s); dial 26 (631 s) the next.
+    const pair = (unlogged?: number): [string, number | undefined][] => [
+      ['info tunnel connected', unlogged],
+      ['warn tunnel disconnected', undefined],
+    ];
+    assert.deepEqual(tunnelLines(lines), [...pair(), ...pair(), ...pair(), ...pair(12), ...pair(9)]);
+  });
+
+  it('held back, a connect is logged once the tunnel proves good, and its loss at once', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    const tunnels: Tunnel[] = [];
+    scheduler.events.on('tunnel', (t: Tunnel) => {
+      tunnels.push(t);
+      if (tunnels.length <= 4) t.close('refused after the upgrade');
+    });
+    const { clock, manual, delays } = recordingClock();
+    const { logger, lines } = captureLogger();
+    const pings = (): number => delays.filter((ms) => ms === PING_MS).length;
+    const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-settles-log'),
+      handler: (_req, res) => res.end(),
+      clock,
+      logger,
+      random: () => 0,
+      backoff: BACKOFF,
+      pingIntervalMs: PING_MS,
+    });
+    open.dialers.push(dialer);
+    for (let i = 0; i < 4; i++) {
+      await until(() => redials().length === i + 1);
+      await manual.advance(redials()[i]!);
+    }
+    await until(() => tunnels.length === 5 && dialer.connected);
+    const flapped = [1, 2, 3].flatMap((): [string, number | undefined][] => [
+      ['info tunnel connected', undefined],
+      ['warn tunnel disconnected', undefined],
+    ]);
+    assert.deepEqual(tunnelLines(lines), flapped, 'the first three flaps are logged, tunnels 4 and 5 not so far');
+    // Each answer sets the next ping's timer (a ping's own timeout is PING_MS too).
+    const before = pings();
+    await manual.advance(PING_MS);
+    await until(() => pings() === before + 2);
+    assert.deepEqual(tunnelLines(lines), flapped, 'one ping answered is not enough');
+    await manual.advance(PING_MS);
+    await until(() => pings() === before + 4);
+    assert.deepEqual(tunnelLines(lines), [...flapped, ['info tunnel connected', 1]]);
+    tunnels[4]!.close('lost');
+    await until(() => redials().length === 5);
+    assert.equal(redials()[4], 100, 'a good tunnel lost is redialled at the first step');
+    assert.deepEqual(tunnelLines(lines).slice(7), [['warn tunnel disconnected', undefined]]);
+  });
+
+  it('lost once before it proved good, logs its redial at once: one early loss is no flapping', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    let accepted = 0;
+    scheduler.events.on('tunnel', (t: Tunnel) => {
+      if (++accepted === 1) t.close('a replica restarting');
+    });
+    const { clock, manual, delays } = recordingClock();
+    const { logger, lines } = captureLogger();
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-once'),
+      handler: (_req, res) => res.end(),
+      clock,
+      logger,
+      random: () => 0,
+      backoff: BACKOFF,
+      pingIntervalMs: PING_MS,
+    });
+    open.dialers.push(dialer);
+    await until(() => delays.some((ms) => ms !== PING_MS));
+    await manual.advance(BACKOFF.initialMs);
+    await until(() => accepted === 2 && dialer.connected);
+    assert.deepEqual(tunnelLines(lines), [
+      ['info tunnel connected', undefined],
+      ['warn tunnel disconnected', undefined],
+      ['info tunnel connected', undefined],
+    ]);
   });
 });
