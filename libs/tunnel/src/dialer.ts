@@ -94,9 +94,10 @@ export interface TunnelDialer {
  * reconnecting forever with exponential backoff and jitter (250 ms doubling
  * to 30 s by default). The backoff starts over once a tunnel has answered
  * two pings (two ping intervals, 10 s by default), so a runtime that lost a
- * good tunnel redials at the first step; a tunnel dropped sooner (a proxy
- * cutting it after the upgrade, a scheduler refusing it once taken) is
- * redialled at the next step, not every 250 ms for ever. With transport
+ * good tunnel redials at the first step; each tunnel in a row dropped
+ * sooner (a proxy cutting it after the upgrade, a scheduler refusing it
+ * once taken) moves the next redial a step on, so such a tunnel is not
+ * redialled every 250 ms for ever. With transport
  * `auto` every dial asks for `http2` first and, when a reached peer answers
  * anything but that upgrade (or a 401, 431 or 503), dials again at once for
  * `websocket`. A 400/401 refusal is logged with its status and body and
@@ -157,6 +158,8 @@ class Dialer implements TunnelDialer {
    * also counts the tunnel's loss: the first failed redial would be its second).
    */
   #failedDials = 0;
+  /** Tunnels in a row lost before they proved good: where the backoff of the next loss starts. */
+  #flaps = 0;
   #link: Link | undefined;
   #retry: Timer | undefined;
   /** While refused for its token: the next look at whether it changed. */
@@ -327,7 +330,9 @@ class Dialer implements TunnelDialer {
       onRtt: () => this.#answered(link),
       onDead: (reason) => this.#down(link, reason),
     });
-    // The backoff goes on: a tunnel dropped at once must not be redialled at once (see #answered).
+    // The backoff goes on from the tunnels lost before, not from the failed dials: a tunnel dropped at once
+    // must not be redialled at once (see #answered), but a scheduler that was down a while is no flapping.
+    this.#attempt = this.#flaps;
     this.#failedDials = 0;
     this.connected = true;
     this.replaced = false;
@@ -342,6 +347,7 @@ class Dialer implements TunnelDialer {
     link.good = true;
     if (this.#link !== link || !link.carrier) return;
     this.#attempt = 0;
+    this.#flaps = 0;
     this.#log.good({ ...this.#upFields(link.carrier), upMs: this.#clock.now() - link.upAt }, link.said);
   }
 
@@ -362,6 +368,7 @@ class Dialer implements TunnelDialer {
     if (this.#closed) this.#relays?.close();
     const wasConnected = this.connected && this.#link === link;
     if (this.#link === link) this.connected = false;
+    if (wasConnected && !link.good) this.#flaps++;
     if (wasConnected) {
       const fields = { runtime: this.#o.info.id, reason, upMs: this.#clock.now() - link.upAt };
       this.#log.disconnected(fields, { good: link.good, said: link.said, closed: this.#closed });

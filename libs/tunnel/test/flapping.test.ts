@@ -255,4 +255,36 @@ describe('a flapping tunnel', () => {
       ['info tunnel connected', undefined],
     ]);
   });
+
+  it('that first came up after failed dials, is redialled from the first step: the dials were no flapping', async () => {
+    const scheduler = await startScheduler();
+    open.schedulers.push(scheduler);
+    let accepted = 0;
+    scheduler.events.on('tunnel', (t: Tunnel) => {
+      accepted++;
+      t.close('refused after the upgrade');
+    });
+    const { clock, manual, delays } = recordingClock();
+    const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
+    const dialer = dialTunnel({
+      // Two replicas that refuse connections (nothing listens on ports 1 and 2), then one that drops each tunnel.
+      url: 'http://127.0.0.1:1',
+      fallbackUrls: ['http://127.0.0.1:2', scheduler.url],
+      token: TOKEN,
+      info: runtimeInfo('rt-late'),
+      handler: (_req, res) => res.end(),
+      clock,
+      random: () => 0,
+      backoff: BACKOFF,
+      pingIntervalMs: PING_MS,
+    });
+    open.dialers.push(dialer);
+    // Failed dials: 100, 200; then tunnels lost one after the other: 100, 200, 400.
+    for (const [i, delayMs] of [100, 200, 100, 200, 400].entries()) {
+      await until(() => redials().length === i + 1);
+      assert.equal(redials()[i], delayMs, `redial ${i + 1} after ${redials()[i]} ms`);
+      await manual.advance(delayMs);
+    }
+    await until(() => accepted === 4);
+  });
 });
