@@ -276,6 +276,11 @@ export const gatewayConfigSchema = z.object({
     .describe(
       "How long a request body may take to arrive once its headers are in; past it the request is answered 408 and its connection closed. The request holds one of its principal's principalConcurrencyMax slots meanwhile, so a client trickling its body byte by byte would otherwise hold it for ever.",
     ),
+  headersTimeoutMs: timerBounded(z.number().int().min(1000))
+    .default(30_000)
+    .describe(
+      'How long a client may take to send its request headers once connected (and, over TLS, its handshake before them); past it the connection is closed (408 if a request had begun). Checked every second.',
+    ),
   headerBytesMax: z
     .number()
     .int()

@@ -31,9 +31,6 @@ import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from '.
 // module object as it is.
 const http = process.getBuiltinModule('node:http');
 
-/** How long a client may take to send a request's headers, and, over TLS, its handshake before them. */
-const HEADERS_TIMEOUT_MS = 30_000;
-
 /** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs below. */
 const ANNOUNCED_KEEP_ALIVE_MS = 5_000;
 
@@ -182,7 +179,7 @@ const secure =
   process
     .getBuiltinModule('node:https')
     .createServer(
-      { ...tls.pair, ALPNProtocols: ['http/1.1'], ...accepted, handshakeTimeout: HEADERS_TIMEOUT_MS },
+      { ...tls.pair, ALPNProtocols: ['http/1.1'], ...accepted, handshakeTimeout: config.headersTimeoutMs },
       handler,
     );
 const server = secure || http.createServer(accepted, handler);
@@ -191,8 +188,8 @@ const server = secure || http.createServer(accepted, handler);
 // POST body still arriving at bodyTimeoutMs with a 408 itself; Node's
 // requestTimeout (checked every second) is the backstop for bodies the gateway
 // never reads (a GET or DELETE sent with one), a linger later.
-server.headersTimeout = HEADERS_TIMEOUT_MS;
-server.requestTimeout = HEADERS_TIMEOUT_MS + config.bodyTimeoutMs + LINGER_DEFAULTS.lingerMs;
+server.headersTimeout = config.headersTimeoutMs;
+server.requestTimeout = config.headersTimeoutMs + config.bodyTimeoutMs + LINGER_DEFAULTS.lingerMs;
 // Clients that read `Keep-Alive` (MCP SDKs on fetch) close an idle
 // connection before the 5 s announced, so the gateway holds no idle socket per
 // session for long. A load balancer in front reads no such header and keeps
