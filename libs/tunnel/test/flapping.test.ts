@@ -71,22 +71,31 @@ describe('a flapping tunnel', () => {
     for (const s of open.schedulers.splice(0)) await s.close();
   });
 
+  type DialOptions = Parameters<typeof dialTunnel>[0];
+  /** Runtime `id`'s dialler with the tests' timing (no jitter, BACKOFF, PING_MS), closed after the test. */
+  const dial = (id: string, options: Pick<DialOptions, 'url' | 'clock'> & Partial<DialOptions>): TunnelDialer => {
+    const dialer = dialTunnel({
+      token: TOKEN,
+      info: runtimeInfo(id),
+      handler: (_req, res) => res.end(),
+      random: () => 0,
+      backoff: BACKOFF,
+      pingIntervalMs: PING_MS,
+      ...options,
+    });
+    open.dialers.push(dialer);
+    return dialer;
+  };
+
   it('dropped right after each upgrade, is redialled with a growing, capped backoff, not at the first step for ever', async () => {
     const peer = await dropAfterUpgrade();
     open.peers.push(peer.close);
     const { clock, manual, delays } = recordingClock();
     const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
-    const dialer = dialTunnel({
+    dial('rt-flap', {
       url: peer.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-flap'),
-      handler: (_req, res) => res.end(),
       clock,
-      random: () => 0,
-      backoff: BACKOFF,
-      pingIntervalMs: PING_MS,
     });
-    open.dialers.push(dialer);
     const expected = [100, 200, 400, 800, 1600, 1600];
     for (const [i, delayMs] of expected.entries()) {
       // Each dial is taken (the heartbeat starts) and dropped (the next dial is set).
@@ -112,17 +121,10 @@ describe('a flapping tunnel', () => {
     const { clock, manual, delays } = recordingClock();
     const pings = (): number => delays.filter((ms) => ms === PING_MS).length;
     const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
-    const dialer = dialTunnel({
+    const dialer = dial('rt-settles', {
       url: scheduler.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-settles'),
-      handler: (_req, res) => res.end(),
       clock,
-      random: () => 0,
-      backoff: BACKOFF,
-      pingIntervalMs: PING_MS,
     });
-    open.dialers.push(dialer);
     for (const [i, delayMs] of [100, 200, 400].entries()) {
       await until(() => redials().length === i + 1);
       assert.equal(redials()[i], delayMs, `redial ${i + 1} after ${redials()[i]} ms`);
@@ -149,18 +151,12 @@ describe('a flapping tunnel', () => {
     const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
     // The default backoff's cap: dials 1 to 6 come at 0, 1, 3, 7, 15 and 31 s, then every 30 s.
     const backoff = { initialMs: 1000, maxMs: 30_000 };
-    const dialer = dialTunnel({
+    dial('rt-flap-log', {
       url: peer.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-flap-log'),
-      handler: (_req, res) => res.end(),
       clock,
       logger,
-      random: () => 0,
       backoff,
-      pingIntervalMs: PING_MS,
     });
-    open.dialers.push(dialer);
     const dials = 26;
     for (let dial = 1; dial <= dials; dial++) {
       await until(() => redials().length === dial);
@@ -189,18 +185,11 @@ describe('a flapping tunnel', () => {
     const { logger, lines } = captureLogger();
     const pings = (): number => delays.filter((ms) => ms === PING_MS).length;
     const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
-    const dialer = dialTunnel({
+    const dialer = dial('rt-settles-log', {
       url: scheduler.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-settles-log'),
-      handler: (_req, res) => res.end(),
       clock,
       logger,
-      random: () => 0,
-      backoff: BACKOFF,
-      pingIntervalMs: PING_MS,
     });
-    open.dialers.push(dialer);
     for (let i = 0; i < 4; i++) {
       await until(() => redials().length === i + 1);
       await manual.advance(redials()[i]!);
@@ -234,18 +223,11 @@ describe('a flapping tunnel', () => {
     });
     const { clock, manual, delays } = recordingClock();
     const { logger, lines } = captureLogger();
-    const dialer = dialTunnel({
+    const dialer = dial('rt-once', {
       url: scheduler.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-once'),
-      handler: (_req, res) => res.end(),
       clock,
       logger,
-      random: () => 0,
-      backoff: BACKOFF,
-      pingIntervalMs: PING_MS,
     });
-    open.dialers.push(dialer);
     await until(() => delays.some((ms) => ms !== PING_MS));
     await manual.advance(BACKOFF.initialMs);
     await until(() => accepted === 2 && dialer.connected);
@@ -266,19 +248,12 @@ describe('a flapping tunnel', () => {
     });
     const { clock, manual, delays } = recordingClock();
     const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
-    const dialer = dialTunnel({
+    dial('rt-late', {
       // Two replicas that refuse connections (nothing listens on ports 1 and 2), then one that drops each tunnel.
       url: 'http://127.0.0.1:1',
       fallbackUrls: ['http://127.0.0.1:2', scheduler.url],
-      token: TOKEN,
-      info: runtimeInfo('rt-late'),
-      handler: (_req, res) => res.end(),
       clock,
-      random: () => 0,
-      backoff: BACKOFF,
-      pingIntervalMs: PING_MS,
     });
-    open.dialers.push(dialer);
     // Failed dials: 100, 200; then tunnels lost one after the other: 100, 200, 400.
     for (const [i, delayMs] of [100, 200, 100, 200, 400].entries()) {
       await until(() => redials().length === i + 1);
