@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { askHealthz } from './raw-connections.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
 import { metric } from './support.ts';
 
@@ -30,22 +31,6 @@ describe('the gateway binary with connectionsMax', () => {
     await gateway.stop();
   });
 
-  /** Sends GET /healthz on `socket` (kept alive) and resolves with the answer's first bytes, '' if it closes first. */
-  const ask = (socket: net.Socket): Promise<string> =>
-    new Promise((resolve) => {
-      const onData = (chunk: Buffer): void => {
-        socket.off('close', onClose);
-        resolve(chunk.toString());
-      };
-      const onClose = (): void => {
-        socket.off('data', onData);
-        resolve('');
-      };
-      socket.once('data', onData);
-      socket.once('close', onClose);
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    });
-
   const open = (): net.Socket => {
     const socket = net.connect(gateway.port!, '127.0.0.1');
     socket.on('error', () => {});
@@ -56,10 +41,10 @@ describe('the gateway binary with connectionsMax', () => {
     for (let i = 0; i < CONNECTIONS_MAX; i++) {
       const socket = open();
       held.push(socket);
-      assert.match(await ask(socket), /^HTTP\/1\.1 200/, `connection ${i + 1} of ${CONNECTIONS_MAX} not served`);
+      assert.match(await askHealthz(socket), /^HTTP\/1\.1 200/, `connection ${i + 1} of ${CONNECTIONS_MAX} not served`);
     }
     const refused = open();
-    assert.equal(await ask(refused), '', 'a connection past the cap was answered');
+    assert.equal(await askHealthz(refused), '', 'a connection past the cap was answered');
     if (!refused.destroyed) await once(refused, 'close');
 
     assert.equal(await metric(metricsBase, 'switchyard_gateway_connections_refused_total'), 1);
@@ -74,12 +59,12 @@ describe('the gateway binary with connectionsMax', () => {
     assert.equal(health.status, 200, 'no /healthz beside /metrics while /mcp is full');
     await health.text();
 
-    assert.match(await ask(held[0]!), /^HTTP\/1\.1 200/, 'a held connection is no longer served');
+    assert.match(await askHealthz(held[0]!), /^HTTP\/1\.1 200/, 'a held connection is no longer served');
     held.shift()!.destroy();
     // The gateway counts the connection gone once it sees it close; a new one is served then.
     for (let attempt = 0; ; attempt++) {
       const socket = open();
-      if (/^HTTP\/1\.1 200/.test(await ask(socket))) {
+      if (/^HTTP\/1\.1 200/.test(await askHealthz(socket))) {
         held.push(socket);
         break;
       }

@@ -7,11 +7,11 @@
 // sockets on loopback.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { certificateFor127 } from '@switchyard/service/testing';
+import { heldFor, trickle } from './raw-connections.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
 
 /** The gateway's deadline for a request's headers, and for a TLS handshake (its default is 30 s). */
@@ -20,37 +20,13 @@ const DEADLINE_MS = 5_000;
 const SLACK_MS = 4_000;
 const certificate = certificateFor127();
 
-/** Connects, runs `feed`, and resolves with how long the gateway held the connection, or rejects past `limitMs`. */
-function heldFor(port: number, feed: (socket: net.Socket) => () => void, limitMs: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const started = performance.now();
-    let stop = (): void => {};
-    socket.on('connect', () => (stop = feed(socket)));
-    socket.on('error', () => {});
-    socket.resume();
-    const timer = setTimeout(() => {
-      stop();
-      socket.destroy();
-      reject(new Error(`still open after ${limitMs} ms`));
-    }, limitMs);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      stop();
-      resolve(performance.now() - started);
-    });
-  });
-}
-
 /** A POST /mcp header block, a byte every second, never its end. */
-const trickleHeaders = (socket: net.Socket): (() => void) => {
-  const text = `POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Pad: ${'a'.repeat(100)}`;
-  let sent = 0;
-  const timer = setInterval(() => {
-    if (sent < text.length && !socket.destroyed) socket.write(text[sent++]!);
-  }, 1000);
-  return () => clearInterval(timer);
-};
+const trickleHeaders = trickle(
+  `POST /mcp HTTP/1.1
+Host: x
+Content-Type: application/json
+X-Pad: ${'a'.repeat(100)}`,
+);
 
 describe('the gateway binary and clients that never finish their start', () => {
   let plain: AppProcess;
@@ -78,9 +54,9 @@ describe('the gateway binary and clients that never finish their start', () => {
   it('closes one trickling its headers or sending nothing at the deadline, and over TLS one that never starts its handshake', async (t) => {
     const limitMs = DEADLINE_MS + SLACK_MS;
     const [headersMs, silentMs, handshakeMs] = await Promise.all([
-      heldFor(plain.port!, trickleHeaders, limitMs),
-      heldFor(plain.port!, () => () => {}, limitMs),
-      secure ? heldFor(secure.port!, () => () => {}, limitMs) : undefined,
+      heldFor('trickling', plain.port!, trickleHeaders, limitMs),
+      heldFor('silent', plain.port!, () => () => {}, limitMs),
+      secure ? heldFor('TLS, silent', secure.port!, () => () => {}, limitMs) : undefined,
     ]);
     assert.ok(headersMs >= DEADLINE_MS - 100, `closed after ${headersMs} ms, before the deadline`);
     assert.ok(silentMs >= DEADLINE_MS - 100, `a silent one closed after ${silentMs} ms, before the deadline`);

@@ -5,51 +5,19 @@
 // 30 s) a client sending a byte now and then, or nothing, held each
 // connection up to 90 s. Processes on loopback; raw sockets.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { INTERNAL_HEADERS_TIMEOUT_MS } from '@switchyard/service';
+import { heldFor, trickle } from './raw-connections.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
 
 /** Leeway for a loaded machine; Node's default check interval alone would add up to 30 s. */
 const SLACK_MS = 5_000;
 const TOKEN = 'a-join-token-0123456789abcdef';
 
-/** Connects, runs `feed`, and resolves with how long the listener held the connection, or rejects past `limitMs`. */
-function heldFor(
-  name: string,
-  port: number,
-  feed: (socket: net.Socket) => () => void,
-  limitMs: number,
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const started = performance.now();
-    let stop = (): void => {};
-    socket.on('connect', () => (stop = feed(socket)));
-    socket.on('error', () => {});
-    socket.resume();
-    const timer = setTimeout(() => {
-      stop();
-      socket.destroy();
-      reject(new Error(`${name}: still open after ${limitMs} ms`));
-    }, limitMs);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      stop();
-      resolve(performance.now() - started);
-    });
-  });
-}
-
 /** A GET header block, a byte every second, never its end. */
-const trickleHeaders = (socket: net.Socket): (() => void) => {
-  const text = `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(100)}`;
-  let sent = 0;
-  const timer = setInterval(() => {
-    if (sent < text.length && !socket.destroyed) socket.write(text[sent++]!);
-  }, 1000);
-  return () => clearInterval(timer);
-};
+const trickleHeaders = trickle(`GET /healthz HTTP/1.1
+Host: x
+X-Pad: ${'a'.repeat(100)}`);
 
 const portOf = (url: unknown): number => Number(new URL(String(url)).port);
 

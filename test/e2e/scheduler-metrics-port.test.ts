@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { askHealthz } from './raw-connections.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
 import { metric } from './support.ts';
 
@@ -30,22 +31,6 @@ describe('a scheduler replica with metricsPort', () => {
     await scheduler.stop();
   });
 
-  /** Sends GET /healthz on `socket` (kept alive) and resolves with the answer's first bytes, '' if it closes first. */
-  const ask = (socket: net.Socket): Promise<string> =>
-    new Promise((resolve) => {
-      const onData = (chunk: Buffer): void => {
-        socket.off('close', onClose);
-        resolve(chunk.toString());
-      };
-      const onClose = (): void => {
-        socket.off('data', onData);
-        resolve('');
-      };
-      socket.once('data', onData);
-      socket.once('close', onClose);
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    });
-
   const open = (port: number): net.Socket => {
     const socket = net.connect(port, '127.0.0.1');
     socket.on('error', () => {});
@@ -57,10 +42,10 @@ describe('a scheduler replica with metricsPort', () => {
     for (let i = 0; i < CONNECTIONS_MAX; i++) {
       const socket = open(scheduler.port!);
       held.push(socket);
-      assert.match(await ask(socket), /^HTTP\/1\.1 200/, `connection ${i + 1} of ${CONNECTIONS_MAX} not served`);
+      assert.match(await askHealthz(socket), /^HTTP\/1\.1 200/, `connection ${i + 1} of ${CONNECTIONS_MAX} not served`);
     }
     // What the kubelet meets on the replica's port now: its probe is closed unanswered.
-    assert.equal(await ask(open(scheduler.port!)), '', 'a probe past the cap was answered');
+    assert.equal(await askHealthz(open(scheduler.port!)), '', 'a probe past the cap was answered');
 
     const health = await fetch(`${metricsBase}/healthz`, { signal: AbortSignal.timeout(5000) });
     assert.equal(health.status, 200, 'no /healthz on the metrics port while the replica port is full');
