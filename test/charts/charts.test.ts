@@ -192,6 +192,9 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     const scoped = await envOf([...jwtSet, 'auth.requiredScopes={mcp:tools,mcp:admin}']);
     assert.equal(scoped.get('SWITCHYARD_AUTH_REQUIRED_SCOPES'), 'mcp:tools,mcp:admin');
     assert.equal(jwt.has('SWITCHYARD_AUTH_REQUIRED_SCOPES'), false, 'unset: none required');
+    const entra = await envOf([...jwtSet, 'auth.scopeClaims={scp,roles}']);
+    assert.equal(entra.get('SWITCHYARD_AUTH_SCOPE_CLAIMS'), 'scp,roles');
+    assert.equal(jwt.has('SWITCHYARD_AUTH_SCOPE_CLAIMS'), false, 'unset: the gateway default');
     assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
   });
 });

@@ -111,7 +111,14 @@ const authSchema = z
       .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)'))
       .default([])
       .describe(
-        'Scopes a token must grant, every one (mode jwt), read from its scope claim (space-separated), else its scp (a space-separated string or a list); a valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them, from which MCP clients ask for more. Each must be one of auth.scopes when that is set; without it, clients are told to ask for these. auth.scopes alone is not enforced.',
+        'Scopes a token must grant, every one (mode jwt), read from the claims of auth.scopeClaims (scope, else scp); a valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them, from which MCP clients ask for more. Each must be one of auth.scopes when that is set; without it, clients are told to ask for these. auth.scopes alone is not enforced.',
+      ),
+    scopeClaims: z
+      .array(z.string().regex(JWT_CLAIM_NAME, 'must be a claim name'))
+      .min(1)
+      .default([...D.jwtScopeClaims])
+      .describe(
+        'JWT claims a token\'s scopes are read from for auth.requiredScopes (mode jwt), the first the token carries; each a space-separated string or a list. For Microsoft Entra ID, ["scp", "roles"]: delegated tokens carry scp, application (client-credential) tokens roles.',
       ),
     algorithms: z
       .array(z.enum(JWT_ALGORITHMS))

@@ -138,6 +138,7 @@ const gateway = createGateway({
     principalClaim: config.auth.principalClaim,
     algorithms: config.auth.algorithms,
     requiredScopes: config.auth.requiredScopes,
+    scopeClaims: config.auth.scopeClaims,
   },
   allowedOrigins: config.allowedOrigins,
   bodyBytesMax: config.bodyBytesMax,

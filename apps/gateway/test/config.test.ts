@@ -153,6 +153,24 @@ describe('gateway config: auth.algorithms', () => {
   });
 });
 
+describe('gateway config: auth.scopeClaims', () => {
+  it('defaults to scope, else scp, and takes a list (Entra ID: scp, roles)', () => {
+    assert.deepEqual(load({}).auth.scopeClaims, ['scope', 'scp']);
+    assert.deepEqual(load({ SWITCHYARD_AUTH_SCOPE_CLAIMS: 'scp,roles' }).auth.scopeClaims, ['scp', 'roles']);
+  });
+
+  it('refuses at start a claim name with a space', () => {
+    assert.throws(
+      () => load({ SWITCHYARD_AUTH_SCOPE_CLAIMS: 'my scopes' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError, String(error));
+        assert.match(error.problems.join('\n'), /SWITCHYARD_AUTH_SCOPE_CLAIMS/);
+        return true;
+      },
+    );
+  });
+});
+
 describe('gateway config: auth.requiredScopes', () => {
   const jwt = { SWITCHYARD_AUTH_MODE: 'jwt', SWITCHYARD_AUTH_JWKS_URL: 'https://login.example.com/jwks' };
   it('defaults to none, and takes scopes among auth.scopes', () => {

@@ -80,6 +80,7 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
   const principalClaim = options.principalClaim ?? GATEWAY_DEFAULTS.jwtPrincipalClaim;
   const labelPrefix = labelPrefixOf(principalClaim);
   const requiredScopes = options.requiredScopes ?? [];
+  const scopeClaims = options.scopeClaims ?? GATEWAY_DEFAULTS.jwtScopeClaims;
   const keySetOptions = {
     cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
     retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
@@ -117,7 +118,7 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
     }
     const principal = principalClaimOf(payload, principalClaim);
     // After the principal: a token that is no good is a 401 whatever its scopes.
-    if (lacksScope(payload, requiredScopes))
+    if (lacksScope(payload, requiredScopes, scopeClaims))
       throw new SwitchyardError('forbidden', 'Forbidden: token lacks a required scope');
     return passesAsIs(principal, labelPrefix) ? principal : label(labelPrefix, principal);
   };

@@ -13,9 +13,14 @@ export interface Refusal {
   readonly scope?: string;
 }
 
-/** The challenge of a refusal without protected resource metadata (RFC 6750); none for a request without a token. */
-export function bearerChallenge(refusal?: Refusal): string {
-  const scope = refusal?.scope ? `, scope="${refusal.scope}"` : '';
+/**
+ * The challenge of a refusal without protected resource metadata (RFC 6750),
+ * naming the scopes to ask for (MCP authorization: a 401 SHOULD): the
+ * refusal's, else `requiredScopes`. No error for a request without a token.
+ */
+export function bearerChallenge(refusal: Refusal | undefined, requiredScopes: readonly string[] = []): string {
+  const scopes = refusal?.scope ?? requiredScopes.join(' ');
+  const scope = scopes ? `, scope="${scopes}"` : '';
   return `Bearer realm="switchyard"${scope}${errorParams(refusal)}`;
 }
 

@@ -272,7 +272,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (error instanceof SwitchyardError && (error.code === 'unauthorized' || error.code === 'forbidden')) {
         const refusal = refusalOf(error, headerValue(req, 'authorization'), o.auth.requiredScopes);
         sendError(res, error.code, error.message, null, {
-          'WWW-Authenticate': protectedResource?.challenge(req, refusal) ?? bearerChallenge(refusal),
+          'WWW-Authenticate':
+            protectedResource?.challenge(req, refusal) ?? bearerChallenge(refusal, o.auth.requiredScopes),
         });
         return;
       }

@@ -67,14 +67,16 @@ export function labelPrefixOf(claim: string): string {
 
 /**
  * Whether `payload` grants not every scope of `required`. A token's scopes
- * are its `scope` claim (RFC 9068, RFC 8693: space-separated), else its
- * `scp` (space-separated from Microsoft Entra ID, a list from Okta); a
- * claim of another type grants none. Compared whole and case-sensitive
- * (RFC 6749 §3.3).
+ * are the first of `claims` it carries: by default its `scope` (RFC 9068,
+ * RFC 8693: space-separated), else its `scp` (space-separated from
+ * Microsoft Entra ID, a list from Okta); Entra ID's application tokens carry
+ * `roles` (a list) instead. A claim of another type grants none. Compared
+ * whole and case-sensitive (RFC 6749 §3.3).
  */
-export function lacksScope(payload: JWTPayload, required: readonly string[]): boolean {
+export function lacksScope(payload: JWTPayload, required: readonly string[], claims: readonly string[]): boolean {
   if (required.length === 0) return false;
-  const claim = payload.scope ?? payload.scp;
+  const name = claims.find((c) => payload[c] !== undefined);
+  const claim = name === undefined ? undefined : payload[name];
   const granted = new Set(
     typeof claim === 'string'
       ? claim.split(' ')

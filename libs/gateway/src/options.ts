@@ -109,6 +109,13 @@ export interface AuthOptions {
    * may name scopes access tokens do not carry (`offline_access`).
    */
   readonly requiredScopes?: readonly string[];
+  /**
+   * `jwt`: the claims a token's scopes are read from, the first it carries
+   * (see lacksScope): `["scp", "roles"]` for Microsoft Entra ID, whose
+   * delegated tokens carry `scp` and application tokens `roles`. Default
+   * GATEWAY_DEFAULTS.jwtScopeClaims.
+   */
+  readonly scopeClaims?: readonly string[];
 }
 
 /**
@@ -296,6 +303,8 @@ export const GATEWAY_DEFAULTS = {
   jwtClockToleranceMs: 60_000,
   /** Auth mode `jwt`: the claim that names the principal. */
   jwtPrincipalClaim: 'sub',
+  /** Auth mode `jwt`: the claims scopes are read from, the first a token carries. */
+  jwtScopeClaims: ['scope', 'scp'],
   /**
    * Auth mode `jwt`: the algorithms taken, every asymmetric one jose
    * verifies but ML-DSA, which Node's Web Crypto still calls experimental
@@ -357,6 +366,14 @@ function checkTokenClaims(auth: AuthOptions): void {
       'invalid_request',
       'auth.principalClaim must be a claim name: 1-256 printable ASCII characters but space, " and \\',
     );
+  }
+  if (auth.scopeClaims !== undefined) {
+    if (auth.scopeClaims.length === 0)
+      throw new SwitchyardError('invalid_request', 'auth.scopeClaims must not be empty');
+    for (const claim of auth.scopeClaims) {
+      if (!JWT_CLAIM_NAME.test(claim))
+        throw new SwitchyardError('invalid_request', `auth.scopeClaims: ${claim} is not a claim name`);
+    }
   }
   const required = auth.requiredScopes ?? [];
   // Another mode has no scopes to check: an operator would believe them enforced.

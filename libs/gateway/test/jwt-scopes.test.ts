@@ -70,6 +70,18 @@ describe('gateway JWT auth with auth.requiredScopes', () => {
     assert.equal(both.status, 200);
   });
 
+  it('names the scopes required in a 401 without protected resource metadata', async () => {
+    const none = await post(bare.url, INITIALIZE);
+    assert.equal(none.status, 401);
+    assert.equal(none.headers.get('www-authenticate'), 'Bearer realm="switchyard", scope="mcp:tools mcp:admin"');
+    const invalid = await post(bare.url, INITIALIZE, auth('not-a-jwt'));
+    assert.equal(invalid.status, 401);
+    assert.match(
+      invalid.headers.get('www-authenticate') ?? '',
+      /^Bearer realm="switchyard", scope="mcp:tools mcp:admin", error="invalid_token"/,
+    );
+  });
+
   // RFC 9068 and RFC 8693: `scope`, space-separated; Microsoft Entra ID: `scp`,
   // space-separated; Okta: `scp`, an array. Scopes are case-sensitive (RFC 6749 §3.3).
   const grants: { name: string; claims: Record<string, unknown>; status: number }[] = [
@@ -177,6 +189,46 @@ describe('gateway JWT auth with auth.requiredScopes alone', () => {
   });
 });
 
+// Microsoft Entra ID: delegated tokens carry `scp`, application
+// (client-credential) tokens `roles`, a list; auth.scopeClaims names both.
+describe('gateway JWT auth with auth.scopeClaims', () => {
+  let jwks: Jwks;
+  let h: Harness;
+  before(async () => {
+    jwks = await startJwks();
+    h = await startHarness(1, {
+      auth: {
+        mode: 'jwt',
+        jwksUrl: jwks.url,
+        audience: AUDIENCE,
+        requiredScopes: ['Tools.Use'],
+        scopeClaims: ['scp', 'roles'],
+      },
+    });
+  });
+  after(async () => {
+    await h?.close();
+    await jwks?.close();
+  });
+
+  const grants: { name: string; claims: Record<string, unknown>; status: number }[] = [
+    { name: 'it in scp (a delegated token)', claims: { scp: 'User.Read Tools.Use' }, status: 200 },
+    { name: 'it in roles (an application token)', claims: { roles: ['Tools.Use'] }, status: 200 },
+    { name: 'roles without it', claims: { roles: ['Tools.Read'] }, status: 403 },
+    { name: 'it in scope only, a claim not listed', claims: { scope: 'Tools.Use' }, status: 403 },
+    {
+      name: 'it in roles, beside an scp without it (the first claim carried)',
+      claims: { scp: 'User.Read', roles: ['Tools.Use'] },
+      status: 403,
+    },
+  ];
+  for (const c of grants) {
+    it(`answers ${c.status} for a token with ${c.name}`, async () => {
+      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.signWith(c.claims)))).status, c.status);
+    });
+  }
+});
+
 describe('auth.requiredScopes option', () => {
   const jwt = { mode: 'jwt' as const, jwksUrl: 'https://login.example.com/jwks.json' };
   const cases: [string, AuthOptions, RegExp][] = [
@@ -190,6 +242,12 @@ describe('auth.requiredScopes option', () => {
       'scopes outside mode jwt, which has no scopes to check',
       { mode: 'bearer', tokens: ['token-0123456789abcdef'], requiredScopes: ['mcp:tools'] },
       /auth\.requiredScopes needs mode jwt/,
+    ],
+    ['no scope claims', { ...jwt, scopeClaims: [] }, /auth\.scopeClaims must not be empty/],
+    [
+      'a scope claim that is no claim name',
+      { ...jwt, scopeClaims: ['my scopes'] },
+      /auth\.scopeClaims: my scopes is not a claim name/,
     ],
   ];
   for (const [name, options, says] of cases) {
