@@ -46,6 +46,8 @@ describe('a runtime whose tunnels a proxy drops right after the upgrade', () => 
     runtime = await spawnApp('runtime', 'flap', [
       ...['--config', config, '--runtime-id', 'flap', '--join-token', 'flap-join-token-0123456789'],
       ...['--scheduler-url', `http://127.0.0.1:${(server.address() as AddressInfo).port}`],
+      // `auto` would dial WebSocket after two such tunnels (libs/tunnel/test/auto-transport.test.ts).
+      ...['--tunnel.transport', 'http2'],
     ]);
   });
   after(async () => {

@@ -164,7 +164,7 @@ export const runtimeConfigSchema = z.object({
         .enum(['auto', 'http2', 'websocket'])
         .default('auto')
         .describe(
-          'How the tunnel carries HTTP/2: http2 straight on the upgraded connection (fastest), websocket inside WebSocket messages (for proxies that pass only WebSocket), auto tries http2 first.',
+          'How the tunnel carries HTTP/2: http2 straight on the upgraded connection (fastest), websocket inside WebSocket messages (for proxies that pass only WebSocket), auto tries http2 first and takes websocket when http2 is refused, or for 30 min after two http2 tunnels dropped before the scheduler spoke.',
         ),
     })
     .prefault({})

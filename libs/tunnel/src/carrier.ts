@@ -14,7 +14,11 @@ import { byteStream, probe } from './wire.ts';
  */
 export type CarrierTransport = 'http2' | 'websocket';
 
-/** What a runtime asks for: one transport, or `auto` (`http2`, falling back to `websocket` when it is refused). */
+/**
+ * What a runtime asks for: one transport, or `auto` (`http2`, falling back to
+ * `websocket` when it is refused, or for a while when it is taken but carries
+ * nothing; see `AutoTransport`).
+ */
 export type TunnelTransport = CarrierTransport | 'auto';
 
 /** The `Upgrade` token of the `http2` transport. */

@@ -8,6 +8,7 @@ import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
+import { AutoTransport, HTTP2_RETRY_MS } from './auto-transport.ts';
 import { FlapLog } from './flap-log.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { livenessHeaderValue, type Liveness } from './liveness.ts';
@@ -100,7 +101,9 @@ export interface TunnelDialer {
  * redialled every 250 ms for ever. With transport
  * `auto` every dial asks for `http2` first and, when a reached peer answers
  * anything but that upgrade (or a 401, 431 or 503), dials again at once for
- * `websocket`. A 400/401 refusal is logged with its status and body and
+ * `websocket`; after two `http2` tunnels in a row on which the scheduler
+ * never spoke HTTP/2 (a front that answers the upgrade and drops it), dials
+ * ask for `websocket` for 30 minutes (see `AutoTransport`). A 400/401 refusal is logged with its status and body and
  * retried at the maximum delay, since it will not heal by itself soon; a 401
  * is retried at once should the token (given as a function) change first. A
  * tunnel that the scheduler closed because another runtime connected with
@@ -134,6 +137,8 @@ interface Link {
   /** When it came up (clock time), and whether its `tunnel connected` line was logged. */
   upAt: number;
   said: boolean;
+  /** The scheduler's HTTP/2 SETTINGS came: the tunnel's transport got through. */
+  spoke: boolean;
   /** Called once the link is down. */
   onDown?: () => void;
 }
@@ -143,6 +148,8 @@ class Dialer implements TunnelDialer {
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
   readonly #log: FlapLog;
+  /** With transport `auto`: whether dials ask for `http2` first. */
+  readonly #auto: AutoTransport | undefined;
   readonly #server: http2.Http2Server<
     typeof http.IncomingMessage,
     typeof http.ServerResponse,
@@ -179,6 +186,7 @@ class Dialer implements TunnelDialer {
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? silentLogger;
     this.#log = new FlapLog(this.#logger, this.#clock);
+    if ((o.transport ?? 'auto') === 'auto') this.#auto = new AutoTransport(this.#clock);
     this.#urls = [o.url, ...(o.fallbackUrls ?? [])].map(connectUrl);
     this.#server = http2.createServer(
       {
@@ -233,6 +241,7 @@ class Dialer implements TunnelDialer {
       good: false,
       upAt: 0,
       said: false,
+      spoke: false,
     };
     this.#link = link;
     const headers = {
@@ -241,7 +250,6 @@ class Dialer implements TunnelDialer {
       [RUNTIME_LIVENESS_HEADER]: livenessHeaderValue(this.#liveness()),
     };
     const url = this.#url.toString();
-    const transport = this.#o.transport ?? 'auto';
     // A connect attempt gets as long as a silent tunnel does.
     const { pingIntervalMs, pingTimeoutMs } = this.#liveness();
     const attempt = (t: CarrierTransport, fallback: boolean): void => {
@@ -265,7 +273,8 @@ class Dialer implements TunnelDialer {
         pingIntervalMs + pingTimeoutMs,
       );
     };
-    attempt(transport === 'websocket' ? 'websocket' : 'http2', transport === 'auto');
+    const first = this.#auto?.first() ?? (this.#o.transport === 'websocket' ? 'websocket' : 'http2');
+    attempt(first, first === 'http2' && this.#auto !== undefined);
   }
 
   /** The heartbeat's timing, announced to the scheduler when dialling. */
@@ -316,6 +325,7 @@ class Dialer implements TunnelDialer {
       session.on('error', (error) => this.#down(link, `session error: ${error.message}`));
       session.once('close', () => this.#down(link, 'session closed'));
       session.once('connect', () => session.setLocalWindowSize(H2_TUNING.sessionWindowBytes));
+      session.once('remoteSettings', () => (link.spoke = true));
       session.on('goaway', (_code: number, _last: number, data?: Buffer) => {
         if (data?.toString('latin1') === GOAWAY_REPLACED) link.replaced = true;
       });
@@ -351,6 +361,15 @@ class Dialer implements TunnelDialer {
     this.#log.good({ ...this.#upFields(link.carrier), upMs: this.#clock.now() - link.upAt }, link.said);
   }
 
+  /** `auto`: an http2 tunnel on which the scheduler never spoke HTTP/2 counts against the transport. */
+  #judgeHttp2(link: Link): void {
+    if (!this.#auto?.ended(link.spoke)) return;
+    this.#logger.warn(
+      { url: this.#url.toString(), runtime: this.#o.info.id, retryHttp2InMs: HTTP2_RETRY_MS },
+      'http2 tunnels dropped before the scheduler spoke HTTP/2; dialing WebSocket',
+    );
+  }
+
   #upFields(carrier: Carrier): object {
     return { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport };
   }
@@ -369,6 +388,7 @@ class Dialer implements TunnelDialer {
     const wasConnected = this.connected && this.#link === link;
     if (this.#link === link) this.connected = false;
     if (wasConnected && !link.good) this.#flaps++;
+    if (wasConnected && link.carrier?.transport === 'http2' && !this.#closed) this.#judgeHttp2(link);
     if (wasConnected) {
       const fields = { runtime: this.#o.info.id, reason, upMs: this.#clock.now() - link.upAt };
       this.#log.disconnected(fields, { good: link.good, said: link.said, closed: this.#closed });
