@@ -84,7 +84,11 @@ export class LocalPart {
       }),
     };
     this.#entries.set(tunnel.runtimeId, entry);
-    logger.info({ runtime: tunnel.runtimeId, generation: tunnel.generation }, 'runtime joined');
+    // While its runtime flaps the endpoint holds back the tunnel's own lines; these follow them to debug.
+    logger[tunnel.quiet ? 'debug' : 'info'](
+      { runtime: tunnel.runtimeId, generation: tunnel.generation },
+      'runtime joined',
+    );
     this.#redials.end(tunnel.runtimeId, 'back');
     onChange();
   }
@@ -94,7 +98,7 @@ export class LocalPart {
     const entry = this.#entries.get(tunnel.runtimeId);
     if (entry?.tunnel !== tunnel) return;
     this.#drop(tunnel.runtimeId);
-    this.#options.logger.info({ runtime: tunnel.runtimeId, reason }, 'runtime left');
+    this.#options.logger[tunnel.quiet ? 'debug' : 'info']({ runtime: tunnel.runtimeId, reason }, 'runtime left');
     if (tunnel.lost && !this.#closed) this.#redials.start(tunnel);
     this.#options.onChange();
   }

@@ -76,12 +76,20 @@ export class RedialWaits {
     this.end(runtimeId);
     const now = this.#clock.now();
     const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + redialWaitMs(tunnel.minRttMs);
+    // A runtime whose tunnels flap (their lines held back, see Tunnel.quiet) would say this at every flap.
+    const quiet = tunnel.quiet;
     const timer = this.#clock.setTimeout(() => {
-      this.#logger.warn({ runtime: runtimeId, waitedMs: waitMs }, 'lost runtime not back: its requests are refused');
+      this.#logger[quiet ? 'debug' : 'warn'](
+        { runtime: runtimeId, waitedMs: waitMs },
+        'lost runtime not back: its requests are refused',
+      );
       this.end(runtimeId, 'gone');
     }, waitMs);
     this.#waits.set(runtimeId, { waiters: new Set(), timer, generation });
-    this.#logger.info({ runtime: runtimeId, waitMs }, 'holding requests for a lost runtime until it redials');
+    this.#logger[quiet ? 'debug' : 'info'](
+      { runtime: runtimeId, waitMs },
+      'holding requests for a lost runtime until it redials',
+    );
   }
 
   /** Runs `proceed` now, or, while the runtime is waited for, once the wait ends. */

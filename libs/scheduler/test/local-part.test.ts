@@ -42,6 +42,7 @@ function standIn(
     lost: false,
     peerNoticesBy: undefined as number | undefined,
     peerQuiet,
+    quiet: false,
     minRttMs,
     fetch: watch.fetch ?? (() => new Promise<Response>(() => {})),
     close(reason: string) {
@@ -303,5 +304,44 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
       served.close();
       store.close();
     }
+  });
+});
+
+describe("a replica's part, logging a runtime", () => {
+  it('tells of a runtime whose tunnel lines the endpoint holds back (it flaps) at debug only', async () => {
+    const clock = new ManualClock(1_000_000);
+    const lines: string[] = [];
+    const line = (level: string) => (obj: object, msg?: string) =>
+      void lines.push(`${level} ${(obj as { runtime?: string }).runtime} ${msg}`);
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock,
+      logger: { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') },
+      onChange: () => {},
+    });
+    const loud = standIn('r-said', 1);
+    const quiet = standIn('r-held', 2);
+    Object.assign(quiet.tunnel, { quiet: true });
+    for (const s of [loud, quiet]) {
+      part.attach(s.tunnel);
+      s.lose();
+      part.detach(s.tunnel, 'connection closed');
+    }
+    await clock.advance(REDIAL_WAIT_MS);
+    part.close();
+    const of = (runtime: string): string[] => lines.filter((l) => l.split(' ')[1] === runtime);
+    assert.deepEqual(of('r-said'), [
+      'info r-said runtime joined',
+      'info r-said runtime left',
+      'info r-said holding requests for a lost runtime until it redials',
+      'warn r-said lost runtime not back: its requests are refused',
+    ]);
+    assert.deepEqual(of('r-held'), [
+      'debug r-held runtime joined',
+      'debug r-held runtime left',
+      'debug r-held holding requests for a lost runtime until it redials',
+      'debug r-held lost runtime not back: its requests are refused',
+    ]);
   });
 });

@@ -15,6 +15,7 @@ import { RefusalLog } from './refusal-log.ts';
 import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
 import { watchTokenRevocations } from './revocation.ts';
 import type { TokenRevocations } from './revocation.ts';
+import { TunnelLog } from './tunnel-log.ts';
 import { openClientTunnel } from './tunnel.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -85,6 +86,7 @@ class Endpoint implements TunnelEndpoint {
   readonly #clock: Clock;
   readonly #logger: TunnelLogger;
   readonly #refusals: RefusalLog;
+  readonly #lines: TunnelLog;
   readonly #pingIntervalMs: number;
   readonly #pingTimeoutMs: number;
   readonly #tunnels = new Map<string, Tunnel>();
@@ -101,10 +103,13 @@ class Endpoint implements TunnelEndpoint {
     this.#refusals = new RefusalLog(this.#logger, this.#clock);
     this.#pingIntervalMs = o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     this.#pingTimeoutMs = o.pingTimeoutMs ?? this.#pingIntervalMs;
+    // A tunnel up two ping intervals is good, as the runtime's dialer counts it (GOOD_AFTER_PINGS).
+    const runtimesMax = Math.max(o.maxRuntimes * 4, 1024);
+    this.#lines = new TunnelLog(this.#logger, this.#clock, 2 * this.#pingIntervalMs, runtimesMax);
     // Microseconds of wall time: a restarted scheduler still hands out higher generations.
     this.#generation = this.#clock.now() * 1000;
     this.#revocations = watchTokenRevocations({ tokens: o.tokens, clock: this.#clock });
-    this.#sharedIds = new SharedIds(Math.max(o.maxRuntimes * 4, 1024));
+    this.#sharedIds = new SharedIds(runtimesMax);
     this.#wss = new WebSocketServer({
       noServer: true,
       perMessageDeflate: false,
@@ -195,7 +200,9 @@ class Endpoint implements TunnelEndpoint {
   #accept(carrier: Carrier, { info, authorization, liveness }: Peer): void {
     if (this.#closed) return carrier.destroy();
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
+    const life = this.#lines.opened(info.id, { generation: this.#generation, transport: carrier.transport });
     const tunnel = openClientTunnel({
+      quiet: () => life.quiet,
       carrier,
       info,
       generation: this.#generation,
@@ -203,7 +210,6 @@ class Endpoint implements TunnelEndpoint {
       pingIntervalMs: this.#pingIntervalMs,
       pingTimeoutMs: this.#pingTimeoutMs,
       ...(liveness ? { peerLiveness: liveness } : {}),
-      logger: this.#logger,
     });
     const previous = this.#tunnels.get(info.id);
     this.#tunnels.set(info.id, tunnel);
@@ -214,7 +220,6 @@ class Endpoint implements TunnelEndpoint {
         'runtime id used by more than one runtime (its tunnel keeps being replaced): give each runtime its own id',
       );
     }
-    this.#logger.info({ runtime: info.id, generation: tunnel.generation, transport: carrier.transport }, 'tunnel open');
     const release = this.#revocations.hold(
       () => bearerMatches(authorization, this.#o.tokens()),
       () => {
@@ -223,6 +228,7 @@ class Endpoint implements TunnelEndpoint {
       },
     );
     void tunnel.whenClosed.then((reason) => {
+      life.closed(reason);
       release();
       if (this.#tunnels.get(info.id) === tunnel) this.#tunnels.delete(info.id);
       this.#o.onTunnelClosed?.(tunnel, reason);

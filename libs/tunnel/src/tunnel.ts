@@ -3,7 +3,6 @@ import type { Clock, Timer } from '@switchyard/clock';
 import { HTTP2_HEADER_FIELDS_MAX, SwitchyardError } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { H2_TUNING, RELAY_AUTHORITY, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
-import type { TunnelLogger } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { noticeDeadline, type Liveness } from './liveness.ts';
@@ -70,6 +69,12 @@ export interface Tunnel {
    * connection dead, or is frozen, while this end may not know yet.
    */
   readonly peerQuiet: boolean;
+  /**
+   * True while the scheduler holds back this tunnel's log lines: its runtime's
+   * tunnels keep closing soon after they open (see `TunnelLog`). Lines about
+   * it elsewhere may then go to debug; false once it has stayed up.
+   */
+  readonly quiet: boolean;
   /** Resolves with the close reason; never rejects. */
   readonly whenClosed: Promise<string>;
   /** Opens a stream into the runtime; `:scheme`/`:authority` default to http/runtime. */
@@ -102,7 +107,8 @@ export interface ClientTunnelOptions {
   readonly pingTimeoutMs: number;
   /** The runtime's own ping timing, when it announced it. */
   readonly peerLiveness?: Liveness;
-  readonly logger: TunnelLogger;
+  /** Whether its lines are held back now (see `Tunnel.quiet`). Default: never. */
+  readonly quiet?: () => boolean;
 }
 
 /** Builds the scheduler side of an accepted connection. */
@@ -129,8 +135,8 @@ class ClientTunnel implements Tunnel {
   /** When the runtime's last ping arrived (or the tunnel was accepted, before its first). */
   #lastPeerPingAt: number;
   readonly #clock: Clock;
-  readonly #logger: TunnelLogger;
   readonly #heartbeat: Heartbeat;
+  readonly #quiet: (() => boolean) | undefined;
   #resolveClosed!: (reason: string) => void;
   #graceTimer: Timer | undefined;
   /** Streams open on the session (opened and not yet closed). */
@@ -146,7 +152,7 @@ class ClientTunnel implements Tunnel {
     this.#carrier = o.carrier;
     this.transport = o.carrier.transport;
     this.#clock = o.clock;
-    this.#logger = o.logger;
+    this.#quiet = o.quiet;
     this.whenClosed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.session = http2.connect('http://runtime', {
       createConnection: () => o.carrier.stream,
@@ -181,6 +187,10 @@ class ClientTunnel implements Tunnel {
       },
     });
     this.fetch = createH2Fetch((headers) => this.#open({ ':scheme': 'http', ':authority': 'runtime', ...headers }, 0));
+  }
+
+  get quiet(): boolean {
+    return this.#quiet?.() ?? false;
   }
 
   get peerQuiet(): boolean {
@@ -267,7 +277,6 @@ class ClientTunnel implements Tunnel {
   #markClosed(reason: string): void {
     this.closed = true;
     this.#heartbeat.stop();
-    this.#logger.info({ runtime: this.runtimeId, generation: this.generation, reason }, 'tunnel closed');
     this.#resolveClosed(reason);
   }
 

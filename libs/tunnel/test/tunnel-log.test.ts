@@ -1,0 +1,139 @@
+// The scheduler's `tunnel open` and `tunnel closed` lines for a runtime whose
+// tunnels keep closing as soon as they open, here one that redials every
+// 100 ms without backing off (an old or broken runtime). The scheduler and the
+// runtime share one manual clock; the tunnels are real, on loopback.
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { Clock } from '@switchyard/clock';
+import { dialTunnel } from '../src/index.ts';
+import type { Tunnel, TunnelDialer } from '../src/index.ts';
+import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED } from '../src/flap-log.ts';
+import { runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
+import type { LogLine, Scheduler } from './helpers.ts';
+
+/** The scheduler's ping interval: a tunnel up twice this long is good. Its pings time out far later. */
+const PING_MS = 60_000;
+const REDIAL_MS = 100;
+
+/** The runtime's view of `clock`, counting the redials it sets (every timer of REDIAL_MS). */
+function redialCounting(clock: ManualClock): { clock: Clock; redials: () => number } {
+  let redials = 0;
+  return {
+    clock: {
+      now: () => clock.now(),
+      setTimeout: (fn, ms) => (ms === REDIAL_MS && redials++, clock.setTimeout(fn, ms)),
+    },
+    redials: () => redials,
+  };
+}
+
+/** The scheduler's tunnel lines of one runtime, as `msg` and `unlogged`. */
+function tunnelLines(lines: LogLine[], runtime: string): [string, number | undefined][] {
+  return lines
+    .filter((l) => /^tunnel (open|closed)$/.test(l.msg) && (l.obj as { runtime?: string }).runtime === runtime)
+    .map((l) => [l.msg, (l.obj as { unlogged?: number }).unlogged]);
+}
+
+describe("the scheduler's tunnel lines", () => {
+  const open: { dialers: TunnelDialer[]; schedulers: Scheduler[] } = { dialers: [], schedulers: [] };
+  afterEach(async () => {
+    for (const d of open.dialers.splice(0)) await d.close();
+    for (const s of open.schedulers.splice(0)) await s.close();
+  });
+
+  it('of a runtime whose tunnels flap are held back after the first three, one pair per interval, with unlogged', async () => {
+    const clock = new ManualClock();
+    const scheduler = await startScheduler({ clock, pingIntervalMs: PING_MS, pingTimeoutMs: 60 * PING_MS });
+    open.schedulers.push(scheduler);
+    const runtime = redialCounting(clock);
+    const tunnels: Tunnel[] = [];
+    let keep = false;
+    scheduler.events.on('tunnel', (t: Tunnel) => {
+      tunnels.push(t);
+      if (!keep) t.close('dropped after the upgrade');
+    });
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-loud'),
+      handler: (_req, res) => res.end(),
+      clock: runtime.clock,
+      random: () => 0,
+      backoff: { initialMs: REDIAL_MS, maxMs: REDIAL_MS },
+      pingIntervalMs: 24 * 60 * 60_000,
+    });
+    open.dialers.push(dialer);
+    /** Waits for tunnel `n` to be lost to the runtime, then runs its redial. */
+    const flap = async (n: number, advanceMs = REDIAL_MS): Promise<void> => {
+      await until(() => runtime.redials() === n);
+      await manual(advanceMs);
+    };
+    const manual = (ms: number): Promise<void> => clock.advance(ms);
+
+    const pair = (unlogged?: number): [string, number | undefined][] => [
+      ['tunnel open', unlogged],
+      ['tunnel closed', undefined],
+    ];
+    const held = 7;
+    for (let n = 1; n <= FLAPS_LOGGED + held; n++) await flap(n);
+    await until(() => tunnels.length === FLAPS_LOGGED + held + 1);
+    assert.deepEqual(tunnelLines(scheduler.logs, 'rt-loud'), [...pair(), ...pair(), ...pair()], 'three, then none');
+    assert.ok(tunnels.slice(FLAPS_LOGGED).every((t) => t.quiet) && !tunnels[0]!.quiet);
+
+    // Five minutes after the third: one pair, counting those held back.
+    await flap(FLAPS_LOGGED + held + 1, FLAP_LOG_INTERVAL_MS);
+    await until(() => tunnels.length === FLAPS_LOGGED + held + 2);
+    assert.deepEqual(tunnelLines(scheduler.logs, 'rt-loud').slice(6), pair(held + 1));
+
+    // One more held back; then one, held back too, stays up two ping intervals: flapping is over, it is logged
+    // then, counting the other.
+    await flap(FLAPS_LOGGED + held + 2);
+    await until(() => tunnels.length === FLAPS_LOGGED + held + 3);
+    keep = true;
+    await flap(FLAPS_LOGGED + held + 3);
+    await until(() => tunnels.length === FLAPS_LOGGED + held + 4 && dialer.connected);
+    const last = tunnels.at(-1)!;
+    assert.ok(last.quiet && tunnelLines(scheduler.logs, 'rt-loud').length === 8, 'held back at first');
+    await manual(2 * PING_MS - 1);
+    assert.ok(last.quiet, 'not good before two ping intervals');
+    await manual(1);
+    assert.ok(!last.quiet);
+    assert.deepEqual(tunnelLines(scheduler.logs, 'rt-loud').slice(8), [['tunnel open', 1]]);
+    last.close('lost');
+    await until(() => tunnelLines(scheduler.logs, 'rt-loud').length === 10);
+    assert.equal(tunnelLines(scheduler.logs, 'rt-loud')[9]![0], 'tunnel closed');
+  });
+
+  it('of a tunnel that stays up, or of one lost once, are logged as they come', async () => {
+    const clock = new ManualClock();
+    const scheduler = await startScheduler({ clock, pingIntervalMs: PING_MS, pingTimeoutMs: 60 * PING_MS });
+    open.schedulers.push(scheduler);
+    const runtime = redialCounting(clock);
+    const tunnels: Tunnel[] = [];
+    scheduler.events.on('tunnel', (t: Tunnel) => tunnels.push(t));
+    const dialer = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-calm'),
+      handler: (_req, res) => res.end(),
+      clock: runtime.clock,
+      random: () => 0,
+      backoff: { initialMs: REDIAL_MS, maxMs: REDIAL_MS },
+      pingIntervalMs: 24 * 60 * 60_000,
+    });
+    open.dialers.push(dialer);
+    // Lost at once, many times over, each after a good while up: no flapping, every line logged.
+    for (let n = 1; n <= FLAPS_LOGGED + 2; n++) {
+      await until(() => tunnels.length === n && dialer.connected);
+      await clock.advance(2 * PING_MS);
+      tunnels[n - 1]!.close('lost');
+      await until(() => runtime.redials() === n);
+      await clock.advance(REDIAL_MS);
+    }
+    await until(() => tunnels.length === FLAPS_LOGGED + 3);
+    const lines = tunnelLines(scheduler.logs, 'rt-calm');
+    assert.equal(lines.length, 2 * (FLAPS_LOGGED + 2) + 1);
+    assert.ok(lines.every(([, unlogged]) => unlogged === undefined));
+  });
+});
