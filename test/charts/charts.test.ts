@@ -368,8 +368,15 @@ for (const c of INGRESSES) {
       const spec = ingresses[0]!.spec as IngressSpec;
       assert.equal(spec.ingressClassName, 'nginx');
       assert.deepEqual(spec.tls, [{ secretName: `${c.host.replaceAll('.', '-')}`, hosts: [c.host] }]);
-      // The backend is the Service every ready replica sits behind (not the scheduler's headless one).
-      const service = manifests.find((m) => m.kind === 'Service' && !(m.spec as { clusterIP?: string }).clusterIP)!;
+      // The backend is the Service every ready replica sits behind (not the scheduler's headless one, nor
+      // the gateway's metrics Service).
+      type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
+      const service = (manifests as Labelled[]).find(
+        (m) =>
+          m.kind === 'Service' &&
+          !(m.spec as { clusterIP?: string }).clusterIP &&
+          m.metadata.labels?.['app.kubernetes.io/component'] !== 'metrics',
+      )!;
       const ports = (service.spec as { ports: { name: string }[] }).ports.map((p) => p.name);
       assert.deepEqual(
         spec.rules.map((r) => ({
@@ -627,19 +634,61 @@ for (const chart of ['gateway', 'scheduler']) {
   });
 }
 
-// metricsPort: /metrics on a port of its own, behind a ClusterIP Service
-// of its own, so that a LoadBalancer Service for /mcp does not publish it.
+// metricsPort, on by default: /metrics on a port of its own, behind a
+// ClusterIP Service of its own, so that a LoadBalancer Service for /mcp does
+// not publish it, and the liveness probe there, so that a flood holding the
+// /mcp port full (connectionsMax) does not get the pod restarted.
 describe('charts/gateway: metricsPort', { skip }, () => {
   type Port = { name: string; port?: number; containerPort?: number };
   type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
+  type Probed = { env?: { name: string; value?: string }[]; ports: Port[] } & Record<
+    string,
+    { httpGet: { path: string; port: string; scheme: string } }
+  >;
   const services = (manifests: Manifest[]): Labelled[] => manifests.filter((m) => m.kind === 'Service');
   const portsOf = (service: Manifest): string[] => (service.spec as { ports: Port[] }).ports.map((p) => p.name);
+  const containerOf = (manifests: Manifest[]): Probed =>
+    podOf(manifests.find((m) => m.kind === 'Deployment')!).containers[0]! as unknown as Probed;
 
-  it('has no metrics port nor Service of its own by default', async () => {
-    const manifests = await render('gateway');
+  it('serves /metrics and liveness on 8081 by default, behind a metrics Service, with readiness on /mcp', async () => {
+    const manifests = await render('gateway', undefined, ['serviceMonitor.enabled=true']);
+    const container = containerOf(manifests);
+    assert.deepEqual(
+      container.ports.find((p) => p.name === 'metrics'),
+      { name: 'metrics', containerPort: 8081 },
+    );
+    assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, '8081');
+    assert.deepEqual(container.livenessProbe!.httpGet, { path: '/healthz', port: 'metrics', scheme: 'HTTP' });
+    assert.deepEqual(container.readinessProbe!.httpGet, { path: '/readyz', port: 'http', scheme: 'HTTP' });
+    assert.deepEqual(
+      services(manifests).map((s) => [s.metadata.name, portsOf(s)]),
+      [
+        ['sy-gateway-metrics', ['metrics']],
+        ['sy-gateway', ['http']],
+      ],
+    );
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    assert.equal((monitor.spec as { endpoints: { port: string }[] }).endpoints[0]!.port, 'metrics');
+  });
+
+  it('keeps /metrics and liveness on the /mcp port when null, with no Service of its own', async () => {
+    const manifests = await render('gateway', undefined, ['metricsPort=null', 'serviceMonitor.enabled=true']);
     assert.deepEqual(services(manifests).map(portsOf), [['http']]);
-    const env = (podOf(manifests.find((m) => m.kind === 'Deployment')!).containers[0]!.env ?? []).map((e) => e.name);
-    assert.equal(env.includes('SWITCHYARD_METRICS_PORT'), false);
+    const container = containerOf(manifests);
+    assert.deepEqual(
+      container.ports.map((p) => p.name),
+      ['http'],
+    );
+    assert.equal(
+      container.env?.some((e) => e.name === 'SWITCHYARD_METRICS_PORT'),
+      false,
+    );
+    assert.deepEqual(container.livenessProbe!.httpGet, { path: '/healthz', port: 'http', scheme: 'HTTP' });
+    const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
+    new ServiceMonitor(monitor as never).validate();
+    const spec = monitor.spec as { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
+    assert.equal(spec.endpoints[0]!.port, 'http');
+    assert.equal(spec.selector.matchLabels['app.kubernetes.io/component'], undefined);
   });
 
   it('serves it on a ClusterIP Service of its own, which alone the ServiceMonitor scrapes, in plain HTTP', async () => {
@@ -1055,8 +1104,8 @@ for (const chart of ['scheduler', 'gateway'] as const) {
         chart === 'scheduler'
           ? ['trustedCA.existingConfigMap=corp-ca']
           : ['serviceMonitor.tlsConfig.serverName=mcp.example.com'];
-      // The scheduler's metricsPort (on by default) takes liveness and scrapes in plain HTTP; see its own test.
-      const own = chart === 'scheduler' ? ['metricsPort=null'] : [];
+      // metricsPort (on by default) takes liveness and scrapes in plain HTTP; see each chart's own test.
+      const own = ['metricsPort=null'];
       const { pod, env, endpoint } = await renderedForTls(chart, ['tls.existingSecret=own-tls', ...extra, ...own]);
       const container = pod.containers[0]!;
       assert.equal(env.get('SWITCHYARD_TLS_CERT_FILE'), '/etc/switchyard/tls/tls.crt');

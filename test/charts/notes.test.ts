@@ -62,7 +62,8 @@ describe('charts/gateway: NOTES.txt', { skip }, () => {
     assert.match(await notes(), /^ {2}http:\/\/sy-gateway\.switchyard\.svc:80\/mcp$/m);
     const tls = await notes(['tls.existingSecret=gateway-tls']);
     assert.match(tls, /^ {2}https:\/\/sy-gateway\.switchyard\.svc:80\/mcp$/m);
-    assert.doesNotMatch(tls, /http:\/\/sy-gateway/);
+    // The metrics port serves plain HTTP whatever tls says; the /mcp URL must not be printed so.
+    assert.doesNotMatch(tls, /http:\/\/sy-gateway\.switchyard\.svc:80\//);
   });
 
   it('prints an Ingress host as https where the Ingress ends TLS for it', async () => {
@@ -96,18 +97,30 @@ describe('charts/gateway: NOTES.txt on /metrics', { skip }, () => {
   before(setUp);
   after(tearDown);
 
-  it('warns that a LoadBalancer or NodePort Service publishes /metrics, naming metricsPort', async () => {
+  it('warns that a LoadBalancer or NodePort Service publishes /metrics when metricsPort is null, naming it', async () => {
     for (const type of ['LoadBalancer', 'NodePort']) {
-      const text = await notes([`service.type=${type}`]);
+      const text = await notes([`service.type=${type}`, 'metricsPort=null']);
       assert.match(text, METRICS_WARNING, type);
       assert.match(text, /Set metricsPort/, type);
+      assert.doesNotMatch(text, /-metrics\./, type);
     }
   });
 
-  it('does not warn with a ClusterIP Service, nor with metricsPort set', async () => {
-    assert.doesNotMatch(await notes(), METRICS_WARNING);
-    assert.doesNotMatch(await notes(INGRESS_TLS), METRICS_WARNING);
-    assert.doesNotMatch(await notes(['service.type=LoadBalancer', 'metricsPort=9090']), METRICS_WARNING);
+  it('names the metrics Service by default and does not warn, whatever the service.type', async () => {
+    for (const set of [[], INGRESS_TLS, ['service.type=LoadBalancer'], ['service.type=NodePort']]) {
+      const text = await notes(set);
+      assert.doesNotMatch(text, METRICS_WARNING, set.join(' '));
+      assert.match(text, /^ {2}http:\/\/sy-gateway-metrics\.switchyard\.svc:8081\/metrics$/m, set.join(' '));
+    }
+    assert.match(
+      await notes(['metricsPort=9090']),
+      /^ {2}http:\/\/sy-gateway-metrics\.switchyard\.svc:9090\/metrics$/m,
+    );
+  });
+
+  it('does not warn with a ClusterIP Service and metricsPort null', async () => {
+    assert.doesNotMatch(await notes(['metricsPort=null']), METRICS_WARNING);
+    assert.doesNotMatch(await notes([...INGRESS_TLS, 'metricsPort=null']), METRICS_WARNING);
   });
 });
 
