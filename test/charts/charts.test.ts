@@ -567,6 +567,18 @@ describe('charts: direct mode', { skip }, () => {
     );
   });
 
+  it('runtime: caps the listener at directListener.connectionsMax, 16384 unless set', async () => {
+    const enabled = ['directListener.enabled=true', 'directListener.token.existingSecret=switchyard-direct'];
+    const capOf = async (set: readonly string[]): Promise<string | undefined> =>
+      containerOf(await render('runtime', undefined, set)).env.find(
+        (e) => e.name === 'SWITCHYARD_DIRECT_LISTEN_CONNECTIONS_MAX',
+      )?.value;
+    assert.equal(await capOf(enabled), '16384');
+    assert.equal(await capOf([...enabled, 'directListener.connectionsMax=2048']), '2048');
+    assert.equal(await capOf([]), undefined, 'no listener, no cap');
+    await assert.rejects(capOf([...enabled, 'directListener.connectionsMax=0']), /directListener\.connectionsMax/);
+  });
+
   it('runtime: refuses a listener without a token', async () => {
     await assert.rejects(render('runtime', undefined, ['directListener.enabled=true']), /directListener\.token/);
   });

@@ -39,7 +39,17 @@ describe('metrics named in the docs', () => {
   const exported = new Map<string, string>();
 
   before(async () => {
-    cluster = await startCluster({ schedulers: 1, runtimes: 1, gateways: 1 });
+    // The direct listener on, for the connections_* metrics only it brings.
+    const direct = [
+      '--direct-listen.enabled',
+      'true',
+      '--direct-listen.host',
+      '127.0.0.1',
+      '--direct-listen.port',
+      '0',
+    ];
+    const runtimeArgs = [...direct, '--direct-listen.token', 'a-direct-token-0123456789abcdef'];
+    cluster = await startCluster({ schedulers: 1, runtimes: 1, gateways: 1, runtimeArgs });
     const scheduler = cluster.schedulerUrls()[0]!;
     const gateway = cluster.gatewayUrl().replace(/\/mcp$/, '');
     for (const url of [`${scheduler}/metrics`, `${gateway}/metrics`, `${scheduler}/api/proxy/r0/metrics`]) {

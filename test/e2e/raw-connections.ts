@@ -4,8 +4,11 @@
 import type net from 'node:net';
 import { connect } from 'node:net';
 
-/** Sends GET /healthz on `socket` (kept alive) and resolves with the answer's first bytes, '' if it closes first. */
-export function askHealthz(socket: net.Socket): Promise<string> {
+/**
+ * Sends GET /healthz on `socket` (kept alive), with `headers` (`Name: value` lines) if given, and resolves with
+ * the answer's first bytes, '' if it closes first.
+ */
+export function askHealthz(socket: net.Socket, headers: readonly string[] = []): Promise<string> {
   return new Promise((resolve) => {
     const onData = (chunk: Buffer): void => {
       socket.off('close', onClose);
@@ -17,7 +20,7 @@ export function askHealthz(socket: net.Socket): Promise<string> {
     };
     socket.once('data', onData);
     socket.once('close', onClose);
-    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.write(['GET /healthz HTTP/1.1', 'Host: x', ...headers, '', ''].join('\r\n'));
   });
 }
 

@@ -143,6 +143,14 @@ export const runtimeConfigSchema = z.object({
         .describe(
           'Base URL gateways dial for the direct listener, e.g. http://<pod IP>:<port>; needed when host is 0.0.0.0 or ::, which no other machine can dial.',
         ),
+      connectionsMax: z
+        .number()
+        .int()
+        .min(1)
+        .default(16_384)
+        .describe(
+          "Most connections the direct listener holds at once (gateways' requests and event streams, idle keep-alive ones); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it above the event streams gateways hold open to this runtime, and raise it with the memory limit.",
+        ),
     })
     .prefault({})
     .describe('Direct listener.'),

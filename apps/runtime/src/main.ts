@@ -119,6 +119,7 @@ const node = await startRuntimeNode({
           host: direct.host,
           port: direct.port,
           tokens: directTokens,
+          connectionsMax: direct.connectionsMax,
           ...(direct.advertiseUrl ? { advertiseUrl: direct.advertiseUrl } : {}),
         },
       }

@@ -11,6 +11,7 @@ import {
 import { createSandboxHost } from '@switchyard/sandbox';
 import {
   SERVER_KEEP_ALIVE_MS,
+  capConnections,
   closeServer,
   deadlineOptions,
   listen,
@@ -58,6 +59,9 @@ const CLOSE_GRACE_MS = 20_000;
 
 /** How often a draining node looks whether it still holds a sandbox. */
 const DRAIN_CHECK_MS = 250;
+
+/** The direct listener's connectionsMax when none is given, as a gateway's and a scheduler replica's. */
+const DIRECT_CONNECTIONS_MAX = 16_384;
 
 /** Period of the handle that keeps the process alive; its callback does nothing. */
 const KEEP_ALIVE_INTERVAL_MS = 3_600_000;
@@ -113,6 +117,10 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     // a client's body as it arrives, for up to its own bodyTimeoutMs.
     const direct = http.createServer(deadlineOptions(), requireBearer(options.direct.tokens, route, logger));
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
+    // Without a cap, a flood of connections to the pod IP is bounded only by descriptors and memory, which
+    // the sandboxes share: past those the runtime dies with every session it hosts.
+    const connectionsMax = options.direct.connectionsMax ?? DIRECT_CONNECTIONS_MAX;
+    capConnections(direct, { connectionsMax, metrics: options.metrics, logger, clock });
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
     directUrl = (options.direct.advertiseUrl ?? `http://${urlHost(options.direct.host)}:{port}`).replace(
       '{port}',

@@ -54,6 +54,12 @@ export interface RuntimeNodeOptions {
     readonly tokens: readonly string[] | (() => readonly string[]);
     /** Default `http://<host>:<port>`, an IPv6 host in brackets. `{port}` is replaced by the bound port. */
     readonly advertiseUrl?: string;
+    /**
+     * Connections the listener holds at once (gateways' requests and event streams, idle keep-alive
+     * ones, anyone else on the network); one more is closed unread (`capConnections`), counted in
+     * `switchyard_runtime_connections_refused_total`. Default 16,384.
+     */
+    readonly connectionsMax?: number;
   };
   readonly tunnelPingIntervalMs?: number;
   /** How the tunnel carries HTTP/2 (see `TunnelTransport`). Default `auto`. */
