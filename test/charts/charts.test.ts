@@ -1151,6 +1151,18 @@ for (const chart of ['scheduler', 'gateway'] as const) {
 }
 
 describe('runtime chart contracts', { skip }, () => {
+  it("sets metering.sink only when given (the runtime's own default otherwise), and refuses an unknown one", async () => {
+    const sinkOf = async (set: readonly string[]): Promise<string | undefined> => {
+      const deployment = (await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!;
+      const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];
+      return env.find((e) => e.name === 'SWITCHYARD_METERING_SINK')?.value;
+    };
+    assert.equal(await sinkOf([]), undefined);
+    assert.equal(await sinkOf(['metering.sink=none']), 'none');
+    assert.equal(await sinkOf(['metering.sink=log']), 'log');
+    await assert.rejects(sinkOf(['metering.sink=off']), /metering\.sink/);
+  });
+
   const transportOf = async (set: readonly string[] = []): Promise<string | undefined> => {
     const deployment = (await render('runtime', undefined, set)).find((m) => m.kind === 'Deployment')!;
     const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];

@@ -156,8 +156,25 @@ export const runtimeConfigSchema = z.object({
     .describe('Direct listener.'),
   metering: z
     .object({
-      redisUrl: redisUrlField('Redis URL receiving sandbox lifecycle events, off when absent'),
+      sink: z
+        .enum(['log', 'redis', 'none'])
+        .optional()
+        .meta({ defaultText: 'redis when redisUrl is set, else log' })
+        .describe(
+          'Where sandbox lifecycle events (a start and a recycle of each sandbox, with its class, process, reason and duration) go: log writes each as an info line (event: metering), redis appends it to stream at redisUrl, none drops them (nothing then records what sandboxes ran, for billing or audit).',
+        ),
+      redisUrl: redisUrlField('Redis URL receiving sandbox lifecycle events (sink redis)'),
       stream: z.string().min(1).default('switchyard:metering').describe('Redis stream name of metering events.'),
+    })
+    // A URL that the sink named would not write to is a config the operator did not mean: refused, not ignored.
+    .superRefine((m, ctx) => {
+      if (m.sink === 'redis' && !m.redisUrl) {
+        ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'sink redis needs redisUrl' });
+      }
+      if (m.sink !== undefined && m.sink !== 'redis' && m.redisUrl) {
+        const message = `sink ${m.sink} writes nothing to redisUrl: unset redisUrl, or set sink redis`;
+        ctx.addIssue({ code: 'custom', path: ['sink'], message });
+      }
     })
     .prefault({})
     .describe('Metering.'),

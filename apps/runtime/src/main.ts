@@ -2,7 +2,13 @@
 // switchyard-runtime: one runtime node. Parses config and hands it to
 // @switchyard/runtime; the tunnel to the scheduler is dialled from here.
 import { startRuntimeNode } from '@switchyard/runtime';
-import { logMeteringSink, redisMeteringSink, type EngineConfig } from '@switchyard/sandbox';
+import {
+  logMeteringSink,
+  noMeteringSink,
+  redisMeteringSink,
+  type EngineConfig,
+  type MeteringSink,
+} from '@switchyard/sandbox';
 import {
   createLifecycle,
   createLogger,
@@ -68,6 +74,14 @@ function engines(classes: RuntimeConfig['classes']): Record<string, EngineConfig
   return out;
 }
 
+/** The sink `metering.sink` names; unset, Redis when a URL is given, else the log. */
+function meteringSink(m: RuntimeConfig['metering']): MeteringSink {
+  if (m.sink === 'none') return noMeteringSink();
+  // The config refuses a URL beside sink log or none, and sink redis without one.
+  if (m.redisUrl) return redisMeteringSink({ url: m.redisUrl, stream: m.stream, logger });
+  return logMeteringSink(logger);
+}
+
 const direct = config.directListen;
 // Read again when the file changes: a rotation lists the old and the new token, then only the new one.
 const directTokens = secretSource(direct.token ? [direct.token] : [], direct.tokenFile);
@@ -126,9 +140,7 @@ const node = await startRuntimeNode({
     : {}),
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   tunnelTransport: config.tunnel.transport,
-  meter: config.metering.redisUrl
-    ? redisMeteringSink({ url: config.metering.redisUrl, stream: config.metering.stream, logger })
-    : logMeteringSink(logger),
+  meter: meteringSink(config.metering),
   logger,
   metrics,
 }).catch((error: unknown) => exitOnListenError('switchyard-runtime', error));

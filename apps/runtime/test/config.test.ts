@@ -204,6 +204,33 @@ describe('runtime config: metering.redisUrl', () => {
   }
 });
 
+// The sink says where lifecycle events go; a Redis URL it would not write to is a config not meant.
+describe('runtime config: metering.sink', () => {
+  const url = 'redis://redis.example:6379';
+  it('is unset by default, and takes log, redis (with a URL) and none', () => {
+    assert.equal(load({}).metering.sink, undefined);
+    assert.equal(load({ SWITCHYARD_METERING_SINK: 'none' }).metering.sink, 'none');
+    assert.equal(load({ SWITCHYARD_METERING_SINK: 'log' }).metering.sink, 'log');
+    const redis = load({ SWITCHYARD_METERING_SINK: 'redis', SWITCHYARD_METERING_REDIS_URL: url }).metering;
+    assert.deepEqual([redis.sink, redis.redisUrl], ['redis', url]);
+  });
+
+  it('refuses sink redis without redisUrl', () =>
+    refuses({ SWITCHYARD_METERING_SINK: 'redis' }, /metering\.redisUrl/, /sink redis needs redisUrl/));
+
+  for (const sink of ['log', 'none']) {
+    it(`refuses redisUrl beside sink ${sink}`, () =>
+      refuses(
+        { SWITCHYARD_METERING_SINK: sink, SWITCHYARD_METERING_REDIS_URL: url },
+        /metering\.sink/,
+        new RegExp(`sink ${sink} writes nothing to redisUrl`),
+      ));
+  }
+
+  it('refuses a sink it does not know', () =>
+    refuses({ SWITCHYARD_METERING_SINK: 'off' }, /SWITCHYARD_METERING_SINK/, /one of log, redis, none/));
+});
+
 describe('runtime config: how long a class may take to start', () => {
   const stdio = (extra: Record<string, unknown>) =>
     JSON.stringify({ tool: { engine: 'stdio', command: 'mcp-server', ...extra } });

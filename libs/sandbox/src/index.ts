@@ -12,5 +12,5 @@ export type {
   StateReporter,
 } from './types.ts';
 export type { Engine, EngineContext, ExitCause, SandboxInstance } from './engine.ts';
-export { logMeteringSink, redisMeteringSink } from './metering.ts';
+export { logMeteringSink, noMeteringSink, redisMeteringSink } from './metering.ts';
 export type { RedisMeteringSinkOptions } from './metering.ts';

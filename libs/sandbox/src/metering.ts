@@ -11,6 +11,14 @@ export function logMeteringSink(logger: Logger): MeteringSink {
   return { record: (e) => logger.info({ ...e, event: 'metering', lifecycle: e.event }, `sandbox ${e.event}`) };
 }
 
+/**
+ * Drops every metering event, for runtimes whose sandbox lifetimes nobody
+ * bills or audits (the log sink writes two info lines per sandbox).
+ */
+export function noMeteringSink(): MeteringSink {
+  return { record: () => {} };
+}
+
 export interface RedisMeteringSinkOptions {
   /**
    * `redis[s]://[user:password@]host[:port][/db]`, checked by `redisUrlProblem`
