@@ -29,10 +29,18 @@ const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : f
 const helmPath = skip ? 'helm' : located;
 if (skip) console.log(`chart tests skipped: ${skip}`);
 
-/** The SWITCHYARD_* names `app` reads, from its `--help` (which lists each setting's env name). */
+const envNames = new Map<string, Set<string>>();
+/** The SWITCHYARD_* names `app` reads, from its `--help` (which lists each setting's env name); asked once per app. */
 function envNamesOf(app: string): Set<string> {
-  const help = execFileSync(process.execPath, [join(root, `apps/${app}/src/main.ts`), '--help'], { encoding: 'utf8' });
-  return new Set(help.match(/(?<=env: )SWITCHYARD_[A-Z0-9_]+/g) ?? []);
+  let names = envNames.get(app);
+  if (!names) {
+    const help = execFileSync(process.execPath, [join(root, `apps/${app}/src/main.ts`), '--help'], {
+      encoding: 'utf8',
+    });
+    names = new Set(help.match(/(?<=env: )SWITCHYARD_[A-Z0-9_]+/g) ?? []);
+    envNames.set(app, names);
+  }
+  return names;
 }
 
 /** Environment the charts may set besides the apps' own SWITCHYARD_* names. */
@@ -57,9 +65,17 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
 };
 
-async function helmRun(args: string[]): Promise<string> {
-  const { stdout } = await run(helmPath, args, { cwd: root, maxBuffer: 16 << 20 });
-  return stdout;
+// helm's output depends only on its arguments and the files in this checkout, which no test changes: each
+// command runs once, and the tests that render the same values share its output (parsed afresh by each).
+const helmRuns = new Map<string, Promise<string>>();
+function helmRun(args: string[]): Promise<string> {
+  const key = args.join('\0');
+  let output = helmRuns.get(key);
+  if (!output) {
+    output = run(helmPath, args, { cwd: root, maxBuffer: 16 << 20 }).then(({ stdout }) => stdout);
+    helmRuns.set(key, output);
+  }
+  return output;
 }
 
 async function render(chart: string, valuesFile?: string, set: readonly string[] = []): Promise<Manifest[]> {
