@@ -4,7 +4,8 @@
 // length as those given inline (16 characters): a short line is left out,
 // with a warning that names the file, where the same token inline would
 // stop the scheduler from starting. A scheduler as a process, asked over
-// loopback.
+// loopback; nothing here is about its shutdown, so it stops without the
+// drain delay (5 s by default).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -39,7 +40,7 @@ describe('a scheduler whose API token file lists no token', () => {
     // Emptied by mistake, as a Secret updated with the wrong key.
     writeFileSync(apiFile, '# no tokens\n');
     scheduler = await spawnApp('scheduler', 'token-files', [
-      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'token-files'],
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'token-files', '--drain-delay-ms', '0'],
       ...['--join-tokens', TOKEN, '--api-token-file', apiFile],
     ]);
   });
@@ -96,7 +97,7 @@ describe('a scheduler whose token files hold a token shorter than 16 characters'
     writeFileSync(joinFile, `${SHORT}\n${TOKEN}\n`);
     writeFileSync(apiFile, `${TOKEN}\n${SHORT}\n`);
     scheduler = await spawnApp('scheduler', 'length-check', [
-      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'length-check'],
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'length-check', '--drain-delay-ms', '0'],
       ...['--join-token-file', joinFile, '--api-token-file', apiFile],
     ]);
   });
