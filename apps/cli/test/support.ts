@@ -3,7 +3,7 @@
 // read its output, and walk /proc for every process it started.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, enableCompileCache } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
@@ -42,13 +42,19 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Runs `switchyard <args>` to completion (bounded by `timeoutMs`). */
+/**
+ * Runs `switchyard <args>` to completion (bounded by `timeoutMs`), through
+ * Node's compile cache: from the second run on its modules load without the
+ * type stripper. spawnCli leaves the environment alone: up.test.ts starts
+ * `up` through it to see that `up` hands the cache to its components itself.
+ */
 export async function runCli(
   args: readonly string[],
   timeoutMs = 15_000,
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const run = spawnCli(args, env);
+  const { directory } = enableCompileCache();
+  const run = spawnCli(args, { ...(directory ? { NODE_COMPILE_CACHE: directory } : {}), ...env });
   const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
   const { code } = await run.exited;
   clearTimeout(timer);
