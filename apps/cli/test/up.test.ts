@@ -92,19 +92,22 @@ for (const mode of MODES) {
       assert.deepEqual(names, ['counter', 'echo', 'sleep', 'whoami']);
     });
 
-    // The three ways the README gives to pick the class.
-    for (const [how, url, options] of [
-      ['?class=everything', (u: string) => `${u}?class=everything&process=ev-1`, []],
-      ['the path form', (u: string) => `${u}/everything/ev-2`, ['--transport', 'http']],
-      ['X-Switchyard-Class', (u: string) => u, ['--header', 'X-Switchyard-Class: everything']],
-    ] as const) {
-      it(`serves the reference server tools to the inspector CLI that asks with ${how}`, async () => {
-        const { code, stdout } = await inspectorToolsList(url(gatewayUrl), ...options);
-        assert.equal(code, 0, stdout);
-        const names = (JSON.parse(stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
-        assert.ok(names.includes('get-sum') && !names.includes('whoami'), names.join(','));
-      });
-    }
+    // The three ways the README gives to pick the class. Each inspector (and the sandbox it
+    // makes start) waits mostly on process starts, and none touches another's: side by side.
+    describe('the three ways to pick the class', { concurrency: true }, () => {
+      for (const [how, url, options] of [
+        ['?class=everything', (u: string) => `${u}?class=everything&process=ev-1`, []],
+        ['the path form', (u: string) => `${u}/everything/ev-2`, ['--transport', 'http']],
+        ['X-Switchyard-Class', (u: string) => u, ['--header', 'X-Switchyard-Class: everything']],
+      ] as const) {
+        it(`serves the reference server tools to the inspector CLI that asks with ${how}`, async () => {
+          const { code, stdout } = await inspectorToolsList(url(gatewayUrl), ...options);
+          assert.equal(code, 0, stdout);
+          const names = (JSON.parse(stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+          assert.ok(names.includes('get-sum') && !names.includes('whoami'), names.join(','));
+        });
+      }
+    });
 
     it('serves browser pages of this machine (any port) and answers any other Origin 403', async () => {
       const initialize = (origin: string) =>
