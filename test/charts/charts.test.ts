@@ -16,8 +16,12 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodMonitor, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CONNECT_PATH } from '@switchyard/tunnel';
+import { compileCacheEnv } from '../support/processes.ts';
 
 const root = join(import.meta.dirname, '../..');
+// The apps these tests start (--help, --print-config: a dozen or so) take this process's environment:
+// through Node's compile cache, all but the first load without the type stripper.
+for (const [name, value] of Object.entries(compileCacheEnv())) process.env[name] ??= value;
 const run = promisify(execFile);
 // scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had.
 // Bounded: unpacking takes seconds, and a synchronous call that hung would stall this file past every timeout.
