@@ -13,6 +13,7 @@ export type AppName = 'scheduler' | 'runtime' | 'gateway';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
+let cacheDirectory: string | undefined;
 /**
  * The environment that has an app load its modules through Node's compile
  * cache, as `switchyard up` starts its components: from the second start on
@@ -21,8 +22,9 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
  * NODE_DISABLE_COMPILE_CACHE turns it off.
  */
 export function compileCacheEnv(): Record<string, string> {
-  const { directory } = enableCompileCache();
-  return directory ? { NODE_COMPILE_CACHE: directory } : {};
+  // Asked once: a second enableCompileCache() answers with the per-version folder inside the first.
+  cacheDirectory ??= enableCompileCache().directory ?? '';
+  return cacheDirectory ? { NODE_COMPILE_CACHE: cacheDirectory } : {};
 }
 
 const LOG_LINES_MAX = 2000;

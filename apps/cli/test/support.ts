@@ -42,6 +42,7 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
+let cacheDirectory: string | undefined;
 /**
  * Runs `switchyard <args>` to completion (bounded by `timeoutMs`), through
  * Node's compile cache: from the second run on its modules load without the
@@ -53,8 +54,9 @@ export async function runCli(
   timeoutMs = 15_000,
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const { directory } = enableCompileCache();
-  const run = spawnCli(args, { ...(directory ? { NODE_COMPILE_CACHE: directory } : {}), ...env });
+  // Asked once: a second enableCompileCache() answers with the per-version folder inside the first.
+  cacheDirectory ??= enableCompileCache().directory ?? '';
+  const run = spawnCli(args, { ...(cacheDirectory ? { NODE_COMPILE_CACHE: cacheDirectory } : {}), ...env });
   const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
   const { code } = await run.exited;
   clearTimeout(timer);
