@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
 import {
@@ -97,9 +97,11 @@ async function serviceFront(ports: readonly number[]): Promise<ServiceFront> {
   };
 }
 
-/** Three replicas, and two runtimes dialling them through a Service front. */
-async function runtimesBehindAServiceFront(): Promise<{ cluster: TestCluster; front: ServiceFront }> {
-  const cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
+/** Three replicas, and two runtimes dialling them through a Service front; `gatewayArgs` for the gateway. */
+async function runtimesBehindAServiceFront(
+  gatewayArgs: readonly string[] = [],
+): Promise<{ cluster: TestCluster; front: ServiceFront }> {
+  const cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000, gatewayArgs });
   const front = await serviceFront(cluster.schedulers.map((s) => s.port!));
   await cluster.startRuntime('r0', 0, { schedulerUrl: front.url });
   await cluster.startRuntime('r1', 0, { schedulerUrl: front.url });
@@ -171,11 +173,22 @@ describe('a scheduler replica dies with tunnels on it (runtimes dial a Service)'
   });
 });
 
+// The gateway's checks of its upstreams find a silent replica (their default
+// is every 5 s); at 2 s, twice the replicas' tunnel pings, a loaded machine
+// still answers them in time.
+const UPSTREAM_CHECK_MS = 2000;
+
 describe('a scheduler replica goes silent with tunnels on it (frozen: it takes connections, answers nothing)', () => {
   let cluster: TestCluster;
   let front: ServiceFront;
   let victim: AppProcess | undefined;
-  before(async () => ({ cluster, front } = await runtimesBehindAServiceFront()));
+  before(
+    async () =>
+      ({ cluster, front } = await runtimesBehindAServiceFront([
+        '--upstream-check-interval-ms',
+        String(UPSTREAM_CHECK_MS),
+      ])),
+  );
   after(async () => {
     victim?.signal('SIGCONT');
     front?.close();
@@ -220,7 +233,7 @@ describe('a scheduler replica goes silent with tunnels on it (frozen: it takes c
       const onMoved = placed.filter((r) => r === moved).length;
       assert.ok(failures.length <= onMoved, `${failures.length} failed calls for ${onMoved} sessions on ${moved}`);
       for (const f of failures) assert.match(f, /stopped answering/);
-      // Detection takes one to two checks (5 s each); the idle timeout it replaces is 5 minutes.
+      // Detection takes one to two checks; the idle timeout it replaces is 5 minutes.
       assert.ok(tookMs < 20_000, `all sessions counted on after ${(tookMs / 1000).toFixed(1)} s`);
       console.log(
         `silent owner: ${onMoved} of ${SESSIONS} sessions on ${moved}, ${failures.length} failed calls, ` +
@@ -311,92 +324,98 @@ describe('a scheduler replica restarts with tunnels on it (runtimes dial a Servi
 });
 
 /**
- * Three replicas, and `r0` dialling the ones at `behind` through a Service
- * front (its own arguments `runtimeArgs`), for the describe block it is
- * called in: started before its tests, stopped after.
+ * A runtime `id` (its own arguments `args`) dialling the replicas of
+ * `cluster` at `behind` through a Service front of its own, and the only
+ * runtime there; it is stopped, and gone from every replica, after test `t`.
  */
-function runtimeBehindFront(
+async function runtimeBehindFront(
+  t: TestContext,
+  cluster: TestCluster,
+  id: string,
   behind: readonly number[],
-  runtimeArgs: readonly string[] = [],
-): { readonly cluster: TestCluster; readonly front: ServiceFront } {
-  const setup = {} as { cluster: TestCluster; front: ServiceFront };
-  before(async () => {
-    setup.cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 });
-    setup.front = await serviceFront(behind.map((i) => setup.cluster.schedulers[i]!.port!));
-    await setup.cluster.startRuntime('r0', 1, { schedulerUrl: setup.front.url, args: runtimeArgs });
-    await setup.cluster.waitForRuntimes(['r0'], 15_000);
+  args: readonly string[] = [],
+): Promise<{ runtime: AppProcess; front: ServiceFront }> {
+  const front = await serviceFront(behind.map((i) => cluster.schedulers[i]!.port!));
+  const runtime = await cluster.startRuntime(id, 1, { schedulerUrl: front.url, args }).catch((error: unknown) => {
+    front.close();
+    throw error;
   });
-  after(async () => {
-    setup.front?.cut();
-    setup.front?.close();
-    await setup.cluster?.stop();
+  t.after(async () => {
+    front.cut();
+    front.close();
+    await runtime.stop(3000);
+    await cluster.waitForRuntimes([], 15_000);
   });
-  return setup;
+  await cluster.waitForRuntimes([id], 15_000);
+  return { runtime, front };
 }
 
 /**
  * SESSIONS legacy sessions through `url`, each counting on one call at a
  * time; `fault` strikes after the first session's fifth call, and they go on
- * until `forMs` after it (within 30 s in all). Returns what each saw: the
- * counts, and `<status> <body>` for each failed call (a 404 ends a session).
+ * until what it returns has resolved (the runtime redialled), then make two
+ * more calls each (within 30 s in all). Returns what each saw: the counts,
+ * and `<status> <body>` for each failed call (a 404 ends a session).
  */
-async function countThroughFault(url: string, fault: () => void, forMs: number): Promise<string[][]> {
+async function countThroughFault(url: string, fault: () => Promise<unknown>): Promise<string[][]> {
   const sessions = await legacySessions(url);
   let struckAt = 0;
+  let over: Promise<unknown> | undefined;
+  let overAt = 0;
   const deadline = Date.now() + 30_000;
   const runs = await Promise.all(
     sessions.map(async (session, i) => {
       const seen: string[] = [];
-      while (Date.now() < deadline && (struckAt === 0 || Date.now() < struckAt + forMs)) {
+      let callsAfter = 0;
+      while (Date.now() < deadline && callsAfter < 2) {
+        if (overAt > 0) callsAfter++;
         const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
         seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
         if (reply.status === 404) break;
         if (struckAt === 0 && seen.length === 5 && i === 0) {
           struckAt = Date.now();
-          fault();
+          over = fault().then(() => (overAt = Date.now()));
+          over.catch(() => {});
         }
       }
       return seen;
     }),
   );
   assert.ok(struckAt > 0, 'the fault struck');
+  await over;
+  assert.ok(overAt > 0, 'the runtime redialled within 30 s');
   return runs;
 }
 
-/** Each session lost at most its call in flight (a 502: it is not replayed), and counted on, in order. */
+/**
+ * Each session lost at most its call in flight (a 502: it is not replayed),
+ * and counted on, in order, and on after the runtime had redialled.
+ */
 function assertCountedOn(runs: readonly string[][]): void {
   for (const [i, seen] of runs.entries()) {
     const failed = seen.filter((s) => !/^\d+$/.test(s));
     assert.ok(failed.length <= 1 && failed.every((f) => f.startsWith('502')), `session ${i}: ${failed.join(' | ')}`);
     const counts = seen.filter((s) => /^\d+$/.test(s)).map(Number);
     assert.ok(counts.length > 5, `session ${i} counted on after the fault: ${seen.join(', ')}`);
+    assert.match(seen.at(-1)!, /^\d+$/, `session ${i} counted on after the redial: ${seen.join(', ')}`);
     for (let k = 1; k < counts.length; k++)
       assert.ok(counts[k]! > counts[k - 1]!, `session ${i}: ${counts.join(', ')}`);
   }
 }
 
-/** Asserts `r0` is held by the last replica of `behind`: where the test meant it to redial. */
-async function assertRedialledTo(cluster: TestCluster, behind: readonly number[]): Promise<void> {
-  const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === 'r0')?.owner;
-  assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, 'r0 redialled where the test meant it to');
+/** Resolves once `runtime` has connected a second time: it redialled (bounded by `until`). */
+function redialled(runtime: AppProcess): Promise<unknown> {
+  return until(
+    `${runtime.name} to redial`,
+    () => runtime.logs.filter((l) => l.msg === 'tunnel connected').length >= 2,
+    30_000,
+  );
 }
 
-// Behind one replica, the runtime redials the replica that held it; behind two in rotation, the other one.
-for (const [where, behind] of [
-  ['the replica that held it', [1]],
-  ['another replica', [1, 2]],
-] as const) {
-  describe(`a runtime's connection to its replica is reset (a load balancer or NAT in between), and it redials ${where}`, () => {
-    const setup = runtimeBehindFront(behind);
-
-    it('keeps its sessions: the replica that held it holds their requests until it is back, here or there', async () => {
-      const { cluster, front } = setup;
-      assertCountedOn(await countThroughFault(cluster.gatewayUrl(), () => front.cut(), 2000));
-      const connects = cluster.runtimes[0]!.logs.filter((l) => l.msg === 'tunnel connected').length;
-      assert.ok(connects >= 2, `r0 connected ${connects} times`);
-      await assertRedialledTo(cluster, behind);
-    });
-  });
+/** Asserts `id` is held by the last replica of `behind`: where the test meant it to redial. */
+async function assertRedialledTo(cluster: TestCluster, id: string, behind: readonly number[]): Promise<void> {
+  const owner = (await runtimesSeenBy(cluster.schedulerUrls()[0]!)).find((r) => r.id === id)?.owner;
+  assert.equal(owner, cluster.schedulers[behind.at(-1)!]!.name, `${id} redialled where the test meant it to`);
 }
 
 // A NAT or firewall that forgets a connection drops its packets without a
@@ -404,31 +423,61 @@ for (const [where, behind] of [
 // the replicas ping every second and the runtime every 3 s, so its replica
 // finds out first, up to 5 s before the runtime does.
 const SLOW_RUNTIME_PING_MS = 3000;
-for (const [where, behind] of [
-  ['the replica that held it', [1]],
-  ['another replica', [1, 2]],
-] as const) {
-  describe(`a runtime's connection goes silent (a NAT in between forgets it), and it redials ${where}`, () => {
-    const setup = runtimeBehindFront(behind, ['--tunnel.ping-interval-ms', String(SLOW_RUNTIME_PING_MS)]);
 
-    it('keeps its sessions: the replica that found out first holds their requests until the runtime has too', async () => {
-      const { cluster, front } = setup;
-      // On until the runtime has surely found out and redialled.
-      assertCountedOn(await countThroughFault(cluster.gatewayUrl(), () => front.silence(), 3 * SLOW_RUNTIME_PING_MS));
-      const replicaFirst = cluster.schedulers[1]!.logs.find(
+// The cases share one cluster: each has a runtime of its own (its own id, so
+// no replica's state or log line of one case is taken for another's), the only
+// one in the cluster while it runs.
+describe("a runtime's connection to its replica is lost (each case a runtime of its own, behind a Service front)", () => {
+  let cluster: TestCluster;
+  before(async () => (cluster = await startCluster({ runtimes: 0, tunnelPingIntervalMs: 1000 })));
+  after(async () => cluster?.stop());
+
+  // Behind one replica, the runtime redials the replica that held it; behind two in rotation, the other one.
+  for (const [n, where, behind] of [
+    [0, 'the replica that held it', [1]],
+    [1, 'another replica', [1, 2]],
+  ] as const) {
+    it(`is reset (a load balancer or NAT in between), and it redials ${where}: it keeps its sessions, the replica that held it holds their requests until it is back, here or there`, async (t) => {
+      const id = `r${n}`;
+      const { runtime, front } = await runtimeBehindFront(t, cluster, id, behind);
+      assertCountedOn(
+        await countThroughFault(cluster.gatewayUrl(), () => {
+          front.cut();
+          return redialled(runtime);
+        }),
+      );
+      await assertRedialledTo(cluster, id, behind);
+    });
+  }
+
+  for (const [n, where, behind] of [
+    [2, 'the replica that held it', [1]],
+    [3, 'another replica', [1, 2]],
+  ] as const) {
+    it(`goes silent (a NAT in between forgets it), and it redials ${where}: it keeps its sessions, the replica that found out first holds their requests until the runtime has too`, async (t) => {
+      const id = `r${n}`;
+      const args = ['--tunnel.ping-interval-ms', String(SLOW_RUNTIME_PING_MS)];
+      const { runtime, front } = await runtimeBehindFront(t, cluster, id, behind, args);
+      // On until the runtime has found out and redialled.
+      assertCountedOn(
+        await countThroughFault(cluster.gatewayUrl(), () => {
+          front.silence();
+          return redialled(runtime);
+        }),
+      );
+      const replicaLogs = cluster.schedulers[1]!.logs.filter((l) => l.runtime === id);
+      const replicaFirst = replicaLogs.find(
         (l) => l.msg === 'tunnel closed' && /no ping answer/.test(String(l.reason)),
       );
-      const runtimeLater = cluster.runtimes[0]!.logs.find(
+      const runtimeLater = runtime.logs.find(
         (l) => l.msg === 'tunnel disconnected' && /no ping answer/.test(String(l.reason)),
       );
       assert.ok(replicaFirst && runtimeLater, 'both ends found the silence by their pings');
       assert.ok(Number(replicaFirst.time) < Number(runtimeLater.time), 'the replica found out first');
       // Its wait ran until the runtime's pings (every 3 s, 3 s timeout) must have found out too: 1.6 s at least.
-      const held = cluster.schedulers[1]!.logs.find(
-        (l) => l.msg === 'holding requests for a lost runtime until it redials',
-      );
+      const held = replicaLogs.find((l) => l.msg === 'holding requests for a lost runtime until it redials');
       assert.ok(Number(held?.waitMs) > 1000, `held requests for ${String(held?.waitMs)} ms`);
-      await assertRedialledTo(cluster, behind);
+      await assertRedialledTo(cluster, id, behind);
     });
-  });
-}
+  }
+});
