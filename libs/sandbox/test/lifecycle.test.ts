@@ -8,6 +8,8 @@ import { connect } from './fixtures/clients.ts';
 import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
+// The same server as a shell script: 200 Node start-ups would be most of this file's time.
+const tinyShellServer = new URL('./fixtures/tiny-stdio-server.sh', import.meta.url).pathname;
 
 async function waitFor(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -31,6 +33,7 @@ describe('sandbox lifecycle on a manual clock', () => {
       classes: {
         demo: { engine: 'builtin', expireSeconds: 0.2 },
         tiny: { engine: 'stdio', command: process.execPath, args: [tinyServer], expireSeconds: 0.2 },
+        'tiny-sh': { engine: 'stdio', command: '/bin/sh', args: [tinyShellServer], expireSeconds: 0.2 },
       },
       sandboxesMax: 25,
       sessionIdleMs: 1_000,
@@ -116,7 +119,7 @@ describe('sandbox lifecycle on a manual clock', () => {
           fetch(`${served.url}/sandboxes/${id}`, {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
-            body: '{"class":"tiny"}',
+            body: '{"class":"tiny-sh"}',
           }),
         ),
       );
