@@ -6,13 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { startCluster } from '../support/cluster.ts';
 
-/** Pids of live processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
+/** Pids of live processes whose command line (or, with `file` = 'environ', environment) contains `marker`. */
+function processesWith(marker: string, file: 'cmdline' | 'environ' = 'cmdline'): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) pids.push(Number(entry));
+      if (readFileSync(`/proc/${entry}/${file}`, 'utf8').includes(marker)) pids.push(Number(entry));
     } catch {
       // exited while we looked
     }
@@ -34,5 +34,19 @@ describe('startCluster', () => {
     });
     await assert.rejects(started, /timed out after 1500 ms waiting for runtimes r0/);
     assert.deepEqual(processesWith(marker), []);
+  });
+
+  it('stops the gateways started alongside when the runtimes fail to start', async () => {
+    const marker = `harness-${randomBytes(8).toString('hex')}`;
+    // An option the runtime does not know: it exits at once, while the gateways start beside it.
+    const started = startCluster({
+      schedulers: 1,
+      runtimes: 2,
+      gateways: 2,
+      runtimeArgs: ['--no-such-option', '1'],
+      env: { TEST_HARNESS_MARKER: marker },
+    });
+    await assert.rejects(started, /r[01] exited before the log line/);
+    assert.deepEqual(processesWith(marker, 'environ'), []);
   });
 });

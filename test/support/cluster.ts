@@ -177,7 +177,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const runtimeConfig = join(dir, 'runtime.json');
   writeFileSync(runtimeConfig, JSON.stringify({ classes, sandboxesMax: 200 }));
 
-  const startRuntime: TestCluster['startRuntime'] = async (id, schedulerIndex = runtimes.length, extra = {}) => {
+  const spawnRuntime = (
+    id: string,
+    schedulerIndex: number,
+    extra: Parameters<TestCluster['startRuntime']>[2] = {},
+  ): Promise<AppProcess> => {
     const target = extra.schedulerUrl ?? schedulers[schedulerIndex % schedulers.length]!.url!;
     const args = [
       ...['--config', runtimeConfig, '--runtime-id', id, '--scheduler-url', target],
@@ -186,10 +190,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       ...(options.runtimeArgs ?? []),
       ...(extra.args ?? []),
     ];
-    const runtime = await spawnApp('runtime', id, args, {
-      ...spawnOptions,
-      ...(extra.wrapper ? { wrapper: extra.wrapper } : {}),
-    });
+    return spawnApp('runtime', id, args, { ...spawnOptions, ...(extra.wrapper ? { wrapper: extra.wrapper } : {}) });
+  };
+  const startRuntime: TestCluster['startRuntime'] = async (id, schedulerIndex = runtimes.length, extra = {}) => {
+    const runtime = await spawnRuntime(id, schedulerIndex, extra);
     runtimes.push(runtime);
     return runtime;
   };
@@ -233,8 +237,21 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
 
   try {
     for (let i = 0; i < (options.schedulers ?? 3); i++) schedulers.push(await startScheduler(i, 0));
-    for (let i = 0; i < (options.runtimes ?? 2); i++) await startRuntime(`r${i}`, i);
-    for (let i = 0; i < (options.gateways ?? 1); i++) gateways.push(await startGateway(i, 0));
+    // Runtimes and gateways start side by side: each needs only the replicas, and
+    // one at a time, their start-ups were most of a cluster's. The arrays keep
+    // their order (`runtimes[i]` is `r${i}`), and every one started is stopped
+    // if another fails.
+    const runtimesStarted = Promise.allSettled(
+      Array.from({ length: options.runtimes ?? 2 }, (_, i) => spawnRuntime(`r${i}`, i)),
+    );
+    const gatewaysStarted = Promise.allSettled(
+      Array.from({ length: options.gateways ?? 1 }, (_, i) => startGateway(i, 0)),
+    );
+    const [runtimesSettled, gatewaysSettled] = [await runtimesStarted, await gatewaysStarted];
+    for (const r of runtimesSettled) if (r.status === 'fulfilled') runtimes.push(r.value);
+    for (const g of gatewaysSettled) if (g.status === 'fulfilled') gateways.push(g.value);
+    const failed = [...runtimesSettled, ...gatewaysSettled].find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
   } catch (error) {
     await stop();
     throw error;
