@@ -4,13 +4,10 @@
 // served. A runtime process whose scheduler is never reached; raw sockets on
 // loopback. Its metrics are on its health listener, which a full direct
 // listener does not fill.
-import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import net from 'node:net';
+import type net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { askHealthz } from './raw-connections.ts';
+import { checkConnectionCap } from './raw-connections.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
-import { metric } from './support.ts';
 
 const CONNECTIONS_MAX = 3;
 const DIRECT_TOKEN = 'a-direct-token-0123456789abcdef';
@@ -40,46 +37,10 @@ describe('the runtime binary with directListen.connectionsMax', () => {
     await runtime.stop();
   });
 
-  const open = (): net.Socket => {
-    const socket = net.connect(directPort, '127.0.0.1');
-    socket.on('error', () => {});
-    return socket;
-  };
-
   it('closes a connection past the cap unread, counts it and warns, and serves those it holds', async () => {
-    for (let i = 0; i < CONNECTIONS_MAX; i++) {
-      const socket = open();
-      held.push(socket);
-      const answer = await askHealthz(socket, BEARER);
-      assert.match(answer, /^HTTP\/1\.1 200/, `connection ${i + 1} of ${CONNECTIONS_MAX} not served`);
-    }
-    const refused = open();
-    assert.equal(await askHealthz(refused, BEARER), '', 'a connection past the cap was answered');
-    if (!refused.destroyed) await once(refused, 'close');
-
-    assert.equal(await metric(healthBase, 'switchyard_runtime_connections_refused_total'), 1);
-    assert.equal(await metric(healthBase, 'switchyard_runtime_connections_open'), CONNECTIONS_MAX);
-    assert.equal(await metric(healthBase, 'switchyard_runtime_connections_max'), CONNECTIONS_MAX);
-    const warning = await runtime.waitForLog((l) => String(l.msg).startsWith('connection refused'));
-    assert.equal(warning.connectionsMax, CONNECTIONS_MAX);
-    assert.equal(warning.level, 40, 'logged as a warning');
-
-    // The chart's probes go to the health listener: a full direct listener must not get the runtime restarted.
-    const health = await fetch(`${healthBase}/healthz`, { signal: AbortSignal.timeout(5000) });
-    assert.equal(health.status, 200, 'no /healthz on the health listener while the direct listener is full');
-    await health.text();
-
-    assert.match(await askHealthz(held[0]!, BEARER), /^HTTP\/1\.1 200/, 'a held connection is no longer served');
-    held.shift()!.destroy();
-    // The runtime counts the connection gone once it sees it close; a new one is served then.
-    for (let attempt = 0; ; attempt++) {
-      const socket = open();
-      if (/^HTTP\/1\.1 200/.test(await askHealthz(socket, BEARER))) {
-        held.push(socket);
-        break;
-      }
-      assert.ok(attempt < 50, 'no room again after a held connection closed');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await checkConnectionCap({
+      ...{ app: 'runtime', process: runtime, port: directPort, connectionsMax: CONNECTIONS_MAX },
+      ...{ probeBase: healthBase, headers: BEARER, held },
+    });
   });
 });
