@@ -103,7 +103,8 @@ class Endpoint implements TunnelEndpoint {
     this.#refusals = new RefusalLog(this.#logger, this.#clock);
     this.#pingIntervalMs = o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     this.#pingTimeoutMs = o.pingTimeoutMs ?? this.#pingIntervalMs;
-    // A tunnel up two ping intervals is good, as the runtime's dialer counts it (GOOD_AFTER_PINGS).
+    // A tunnel up two ping intervals, its pings answered, is good, as the runtime's dialer counts it
+    // (GOOD_AFTER_PINGS).
     const runtimesMax = Math.max(o.maxRuntimes * 4, 1024);
     this.#lines = new TunnelLog(this.#logger, this.#clock, 2 * this.#pingIntervalMs, runtimesMax);
     // Microseconds of wall time: a restarted scheduler still hands out higher generations.
@@ -203,6 +204,7 @@ class Endpoint implements TunnelEndpoint {
     const life = this.#lines.opened(info.id, { generation: this.#generation, transport: carrier.transport });
     const tunnel = openClientTunnel({
       quiet: () => life.quiet,
+      onPingAnswered: () => life.answered(),
       carrier,
       info,
       generation: this.#generation,

@@ -6,12 +6,14 @@ import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED } from './flap-log.ts';
 export interface TunnelLife {
   /** True while its lines are held back: its runtime flaps and it has not stayed up (see TunnelLog). */
   readonly quiet: boolean;
+  /** The runtime answered one of the scheduler's pings on it. */
+  answered(): void;
   /** Logs its `tunnel closed` unless held back. Once. */
   closed(reason: string): void;
 }
 
 interface Flapping {
-  /** Its tunnels in a row that closed before `goodAfterMs`. */
+  /** Its tunnels in a row that closed before they turned good. */
   flaps: number;
   /** When its last `tunnel open` was logged while flapping. */
   saidAt: number;
@@ -21,11 +23,14 @@ interface Flapping {
 
 /**
  * The scheduler's `tunnel open` and `tunnel closed` lines, per runtime as
- * the runtime's own dialer keeps its lines (`FlapLog`). A tunnel closed
- * sooner than `goodAfterMs` after it opened is a flap; after FLAPS_LOGGED
+ * the runtime's own dialer keeps its lines (`FlapLog`). A tunnel is good
+ * once it has been up `goodAfterMs` and the runtime answered a ping on it
+ * (as the dialer counts only answered pings: a silent tunnel lives until its
+ * ping timeout, which by default ends it exactly `goodAfterMs` after it
+ * opened); one that closes before it is good is a flap; after FLAPS_LOGGED
  * flaps in a row, a runtime's tunnels are logged (open and close) once per
  * FLAP_LOG_INTERVAL_MS, the open line counting those held back meanwhile
- * (`unlogged`). A tunnel held back that stays up `goodAfterMs` ends the
+ * (`unlogged`). A tunnel held back that turns good ends the
  * flapping and logs its `tunnel open` then, so a runtime's last line says
  * whether it is connected. A runtime that flaps is held to its own backoff
  * (about one tunnel per 30 s), but one without it, or many at once, would
@@ -55,15 +60,19 @@ export class TunnelLog {
     let said = unlogged !== undefined;
     let good = false;
     let ended = false;
-    const timer: Timer = this.#clock.setTimeout(() => {
-      if (ended) return;
+    let upLongEnough = false;
+    let answered = false;
+    const judge = (): void => {
+      if (ended || good || !upLongEnough || !answered) return;
       good = true;
       said = this.#good(runtime, line, said) || said;
-    }, this.#goodAfterMs);
+    };
+    const timer: Timer = this.#clock.setTimeout(() => ((upLongEnough = true), judge()), this.#goodAfterMs);
     return {
       get quiet() {
         return !said;
       },
+      answered: () => ((answered = true), judge()),
       closed: (reason) => {
         if (ended) return;
         ended = true;

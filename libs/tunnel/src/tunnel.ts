@@ -72,7 +72,8 @@ export interface Tunnel {
   /**
    * True while the scheduler holds back this tunnel's log lines: its runtime's
    * tunnels keep closing soon after they open (see `TunnelLog`). Lines about
-   * it elsewhere may then go to debug; false once it has stayed up.
+   * it elsewhere may then go to debug; false once it has stayed up, its
+   * pings answered.
    */
   readonly quiet: boolean;
   /** Resolves with the close reason; never rejects. */
@@ -109,6 +110,8 @@ export interface ClientTunnelOptions {
   readonly peerLiveness?: Liveness;
   /** Whether its lines are held back now (see `Tunnel.quiet`). Default: never. */
   readonly quiet?: () => boolean;
+  /** Called each time the runtime answers one of this end's pings. */
+  readonly onPingAnswered?: () => void;
 }
 
 /** Builds the scheduler side of an accepted connection. */
@@ -178,6 +181,7 @@ class ClientTunnel implements Tunnel {
       onRtt: (rttMs) => {
         this.rttMs = rttMs;
         this.minRttMs = Math.min(rttMs, this.minRttMs ?? Infinity);
+        o.onPingAnswered?.();
       },
       onDead: (reason, cause) => {
         if (cause === 'unanswered' && this.#peerLiveness) {

@@ -4,12 +4,16 @@
 // runtime share one manual clock; the tunnels are real, on loopback.
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Clock } from '@switchyard/clock';
 import { dialTunnel } from '../src/index.ts';
 import type { Tunnel, TunnelDialer } from '../src/index.ts';
 import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED } from '../src/flap-log.ts';
-import { runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
+import { TUNNEL_UPGRADE } from '../src/carrier.ts';
+import { CONNECT_PATH } from '../src/defaults.ts';
+import { encodeInfo, runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
 import type { LogLine, Scheduler } from './helpers.ts';
 
 /** The scheduler's ping interval: a tunnel up twice this long is good. Its pings time out far later. */
@@ -35,10 +39,38 @@ function tunnelLines(lines: LogLine[], runtime: string): [string, number | undef
     .map((l) => [l.msg, (l.obj as { unlogged?: number }).unlogged]);
 }
 
+/**
+ * A runtime stand-in that takes the upgrade and then answers nothing (a
+ * frozen runtime, or a front that passed the upgrade and stalls): the
+ * scheduler's pings go unanswered. Resolves with the upgraded socket.
+ */
+function silentTunnel(scheduler: Scheduler, id: string): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${scheduler.url}${CONNECT_PATH}`, {
+      agent: false,
+      headers: {
+        connection: 'Upgrade',
+        upgrade: TUNNEL_UPGRADE,
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo(runtimeInfo(id)),
+      },
+    });
+    req.once('upgrade', (_res, socket) => (socket.on('error', () => {}), resolve(socket)));
+    req.once('response', (res) => reject(new Error(`not upgraded: ${res.statusCode}`)));
+    req.once('error', reject);
+    req.end();
+  });
+}
+
 describe("the scheduler's tunnel lines", () => {
-  const open: { dialers: TunnelDialer[]; schedulers: Scheduler[] } = { dialers: [], schedulers: [] };
+  const open: { dialers: TunnelDialer[]; schedulers: Scheduler[]; sockets: Duplex[] } = {
+    dialers: [],
+    schedulers: [],
+    sockets: [],
+  };
   afterEach(async () => {
     for (const d of open.dialers.splice(0)) await d.close();
+    for (const s of open.sockets.splice(0)) s.destroy();
     for (const s of open.schedulers.splice(0)) await s.close();
   });
 
@@ -86,8 +118,8 @@ describe("the scheduler's tunnel lines", () => {
     await until(() => tunnels.length === FLAPS_LOGGED + held + 2);
     assert.deepEqual(tunnelLines(scheduler.logs, 'rt-loud').slice(6), pair(held + 1));
 
-    // One more held back; then one, held back too, stays up two ping intervals: flapping is over, it is logged
-    // then, counting the other.
+    // One more held back; then one, held back too, stays up two ping intervals, its first ping answered:
+    // flapping is over, it is logged then, counting the other.
     await flap(FLAPS_LOGGED + held + 2);
     await until(() => tunnels.length === FLAPS_LOGGED + held + 3);
     keep = true;
@@ -96,7 +128,8 @@ describe("the scheduler's tunnel lines", () => {
     const last = tunnels.at(-1)!;
     assert.ok(last.quiet && tunnelLines(scheduler.logs, 'rt-loud').length === 8, 'held back at first');
     await manual(2 * PING_MS - 1);
-    assert.ok(last.quiet, 'not good before two ping intervals');
+    await until(() => last.rttMs !== undefined);
+    assert.ok(last.quiet, 'answered, but not good before two ping intervals');
     await manual(1);
     assert.ok(!last.quiet);
     assert.deepEqual(tunnelLines(scheduler.logs, 'rt-loud').slice(8), [['tunnel open', 1]]);
@@ -123,10 +156,12 @@ describe("the scheduler's tunnel lines", () => {
       pingIntervalMs: 24 * 60 * 60_000,
     });
     open.dialers.push(dialer);
-    // Lost at once, many times over, each after a good while up: no flapping, every line logged.
+    // Lost at once, many times over, each after a good while up, its pings answered: no flapping, every line
+    // logged.
     for (let n = 1; n <= FLAPS_LOGGED + 2; n++) {
       await until(() => tunnels.length === n && dialer.connected);
       await clock.advance(2 * PING_MS);
+      await until(() => tunnels[n - 1]!.rttMs !== undefined);
       tunnels[n - 1]!.close('lost');
       await until(() => runtime.redials() === n);
       await clock.advance(REDIAL_MS);
@@ -135,5 +170,31 @@ describe("the scheduler's tunnel lines", () => {
     const lines = tunnelLines(scheduler.logs, 'rt-calm');
     assert.equal(lines.length, 2 * (FLAPS_LOGGED + 2) + 1);
     assert.ok(lines.every(([, unlogged]) => unlogged === undefined));
+  });
+
+  it('of a runtime whose tunnels answer no ping, each lost to the ping timeout, are held back as flaps', async () => {
+    // The default ping timeout: a silent tunnel is lost two ping intervals after it opened, when one that
+    // stayed up would turn good. Up that long without one ping answered, it is no good tunnel.
+    const clock = new ManualClock();
+    const scheduler = await startScheduler({ clock, pingIntervalMs: PING_MS });
+    open.schedulers.push(scheduler);
+    const closed: string[] = [];
+    scheduler.events.on('closed', (_t: Tunnel, reason: string) => closed.push(reason));
+    const tunnels = FLAPS_LOGGED + 2;
+    for (let n = 1; n <= tunnels; n++) {
+      open.sockets.push(await silentTunnel(scheduler, 'rt-silent'));
+      await until(() => scheduler.endpoint.get('rt-silent') !== undefined);
+      await clock.advance(2 * PING_MS);
+      await until(() => closed.length === n);
+    }
+    assert.ok(
+      closed.every((r) => /no ping answer/.test(r)),
+      closed.join(' | '),
+    );
+    const pair: [string, number | undefined][] = [
+      ['tunnel open', undefined],
+      ['tunnel closed', undefined],
+    ];
+    assert.deepEqual(tunnelLines(scheduler.logs, 'rt-silent'), [...pair, ...pair, ...pair], 'three, then none');
   });
 });
