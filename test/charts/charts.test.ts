@@ -769,6 +769,14 @@ describe('charts/gateway: metricsPort', { skip }, () => {
   it('refuses a metricsPort that is no port', async () => {
     await assert.rejects(render('gateway', undefined, ['metricsPort=70000']), /metricsPort/);
   });
+
+  // A release that had set port 8081 while metricsPort was off by default would otherwise render two listeners
+  // on one port: every pod crash-looping on the second bind.
+  it('refuses port and metricsPort the same, naming both', async () => {
+    await assert.rejects(render('gateway', undefined, ['port=8081']), /metricsPort \(8081\) .*port/);
+    await assert.rejects(render('gateway', undefined, ['port=9090', 'metricsPort=9090']), /metricsPort \(9090\)/);
+    await render('gateway', undefined, ['port=8081', 'metricsPort=null']);
+  });
 });
 
 // The scheduler's metricsPort, on by default: a replica has one port, which a
