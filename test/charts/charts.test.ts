@@ -830,6 +830,11 @@ describe('charts/scheduler: metricsPort', { skip }, () => {
     assert.equal((monitor.spec as { endpoints: { port: string }[] }).endpoints[0]!.port, 'http');
     await assert.rejects(render('scheduler', undefined, ['metricsPort=70000']), /metricsPort/);
   });
+
+  it('refuses port and metricsPort the same, naming both', async () => {
+    await assert.rejects(render('scheduler', undefined, ['port=7071']), /metricsPort \(7071\) .*port/);
+    await render('scheduler', undefined, ['port=7071', 'metricsPort=null']);
+  });
 });
 
 // Runtimes have no Service: a PodMonitor scrapes each pod on the health
