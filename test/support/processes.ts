@@ -4,16 +4,15 @@
 // considered up when it logs its `ready` line. Every process is killed when
 // the test process exits or is ended by a signal, whatever happened.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { compileCacheDirectory } from './compile-cache.ts';
 
 export type AppName = 'scheduler' | 'runtime' | 'gateway';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-let cacheDirectory: string | undefined;
 /**
  * The environment that has an app load its modules through Node's compile
  * cache, as `switchyard up` starts its components: from the second start on
@@ -22,9 +21,7 @@ let cacheDirectory: string | undefined;
  * NODE_DISABLE_COMPILE_CACHE turns it off.
  */
 export function compileCacheEnv(): Record<string, string> {
-  // Asked once: a second enableCompileCache() answers with the per-version folder inside the first.
-  cacheDirectory ??= enableCompileCache().directory ?? '';
-  return cacheDirectory ? { NODE_COMPILE_CACHE: cacheDirectory } : {};
+  return compileCacheDirectory ? { NODE_COMPILE_CACHE: compileCacheDirectory } : {};
 }
 
 const LOG_LINES_MAX = 2000;
