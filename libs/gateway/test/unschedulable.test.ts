@@ -5,20 +5,16 @@
 // up within a second or so.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { createGateway, type Gateway } from '@switchyard/gateway';
 import { startSchedulerDouble, type SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
 
-/** An address where nothing listens: a port just freed. */
-async function deadAddress(): Promise<string> {
-  const probe: Server = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return `http://127.0.0.1:${port}`;
-}
+/**
+ * An address where nothing listens: port 1 on loopback. Not a port just
+ * freed, which port 0 hands to the next listener of a test running beside.
+ */
+const DEAD_ADDRESS = 'http://127.0.0.1:1';
 
 describe('a 503 unschedulable', () => {
   let scheduler: SchedulerDouble;
@@ -44,7 +40,7 @@ describe('a 503 unschedulable', () => {
     },
     {
       name: 'asks for 1 s when every runtime of the class was excluded: it could not be dialled just now',
-      offer: async () => [{ id: 'rt-gone', address: await deadAddress() }],
+      offer: async () => [{ id: 'rt-gone', address: DEAD_ADDRESS }],
       retryAfter: '1',
     },
   ];

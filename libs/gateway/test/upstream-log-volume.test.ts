@@ -94,15 +94,12 @@ describe('runtimes that cannot be dialled', () => {
   const { lines, logger } = recorder();
   let front: Awaited<ReturnType<typeof gatewayOver>>;
   before(async () => {
-    // Two addresses nothing listens on any more: every dial is refused, so each initialize is rescheduled.
-    const closed = await Promise.all(
-      ['rt-a', 'rt-b'].map(async (id) => {
-        const server = createServer();
-        const address = await listening(server);
-        await new Promise((resolve) => server.close(resolve));
-        return { id, address };
-      }),
-    );
+    // Ports 1 and 2 on loopback, where nothing listens: every dial is refused, so each initialize is
+    // rescheduled. Not a port just freed: port 0 hands it to the next listener of a test running beside.
+    const closed = [
+      { id: 'rt-a', address: 'http://127.0.0.1:1' },
+      { id: 'rt-b', address: 'http://127.0.0.1:2' },
+    ];
     front = await gatewayOver(closed, logger);
   });
   after(() => front.close());
