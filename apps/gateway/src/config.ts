@@ -10,6 +10,7 @@ import {
 } from '@switchyard/gateway';
 import {
   ConfigError,
+  connectionsMaxField,
   httpUrl,
   processConfigFields,
   redisUrlField,
@@ -162,14 +163,9 @@ export const gatewayConfigSchema = z.object({
     .describe(
       'How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Clients are told 5 s in Keep-Alive, so those that read it (MCP SDKs) close theirs sooner and hold no idle connection per session at the gateway.',
     ),
-  connectionsMax: z
-    .number()
-    .int()
-    .min(1)
-    .default(16_384)
-    .describe(
-      'Most client connections the /mcp listener holds at once (event streams, requests, idle keep-alive ones); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Sized for 10,000 idle event streams (about 30 KB each, see docs/benchmarks.md) with room for requests; raise it with the memory limit.',
-    ),
+  connectionsMax: connectionsMaxField(
+    'Most client connections the /mcp listener holds at once (event streams, requests, idle keep-alive ones); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Sized for 10,000 idle event streams (about 30 KB each, see docs/benchmarks.md) with room for requests; raise it with the memory limit.',
+  ),
   tls: tlsFilesField(
     'the gateway serves /mcp over HTTPS',
     'TLS on the /mcp listener, for clients that reach the gateway without a TLS-ending Ingress or load balancer in front.',

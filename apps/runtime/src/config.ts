@@ -6,7 +6,14 @@ import {
   isRuntimeVersion,
   metadataProblems,
 } from '@switchyard/protocol';
-import { hostIdentityField, httpUrl, processConfigFields, redisUrlField, timerBounded } from '@switchyard/service';
+import {
+  connectionsMaxField,
+  hostIdentityField,
+  httpUrl,
+  processConfigFields,
+  redisUrlField,
+  timerBounded,
+} from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
 // its own state store; the same limits here refuse at start what would otherwise fail each
@@ -143,14 +150,9 @@ export const runtimeConfigSchema = z.object({
         .describe(
           'Base URL gateways dial for the direct listener, e.g. http://<pod IP>:<port>; needed when host is 0.0.0.0 or ::, which no other machine can dial.',
         ),
-      connectionsMax: z
-        .number()
-        .int()
-        .min(1)
-        .default(16_384)
-        .describe(
-          "Most connections the direct listener holds at once (gateways' requests and event streams, idle keep-alive ones); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it above the event streams gateways hold open to this runtime, and raise it with the memory limit.",
-        ),
+      connectionsMax: connectionsMaxField(
+        "Most connections the direct listener holds at once (gateways' requests and event streams, idle keep-alive ones); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it above the event streams gateways hold open to this runtime, and raise it with the memory limit.",
+      ),
     })
     .prefault({})
     .describe('Direct listener.'),

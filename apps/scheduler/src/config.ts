@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { RUNTIME_LIMITS } from '@switchyard/protocol';
-import { hostIdentityField, httpUrl, processConfigFields, timerBounded, tlsFilesField } from '@switchyard/service';
+import {
+  connectionsMaxField,
+  hostIdentityField,
+  httpUrl,
+  processConfigFields,
+  timerBounded,
+  tlsFilesField,
+} from '@switchyard/service';
 
 /** Shortest join or API token taken, inline or from a file: a short one is guessed too easily. */
 export const TOKEN_LENGTH_MIN = 16;
@@ -100,14 +107,9 @@ export const schedulerConfigSchema = z.object({
     .describe(
       `File of API tokens, one per line; re-read when it changes (for mounted Secrets). A line shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file. Named, the API wants a token even while the file lists none (emptied, missing, or of short lines only): it refuses every caller then, never opens.`,
     ),
-  connectionsMax: z
-    .number()
-    .int()
-    .min(1)
-    .default(16_384)
-    .describe(
-      "Most connections the replica's listener holds at once, of every kind (runtime tunnels, gateways' relay, /api/proxy and HTTP/2 connections, peers, connections still sending their headers); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it well above maxRuntimes plus the /api/proxy connections of a burst of calls (one per call in flight).",
-    ),
+  connectionsMax: connectionsMaxField(
+    "Most connections the replica's listener holds at once, of every kind (runtime tunnels, gateways' relay, /api/proxy and HTTP/2 connections, peers, connections still sending their headers); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it well above maxRuntimes plus the /api/proxy connections of a burst of calls (one per call in flight).",
+  ),
   maxRuntimes: z.number().int().min(1).default(1000).describe('Most runtime tunnels this replica holds at once.'),
   tunnel: z
     .object({

@@ -10,6 +10,7 @@ import {
 } from '@switchyard/protocol';
 import { createSandboxHost } from '@switchyard/sandbox';
 import {
+  CONNECTIONS_MAX_DEFAULT,
   SERVER_KEEP_ALIVE_MS,
   capConnections,
   closeServer,
@@ -59,9 +60,6 @@ const CLOSE_GRACE_MS = 20_000;
 
 /** How often a draining node looks whether it still holds a sandbox. */
 const DRAIN_CHECK_MS = 250;
-
-/** The direct listener's connectionsMax when none is given, as a gateway's and a scheduler replica's. */
-const DIRECT_CONNECTIONS_MAX = 16_384;
 
 /** Period of the handle that keeps the process alive; its callback does nothing. */
 const KEEP_ALIVE_INTERVAL_MS = 3_600_000;
@@ -119,7 +117,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
     // Without a cap, a flood of connections to the pod IP is bounded only by descriptors and memory, which
     // the sandboxes share: past those the runtime dies with every session it hosts.
-    const connectionsMax = options.direct.connectionsMax ?? DIRECT_CONNECTIONS_MAX;
+    const connectionsMax = options.direct.connectionsMax ?? CONNECTIONS_MAX_DEFAULT;
     capConnections(direct, { connectionsMax, metrics: options.metrics, logger, clock });
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
     directUrl = (options.direct.advertiseUrl ?? `http://${urlHost(options.direct.host)}:{port}`).replace(

@@ -4,6 +4,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
 import {
+  CONNECTIONS_MAX_DEFAULT,
   SERVER_KEEP_ALIVE_MS,
   SERVER_TIMEOUT_CHECK_INTERVAL_MS,
   capConnections,
@@ -25,12 +26,6 @@ import { createReplicaMetrics } from './metrics.ts';
 import type { SchedulerReplicaOptions } from './options.ts';
 import { createLiveUi, uiStateOf } from './ui.ts';
 import { UnschedulableLog } from './unschedulable-log.ts';
-
-/**
- * Connections the listener holds at once by default: a thousand runtime tunnels, a burst of a few
- * thousand `/api/proxy` calls (one connection each) and gateways' relays, with room to spare.
- */
-const CONNECTIONS_MAX = 16_384;
 
 /**
  * How long a connection may take to send its request's headers, and, over TLS, its handshake before them:
@@ -95,7 +90,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // The connect path answers whoever reaches it: a flood of connections must not take the descriptors and
   // memory the tunnels held here live on.
   capConnections(server, {
-    connectionsMax: options.connectionsMax ?? CONNECTIONS_MAX,
+    connectionsMax: options.connectionsMax ?? CONNECTIONS_MAX_DEFAULT,
     metrics: options.metrics,
     logger,
     clock,

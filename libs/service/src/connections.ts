@@ -2,6 +2,14 @@ import type { Server } from 'node:net';
 import { Throttle, systemClock, type Clock } from '@switchyard/clock';
 import type { Metrics } from './metrics.ts';
 
+/**
+ * A listener's connectionsMax when none is given: the gateway's /mcp port
+ * (10,000 idle event streams with room for requests), a scheduler replica's
+ * (a thousand tunnels and a burst of /api/proxy calls, one connection each)
+ * and a runtime's direct listener.
+ */
+export const CONNECTIONS_MAX_DEFAULT = 16_384;
+
 /** At most one warning about refused connections in this long; the next says how many it stands for. */
 export const CONNECTIONS_REFUSED_LOG_INTERVAL_MS = 10_000;
 

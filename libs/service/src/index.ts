@@ -32,7 +32,7 @@ export {
   deadlineOptions,
 } from './http.ts';
 export type { CloseServerOptions, CloseResult, RequestDeadlines } from './http.ts';
-export { capConnections, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
+export { capConnections, CONNECTIONS_MAX_DEFAULT, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
 export type { ConnectionCapOptions } from './connections.ts';
 export { createProbeServer } from './probe-server.ts';
 export type { ProbeServerOptions } from './probe-server.ts';
@@ -53,4 +53,5 @@ export {
   TIMER_DELAY_MS_MAX,
   httpUrl,
   redisUrlField,
+  connectionsMaxField,
 } from './config/common.ts';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { IDENTITY_VALUE_PATTERN } from '@switchyard/protocol';
 import { LOG_LEVELS } from '../logger.ts';
 import { redisUrlProblem } from '../redis-url.ts';
+import { CONNECTIONS_MAX_DEFAULT } from '../connections.ts';
 
 /**
  * Longest delay a Node.js timer keeps (2^31 - 1 ms, 24.8 days): a longer one
@@ -23,6 +24,11 @@ export function timerBounded(schema: z.ZodNumber, unitMs = 1): z.ZodNumber {
  */
 export function httpUrl() {
   return z.url().refine((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL');
+}
+
+/** A listener's connectionsMax option (see capConnections), described by `description`: what it holds, how to size it. */
+export function connectionsMaxField(description: string) {
+  return z.number().int().min(1).default(CONNECTIONS_MAX_DEFAULT).describe(description);
 }
 
 /** An optional Redis URL option, checked at start (`redisUrlProblem`) and redacted; `what` opens its description. */
