@@ -3,46 +3,15 @@
 // any upgrade): no refusal shows it, and http2 must not be redialled for ever.
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Clock } from '@switchyard/clock';
 import { dialTunnel } from '../src/index.ts';
 import type { Tunnel, TunnelDialer } from '../src/index.ts';
 import { HTTP2_RETRY_MS, HTTP2_SILENT_TUNNELS_MAX } from '../src/auto-transport.ts';
-import { captureLogger, runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
-import type { Scheduler } from './helpers.ts';
+import { captureLogger, runtimeInfo, startScheduler, TOKEN, until, upgradeDropper } from './helpers.ts';
 
 /** Longer than the retry period, so no heartbeat timer is mistaken for a redial. */
 const PING_MS = 2 * 60 * 60_000;
-
-/**
- * A front before `scheduler`: WebSocket upgrades go on to it; the http2
- * upgrade is answered 101 and its connection closed at once.
- */
-async function websocketOnlyFront(
-  scheduler: Scheduler,
-): Promise<{ url: string; http2: () => number; close: () => void }> {
-  const server = http.createServer();
-  let http2 = 0;
-  server.on('upgrade', (req, socket, head) => {
-    if (req.headers.upgrade === 'websocket') return scheduler.endpoint.handleUpgrade(req, socket, head);
-    http2++;
-    socket.on('error', () => {});
-    socket.end(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade}\r\n\r\n`);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    http2: () => http2,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
-}
 
 describe('transport auto', () => {
   const open: { dialers: TunnelDialer[]; closers: (() => unknown)[] } = { dialers: [], closers: [] };
@@ -54,7 +23,7 @@ describe('transport auto', () => {
   it('dials WebSocket after http2 tunnels dropped before the scheduler spoke, and tries http2 again later', async () => {
     const scheduler = await startScheduler();
     open.closers.push(() => scheduler.close());
-    const front = await websocketOnlyFront(scheduler);
+    const front = await upgradeDropper(scheduler);
     open.closers.push(front.close);
     const tunnels: Tunnel[] = [];
     scheduler.events.on('tunnel', (t: Tunnel) => tunnels.push(t));
@@ -79,14 +48,14 @@ describe('transport auto', () => {
     open.dialers.push(dialer);
     /** Runs the pending redial, then waits for its connect to be answered: over http2 (dropped) or a tunnel. */
     const nextDial = async (): Promise<void> => {
-      const before = front.http2() + tunnels.length;
+      const before = front.dropped() + tunnels.length;
       await until(() => redials.length > 0);
       await manual.advance(redials.splice(0).at(-1)!);
-      await until(() => front.http2() + tunnels.length > before);
+      await until(() => front.dropped() + tunnels.length > before);
     };
-    const dials = (): [number, string[]] => [front.http2(), tunnels.map((t) => t.transport)];
+    const dials = (): [number, string[]] => [front.dropped(), tunnels.map((t) => t.transport)];
 
-    await until(() => front.http2() === 1);
+    await until(() => front.dropped() === 1);
     for (let i = 1; i < HTTP2_SILENT_TUNNELS_MAX; i++) await nextDial();
     assert.deepEqual(dials(), [HTTP2_SILENT_TUNNELS_MAX, []]);
     await nextDial();

@@ -3,15 +3,12 @@
 // refuses it) must not be redialled at the first backoff step for ever.
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Clock } from '@switchyard/clock';
 import { dialTunnel } from '../src/index.ts';
 import type { Tunnel, TunnelDialer } from '../src/index.ts';
 import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED } from '../src/flap-log.ts';
-import { captureLogger, runtimeInfo, startScheduler, TOKEN, until } from './helpers.ts';
+import { captureLogger, runtimeInfo, startScheduler, TOKEN, until, upgradeDropper } from './helpers.ts';
 import type { LogLine } from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
@@ -28,28 +25,6 @@ function recordingClock(): { clock: Clock; manual: ManualClock; delays: number[]
     setTimeout: (fn, ms) => (delays.push(ms), manual.setTimeout(fn, ms)),
   };
   return { clock, manual, delays };
-}
-
-/** A peer that answers the upgrade (101, whichever the runtime asked for) and closes the connection at once. */
-async function dropAfterUpgrade(): Promise<{ url: string; upgrades: () => number; close: () => void }> {
-  const server = http.createServer();
-  let upgrades = 0;
-  server.on('upgrade', (req, socket) => {
-    upgrades++;
-    // The runtime's HTTP/2 preface may meet the closed socket: its reset is the point here, not a failure.
-    socket.on('error', () => {});
-    socket.end(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade}\r\n\r\n`);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    upgrades: () => upgrades,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
 }
 
 /** The dialer's `tunnel …` lines, as `level msg` and the fields the test looks at. */
@@ -88,7 +63,7 @@ describe('a flapping tunnel', () => {
   };
 
   it('dropped right after each upgrade, is redialled with a growing, capped backoff, not at the first step for ever', async () => {
-    const peer = await dropAfterUpgrade();
+    const peer = await upgradeDropper();
     open.peers.push(peer.close);
     const { clock, manual, delays } = recordingClock();
     const redials = (): number[] => delays.filter((ms) => ms !== PING_MS);
@@ -105,9 +80,9 @@ describe('a flapping tunnel', () => {
       assert.equal(delays.filter((ms) => ms === PING_MS).length, i + 1, `tunnel ${i + 1} was up`);
       assert.equal(redials()[i], delayMs, `redial ${i + 1} after ${redials()[i]} ms`);
       await manual.advance(delayMs - 1);
-      assert.equal(peer.upgrades(), i + 1, `no dial ${i + 2} before ${delayMs} ms`);
+      assert.equal(peer.dropped(), i + 1, `no dial ${i + 2} before ${delayMs} ms`);
       await manual.advance(1);
-      await until(() => peer.upgrades() === i + 2);
+      await until(() => peer.dropped() === i + 2);
     }
   });
 
@@ -146,7 +121,7 @@ describe('a flapping tunnel', () => {
   });
 
   it('logs its first flaps, then one connect and disconnect per interval saying how many it held back', async () => {
-    const peer = await dropAfterUpgrade();
+    const peer = await upgradeDropper();
     open.peers.push(peer.close);
     const { clock, manual, delays } = recordingClock();
     const { logger, lines } = captureLogger();
@@ -165,7 +140,7 @@ describe('a flapping tunnel', () => {
       await until(() => redials().length === dial);
       if (dial < dials) await manual.advance(redials()[dial - 1]!);
     }
-    assert.equal(peer.upgrades(), dials);
+    assert.equal(peer.dropped(), dials);
     assert.equal(FLAP_LOG_INTERVAL_MS, 300_000, 'the dials below are counted for 5 min');
     assert.equal(FLAPS_LOGGED, 3, 'the dials below are counted for three logged in full');
     // Dials 1 to 3 are logged; dial 16 (at 331 s) is the first 5 min after dial 3 (3 s); dial 26 (631 s) the next.

@@ -164,3 +164,35 @@ export async function closesWithin(stream: http2.Http2Stream, limitMs: number): 
   // Not events.once: a reset comes with an 'error' first, which would reject it.
   await within(new Promise((resolve) => stream.once('close', resolve)), limitMs, 'the stream is still open');
 }
+
+/**
+ * A peer that answers an upgrade with 101 (whichever the runtime asked for)
+ * and closes the connection at once; with `websocketTo`, WebSocket upgrades
+ * go on to that scheduler instead (a front that passes only WebSocket but
+ * claims any upgrade). `dropped` counts the upgrades answered and dropped.
+ */
+export async function upgradeDropper(
+  websocketTo?: Scheduler,
+): Promise<{ url: string; dropped: () => number; close: () => void }> {
+  const server = http.createServer();
+  let dropped = 0;
+  server.on('upgrade', (req, socket, head) => {
+    if (websocketTo && req.headers.upgrade === 'websocket') {
+      return websocketTo.endpoint.handleUpgrade(req, socket, head);
+    }
+    dropped++;
+    // The runtime's HTTP/2 preface may meet the closed socket: its reset is the point here, not a failure.
+    socket.on('error', () => {});
+    socket.end(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade}\r\n\r\n`);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    dropped: () => dropped,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
