@@ -32,6 +32,20 @@ function redialCounting(clock: ManualClock): { clock: Clock; redials: () => numb
   };
 }
 
+/** A runtime `id` dialling `scheduler` on `clock`, redialling every REDIAL_MS (no backoff), its own pings off. */
+function redialingDialer(scheduler: Scheduler, clock: Clock, id: string): TunnelDialer {
+  return dialTunnel({
+    url: scheduler.url,
+    token: TOKEN,
+    info: runtimeInfo(id),
+    handler: (_req, res) => res.end(),
+    clock,
+    random: () => 0,
+    backoff: { initialMs: REDIAL_MS, maxMs: REDIAL_MS },
+    pingIntervalMs: 24 * 60 * 60_000,
+  });
+}
+
 /** The scheduler's tunnel lines of one runtime, as `msg` and `unlogged`. */
 function tunnelLines(lines: LogLine[], runtime: string): [string, number | undefined][] {
   return lines
@@ -85,16 +99,7 @@ describe("the scheduler's tunnel lines", () => {
       tunnels.push(t);
       if (!keep) t.close('dropped after the upgrade');
     });
-    const dialer = dialTunnel({
-      url: scheduler.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-loud'),
-      handler: (_req, res) => res.end(),
-      clock: runtime.clock,
-      random: () => 0,
-      backoff: { initialMs: REDIAL_MS, maxMs: REDIAL_MS },
-      pingIntervalMs: 24 * 60 * 60_000,
-    });
+    const dialer = redialingDialer(scheduler, runtime.clock, 'rt-loud');
     open.dialers.push(dialer);
     /** Waits for tunnel `n` to be lost to the runtime, then runs its redial. */
     const flap = async (n: number, advanceMs = REDIAL_MS): Promise<void> => {
@@ -145,16 +150,7 @@ describe("the scheduler's tunnel lines", () => {
     const runtime = redialCounting(clock);
     const tunnels: Tunnel[] = [];
     scheduler.events.on('tunnel', (t: Tunnel) => tunnels.push(t));
-    const dialer = dialTunnel({
-      url: scheduler.url,
-      token: TOKEN,
-      info: runtimeInfo('rt-calm'),
-      handler: (_req, res) => res.end(),
-      clock: runtime.clock,
-      random: () => 0,
-      backoff: { initialMs: REDIAL_MS, maxMs: REDIAL_MS },
-      pingIntervalMs: 24 * 60 * 60_000,
-    });
+    const dialer = redialingDialer(scheduler, runtime.clock, 'rt-calm');
     open.dialers.push(dialer);
     // Lost at once, many times over, each after a good while up, its pings answered: no flapping, every line
     // logged.
