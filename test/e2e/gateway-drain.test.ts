@@ -2,9 +2,12 @@
 // event streams (`GET /mcp`) it carries once its listener stops accepting, so
 // their clients open them again (with Last-Event-ID) on another replica,
 // rather than hold them on a gateway that is going away until its shutdown
-// deadline (30 s) cuts them. A tool call in flight is still answered.
+// deadline (30 s) cuts them. A tool call in flight is still answered. A
+// connection that has sent nothing (a load balancer's pre-opened one, a
+// browser's preconnect) does not hold the exit either.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { LEGACY, initializeBody, post, toolCallBody } from './support.ts';
 
@@ -21,6 +24,10 @@ describe('a gateway stopped with SIGTERM while it carries event streams', () => 
   });
 
   it('ends them at once, lets a tool call in flight finish, and exits without waiting for its deadline', async () => {
+    const silent = net.connect(Number(new URL(cluster.gatewayUrl()).port), '127.0.0.1');
+    silent.on('error', () => {});
+    silent.resume();
+    await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
     const url = cluster.gatewayUrl();
     const init = await post(url, initializeBody());
     assert.equal(init.status, 200, init.text);
@@ -55,5 +62,6 @@ describe('a gateway stopped with SIGTERM while it carries event streams', () => 
     await gateway.exited;
     const exitedMs = Date.now() - stoppedAt;
     assert.ok(exitedMs < SLEEP_MS + 5000, `the gateway exited ${exitedMs} ms after SIGTERM`);
+    silent.destroy();
   });
 });

@@ -1,5 +1,5 @@
-import type { AddressInfo } from 'node:net';
-import type { Server, ServerOptions } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, Server, ServerOptions } from 'node:http';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { urlHost } from './url-host.ts';
@@ -104,9 +104,12 @@ export function deadlineOptions(deadlines: RequestDeadlines = {}): ServerOptions
 
 /**
  * Binds `server` with a backlog of LISTEN_BACKLOG and resolves with the bound
- * address (port 0 picks a free port); rejects with a ListenError.
+ * address (port 0 picks a free port); rejects with a ListenError. Watches
+ * the connections it accepts until their first request, so that
+ * `closeServer` can close those that never sent a byte.
  */
 export function listen(server: Server, options: { host: string; port: number }): Promise<AddressInfo> {
+  watchFirstRequests(server);
   return new Promise((resolve, reject) => {
     const onError = (error: Error): void => reject(new ListenError(options.host, options.port, error));
     server.once('error', onError);
@@ -141,16 +144,63 @@ export interface CloseResult {
   readonly forced: boolean;
 }
 
-/** Idle sockets re-checked this often, so keep-alive connections leave as soon as their last response ends. */
+/** Per server `listen` bound: its connections that have not begun a request yet. */
+const beforeFirstRequest = new WeakMap<Server, Set<Socket>>();
+
+/**
+ * Keeps in a set each connection `server` hands to HTTP/1.1 until it begins
+ * its first request (or closes). One listener per server, shared by every
+ * socket, and the set holds none of the long-lived connections (event
+ * streams have begun theirs): nothing per idle stream.
+ */
+function watchFirstRequests(server: Server): void {
+  if (beforeFirstRequest.has(server)) return;
+  const waiting = new Set<Socket>();
+  beforeFirstRequest.set(server, waiting);
+  function begun(this: Socket): void {
+    waiting.delete(this);
+    this.off('close', begun);
+  }
+  // An HTTPS server hands HTTP/1.1 the decrypted connection, once the handshake is done.
+  server.on('addContext' in server ? 'secureConnection' : 'connection', (socket: Socket) => {
+    waiting.add(socket);
+    socket.on('close', begun);
+  });
+  server.on('request', (req: IncomingMessage) => begun.call(req.socket));
+}
+
+/**
+ * Closes the connections that have sent no byte since the last sweep (the
+ * first sweep marks them: a request on its way when the server stops is
+ * not cut). Node's `server.close()` stops the check of `headersTimeout`, and
+ * `closeIdleConnections()` does not take a connection without a request for
+ * idle, so each would hold the close until its deadline. Connections with a
+ * request begun (its headers still arriving, say) or upgraded (which sent
+ * one) are left alone.
+ */
+function closeSilentConnections(server: Server, silentBefore: WeakSet<Socket>): void {
+  for (const socket of beforeFirstRequest.get(server) ?? []) {
+    if (socket.bytesRead > 0) continue;
+    if (silentBefore.has(socket)) socket.destroy();
+    else silentBefore.add(socket);
+  }
+}
+
+/**
+ * Idle sockets re-checked this often, so keep-alive connections leave as soon as their last response ends,
+ * and silent ones one to two sweeps after the close.
+ */
 const IDLE_SWEEP_MS = 50;
 const closing = new WeakMap<Server, Promise<CloseResult>>();
 
 /**
- * Stops accepting, closes idle keep-alive connections, lets in-flight
- * requests finish, and at `timeoutMs` cuts whatever is left (a hung SSE
- * stream, say). Idempotent: a second call returns the first call's promise.
+ * Stops accepting, closes idle keep-alive connections and (on a server
+ * bound by `listen`) those that have sent nothing, lets in-flight requests
+ * finish, and at `timeoutMs` cuts whatever is left (a hung SSE stream, say).
+ * Idempotent: a second call returns the first call's promise.
  * Not covered: sockets taken over by an `upgrade` handler (WebSockets) are
- * no longer the server's; close those in a shutdown hook.
+ * no longer the server's; close those in a shutdown hook. A TLS handshake
+ * still under way ends at the server's `handshakeTimeout`.
  */
 export function closeServer(server: Server, options: CloseServerOptions): Promise<CloseResult> {
   const existing = closing.get(server);
@@ -158,7 +208,11 @@ export function closeServer(server: Server, options: CloseServerOptions): Promis
   const clock = options.clock ?? systemClock;
   const done = new Promise<CloseResult>((resolve) => {
     let forced = false;
-    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    const silent = new WeakSet<Socket>();
+    const sweep = setInterval(() => {
+      server.closeIdleConnections();
+      closeSilentConnections(server, silent);
+    }, IDLE_SWEEP_MS);
     sweep.unref();
     const deadline = clock.setTimeout(() => {
       forced = true;
@@ -171,6 +225,7 @@ export function closeServer(server: Server, options: CloseServerOptions): Promis
       resolve({ forced });
     });
     server.closeIdleConnections();
+    closeSilentConnections(server, silent);
   });
   closing.set(server, done);
   return done;
