@@ -3,7 +3,7 @@
 // from @switchyard/gateway and serves it with probes and metrics.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import v8 from 'node:v8';
-import { createGateway, type TokenOption } from '@switchyard/gateway';
+import { answerClientError, createGateway, type TokenOption } from '@switchyard/gateway';
 import {
   capConnections,
   createLifecycle,
@@ -189,6 +189,8 @@ const secure =
       handler,
     );
 const server = secure || http.createServer(accepted, handler);
+// What Node's parser refuses (a header block past maxHeaderSize among them) is answered with a JSON-RPC body too.
+server.on('clientError', answerClientError);
 // Deadlines on receiving a request, not on answering it: an SSE stream
 // answering a complete request stays open for hours. The gateway answers a
 // POST body still arriving at bodyTimeoutMs with a 408 itself; Node's

@@ -1,4 +1,5 @@
 export { createGateway } from './gateway.ts';
+export { answerClientError } from './client-error.ts';
 export type { Gateway, GatewayHandler, GatewayStats } from './gateway.ts';
 export { GATEWAY_DEFAULTS, REDIS_KEY_PREFIX_PATTERN } from './options.ts';
 export type {
