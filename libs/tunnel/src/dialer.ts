@@ -9,7 +9,7 @@ import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
 import { AutoTransport, HTTP2_RETRY_MS } from './auto-transport.ts';
-import { FlapLog } from './flap-log.ts';
+import { FlapLog, GOOD_AFTER_PINGS } from './flap-log.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { livenessHeaderValue, type Liveness } from './liveness.ts';
 import { LengthDeclaringResponse } from './response.ts';
@@ -65,17 +65,6 @@ const TOKEN_RECHECK_MS = 1_000;
 /** Failed dials in a row between two `scheduler unreachable` lines (the first is logged). */
 const UNREACHABLE_LOGGED_EVERY = 10;
 
-/**
- * Pings a tunnel answers before it counts as good and the backoff starts
- * over: two ping intervals (10 s by default). A proxy that drops the
- * connection after the upgrade, or a scheduler that takes the tunnel and
- * then drops it, closes it before the first ping or within the first
- * interval; a tunnel that carried pings both ways past the second interval
- * was up, and its loss is news. One ping alone would count a peer that
- * drops the tunnel a few seconds in as good.
- */
-const GOOD_AFTER_PINGS = 2;
-
 /** The runtime's side: keeps one tunnel to the scheduler up. */
 export interface TunnelDialer {
   /** True while a tunnel is open. */
@@ -94,7 +83,7 @@ export interface TunnelDialer {
  * Dials the scheduler and serves HTTP/2 on the upgraded connection,
  * reconnecting forever with exponential backoff and jitter (250 ms doubling
  * to 30 s by default). The backoff starts over once a tunnel has answered
- * two pings (two ping intervals, 10 s by default), so a runtime that lost a
+ * GOOD_AFTER_PINGS pings (two ping intervals, 10 s by default), so a runtime that lost a
  * good tunnel redials at the first step; each tunnel in a row dropped
  * sooner (a proxy cutting it after the upgrade, a scheduler refusing it
  * once taken) moves the next redial a step on, so such a tunnel is not

@@ -103,10 +103,8 @@ class Endpoint implements TunnelEndpoint {
     this.#refusals = new RefusalLog(this.#logger, this.#clock);
     this.#pingIntervalMs = o.pingIntervalMs ?? TUNNEL_DEFAULTS.pingIntervalMs;
     this.#pingTimeoutMs = o.pingTimeoutMs ?? this.#pingIntervalMs;
-    // A tunnel up two ping intervals, its pings answered, is good, as the runtime's dialer counts it
-    // (GOOD_AFTER_PINGS).
     const runtimesMax = Math.max(o.maxRuntimes * 4, 1024);
-    this.#lines = new TunnelLog(this.#logger, this.#clock, 2 * this.#pingIntervalMs, runtimesMax);
+    this.#lines = new TunnelLog(this.#logger, this.#clock, runtimesMax);
     // Microseconds of wall time: a restarted scheduler still hands out higher generations.
     this.#generation = this.#clock.now() * 1000;
     this.#revocations = watchTokenRevocations({ tokens: o.tokens, clock: this.#clock });

@@ -18,6 +18,20 @@ export const FLAP_LOG_INTERVAL_MS = 5 * 60_000;
  */
 export const FLAPS_LOGGED = 3;
 
+/**
+ * Pings of its own an end of a tunnel sees answered before it counts the
+ * tunnel as good: its runtime's flapping is over, and the runtime's backoff
+ * starts over. Two take two ping intervals (10 s by default). A proxy that
+ * drops the connection after the upgrade, or a scheduler that takes the
+ * tunnel and then drops it, closes it before the first ping or within the
+ * first interval; a tunnel that carried pings past the second interval was
+ * up, and its loss is news. One ping alone would count a peer that drops the
+ * tunnel, or goes silent, a few seconds in as good. The runtime's dialer and
+ * the scheduler's `TunnelLog` both count to this, each its own pings, so both
+ * ends judge a tunnel alike.
+ */
+export const GOOD_AFTER_PINGS = 2;
+
 const FLAP = 'flap';
 
 /** How a tunnel that went down ended, for its line. */

@@ -1,6 +1,6 @@
-import type { Clock, Timer } from '@switchyard/clock';
+import type { Clock } from '@switchyard/clock';
 import type { TunnelLogger } from './defaults.ts';
-import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED } from './flap-log.ts';
+import { FLAP_LOG_INTERVAL_MS, FLAPS_LOGGED, GOOD_AFTER_PINGS } from './flap-log.ts';
 
 /** One accepted tunnel's lines, from `TunnelLog.opened` to its `closed`. */
 export interface TunnelLife {
@@ -24,30 +24,28 @@ interface Flapping {
 /**
  * The scheduler's `tunnel open` and `tunnel closed` lines, per runtime as
  * the runtime's own dialer keeps its lines (`FlapLog`). A tunnel is good
- * once it has been up `goodAfterMs` and the runtime answered a ping on it
- * (as the dialer counts only answered pings: a silent tunnel lives until its
- * ping timeout, which by default ends it exactly `goodAfterMs` after it
- * opened); one that closes before it is good is a flap; after FLAPS_LOGGED
- * flaps in a row, a runtime's tunnels are logged (open and close) once per
- * FLAP_LOG_INTERVAL_MS, the open line counting those held back meanwhile
- * (`unlogged`). A tunnel held back that turns good ends the
- * flapping and logs its `tunnel open` then, so a runtime's last line says
- * whether it is connected. A runtime that flaps is held to its own backoff
- * (about one tunnel per 30 s), but one without it, or many at once, would
- * otherwise write two lines a tunnel. Runtimes remembered: `runtimesMax`
- * (past it the memory starts over; only flapping runtimes are kept).
+ * once the runtime has answered GOOD_AFTER_PINGS of the scheduler's pings on
+ * it, as the dialer counts its own (a silent tunnel is never good, however
+ * long its ping timeout lets it live); one that closes before it is good is
+ * a flap; after FLAPS_LOGGED flaps in a row, a runtime's tunnels are logged
+ * (open and close) once per FLAP_LOG_INTERVAL_MS, the open line counting
+ * those held back meanwhile (`unlogged`). A tunnel held back that turns good
+ * ends the flapping and logs its `tunnel open` then, so a runtime's last
+ * line says whether it is connected. A runtime that flaps is held to its own
+ * backoff (about one tunnel per 30 s), but one without it, or many at once,
+ * would otherwise write two lines a tunnel. Runtimes remembered:
+ * `runtimesMax` (past it the memory starts over; only flapping runtimes are
+ * kept).
  */
 export class TunnelLog {
   readonly #logger: TunnelLogger;
   readonly #clock: Clock;
-  readonly #goodAfterMs: number;
   readonly #runtimesMax: number;
   readonly #flapping = new Map<string, Flapping>();
 
-  constructor(logger: TunnelLogger, clock: Clock, goodAfterMs: number, runtimesMax: number) {
+  constructor(logger: TunnelLogger, clock: Clock, runtimesMax: number) {
     this.#logger = logger;
     this.#clock = clock;
-    this.#goodAfterMs = goodAfterMs;
     this.#runtimesMax = runtimesMax;
   }
 
@@ -60,23 +58,19 @@ export class TunnelLog {
     let said = unlogged !== undefined;
     let good = false;
     let ended = false;
-    let upLongEnough = false;
-    let answered = false;
-    const judge = (): void => {
-      if (ended || good || !upLongEnough || !answered) return;
-      good = true;
-      said = this.#good(runtime, line, said) || said;
-    };
-    const timer: Timer = this.#clock.setTimeout(() => ((upLongEnough = true), judge()), this.#goodAfterMs);
+    let pings = 0;
     return {
       get quiet() {
         return !said;
       },
-      answered: () => ((answered = true), judge()),
+      answered: () => {
+        if (ended || good || ++pings < GOOD_AFTER_PINGS) return;
+        good = true;
+        said = this.#good(runtime, line, said) || said;
+      },
       closed: (reason) => {
         if (ended) return;
         ended = true;
-        timer.cancel();
         if (!good) this.#flap(runtime);
         if (said) this.#logger.info({ ...line, reason, upMs: this.#clock.now() - openedAt }, 'tunnel closed');
       },
