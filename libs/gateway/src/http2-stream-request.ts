@@ -9,6 +9,8 @@ export interface Connection {
   readonly session: http2.ClientHttp2Session;
   /** `host:port`, shared by every stream's `:authority`. */
   readonly authority: string;
+  /** `http` (h2c) or `https` (ALPN h2), every stream's `:scheme`: the origin's, as RFC 9113 §8.3.1 asks. */
+  readonly scheme: string;
   open: number;
   /** False once the peer sent GOAWAY or the session failed: no new streams. */
   usable: boolean;
@@ -44,7 +46,7 @@ export class StreamRequest implements Dispatcher.DispatchController {
     // Aborted while starting (the client left first): nothing is sent.
     if (request.#done) return;
     const c = connection();
-    const headers = [':method', options.method, ':authority', c.authority, ':scheme', 'http', ':path', options.path];
+    const headers = [':method', options.method, ':authority', c.authority, ':scheme', c.scheme, ':path', options.path];
     for (const [name, value] of Object.entries((options.headers ?? {}) as Record<string, string>)) {
       headers.push(name, value);
     }

@@ -102,7 +102,8 @@ export class Http2EventStreams implements Dispatch {
       maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,
       settings: { enablePush: false },
     });
-    const connection: Connection = { session, authority: new URL(origin).host, open: 0, usable: true };
+    const { host, protocol } = new URL(origin);
+    const connection: Connection = { session, authority: host, scheme: protocol.slice(0, -1), open: 0, usable: true };
     const connectTimer = setTimeout(() => {
       // The code undici gives the same failure, so isConnectFailure reads both alike.
       const error = Object.assign(new Error(`connect to ${origin} timed out`), { code: 'UND_ERR_CONNECT_TIMEOUT' });

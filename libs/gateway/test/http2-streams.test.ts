@@ -9,8 +9,10 @@ import { once } from 'node:events';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import tls from 'node:tls';
 import { after, afterEach, describe, it } from 'node:test';
 import type { Dispatcher } from 'undici';
+import { certificateFor127 } from '@switchyard/service/testing';
 import { Http2EventStreams } from '../src/http2-streams.ts';
 import { isConnectFailure } from '../src/upstream.ts';
 import { until } from './until.ts';
@@ -57,7 +59,7 @@ const GET = (origin: string, path = '/mcp'): Dispatcher.DispatchOptions => ({
 });
 
 describe('Http2EventStreams', () => {
-  const servers: Array<http2.Http2Server | net.Server> = [];
+  const servers: Array<http2.Http2Server | http2.Http2SecureServer | net.Server> = [];
   const clients: Http2EventStreams[] = [];
   const client = (streamsPerConnection = 100, idleTimeoutMs = 60_000, pingIntervalMs = 60_000): Http2EventStreams => {
     const c = new Http2EventStreams({ streamsPerConnection, connectTimeoutMs: 2000, idleTimeoutMs, pingIntervalMs });
@@ -116,6 +118,41 @@ describe('Http2EventStreams', () => {
     assert.equal(seen.ended, true);
     assert.equal(seen.error, undefined);
   });
+
+  // A front that routes or checks by :scheme (RFC 9113 §8.3.1: the target URI's) must see https on TLS.
+  const certificate = certificateFor127();
+  it(
+    'says :scheme https on an https: origin (ALPN h2), http on an h2c one',
+    { skip: 'missing' in certificate && certificate.missing },
+    async () => {
+      if ('missing' in certificate) return;
+      const schemes: Array<string | undefined> = [];
+      const answer = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
+        schemes.push(headers[':scheme']);
+        stream.respond({ ':status': 200 });
+        stream.end();
+      };
+      const secure = http2.createSecureServer({ ...certificate, settings: {} });
+      secure.on('stream', answer);
+      secure.listen(0, '127.0.0.1');
+      await once(secure, 'listening');
+      servers.push(secure);
+      const plain = await h2c(answer);
+      const defaults = tls.getCACertificates('default');
+      tls.setDefaultCACertificates([...defaults, certificate.cert]);
+      try {
+        for (const origin of [`https://127.0.0.1:${(secure.address() as AddressInfo).port}`, plain.origin]) {
+          const { handler, seen } = record();
+          client().dispatch(GET(origin), handler);
+          await seen.settled;
+          assert.equal(seen.status, 200, String(seen.error));
+        }
+      } finally {
+        tls.setDefaultCACertificates(defaults);
+      }
+      assert.deepEqual(schemes, ['https', 'http']);
+    },
+  );
 
   it('opens many streams on one connection, and a second one past the cap', async () => {
     const { origin, sessions } = await h2c((stream) => stream.respond({ ':status': 200 }));
