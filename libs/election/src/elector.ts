@@ -49,9 +49,10 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * client-go, also when we retake our own stale lease, so every
  * `onStartedLeading` sees a term larger than any before it), or raised past
  * a term `termExists` reported. A leader renews every `retryPeriodMs`; if no
- * renewal that STARTED within the last `renewDeadlineMs` succeeded, it stops
- * leading — the signal aborts at once — and goes on as a candidate. It never
- * exits the process.
+ * renewal that STARTED within the last `renewDeadlineMs` succeeded, or a
+ * renewal reads the lease held by another (deleted and created again, say),
+ * it stops leading — the signal aborts at once, before the new holder is
+ * reported — and goes on as a candidate. It never exits the process.
  *
  * Guarantee, given the assumptions below: two electors sharing a lease never
  * report `isLeader` at the same time. A leader's claim ends at
@@ -65,6 +66,9 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * work must fence its writes with the term. Absolute clock offsets do not
  * matter: nobody compares another replica's timestamps with its own clock.
  * `onNewLeader` reports what this replica observed, which may lag. A lease
+ * deleted under a leader is taken at once by whoever creates it again: the
+ * two overlap until the old leader's next renewal reads it (about one
+ * `retryPeriodMs`), the new one at a higher term. A lease
  * deleted and created again by an elector that never read it starts over at
  * term 0: one elector never leads twice at a term, but another may lead at
  * a term used before until `termExists` has raised it past the old ones.
@@ -204,8 +208,12 @@ export class LeaderElector {
       const leaseTransitions = this.#leadership?.term ?? this.#nextTerm(this.#observed);
       return this.#stored(seq, await this.#lock.create({ ...fresh, leaseTransitions }));
     }
-    this.#observe(current);
     const other = current.holderIdentity !== undefined && current.holderIdentity !== this.#identity;
+    // Another holder wrote the lease (it was deleted and created again, or our claim was outlived): it is not
+    // ours, whatever our renew deadline says. Ended before the new holder is reported, so that no one acts on
+    // it (a follower dialling that holder) while this replica still leads. client-go's IsLeader turns false here.
+    if (other && this.#leadership) this.#stepDown(`lease held by ${current.holderIdentity}`);
+    this.#observe(current);
     if (other && this.#observedAtMs + current.leaseDurationSeconds * 1000 > this.#clock.now()) return undefined;
     const keep = !other && current.holderIdentity !== undefined && this.#leadership !== undefined;
     const next: LeaseRecord = {

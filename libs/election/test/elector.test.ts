@@ -329,6 +329,32 @@ describe('a lease deleted under running electors', () => {
     assert.ok(lease.read()!.leaseTransitions > 1);
   });
 
+  it('a leader whose renewal finds another holder steps down at once, not at its renew deadline', async () => {
+    const lease = deletableLease();
+    const { clock } = lease;
+    const a = lease.elector('a');
+    const b = lease.elector('b');
+    a.start();
+    await clock.advance(0);
+    b.start();
+    await clock.advance(700);
+    // Deleted between a's renewals and created at once by b (which had read a's, at term 0): the lease a
+    // renewed no longer exists, and nothing makes b wait for a's claim to run out.
+    const at = new Date(clock.now());
+    lease.delete({
+      holderIdentity: 'b',
+      leaseDurationSeconds: 15,
+      acquireTime: at,
+      renewTime: at,
+      leaseTransitions: 1,
+    });
+    await clock.advance(2_000); // a's renewal reads the lease b holds; b takes it up
+    assert.equal(b.isLeader, true);
+    assert.equal(a.isLeader, false, 'a leads no longer once it has read the lease held by b, not until 10 s');
+    assert.equal(lease.read()!.holderIdentity, 'b');
+    assert.deepEqual(lease.started, ['a:0', 'b:2']);
+  });
+
   it('never leads again at a term it led, when the lease is created again below it by one that never read it', async () => {
     const lease = deletableLease();
     const { clock } = lease;
@@ -350,7 +376,7 @@ describe('a lease deleted under running electors', () => {
       renewTime: at,
       leaseTransitions: 0,
     });
-    await clock.advance(30_000); // a steps down at its renew deadline and takes the lease once 'gone' expired
+    await clock.advance(30_000); // a steps down as it reads 'gone', and takes the lease once that expired
     assert.equal(a.isLeader, true);
     assert.deepEqual(lease.started, ['b:0', 'a:1', 'a:2'], 'a leads again above its own term 1, not at it');
   });
