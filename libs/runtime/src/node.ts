@@ -17,6 +17,7 @@ import {
   deadlineOptions,
   listen,
   metricsHandler,
+  tcpKeepAliveOptions,
   urlHost,
 } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
@@ -112,8 +113,12 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   if (options.direct) {
     // Gateways send their headers at once; anyone else on the network who reaches the port must not hold
     // connections to it for Node's 60 s (checked every 30 s). Bodies keep Node's 300 s: a gateway streams
-    // a client's body as it arrives, for up to its own bodyTimeoutMs.
-    const direct = http.createServer(deadlineOptions(), requireBearer(options.direct.tokens, route, logger));
+    // a client's body as it arrives, for up to its own bodyTimeoutMs. TCP keepalive finds a gateway whose host
+    // vanished while its streams here were silent: nothing else would, before a write to it failed.
+    const direct = http.createServer(
+      { ...deadlineOptions(), ...tcpKeepAliveOptions() },
+      requireBearer(options.direct.tokens, route, logger),
+    );
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
     // Without a cap, a flood of connections to the pod IP is bounded only by descriptors and memory, which
     // the sandboxes share: past those the runtime dies with every session it hosts.

@@ -12,6 +12,7 @@ import {
   listen,
   metricsHandler,
   serveH2c,
+  tcpKeepAliveOptions,
   type TlsPair,
 } from '@switchyard/service';
 import { RELAY, runtimeStateOf } from '@switchyard/protocol';
@@ -75,7 +76,13 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // An `Upgrade: h2c` offer (curl --http2, Java's HttpClient on http: URLs) is ignored, as RFC 9113 §3.2
   // allows: the request is served over HTTP/1.1, not taken for an upgrade this port has no handler for.
   const shouldUpgradeCallback = (req: IncomingMessage): boolean => req.headers.upgrade?.trim().toLowerCase() !== 'h2c';
-  const accepted = { shouldUpgradeCallback, connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS };
+  // A gateway's stream through here (HTTP/1.1, HTTP/2 or a relay) holds a stream of a runtime's tunnel, and
+  // this side never pings: TCP keepalive finds a gateway whose host vanished while its streams were silent.
+  const accepted = {
+    shouldUpgradeCallback,
+    connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS,
+    ...tcpKeepAliveOptions(),
+  };
   const server = options.tls
     ? https.createServer({
         ...options.tls,

@@ -55,14 +55,29 @@ export const SERVER_KEEP_ALIVE_MS = 65_000;
 /**
  * How long an accepted connection may go without a byte before the kernel
  * probes its peer (TCP keepalive; Node's libuv then probes every second, ten
- * times). A client whose host vanished without a FIN or RST (powered off,
- * cut off by a NAT) on an event stream that carries nothing for hours is
- * otherwise only found when a write to it fails: the stream, and what it
- * holds upstream, stay open until then. With this, it is closed about 70 s
- * after its last traffic; a peer that is there (a load balancer included)
- * answers the probes in the kernel, unseen by the app.
+ * times). A peer whose host vanished without a FIN or RST (powered off, cut
+ * off by a NAT) on a connection that carries nothing (an event stream silent
+ * for hours, an HTTP/2 connection whose streams are) is otherwise only found
+ * when a write to it fails: the connection, and what it holds (a stream
+ * upstream), stay open until then. With this, it is closed about 70 s after
+ * its last traffic; a peer that is there (a load balancer included) answers
+ * the probes in the kernel, unseen by the app. Not sooner on a connection
+ * the server writes to: the kernel sends no probe while data it sent waits
+ * for an acknowledgement, and gives that up after its retransmission timeout
+ * (about 15 min with Linux defaults).
  */
 export const SERVER_TCP_KEEP_ALIVE_DELAY_MS = 60_000;
+
+/**
+ * Options for `http.createServer` and `https.createServer` that turn TCP
+ * keepalive on for every connection the server accepts, probing after
+ * SERVER_TCP_KEEP_ALIVE_DELAY_MS idle. Set at accept, before any protocol
+ * sees the socket: connections routed to HTTP/2 (serveH2c) or handed to an
+ * `upgrade` handler keep it.
+ */
+export function tcpKeepAliveOptions(): Pick<ServerOptions, 'keepAlive' | 'keepAliveInitialDelay'> {
+  return { keepAlive: true, keepAliveInitialDelay: SERVER_TCP_KEEP_ALIVE_DELAY_MS };
+}
 
 /**
  * How often a server checks its `headersTimeout` and `requestTimeout`

@@ -30,6 +30,7 @@ export {
   SERVER_TIMEOUT_CHECK_INTERVAL_MS,
   INTERNAL_HEADERS_TIMEOUT_MS,
   deadlineOptions,
+  tcpKeepAliveOptions,
 } from './http.ts';
 export type { CloseServerOptions, CloseResult, RequestDeadlines } from './http.ts';
 export { capConnections, CONNECTIONS_MAX_DEFAULT, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
