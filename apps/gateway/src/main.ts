@@ -17,7 +17,7 @@ import {
   secretSource,
   appTls,
   urlHost,
-  SERVER_TCP_KEEP_ALIVE_DELAY_MS,
+  tcpKeepAliveOptions,
   SERVER_TIMEOUT_CHECK_INTERVAL_MS,
   LINGER_DEFAULTS,
 } from '@switchyard/service';
@@ -169,15 +169,18 @@ const metricsServer =
     ? undefined
     : createProbeServer({ registry: metrics.registry, healthz: lifecycle.healthzHandler });
 const tls = appTls('switchyard-gateway', config.tls, logger);
-// The gateway writes nothing of its own on an idle event stream: TCP keepalive
-// finds a client whose host vanished without closing its connection.
-const tcpKeepAlive = { keepAlive: true, keepAliveInitialDelay: SERVER_TCP_KEEP_ALIVE_DELAY_MS };
 // Node's parser refuses a header block past its own limit (16 KiB by default) before the gateway
 // sees it, so a headerBytesMax above that would never be reached: the parser takes as much. (It
 // counts names, values and the request target; the gateway names and values, 4 bytes more a field.)
 // Never less than Node's default: under it the gateway refuses a block itself, with a JSON-RPC body.
 const maxHeaderSize = Math.max(config.headerBytesMax, http.maxHeaderSize);
-const accepted = { ...tcpKeepAlive, connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS, maxHeaderSize };
+// The gateway writes nothing of its own on an idle event stream: TCP keepalive
+// finds a client whose host vanished without closing its connection.
+const accepted = {
+  ...tcpKeepAliveOptions(),
+  connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS,
+  maxHeaderSize,
+};
 // Node's default handshake timeout, 120 s, would let a client that never completes TLS hold its
 // connection four times as long as one that never sends its headers.
 const secure =
