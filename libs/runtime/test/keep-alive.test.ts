@@ -6,17 +6,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** A loopback port with nothing listening (bound, then released). */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+/**
+ * A loopback port nothing listens on: a privileged port no test binds, not one just released, which a
+ * test running alongside may take meanwhile.
+ */
+const DEAD_PORT = 1;
 
 function script(port: number, closeAfterMs: number | undefined): string {
   return `
@@ -41,7 +37,7 @@ const cases = [
 describe('runtime node process lifetime', () => {
   for (const c of cases) {
     it(c.name, async () => {
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script(await deadPort(), c.closeAfterMs)], {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script(DEAD_PORT, c.closeAfterMs)], {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';
