@@ -35,8 +35,10 @@ export interface ChildOptions {
  * EXIT_GRACE_MS later, and SIGKILL after as long again; it resolves once the
  * child has exited. A child that exits on its own takes what is left of its
  * group with it. `onclose` comes once the child has exited and its stdout is
- * read to the end. A stdout line that is not JSON is skipped; one longer than
- * STDOUT_LINE_BYTES_MAX stops the child at once (SIGTERM, then as close()).
+ * read to the end, or EXIT_GRACE_MS after its exit at the latest (a process
+ * outside its group may hold its pipes). A stdout line that is not JSON is
+ * skipped; one longer than STDOUT_LINE_BYTES_MAX stops the child at once
+ * (SIGTERM, then as close()).
  */
 export class ChildTransport implements Transport {
   onclose?: Transport['onclose'];
@@ -101,9 +103,14 @@ export class ChildTransport implements Transport {
     child.stdout!.on('error', (error) => this.onerror?.(error));
     this.#closed = new Promise((resolve) =>
       child.once('exit', () => {
-        // What the child started dies with it; its stdout then ends even if one of them held it.
+        // What the child started dies with it. What escaped its group (a daemon in a session of its
+        // own) may hold its stdout or stderr for ever, and 'close' waits for both: without the cut,
+        // the child's death would never be seen and close() would never resolve.
         signalGroup(pid, 'SIGKILL');
-        const late = setTimeout(() => child.stdout!.destroy(), EXIT_GRACE_MS);
+        const late = setTimeout(() => {
+          child.stdout!.destroy();
+          child.stderr!.destroy();
+        }, EXIT_GRACE_MS);
         late.unref();
         child.once('close', () => {
           clearTimeout(late);

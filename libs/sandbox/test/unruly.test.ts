@@ -47,6 +47,7 @@ describe('stdio servers that misbehave', () => {
         stubborn: unrulyClass('stubborn'),
         garbage: unrulyClass('garbage'),
         exit: unrulyClass('exit'),
+        escaped: unrulyClass('escaped'),
         // One line past the 10 MiB a stdout message may take.
         huge: unrulyClass('huge', String(10 * 1024 * 1024 + 1)),
         // Through a shell that does not exec it, as `npx` and `uvx` run servers: the server is a grandchild.
@@ -100,6 +101,32 @@ describe('stdio servers that misbehave', () => {
       assert.deepEqual(await again.listToolNames(), ['echo']);
     });
   }
+
+  it('a server that dies while a helper out of its group holds its stderr: the call in flight gets a JSON-RPC error within seconds, and the sandbox goes', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, headers('escaped', 'escaped-1'));
+    open.push(c);
+    const named = () =>
+      logger.lines
+        .filter((l) => l.obj.event === 'sandbox.stderr' && l.obj.class === 'escaped')
+        .map((l) => /^unruly: helper pid (\d+)$/.exec(String(l.obj.line))?.[1])
+        .find((pid) => pid !== undefined);
+    await waitFor('the helper to name itself', () => named() !== undefined);
+    const helper = Number(named());
+    try {
+      const started = Date.now();
+      await assert.rejects(
+        (c.raw as Client).callTool({ name: 'echo', arguments: {} }, { timeout: CALL_TIMEOUT_MS }),
+        (e: Error & { code?: unknown }) => typeof e.code === 'number' && /closed/i.test(e.message),
+      );
+      assert.ok(Date.now() - started < CALL_TIMEOUT_MS / 2, `answered after ${Date.now() - started} ms`);
+      await waitFor('the sandbox to be reported removed', () => !reporter.processes.has('escaped-1'));
+      assert.equal(host.stats().sandboxes, 0);
+      // What the runtime cannot reach (see watchGroup): the helper lives on, and the pipe with it.
+      assert.ok(alive(helper), 'the helper outlived its server');
+    } finally {
+      if (alive(helper)) process.kill(helper, 'SIGKILL');
+    }
+  });
 
   for (const [cls, exitCode, signal] of [
     ['crash-told', 7, null],
