@@ -88,7 +88,7 @@ export function answerWriter(
  * runtime hold every event sent to it from then on. Ending the response
  * instead bounds that: a client that reads again gets what was written,
  * then the end of the stream, and resumes it (a legacy session keeps its
- * last 1,000 events for that) or opens another.
+ * last 1,000 events, up to 8 MiB, for that) or opens another.
  */
 async function copy(
   body: ReadableStream<Uint8Array>,

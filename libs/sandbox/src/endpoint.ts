@@ -38,6 +38,12 @@ export interface EndpointDeps {
 const SERVER_INFO = { name: 'switchyard-sandbox', version: '0.1.0' };
 /** SSE events kept per legacy session for `Last-Event-ID` resumption. */
 const SESSION_EVENTS_MAX = 1000;
+/**
+ * Bytes of those events kept per legacy session: a resume wants the last
+ * few events of a stream, and this holds thousands of small ones or a few
+ * results of megabytes, where a count alone let a session hold gigabytes.
+ */
+const SESSION_EVENT_BYTES_MAX = 8 * 1024 * 1024;
 /** Reconnect delay suggested to clients on SSE streams. */
 const SSE_RETRY_MS = 1000;
 
@@ -249,7 +255,7 @@ export class McpEndpoint {
     const { server, detach } = serverFor(sandbox);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => sessionId,
-      eventStore: new SessionEventStore(SESSION_EVENTS_MAX),
+      eventStore: new SessionEventStore(SESSION_EVENTS_MAX, SESSION_EVENT_BYTES_MAX),
       retryInterval: SSE_RETRY_MS,
     });
     const session: Session = {

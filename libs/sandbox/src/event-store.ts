@@ -2,24 +2,35 @@ import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 
 /**
  * One legacy session's SSE history, so a client that lost a stream can
- * resume it with `Last-Event-ID`. Bounded: the oldest events are dropped
- * past `eventsMax`, and a resume from a dropped id replays nothing (the
- * client then only sees new events).
+ * resume it with `Last-Event-ID`. Bounded by count and by size: the oldest
+ * events are dropped past `eventsMax` events or `bytesMax` bytes of JSON (an
+ * event bigger than `bytesMax` is not kept at all), and a resume from a
+ * dropped id replays nothing (the client then only sees new events).
  */
 export class SessionEventStore implements EventStore {
   readonly #eventsMax: number;
-  readonly #events = new Map<string, { streamId: string; message: JSONRPCMessage }>();
+  readonly #bytesMax: number;
+  readonly #events = new Map<string, { streamId: string; message: JSONRPCMessage; bytes: number }>();
+  #bytes = 0;
   #seq = 0;
 
-  constructor(eventsMax: number) {
+  constructor(eventsMax: number, bytesMax: number) {
     this.#eventsMax = eventsMax;
+    this.#bytesMax = bytesMax;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     // Ids carry the stream so a resume knows its stream even after eviction.
     const id = `${streamId}_${++this.#seq}`;
-    this.#events.set(id, { streamId, message });
-    if (this.#events.size > this.#eventsMax) this.#events.delete(this.#events.keys().next().value!);
+    // A count alone lets tool results of megabytes each pile up to gigabytes in one session.
+    const bytes = Buffer.byteLength(JSON.stringify(message));
+    this.#events.set(id, { streamId, message, bytes });
+    this.#bytes += bytes;
+    while (this.#events.size > this.#eventsMax || this.#bytes > this.#bytesMax) {
+      const [oldest, event] = this.#events.entries().next().value!;
+      this.#events.delete(oldest);
+      this.#bytes -= event.bytes;
+    }
     return id;
   }
 
