@@ -36,7 +36,9 @@ export interface RegistryOptions {
 const TOMBSTONES_MAX = 1024;
 
 /**
- * Reference-counted sandboxes, bounded by `sandboxesMax`. A sandbox is
+ * Reference-counted sandboxes, bounded by `sandboxesMax`: those alive, those
+ * starting and those removed but still being destroyed (a stdio server may
+ * take seconds to exit, and it holds its memory until it has). A sandbox is
  * destroyed `expireMs` after its last holder leaves; it is reported to the
  * state store on creation and removal, and the idle weight follows every
  * change.
@@ -71,8 +73,7 @@ export class SandboxRegistry {
 
   /** Idle weight: sandboxes this runtime can still take. */
   idleWeight(): Record<string, number> {
-    const active = this.#sandboxes.size + this.#creating.size;
-    return { sandboxes: Math.max(0, this.#opts.sandboxesMax - active) };
+    return { sandboxes: Math.max(0, this.#opts.sandboxesMax - this.#held()) };
   }
 
   /**
@@ -120,9 +121,11 @@ export class SandboxRegistry {
     const destroyed = sandbox.instance.destroy(reason).catch((error: unknown) => {
       this.#opts.logger.warn({ event: 'sandbox.destroy_failed', sandbox: id, err: String(error) }, 'destroy failed');
     });
+    // Its place is given back, in the idle weight too, once it is gone, not once it is removed.
     this.#destroying.add(destroyed);
     await destroyed;
     this.#destroying.delete(destroyed);
+    this.#reportWeight();
     return true;
   }
 
@@ -139,7 +142,7 @@ export class SandboxRegistry {
   async #create(className: string, cls: ClassRuntime, id: string, ephemeral: boolean): Promise<Sandbox> {
     const pending = this.#creating.get(id);
     if (pending) return pending;
-    if (this.#sandboxes.size + this.#creating.size >= this.#opts.sandboxesMax) {
+    if (this.#held() >= this.#opts.sandboxesMax) {
       throw new SwitchyardError('capacity_exhausted', `sandbox limit reached (${this.#opts.sandboxesMax})`);
     }
     const promise = this.#start(className, cls, id, ephemeral);
@@ -197,8 +200,12 @@ export class SandboxRegistry {
     sandbox.expiry = undefined;
     this.#sandboxes.delete(sandbox.id);
     this.#opts.reporter.removeProcess(sandbox.id);
-    this.#reportWeight();
     this.#opts.onRemoved(sandbox);
+  }
+
+  /** Sandboxes counted against `sandboxesMax`: alive, starting, and still being destroyed. */
+  #held(): number {
+    return this.#sandboxes.size + this.#creating.size + this.#destroying.size;
   }
 
   #reportWeight(): void {

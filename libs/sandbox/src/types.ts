@@ -70,7 +70,11 @@ export interface SandboxHostOptions {
   readonly classes: Readonly<Record<string, EngineConfig>>;
   /** Engines referenced by `{engine: 'custom', name}` classes. */
   readonly engines?: Readonly<Record<string, Engine>>;
-  /** Most sandboxes alive at once (warm-pool sandboxes not counted). */
+  /**
+   * Most sandboxes alive at once, counting those starting and those still
+   * being destroyed (a stdio server in its exit grace); warm-pool sandboxes
+   * not counted.
+   */
   readonly sandboxesMax: number;
   /** A legacy session with no request for this long is closed. */
   readonly sessionIdleMs: number;

@@ -275,6 +275,39 @@ describe('closing a host while a stdio sandbox is being destroyed', () => {
   });
 });
 
+describe('a stdio sandbox still being destroyed', () => {
+  it('counts toward sandboxesMax until its server is gone: no more servers run than the limit', async () => {
+    const reporter = new RecordingReporter();
+    const host = testHost({
+      runtimeId: 'rt-dying',
+      classes: { stubborn: unrulyClass('stubborn') },
+      sandboxesMax: 1,
+      reporter,
+    });
+    const served = await serveHttp1(host);
+    const servers = () => descendants().filter((p) => p.cmdline.split(' ')[1] === unruly);
+    const headers = (process: string) => ({ 'x-switchyard-class': 'stubborn', 'x-switchyard-process': process });
+    try {
+      const first = await connect('v2-legacy', served.url, served.fetch, headers('dying-1'));
+      const server = servers()[0]?.pid;
+      assert.ok(server, 'the server process is found');
+      await first.close(); // its sandbox expires at once; its server takes seconds to go (stdin EOF, SIGTERM ignored)
+      assert.ok(alive(server), 'the server is still going');
+      assert.deepEqual(reporter.weight, { sandboxes: 0 });
+      await assert.rejects(connect('v2-legacy', served.url, served.fetch, headers('dying-2')), /sandbox limit reached/);
+      assert.equal(servers().length, 1, 'one server at a time');
+      await waitFor('the first server to be gone', () => !alive(server), 8_000);
+      await waitFor('the idle weight to come back', () => reporter.weight.sandboxes === 1);
+      const second = await connect('v2-legacy', served.url, served.fetch, headers('dying-2'));
+      assert.deepEqual(await second.listToolNames(), ['echo']);
+      await second.close();
+    } finally {
+      await served.close();
+      await host.close();
+    }
+  });
+});
+
 describe('a warm pool of a server that exits at once', () => {
   it('logs its failed start with the exit code and last stderr lines', async () => {
     const logger = captureLogger();
