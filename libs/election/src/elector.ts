@@ -1,6 +1,6 @@
 import { sleep } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { SwitchyardError } from '@switchyard/protocol';
+import { SwitchyardError, TERM_MAX } from '@switchyard/protocol';
 import { isLeaseConflict } from './errors.ts';
 import type { LeaseLock, LeaseRecord } from './lock.ts';
 import { resolveTiming } from './settings.ts';
@@ -128,9 +128,17 @@ export class LeaderElector {
    * the next leadership this elector takes, its own lease included, is at a
    * term above `term`. Other electors learn nothing from it: they go on from
    * the lease, which then carries the higher term. Idempotent; a lower `term`
-   * than before changes nothing.
+   * than before changes nothing. A `term` of `TERM_MAX` or above is ignored
+   * (and logged): no Lease can carry a term above it, so this elector could
+   * never lead again, and stepping down would hand the lease to electors
+   * that cannot lead above it either. No leader held such a term: whoever
+   * claims it is broken or hostile.
    */
   termExists(term: number): void {
+    if (term >= TERM_MAX) {
+      this.#options.logger?.warn({ term, termMax: TERM_MAX }, 'ignored a term no lease can be taken above');
+      return;
+    }
     this.#termFloor = Math.max(this.#termFloor, term + 1);
     if (this.#leadership && this.#leadership.term <= term) this.#stepDown(`term ${term} was seen elsewhere`);
   }
@@ -227,9 +235,14 @@ export class LeaderElector {
     return this.#stored(seq, await this.#lock.update(next));
   }
 
-  /** The term of a new leadership: past the lease we last read (0 if none) and past any term we were told exists. */
+  /**
+   * The term of a new leadership: past the lease we last read (0 if none) and past any term we were told exists.
+   * Throws rather than return one past `TERM_MAX`, which a Kubernetes Lease refuses.
+   */
   #nextTerm(last: LeaseRecord | undefined): number {
-    return Math.max(last ? last.leaseTransitions + 1 : 0, this.#termFloor);
+    const term = Math.max(last ? last.leaseTransitions + 1 : 0, this.#termFloor);
+    if (term > TERM_MAX) throw new SwitchyardError('internal', `no term left above ${TERM_MAX} to lead at`);
+    return term;
   }
 
   #stored(seq: number, record: LeaseRecord): LeaseRecord | undefined {

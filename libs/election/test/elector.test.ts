@@ -2,6 +2,7 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { LeaderElector, MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
+import { TERM_MAX } from '@switchyard/protocol';
 import type { LeaderElectorOptions, LeadershipContext, LeaseLock, LeaseRecord } from '@switchyard/election';
 
 const START_MS = 1_000_000;
@@ -413,5 +414,40 @@ describe('a leader told of a higher term', () => {
     a.start();
     await h.clock.advance(0);
     assert.equal(a.term, 8, 'a lease created above the term it was told of');
+  });
+
+  // A Kubernetes Lease stores the term as an int32 and refuses a write past it: a leader that stepped down to
+  // lead above such a term could never lead again, nor could any elector told of it.
+  it('ignores a term that leaves no term a Lease can store above it, and keeps leading at its own', async () => {
+    const warnings: string[] = [];
+    const logger = { info() {}, warn: (_fields: object, message: string) => void warnings.push(message) };
+    const h = harness();
+    const a = h.elector('a', { logger });
+    a.start();
+    await h.clock.advance(0);
+    for (const term of [TERM_MAX, TERM_MAX + 1, 2 ** 40]) a.termExists(term);
+    await h.clock.advance(4_000);
+    assert.equal(a.ctx!.signal.aborted, false);
+    assert.equal(h.store.read()!.leaseTransitions, 0);
+    assert.deepEqual(h.events, ['a started term 0 @0']);
+    assert.equal(warnings.filter((w) => w === 'ignored a term no lease can be taken above').length, 3);
+  });
+
+  it('never writes a term past TERM_MAX, even above a lease that holds it', async () => {
+    const h = harness();
+    const at = new Date(h.clock.now());
+    h.store.create({
+      holderIdentity: 'gone',
+      leaseDurationSeconds: 15,
+      acquireTime: at,
+      renewTime: at,
+      leaseTransitions: TERM_MAX,
+    });
+    const a = h.elector('a');
+    a.start();
+    await h.clock.advance(30_000); // long past the expiry of gone's lease
+    assert.equal(a.isLeader, false);
+    assert.equal(h.store.read()!.holderIdentity, 'gone');
+    assert.equal(h.store.read()!.leaseTransitions, TERM_MAX);
   });
 });

@@ -4,8 +4,8 @@ import { listOf } from './list.ts';
 import { clusterOpSchema } from './ops.ts';
 import { runtimeStateSchema } from './runtime.ts';
 import { snapshotSchema } from './snapshot.ts';
+import { termSchema } from './term.ts';
 
-const termSchema = z.number().int().min(0);
 const epochSchema = z.number().int().min(0);
 
 /** A follower's part: the runtimes whose tunnels it holds, full or as changes since a base. */

@@ -41,6 +41,7 @@ export { PROTO_KEY_MESSAGE } from './map.ts';
 export { runtimeOpSchema, clusterOpSchema, toClusterOp } from './ops.ts';
 export type { RuntimeOp, ClusterOp } from './ops.ts';
 export { snapshotSchema } from './snapshot.ts';
+export { TERM_MAX } from './term.ts';
 export type { Snapshot } from './snapshot.ts';
 export {
   RULE_OPS,

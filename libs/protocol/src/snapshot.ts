@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { listOf } from './list.ts';
 import { runtimeStateSchema } from './runtime.ts';
+import { termSchema } from './term.ts';
 
 /**
  * The cluster state of one epoch, in wire form. Runtimes appear in any order;
@@ -8,7 +9,7 @@ import { runtimeStateSchema } from './runtime.ts';
  */
 export const snapshotSchema = z.strictObject({
   epoch: z.number().int().min(0),
-  term: z.number().int().min(0),
+  term: termSchema,
   runtimes: listOf(runtimeStateSchema, 100_000),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;

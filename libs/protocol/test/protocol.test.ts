@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import {
   ERROR_CODES,
   SwitchyardError,
+  TERM_MAX,
   isIdentityValue,
   jsonRpcError,
   parseWith,
@@ -72,6 +73,15 @@ describe('schemas name the offending field', () => {
     const parsed = parseWith(syncMessageSchema, { type: 'announce', term: -1, epoch: 1 });
     assert.equal(parsed.ok, false);
     assert.match(!parsed.ok ? parsed.error : '', /^term: /);
+  });
+  it('rejects a term past what a Lease stores (int32), in messages and snapshots alike', () => {
+    assert.equal(TERM_MAX, 2 ** 31 - 1);
+    const ok = parseWith(syncMessageSchema, { type: 'error', term: TERM_MAX, epoch: 1, reason: 'fenced' });
+    assert.equal(ok.ok, true);
+    const error = parseWith(syncMessageSchema, { type: 'error', term: TERM_MAX + 1, epoch: 1, reason: 'fenced' });
+    assert.match(!error.ok ? error.error : '', /^term: /);
+    const snapshot = parseWith(snapshotSchema, { epoch: 1, term: TERM_MAX + 1, runtimes: [] });
+    assert.match(!snapshot.ok ? snapshot.error : '', /^term: /);
   });
 });
 
