@@ -75,6 +75,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     destination: terminalLines('switchyard'),
   });
   const token = newJoinToken();
+  // The replicas' own: the runtimes' join token admits no peer to their epoch sync.
+  const peerToken = newJoinToken();
   const store = new MemoryLeaseStore();
   const replicas: SchedulerReplica[] = [];
   const runtimes: RuntimeNode[] = [];
@@ -102,6 +104,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           lock: createMemoryLock(store),
           election: { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 },
           joinTokens: () => [token],
+          peerTokens: () => [peerToken],
           logger: child(logger, `scheduler-${i}`),
           metrics: createMetrics('scheduler'),
         }),

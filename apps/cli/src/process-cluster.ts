@@ -112,6 +112,8 @@ async function stop(started: readonly Started[]): Promise<void> {
 export async function startProcessCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-'));
   const token = newJoinToken();
+  // The replicas' own: the runtimes' join token admits no peer to their epoch sync.
+  const peerToken = newJoinToken();
   const echoLevel = LEVELS[options.logLevel] ?? WARN;
   const started: Started[] = [];
   // Ctrl-C reaches the whole process group; this covers an abrupt exit of the parent.
@@ -134,6 +136,7 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
           ...['--election.backend', 'file', '--election.lease-file', join(dir, 'lease.json')],
           ...['--election.lease-duration-ms', '3000', '--election.renew-deadline-ms', '2000'],
           ...['--election.retry-period-ms', '500', '--join-tokens', token, '--drain-delay-ms', '0'],
+          ...['--peer-tokens', peerToken],
         ],
         echoLevel,
       );

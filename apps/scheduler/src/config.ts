@@ -9,7 +9,7 @@ import {
   tlsFilesField,
 } from '@switchyard/service';
 
-/** Shortest join or API token taken, inline or from a file: a short one is guessed too easily. */
+/** Shortest join, peer or API token taken, inline or from a file: a short one is guessed too easily. */
 export const TOKEN_LENGTH_MIN = 16;
 
 const positiveMs = (defaultMs: number, text: string) =>
@@ -93,6 +93,19 @@ export const schedulerConfigSchema = z.object({
     .optional()
     .describe(
       `File of join tokens, one per line; re-read when it changes (for mounted Secrets). A line shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file.`,
+    ),
+  peerTokens: z
+    .array(z.string().min(TOKEN_LENGTH_MIN))
+    .default([])
+    .meta({ secret: true })
+    .describe(
+      "Tokens the cluster's replicas share to sync epochs: each admits a peer to the sync, and a follower presents them to its leader. With none here and no peerTokenFile, the join tokens do both, so whoever holds a runtime's join token can sync as a follower and report runtimes of its own making: give every replica the same peer tokens.",
+    ),
+  peerTokenFile: z
+    .string()
+    .optional()
+    .describe(
+      `File of peer tokens, one per line; re-read when it changes (for mounted Secrets). A line shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file. Named, join tokens admit no peer even while the file lists none (emptied, missing, or of short lines only): no peer syncs then.`,
     ),
   apiTokens: z
     .array(z.string().min(TOKEN_LENGTH_MIN))

@@ -69,7 +69,10 @@ async function leaseLock(election: SchedulerConfig['election']): Promise<LeaseLo
  * the option to: a short line in the file is left out (read again when the
  * file changes), and the file is named in a warning each time it has some.
  */
-function tokens(option: 'joinTokens' | 'apiTokens', file: 'joinTokenFile' | 'apiTokenFile') {
+function tokens(
+  option: 'joinTokens' | 'peerTokens' | 'apiTokens',
+  file: 'joinTokenFile' | 'peerTokenFile' | 'apiTokenFile',
+) {
   return secretSource(config[option], config[file], {
     lengthMin: TOKEN_LENGTH_MIN,
     onShort: (path, count) =>
@@ -99,6 +102,24 @@ const joinTokens = warnWhenEmpty(tokens('joinTokens', 'joinTokenFile'), () =>
   logger.warn({ file: config.joinTokenFile }, 'no join tokens configured: no runtime can join until one is'),
 );
 joinTokens();
+
+// As for the API below, a file named makes the sync want a peer token whatever it holds: emptied by mistake, it
+// must not let runtimes' join tokens admit peers again.
+const peerTokensWanted = config.peerTokens.length > 0 || config.peerTokenFile !== undefined;
+const peerTokens = warnWhenEmpty(tokens('peerTokens', 'peerTokenFile'), () =>
+  logger.warn(
+    { file: config.peerTokenFile },
+    'peerTokenFile lists no peer token: no replica syncs epochs with this one until it does',
+  ),
+);
+if (!peerTokensWanted) {
+  logger.warn(
+    { option: 'peerTokens' },
+    "no peer tokens configured: runtimes' join tokens admit peers to epoch sync, so a runtime's token can report runtimes; set peerTokens (or peerTokenFile) on every replica",
+  );
+} else {
+  peerTokens();
+}
 
 // A token file named makes the API want a token, whatever the file holds now: emptied or
 // missing by mistake, it must not open the API to whoever reaches the port.
@@ -146,6 +167,7 @@ const replica = await startSchedulerReplica({
     jitterFactor: config.election.jitterFactor,
   },
   joinTokens,
+  ...(peerTokensWanted ? { peerTokens } : {}),
   ...(apiTokensWanted ? { apiTokens } : {}),
   maxRuntimes: config.maxRuntimes,
   connectionsMax: config.connectionsMax,

@@ -93,7 +93,7 @@ export class Leadership {
       sink: view,
       onReject: (info) => options.logger.warn({ ...info }, 'sync message fenced off'),
     });
-    // A follower on a join token that is then removed is closed, and redials presenting the token after it first.
+    // A follower on a peer token that is then removed is closed, and redials presenting the token after it first.
     this.#peerRevocations = watchTokenRevocations({ tokens: options.peerTokens, clock });
     const admits = (authorization: string | undefined): boolean => bearerMatches(authorization, options.peerTokens());
     this.#syncServer = createSyncServer({

@@ -23,12 +23,18 @@ export interface SchedulerReplicaOptions {
   readonly port: number;
   readonly lock: LeaseLock;
   readonly election?: Partial<ElectionTiming>;
-  /**
-   * Join tokens accepted from runtimes; read on every connect. Replicas of a
-   * cluster share them: they also authenticate peers on `/api/sync/:replica`
-   * (a follower presents them in turn, one per attempt, until one is taken).
-   */
+  /** Join tokens accepted from runtimes; read on every connect. Without `peerTokens`, they admit peers too. */
   readonly joinTokens: () => readonly string[];
+  /**
+   * Tokens replicas of a cluster share to sync epochs: they admit a peer on
+   * `/api/sync/:replica`, and a follower presents them to its leader in
+   * turn, one per attempt, until one is taken; read on every connect. None
+   * (the default): the join tokens do both, so whoever holds a runtime's
+   * token can sync as a follower, and report runtimes in the epochs (a
+   * runtime's owner URL, say). Given, an empty list admits no peer, not
+   * every runtime's token.
+   */
+  readonly peerTokens?: () => readonly string[];
   /**
    * Tokens gateways and operators present on the scheduler API (`/api/*`
    * but the runtimes' connect path and peers' sync, which have their own,

@@ -161,8 +161,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     ...(options.election ? { timing: options.election } : {}),
     ...(options.epoch ? { epoch: options.epoch } : {}),
     localPart: () => part.states(),
-    // Replicas of one cluster share its join tokens; they also admit peers to epoch sync.
-    peerTokens: options.joinTokens,
+    // Join tokens admit peers only where no peer tokens are given, as before they existed.
+    peerTokens: options.peerTokens ?? options.joinTokens,
     view,
     logger,
     onLeaderCommit: (info) => {

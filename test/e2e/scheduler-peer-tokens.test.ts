@@ -1,0 +1,111 @@
+// Replicas sync epochs presenting a token to their leader. Given peerTokens
+// (peerTokenFile, as the chart mounts its Secret), only those admit a peer:
+// runtimes' join tokens, held on the least trusted machines, no longer do,
+// even once the file lists none. Given none, join tokens still do, and the
+// scheduler says so at start. Schedulers as processes over loopback; nothing
+// here is about their shutdown, so they stop without the drain delay.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { spawnApp, until, type AppProcess } from '../support/processes.ts';
+
+const JOIN = 'join-token-0123456789abcdef';
+const PEER = 'peer-token-0123456789abcdef';
+const NO_PEER_TOKENS = /^no peer tokens configured/;
+
+/** The status of an upgrade to `/api/sync/probe` presenting `token` (101: admitted; 401: refused). */
+async function syncStatus(url: string, token: string): Promise<number> {
+  const req = http.request(`${url}/api/sync/probe`, {
+    headers: {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      authorization: `Bearer ${token}`,
+    },
+    signal: AbortSignal.timeout(5000),
+  });
+  req.end();
+  const [res, socket] = (await Promise.race([once(req, 'upgrade'), once(req, 'response')])) as [
+    http.IncomingMessage,
+    Socket | undefined,
+  ];
+  socket?.destroy();
+  res.resume();
+  return res.statusCode!;
+}
+
+describe('schedulers given a peer token file', () => {
+  let dir: string;
+  let peerFile: string;
+  const apps: AppProcess[] = [];
+  let leader: AppProcess;
+  let follower: AppProcess;
+
+  const scheduler = async (name: string): Promise<AppProcess> => {
+    const app = await spawnApp('scheduler', name, [
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', name, '--drain-delay-ms', '0'],
+      ...['--election.backend', 'file', '--election.lease-file', join(dir, 'lease.json')],
+      ...['--election.lease-duration-ms', '3000', '--election.renew-deadline-ms', '2000'],
+      ...['--election.retry-period-ms', '500', '--join-tokens', JOIN, '--peer-token-file', peerFile],
+    ]);
+    apps.push(app);
+    return app;
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-peer-token-file-'));
+    peerFile = join(dir, 'peer-tokens');
+    writeFileSync(peerFile, `${PEER}\n`);
+    leader = await scheduler('s0');
+    await leader.waitForLog((l) => l.msg === 'leading');
+    follower = await scheduler('s1');
+  });
+  after(async () => {
+    await Promise.all(apps.map((a) => a.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('syncs its replicas on the peer token and refuses a peer presenting a join token', async () => {
+    await follower.waitForLog((l) => l.msg === 'following');
+    assert.equal(await syncStatus(leader.url!, JOIN), 401);
+    assert.equal(await syncStatus(leader.url!, PEER), 101);
+    for (const app of [leader, follower]) {
+      assert.equal(app.logs.filter((l) => NO_PEER_TOKENS.test(String(l.msg))).length, 0, app.name);
+    }
+  });
+
+  it('admits no peer once the file lists none, join tokens neither, and says so naming the file', async () => {
+    writeFileSync(peerFile, '');
+    // The file is looked at again at most once a second; an upgrade makes it look.
+    await until('the emptied file is read', async () => (await syncStatus(leader.url!, PEER)) === 401);
+    assert.equal(await syncStatus(leader.url!, JOIN), 401);
+    const warning = await leader.waitForLog((l) => l.file === peerFile);
+    assert.equal(warning.level, 40, 'a warning');
+    assert.match(String(warning.msg), /lists no peer token/);
+  });
+});
+
+describe('a scheduler given no peer tokens', () => {
+  let scheduler: AppProcess;
+  before(async () => {
+    scheduler = await spawnApp('scheduler', 'no-peer-tokens', [
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'no-peer-tokens', '--drain-delay-ms', '0'],
+      ...['--join-tokens', JOIN],
+    ]);
+  });
+  after(() => scheduler?.stop());
+
+  it('admits peers on the join tokens, and warns once at start, naming the option', async () => {
+    assert.equal(await syncStatus(scheduler.url!, JOIN), 101);
+    const warnings = scheduler.logs.filter((l) => NO_PEER_TOKENS.test(String(l.msg)));
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]!.level, 40);
+    assert.equal(warnings[0]!.option, 'peerTokens');
+  });
+});
