@@ -18,6 +18,10 @@ apiTokens:
   existingSecret: ''
   key: tokens
   values: []
+peerTokens:
+  existingSecret: ''
+  key: tokens
+  values: []
 tls:
   existingSecret: ''
 trustedCA:

@@ -56,3 +56,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "scheduler.hasApiTokens" -}}
 {{- if or .Values.apiTokens.existingSecret .Values.apiTokens.values -}}true{{- end -}}
 {{- end -}}
+
+{{- define "scheduler.peerSecretName" -}}
+{{- default (printf "%s-peer" (include "scheduler.fullname" .)) .Values.peerTokens.existingSecret -}}
+{{- end -}}
