@@ -136,4 +136,19 @@ describe('charts/scheduler: NOTES.txt', { skip }, () => {
       /^ {2}https:\/\/sy-scheduler\.switchyard\.svc:\d+$/m,
     );
   });
+
+  it('says that join tokens admit peers to the epoch sync while no peerTokens are given', async () => {
+    const unset =
+      /^NOTE: no peerTokens are configured: the replicas admit peers to their epoch sync with the\n.*join tokens/m;
+    assert.match(await notes(), unset);
+    assert.doesNotMatch(await notes(['peerTokens.existingSecret=switchyard-peer']), unset);
+    assert.doesNotMatch(await notes(['peerTokens.values={peer-token-0123456789abcdef}']), unset);
+  });
+
+  it('says replicas without join or peer tokens cannot sync, and with peer tokens only that runtimes cannot join', async () => {
+    const noJoin: string[] = [];
+    assert.match(await notes(noJoin), /no runtime can join, and the\nreplicas cannot sync epochs/);
+    const peers = [...noJoin, 'peerTokens.values={peer-token-0123456789abcdef}'];
+    assert.match(await notes(peers), /no join tokens are configured: no runtime can join\. Set/);
+  });
 });

@@ -60,3 +60,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "scheduler.peerSecretName" -}}
 {{- default (printf "%s-peer" (include "scheduler.fullname" .)) .Values.peerTokens.existingSecret -}}
 {{- end -}}
+
+{{- define "scheduler.hasPeerTokens" -}}
+{{- if or .Values.peerTokens.existingSecret .Values.peerTokens.values -}}true{{- end -}}
+{{- end -}}
