@@ -6,12 +6,30 @@ import {
   type JSONRPCMessage,
   type Transport,
 } from '@modelcontextprotocol/client';
+import type { Clock, Timer } from '@switchyard/clock';
 import { releaseGroup, watchGroup } from './reaper.ts';
 
 /** Longest message a child may write on stdout, bytes (the SDK's stdio transport's bound). */
 const STDOUT_LINE_BYTES_MAX = 10 * 1024 * 1024;
 /** How long a closed child gets to exit after its stdin ends, and again after SIGTERM, before SIGKILL. */
 const EXIT_GRACE_MS = 2_000;
+/**
+ * Most bytes written to a child's stdin that its pipe has not taken yet
+ * before a message is refused instead of queued: four requests of the
+ * largest body a runtime accepts (4 MiB), so a server that reads in bursts
+ * is not refused a large request, while one that stops reading costs the
+ * runtime at most this much (and one message) however many calls it is sent.
+ */
+export const STDIN_BACKLOG_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * How long a child may take none of a backlog past STDIN_BACKLOG_BYTES_MAX
+ * before it is stopped as stuck: as long as an answer may wait for its
+ * client to take any of it (writeStallMs).
+ */
+export const STDIN_STALL_MS = 60_000;
+
+/** What a child's stdin did to its messages: `refused` one (the backlog is past the cap), or `stalled` (it is stopped). */
+export type StdinTrouble = 'refused' | 'stalled';
 
 export interface ChildOptions {
   readonly command: string;
@@ -20,6 +38,10 @@ export interface ChildOptions {
   readonly cwd?: string;
   /** Given the child's stderr as soon as it is spawned; it must read it to the end. */
   readonly stderr: (stream: Readable, pid: number) => void;
+  /** Told of each message refused and of a stall, with the bytes waiting on stdin; must not throw. */
+  readonly stdinTrouble: (trouble: StdinTrouble, backlogBytes: number, pid: number) => void;
+  /** Times a stdin stall (STDIN_STALL_MS). */
+  readonly clock: Clock;
 }
 
 /**
@@ -39,6 +61,13 @@ export interface ChildOptions {
  * outside its group may hold its pipes). A stdout line that is not JSON is
  * skipped; one longer than STDOUT_LINE_BYTES_MAX stops the child at once
  * (SIGTERM, then as close()).
+ *
+ * A message sent while more than STDIN_BACKLOG_BYTES_MAX bytes wait for the
+ * child to read them is not queued: `send` rejects at once (the SDK client
+ * then rejects the request with that error). A backlog that stays past the
+ * cap while the child takes none of it for STDIN_STALL_MS stops the child
+ * as a stdout overflow does; one that it keeps reading, however slowly, does
+ * not.
  */
 export class ChildTransport implements Transport {
   onclose?: Transport['onclose'];
@@ -56,6 +85,12 @@ export class ChildTransport implements Transport {
   /** The child exited, its stdout ended and its group is off the reaper's list. */
   #closed: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
+  /** Bytes ever handed to stdin: less its backlog, what the child has taken. */
+  #stdinBytes = 0;
+  /** Settles when stdin next drains: what the sends waiting for it resolve with. */
+  #drained: Promise<void> | undefined;
+  /** Armed while the backlog is past the cap; see #watchStall. */
+  #stall: Timer | undefined;
 
   constructor(opts: ChildOptions) {
     this.#opts = opts;
@@ -63,6 +98,11 @@ export class ChildTransport implements Transport {
 
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /** Bytes written to the child's stdin that its pipe has not taken yet. */
+  get stdinBacklogBytes(): number {
+    return this.#child?.stdin?.writableLength ?? 0;
   }
 
   /** The child's exit code or signal once it has exited; undefined until then. */
@@ -167,7 +207,11 @@ export class ChildTransport implements Transport {
     this.#overflowed = true;
     this.#pending = [];
     this.#pendingBytes = 0;
-    this.onerror?.(new Error(`the stdio server wrote a line longer than ${STDOUT_LINE_BYTES_MAX} bytes`));
+    this.#abandon(new Error(`the stdio server wrote a line longer than ${STDOUT_LINE_BYTES_MAX} bytes`));
+  }
+
+  #abandon(error: Error): void {
+    this.onerror?.(error);
     if (this.#child?.pid !== undefined) signalGroup(this.#child.pid, 'SIGTERM');
     void this.close();
   }
@@ -175,10 +219,46 @@ export class ChildTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (!stdin?.writable || this.#closing) return Promise.reject(new Error('the stdio server is not running'));
-    return new Promise((resolve) => {
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
-    });
+    const backlog = stdin.writableLength;
+    if (backlog > STDIN_BACKLOG_BYTES_MAX) {
+      this.#opts.stdinTrouble('refused', backlog, this.#child!.pid!);
+      return Promise.reject(new Error(`the stdio server is not reading its input (${mib(backlog)} wait for it)`));
+    }
+    // Bytes, not a string: the pipe counts a string's backlog in UTF-16 units.
+    const line = Buffer.from(serializeMessage(message));
+    this.#stdinBytes += line.length;
+    if (stdin.write(line)) return Promise.resolve();
+    if (stdin.writableLength > STDIN_BACKLOG_BYTES_MAX) this.#watchStall();
+    // One listener for all the messages waiting, not one each.
+    return (this.#drained ??= new Promise((resolve) =>
+      stdin.once('drain', () => {
+        this.#drained = undefined;
+        resolve();
+      }),
+    ));
+  }
+
+  /**
+   * Stops the child if it takes none of its backlog within STDIN_STALL_MS
+   * while that stays past the cap: every message to it is refused, and its
+   * calls wait for answers it cannot give, so its clients are better told it
+   * died (they start over) than refused for as long as they keep it. A
+   * message counts as taken once all of it is (the pipe's backlog shrinks by
+   * whole writes): a child slower than one message per STDIN_STALL_MS (about
+   * 70 KB/s for a 4 MiB one) passes for stuck.
+   */
+  #watchStall(): void {
+    if (this.#stall) return;
+    const taken = (): number => this.#stdinBytes - this.stdinBacklogBytes;
+    const takenBefore = taken();
+    this.#stall = this.#opts.clock.setTimeout(() => {
+      this.#stall = undefined;
+      const backlog = this.stdinBacklogBytes;
+      if (this.#closing || backlog <= STDIN_BACKLOG_BYTES_MAX) return;
+      if (taken() > takenBefore) return this.#watchStall();
+      this.#opts.stdinTrouble('stalled', backlog, this.#child!.pid!);
+      this.#abandon(new Error(`the stdio server read none of its input for ${STDIN_STALL_MS / 1000} s`));
+    }, STDIN_STALL_MS);
   }
 
   close(): Promise<void> {
@@ -187,6 +267,7 @@ export class ChildTransport implements Transport {
 
   async #stop(): Promise<void> {
     const child = this.#child;
+    this.#stall?.cancel();
     if (!child?.pid) return;
     const running = () => child.exitCode === null && child.signalCode === null;
     if (running()) child.stdin?.end();
@@ -206,6 +287,11 @@ export class ChildTransport implements Transport {
     clearTimeout(timer);
     return exited;
   }
+}
+
+/** `16.0 MiB`. */
+function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** Signals every process of group `pgid`; a group already gone is no error. */

@@ -1,6 +1,7 @@
 import type { Clock } from '@switchyard/clock';
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
-import { ChildTransport } from './child-transport.ts';
+import { ChildTransport, STDIN_STALL_MS, type StdinTrouble } from './child-transport.ts';
+import { ClassTroubleLog } from './class-trouble-log.ts';
 import { ExitedError, type Engine, type ExitCause } from './engine.ts';
 import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
 import { StderrBudget, logStderr, type StderrTail } from './stderr-log.ts';
@@ -18,11 +19,23 @@ type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
  * signals the child's process group: SIGTERM, then SIGKILL (ChildTransport).
  * Lists are served from cache while the child announces list changes: its
  * announcements share the pipe with its answers, so none can be missed.
+ * A child that stops reading its stdin has what is sent to it refused once
+ * its backlog is past a cap, and is stopped when it stays stuck (see
+ * ChildTransport); both are warned of as a class's other trouble is.
  */
 export function stdioEngine(config: StdioConfig, startTimeoutSeconds: number, clock: Clock): Engine {
   const stderrBudget = new StderrBudget(clock);
+  let trouble: ClassTroubleLog | undefined;
   return {
     async create(ctx) {
+      trouble ??= new ClassTroubleLog(ctx.logger, clock);
+      const stdinTrouble = (kind: StdinTrouble, backlogBytes: number, pid: number): void =>
+        trouble!.warn(
+          { event: `sandbox.stdin_${kind}`, class: ctx.className, pid, backlogBytes },
+          kind === 'refused'
+            ? 'stdio server is not reading its input: a message to it was refused'
+            : `stdio server read none of its input for ${STDIN_STALL_MS / 1000} s: it is stopped`,
+        );
       let tail: StderrTail | undefined;
       const transport = new ChildTransport({
         command: config.command,
@@ -31,6 +44,8 @@ export function stdioEngine(config: StdioConfig, startTimeoutSeconds: number, cl
         ...(config.cwd !== undefined && { cwd: config.cwd }),
         stderr: (stream, pid) =>
           (tail = logStderr(stream, { className: ctx.className, pid }, ctx.logger, stderrBudget)),
+        stdinTrouble,
+        clock,
       });
       const exitCause = (): ExitCause | undefined => {
         const exit = transport.exit;

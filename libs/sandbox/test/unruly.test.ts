@@ -400,3 +400,77 @@ describe('a server that writes to stderr and exits at once, started once per req
     }
   });
 });
+
+describe('a stdio server that stops reading its stdin', () => {
+  /** Calls of 1 MiB each: 24 are 24 MiB, past the 16 MiB that may wait on a server's stdin. */
+  const CALLS = 24;
+  const TEXT = 'x'.repeat(1024 * 1024);
+  /** Past any wait of this test, so an accepted call is answered only by the server's end. */
+  const LONG_TIMEOUT_MS = 60_000;
+  it('has calls past the cap refused at once with a JSON-RPC error, other sandboxes serving; stuck for 60 s, it is stopped', async () => {
+    const clock = new ManualClock();
+    const logger = captureLogger();
+    const reporter = new RecordingReporter();
+    const host = testHost({
+      runtimeId: 'rt-deaf',
+      classes: { deaf: unrulyClass('deaf'), tiny: unrulyClass() },
+      clock,
+      logger,
+      reporter,
+      sessionIdleMs: 10 * 60_000,
+    });
+    const served = await serveHttp1(host);
+    const headers = (cls: string, process: string) => ({ 'x-switchyard-class': cls, 'x-switchyard-process': process });
+    let c: TestClient | undefined;
+    try {
+      c = await connect('v2-legacy', served.url, served.fetch, headers('deaf', 'deaf-1'));
+      const call = (text: string) =>
+        (c!.raw as Client).callTool({ name: 'echo', arguments: { text } }, { timeout: LONG_TIMEOUT_MS });
+      const refused: (Error & { code?: unknown })[] = [];
+      const calls = [call('stop reading'), ...Array.from({ length: CALLS }, () => call(TEXT))].map((p) =>
+        p.then(
+          () => assert.fail('a deaf server answered'),
+          (e: Error & { code?: unknown }) => (refused.push(e), e),
+        ),
+      );
+      // No more than 17 calls of 1 MiB fit under 16 MiB: the others are refused, at once.
+      await waitFor('the calls past the cap to be refused', () => refused.length >= CALLS - 17, CALL_TIMEOUT_MS);
+      for (const e of refused) {
+        assert.equal(e.code, -32603);
+        assert.match(e.message, /the stdio server is not reading its input \(16\.\d MiB wait for it\)/);
+      }
+      const warned = () => logger.lines.filter((l) => l.obj.event === 'sandbox.stdin_refused');
+      assert.equal(warned()[0]?.level, 'warn');
+      assert.equal(warned()[0]?.obj.class, 'deaf');
+      assert.ok(
+        warned()
+          .slice(1)
+          .every((l) => l.level === 'debug'),
+        'one warning per class and 10 s',
+      );
+      // The runtime and its other sandboxes go on.
+      const other = await connect('v2-legacy', served.url, served.fetch, headers('tiny', 'tiny-1'));
+      assert.equal(await other.callText('echo', { text: 'still here' }), 'still here');
+      await other.close();
+
+      // Stuck as long as an answer may wait for its client: the server is stopped, and its calls in flight answered.
+      await clock.advance(60_000);
+      const stalled = logger.lines.find((l) => l.obj.event === 'sandbox.stdin_stalled');
+      assert.equal(stalled?.level, 'warn');
+      for (const e of await Promise.all(calls)) {
+        assert.equal(e.code, -32603);
+        assert.match(e.message, /closed|not reading its input/i);
+      }
+      await waitFor('the sandbox to be reported removed', () => !reporter.processes.has('deaf-1'));
+      await assert.rejects(c.listToolNames(), /session not found/);
+      const again = await connect('v2-legacy', served.url, served.fetch, headers('deaf', 'deaf-1'));
+      assert.deepEqual(await again.listToolNames(), ['echo']);
+      await again.close();
+    } finally {
+      // Rejects whatever it still waits for, so a failure here does not wait out LONG_TIMEOUT_MS.
+      await c?.close().catch(() => undefined);
+      await served.close();
+      await host.close();
+    }
+  });
+});
