@@ -186,11 +186,17 @@ class Watch implements RuntimeWatcher {
   }
 
   #drop(): void {
+    const source = this.#source;
     this.#idleTimer?.cancel();
     this.#idleTimer = undefined;
-    this.#source?.close();
     this.#source = undefined;
     this.#connected = false;
+    if (!source) return;
+    source.close();
+    // eventsource arms its reconnect timer after its 'error' listeners return, so a close from one of
+    // them (#fail's, or onError's) would leave that timer holding the closed source, and the process, for
+    // the stream's `retry:` (3 s, or what the runtime sends). Closing again after the dispatch clears it.
+    queueMicrotask(() => source.close());
   }
 }
 

@@ -375,4 +375,28 @@ describe('watchRuntime', () => {
     assert.equal(seen.deltas, 0);
     assert.equal(seen.errors.length, 0);
   });
+
+  it('holds no timer once closed after a stream that ended, whatever retry it set', async () => {
+    // eventsource arms a reconnect timer for the stream's `retry:` after its error listeners have
+    // run; a dropped stream's source must not keep it, nor the process, for that long (here 30 s).
+    let requests = 0;
+    server.handler = (_req, res) => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('retry: 30000\n\n');
+    };
+    const timersBefore = activeTimers();
+    const { waiter, seen, watcher } = follow({ clock: new ManualClock() });
+    await waiter.until(() => seen.errors.length === 1);
+    assert.match(seen.errors[0]!.message, /stream ended/);
+    watcher.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(activeTimers(), timersBefore, 'no timer outlives the closed watcher');
+    assert.equal(requests, 1, 'the watcher reconnects on its own clock only');
+  });
 });
+
+/** Timers keeping the event loop alive. */
+function activeTimers(): number {
+  return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+}
