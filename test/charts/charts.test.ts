@@ -17,21 +17,14 @@ import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodMonitor, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CONNECT_PATH } from '@switchyard/tunnel';
 import { compileCacheEnv } from '../support/processes.ts';
+import { locateHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '../..');
 // The apps these tests start (--help, --print-config: a dozen or so) take this process's environment:
 // through Node's compile cache, all but the first load without the type stripper.
 for (const [name, value] of Object.entries(compileCacheEnv())) process.env[name] ??= value;
 const run = promisify(execFile);
-// scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had.
-// Bounded: unpacking takes seconds, and a synchronous call that hung would stall this file past every timeout.
-const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], {
-  encoding: 'utf8',
-  timeout: 120_000,
-}).trim();
-const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : false;
-const helmPath = skip ? 'helm' : located;
-if (skip) console.log(`chart tests skipped: ${skip}`);
+const { helm: helmPath, skip } = locateHelm('chart tests');
 
 const envNames = new Map<string, Set<string>>();
 /** The SWITCHYARD_* names `app` reads, from its `--help` (which lists each setting's env name); asked once per app. */
@@ -482,7 +475,7 @@ describe('charts: tokens as mounted files', { skip }, () => {
 
 // The scheduler API's tokens: a file from a Secret on the schedulers, the
 // first line of one on the gateways, each read again when it changes.
-describe('charts: scheduler API tokens', { skip }, () => {
+describe('charts: scheduler API and peer tokens', { skip }, () => {
   type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
   type Pod = {
     containers: { env?: Env[]; volumeMounts?: { name: string; mountPath: string }[] }[];
@@ -491,40 +484,63 @@ describe('charts: scheduler API tokens', { skip }, () => {
   const workloadOf = (manifests: Manifest[]): Pod =>
     podOf(manifests.find((m) => ['StatefulSet', 'Deployment'].includes(m.kind))!) as unknown as Pod;
 
-  it('scheduler: creates the Secret from values and points SWITCHYARD_API_TOKEN_FILE at its mounted key', async () => {
-    const token = 'api-token-0123456789abcdef';
-    const manifests = await render('scheduler', undefined, [`apiTokens.values={${token}}`]);
-    const secret = manifests.find((m) => m.kind === 'Secret' && m.metadata.name === 'sy-scheduler-api')!;
-    assert.deepEqual(secret.stringData, { tokens: `${token}\n` });
-    const pod = workloadOf(manifests);
-    const env = pod.containers[0]!.env!.find((e) => e.name === 'SWITCHYARD_API_TOKEN_FILE');
-    assert.equal(env?.value, '/etc/switchyard/api/tokens');
-    assert.deepEqual(
-      pod.containers[0]!.volumeMounts!.find((v) => v.name === 'api-tokens'),
-      { name: 'api-tokens', mountPath: '/etc/switchyard/api', readOnly: true },
-    );
-    assert.equal(pod.volumes!.find((v) => v.name === 'api-tokens')?.secret?.secretName, 'sy-scheduler-api');
-  });
+  // The scheduler's two kinds of token, made or mounted alike: gateways' and operators' on its API, and the
+  // replicas' own for epoch sync (without which join tokens admit peers).
+  const kinds = [
+    {
+      value: 'apiTokens',
+      name: 'api',
+      env: 'SWITCHYARD_API_TOKEN_FILE',
+      existing: ['values-production-scheduler.yaml'],
+    },
+    { value: 'peerTokens', name: 'peer', env: 'SWITCHYARD_PEER_TOKEN_FILE', existing: [] },
+  ] as const;
+  for (const t of kinds) {
+    const secretName = `sy-scheduler-${t.name}`;
+    const volume = `${t.name}-tokens`;
+    const renderExisting = (): Promise<Manifest[]> =>
+      t.existing.length > 0
+        ? render('scheduler', `test/charts/${t.existing[0]}`)
+        : render('scheduler', undefined, [`${t.value}.existingSecret=switchyard-${t.name}`]);
 
-  it('scheduler: mounts an existing Secret instead, and sets nothing without tokens', async () => {
-    const existing = workloadOf(await render('scheduler', 'test/charts/values-production-scheduler.yaml'));
-    assert.equal(existing.volumes!.find((v) => v.name === 'api-tokens')?.secret?.secretName, 'switchyard-api');
-    const manifests = await render('scheduler');
-    assert.equal(manifests.filter((m) => m.metadata.name === 'sy-scheduler-api').length, 0);
-    const pod = workloadOf(manifests);
-    assert.equal(
-      pod.containers[0]!.env!.some((e) => e.name === 'SWITCHYARD_API_TOKEN_FILE'),
-      false,
-    );
-    assert.equal(
-      pod.volumes!.some((v) => v.name === 'api-tokens'),
-      false,
-    );
-  });
+    it(`scheduler: creates the ${t.value} Secret from values and points ${t.env} at its mounted key`, async () => {
+      const token = `${t.name}-token-0123456789abcdef`;
+      const manifests = await render('scheduler', undefined, [`${t.value}.values={${token}}`]);
+      const secret = manifests.find((m) => m.kind === 'Secret' && m.metadata.name === secretName)!;
+      assert.deepEqual(secret.stringData, { tokens: `${token}\n` });
+      const pod = workloadOf(manifests);
+      const env = pod.containers[0]!.env!.find((e) => e.name === t.env);
+      assert.equal(env?.value, `/etc/switchyard/${t.name}/tokens`);
+      assert.deepEqual(
+        pod.containers[0]!.volumeMounts!.find((v) => v.name === volume),
+        { name: volume, mountPath: `/etc/switchyard/${t.name}`, readOnly: true },
+      );
+      assert.equal(pod.volumes!.find((v) => v.name === volume)?.secret?.secretName, secretName);
+    });
 
-  it('scheduler: refuses a token too short to be one', async () => {
-    await assert.rejects(render('scheduler', undefined, ['apiTokens.values={short}']), /apiTokens\.values\.0/);
-  });
+    it(`scheduler: mounts an existing ${t.value} Secret instead, and sets nothing without tokens`, async () => {
+      const existing = workloadOf(await renderExisting());
+      assert.equal(existing.volumes!.find((v) => v.name === volume)?.secret?.secretName, `switchyard-${t.name}`);
+      const manifests = await render('scheduler');
+      assert.equal(manifests.filter((m) => m.metadata.name === secretName).length, 0);
+      const pod = workloadOf(manifests);
+      assert.equal(
+        pod.containers[0]!.env!.some((e) => e.name === t.env),
+        false,
+      );
+      assert.equal(
+        pod.volumes!.some((v) => v.name === volume),
+        false,
+      );
+    });
+
+    it(`scheduler: refuses ${t.value} too short to be one`, async () => {
+      await assert.rejects(
+        render('scheduler', undefined, [`${t.value}.values={short}`]),
+        new RegExp(`${t.value}\\.values\\.0`),
+      );
+    });
+  }
 
   it("gateway: reads its token from the Secret's key, mounted read-only, and sets nothing without one", async () => {
     const pod = workloadOf(await render('gateway', 'test/charts/values-production-gateway.yaml'));

@@ -7,22 +7,17 @@
 // as one YAML string, with the real helm binary as charts.test.ts does.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
+import { locateHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '../..');
 const run = promisify(execFile);
-// scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had (bounded, as in charts.test.ts).
-const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], {
-  encoding: 'utf8',
-  timeout: 120_000,
-}).trim();
-const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : false;
-if (skip) console.log(`chart notes tests skipped: ${skip}`);
+const { helm, skip } = locateHelm('chart notes tests');
 
 /** NOTES.txt of `chart` as rendered with `set`. */
 type Notes = (set?: readonly string[]) => Promise<string>;
@@ -43,7 +38,7 @@ function notesOf(chart: 'gateway' | 'scheduler'): { notes: Notes; setUp(): void;
       const args = ['template', 'sy', join(dir, chart), '--namespace', 'switchyard'];
       args.push('--show-only', 'templates/notes.yaml');
       for (const s of set) args.push('--set', s);
-      const { stdout } = await run(located, args, { maxBuffer: 1 << 20 });
+      const { stdout } = await run(helm, args, { maxBuffer: 1 << 20 });
       return (parse(stdout) as { notes: string }).notes;
     },
   };

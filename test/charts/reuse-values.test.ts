@@ -7,22 +7,17 @@
 // charts.test.ts does, and compare it with the chart itself given those values.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
+import { locateHelm } from './helm.ts';
 
 const root = join(import.meta.dirname, '../..');
 const run = promisify(execFile);
-// scripts/helm.ts prints the binary's path, or `skip: <reason>` when it cannot be had (bounded, as in charts.test.ts).
-const located = execFileSync(process.execPath, [join(root, 'scripts/helm.ts')], {
-  encoding: 'utf8',
-  timeout: 120_000,
-}).trim();
-const skip: string | false = located.startsWith('skip: ') ? located.slice(6) : false;
-if (skip) console.log(`chart --reuse-values tests skipped: ${skip}`);
+const { helm, skip } = locateHelm('chart --reuse-values tests');
 
 type Values = Record<string, unknown>;
 const isMap = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -56,7 +51,7 @@ async function manifests(chartDir: string, files: readonly string[], set: readon
   const args = ['template', 'sy', chartDir, '--namespace', 'switchyard'];
   for (const f of files) args.push('-f', f);
   for (const s of set) args.push('--set', s);
-  const { stdout } = await run(located, args, { maxBuffer: 16 << 20 });
+  const { stdout } = await run(helm, args, { maxBuffer: 16 << 20 });
   return parseAllDocuments(stdout)
     .map((d) => d.toJSON() as unknown)
     .filter((m) => m !== null);
