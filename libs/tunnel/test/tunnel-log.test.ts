@@ -112,9 +112,8 @@ describe("the scheduler's tunnel lines", () => {
     for (const s of open.sockets.splice(0)) s.destroy();
     for (const s of open.schedulers.splice(0)) await s.close();
   });
-
-  it('of a runtime whose tunnels flap are held back after the first three, one pair per interval, with unlogged', async () => {
-    const clock = new ManualClock();
+  /** A scheduler that pings every PING_MS on `clock`, its pings timing out far later; its clock counts them. */
+  async function pingingScheduler(clock: ManualClock): Promise<{ scheduler: Scheduler; schedulerSide: CountingClock }> {
     const schedulerSide = countingClock(clock);
     const scheduler = await startScheduler({
       clock: schedulerSide.clock,
@@ -122,6 +121,12 @@ describe("the scheduler's tunnel lines", () => {
       pingTimeoutMs: 60 * PING_MS,
     });
     open.schedulers.push(scheduler);
+    return { scheduler, schedulerSide };
+  }
+
+  it('of a runtime whose tunnels flap are held back after the first three, one pair per interval, with unlogged', async () => {
+    const clock = new ManualClock();
+    const { scheduler, schedulerSide } = await pingingScheduler(clock);
     const runtime = countingClock(clock);
     const tunnels: Tunnel[] = [];
     let keep = false;
@@ -174,13 +179,7 @@ describe("the scheduler's tunnel lines", () => {
 
   it('of a tunnel that stays up, or of one lost once, are logged as they come', async () => {
     const clock = new ManualClock();
-    const schedulerSide = countingClock(clock);
-    const scheduler = await startScheduler({
-      clock: schedulerSide.clock,
-      pingIntervalMs: PING_MS,
-      pingTimeoutMs: 60 * PING_MS,
-    });
-    open.schedulers.push(scheduler);
+    const { scheduler, schedulerSide } = await pingingScheduler(clock);
     const runtime = countingClock(clock);
     const tunnels: Tunnel[] = [];
     scheduler.events.on('tunnel', (t: Tunnel) => tunnels.push(t));
@@ -204,13 +203,7 @@ describe("the scheduler's tunnel lines", () => {
   it("judge a tunnel as the runtime's dialer does: one ping answered each way is a flap, two a good tunnel", async () => {
     const clock = new ManualClock();
     // Both ends ping every PING_MS on the one clock; their pings time out far later.
-    const schedulerSide = countingClock(clock);
-    const scheduler = await startScheduler({
-      clock: schedulerSide.clock,
-      pingIntervalMs: PING_MS,
-      pingTimeoutMs: 60 * PING_MS,
-    });
-    open.schedulers.push(scheduler);
+    const { scheduler, schedulerSide } = await pingingScheduler(clock);
     const tunnels: Tunnel[] = [];
     scheduler.events.on('tunnel', (t: Tunnel) => tunnels.push(t));
     const runtime = countingClock(clock);
