@@ -103,38 +103,40 @@ const joinTokens = warnWhenEmpty(tokens('joinTokens', 'joinTokenFile'), () =>
 );
 joinTokens();
 
-// As for the API below, a file named makes the sync want a peer token whatever it holds: emptied by mistake, it
-// must not let runtimes' join tokens admit peers again.
-const peerTokensWanted = config.peerTokens.length > 0 || config.peerTokenFile !== undefined;
-const peerTokens = warnWhenEmpty(tokens('peerTokens', 'peerTokenFile'), () =>
-  logger.warn(
-    { file: config.peerTokenFile },
-    'peerTokenFile lists no peer token: no replica syncs epochs with this one until it does',
-  ),
-);
-if (!peerTokensWanted) {
-  logger.warn(
-    { option: 'peerTokens' },
-    "no peer tokens configured: runtimes' join tokens admit peers to epoch sync, so a runtime's token can report runtimes; set peerTokens (or peerTokenFile) on every replica",
-  );
-} else {
-  peerTokens();
+/**
+ * Tokens that are wanted once given: listed, or a file named, whatever the file holds now (emptied or missing
+ * by mistake, it must not open what it guards: the API to whoever reaches the port, the sync to runtimes' join
+ * tokens). Undefined when not given, after `unset` said what that means; else the reader, which warns with
+ * `fileEmpty` whenever it comes to list none.
+ */
+function wantedTokens(
+  option: 'peerTokens' | 'apiTokens',
+  file: 'peerTokenFile' | 'apiTokenFile',
+  fileEmpty: string,
+  unset: () => void,
+): (() => readonly string[]) | undefined {
+  if (config[option].length === 0 && config[file] === undefined) return void unset();
+  const read = warnWhenEmpty(tokens(option, file), () => logger.warn({ file: config[file] }, fileEmpty));
+  read();
+  return read;
 }
 
-// A token file named makes the API want a token, whatever the file holds now: emptied or
-// missing by mistake, it must not open the API to whoever reaches the port.
-const apiTokensWanted = config.apiTokens.length > 0 || config.apiTokenFile !== undefined;
-const apiTokens = warnWhenEmpty(tokens('apiTokens', 'apiTokenFile'), () =>
-  logger.warn(
-    { file: config.apiTokenFile },
-    'apiTokenFile lists no API token: the scheduler API refuses every caller until it does',
-  ),
+const peerTokens = wantedTokens(
+  'peerTokens',
+  'peerTokenFile',
+  'peerTokenFile lists no peer token: no replica syncs epochs with this one until it does',
+  () =>
+    logger.warn(
+      { option: 'peerTokens' },
+      "no peer tokens configured: runtimes' join tokens admit peers to epoch sync, so a runtime's token can report runtimes; set peerTokens (or peerTokenFile) on every replica",
+    ),
 );
-if (!apiTokensWanted) {
-  logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port');
-} else {
-  apiTokens();
-}
+const apiTokens = wantedTokens(
+  'apiTokens',
+  'apiTokenFile',
+  'apiTokenFile lists no API token: the scheduler API refuses every caller until it does',
+  () => logger.info({}, 'no API tokens configured: the scheduler API is open to whoever reaches this port'),
+);
 
 const tls = appTls('switchyard-scheduler', config.tls, logger);
 
@@ -167,8 +169,8 @@ const replica = await startSchedulerReplica({
     jitterFactor: config.election.jitterFactor,
   },
   joinTokens,
-  ...(peerTokensWanted ? { peerTokens } : {}),
-  ...(apiTokensWanted ? { apiTokens } : {}),
+  ...(peerTokens ? { peerTokens } : {}),
+  ...(apiTokens ? { apiTokens } : {}),
   maxRuntimes: config.maxRuntimes,
   connectionsMax: config.connectionsMax,
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
