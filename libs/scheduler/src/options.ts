@@ -48,6 +48,14 @@ export interface SchedulerReplicaOptions {
   /** Connections the listener holds at once, of every kind; one more is closed unread (capConnections). Default 16,384. */
   readonly connectionsMax?: number;
   readonly tunnelPingIntervalMs?: number;
+  /**
+   * How often each HTTP/2 connection from a gateway (its event streams) is
+   * pinged; one that leaves a ping unanswered for `gatewayPingTimeoutMs` is
+   * destroyed with its streams, and the runtimes' streams behind them (see
+   * keepGatewayChecked). Defaults GATEWAY_PING_DEFAULTS: 10 s and 10 s.
+   */
+  readonly gatewayPingIntervalMs?: number;
+  readonly gatewayPingTimeoutMs?: number;
   readonly epoch?: {
     readonly cycleIntervalMs?: number;
     readonly cycleTimeoutMs?: number;

@@ -20,6 +20,7 @@ import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
 import { apiAdmission, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
 import { ClusterView } from './cluster-view.ts';
+import { GATEWAY_PING_DEFAULTS, keepGatewayChecked } from './gateway-liveness.ts';
 import { sendJson } from './http-util.ts';
 import { Leadership } from './leadership.ts';
 import { LocalPart } from './local-part.ts';
@@ -76,8 +77,9 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // An `Upgrade: h2c` offer (curl --http2, Java's HttpClient on http: URLs) is ignored, as RFC 9113 §3.2
   // allows: the request is served over HTTP/1.1, not taken for an upgrade this port has no handler for.
   const shouldUpgradeCallback = (req: IncomingMessage): boolean => req.headers.upgrade?.trim().toLowerCase() !== 'h2c';
-  // A gateway's stream through here (HTTP/1.1, HTTP/2 or a relay) holds a stream of a runtime's tunnel, and
-  // this side never pings: TCP keepalive finds a gateway whose host vanished while its streams were silent.
+  // A gateway's stream through here (HTTP/1.1, HTTP/2 or a relay) holds a stream of a runtime's tunnel: TCP
+  // keepalive finds a gateway whose host vanished while its streams were silent; on HTTP/2, where its event
+  // streams are (never silent: a comment every 15 s, which keeps the kernel from probing), pings do.
   const accepted = {
     shouldUpgradeCallback,
     connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS,
@@ -216,8 +218,15 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     sendJson(res, 404, { error: `no route for ${req.method} ${path}`, code: 'not_found' });
   });
   // Gateways hold their event streams as HTTP/2 streams on this port (see handleApiStream).
+  const gatewayPing = {
+    clock,
+    logger,
+    intervalMs: options.gatewayPingIntervalMs ?? GATEWAY_PING_DEFAULTS.intervalMs,
+    timeoutMs: options.gatewayPingTimeoutMs ?? GATEWAY_PING_DEFAULTS.timeoutMs,
+  };
   const h2c = serveH2c(server, {
     maxConcurrentStreams: H2C_STREAMS_MAX,
+    onSession: (session) => keepGatewayChecked(session, gatewayPing),
     onStream: (stream, headers) => {
       if (api.admits(headers.authorization)) {
         api.hold(headers.authorization, stream, () => stream.close(http2.constants.NGHTTP2_CANCEL));

@@ -44,6 +44,12 @@ export interface H2cOptions {
    * trickling the HTTP/2 preface cannot stretch it. Default SNIFF_TIMEOUT_MS.
    */
   readonly sniffTimeoutMs?: number;
+  /**
+   * Called for every HTTP/2 connection once it is set up, e.g. to check its
+   * peer's liveness: an error it destroys the session with stays there (and
+   * reaches the session's streams), it does not reach the process.
+   */
+  readonly onSession?: (session: http2.ServerHttp2Session) => void;
 }
 
 export interface H2cListener {
@@ -102,6 +108,7 @@ export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2c
     });
     // A peer's protocol error ends its own session; it must not reach the process.
     session.on('error', () => {});
+    options.onSession?.(session);
   });
   h2.on('stream', (stream: TaggedStream, headers) => {
     const use = uses.get(stream.session as http2.ServerHttp2Session);

@@ -1,0 +1,148 @@
+// A gateway whose host vanishes (powered off, partitioned: no FIN, no RST)
+// while it holds event streams on an HTTP/2 connection here. Those streams
+// carry a keep-alive comment every 15 s, so TCP keepalive never probes, and
+// only the kernel's retransmission timeout (about 15 minutes) would end the
+// connection. The replica pings each gateway connection instead: one that
+// leaves a ping unanswered is destroyed, its streams reset, and so the
+// runtime's streams behind them. The gateway reaches the replica through a
+// TCP relay here that can stop carrying bytes both ways without closing.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import net from 'node:net';
+import type { RuntimeNode } from '@switchyard/runtime';
+import { MemoryLeaseStore } from '@switchyard/election';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { quietLogger, startReplicas, startRuntime, until } from './support.ts';
+
+const PING_INTERVAL_MS = 100;
+/** Generous beside a loopback round trip, so a busy machine does not miss an answer. */
+const PING_TIMEOUT_MS = 500;
+
+/** A TCP relay to `port` whose connections `freeze` stops carrying, both ways, leaving them open. */
+async function freezableRelay(port: number) {
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(port, '127.0.0.1');
+    for (const socket of [inbound, outbound]) {
+      sockets.push(socket);
+      socket.on('error', () => {});
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    freeze: () => {
+      for (const socket of sockets) {
+        socket.unpipe();
+        socket.pause();
+      }
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+describe('a gateway that vanishes while it holds event streams over HTTP/2', () => {
+  let replica: SchedulerReplica;
+  let runtime: RuntimeNode;
+
+  before(async () => {
+    const replicas = await startReplicas(1, new MemoryLeaseStore(), quietLogger, {
+      gatewayPingIntervalMs: PING_INTERVAL_MS,
+      gatewayPingTimeoutMs: PING_TIMEOUT_MS,
+    });
+    replica = replicas[0]!;
+    runtime = await startRuntime('r1', replica.url);
+    await until('the tunnel of r1', async () => {
+      const res = await fetch(`${replica.url}/api/proxy/r1/healthz`);
+      await res.body?.cancel();
+      return res.status === 200 || undefined;
+    });
+  });
+  after(async () => {
+    await runtime?.close();
+    await replica?.close();
+  });
+
+  const mcp = (): string => `${replica.url}/api/proxy/r1/mcp`;
+  const legacy = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'x-switchyard-class': 'demo',
+    'x-switchyard-process': 'p-vanish',
+    'mcp-protocol-version': '2025-11-25',
+  };
+  const busiest = async (): Promise<number> => {
+    const text = await (await fetch(`${replica.url}/metrics`)).text();
+    return Number(/^switchyard_scheduler_tunnel_streams_busiest (\d+)$/m.exec(text)?.[1]);
+  };
+  /** The status of a standalone GET stream of `session` opened straight on the replica (409 while one is open). */
+  const standaloneStatus = async (session: string): Promise<number> => {
+    const left = new AbortController();
+    const res = await fetch(mcp(), {
+      headers: { ...legacy, 'mcp-session-id': session, accept: 'text/event-stream' },
+      signal: left.signal,
+    });
+    left.abort();
+    return res.status;
+  };
+
+  it('has its connection closed within a ping interval and timeout, and the runtime its stream', async () => {
+    const init = await fetch(mcp(), {
+      method: 'POST',
+      headers: legacy,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+    assert.equal(init.status, 200, init.status === 200 ? '' : await init.text());
+    await init.text();
+    const session = init.headers.get('mcp-session-id')!;
+    const before = await busiest();
+
+    const relay = await freezableRelay(replica.port);
+    const gateway = http2.connect(relay.url);
+    gateway.on('error', () => {});
+    try {
+      const stream = gateway.request({
+        ':path': '/api/proxy/r1/mcp',
+        ...legacy,
+        'mcp-session-id': session,
+        accept: 'text/event-stream',
+      });
+      stream.on('error', () => {});
+      const [head] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+      assert.equal(head[':status'], 200);
+      assert.equal(await busiest(), before + 1, 'the event stream holds a stream of the tunnel');
+      assert.equal(await standaloneStatus(session), 409, 'the runtime holds the session its one standalone stream');
+
+      // Answered pings keep a silent stream: several rounds pass.
+      await new Promise((r) => setTimeout(r, 4 * (PING_INTERVAL_MS + PING_TIMEOUT_MS)));
+      assert.equal(await busiest(), before + 1, 'a connection that answers its pings is kept');
+
+      relay.freeze();
+      const frozenAt = Date.now();
+      await until('the tunnel stream behind the frozen connection to close', async () =>
+        (await busiest()) === before ? true : undefined,
+      );
+      const tookMs = Date.now() - frozenAt;
+      assert.ok(tookMs < 5000, `closed ${tookMs} ms after the freeze (interval ${PING_INTERVAL_MS} ms)`);
+      // The runtime let the stream go: the session may open a standalone stream again.
+      await until('the runtime to take a new standalone stream', async () =>
+        (await standaloneStatus(session)) === 200 ? true : undefined,
+      );
+    } finally {
+      gateway.destroy();
+      relay.close();
+    }
+  });
+});
