@@ -279,6 +279,7 @@ describe('apps given a time longer than a timer holds', () => {
         'election.renewDeadlineMs',
         'election.retryPeriodMs',
         'tunnel.pingIntervalMs',
+        'gatewayPingIntervalMs',
         'epoch.cycleIntervalMs',
         'epoch.cycleTimeoutMs',
         'epoch.staleAfterMs',

@@ -130,6 +130,11 @@ export const schedulerConfigSchema = z.object({
     })
     .prefault({})
     .describe('Runtime tunnels.'),
+  gatewayPingIntervalMs: timerBounded(z.number().int().min(100))
+    .default(10000)
+    .describe(
+      "Interval of HTTP/2 pings on each gateway connection (its event streams); one unanswered for as long again closes the connection, ending its streams and the runtimes' streams behind them, so a gateway whose host vanished without a reset holds them for at most twice this (not the kernel's retransmission timeout, about 15 minutes).",
+    ),
   epoch: z
     .object({
       cycleIntervalMs: positiveMs(1000, 'Interval between epoch sync cycles on the leader.'),

@@ -174,6 +174,8 @@ const replica = await startSchedulerReplica({
   maxRuntimes: config.maxRuntimes,
   connectionsMax: config.connectionsMax,
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
+  gatewayPingIntervalMs: config.gatewayPingIntervalMs,
+  gatewayPingTimeoutMs: config.gatewayPingIntervalMs,
   epoch: config.epoch,
   probes: { healthz: lifecycle.healthzHandler, readyz: lifecycle.readyzHandler },
   logger,
