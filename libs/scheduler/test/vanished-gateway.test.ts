@@ -18,7 +18,7 @@ import { quietLogger, startReplicas, startRuntime, until } from './support.ts';
 
 const PING_INTERVAL_MS = 100;
 /** Generous beside a loopback round trip, so a busy machine does not miss an answer. */
-const PING_TIMEOUT_MS = 500;
+const PING_TIMEOUT_MS = 1000;
 
 /** A TCP relay to `port` whose connections `freeze` stops carrying, both ways, leaving them open. */
 async function freezableRelay(port: number) {
