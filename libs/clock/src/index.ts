@@ -4,8 +4,19 @@
  * from `@switchyard/clock/testing` and advance time without sleeping.
  */
 export interface Clock {
-  /** Milliseconds since the epoch; monotonic enough for leases on one host. */
+  /**
+   * Wall-clock milliseconds since the Unix epoch. NTP or an operator may step
+   * it either way: use it for timestamps written for others (a Lease's
+   * renewTime, a generation), never to measure how long something took.
+   */
   now(): number;
+  /**
+   * Milliseconds from an arbitrary origin that only moves forward, at the
+   * rate of real time, whatever is done to the wall clock. Measure every
+   * duration, deadline and expiry with it; compare readings of one process
+   * only (the origin differs between processes).
+   */
+  monotonicNow(): number;
   /** Runs `fn` after `delayMs`. The returned timer never keeps the process alive. */
   setTimeout(fn: () => void, delayMs: number): Timer;
 }
@@ -16,6 +27,7 @@ export interface Timer {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonicNow: () => performance.now(),
   setTimeout(fn, delayMs) {
     const handle = setTimeout(fn, delayMs);
     handle.unref();

@@ -11,9 +11,13 @@ interface Pending {
  * A clock that moves only when told. Timers fire in due order (ties in
  * creation order) as `advance` passes them; microtasks queued by a timer run
  * before the next timer fires, so promise chains behave as with real time.
+ * Both readings start at `startMs` and move together, until `stepWall`
+ * moves the wall clock alone, as NTP does.
  */
 export class ManualClock implements Clock {
+  /** The monotonic reading; timers are due on it, as Node's are. */
   #now: number;
+  #wallOffsetMs = 0;
   #seq = 0;
   #pending: Pending[] = [];
 
@@ -22,7 +26,16 @@ export class ManualClock implements Clock {
   }
 
   now(): number {
+    return this.#now + this.#wallOffsetMs;
+  }
+
+  monotonicNow(): number {
     return this.#now;
+  }
+
+  /** Steps the wall clock by `ms` (negative: back), as NTP or an operator would; monotonic time and timers stay. */
+  stepWall(ms: number): void {
+    this.#wallOffsetMs += ms;
   }
 
   setTimeout(fn: () => void, delayMs: number): Timer {

@@ -38,6 +38,21 @@ describe('ManualClock', () => {
     assert.deepEqual(at, [10, 20, 30]);
   });
 
+  it('steps the wall clock alone: monotonic time and timers stay where they were', async () => {
+    const clock = new ManualClock(1_000);
+    let fired = false;
+    clock.setTimeout(() => (fired = true), 50);
+    clock.stepWall(60_000);
+    assert.equal(clock.now(), 61_000);
+    assert.equal(clock.monotonicNow(), 1_000);
+    assert.equal(fired, false);
+    clock.stepWall(-120_000);
+    await clock.advance(50);
+    assert.equal(fired, true);
+    assert.equal(clock.now(), -58_950);
+    assert.equal(clock.monotonicNow(), 1_050);
+  });
+
   it('sleep resolves on time and rejects when aborted', async () => {
     const clock = new ManualClock(0);
     let done = false;

@@ -31,6 +31,7 @@ describe('transport auto', () => {
     const redials: number[] = [];
     const clock: Clock = {
       now: () => manual.now(),
+      monotonicNow: () => manual.monotonicNow(),
       setTimeout: (fn, ms) => (ms !== PING_MS && redials.push(ms), manual.setTimeout(fn, ms)),
     };
     const { logger, lines } = captureLogger();
@@ -98,6 +99,7 @@ describe('transport auto', () => {
     const redials: number[] = [];
     const clock: Clock = {
       now: () => manual.now(),
+      monotonicNow: () => manual.monotonicNow(),
       setTimeout: (fn, ms) => (ms !== PING_MS && redials.push(ms), manual.setTimeout(fn, ms)),
     };
     const dialer = dialTunnel({

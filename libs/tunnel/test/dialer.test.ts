@@ -312,6 +312,7 @@ describe('tunnel dialer', () => {
     let timersSet = 0;
     const clock = {
       now: () => manual.now(),
+      monotonicNow: () => manual.monotonicNow(),
       setTimeout: (fn: () => void, ms: number) => (timersSet++, manual.setTimeout(fn, ms)),
     };
     const { logger, lines } = captureLogger();

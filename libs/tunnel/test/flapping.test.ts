@@ -22,6 +22,7 @@ function recordingClock(): { clock: Clock; manual: ManualClock; delays: number[]
   const delays: number[] = [];
   const clock: Clock = {
     now: () => manual.now(),
+    monotonicNow: () => manual.monotonicNow(),
     setTimeout: (fn, ms) => (delays.push(ms), manual.setTimeout(fn, ms)),
   };
   return { clock, manual, delays };

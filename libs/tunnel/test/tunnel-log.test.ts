@@ -37,6 +37,7 @@ function countingClock(clock: ManualClock): CountingClock {
   return {
     clock: {
       now: () => clock.now(),
+      monotonicNow: () => clock.monotonicNow(),
       setTimeout: (fn, ms) => (ms === REDIAL_MS && redials++, ms === PING_MS && pings++, clock.setTimeout(fn, ms)),
     },
     redials: () => redials,
