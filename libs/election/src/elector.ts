@@ -44,7 +44,7 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * A candidate tries every `retryPeriodMs` (jittered), and also the moment
  * the lease it saw held by another would expire, and takes the lease when
  * it is free, ours, or expired: `leaseDurationSeconds` have passed on
- * the LOCAL clock since we observed the record last change. The term is
+ * the LOCAL monotonic clock since we observed the record last change. The term is
  * `leaseTransitions`, incremented whenever a leadership begins (unlike
  * client-go, also when we retake our own stale lease, so every
  * `onStartedLeading` sees a term larger than any before it), or raised past
@@ -65,6 +65,8 @@ export interface LeaderElectorOptions extends Partial<ElectionTiming> {
  * paused (GC, SIGSTOP) between checking leadership and acting on it — leader
  * work must fence its writes with the term. Absolute clock offsets do not
  * matter: nobody compares another replica's timestamps with its own clock.
+ * Nor do steps of a wall clock (NTP, an operator): every duration here is
+ * measured on `Clock.monotonicNow()`; the wall clock only dates the lease.
  * `onNewLeader` reports what this replica observed, which may lag. A lease
  * deleted under a leader is taken at once by whoever creates it again: the
  * two overlap until the old leader's next renewal reads it (about one
@@ -87,7 +89,7 @@ export class LeaderElector {
   #stopped: Promise<void> | undefined;
   #attemptSeq = 0;
   #observed: LeaseRecord | undefined;
-  #observedAtMs = 0;
+  #observedMonoMs = 0;
   #reported: { holder: string | undefined; term: number } | undefined;
   /** Lowest term our next leadership may take: above every term we led or were told exists (`termExists`). */
   #termFloor = 0;
@@ -184,7 +186,9 @@ export class LeaderElector {
 
   async #attempt(): Promise<void> {
     const seq = ++this.#attemptSeq;
+    // The wall clock goes into the lease for others to read; the deadline is ours alone, on the monotonic clock.
     const startedAtMs = this.#clock.now();
+    const startedMonoMs = this.#clock.monotonicNow();
     const leadershipAtStart = this.#leadership;
     let won: LeaseRecord | undefined;
     try {
@@ -198,11 +202,14 @@ export class LeaderElector {
     // A renewal that outlived the leadership it renewed does not revive it: the next attempt
     // retakes the lease with a new term, so a term never spans two leaderships.
     if (leadershipAtStart && this.#leadership !== leadershipAtStart) return;
-    const validUntilMs = startedAtMs + this.#timing.renewDeadlineMs;
-    if (won && this.#clock.now() < validUntilMs) this.#renewed(won, validUntilMs);
+    const validUntilMonoMs = startedMonoMs + this.#timing.renewDeadlineMs;
+    if (won && this.#clock.monotonicNow() < validUntilMonoMs) this.#renewed(won, validUntilMonoMs);
   }
 
-  /** One client-go `tryAcquireOrRenew`: the record we stored, or `undefined` when the lease is someone else's. */
+  /**
+   * One client-go `tryAcquireOrRenew`: the record we stored, or `undefined` when the lease is someone else's.
+   * `startedAtMs` (wall clock) is only written into the lease.
+   */
   async #tryAcquireOrRenew(seq: number, startedAtMs: number): Promise<LeaseRecord | undefined> {
     const leaseDurationSeconds = Math.max(1, Math.ceil(this.#timing.leaseDurationMs / 1000));
     const current = await this.#lock.get();
@@ -222,7 +229,9 @@ export class LeaderElector {
     // it (a follower dialling that holder) while this replica still leads. client-go's IsLeader turns false here.
     if (other && this.#leadership) this.#stepDown(`lease held by ${current.holderIdentity}`);
     this.#observe(current);
-    if (other && this.#observedAtMs + current.leaseDurationSeconds * 1000 > this.#clock.now()) return undefined;
+    if (other && this.#observedMonoMs + current.leaseDurationSeconds * 1000 > this.#clock.monotonicNow()) {
+      return undefined;
+    }
     const keep = !other && current.holderIdentity !== undefined && this.#leadership !== undefined;
     const next: LeaseRecord = {
       holderIdentity: this.#identity,
@@ -261,15 +270,18 @@ export class LeaderElector {
   #untilOthersExpiryMs(): number | undefined {
     const holder = this.#observed?.holderIdentity;
     if (holder === undefined || holder === this.#identity) return undefined;
-    const leftMs = this.#observedAtMs + this.#observed!.leaseDurationSeconds * 1000 - this.#clock.now();
+    const leftMs = this.#observedMonoMs + this.#observed!.leaseDurationSeconds * 1000 - this.#clock.monotonicNow();
     return leftMs > 0 ? leftMs : undefined;
   }
 
-  /** Remembers when the record last CHANGED in our eyes: expiry counts from there, never from its timestamps. */
+  /**
+   * Remembers when the record last CHANGED in our eyes, on the monotonic clock: expiry counts from there,
+   * never from its timestamps nor on a wall clock that NTP may step past a live leader's lease.
+   */
   #observe(record: LeaseRecord): void {
     if (!this.#observed || !sameRecord(this.#observed, record)) {
       this.#observed = record;
-      this.#observedAtMs = this.#clock.now();
+      this.#observedMonoMs = this.#clock.monotonicNow();
     }
     const holder = record.holderIdentity;
     const term = record.leaseTransitions;
@@ -279,7 +291,7 @@ export class LeaderElector {
     }
   }
 
-  #renewed(record: LeaseRecord, validUntilMs: number): void {
+  #renewed(record: LeaseRecord, validUntilMonoMs: number): void {
     if (!this.#leadership) {
       const controller = new AbortController();
       this.#leadership = { term: record.leaseTransitions, controller, deadline: undefined };
@@ -295,7 +307,7 @@ export class LeaderElector {
     leadership.deadline?.cancel();
     leadership.deadline = this.#clock.setTimeout(
       () => this.#stepDown('renew deadline passed'),
-      validUntilMs - this.#clock.now(),
+      validUntilMonoMs - this.#clock.monotonicNow(),
     );
   }
 

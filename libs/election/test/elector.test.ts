@@ -1,5 +1,6 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Clock } from '@switchyard/clock';
 import { ManualClock } from '@switchyard/clock/testing';
 import { LeaderElector, MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import { TERM_MAX } from '@switchyard/protocol';
@@ -449,5 +450,70 @@ describe('a leader told of a higher term', () => {
     assert.equal(a.isLeader, false);
     assert.equal(h.store.read()!.holderIdentity, 'gone');
     assert.equal(h.store.read()!.leaseTransitions, TERM_MAX);
+  });
+});
+
+/** A clock of its own over the shared manual one: same monotonic time and timers, a wall clock it can step. */
+function hostClock(manual: ManualClock): Clock & { stepWall(ms: number): void } {
+  let offsetMs = 0;
+  return {
+    now: () => manual.now() + offsetMs,
+    monotonicNow: () => manual.monotonicNow(),
+    setTimeout: (fn, delayMs) => manual.setTimeout(fn, delayMs),
+    stepWall: (ms) => void (offsetMs += ms),
+  };
+}
+
+describe('an elector whose wall clock is stepped (NTP, an operator)', () => {
+  it('a candidate whose clock jumps forward past the lease duration leaves a live leader its lease', async () => {
+    const h = harness();
+    const a = h.elector('a');
+    const bClock = hostClock(h.clock);
+    const b = h.elector('b', { clock: bClock });
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    await h.clock.advance(1_000);
+    // a's API calls fail for a while (well within its renew deadline): b sees the same record until they work.
+    h.faulty.add('a');
+    bClock.stepWall(60_000);
+    for (let t = 0; t < 30_000; t += 500) {
+      await h.clock.advance(500);
+      if (t === 6_000) h.faulty.delete('a');
+      assert.equal(b.isLeader, false, `b took the lease of a live leader at ${h.clock.monotonicNow() - START_MS} ms`);
+      assert.equal(a.isLeader, true);
+    }
+    assert.deepEqual(h.events, ['a started term 0 @0']);
+  });
+
+  it('a leader whose clock jumps back during a renewal still stops leading at its renew deadline', async () => {
+    const h = harness();
+    const aClock = hostClock(h.clock);
+    let stepDuringNextCall = false;
+    let failing = false;
+    const lock = createMemoryLock(h.store, {
+      intercept: () => {
+        if (failing) throw new Error('a: API unavailable');
+        if (stepDuringNextCall) aClock.stepWall(-60_000);
+        stepDuringNextCall = false;
+      },
+    });
+    const a = h.elector('a', { lock, clock: aClock });
+    const b = h.elector('b');
+    a.start();
+    await h.clock.advance(0);
+    b.start();
+    stepDuringNextCall = true;
+    await h.clock.advance(2_000); // a renews at 2 s, its clock stepped back 60 s mid-call
+    failing = true; // then its renewals fail: its claim ends at 2 + 10 s, b may take over from 2 + 15 s
+    let stoppedAtMs: number | undefined;
+    for (let t = 0; t < 90_000; t += 500) {
+      await h.clock.advance(500);
+      const atMs = h.clock.monotonicNow() - START_MS;
+      assert.ok(!(a.isLeader && b.isLeader), `a and b both lead at ${atMs} ms`);
+      if (!a.isLeader) stoppedAtMs ??= atMs;
+    }
+    assert.equal(stoppedAtMs, 12_000);
+    assert.equal(b.isLeader, true);
   });
 });
