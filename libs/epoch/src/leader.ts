@@ -159,7 +159,7 @@ export class EpochLeader {
     let slot = this.#slots.get(replica);
     if (!slot) {
       if (!makeRoom(this.#slots, this.#o.followersMax)) return conn.close(1013, 'too many followers');
-      slot = newSlot(replica, this.#o.clock.now());
+      slot = newSlot(replica, this.#o.clock.monotonicNow());
       this.#slots.set(replica, slot);
     }
     const previous = slot.conn;
@@ -198,7 +198,7 @@ export class EpochLeader {
   }
 
   #seed(parts: ReadonlyMap<string, readonly RuntimeState[]> | undefined): void {
-    const now = this.#o.clock.now();
+    const now = this.#o.clock.monotonicNow();
     for (const [replica, part] of parts ?? []) {
       if (replica === this.#o.replicaId || !makeRoom(this.#slots, this.#o.followersMax)) continue;
       this.#slots.set(replica, { ...newSlot(replica, now), part, detachedAtMs: now });
@@ -214,7 +214,7 @@ export class EpochLeader {
 
   #detach(slot: FollowerSlot): void {
     slot.conn = undefined;
-    slot.detachedAtMs = this.#o.clock.now();
+    slot.detachedAtMs = this.#o.clock.monotonicNow();
     for (const cycle of this.#cycles) cycle.waiting.delete(slot.replica);
     this.#commitReady();
   }
@@ -236,7 +236,7 @@ export class EpochLeader {
     }
     const cycle: Cycle = {
       token: this.#token,
-      startedMs: this.#o.clock.now(),
+      startedMs: this.#o.clock.monotonicNow(),
       waiting,
       timer: this.#o.clock.setTimeout(() => this.#conclude(this.#cycles.indexOf(cycle)), this.#o.cycleTimeoutMs),
     };
@@ -277,7 +277,7 @@ export class EpochLeader {
 
   /** Stores the part a collect carries; returns whether it changed. */
   #takePart(slot: FollowerSlot, conn: SyncConnection, msg: Extract<SyncMessage, { type: 'collect' }>): boolean {
-    slot.lastCollectMs = this.#o.clock.now();
+    slot.lastCollectMs = this.#o.clock.monotonicNow();
     if (msg.part.kind === 'full') {
       slot.part = msg.part.runtimes;
       slot.partVersion = msg.version;
@@ -314,7 +314,7 @@ export class EpochLeader {
 
   #commit(startedMs: number): void {
     const { clock, term, staleAfterMs } = this.#o;
-    const now = clock.now();
+    const now = clock.monotonicNow();
     this.#forgetLongDetached(now);
     const parts = [this.#o.localPart()];
     for (const slot of this.#slots.values()) if (slot.part) parts.push(effectivePart(slot, now, staleAfterMs));
@@ -332,7 +332,7 @@ export class EpochLeader {
       for (const slot of this.#slots.values()) {
         if (slot.conn && !slot.needsSnapshot && !slot.conn.send(delta)) slot.needsSnapshot = true;
       }
-      this.#o.onCommit?.({ epoch, term, bytes: messageBytes(delta), durationMs: clock.now() - startedMs });
+      this.#o.onCommit?.({ epoch, term, bytes: messageBytes(delta), durationMs: clock.monotonicNow() - startedMs });
     } else {
       this.#o.sink?.current?.(base.epoch, term);
     }
@@ -360,7 +360,7 @@ export class EpochLeader {
     this.#o.sink?.snapshot(epoch, term, states);
     for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
     const bytes = messageBytes(this.#latestSnapshot({ epoch, term }));
-    this.#o.onCommit?.({ epoch, term, bytes, durationMs: this.#o.clock.now() - startedMs });
+    this.#o.onCommit?.({ epoch, term, bytes, durationMs: this.#o.clock.monotonicNow() - startedMs });
   }
 
   /** Sends the latest epoch as a snapshot if the slot waits for one and its connection accepts it. */

@@ -1,7 +1,7 @@
 import type { RuntimeState } from '@switchyard/protocol';
 import type { SyncConnection } from './types.ts';
 
-/** What the leader knows of one follower replica. */
+/** What the leader knows of one follower replica. Times are `Clock.monotonicNow()` readings. */
 export interface FollowerSlot {
   readonly replica: string;
   /** Undefined while detached; the part stays until it goes stale. */

@@ -153,6 +153,24 @@ describe('EpochLeader transcripts', () => {
     assertConverged(cluster);
   });
 
+  it('a step of the wall clock neither makes live followers stale nor forgets a detached one early', async () => {
+    const forgotten: string[] = [];
+    cluster = startCluster(['f1', 'f2'], {
+      forgetAfterMs: 60_000,
+      onFollowerForgotten: (replica) => forgotten.push(replica),
+    });
+    await cluster.clock.advance(20);
+    cluster.nodes.get('f2')!.link.closeBoth(1006, 'replica gone');
+    await cluster.clock.advance(1_000);
+    cluster.clock.stepWall(120_000); // NTP, or an operator, sets the leader's clock forward
+    await cluster.clock.advance(2_000);
+    assert.deepEqual(availability(cluster.leaderSink.states), ['f1-r1:up', 'f2-r1:up', 'leader-r1:up']);
+    assert.deepEqual(forgotten, []);
+    cluster.clock.stepWall(-600_000); // and back, further
+    await cluster.clock.advance(59_000);
+    assert.deepEqual(forgotten, ['f2'], 'forgotten forgetAfterMs after it left, on the monotonic clock');
+  });
+
   it('never forgets a follower that stays connected, however long it is silent', async () => {
     cluster = startCluster(['f1', 'f2'], { forgetAfterMs: 60_000 });
     await cluster.clock.advance(20);
