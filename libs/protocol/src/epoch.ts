@@ -8,6 +8,18 @@ import { termSchema } from './term.ts';
 
 const epochSchema = z.number().int().min(0);
 
+/**
+ * The highest epoch a peer may name as its latest (`error.latestEpoch`). A
+ * leader's next term numbers its epochs on from it, so a claim near 2^53
+ * (where a double stops counting: 2^53 + 1 is 2^53) would leave epochs that
+ * no longer rise and commits no follower accepts (not safe integers). From
+ * 2^48, 2^53 − 2^48 commits remain: some 280,000 years at 1,000 a second.
+ * No honest replica comes near it (a cluster committing 1,000 epochs a
+ * second reaches it in some 8,900 years): a peer claiming more is broken or
+ * hostile, and its frame is refused (1008) like any invalid one.
+ */
+export const EPOCH_MAX = 2 ** 48;
+
 /** A follower's part: the runtimes whose tunnels it holds, full or as changes since a base. */
 export const partSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('full'), runtimes: listOf(runtimeStateSchema, 100_000) }),
@@ -63,7 +75,7 @@ export const syncMessageSchema = z.discriminatedUnion('type', [
      * numbers its epochs above it, so no view's epoch number goes back. Only sent to a leader that
      * advertises `SYNC_FEATURES.latestEpoch`: older ones refuse a message with a field they do not know.
      */
-    latestEpoch: epochSchema.optional(),
+    latestEpoch: epochSchema.max(EPOCH_MAX).optional(),
   }),
   /** Follower asks for a full snapshot (after a gap) or a full part request from the leader. */
   z.strictObject({ type: z.literal('resync'), term: termSchema, what: z.enum(['snapshot', 'part']) }),

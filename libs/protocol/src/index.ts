@@ -63,7 +63,7 @@ export type {
   ScheduleDecision,
   ScheduleResponse,
 } from './schedule.ts';
-export { SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
+export { EPOCH_MAX, SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
 export { WATCH_EVENTS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
 export type { WatchSnapshot, WatchDelta } from './watch.ts';

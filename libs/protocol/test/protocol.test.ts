@@ -5,6 +5,7 @@ import {
   ERROR_CODES,
   SwitchyardError,
   TERM_MAX,
+  EPOCH_MAX,
   isIdentityValue,
   jsonRpcError,
   parseWith,
@@ -82,6 +83,14 @@ describe('schemas name the offending field', () => {
     assert.match(!error.ok ? error.error : '', /^term: /);
     const snapshot = parseWith(snapshotSchema, { epoch: 1, term: TERM_MAX + 1, runtimes: [] });
     assert.match(!snapshot.ok ? snapshot.error : '', /^term: /);
+  });
+  it('rejects a latest epoch past EPOCH_MAX, which would leave a leader epoch numbers that cannot rise', () => {
+    const error = { type: 'error', term: 1, epoch: 1, reason: 'fenced' };
+    assert.equal(parseWith(syncMessageSchema, { ...error, latestEpoch: EPOCH_MAX }).ok, true);
+    for (const latestEpoch of [EPOCH_MAX + 1, Number.MAX_SAFE_INTEGER]) {
+      const parsed = parseWith(syncMessageSchema, { ...error, latestEpoch });
+      assert.match(!parsed.ok ? parsed.error : '', /^latestEpoch: /);
+    }
   });
 });
 
