@@ -147,6 +147,14 @@ export const schedulerConfigSchema = z.object({
         300000,
         'Time after which the leader forgets a follower replica that stays disconnected, and the runtimes it held (any that live have redialled another replica).',
       ),
+      frameBytesMax: z
+        .number()
+        .int()
+        .min(64 * 1024)
+        .default(64 * 1024 * 1024)
+        .describe(
+          "Largest epoch sync frame a replica takes from a peer: a commit's snapshot of the whole cluster, or a follower's full part. A larger one closes the connection, and the follower, unable to follow, logs an error at most once a minute (the leader warns with the frame's size). Raise it for clusters of tens of thousands of runtimes (about 1 KiB each), on every replica alike.",
+        ),
     })
     .prefault({})
     .describe('Epoch sync.'),

@@ -15,12 +15,22 @@ export interface WsSyncConnectionOptions {
    * Default true.
    */
   readonly peerReadsLatestEpoch?: boolean;
+  /**
+   * The inbound frame limit the socket was opened with (`maxPayload`). A frame above it closes the
+   * connection, reported as 1009 naming the limit (`ws` itself reports a bare 1006). Peers of a cluster share
+   * it, so an outbound frame above it is one the peer refuses: `onLargeFrame` hears of it, with its size.
+   */
+  readonly payloadBytesMax?: number;
+  /** An outbound frame of `bytes` above `payloadBytesMax` was sent (the peer closes on it if it shares the limit). */
+  readonly onLargeFrame?: (bytes: number, payloadBytesMax: number) => void;
 }
 
 export const WS_SYNC_DEFAULTS = { bufferedBytesMax: 8 * 1024 * 1024, pendingMessagesMax: 1024 } as const;
 
 /** Close code for a message that breaks the sync protocol (RFC 6455 policy violation). */
 export const CLOSE_POLICY = 1008;
+/** Close code for a frame above the receiver's limit (RFC 6455 message too big). */
+export const CLOSE_TOO_BIG = 1009;
 /** RFC 6455 caps a close reason at 123 bytes. */
 const REASON_BYTES_MAX = 123;
 
@@ -41,10 +51,12 @@ export function closeReason(reason: string): string {
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax } = { ...WS_SYNC_DEFAULTS, ...options };
+  const { payloadBytesMax, onLargeFrame } = options;
   const forPeer = options.peerReadsLatestEpoch === false ? withoutLatestEpoch : (msg: SyncMessage) => msg;
   let handler: ((msg: SyncMessage) => void) | undefined;
   let closeHandler: ((code: number, reason: string) => void) | undefined;
   let closed: { code: number; reason: string } | undefined;
+  let refusedTooBig = false;
   const pending: SyncMessage[] = [];
 
   const close = (code: number, reason: string): void => {
@@ -69,10 +81,15 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     pending.push(parsed.value);
   });
   // 'error' is always followed by 'close'; the listener keeps it from throwing.
-  ws.on('error', () => {});
+  ws.on('error', (error: Error & { code?: string }) => {
+    if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') refusedTooBig = true;
+  });
   ws.on('close', (code, reason) => {
     if (closed) return;
-    closed = { code, reason: reason.toString() };
+    // ws drops the socket on a frame above maxPayload and reports 1006, which says nothing of why.
+    closed = refusedTooBig
+      ? { code: CLOSE_TOO_BIG, reason: `a frame exceeded the limit of ${payloadBytesMax ?? '?'} bytes` }
+      : { code, reason: reason.toString() };
     pending.length = 0;
     closeHandler?.(closed.code, closed.reason);
   });
@@ -80,7 +97,13 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   return {
     send(msg) {
       if (closed || ws.readyState !== ws.OPEN || ws.bufferedAmount > bufferedBytesMax) return false;
-      ws.send(encodeMessage(forPeer(msg)));
+      const text = encodeMessage(forPeer(msg));
+      ws.send(text);
+      // A UTF-8 byte is at most 3 per UTF-16 unit: most frames are told small without counting their bytes.
+      if (onLargeFrame && payloadBytesMax !== undefined && text.length * 3 > payloadBytesMax) {
+        const bytes = Buffer.byteLength(text);
+        if (bytes > payloadBytesMax) onLargeFrame(bytes, payloadBytesMax);
+      }
       return true;
     },
     onMessage(cb) {

@@ -5,7 +5,10 @@ import { SYNC_FEATURES, SYNC_FEATURES_HEADER, SwitchyardError, isIdentityValue }
 import { WS_SYNC_DEFAULTS, wsSyncConnection } from './ws-connection.ts';
 import type { SyncConnection } from './types.ts';
 
-/** Largest inbound frame by default: a full part or snapshot of a large fleet fits. */
+/**
+ * Largest inbound frame by default: a full part or snapshot of a large fleet fits (tens of thousands of
+ * runtimes, at about a KiB each). Replicas of one cluster must share the limit they are given instead.
+ */
 export const SYNC_PAYLOAD_BYTES_MAX = 64 * 1024 * 1024;
 
 const SYNC_PATH = /^\/api\/sync\/([^/]+)$/;
@@ -17,7 +20,10 @@ export interface SyncServerOptions {
   /** A follower connected to `GET /api/sync/:replica`; typically `leader.attach(conn, replica)`. */
   readonly onConnection: (conn: SyncConnection, replica: string) => void;
   readonly bufferedBytesMax?: number;
+  /** Largest frame taken from a follower, and assumed of followers. Default `SYNC_PAYLOAD_BYTES_MAX`. */
   readonly payloadBytesMax?: number;
+  /** A frame of `bytes` above `payloadBytesMax` went to `replica`, which refuses it if it shares the limit. */
+  readonly onLargeFrame?: (replica: string, bytes: number, payloadBytesMax: number) => void;
   /**
    * Admits a peer before the upgrade (e.g. checks its bearer token); a
    * refused peer is answered 401 and never reaches `onConnection`. Default:
@@ -45,11 +51,8 @@ export interface SyncServer {
 
 /** The leader side of `/api/sync/:replica`, to be wired to an HTTP server's `upgrade` event. No authentication. */
 export function createSyncServer(options: SyncServerOptions): SyncServer {
-  const wss = new WebSocketServer({
-    noServer: true,
-    perMessageDeflate: false,
-    maxPayload: options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX,
-  });
+  const payloadBytesMax = options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX;
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: payloadBytesMax });
   const bufferedBytesMax = options.bufferedBytesMax ?? WS_SYNC_DEFAULTS.bufferedBytesMax;
   // Followers send the optional fields a leader lists here, and leave them out for one that lists none.
   wss.on('headers', (headers) => headers.push(`${SYNC_FEATURES_HEADER}: ${SYNC_FEATURES.latestEpoch}`));
@@ -82,7 +85,13 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
       wss.handleUpgrade(req, socket, head, (ws) => {
         const release = options.watch?.(req, () => ws.close(1008, CLOSE_REASON_WITHDRAWN));
         if (release) ws.once('close', release);
-        options.onConnection(wsSyncConnection(ws, { bufferedBytesMax }), replica);
+        const onLargeFrame = options.onLargeFrame;
+        const conn = wsSyncConnection(ws, {
+          bufferedBytesMax,
+          payloadBytesMax,
+          ...(onLargeFrame ? { onLargeFrame: (bytes, max) => onLargeFrame(replica, bytes, max) } : {}),
+        });
+        options.onConnection(conn, replica);
       });
       return true;
     },
@@ -97,6 +106,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
 
 export interface ConnectSyncOptions {
   readonly bufferedBytesMax?: number;
+  /** Largest frame taken from the leader; one above it closes the connection as 1009. Default `SYNC_PAYLOAD_BYTES_MAX`. */
   readonly payloadBytesMax?: number;
   /** Default 10 s. */
   readonly handshakeTimeoutMs?: number;
@@ -120,9 +130,10 @@ export function connectSync(
   const url = new URL(baseUrl);
   url.protocol = url.protocol.replace(/^http/, 'ws');
   url.pathname = `${url.pathname.replace(/\/$/, '')}/api/sync/${replica}`;
+  const payloadBytesMax = options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX;
   const ws = new WebSocket(url, {
     perMessageDeflate: false,
-    maxPayload: options.payloadBytesMax ?? SYNC_PAYLOAD_BYTES_MAX,
+    maxPayload: payloadBytesMax,
     handshakeTimeout: options.handshakeTimeoutMs ?? 10_000,
     ...(options.headers ? { headers: { ...options.headers } } : {}),
   });
@@ -149,7 +160,8 @@ export function connectSync(
       settled = true;
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
-      resolve(wsSyncConnection(ws, { ...options, peerReadsLatestEpoch: features.includes(SYNC_FEATURES.latestEpoch) }));
+      const peerReadsLatestEpoch = features.includes(SYNC_FEATURES.latestEpoch);
+      resolve(wsSyncConnection(ws, { ...options, payloadBytesMax, peerReadsLatestEpoch }));
     });
   });
 }

@@ -1,10 +1,12 @@
-import type { Clock } from '@switchyard/clock';
+import { Throttle, type Clock } from '@switchyard/clock';
 import { LeaderElector, formatHolder, parseHolder, type ElectionTiming, type LeaseLock } from '@switchyard/election';
 import {
   CLOSE_POLICY,
   CLOSE_REASON_WITHDRAWN,
+  CLOSE_TOO_BIG,
   EpochFollower,
   EpochLeader,
+  SYNC_PAYLOAD_BYTES_MAX,
   connectSync,
   createSyncServer,
   type CommitInfo,
@@ -28,6 +30,8 @@ export interface LeadershipOptions {
     readonly cycleTimeoutMs?: number;
     readonly staleAfterMs?: number;
     readonly forgetAfterMs?: number;
+    /** Largest sync frame taken from a peer, and assumed of peers. Default `SYNC_PAYLOAD_BYTES_MAX` (64 MiB). */
+    readonly frameBytesMax?: number;
   };
   readonly localPart: () => readonly RuntimeState[];
   /**
@@ -43,6 +47,8 @@ export interface LeadershipOptions {
 
 /** Reconnect delays of a follower that lost its leader connection, ms. */
 const FOLLOW_RETRY_MS = [100, 250, 500, 1000, 2000] as const;
+/** A frame above the sync limit repeats at every cycle and redial: one line a minute says it, with the count held. */
+const FRAME_LIMIT_LOG_INTERVAL_MS = 60_000;
 
 /**
  * One replica's role in the cluster. The elector decides; this object turns
@@ -80,10 +86,12 @@ export class Leadership {
   #connection: SyncConnection | undefined;
   #followGeneration = 0;
   #stopped = false;
+  readonly #frameLimitLog: Throttle;
 
   constructor(options: LeadershipOptions) {
     this.#options = options;
     const { replicaId, replicaUrl, clock, view, localPart } = options;
+    this.#frameLimitLog = new Throttle(clock, FRAME_LIMIT_LOG_INTERVAL_MS);
     this.#follower = new EpochFollower({
       replicaId,
       clock,
@@ -99,6 +107,15 @@ export class Leadership {
     this.#syncServer = createSyncServer({
       authorize: (req) => admits(req.headers.authorization),
       watch: (req, close) => this.#peerRevocations.hold(() => admits(req.headers.authorization), close),
+      ...(options.epoch?.frameBytesMax === undefined ? {} : { payloadBytesMax: options.epoch.frameBytesMax }),
+      onLargeFrame: (replica, bytes, frameBytesMax) => {
+        const unlogged = this.#frameLimitLog.pass('sent');
+        if (unlogged === undefined) return;
+        options.logger.warn(
+          { replica, bytes, frameBytesMax, unlogged },
+          'sent a sync frame above epoch.frameBytesMax: followers refuse it and cannot follow; raise epoch.frameBytesMax on every replica',
+        );
+      },
       onConnection: (conn, replica) => {
         if (this.#leader) this.#leader.attach(conn, replica);
         else conn.close(1013, 'not the leader');
@@ -162,6 +179,7 @@ export class Leadership {
 
   #lead(term: number, signal: AbortSignal): void {
     const { options } = { options: this.#options };
+    const { frameBytesMax: _sharedWithTheSyncServer, ...epochOptions } = options.epoch ?? {};
     // Our follower saw this term from another leader (the Lease was deleted and created again below it): leading
     // at it would give followers a second history under one term, which they would take for the first. Lead above.
     if (term <= this.#follower.term) return this.#elector.termExists(this.#follower.term);
@@ -177,7 +195,7 @@ export class Leadership {
       sink: options.view,
       startEpoch: Math.max(options.view.epoch, this.#follower.latest()?.epoch ?? 0, this.#toldEpoch),
       seedParts: partsByOwner(options.view.states(), this.#takeOverFrom()),
-      ...options.epoch,
+      ...epochOptions,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
       onFollowerError: (replica, followerTerm, reason, latestEpoch) => {
         options.logger.warn({ replica, term: followerTerm, latestEpoch, reason }, 'follower reported an error');
@@ -241,6 +259,7 @@ export class Leadership {
     this.#disconnectFollower();
     const generation = this.#followGeneration;
     const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
+    const frameBytesMax = this.#options.epoch?.frameBytesMax;
     // Failed attempts since the last sync that worked (attempt also counts one that ended in a close).
     let failures = 0;
     // Where the next attempt is in the token order, which starts at the token the leader took last.
@@ -254,6 +273,7 @@ export class Leadership {
         const conn = await connectSync(leaderUrl, this.#options.replicaId, {
           handshakeTimeoutMs: 2000,
           ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+          ...(frameBytesMax === undefined ? {} : { payloadBytesMax: frameBytesMax }),
         });
         this.#peerTokenTaken = token;
         if (!current()) {
@@ -266,9 +286,10 @@ export class Leadership {
         this.#options.logger.info({ leader: leaderUrl }, 'following');
         failures = 0;
         const { code, reason } = await closed;
+        if (code === CLOSE_TOO_BIG && current()) this.#frameTooBig(leaderUrl, reason);
         // 1008: one side broke the sync protocol (e.g. replicas of versions that do not speak the same one).
         const level = code === CLOSE_POLICY ? 'warn' : 'info';
-        if (current())
+        if (current() && code !== CLOSE_TOO_BIG)
           this.#options.logger[level]({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
         attempt = 0;
         // The leader no longer takes the token (the last step of a rotation): the next one is likelier to do.
@@ -285,6 +306,20 @@ export class Leadership {
       const delayMs = FOLLOW_RETRY_MS[Math.min(attempt, FOLLOW_RETRY_MS.length - 1)]!;
       await new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, delayMs));
     }
+  }
+
+  /**
+   * A frame above the limit (either way: the leader's commit, or our collect the leader refused) comes again at
+   * every redial: this replica keeps its last epoch and answers from it, stale, until the limit is raised.
+   */
+  #frameTooBig(leaderUrl: string, reason: string): void {
+    const unlogged = this.#frameLimitLog.pass('refused');
+    if (unlogged === undefined) return;
+    const frameBytesMax = this.#options.epoch?.frameBytesMax ?? SYNC_PAYLOAD_BYTES_MAX;
+    this.#options.logger.error(
+      { leader: leaderUrl, reason, frameBytesMax, unlogged },
+      'sync connection to the leader closed on a frame above epoch.frameBytesMax: this replica cannot follow; raise epoch.frameBytesMax on every replica',
+    );
   }
 }
 

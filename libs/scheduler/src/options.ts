@@ -61,6 +61,11 @@ export interface SchedulerReplicaOptions {
     readonly cycleTimeoutMs?: number;
     readonly staleAfterMs?: number;
     readonly forgetAfterMs?: number;
+    /**
+     * Largest epoch sync frame a replica takes from a peer (a commit's snapshot, a follower's full part), and
+     * the size past which a leader warns it sent one. Give every replica the same. Default 64 MiB.
+     */
+    readonly frameBytesMax?: number;
   };
   /**
    * Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this PEM key and
