@@ -4,8 +4,10 @@ export interface LogEntry {
   readonly msg?: string;
   readonly component?: string;
   readonly status?: number;
-  readonly reason?: string;
-  readonly err?: string;
+  /** Text, or an object: a scheduler's unschedulable reason `{stage, code, message}`. */
+  readonly reason?: unknown;
+  /** Text, or an object: pino writes an Error as `{type, message, stack}`. */
+  readonly err?: unknown;
   /** A refusal's body as it came, normally JSON text (`scheduler refused the tunnel`). */
   readonly body?: string;
 }
@@ -27,7 +29,14 @@ export function printable(text: string): string {
 /** A log entry as one short line: the message, and the one detail that explains it. */
 export function lineOf(entry: LogEntry): string {
   const detail = entry.status ?? entry.reason ?? entry.err;
-  return printable(`${entry.msg ?? ''}${detail !== undefined ? ` (${String(detail)})` : ''}`);
+  return printable(`${entry.msg ?? ''}${detail !== undefined ? ` (${detailText(detail)})` : ''}`);
+}
+
+/** An object's own `message` where it has one, else its JSON: never `[object Object]`. */
+function detailText(detail: unknown): string {
+  if (typeof detail !== 'object' || detail === null) return String(detail);
+  const { message } = detail as { message?: unknown };
+  return typeof message === 'string' ? message : JSON.stringify(detail);
 }
 
 /** Parses one line pino wrote; a line that is not JSON comes back as a warning carrying it. */

@@ -18,4 +18,23 @@ describe('lineOf', () => {
       'tunnel disconnected (GOAWAY (code 0))',
     );
   });
+
+  it('shows a logged object by its message: pino writes an error, and a scheduler an unschedulable reason, as one', () => {
+    const refused = {
+      level: 40,
+      msg: 'unschedulable',
+      reason: { stage: 'Class', code: 'no_class', message: 'no runtime serves class nope' },
+    };
+    assert.equal(lineOf(parseEntry(JSON.stringify(refused))), 'unschedulable (no runtime serves class nope)');
+    const failed = {
+      level: 40,
+      msg: 'lease attempt failed',
+      err: { type: 'Error', message: 'connect ECONNREFUSED', stack: 'Error: …' },
+    };
+    assert.equal(lineOf(parseEntry(JSON.stringify(failed))), 'lease attempt failed (connect ECONNREFUSED)');
+  });
+
+  it('writes a logged object without a message as JSON, not as [object Object]', () => {
+    assert.equal(lineOf(parseEntry('{"msg":"refused","reason":{"code":"x"}}')), 'refused ({"code":"x"})');
+  });
 });
