@@ -363,7 +363,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     if (!target) {
-      sendError(res, 'not_found', 'Not found: the MCP endpoint is /mcp');
+      sendError(res, 'not_found', 'Not found: the MCP endpoint is /mcp, or /mcp/<class>/<process>');
       return;
     }
     handle(req, res, target).catch((error: unknown) => fail(req, res, error));

@@ -79,6 +79,19 @@ describe('identity strategies', () => {
       await h.close();
     }
   });
+  it('answers a path of neither form 404, naming both, so a client given /mcp/<class> learns the other half', async () => {
+    const h = await startHarness(1);
+    try {
+      for (const path of ['/mcp/demo', '/mcp/demo/box-1/more', '/']) {
+        const res = await post(h.url.replace(/\/mcp$/, path), INITIALIZE);
+        assert.equal(res.status, 404, path);
+        const { error } = res.json as { error: { message: string } };
+        assert.equal(error.message, 'Not found: the MCP endpoint is /mcp, or /mcp/<class>/<process>', path);
+      }
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 describe('scheduler failover and metrics', () => {
