@@ -146,4 +146,14 @@ describe('charts/scheduler: NOTES.txt', { skip }, () => {
     const peers = [...noJoin, 'peerTokens.values={peer-token-0123456789abcdef}'];
     assert.match(await notes(peers), /no join tokens are configured: no runtime can join\. Set/);
   });
+
+  it('reads the leader from the Lease and the epoch from switchyard status, as the Lease holds no epoch', async () => {
+    const text = await notes();
+    assert.match(text, /^Leader: +kubectl -n switchyard get lease sy-scheduler +\(its HOLDER\)$/m);
+    assert.match(
+      text,
+      /^Term, epoch and runtimes: +switchyard status --scheduler http:\/\/sy-scheduler\.switchyard\.svc:\d+$/m,
+    );
+    assert.doesNotMatch(text, /epoch:? +kubectl/i);
+  });
 });
