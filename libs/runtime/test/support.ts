@@ -2,7 +2,6 @@
 // unreachable (the direct listener serves MCP while the tunnel redials) and
 // a legacy JSON-RPC POST to that listener.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { createMetrics } from '@switchyard/service';
 import type { RuntimeNodeOptions } from '../src/index.ts';
 
@@ -10,14 +9,11 @@ export const TOKEN = 'runtime-test-token-0123456789';
 export const LEGACY = '2025-11-25';
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** A loopback port with nothing listening (bound, then released), so the tunnel dial fails fast. */
-export async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+/**
+ * A scheduler nothing listens for, so the tunnel dial fails fast: a privileged port no test binds, not one
+ * just released, which a test running alongside may take meanwhile.
+ */
+const DEAD_SCHEDULER_URL = 'http://127.0.0.1:1';
 
 export async function nodeOptions(
   classes: RuntimeNodeOptions['classes'],
@@ -25,7 +21,7 @@ export async function nodeOptions(
 ): Promise<RuntimeNodeOptions> {
   return {
     runtimeId: 'rt-test',
-    schedulerUrl: `http://127.0.0.1:${await deadPort()}`,
+    schedulerUrl: DEAD_SCHEDULER_URL,
     joinToken: 'join-token-0123456789',
     classes,
     ...(engines ? { engines } : {}),
