@@ -21,6 +21,7 @@ import {
   urlHost,
 } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
+import { registerNodeMetrics, troubleCounters } from './metrics.ts';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
 
@@ -97,6 +98,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     logger,
     clock,
     ...(options.meter ? { meter: options.meter } : {}),
+    onTrouble: troubleCounters(options.metrics, options.classes),
   });
   const watch = createWatchHandler(store, { clock });
   const route = runtimeRouter(host, watch, metricsHandler(options.metrics.registry));
@@ -164,7 +166,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
       for (const resolve of waiters) resolve();
     },
   });
-  registerMetrics(options, host, () => dialer.connected);
+  registerNodeMetrics(options.metrics, host, () => dialer.connected);
 
   let closing: Promise<void> | undefined;
   return {
@@ -236,28 +238,4 @@ function requireBearer(
     }
     next(req, res);
   };
-}
-
-function registerMetrics(
-  options: RuntimeNodeOptions,
-  host: { stats(): { sandboxes: number; sessions: number; cancelled: number } },
-  connected: () => boolean,
-): void {
-  const { metrics } = options;
-  metrics.gauge({
-    name: 'tunnel_connected',
-    help: '1 while the tunnel to a scheduler is open, else 0',
-    collect: () => (connected() ? 1 : 0),
-  });
-  metrics.gauge({
-    name: 'sandboxes',
-    help: 'Sandboxes alive (warm pool excluded)',
-    collect: () => host.stats().sandboxes,
-  });
-  metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open', collect: () => host.stats().sessions });
-  metrics.gauge({
-    name: 'tool_calls_cancelled',
-    help: 'Tool calls cancelled by clients so far',
-    collect: () => host.stats().cancelled,
-  });
 }

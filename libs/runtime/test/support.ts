@@ -35,6 +35,7 @@ export async function nodeOptions(
 
 export interface RpcReply {
   readonly result?: { readonly tools?: ReadonlyArray<{ readonly name: string }> };
+  readonly error?: { readonly code: number; readonly message: string };
 }
 
 /** One legacy JSON-RPC POST to the direct listener; the reply may be JSON or a one-event SSE body. */
@@ -61,4 +62,13 @@ export async function rpc(
   assert.equal(res.status, status, text);
   const data = text.startsWith('{') ? text : /^data: (.+)$/m.exec(text)?.[1];
   return { session: res.headers.get('mcp-session-id') ?? undefined, json: JSON.parse(data ?? '{}') as RpcReply };
+}
+
+/** The value of one series in the node's `/metrics` (as Prometheus scrapes it), undefined when absent. */
+export async function scrape(url: string, series: string): Promise<number | undefined> {
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }

@@ -56,7 +56,12 @@ function startTimeoutSeconds(config: EngineConfig): number {
   return config.startTimeoutSeconds ?? SANDBOX_DEFAULTS.startTimeoutSeconds;
 }
 
-function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOptions['engines']): Engine {
+function baseEngine(
+  config: EngineConfig,
+  clock: Clock,
+  engines: SandboxHostOptions['engines'],
+  onTrouble: NonNullable<SandboxHostOptions['onTrouble']>,
+): Engine {
   switch (config.engine) {
     case 'custom': {
       const engine = engines?.[config.name];
@@ -66,7 +71,7 @@ function baseEngine(config: EngineConfig, clock: Clock, engines: SandboxHostOpti
     case 'builtin':
       return builtinEngine(clock);
     case 'stdio':
-      return stdioEngine(config, startTimeoutSeconds(config), clock);
+      return stdioEngine(config, startTimeoutSeconds(config), clock, onTrouble);
     case 'http':
       return httpEngine(config, startTimeoutSeconds(config));
   }
@@ -84,13 +89,14 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const clock = options.clock ?? systemClock;
   const { logger, reporter } = options;
   const meter = options.meter ?? logMeteringSink(logger);
+  const onTrouble = options.onTrouble ?? (() => {});
   let cancelled = 0;
   const onCancelled = (): void => void cancelled++;
   const pools: WarmPoolEngine[] = [];
   const classes = new Map<string, ClassRuntime>();
   for (const [className, config] of Object.entries(options.classes)) {
     const ctx: EngineContext = { runtimeId: options.runtimeId, className, logger, onCancelled };
-    let engine = baseEngine(config, clock, options.engines);
+    let engine = baseEngine(config, clock, options.engines, onTrouble);
     if ((config.warmPool ?? 0) > 0) {
       const refillDelayMs = options.warmPoolRefillDelayMs ?? SANDBOX_DEFAULTS.warmPoolRefillDelayMs;
       const pool = withWarmPool(engine, { size: config.warmPool!, refillDelayMs, clock }, ctx);
@@ -124,6 +130,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     clock,
     onCancelled,
     onRemoved: (sandbox) => sessions.closeForSandbox(sandbox.id, 'sandbox_removed'),
+    onTrouble,
   });
   const inFlight = new InFlight();
   const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass, inFlight });

@@ -9,6 +9,7 @@ export type {
   MeteringEvent,
   MeteringSink,
   SandboxHostOptions,
+  SandboxTrouble,
   StateReporter,
 } from './types.ts';
 export type { Engine, EngineContext, ExitCause, SandboxInstance } from './engine.ts';

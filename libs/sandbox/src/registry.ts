@@ -2,7 +2,7 @@ import { SwitchyardError } from '@switchyard/protocol';
 import type { Clock, Timer } from '@switchyard/clock';
 import { ClassTroubleLog } from './class-trouble-log.ts';
 import { describeExit, exitFields, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
-import type { Logger, StateReporter } from './types.ts';
+import type { Logger, SandboxTrouble, StateReporter } from './types.ts';
 
 /** One live sandbox and who holds it. */
 export interface Sandbox {
@@ -30,6 +30,8 @@ export interface RegistryOptions {
   readonly onCancelled: (tool: string) => void;
   /** Told when a sandbox goes away, so sessions bound to it can be closed. */
   readonly onRemoved: (sandbox: Sandbox) => void;
+  /** Told of each sandbox that died on its own (`died`), with its class. */
+  readonly onTrouble: (trouble: SandboxTrouble, className: string) => void;
 }
 
 /** Ids of sandboxes that died on their own, remembered so the next stateless caller hears of it once. */
@@ -184,6 +186,7 @@ export class SandboxRegistry {
 
   #died(sandbox: Sandbox): void {
     if (this.#sandboxes.get(sandbox.id) !== sandbox) return;
+    this.#opts.onTrouble('died', sandbox.className);
     // Its exit code or signal and last stderr lines are what tells an operator why.
     const exit = sandbox.instance.exitCause?.();
     this.#trouble.warn(

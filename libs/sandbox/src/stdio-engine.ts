@@ -5,7 +5,7 @@ import { ClassTroubleLog } from './class-trouble-log.ts';
 import { ExitedError, type Engine, type ExitCause } from './engine.ts';
 import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
 import { StderrBudget, logStderr, type StderrTail } from './stderr-log.ts';
-import type { EngineConfig } from './types.ts';
+import type { EngineConfig, SandboxTrouble } from './types.ts';
 
 type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
 
@@ -21,21 +21,29 @@ type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
  * announcements share the pipe with its answers, so none can be missed.
  * A child that stops reading its stdin has what is sent to it refused once
  * its backlog is past a cap, and is stopped when it stays stuck (see
- * ChildTransport); both are warned of as a class's other trouble is.
+ * ChildTransport); both are warned of as a class's other trouble is, and
+ * each is told to `onTrouble`.
  */
-export function stdioEngine(config: StdioConfig, startTimeoutSeconds: number, clock: Clock): Engine {
+export function stdioEngine(
+  config: StdioConfig,
+  startTimeoutSeconds: number,
+  clock: Clock,
+  onTrouble: (trouble: SandboxTrouble, className: string) => void,
+): Engine {
   const stderrBudget = new StderrBudget(clock);
   let trouble: ClassTroubleLog | undefined;
   return {
     async create(ctx) {
       trouble ??= new ClassTroubleLog(ctx.logger, clock);
-      const stdinTrouble = (kind: StdinTrouble, backlogBytes: number, pid: number): void =>
+      const stdinTrouble = (kind: StdinTrouble, backlogBytes: number, pid: number): void => {
+        onTrouble(`stdin_${kind}`, ctx.className);
         trouble!.warn(
           { event: `sandbox.stdin_${kind}`, class: ctx.className, pid, backlogBytes },
           kind === 'refused'
             ? 'stdio server is not reading its input: a message to it was refused'
             : `stdio server read none of its input for ${STDIN_STALL_MS / 1000} s: it is stopped`,
         );
+      };
       let tail: StderrTail | undefined;
       const transport = new ChildTransport({
         command: config.command,

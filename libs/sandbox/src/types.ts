@@ -33,6 +33,14 @@ export interface MeteringEvent {
   readonly durationMs: number;
 }
 
+/**
+ * Trouble with a sandbox that operators count, by class: a message refused to
+ * a stdio server because too much of its stdin waits unread (`stdin_refused`),
+ * a stdio server stopped as stuck (`stdin_stalled`), a sandbox that died on
+ * its own (`died`: its server exited or was killed, or was stopped as stuck).
+ */
+export type SandboxTrouble = 'stdin_refused' | 'stdin_stalled' | 'died';
+
 /** Receives metering events. `record` must not throw or block. */
 export interface MeteringSink {
   record(event: MeteringEvent): void;
@@ -84,6 +92,12 @@ export interface SandboxHostOptions {
   readonly logger: Logger;
   /** Lifecycle event sink. Default: `logMeteringSink(logger)`. */
   readonly meter?: MeteringSink;
+  /**
+   * Told of each {@link SandboxTrouble} with the sandbox's class, as it
+   * happens (for metrics; the log has them too, throttled). Must not throw
+   * or block. Default: nothing.
+   */
+  readonly onTrouble?: (trouble: SandboxTrouble, className: string) => void;
   /**
    * Wait after a warm-pool hand-out before starting its replacement, so the
    * start does not compete with the new session's first calls. Default 250;
