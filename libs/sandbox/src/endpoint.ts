@@ -242,7 +242,15 @@ export class McpEndpoint {
     const answer = await this.#inSession(session, request, body);
     // A refused initialize leaves no session behind.
     if (session.transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
-    return answer;
+    return {
+      response: answer.response,
+      release: () => {
+        answer.release();
+        // Its client left before it had its answer (while the sandbox started, say): nobody will use the
+        // session, which idle would hold its sandbox, and its place under sandboxesMax, for sessionIdleMs.
+        if (request.signal.aborted) sessions.close(sessionId, 'abandoned');
+      },
+    };
   }
 
   /** Starts (or joins) the sandbox of a new session and adds the session, its id held meanwhile. */
