@@ -289,7 +289,9 @@ export const gatewayConfigSchema = z.object({
     .int()
     .min(1024)
     .default(D.headerBytesMax)
-    .describe('Largest request header block accepted.'),
+    .describe(
+      'Largest request header block accepted (names and values). It may be set high for large credentials, which are never forwarded: the headers forwarded to runtimes (all but Authorization and Cookie) may total 64 KiB, counted as HTTP/2 counts them (32 bytes more a field), which is what schedulers and runtimes take; past that the gateway answers 431 itself.',
+    ),
   principalConcurrencyMax: z
     .number()
     .int()

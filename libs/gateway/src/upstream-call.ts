@@ -1,7 +1,12 @@
 // One request to a route's runtime, and what became of it: sent on the
 // right upstream (direct, relay, HTTP/2 event stream, /api/proxy), its
 // failures turned into the client's answer, its response relayed.
-import { RUNTIME_DIRECT_REALM, SCHEDULER_API_REALM, SwitchyardError } from '@switchyard/protocol';
+import {
+  FORWARDED_HEADER_BYTES_MAX,
+  RUNTIME_DIRECT_REALM,
+  SCHEDULER_API_REALM,
+  SwitchyardError,
+} from '@switchyard/protocol';
 import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
 import { isUpstreamFailure } from './exchange.ts';
@@ -14,6 +19,7 @@ import {
   RUNTIME_TOKEN_REFUSED,
   SCHEDULER_TOKEN_REFUSED,
   isEventStream,
+  forwardedHeaderBytes,
   hasCode,
   isHeadersTimeout,
   isStreamsFullAnswer,
@@ -197,7 +203,10 @@ async function send(
   };
   const via = (dispatcher: Dispatch, call = upstream): Promise<Attempt> =>
     attempt(dispatcher, ctx.clock, call, r.res, gone);
-  if (route.direct) return via(ctx.dispatcher);
+  if (route.direct) {
+    refuseOversizedHeaders(method, route.url, headers);
+    return via(ctx.dispatcher);
+  }
   // Through a scheduler: event streams as HTTP/2 streams, the rest on relay
   // connections; either, refused before the request left, falls back to
   // plain HTTP/1.1 through `/api/proxy`. The scheduler's API token rides
@@ -205,6 +214,7 @@ async function send(
   // the token rides the relay's upgrade instead (RelayConnections).
   const authorization = ctx.schedulerAuthorization?.();
   const proxied = authorization !== undefined ? { ...upstream, headers: { ...headers, authorization } } : upstream;
+  refuseOversizedHeaders(method, route.url, proxied.headers);
   if (method === 'GET' && ctx.eventStreams) {
     const streams = ctx.eventStreams;
     const origin = new URL(route.url).origin;
@@ -227,6 +237,18 @@ async function send(
   } catch (error) {
     if (r.signal.aborted || !relays.refused(route.url, error)) throw error;
     return via(ctx.dispatcher, proxied);
+  }
+}
+
+/**
+ * Headers the gateway took under its own headerBytesMax (credentials it
+ * strips may make most of them) can still be more than it may forward: the
+ * client gets the gateway's 431, as for its own limit, not a hop's bare one
+ * taken for an upstream failure. Nothing was sent.
+ */
+function refuseOversizedHeaders(method: string, url: string, headers: Readonly<Record<string, string>>): void {
+  if (forwardedHeaderBytes(method, url, headers) > FORWARDED_HEADER_BYTES_MAX) {
+    throw new SwitchyardError('header_too_large', 'Request headers too large');
   }
 }
 

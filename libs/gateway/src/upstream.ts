@@ -107,6 +107,26 @@ export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: Asserted
   return out;
 }
 
+/** What HTTP/2 counts for each field of a header list on top of its name and value (RFC 9113 §6.5.2). */
+const HTTP2_FIELD_OVERHEAD_BYTES = 32;
+/** The pseudo-header fields of an HTTP/2 request, whose values `url` and the method hold between them. */
+const PSEUDO_HEADER_BYTES = [':method', ':scheme', ':authority', ':path'].reduce(
+  (sum, name) => sum + name.length + HTTP2_FIELD_OVERHEAD_BYTES,
+  0,
+);
+
+/**
+ * The size of a request to `url` with `headers` as the hops behind the
+ * gateway count it against FORWARDED_HEADER_BYTES_MAX: as an HTTP/2 header
+ * list, pseudo-headers included. Never less than what an HTTP/1.1 hop
+ * counts (the request target, names and values).
+ */
+export function forwardedHeaderBytes(method: string, url: string, headers: Readonly<Record<string, string>>): number {
+  let total = PSEUDO_HEADER_BYTES + method.length + url.length;
+  for (const name in headers) total += name.length + headers[name]!.length + HTTP2_FIELD_OVERHEAD_BYTES;
+  return total;
+}
+
 /**
  * The upstream response headers a client may see, as one object for
  * `res.writeHead`, so the response keeps no header map of its own (which

@@ -44,6 +44,21 @@ export const ORIGIN_WIDE_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Largest request header block every hop behind the gateway takes: a
+ * scheduler's listener (`/api/proxy`, relay upgrades, HTTP/2 event streams),
+ * the tunnel's HTTP/2, and a runtime's relay and direct listeners. Counted
+ * as HTTP/2 counts a header list (names, values and 32 bytes a field, RFC
+ * 9113 §6.5.2), which is never less than what Node's HTTP/1.1 parser counts
+ * (the request target, names and values). The gateway's own limit
+ * (`headerBytesMax`) may be higher, for credentials it reads and never
+ * forwards; a request whose forwarded headers are past this one it answers
+ * 431 itself, so no hop refuses it with a bare 431 instead. Four times
+ * Node's default (16 KiB): room for large tokens and cookies of a sandbox's
+ * own, while a flood of connections holds a bounded head each.
+ */
+export const FORWARDED_HEADER_BYTES_MAX = 64 * 1024;
+
+/**
  * Header fields every HTTP/2 hop takes in one request or response (Node's
  * `maxHeaderListPairs`). Node's default, 128, reset the event streams of
  * clients that sent more headers than that, while the HTTP/1.1 hops took

@@ -11,6 +11,7 @@ export {
 } from './identity.ts';
 export type { Identity } from './identity.ts';
 export {
+  FORWARDED_HEADER_BYTES_MAX,
   HOP_BY_HOP_HEADERS,
   HTTP2_HEADER_FIELDS_MAX,
   ORIGIN_WIDE_RESPONSE_HEADERS,

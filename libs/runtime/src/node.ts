@@ -2,6 +2,7 @@ import http from 'node:http';
 import { sleep, systemClock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
 import {
+  FORWARDED_HEADER_BYTES_MAX,
   RUNTIME_DIRECT_REALM,
   RUNTIME_VERSION_MESSAGE,
   SwitchyardError,
@@ -118,7 +119,8 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     // a client's body as it arrives, for up to its own bodyTimeoutMs. TCP keepalive finds a gateway whose host
     // vanished while its streams here were silent: nothing else would, before a write to it failed.
     const direct = http.createServer(
-      { ...deadlineOptions(), ...tcpKeepAliveOptions() },
+      // Node's 16 KiB would refuse, with a bare 431, a request the gateway accepted and forwards.
+      { ...deadlineOptions(), ...tcpKeepAliveOptions(), maxHeaderSize: FORWARDED_HEADER_BYTES_MAX },
       requireBearer(options.direct.tokens, route, logger),
     );
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;

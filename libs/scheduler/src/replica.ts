@@ -15,7 +15,7 @@ import {
   tcpKeepAliveOptions,
   type TlsPair,
 } from '@switchyard/service';
-import { RELAY, runtimeStateOf } from '@switchyard/protocol';
+import { FORWARDED_HEADER_BYTES_MAX, RELAY, runtimeStateOf } from '@switchyard/protocol';
 import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
 import { apiAdmission, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
@@ -80,8 +80,10 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // A gateway's stream through here (HTTP/1.1, HTTP/2 or a relay) holds a stream of a runtime's tunnel: TCP
   // keepalive finds a gateway whose host vanished while its streams were silent; on HTTP/2, where its event
   // streams are (never silent: a comment every 15 s, which keeps the kernel from probing), pings do.
+  // Node's 16 KiB would refuse, with a bare 431, a request the gateway accepted and forwards.
   const accepted = {
     shouldUpgradeCallback,
+    maxHeaderSize: FORWARDED_HEADER_BYTES_MAX,
     connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS,
     ...tcpKeepAliveOptions(),
   };

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
-import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
+import { FORWARDED_HEADER_BYTES_MAX, HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 
 /** What every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -79,7 +79,12 @@ export interface H2cListener {
  */
 export function serveH2c(server: Server | HttpsServer, options: H2cOptions): H2cListener {
   const h2 = http2.createServer({
-    settings: { maxConcurrentStreams: options.maxConcurrentStreams, enablePush: false },
+    // Node's default header list bound (65,535 bytes) is a byte short of what the gateway may forward.
+    settings: {
+      maxConcurrentStreams: options.maxConcurrentStreams,
+      maxHeaderListSize: FORWARDED_HEADER_BYTES_MAX,
+      enablePush: false,
+    },
     // Node's default (10 MB) counts every open stream's state and trips ENHANCE_YOUR_CALM well before the stream limit.
     maxSessionMemory: 256,
     maxHeaderListPairs: HTTP2_HEADER_FIELDS_MAX,

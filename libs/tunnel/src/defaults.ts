@@ -1,4 +1,5 @@
 import type http2 from 'node:http2';
+import { FORWARDED_HEADER_BYTES_MAX } from '@switchyard/protocol';
 
 /**
  * HTTP/2 tuning shared by both ends of the tunnel. Node's defaults (10 MB of
@@ -30,8 +31,8 @@ export const H2_TUNING = {
    * clients hold every other stream.
    */
   controlStreams: 8,
-  /** Header list bound per request, in bytes. */
-  maxHeaderListBytes: 64 * 1024,
+  /** Header list bound per request, in bytes: what the gateway may forward. */
+  maxHeaderListBytes: FORWARDED_HEADER_BYTES_MAX,
   /**
    * Stream resets the runtime takes from the scheduler at once, and per second
    * after. nghttp2 guards servers against "rapid reset" floods by closing the

@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import http from 'node:http';
 import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { PROXY_ERRORS, RELAY } from '@switchyard/protocol';
+import { FORWARDED_HEADER_BYTES_MAX, PROXY_ERRORS, RELAY } from '@switchyard/protocol';
 import { writeRefusal } from './admission.ts';
 import { TUNNEL_DEFAULTS } from './defaults.ts';
 import { failureOf, openFailureOf, refusalOf } from './proxy.ts';
@@ -135,6 +135,8 @@ export function serveRelayConnections(
   let draining = false;
   const connections = http.createServer(
     {
+      // Node's 16 KiB would refuse, with a bare 431, headers the gateway forwards and the tunnel carried.
+      maxHeaderSize: FORWARDED_HEADER_BYTES_MAX,
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: limits.checkIntervalMs,
