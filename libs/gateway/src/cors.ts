@@ -34,6 +34,25 @@ export function allowOrigin(res: ServerResponse, origin: string): void {
   res.setHeader('vary', 'Origin');
 }
 
+/**
+ * One `Vary` for an answer whose `own` (the gateway's, `Origin` for CORS)
+ * and `upstream` values both hold: each field once, compared without case
+ * and spelled as first seen, the gateway's first; `*` alone if either says
+ * it (RFC 9110 §12.5.5), as the answer then varies on more than fields.
+ * Either may be a list of lines, as Node gives repeated headers.
+ */
+export function mergedVary(own: number | string | readonly string[], upstream: string | readonly string[]): string {
+  const fields = new Map<string, string>();
+  for (const line of [own, upstream].flat()) {
+    for (const part of String(line).split(',')) {
+      const field = part.trim();
+      if (field === '*') return '*';
+      if (field && !fields.has(field.toLowerCase())) fields.set(field.toLowerCase(), field);
+    }
+  }
+  return [...fields.values()].join(', ');
+}
+
 /** A CORS preflight: `OPTIONS` naming the method the page means to send. */
 export function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;

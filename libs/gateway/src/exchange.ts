@@ -239,7 +239,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, Standing
     this.#eventStream = sse;
     this.#mode = 'relay';
     // Head stored now, sent with the first write (or flushHeaders below).
-    res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse));
+    res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse, res.getHeader('vary')));
     // Copied: an open event stream need not hold them.
     this.headers = COPIED;
     if (!sse) {

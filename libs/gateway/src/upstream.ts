@@ -7,7 +7,7 @@ import {
   PROXY_ERRORS,
   PROXY_ERROR_HEADER,
 } from '@switchyard/protocol';
-import { CORS_RESPONSE_HEADERS } from './cors.ts';
+import { CORS_RESPONSE_HEADERS, mergedVary } from './cors.ts';
 import { UPSTREAM_SILENT_NOT_DIALLED } from './upstream-checks.ts';
 
 /**
@@ -131,9 +131,15 @@ export function forwardedHeaderBytes(method: string, url: string, headers: Reado
  * The upstream response headers a client may see, as one object for
  * `res.writeHead`, so the response keeps no header map of its own (which
  * `setHeader` would build, and hold as long as an event stream stays open).
- * An event stream loses its length and gains `X-Accel-Buffering: no`.
+ * An event stream loses its length and gains `X-Accel-Buffering: no`. A
+ * `Vary` of the upstream's is merged into `ownVary` (the gateway's, set
+ * already on the response), which `writeHead` would otherwise replace.
  */
-export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boolean): OutgoingHttpHeaders {
+export function downstreamHeaders(
+  headers: IncomingHttpHeaders,
+  eventStream: boolean,
+  ownVary?: number | string | readonly string[],
+): OutgoingHttpHeaders {
   const listed = connectionListed(headers);
   const out: OutgoingHttpHeaders = {};
   for (const name in headers) {
@@ -143,6 +149,7 @@ export function downstreamHeaders(headers: IncomingHttpHeaders, eventStream: boo
     out[name] = value;
   }
   if (eventStream) out['x-accel-buffering'] = 'no';
+  if (ownVary !== undefined && out.vary !== undefined) out.vary = mergedVary(ownVary, out.vary);
   return out;
 }
 
