@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { MCP_SESSION_HEADER, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import type { ScheduleRequestInput } from '@switchyard/protocol';
 import { sleep } from '@switchyard/clock';
+import type { Attempt } from './forward.ts';
 import { describe, randomId, resolvePart } from './identity.ts';
 import type { IdentitySource } from './identity.ts';
 import { GATEWAY_DEFAULTS } from './options.ts';
@@ -227,12 +228,22 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   }
   let route = placed;
   const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
-  let result = await call(ctx, r, route, asserted, LEGACY_GONE);
-  const moved = result.kind === 'unreachable' && !route.direct ? await rerouted(ctx, r, route, request) : undefined;
-  if (moved) {
-    ctx.metrics.upstreamError('connect');
-    route = moved;
+  let result: Attempt;
+  try {
     result = await call(ctx, r, route, asserted, LEGACY_GONE);
+    const moved = result.kind === 'unreachable' && !route.direct ? await rerouted(ctx, r, route, request) : undefined;
+    if (moved) {
+      ctx.metrics.upstreamError('connect');
+      route = moved;
+      result = await call(ctx, r, route, asserted, LEGACY_GONE);
+    }
+  } catch (error) {
+    // A DELETE that failed once sent (the runtime cut it or reset its stream) may have ended the session
+    // there, or half, and the client takes it for ended: its next request with the id is placed by the
+    // scheduler, which knows what the runtime still holds, not sent from the cache to a half-ended
+    // session. A route dropped that was still good costs one schedule.
+    if (r.req.method === 'DELETE') await ctx.cache.delete(key);
+    throw error;
   }
   if (result.kind !== 'response' || r.req.method === 'DELETE') await ctx.cache.delete(key);
   else if (route !== cached) await ctx.cache.set(key, route);
