@@ -25,7 +25,7 @@ interface Started {
   readonly ready: { port?: number; url?: string };
 }
 
-/** pino's numeric level of `warn`; quieter lines of children are not echoed. */
+/** pino's numeric level of `warn`, the default: quieter lines of children are not echoed. */
 const WARN = 40;
 const LEVELS: Record<string, number> = { fatal: 60, error: 50, warn: 40, info: 30, debug: 20 };
 
@@ -55,9 +55,11 @@ function appEnv(): NodeJS.ProcessEnv {
 /**
  * Starts one app as its own OS process and resolves on its `ready` log line.
  * Lines at the chosen level or above are echoed to stderr, prefixed by name.
+ * The app logs at info at least, as its `ready` line is what is waited for.
  */
 function startApp(name: string, app: string, args: string[], echoLevel: number): Promise<Started> {
-  const child = spawn(process.execPath, [join(APPS, app, 'src/main.ts'), ...args, '--log-level', 'info'], {
+  const appLevel = echoLevel < LEVELS.info! ? 'debug' : 'info';
+  const child = spawn(process.execPath, [join(APPS, app, 'src/main.ts'), ...args, '--log-level', appLevel], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: appEnv(),
   });
@@ -74,7 +76,7 @@ function startApp(name: string, app: string, args: string[], echoLevel: number):
       } catch {
         return echo(line);
       }
-      if ((entry.level ?? 0) >= Math.max(echoLevel, WARN)) echo(`${entry.msg ?? line}`);
+      if ((entry.level ?? 0) >= echoLevel) echo(`${entry.msg ?? line}`);
       if (entry.msg === 'ready') {
         clearTimeout(timer);
         resolve({
