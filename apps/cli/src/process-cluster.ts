@@ -60,7 +60,11 @@ function appEnv(): NodeJS.ProcessEnv {
 function startApp(name: string, app: string, args: string[], echoLevel: number): Promise<Started> {
   const appLevel = echoLevel < LEVELS.info! ? 'debug' : 'info';
   const child = spawn(process.execPath, [join(APPS, app, 'src/main.ts'), ...args, '--log-level', appLevel], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own session, so a terminal's Ctrl-C (SIGINT to the foreground process group) reaches `up`
+    // alone, which stops the components in order, one signal each. The IPC channel is how a component
+    // learns that `up` is gone, however it ended (SIGKILL too): its lifecycle then shuts it down.
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    detached: true,
     env: appEnv(),
   });
   return new Promise((resolve, reject) => {
@@ -89,21 +93,41 @@ function startApp(name: string, app: string, args: string[], echoLevel: number):
   });
 }
 
+type Kind = Component['kind'];
+
+function kindOf(name: string): Kind {
+  return name.startsWith('scheduler') ? 'scheduler' : name.startsWith('runtime') ? 'runtime' : 'gateway';
+}
+
+/**
+ * Front to back: the gateway stops taking clients, then the runtimes end their sandboxes and
+ * tunnels while the schedulers still hold them, then the schedulers release their lease.
+ */
+const STOP_ORDER: readonly Kind[] = ['gateway', 'runtime', 'scheduler'];
+const STOP_TIMEOUT_MS = 5000;
+
+/** SIGTERM, SIGKILL after STOP_TIMEOUT_MS; says so on stderr unless the app exited 0 (its clean shutdown). */
+function stopOne({ name, child }: Started): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    let killed = false;
+    const kill = setTimeout(() => ((killed = true), child.kill('SIGKILL')), STOP_TIMEOUT_MS);
+    child.once('exit', (code, signal) => {
+      clearTimeout(kill);
+      const why = killed
+        ? `killed after ${STOP_TIMEOUT_MS / 1000} s`
+        : signal
+          ? `signal ${signal}`
+          : `exit code ${code}`;
+      if (code !== 0) process.stderr.write(`  [${name}] did not stop cleanly (${why})\n`);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
 async function stop(started: readonly Started[]): Promise<void> {
-  await Promise.all(
-    started.map(
-      ({ child }) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-          child.once('exit', () => {
-            clearTimeout(kill);
-            resolve();
-          });
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  for (const kind of STOP_ORDER) await Promise.all(started.filter((s) => kindOf(s.name) === kind).map(stopOne));
 }
 
 /**
@@ -118,8 +142,11 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
   const peerToken = newJoinToken();
   const echoLevel = LEVELS[options.logLevel] ?? WARN;
   const started: Started[] = [];
-  // Ctrl-C reaches the whole process group; this covers an abrupt exit of the parent.
-  const killAll = (): void => started.forEach(({ child }) => child.kill('SIGKILL'));
+  // An exit without close() (an error, a second Ctrl-C) does not wait for the components.
+  const killAll = (): void => {
+    started.forEach(({ child }) => child.kill('SIGKILL'));
+    rmSync(dir, { recursive: true, force: true });
+  };
   process.once('exit', killAll);
   const close = async (): Promise<void> => {
     await stop(started);
@@ -193,7 +220,7 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
       joinToken: token,
       components: (): Component[] =>
         started.map((s) => ({
-          kind: s.name.startsWith('scheduler') ? 'scheduler' : s.name.startsWith('runtime') ? 'runtime' : 'gateway',
+          kind: kindOf(s.name),
           name: s.name,
           address: s.ready.url ?? (s.ready.port ? `http://127.0.0.1:${s.ready.port}` : 'tunnel'),
           note: `pid ${s.child.pid}`,

@@ -13,7 +13,8 @@ export interface UpOptions {
 /**
  * `switchyard up`: a whole cluster on this machine. Progress goes to stderr;
  * the summary (components, the gateway URL, a client configuration) to
- * stdout. Ctrl-C (or SIGTERM) stops every component, then the process exits.
+ * stdout. Ctrl-C (or SIGTERM, or SIGHUP) stops every component, then the
+ * process exits; a second one exits at once.
  */
 export async function up(options: UpOptions): Promise<void> {
   const started = performance.now();
@@ -53,18 +54,27 @@ export async function up(options: UpOptions): Promise<void> {
       '',
     ].join('\n'),
   );
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+  await nextStopSignal();
+  void nextStopSignal().then(() => {
+    process.stderr.write('switchyard: second signal: exiting without waiting\n');
+    process.exit(1);
   });
   process.stderr.write('switchyard: stopping…\n');
   await cluster.close();
   process.stderr.write('switchyard: stopped\n');
+}
+
+/** Ctrl-C, a `kill`, or the terminal going away (SIGHUP), which must stop the cluster as cleanly. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+function nextStopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = (): void => {
+      for (const signal of STOP_SIGNALS) process.off(signal, stop);
+      resolve();
+    };
+    for (const signal of STOP_SIGNALS) process.on(signal, stop);
+  });
 }
 
 /** A taken port names the flag that moves it: the gateway's, else one of the schedulers' consecutive ports. */

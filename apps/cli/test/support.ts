@@ -63,12 +63,22 @@ export async function runCli(
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
-/** Kills the whole process group of a detached child if anything of it is left (test cleanup). */
+/**
+ * Kills the whole process group of a detached child, and the groups its
+ * descendants lead (`up --processes` starts each component in a session of
+ * its own), if anything of them is left (test cleanup). Never this process's
+ * own group.
+ */
 export function killGroup(child: ChildProcess): void {
-  try {
-    process.kill(-child.pid!, 'SIGKILL');
-  } catch {
-    // Nothing left in the group.
+  const own = readStat(process.pid)?.pgid;
+  const groups = new Set([child.pid!, ...descendants(child.pid!).map((d) => readStat(d.pid)?.pgid ?? d.pid)]);
+  for (const group of groups) {
+    if (group === own) continue;
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // Nothing left in the group.
+    }
   }
 }
 
@@ -87,6 +97,7 @@ interface ProcStat {
   readonly pid: number;
   readonly ppid: number;
   readonly state: string;
+  readonly pgid: number;
 }
 
 function readStat(pid: number): ProcStat | undefined {
@@ -94,7 +105,7 @@ function readStat(pid: number): ProcStat | undefined {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name may contain spaces and parentheses: fields start after the last ')'.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, state: fields[0]!, ppid: Number(fields[1]) };
+    return { pid, state: fields[0]!, ppid: Number(fields[1]), pgid: Number(fields[2]) };
   } catch {
     return undefined;
   }

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { sleep, systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { closeServer } from './http.ts';
+import { abandonOutput } from './logger.ts';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 export type ShutdownHook = () => void | Promise<void>;
@@ -16,8 +17,10 @@ export interface LifecycleLogger {
 
 /** What a process must offer to have signal handlers installed (`process` fits). */
 export interface SignalSource {
-  on(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
-  off(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+  on(signal: 'SIGTERM' | 'SIGINT' | 'disconnect', listener: () => void): unknown;
+  off(signal: 'SIGTERM' | 'SIGINT' | 'disconnect', listener: () => void): unknown;
+  /** Set when a parent spawned this process with an IPC channel; `disconnect` is its end. */
+  readonly channel?: unknown;
 }
 
 export interface LifecycleOptions {
@@ -81,7 +84,13 @@ export interface Lifecycle {
   onShutdown(hook: ShutdownHook): void;
   /** Starts (or joins) the shutdown sequence. Idempotent. */
   shutdown(reason?: string): Promise<ShutdownResult>;
-  /** SIGTERM/SIGINT → shutdown → exit(0) (1 when a hook failed); a second signal exits 1 at once. Returns an uninstaller. */
+  /**
+   * SIGTERM/SIGINT → shutdown → exit(0) (1 when a hook failed); a second signal exits 1 at once. In a
+   * process spawned with an IPC channel (`switchyard up --processes` starts its components so), the
+   * channel's end starts the same shutdown: the parent is gone, however it ended (SIGKILL too), and
+   * the process must not outlive it. That end is no signal: one after it is still the first. Returns
+   * an uninstaller.
+   */
   installSignalHandlers(): () => void;
 }
 
@@ -225,28 +234,47 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
       const signals = options.signals ?? process;
       const exit = options.exit ?? ((code: number) => process.exit(code));
       let received = 0;
+      let stopping = false;
+      let parentGone = false;
+      const done = (code: number): void => {
+        // The parent read this process's output: what is left of it cannot be written anywhere now.
+        if (parentGone) abandonOutput(logger);
+        exit(code);
+      };
+      const stop = (reason: string): void => {
+        if (stopping) return;
+        stopping = true;
+        lifecycle.shutdown(reason).then(
+          (result) => done(result.hooksOk ? 0 : 1),
+          (error: unknown) => {
+            logger.error({ err: error }, 'shutdown failed');
+            done(1);
+          },
+        );
+      };
       const onSignal = (signal: string) => (): void => {
         received++;
         if (received > 1) {
           logger.warn({ signal }, 'second signal: exiting without waiting');
-          exit(1);
+          done(1);
           return;
         }
-        lifecycle.shutdown(signal).then(
-          (result) => exit(result.hooksOk ? 0 : 1),
-          (error: unknown) => {
-            logger.error({ err: error }, 'shutdown failed');
-            exit(1);
-          },
-        );
+        stop(signal);
       };
       const onTerm = onSignal('SIGTERM');
       const onInt = onSignal('SIGINT');
+      const onDisconnect = (): void => {
+        parentGone = true;
+        logger.info({}, 'parent process gone (IPC channel closed)');
+        stop('parent exited');
+      };
       signals.on('SIGTERM', onTerm);
       signals.on('SIGINT', onInt);
+      if (signals.channel) signals.on('disconnect', onDisconnect);
       return () => {
         signals.off('SIGTERM', onTerm);
         signals.off('SIGINT', onInt);
+        signals.off('disconnect', onDisconnect);
       };
     },
   };

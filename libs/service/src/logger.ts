@@ -66,5 +66,24 @@ export function createLogger(options: LoggerOptions): Logger {
     level: options.level ?? 'info',
     redact: { paths, censor: LOG_CENSOR },
   };
-  return options.destination ? pino(settings, options.destination) : pino(settings);
+  if (options.destination) return pino(settings, options.destination);
+  // pino's own default (asynchronous writes to stdout, flushed synchronously at exit), built here so
+  // that abandonOutput can reach it.
+  const stdout = pino.destination({ dest: 1, sync: false });
+  const logger = pino(settings, stdout);
+  stdoutStreams.set(logger, stdout);
+  return logger;
+}
+
+const stdoutStreams = new WeakMap<object, { flushSync(): void }>();
+
+/**
+ * Gives up what a logger of createLogger (writing to stdout) still holds, instead of writing it at
+ * exit: for a process whose output's reader is gone (its parent died). pino's flush at exit writes
+ * synchronously and retries any failure, a broken pipe too, forever: the process would never exit.
+ * A logger with a destination of its own is left alone.
+ */
+export function abandonOutput(logger: object): void {
+  const stream = stdoutStreams.get(logger);
+  if (stream) stream.flushSync = () => {};
 }

@@ -250,6 +250,40 @@ describe('signal handlers', () => {
     uninstall();
     assert.equal(signals.listenerCount('SIGTERM') + signals.listenerCount('SIGINT'), 0);
   });
+
+  // A parent that spawned the process with an IPC channel (switchyard up --processes) is gone once the
+  // channel closes, however it ended: SIGKILL included, which no signal of its own would report.
+  it('the IPC channel closing drains then exits 0, counted as no signal; uninstall removes the listener', async () => {
+    const clock = new ManualClock();
+    const signals = Object.assign(new EventEmitter(), { channel: {} });
+    const codes: number[] = [];
+    const lc = createLifecycle({
+      logger: quiet,
+      clock,
+      drainDelayMs: 1000,
+      signals: signals as never,
+      exit: (code) => void codes.push(code),
+    });
+    const uninstall = lc.installSignalHandlers();
+    signals.emit('disconnect');
+    assert.equal(lc.state, 'draining');
+    signals.emit('SIGTERM');
+    await flushMicrotasks();
+    assert.deepEqual(codes, [], 'a signal during that drain is the first, not the second');
+    await clock.advance(1000);
+    await lc.shutdown();
+    await flushMicrotasks();
+    assert.deepEqual(codes, [0]);
+    uninstall();
+    assert.equal(signals.listenerCount('disconnect'), 0);
+  });
+
+  it('a process without an IPC channel does not listen for its end', () => {
+    const signals = new EventEmitter();
+    const lc = createLifecycle({ logger: quiet, signals: signals as never, exit: () => {} });
+    lc.installSignalHandlers();
+    assert.equal(signals.listenerCount('disconnect'), 0);
+  });
 });
 
 describe('closeServer', () => {
