@@ -6,7 +6,15 @@ import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
 import { terminalLines } from './log-lines.ts';
-import { closeServer, createLogger, createMetrics, listen, type Logger } from '@switchyard/service';
+import {
+  createLifecycle,
+  createLogger,
+  createMetrics,
+  listen,
+  withProbes,
+  type Lifecycle,
+  type Logger,
+} from '@switchyard/service';
 import { newJoinToken } from './join-token.ts';
 
 export interface LocalClusterOptions {
@@ -81,15 +89,10 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const replicas: SchedulerReplica[] = [];
   const runtimes: RuntimeNode[] = [];
   let gateway: Gateway | undefined;
-  let gatewayServer: http.Server | undefined;
+  let gatewayLifecycle: Lifecycle | undefined;
   const close = async (): Promise<void> => {
     await Promise.allSettled(runtimes.map((r) => r.close()));
-    if (gatewayServer) {
-      const closed = closeServer(gatewayServer, { timeoutMs: 1000 });
-      gateway?.endEventStreams();
-      await closed;
-    }
-    await gateway?.close();
+    await (gatewayLifecycle?.shutdown('stopping') ?? gateway?.close());
     await Promise.allSettled(replicas.map((r) => r.close()));
   };
   try {
@@ -131,6 +134,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       await runtime.whenConnected();
       options.progress(`runtime-${i} joined through ${replicas[i % replicas.length]!.replicaId}`);
     }
+    const gatewayMetrics = createMetrics('gateway');
     gateway = createGateway({
       schedulers: replicas.map((r) => r.url),
       // Clients that name no class get the demo tools.
@@ -138,10 +142,24 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       identity: LOCAL_IDENTITY,
       allowedOrigins: LOCAL_ORIGINS,
       logger: child(logger, 'gateway'),
-      metrics: { registry: createMetrics('gateway').registry },
+      metrics: { registry: gatewayMetrics.registry },
     });
-    gatewayServer = http.createServer(gateway.app);
+    // The deployed gateway's probes and metrics beside /mcp (docs/operations.md), and its stop:
+    // unready, stop accepting, end the event streams, close.
+    const lifecycle = createLifecycle({ drainDelayMs: 0, shutdownTimeoutMs: 1000, logger: child(logger, 'gateway') });
+    const probed = withProbes(gateway.app, {
+      healthz: lifecycle.healthzHandler,
+      readyz: lifecycle.readyzHandler,
+      registry: gatewayMetrics.registry,
+    });
+    const gatewayServer = http.createServer(probed);
     const bound = await listen(gatewayServer, { host: '127.0.0.1', port: options.gatewayPort });
+    lifecycle.addServer(gatewayServer);
+    const started = gateway;
+    lifecycle.onServersClosing(() => started.endEventStreams());
+    lifecycle.onShutdown(() => started.close());
+    lifecycle.markReady();
+    gatewayLifecycle = lifecycle;
     const gatewayUrl = `http://127.0.0.1:${bound.port}/mcp`;
     options.progress(`gateway listening on http://127.0.0.1:${bound.port}`);
     await waitForEpochs(

@@ -109,6 +109,19 @@ for (const mode of MODES) {
       }
     });
 
+    // docs/operations.md's probes and metrics, as the deployed gateway answers them beside /mcp.
+    it('answers /healthz, /readyz and /metrics on the gateway port', async () => {
+      const base = gatewayUrl.replace(/\/mcp$/, '');
+      for (const probe of ['/healthz', '/readyz']) {
+        const res = await fetch(`${base}${probe}`, { signal: AbortSignal.timeout(5000) });
+        assert.equal(res.status, 200, probe);
+        assert.equal(((await res.json()) as { status: string }).status, probe === '/readyz' ? 'ready' : 'ok');
+      }
+      const metrics = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5000) });
+      assert.equal(metrics.status, 200);
+      assert.match(await metrics.text(), /^switchyard_gateway_\w+/m);
+    });
+
     it('serves browser pages of this machine (any port) and answers any other Origin 403', async () => {
       const initialize = (origin: string) =>
         fetch(gatewayUrl, {

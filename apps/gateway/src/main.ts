@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // switchyard-gateway: the /mcp front door. Parses config, builds the gateway
 // from @switchyard/gateway and serves it with probes and metrics.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import v8 from 'node:v8';
 import { answerClientError, createGateway, type TokenOption } from '@switchyard/gateway';
 import {
@@ -13,7 +12,7 @@ import {
   createProbeServer,
   listen,
   loadAppConfig,
-  metricsHandler,
+  withProbes,
   secretSource,
   appTls,
   urlHost,
@@ -153,14 +152,11 @@ const gateway = createGateway({
 });
 
 const lifecycle = createLifecycle({ drainDelayMs: config.drainDelayMs, logger });
-const serveMetrics = metricsHandler(metrics.registry);
-const handler = (req: IncomingMessage, res: ServerResponse): void => {
-  const path = (req.url ?? '/').split('?', 1)[0];
-  if (path === '/healthz') return lifecycle.healthzHandler(req, res);
-  if (path === '/readyz') return lifecycle.readyzHandler(req, res);
-  if (path === '/metrics' && config.metricsPort === undefined) return serveMetrics(req, res);
-  gateway.app(req, res);
-};
+const handler = withProbes(gateway.app, {
+  healthz: lifecycle.healthzHandler,
+  readyz: lifecycle.readyzHandler,
+  ...(config.metricsPort === undefined ? { registry: metrics.registry } : {}),
+});
 // On a port of its own, /metrics stays in where the /mcp port is published. /healthz too, for a
 // liveness probe that a /mcp port full of connections (connectionsMax) does not fail: the kubelet would
 // restart the gateway and end every session the cap kept.

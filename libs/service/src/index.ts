@@ -35,8 +35,8 @@ export {
 export type { CloseServerOptions, CloseResult, RequestDeadlines } from './http.ts';
 export { capConnections, CONNECTIONS_MAX_DEFAULT, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
 export type { ConnectionCapOptions } from './connections.ts';
-export { createProbeServer } from './probe-server.ts';
-export type { ProbeServerOptions } from './probe-server.ts';
+export { createProbeServer, withProbes } from './probe-server.ts';
+export type { ProbeRoutes, ProbeServerOptions } from './probe-server.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';
 export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
 export { serveH2c } from './h2c.ts';

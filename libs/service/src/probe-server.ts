@@ -10,12 +10,37 @@ import { metricsHandler } from './metrics.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-export interface ProbeServerOptions {
-  readonly registry: Registry;
+export interface ProbeRoutes {
   /** Liveness: answers while the process does. */
   readonly healthz: Handler;
   /** Readiness, served when given (a port whose readiness is another's leaves it out). */
   readonly readyz?: Handler;
+  /** `/metrics` from this registry, served when given. */
+  readonly registry?: Registry;
+}
+
+export interface ProbeServerOptions extends ProbeRoutes {
+  readonly registry: Registry;
+}
+
+function routesOf(o: ProbeRoutes): Map<string, Handler> {
+  const routes = new Map<string, Handler>([['/healthz', o.healthz]]);
+  if (o.readyz) routes.set('/readyz', o.readyz);
+  if (o.registry) routes.set('/metrics', metricsHandler(o.registry));
+  return routes;
+}
+
+const pathOf = (req: IncomingMessage): string => (req.url ?? '/').split('?', 1)[0] ?? '/';
+
+/**
+ * `app` with the probes in front: `/healthz`, `/readyz` and `/metrics` (each
+ * when given) are answered here, every other path by `app`. For a port that
+ * serves them beside its own routes (a gateway's /mcp without metricsPort,
+ * the local cluster's gateway).
+ */
+export function withProbes(app: Handler, o: ProbeRoutes): Handler {
+  const routes = routesOf(o);
+  return (req, res) => (routes.get(pathOf(req)) ?? app)(req, res);
 }
 
 /**
@@ -28,15 +53,10 @@ export interface ProbeServerOptions {
  * published Service port).
  */
 export function createProbeServer(o: ProbeServerOptions): Server {
-  const serveMetrics = metricsHandler(o.registry);
-  const routes = new Map<string, Handler>([
-    ['/metrics', serveMetrics],
-    ['/healthz', o.healthz],
-  ]);
-  if (o.readyz) routes.set('/readyz', o.readyz);
+  const routes = routesOf(o);
   const served = [...routes.keys()].join(', ');
   const handler: RequestListener = (req, res) => {
-    const route = routes.get((req.url ?? '/').split('?', 1)[0] ?? '/');
+    const route = routes.get(pathOf(req));
     if (route) return route(req, res);
     res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: this port serves ${served}\n`);
   };
