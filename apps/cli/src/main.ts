@@ -26,6 +26,20 @@ function port(value: string | undefined, fallback: number, flag: string): number
 
 class UsageError extends Error {}
 
+/**
+ * Writes `text` and a newline, resolving once the stream has taken it all.
+ * Output to a pipe is written asynchronously, and process.exit() drops what
+ * is still queued: `switchyard status | grep …` lost every row past the pipe's
+ * buffer (about 1,000 runtimes). A reader gone (`| head`) ends the wait too.
+ */
+function print(stream: NodeJS.WriteStream, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    // Kept on: the stream emits its error a tick after the write's callback, and unheard it would crash.
+    stream.on('error', () => resolve());
+    stream.write(`${text}\n`, () => resolve());
+  });
+}
+
 /** A scheduler's base URL as given, without trailing slashes; only http(s) URLs are taken. */
 function schedulerUrl(value: string, what: string): string {
   const url = URL.canParse(value) ? new URL(value) : undefined;
@@ -62,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   // Help wherever it is asked for: `switchyard -h`, `switchyard status --help`.
   if (argv.some((arg) => arg === '--help' || arg === '-h')) {
-    console.log(USAGE);
+    await print(process.stdout, USAGE);
     return 0;
   }
   switch (command) {
@@ -97,7 +111,7 @@ async function main(argv: string[]): Promise<number> {
       });
       const target = schedulerTarget(values);
       const { status } = await import('./inspect.ts');
-      console.log(await status(target));
+      await print(process.stdout, await status(target));
       return 0;
     }
     case 'explain': {
@@ -129,7 +143,7 @@ async function main(argv: string[]): Promise<number> {
         processId: values.process,
         ...(values.thread !== undefined ? { threadId: values.thread } : {}),
       });
-      console.log(result.text);
+      await print(process.stdout, result.text);
       return result.ok ? 0 : 1;
     }
     case 'runtime': {
@@ -160,7 +174,7 @@ async function main(argv: string[]): Promise<number> {
     case undefined:
     case 'help':
     case '--help':
-      console.log(USAGE);
+      await print(process.stdout, USAGE);
       return 0;
     default:
       throw new UsageError(`unknown command: ${command}`);
@@ -169,13 +183,13 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error: unknown) => {
+  async (error: unknown) => {
     // Every mistake parseArgs finds (an unknown option, a missing value, a value given to a flag) is bad usage.
     if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
-      console.error(`switchyard: ${(error as Error).message}\n${USAGE}`);
+      await print(process.stderr, `switchyard: ${(error as Error).message}\n${USAGE}`);
       process.exit(2);
     }
-    console.error(`switchyard: ${(error as Error).message}`);
+    await print(process.stderr, `switchyard: ${(error as Error).message}`);
     process.exit(1);
   },
 );
