@@ -1,28 +1,6 @@
 import { runtimeStateOf } from '@switchyard/protocol';
+import { isEpochInfo, isExplained, isRuntimesAnswer, type EpochInfo, type RuntimesAnswer } from './answers.ts';
 import { table } from './table.ts';
-
-interface EpochInfo {
-  replica: string;
-  epoch: number | null;
-  /** Since the replica last knew its epoch to be the newest; absent from schedulers before it was reported. */
-  epochAgeMs?: number | null;
-  term: number;
-  isLeader: boolean;
-  leader: { id: string; url: string } | null;
-  counts: { runtimes: number; processes: number; threads: number };
-}
-
-interface RuntimeSummary {
-  id: string;
-  owner: string;
-  available: boolean;
-  classes: string[];
-  idleWeight: Record<string, number>;
-  metadata: Record<string, string>;
-  processes: number;
-  threads: number;
-  version: string;
-}
 
 /** A scheduler replica to ask, with one of its API tokens when it sets any (scheduler `apiTokens`). */
 export interface SchedulerTarget {
@@ -43,36 +21,51 @@ function unreachableReason(error: unknown): string {
   return reason;
 }
 
-/** A JSON answer with one of the `expected` statuses from the scheduler at `target`; anything else is an error saying so. */
+/**
+ * A JSON answer of the shape `accept` checks, with one of the `expected`
+ * statuses, from the scheduler at `target`; anything else is an error saying so.
+ */
 async function getJson<T>(
   target: SchedulerTarget,
   path: string,
   expected: readonly number[],
+  accept: (body: unknown) => body is T,
   init: RequestInit = {},
 ): Promise<{ status: number; body: T }> {
   const headers = new Headers(init.headers);
   if (target.token !== undefined) headers.set('authorization', `Bearer ${target.token}`);
+  const origin = new URL(target.url).origin;
   let response: Response;
   try {
     response = await fetch(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
   } catch (error) {
-    throw new Error(`cannot reach ${new URL(target.url).origin}: ${unreachableReason(error)}`, { cause: error });
+    throw new Error(`cannot reach ${origin}: ${unreachableReason(error)}`, { cause: error });
   }
   if (response.status === 401) {
     await response.body?.cancel();
     throw new Error(
-      `${new URL(target.url).origin} refused ${target.token === undefined ? 'a request without' : 'the'} API token: ` +
+      `${origin} refused ${target.token === undefined ? 'a request without' : 'the'} API token: ` +
         'pass one of its apiTokens with --token, or in SWITCHYARD_API_TOKEN',
     );
   }
-  const body: unknown = await response.json().catch(() => undefined);
-  if (typeof body !== 'object' || body === null || !expected.includes(response.status)) {
-    throw new Error(
-      `${target.url} does not answer as a Switchyard scheduler (HTTP ${response.status} to ${path}): ` +
-        'pass a scheduler replica or its Service with --scheduler',
-    );
+  let body: unknown;
+  try {
+    body = await response.json();
+  } catch (error) {
+    // A body that stalls or is cut off (the timeout above covers it too) is not one that is no JSON.
+    if (!(error instanceof SyntaxError)) {
+      throw new Error(`${target.url} broke off its answer to ${path}: ${unreachableReason(error)}`, { cause: error });
+    }
   }
-  return { status: response.status, body: body as T };
+  if (!expected.includes(response.status) || !accept(body)) throw notScheduler(target, response.status, path);
+  return { status: response.status, body };
+}
+
+function notScheduler(target: SchedulerTarget, status: number, path: string): Error {
+  return new Error(
+    `${target.url} does not answer as a Switchyard scheduler (HTTP ${status} to ${path}): ` +
+      'pass a scheduler replica or its Service with --scheduler',
+  );
 }
 
 /** An epoch not confirmed for longer is called out: the leader's own default for a silent follower (`staleAfterMs`). */
@@ -91,9 +84,6 @@ function epochAge(epoch: EpochInfo): { note: string; warning?: string } {
   };
 }
 
-/** `/api/runtimes`: the table and, from schedulers of this release on, everything `/api/epoch` says, read with it. */
-type RuntimesAnswer = Partial<EpochInfo> & { epoch: number | null; runtimes: RuntimeSummary[] };
-
 /** Reads of a scheduler of an earlier release before its table and its epoch line are shown though they differ. */
 const SEPARATE_READS_MAX = 3;
 
@@ -105,13 +95,18 @@ const SEPARATE_READS_MAX = 3;
  * they are read again until their epochs agree (a few times at most).
  */
 async function readView(target: SchedulerTarget): Promise<{ epoch: EpochInfo; list: RuntimesAnswer; same: boolean }> {
-  let { body: list } = await getJson<RuntimesAnswer>(target, '/api/runtimes', [200]);
-  if (typeof list.term === 'number') return { epoch: list as EpochInfo, list, same: true };
+  let { body: list } = await getJson(target, '/api/runtimes', [200], isRuntimesAnswer);
+  if (list.term !== undefined) {
+    // From a scheduler of this release, the epoch line comes with the table.
+    const epoch: unknown = list;
+    if (!isEpochInfo(epoch)) throw notScheduler(target, 200, '/api/runtimes');
+    return { epoch, list, same: true };
+  }
   for (let read = 1; ; read++) {
-    const { body: epoch } = await getJson<EpochInfo>(target, '/api/epoch', [200]);
+    const { body: epoch } = await getJson(target, '/api/epoch', [200], isEpochInfo);
     const same = epoch.epoch === list.epoch;
     if (same || read === SEPARATE_READS_MAX) return { epoch, list, same };
-    ({ body: list } = await getJson<RuntimesAnswer>(target, '/api/runtimes', [200]));
+    ({ body: list } = await getJson(target, '/api/runtimes', [200], isRuntimesAnswer));
   }
 }
 
@@ -146,23 +141,13 @@ export async function status(target: SchedulerTarget): Promise<string> {
   ].join('\n');
 }
 
-interface Explained {
-  ok: boolean;
-  runtime?: string;
-  source?: string;
-  epoch: number;
-  unschedulable?: { stage: string; code: string; message: string };
-  trace: Array<{ stage: string; before: number; after: number; candidates?: string[]; note?: string }>;
-  error?: string;
-}
-
 /** `switchyard explain`: the pipeline trace of one request on the current epoch (a dry run). */
 export async function explain(
   target: SchedulerTarget,
   request: { class: string; processId: string; threadId?: string },
 ): Promise<{ text: string; ok: boolean }> {
   // 200 placed, 503 unschedulable (or no epoch yet), 400 a request the scheduler refused.
-  const { status: code, body } = await getJson<Explained>(target, '/api/schedule', [200, 400, 503], {
+  const { status: code, body } = await getJson(target, '/api/schedule', [200, 400, 503], isExplained, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ ...request, explain: true }),
@@ -180,7 +165,8 @@ export async function explain(
   const verdict = body.ok
     ? `→ ${body.runtime} (source: ${body.source}, epoch ${body.epoch})`
     : `→ unschedulable at ${stageAndMessage(body.unschedulable)} [${body.unschedulable?.code}]`;
-  return { text: [table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows), '', verdict].join('\n'), ok: body.ok };
+  const text = [table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows), '', verdict].join('\n');
+  return { text, ok: body.ok === true };
 }
 
 /** `Stage: message`, where messages that already name their stage are not prefixed twice. */

@@ -4,7 +4,7 @@
 // fleet makes of it; the command runs as a child, its stdout a pipe.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runCli } from './support.ts';
 
@@ -40,19 +40,26 @@ function runtime(id: string): Record<string, unknown> {
 describe('switchyard status and explain, whatever the scheduler URL answers', () => {
   let server: Server;
   let url = '';
-  /** What the server answers next, by path: the JSON text written with a 200. */
-  let answers: Record<string, string> = {};
+  /** What the server answers next, by path: JSON text written with a 200, or a function that answers. */
+  let answers: Record<string, string | ((res: ServerResponse) => void)> = {};
 
   before(async () => {
     server = createServer((req, res) => {
-      const text = answers[req.url ?? ''];
-      if (text === undefined) return void res.writeHead(404).end();
-      res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+      const answer = answers[req.url ?? ''];
+      if (answer === undefined) return void res.writeHead(404).end();
+      if (typeof answer === 'function') return answer(res);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
 
   it('prints every runtime of a big fleet, when its output goes to a pipe', async () => {
     // 700 KB of table: far past a pipe's buffer, within what runCli keeps of the output.
@@ -66,5 +73,40 @@ describe('switchyard status and explain, whatever the scheduler URL answers', ()
       rows.map((row) => row.split(' ')[0]),
       ids,
     );
+  });
+
+  const NOT_SCHEDULER =
+    /^switchyard: http:\/\/127\.0\.0\.1:\d+ does not answer as a Switchyard scheduler \(HTTP 200 to \/api\/(runtimes|schedule)/;
+  const malformed = [
+    { name: 'an object with no table', path: '/api/runtimes', answer: {} },
+    { name: 'a table whose runtime lacks fields', path: '/api/runtimes', answer: runtimesAnswer([{ id: 'rt-1' }]) },
+    { name: 'a table with no runtime objects', path: '/api/runtimes', answer: runtimesAnswer([null, 'rt-1']) },
+    { name: 'an epoch line with no counts', path: '/api/runtimes', answer: { ...runtimesAnswer([]), counts: null } },
+    { name: 'a trace of no stages', path: '/api/schedule', answer: { ok: true, epoch: 7, trace: [null] } },
+    {
+      name: 'a trace whose candidates are no list',
+      path: '/api/schedule',
+      answer: { ok: false, epoch: 7, trace: [{ stage: 'Class', before: 1, after: 0, candidates: 'rt-1' }] },
+    },
+  ];
+  for (const c of malformed) {
+    it(`says the URL is no scheduler, exit 1, for ${c.name}`, async () => {
+      answers = { [c.path]: JSON.stringify(c.answer) };
+      const command = c.path === '/api/schedule' ? ['explain', '--class', 'demo', '--process', 'p1'] : ['status'];
+      const { code, stdout, stderr } = await runCli([...command, '--scheduler', url]);
+      assert.equal(code, 1, stderr);
+      assert.equal(stdout, '');
+      assert.match(stderr, NOT_SCHEDULER);
+    });
+  }
+
+  it('says the answer broke off, not that the URL is no scheduler, when it stalls half-way', async () => {
+    answers = {
+      '/api/runtimes': (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"runtimes":['),
+    };
+    const { code, stderr } = await runCli(['status', '--scheduler', url]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^switchyard: http:\/\/127\.0\.0\.1:\d+ broke off its answer to \/api\/runtimes: /);
+    assert.doesNotMatch(stderr, /does not answer as a Switchyard scheduler/);
   });
 });
