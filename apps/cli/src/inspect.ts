@@ -1,5 +1,6 @@
 import { runtimeStateOf } from '@switchyard/protocol';
 import { isEpochInfo, isExplained, isRuntimesAnswer, type EpochInfo, type RuntimesAnswer } from './answers.ts';
+import { printable } from './log-lines.ts';
 import { table } from './table.ts';
 
 /** A scheduler replica to ask, with one of its API tokens when it sets any (scheduler `apiTokens`). */
@@ -80,7 +81,7 @@ function epochAge(epoch: EpochInfo): { note: string; warning?: string } {
   if (ageMs <= EPOCH_STALE_MS) return { note };
   return {
     note,
-    warning: `warning:  no leader has reached ${epoch.replica} for ${seconds} s: this view may be out of date`,
+    warning: `warning:  no leader has reached ${printable(epoch.replica)} for ${seconds} s: this view may be out of date`,
   };
 }
 
@@ -128,16 +129,16 @@ export async function status(target: SchedulerTarget): Promise<string> {
   ]);
   const age = epochAge(epoch);
   return [
-    `leader:   ${epoch.leader ? `${epoch.leader.id} (${epoch.leader.url})` : 'none'}`,
+    `leader:   ${epoch.leader ? printable(`${epoch.leader.id} (${epoch.leader.url})`) : 'none'}`,
     `term:     ${epoch.term}`,
-    `epoch:    ${epoch.epoch ?? 'none yet'}   (as seen by ${epoch.replica}${age.note})`,
+    `epoch:    ${epoch.epoch ?? 'none yet'}   (as seen by ${printable(epoch.replica)}${age.note})`,
     ...(age.warning ? [age.warning] : []),
     ...(same
       ? []
       : [`warning:  epochs kept being committed while this was read: the runtimes below are of epoch ${list.epoch}`]),
     `runtimes: ${epoch.counts.runtimes}   sandboxes: ${epoch.counts.processes}   sessions: ${epoch.counts.threads}`,
     '',
-    table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows),
+    table(['RUNTIME', 'STATE', 'OWNER', 'CLASSES', 'IDLE WEIGHT', 'SANDBOXES', 'SESSIONS'], rows.map(cells)),
   ].join('\n');
 }
 
@@ -152,9 +153,9 @@ export async function explain(
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ ...request, explain: true }),
   });
-  if (code === 400) return { text: `bad request: ${body.error}`, ok: false };
+  if (code === 400) return { text: printable(`bad request: ${body.error}`), ok: false };
   // Not a trace: e.g. a replica with no epoch yet (503 not_ready).
-  if (!Array.isArray(body.trace)) throw new Error(`scheduler answered ${code}: ${body.error ?? 'no trace'}`);
+  if (!Array.isArray(body.trace)) throw new Error(printable(`scheduler answered ${code}: ${body.error ?? 'no trace'}`));
   const rows = body.trace.map((t) => [
     t.stage,
     String(t.before),
@@ -165,12 +166,21 @@ export async function explain(
   const verdict = body.ok
     ? `→ ${body.runtime} (source: ${body.source}, epoch ${body.epoch})`
     : `→ unschedulable at ${stageAndMessage(body.unschedulable)} [${body.unschedulable?.code}]`;
-  const text = [table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows), '', verdict].join('\n');
-  return { text, ok: body.ok === true };
+  const trace = table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows.map(cells));
+  return { text: `${trace}\n\n${printable(verdict)}`, ok: body.ok === true };
 }
 
 /** `Stage: message`, where messages that already name their stage are not prefixed twice. */
 function stageAndMessage(reason: { stage: string; message: string } | undefined): string {
   if (!reason) return 'an unknown stage';
   return reason.message.startsWith(`${reason.stage}: `) ? reason.message : `${reason.stage}: ${reason.message}`;
+}
+
+/**
+ * A row with every cell fit for a terminal. Ids come from whatever answered the
+ * URL: unescaped, a newline in one forged a row, an escape sequence steered the
+ * terminal (retitled it, cleared it).
+ */
+function cells(row: readonly string[]): string[] {
+  return row.map(printable);
 }

@@ -109,4 +109,47 @@ describe('switchyard status and explain, whatever the scheduler URL answers', ()
     assert.match(stderr, /^switchyard: http:\/\/127\.0\.0\.1:\d+ broke off its answer to \/api\/runtimes: /);
     assert.doesNotMatch(stderr, /does not answer as a Switchyard scheduler/);
   });
+
+  /** Escape sequences that retitle the window and clear the screen, and line breaks that forge a row. */
+  const HOSTILE = 'x\u001b]0;owned\u0007\u001b[2J\r\nrt-forged  available';
+  /** True when `text` holds what a terminal acts on: a control character but the line feeds the command writes. */
+  const steers = (text: string): boolean => /[\p{Cc}\u2028\u2029]/u.test(text.replaceAll('\n', ''));
+
+  it('writes control characters in what the scheduler answers as escapes, in status', async () => {
+    const evil = { ...runtime(`rt-${HOSTILE}`), owner: HOSTILE, classes: [HOSTILE], idleWeight: { [HOSTILE]: 1 } };
+    answers = {
+      '/api/runtimes': JSON.stringify({
+        ...runtimesAnswer([evil, runtime('rt-2')], `s0${HOSTILE}`),
+        leader: { id: HOSTILE, url: HOSTILE },
+      }),
+    };
+    const { code, stdout, stderr } = await runCli(['status', '--scheduler', url]);
+    assert.equal(code, 0, stderr);
+    assert.ok(!steers(stdout), stdout);
+    assert.doesNotMatch(stdout, /^rt-forged/m);
+    assert.match(stdout, /^rt-x\\u001b\]0;owned\\u0007\\u001b\[2J\\u000d\\u000art-forged {2}available +/m);
+    assert.match(stdout, /^rt-2 /m);
+  });
+
+  it('writes control characters in what the scheduler answers as escapes, in explain', async () => {
+    const stage = { stage: HOSTILE, before: 2, after: 1, candidates: [HOSTILE, 'rt-2'], note: HOSTILE };
+    const decisions = [
+      { ok: true, runtime: HOSTILE, source: HOSTILE, epoch: 7, trace: [stage] },
+      { ok: false, epoch: 7, trace: [stage], unschedulable: { stage: HOSTILE, code: HOSTILE, message: HOSTILE } },
+    ];
+    for (const decision of decisions) {
+      answers = { '/api/schedule': JSON.stringify(decision) };
+      const { stdout, stderr } = await runCli(['explain', '--class', 'demo', '--process', 'p1', '--scheduler', url]);
+      assert.match(stdout, /\\u001b\]0;owned/, stderr);
+      assert.ok(!steers(stdout), stdout);
+      assert.doesNotMatch(stdout, /^rt-forged/m);
+    }
+    for (const status of [400, 503]) {
+      answers = { '/api/schedule': (res) => res.writeHead(status).end(JSON.stringify({ error: HOSTILE })) };
+      const { stdout, stderr } = await runCli(['explain', '--class', 'demo', '--process', 'p1', '--scheduler', url]);
+      assert.match(stdout + stderr, /\\u001b\]0;owned/);
+      assert.ok(!steers(stdout + stderr), stdout + stderr);
+      assert.doesNotMatch(stdout + stderr, /^rt-forged/m);
+    }
+  });
 });
