@@ -65,9 +65,26 @@ function joinClasses(names: readonly string[] = ['demo']): JoinClass[] {
   return names.filter(isJoinClass);
 }
 
+/**
+ * A token as given, without the white space and byte-order mark around it
+ * that a copy from a file brings (schedulers and runtimes trim their token
+ * files the same way). One with any other character outside printable ASCII
+ * (a line break inside, a non-breaking space) is bad usage, named by position
+ * only: the error would otherwise print the secret.
+ */
+function tokenFrom(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const token = value.trim();
+  const bad = token.search(/[^\x20-\x7e]/);
+  if (bad >= 0) {
+    throw new UsageError(`--token holds a character a token cannot have, at position ${bad + 1} (it is not shown)`);
+  }
+  return token;
+}
+
 /** The replica `status` and `explain` ask. */
 function schedulerTarget(values: { scheduler?: string | undefined; token?: string | undefined }): SchedulerTarget {
-  const token = values.token ?? process.env.SWITCHYARD_API_TOKEN;
+  const token = tokenFrom(values.token ?? process.env.SWITCHYARD_API_TOKEN);
   const url = schedulerUrl(values.scheduler ?? 'http://127.0.0.1:7070', '--scheduler');
   return { url, ...(token ? { token } : {}) };
 }
@@ -159,11 +176,11 @@ async function main(argv: string[]): Promise<number> {
           sandboxes: { type: 'string' },
         },
       });
-      if (positionals.length !== 1 || !values.token)
-        throw new UsageError('runtime join needs <scheduler-url> and --token');
+      const token = tokenFrom(values.token);
+      if (positionals.length !== 1 || !token) throw new UsageError('runtime join needs <scheduler-url> and --token');
       const options = {
         schedulerUrl: schedulerUrl(positionals[0]!, '<scheduler-url>'),
-        token: values.token,
+        token,
         ...(values.id ? { id: values.id } : {}),
         classes: joinClasses(values.class),
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),

@@ -44,4 +44,29 @@ describe('switchyard status and explain with an API token', () => {
       delete process.env.SWITCHYARD_API_TOKEN;
     }
   });
+
+  it('takes a token pasted with a byte-order mark or a line end around it, as a token file is read', async () => {
+    const pasted = `\uFEFF${API_TOKEN}\r\n`;
+    const flag = await runCli(['status', '--scheduler', replica.url, '--token', pasted]);
+    assert.equal(flag.code, 0, flag.stderr);
+    const env = await runCli(['status', '--scheduler', replica.url], 15_000, { SWITCHYARD_API_TOKEN: pasted });
+    assert.equal(env.code, 0, env.stderr);
+  });
+
+  it('refuses a token no header can carry as bad usage, without showing it', async () => {
+    for (const token of ['api-token\nsecret-part', 'api-token\u00a0secret-part', 'api-token\u200bsecret-part']) {
+      const { code, stdout, stderr } = await runCli(['status', '--scheduler', replica.url, '--token', token]);
+      assert.equal(code, 2, stderr);
+      assert.equal(stdout, '');
+      assert.match(
+        stderr,
+        /^switchyard: --token holds a character a token cannot have, at position 10 \(it is not shown\)/,
+      );
+      assert.doesNotMatch(stderr, /secret-part/);
+    }
+    const join = await runCli(['runtime', 'join', replica.url, '--token', 'join\rsecret-part']);
+    assert.equal(join.code, 2, join.stderr);
+    assert.match(join.stderr, /^switchyard: --token holds a character a token cannot have, at position 5 /);
+    assert.doesNotMatch(join.stderr, /secret-part/);
+  });
 });
