@@ -1,4 +1,5 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { MCP_SESSION_HEADER } from '@switchyard/protocol';
 import type { Engine } from './engine.ts';
 import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
 import type { EngineConfig } from './types.ts';
@@ -11,7 +12,8 @@ const END_SESSION_WAIT_MS = 2_000;
 /**
  * Proxies to a remote Streamable HTTP MCP server: one upstream session per
  * sandbox, with the configured headers on every request. A lost upstream
- * session (the transport closes) marks the sandbox dead. Destroying the
+ * session (a request on it answered 404, or the transport closes) marks the
+ * sandbox dead. Destroying the
  * sandbox ends its upstream session (DELETE), as does a start that fails
  * after the upstream opened one (its `initialized` notification refused, a
  * protocol version we do not speak): the upstream would otherwise hold it
@@ -24,7 +26,15 @@ export function httpEngine(config: HttpConfig, startTimeoutSeconds: number): Eng
   const requestInit = { headers: { ...config.headers } };
   return {
     async create() {
-      const transport = new StreamableHTTPClientTransport(url, { requestInit });
+      // A 404 to a request naming our session: the upstream lost it (it restarted, or expired it).
+      // The SDK transport reports the error but stays open, so every later request would fail the
+      // same way and the sandbox never die; closed, it dies, and its client starts over elsewhere.
+      const fetchSeeingLoss: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init);
+        if (response.status === 404 && new Headers(init?.headers).has(MCP_SESSION_HEADER)) void transport.close();
+        return response;
+      };
+      const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: fetchSeeingLoss });
       const client = upstreamClient();
       try {
         await connectUpstream(client, transport, startTimeoutSeconds);

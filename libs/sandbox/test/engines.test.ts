@@ -71,6 +71,12 @@ describe('http engine', () => {
       classes: {
         remote: remoteDemo(`${upstreamServed.url}/mcp`),
         brief: { ...remoteDemo(`${upstreamServed.url}/mcp`), expireSeconds: 0 },
+        // Its upstream sandbox is one of its own, so that destroying it there loses no other test's session.
+        forgetful: {
+          engine: 'http',
+          url: `${upstreamServed.url}/mcp`,
+          headers: { 'x-switchyard-class': 'demo', 'x-switchyard-process': 'up-forgetful' },
+        },
         halfway: {
           engine: 'http',
           url: `http://127.0.0.1:${(halfway.address() as AddressInfo).port}/mcp`,
@@ -131,6 +137,27 @@ describe('http engine', () => {
       await waitFor('the DELETE to be abandoned', () => abandoned === 1, 5_000);
     } finally {
       hangDeletes = false;
+    }
+  });
+
+  it('a sandbox whose upstream lost its session (404) dies, and the next client gets a new one', async () => {
+    const headers = { 'x-switchyard-class': 'forgetful', 'x-switchyard-process': 'forgetful-1' };
+    const first = await connect('v2-legacy', served.url, served.fetch, headers);
+    assert.equal(await first.callText('echo', { text: 'before' }), 'before');
+    // The upstream forgets the session (as a restarted server does): its sandbox there is destroyed.
+    const gone = await fetch(`${upstreamServed.url}/sandboxes/up-forgetful`, { method: 'DELETE' });
+    assert.equal(gone.status, 204);
+    await assert.rejects(first.callText('echo', { text: 'lost' }));
+    await waitFor('the sandbox to be let go', async () => {
+      const described = await fetch(`${served.url}/sandboxes/forgetful-1`);
+      return described.status === 404;
+    });
+    await first.close();
+    const next = await connect('v2-legacy', served.url, served.fetch, headers);
+    try {
+      assert.equal(await next.callText('echo', { text: 'after' }), 'after');
+    } finally {
+      await next.close();
     }
   });
 
