@@ -42,13 +42,22 @@ export interface RedisMeteringSinkOptions {
 const METERING_WARN_INTERVAL_MS = 10_000;
 
 /**
+ * How long `close()` waits for the writes still pending (QUIT is answered
+ * after them): a Redis that holds its connection and answers nothing would
+ * otherwise hold the runtime's shutdown for ever.
+ */
+const METERING_CLOSE_WAIT_MS = 2_000;
+
+/**
  * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`).
  * Fire-and-forget: a failed write is logged, never thrown; ioredis queues
  * writes while it reconnects (bounded by its offline queue). Connection
  * errors and failed writes are each warned of at once, then at most once per
  * METERING_WARN_INTERVAL_MS with how many were not logged meanwhile
  * (`unlogged`; for writes, events lost); those still uncounted when Redis is
- * back are reported then.
+ * back are reported then. `close()` waits for pending writes up to
+ * METERING_CLOSE_WAIT_MS, then drops the connection and warns of how many
+ * events it did not write (`metering.close_abandoned`, `unwritten`).
  */
 export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink & { close(): Promise<void> } {
   // Refused, not dialled: ioredis would read it as another host, database or no TLS. Never quoted (a password).
@@ -58,7 +67,8 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
   const redis = new Redis(opts.url, { ...redisTlsOptions(opts.url), lazyConnect: false, maxRetriesPerRequest: 2 });
   const lengthMax = opts.streamLengthMax ?? 100_000;
-  const warn = throttledWarn(opts.logger, opts.clock ?? systemClock);
+  const clock = opts.clock ?? systemClock;
+  const warn = throttledWarn(opts.logger, clock);
   redis.on('error', (error: Error) => warn('metering.redis_error', error.message, 'redis'));
   let ready = false;
   redis.on('ready', () => {
@@ -67,19 +77,41 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   });
   redis.on('close', () => (ready = false));
   let closed = false;
+  /** Writes sent and not yet answered. */
+  let pending = 0;
   return {
     record(e: MeteringEvent): void {
       if (closed) return;
       const fields = ['event', e.event, 'class', e.class, 'process', e.process, 'reason', e.reason];
+      pending++;
       redis
         .xadd(opts.stream, 'MAXLEN', '~', lengthMax, '*', ...fields, 'durationMs', String(Math.round(e.durationMs)))
-        .catch((error: unknown) => warn('metering.write_failed', String(error), 'xadd'));
+        .catch((error: unknown) => warn('metering.write_failed', String(error), 'xadd'))
+        .finally(() => pending--);
     },
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
       warn.cancel();
-      await redis.quit().catch(() => redis.disconnect());
+      let timer: Timer | undefined;
+      const quit = redis.quit().then(
+        () => 'quit' as const,
+        () => 'failed' as const,
+      );
+      const waited = new Promise<'timeout'>((resolve) => {
+        timer = clock.setTimeout(() => resolve('timeout'), METERING_CLOSE_WAIT_MS);
+      });
+      const outcome = await Promise.race([quit, waited]);
+      timer?.cancel();
+      if (outcome === 'quit') return;
+      // A refused QUIT follows writes that failed, each already warned of; a silent Redis had them pending.
+      if (outcome === 'timeout' && pending > 0) {
+        opts.logger?.warn(
+          { event: 'metering.close_abandoned', unwritten: pending },
+          'metering events not written: Redis did not answer before close',
+        );
+      }
+      redis.disconnect();
     },
   };
 }

@@ -382,6 +382,42 @@ describe('redis metering sink', () => {
     },
   );
 
+  it('closes within a bound when Redis holds its connection but answers nothing', { skip: missing }, async () => {
+    const hungPort = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const hung = spawn(REDIS, ['--port', String(hungPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
+    const url = `redis://127.0.0.1:${hungPort}`;
+    const reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    reader.on('error', () => undefined);
+    const logger = captureLogger();
+    const clock = new ManualClock();
+    const sink = redisMeteringSink({ url, stream: 's', logger, clock });
+    let guard: NodeJS.Timeout | undefined;
+    try {
+      sink.record({ event: 'start', class: 'demo', process: 'p-1', reason: 'created', durationMs: 1 });
+      await waitFor('the first entry', async () => (await reader.xlen('s').catch(() => 0)) === 1);
+      // Stopped, not gone: the connection stays open and nothing is answered (a Redis stuck or swapping).
+      hung.kill('SIGSTOP');
+      sink.record({ event: 'recycle', class: 'demo', process: 'p-1', reason: 'expired', durationMs: 1 });
+      const closing = sink.close();
+      await clock.advance(2_000);
+      const stuck = new Promise<'stuck'>((resolve) => (guard = setTimeout(() => resolve('stuck'), 10_000)));
+      assert.equal(await Promise.race([closing.then(() => 'closed'), stuck]), 'closed');
+      const abandoned = logger.lines.find((l) => l.obj.event === 'metering.close_abandoned');
+      assert.equal(abandoned?.obj.unwritten, 1, 'the event it could not write is counted');
+    } finally {
+      clearTimeout(guard);
+      hung.kill('SIGKILL');
+      reader.disconnect();
+    }
+  });
+
   it('when Redis is back, tells how many failures it did not log', { skip: missing }, async () => {
     const back = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
