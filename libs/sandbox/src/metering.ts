@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import { Throttle, systemClock, type Clock, type Timer } from '@switchyard/clock';
@@ -42,6 +43,19 @@ export interface RedisMeteringSinkOptions {
 const METERING_WARN_INTERVAL_MS = 10_000;
 
 /**
+ * Appends an event unless its mark (KEYS[2]) says it was appended already:
+ * ioredis sends a write again on its next connection when the last one
+ * dropped before the answer, and Redis may have written it. The mark lives
+ * METERING_WRITTEN_MARK_MS, well past the few reconnections a write is
+ * retried over.
+ */
+const XADD_ONCE = `if redis.call('SET', KEYS[2], '', 'NX', 'PX', ARGV[1]) then
+  return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
+end
+return false`;
+const METERING_WRITTEN_MARK_MS = 10 * 60_000;
+
+/**
  * How long `close()` waits for the writes still pending (QUIT is answered
  * after them): a Redis that holds its connection and answers nothing would
  * otherwise hold the runtime's shutdown for ever.
@@ -49,7 +63,9 @@ const METERING_WARN_INTERVAL_MS = 10_000;
 const METERING_CLOSE_WAIT_MS = 2_000;
 
 /**
- * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`).
+ * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`),
+ * each once, though the client may send a write again (see XADD_ONCE): a
+ * key `<stream>:written:<uuid>` per event marks it written for 10 min.
  * Fire-and-forget: a failed write is logged, never thrown; ioredis queues
  * writes while it reconnects (bounded by its offline queue). Connection
  * errors and failed writes are each warned of at once, then at most once per
@@ -84,8 +100,10 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
       if (closed) return;
       const fields = ['event', e.event, 'class', e.class, 'process', e.process, 'reason', e.reason];
       pending++;
+      const mark = `${opts.stream}:written:${randomUUID()}`;
+      const durationMs = String(Math.round(e.durationMs));
       redis
-        .xadd(opts.stream, 'MAXLEN', '~', lengthMax, '*', ...fields, 'durationMs', String(Math.round(e.durationMs)))
+        .eval(XADD_ONCE, 2, opts.stream, mark, METERING_WRITTEN_MARK_MS, lengthMax, ...fields, 'durationMs', durationMs)
         .catch((error: unknown) => warn('metering.write_failed', String(error), 'xadd'))
         .finally(() => pending--);
     },

@@ -418,6 +418,65 @@ describe('redis metering sink', () => {
     }
   });
 
+  it(
+    'writes an event once when the connection drops before its answer and the write is sent again',
+    {
+      skip: missing,
+    },
+    async () => {
+      // A forwarder to the real Redis that, on its first connection, lets the first XADD through
+      // and then cuts the connection before Redis's answer comes back: Redis wrote the entry, the
+      // client never heard so, and sends the write again on its next connection.
+      let cut = false;
+      const cutting = createServer((socket) => {
+        const upstream = createConnection({ host: '127.0.0.1', port });
+        const cutThisOne = !cut;
+        let written = false;
+        socket.on('data', (chunk: Buffer) => {
+          upstream.write(chunk);
+          if (cutThisOne && /xadd/i.test(chunk.toString('latin1'))) written = true;
+        });
+        upstream.on('data', (chunk: Buffer) => {
+          if (!written) return void socket.write(chunk);
+          // Redis answered the write: the answer is dropped with the connection.
+          cut = true;
+          upstream.destroy();
+          socket.resetAndDestroy();
+        });
+        upstream.on('error', () => socket.destroy());
+        upstream.on('close', () => socket.destroy());
+        socket.on('error', () => upstream.destroy());
+        socket.on('close', () => upstream.destroy());
+      });
+      await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+      const { port: cuttingPort } = cutting.address() as AddressInfo;
+      const reader = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      reader.on('error', () => undefined);
+      const stream = 'switchyard:metering:resent';
+      const sink = redisMeteringSink({ url: `redis://127.0.0.1:${cuttingPort}`, stream, logger: captureLogger() });
+      try {
+        await waitFor('redis to accept connections', async () => (await reader.ping().catch(() => '')) === 'PONG');
+        sink.record({ event: 'start', class: 'demo', process: 'once-1', reason: 'created', durationMs: 1 });
+        sink.record({ event: 'recycle', class: 'demo', process: 'once-1', reason: 'expired', durationMs: 1 });
+        await waitFor('the connection to be cut', () => cut);
+        // Written after the reconnection, so after whatever the client sends again on it.
+        sink.record({ event: 'start', class: 'demo', process: 'once-2', reason: 'created', durationMs: 1 });
+        const written = async () =>
+          (await reader.xrange(stream, '-', '+')).map(([, fields]) => fields.filter((_, i) => i % 2 === 1).join(' '));
+        await waitFor('the event after the cut', async () => (await written()).some((e) => e.includes('once-2')));
+        assert.deepEqual(await written(), [
+          'start demo once-1 created 1',
+          'recycle demo once-1 expired 1',
+          'start demo once-2 created 1',
+        ]);
+      } finally {
+        await sink.close();
+        reader.disconnect();
+        cutting.close();
+      }
+    },
+  );
+
   it('when Redis is back, tells how many failures it did not log', { skip: missing }, async () => {
     const back = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
