@@ -22,7 +22,7 @@ export class Throttle {
 
   /** When this event of `key` may pass, how many were held back since the last that did; else undefined. */
   pass(key: string): number | undefined {
-    const now = this.#clock.now();
+    const now = this.#clock.monotonicNow();
     const seen = this.#seen.get(key);
     if (seen && now - seen.passedAt < this.#intervalMs) {
       seen.held++;

@@ -18,6 +18,17 @@ describe('Throttle', () => {
     assert.equal(throttle.pass('a'), undefined);
   });
 
+  it('neither mutes a key when the wall clock steps back nor lets a flood through when it steps forward', async () => {
+    const clock = new ManualClock();
+    const throttle = new Throttle(clock, 10_000);
+    assert.equal(throttle.pass('a'), 0);
+    clock.stepWall(-3_600_000); // NTP, or an operator, sets the clock back an hour
+    await clock.advance(10_000);
+    assert.equal(throttle.pass('a'), 0, 'passes once the interval is up, as the monotonic clock counts it');
+    clock.stepWall(3_600_000);
+    assert.equal(throttle.pass('a'), undefined, 'a step forward is no interval gone by');
+  });
+
   it('flushes the counts held back and forgets every key', () => {
     const throttle = new Throttle(new ManualClock(), 10_000);
     for (const key of ['a', 'a', 'a', 'b', 'c', 'c']) throttle.pass(key);
