@@ -74,7 +74,7 @@ export class RedialWaits {
   start(tunnel: Tunnel): void {
     const { runtimeId, peerNoticesBy, generation } = tunnel;
     this.end(runtimeId);
-    const now = this.#clock.now();
+    const now = this.#clock.monotonicNow();
     const waitMs = Math.max(0, (peerNoticesBy ?? now) - now) + redialWaitMs(tunnel.minRttMs);
     // A runtime whose tunnels flap (their lines held back, see Tunnel.quiet) would say this at every flap.
     const quiet = tunnel.quiet;

@@ -157,7 +157,7 @@ describe("a replica's part, when a tunnel is lost", () => {
     const { clock, part } = setup();
     const r0 = standIn('r0', 1);
     part.attach(r0.tunnel);
-    r0.lose(clock.now() + 1500);
+    r0.lose(clock.monotonicNow() + 1500);
     part.detach(r0.tunnel, 'no ping answer within 300 ms');
     const ran = waiter(part, 'r0');
     await clock.advance(1500 + REDIAL_WAIT_MS - 1);
@@ -167,11 +167,28 @@ describe("a replica's part, when a tunnel is lost", () => {
     part.close();
   });
 
+  it('holds them as long whichever way the wall clock stepped since the silent runtime last pinged', async () => {
+    for (const stepMs of [-3_600_000, 3_600_000]) {
+      const { clock, part } = setup();
+      const r0 = standIn('r0', 1);
+      part.attach(r0.tunnel);
+      r0.lose(clock.monotonicNow() + 1500);
+      clock.stepWall(stepMs);
+      part.detach(r0.tunnel, 'no ping answer within 300 ms');
+      const ran = waiter(part, 'r0');
+      await clock.advance(1500 + REDIAL_WAIT_MS - 1);
+      assert.equal(ran(), false, `step ${stepMs} ms: still waiting`);
+      await clock.advance(1);
+      assert.equal(ran(), true, `step ${stepMs} ms: done`);
+      part.close();
+    }
+  });
+
   it('lets them go on at once when an epoch shows the runtime behind another replica', async () => {
     const { clock, part, outcomes } = setup();
     const r0 = standIn('r0', 1);
     part.attach(r0.tunnel);
-    r0.lose(clock.now() + 5000);
+    r0.lose(clock.monotonicNow() + 5000);
     part.detach(r0.tunnel, 'no ping answer within 300 ms');
     const ran = waiter(part, 'r0');
     part.reconcile(() => undefined);

@@ -28,7 +28,7 @@ export const HTTP2_RETRY_MS = 30 * 60_000;
 export class AutoTransport {
   readonly #clock: Clock;
   #silent = 0;
-  /** While set, dials ask for `websocket` until this clock time; after it, a retry of `http2`. */
+  /** While set, dials ask for `websocket` until this monotonic reading; after it, a retry of `http2`. */
   #websocketUntil: number | undefined;
 
   constructor(clock: Clock) {
@@ -37,7 +37,9 @@ export class AutoTransport {
 
   /** The transport the next dial asks for first. */
   first(): CarrierTransport {
-    return this.#websocketUntil !== undefined && this.#clock.now() < this.#websocketUntil ? 'websocket' : 'http2';
+    return this.#websocketUntil !== undefined && this.#clock.monotonicNow() < this.#websocketUntil
+      ? 'websocket'
+      : 'http2';
   }
 
   /**
@@ -54,7 +56,7 @@ export class AutoTransport {
     const retrying = this.#websocketUntil !== undefined;
     if (!retrying && ++this.#silent < HTTP2_SILENT_TUNNELS_MAX) return false;
     this.#silent = 0;
-    this.#websocketUntil = this.#clock.now() + HTTP2_RETRY_MS;
+    this.#websocketUntil = this.#clock.monotonicNow() + HTTP2_RETRY_MS;
     return true;
   }
 }

@@ -123,7 +123,7 @@ interface Link {
   pings: number;
   /** It answered GOOD_AFTER_PINGS: its loss redials at the first backoff step. */
   good: boolean;
-  /** When it came up (clock time), and whether its `tunnel connected` line was logged. */
+  /** When it came up (monotonic clock), and whether its `tunnel connected` line was logged. */
   upAt: number;
   said: boolean;
   /** The scheduler's HTTP/2 SETTINGS came: the tunnel's transport got through. */
@@ -335,7 +335,7 @@ class Dialer implements TunnelDialer {
     this.#failedDials = 0;
     this.connected = true;
     this.replaced = false;
-    link.upAt = this.#clock.now();
+    link.upAt = this.#clock.monotonicNow();
     link.said = this.#log.connected(this.#upFields(carrier));
     this.#o.onConnected?.();
   }
@@ -347,7 +347,7 @@ class Dialer implements TunnelDialer {
     if (this.#link !== link || !link.carrier) return;
     this.#attempt = 0;
     this.#flaps = 0;
-    this.#log.good({ ...this.#upFields(link.carrier), upMs: this.#clock.now() - link.upAt }, link.said);
+    this.#log.good({ ...this.#upFields(link.carrier), upMs: this.#clock.monotonicNow() - link.upAt }, link.said);
   }
 
   /** `auto`: an http2 tunnel on which the scheduler never spoke HTTP/2 counts against the transport. */
@@ -379,7 +379,7 @@ class Dialer implements TunnelDialer {
     if (wasConnected && !link.good) this.#flaps++;
     if (wasConnected && link.carrier?.transport === 'http2' && !this.#closed) this.#judgeHttp2(link);
     if (wasConnected) {
-      const fields = { runtime: this.#o.info.id, reason, upMs: this.#clock.now() - link.upAt };
+      const fields = { runtime: this.#o.info.id, reason, upMs: this.#clock.monotonicNow() - link.upAt };
       this.#log.disconnected(fields, { good: link.good, said: link.said, closed: this.#closed });
       this.#o.onDisconnected?.(reason);
     }

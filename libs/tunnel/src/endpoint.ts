@@ -198,6 +198,7 @@ class Endpoint implements TunnelEndpoint {
 
   #accept(carrier: Carrier, { info, authorization, liveness }: Peer): void {
     if (this.#closed) return carrier.destroy();
+    // Wall clock: generations are compared across replicas and restarts, which no monotonic reading spans.
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const life = this.#lines.opened(info.id, { generation: this.#generation, transport: carrier.transport });
     const tunnel = openClientTunnel({
@@ -214,7 +215,7 @@ class Endpoint implements TunnelEndpoint {
     const previous = this.#tunnels.get(info.id);
     this.#tunnels.set(info.id, tunnel);
     previous?.close('replaced by a newer connection', GOAWAY_REPLACED);
-    if (previous && this.#sharedIds.replaced(info.id, this.#clock.now())) {
+    if (previous && this.#sharedIds.replaced(info.id, this.#clock.monotonicNow())) {
       this.#logger.warn(
         { runtime: info.id, withinMs: SHARED_ID_WINDOW_MS },
         'runtime id used by more than one runtime (its tunnel keeps being replaced): give each runtime its own id',

@@ -21,7 +21,7 @@ export class SharedIds {
     this.#idsMax = idsMax;
   }
 
-  /** Counts a replacement of `id` at `now`; true for the one to report. */
+  /** Counts a replacement of `id` at `now` (a `Clock.monotonicNow()` reading); true for the one to report. */
   replaced(id: string, now: number): boolean {
     let seen = this.#seen.get(id);
     if (!seen || now - seen.since > SHARED_ID_WINDOW_MS) {

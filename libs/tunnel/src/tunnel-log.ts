@@ -15,7 +15,7 @@ export interface TunnelLife {
 interface Flapping {
   /** Its tunnels in a row that closed before they turned good. */
   flaps: number;
-  /** When its last `tunnel open` was logged while flapping. */
+  /** When its last `tunnel open` was logged while flapping (monotonic). */
   saidAt: number;
   /** Tunnels accepted since then whose lines were held back. */
   held: number;
@@ -51,7 +51,7 @@ export class TunnelLog {
 
   /** A tunnel of `runtime` was accepted; `fields` go on both its lines. */
   opened(runtime: string, fields: object): TunnelLife {
-    const openedAt = this.#clock.now();
+    const openedAt = this.#clock.monotonicNow();
     const line = { runtime, ...fields };
     const unlogged = this.#pass(runtime, openedAt);
     if (unlogged !== undefined) this.#logger.info({ ...line, ...(unlogged ? { unlogged } : {}) }, 'tunnel open');
@@ -72,7 +72,7 @@ export class TunnelLog {
         if (ended) return;
         ended = true;
         if (!good) this.#flap(runtime);
-        if (said) this.#logger.info({ ...line, reason, upMs: this.#clock.now() - openedAt }, 'tunnel closed');
+        if (said) this.#logger.info({ ...line, reason, upMs: this.#clock.monotonicNow() - openedAt }, 'tunnel closed');
       },
     };
   }
@@ -110,6 +110,6 @@ export class TunnelLog {
       this.#flapping.set(runtime, f);
     }
     // The last flap logged in full starts the interval: the next open is logged once it has passed.
-    if (++f.flaps === FLAPS_LOGGED) f.saidAt = this.#clock.now();
+    if (++f.flaps === FLAPS_LOGGED) f.saidAt = this.#clock.monotonicNow();
   }
 }

@@ -28,7 +28,7 @@ export interface Tunnel {
   readonly info: RuntimeInfo;
   /** Increases with every accepted connection in this process, and across restarts (it starts from the wall clock). */
   readonly generation: number;
-  /** Clock time (ms) the tunnel was accepted. */
+  /** Wall-clock time (ms since the epoch) the tunnel was accepted: a timestamp for people, not for durations. */
   readonly connectedAt: number;
   /** How its HTTP/2 travels: straight on the upgraded connection or in WebSocket messages. */
   readonly transport: CarrierTransport;
@@ -57,9 +57,10 @@ export interface Tunnel {
   readonly lost: boolean;
   /**
    * Set once the tunnel was lost to silence (a ping unanswered) if its
-   * runtime announced its liveness timing: the clock time by which the
-   * runtime, if it lives, has found the connection dead as well, and dials
-   * again. Until then the runtime may not know (see `liveness.ts`).
+   * runtime announced its liveness timing: the `Clock.monotonicNow()`
+   * reading by which the runtime, if it lives, has found the connection dead
+   * as well, and dials again. Until then the runtime may not know (see
+   * `liveness.ts`).
    */
   readonly peerNoticesBy: number | undefined;
   /**
@@ -135,7 +136,7 @@ class ClientTunnel implements Tunnel {
   peerNoticesBy: number | undefined;
   readonly #carrier: Carrier;
   readonly #peerLiveness: Liveness | undefined;
-  /** When the runtime's last ping arrived (or the tunnel was accepted, before its first). */
+  /** When the runtime's last ping arrived (or the tunnel was accepted, before its first); monotonic. */
   #lastPeerPingAt: number;
   readonly #clock: Clock;
   readonly #heartbeat: Heartbeat;
@@ -150,7 +151,7 @@ class ClientTunnel implements Tunnel {
     this.info = o.info;
     this.generation = o.generation;
     this.connectedAt = o.clock.now();
-    this.#lastPeerPingAt = this.connectedAt;
+    this.#lastPeerPingAt = o.clock.monotonicNow();
     this.#peerLiveness = o.peerLiveness;
     this.#carrier = o.carrier;
     this.transport = o.carrier.transport;
@@ -171,7 +172,7 @@ class ClientTunnel implements Tunnel {
       this.#close('runtime sent GOAWAY', undefined, TUNNEL_DEFAULTS.runtimeGoawayGraceMs),
     );
     this.session.once('close', () => this.#die('session closed'));
-    this.session.on('ping', () => (this.#lastPeerPingAt = o.clock.now()));
+    this.session.on('ping', () => (this.#lastPeerPingAt = o.clock.monotonicNow()));
     o.carrier.onEnd((reason) => this.#die(reason));
     this.#heartbeat = new Heartbeat({
       clock: o.clock,
@@ -200,7 +201,7 @@ class ClientTunnel implements Tunnel {
   get peerQuiet(): boolean {
     const liveness = this.#peerLiveness;
     if (!liveness) return false;
-    return this.#clock.now() - this.#lastPeerPingAt > liveness.pingIntervalMs + liveness.pingTimeoutMs;
+    return this.#clock.monotonicNow() - this.#lastPeerPingAt > liveness.pingIntervalMs + liveness.pingTimeoutMs;
   }
 
   get streams(): number {

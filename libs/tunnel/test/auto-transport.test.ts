@@ -76,6 +76,8 @@ describe('transport auto', () => {
     await until(() => dialer.connected);
 
     // Past it, the next dial asks for http2 again; dropped once more, the one after it goes to WebSocket.
+    // The period runs on the monotonic clock: a wall clock set back a day meanwhile does not stretch it.
+    manual.stepWall(-24 * 60 * 60_000);
     await manual.advance(HTTP2_RETRY_MS);
     assert.ok(dialer.connected, 'a tunnel that is up is not dropped to try http2');
     tunnels[1]!.close('lost');
