@@ -103,6 +103,7 @@ export class RuntimeStateStore {
         queueMicrotask(() => {
           throw error;
         }));
+    // Wall clock: the numbering must stay above a previous life's, which no monotonic reading spans.
     this.#seq = options.seqStart ?? this.#clock.now();
   }
 

@@ -121,6 +121,7 @@ class Watcher {
   #unsubscribe: (() => void) | undefined;
   #snapshotTimer: Timer | undefined;
   #pingTimer: Timer | undefined;
+  /** When the stream was last written to; monotonic. */
   #lastWriteMs = 0;
   /** Unsent bytes allowed: `bufferBytesMax` beyond the last snapshot. */
   #unsentBytesMax: number;
@@ -184,7 +185,7 @@ class Watcher {
   #write(text: string): void {
     if (this.#done) return;
     (this.#res as ServerResponse).write(text);
-    this.#lastWriteMs = this.#settings.clock.now();
+    this.#lastWriteMs = this.#settings.clock.monotonicNow();
     if (this.#res.writableLength > this.#unsentBytesMax) {
       // Buffering without limit would let one stuck client exhaust memory.
       cutResponse(this.#res, 'watch client too slow');
@@ -204,8 +205,8 @@ class Watcher {
     if (this.#done) return;
     this.#pingTimer = this.#settings.clock.setTimeout(() => {
       const { clock, keepAliveMs } = this.#settings;
-      if (clock.now() - this.#lastWriteMs >= keepAliveMs) this.#write(PING);
-      this.#schedulePing(Math.max(1, keepAliveMs - (clock.now() - this.#lastWriteMs)));
+      if (clock.monotonicNow() - this.#lastWriteMs >= keepAliveMs) this.#write(PING);
+      this.#schedulePing(Math.max(1, keepAliveMs - (clock.monotonicNow() - this.#lastWriteMs)));
     }, delayMs);
   }
 

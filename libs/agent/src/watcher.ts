@@ -70,7 +70,7 @@ class Watch implements RuntimeWatcher {
   #source: EventSource | undefined;
   #timer: Timer | undefined;
   #idleTimer: Timer | undefined;
-  /** When the open connection last brought a byte (or was opened). */
+  /** When the open connection last brought a byte (or was opened); monotonic. */
   #lastByteMs = 0;
   #connected = false;
   #closed = false;
@@ -107,7 +107,7 @@ class Watch implements RuntimeWatcher {
     // Each connection is a fresh EventSource, so the resume point is ours to send.
     const resumeFrom = this.lastEventId;
     const touch = (): void => {
-      if (this.#source === source) this.#lastByteMs = this.#clock.now();
+      if (this.#source === source) this.#lastByteMs = this.#clock.monotonicNow();
     };
     const source = new EventSource(this.#options.url, {
       fetch: async (url, init) => {
@@ -118,7 +118,7 @@ class Watch implements RuntimeWatcher {
       },
     });
     this.#source = source;
-    this.#lastByteMs = this.#clock.now();
+    this.#lastByteMs = this.#clock.monotonicNow();
     this.#armIdleCheck(source, this.#idleTimeoutMs);
     source.addEventListener('open', () => {
       if (this.#source === source) this.#connected = true;
@@ -178,7 +178,7 @@ class Watch implements RuntimeWatcher {
   #armIdleCheck(source: EventSource, delayMs: number): void {
     this.#idleTimer = this.#clock.setTimeout(() => {
       if (this.#source !== source) return;
-      const silentMs = this.#clock.now() - this.#lastByteMs;
+      const silentMs = this.#clock.monotonicNow() - this.#lastByteMs;
       if (silentMs < this.#idleTimeoutMs) return this.#armIdleCheck(source, this.#idleTimeoutMs - silentMs);
       // Nothing else notices a stream that stalls with its connection up: eventsource waits for ever.
       this.#fail(new SwitchyardError('upstream_unavailable', `watch stream: no byte for ${silentMs} ms`), false);

@@ -2,7 +2,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ManualClock } from '@switchyard/clock/testing';
+import { ManualClock, within } from '@switchyard/clock/testing';
 import type { SwitchyardError } from '@switchyard/protocol';
 import { RuntimeMirror, RuntimeStateStore, createWatchHandler, watchRuntime } from '../src/index.ts';
 import type { RuntimeWatcher, WatchHandler } from '../src/index.ts';
@@ -150,6 +150,20 @@ describe('GET /watch', () => {
     assert.equal((await reader.next()).event, 'delta', 'the snapshot reset the idle timer, so no ping at 1,200 ms');
     await clock.advance(600);
     assert.deepEqual(await reader.next(), { event: ':', id: undefined, data: 'ping' });
+  });
+
+  it('pings an idle stream on time when the wall clock was set back', async () => {
+    const clock = new ManualClock();
+    const store = new RuntimeStateStore({ seqStart: 0, clock });
+    serve(store, { clock, snapshotIntervalMs: 60_000, keepAliveMs: 600 });
+    const reader = await open();
+    assert.equal((await reader.next()).event, ':');
+    assert.equal((await reader.next()).event, 'snapshot');
+    clock.stepWall(-3_600_000); // NTP, or an operator, sets the clock back an hour
+    await clock.advance(600);
+    // Bounded in real time: a ping held back for the hour would never come here.
+    const next = await within(reader.next(), 5_000, 'no ping after keepAliveMs');
+    assert.deepEqual(next, { event: ':', id: undefined, data: 'ping' });
   });
 
   it('answers other methods with 405 and refuses watchers past watchersMax with 503', async () => {
@@ -338,6 +352,22 @@ describe('watchRuntime', () => {
     await waiter.until(() => mirror.hasProcess('a'));
     assert.deepEqual(ids, [undefined, '0'], 'the reconnect resumes after the last event');
     assert.equal(seen.snapshots, 1, 'the missed batch was replayed, no new snapshot');
+  });
+
+  it('drops a stalled stream at idleTimeoutMs when the wall clock was set back meanwhile', async () => {
+    let requests = 0;
+    server.handler = (_req, res) => {
+      if (++requests > 1) return void res.writeHead(503).end();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: snapshot\nid: 0\ndata: {"processes":[],"threads":[],"idleWeight":{},"metadata":{}}\n\n');
+    };
+    const clock = new ManualClock();
+    const { waiter, seen } = follow({ clock, idleTimeoutMs: 45_000, reconnectMs: 60_000 });
+    await waiter.until(() => seen.snapshots === 1);
+    clock.stepWall(-3_600_000);
+    await clock.advance(45_000);
+    assert.equal(seen.errors.length, 1, 'dropped at idleTimeoutMs, not an hour later');
+    assert.match(seen.errors[0]!.message, /no byte for 45000 ms/);
   });
 
   for (const bad of [{ snapshotIntervalMs: 0 }, { keepAliveMs: -1 }, { bufferBytesMax: Number.NaN }]) {
