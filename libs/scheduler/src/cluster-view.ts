@@ -28,6 +28,7 @@ export class ClusterView implements EpochSink {
   #term = 0;
   /** process id → runtime; insertion order is decision order, so expiry walks from the head. */
   readonly #pending = new Map<string, string>();
+  /** process id → `Clock.monotonicNow()` reading at which it is forgotten. */
   readonly #pendingExpiresAt = new Map<string, number>();
   readonly #clock: Clock;
   readonly #pendingTtlMs: number;
@@ -106,7 +107,7 @@ export class ClusterView implements EpochSink {
   }
 
   #expirePending(): void {
-    const now = this.#clock.now();
+    const now = this.#clock.monotonicNow();
     for (const [pid, expiresAt] of this.#pendingExpiresAt) {
       if (expiresAt > now && this.#pending.size <= this.#pendingMax) return;
       this.#forget(pid);
@@ -116,7 +117,7 @@ export class ClusterView implements EpochSink {
   #remember(processId: string, runtime: string): void {
     this.#forget(processId);
     this.#pending.set(processId, runtime);
-    this.#pendingExpiresAt.set(processId, this.#clock.now() + this.#pendingTtlMs);
+    this.#pendingExpiresAt.set(processId, this.#clock.monotonicNow() + this.#pendingTtlMs);
   }
 
   #forget(processId: string): void {

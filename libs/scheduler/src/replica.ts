@@ -68,8 +68,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   let ready = false;
   let closing: Promise<void> | undefined;
   /** When the view was last known to hold the newest epoch: a commit applied, or a cycle that changed nothing. */
-  let viewCurrentAtMs = clock.now();
-  const epochAgeMs = (): number | null => (view.hasEpoch ? clock.now() - viewCurrentAtMs : null);
+  let viewCurrentAtMs = clock.monotonicNow();
+  const epochAgeMs = (): number | null => (view.hasEpoch ? clock.monotonicNow() - viewCurrentAtMs : null);
 
   // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
   // only /api/proxy (see handleApiStream), which browsers, curl and probes offering both would miss.
@@ -114,6 +114,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     state: () =>
       uiStateOf({
         replicaId,
+        // A timestamp shown to people: the wall clock.
         nowMs: clock.now(),
         isLeader: leadership.isLeader,
         leader: leadership.leader,
@@ -127,7 +128,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   const view = new ClusterView({
     clock,
     onCommit: (epoch, term) => {
-      viewCurrentAtMs = clock.now();
+      viewCurrentAtMs = clock.monotonicNow();
       ui.notify();
       metrics.epoch.set(epoch);
       metrics.term.set(term);
@@ -137,7 +138,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       part.reconcile((id) => view.runtime(id));
     },
     // A quiet cluster commits no new epoch; the view is still current, so the lag must not grow.
-    onCurrent: () => (viewCurrentAtMs = clock.now()),
+    onCurrent: () => (viewCurrentAtMs = clock.monotonicNow()),
   });
   const part = new LocalPart({
     replicaId,

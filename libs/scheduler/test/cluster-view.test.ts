@@ -1,0 +1,58 @@
+// Placements a replica decided that no epoch shows yet, on a manual clock.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { Runtime, RuntimeState, ScheduleRequest } from '@switchyard/protocol';
+import { ClusterView } from '../src/index.ts';
+import { parseScheduleRequest } from '../src/schedule-request.ts';
+
+const PENDING_TTL_MS = 30_000;
+
+function runtime(id: string, sandboxes: number): RuntimeState {
+  const rt: Runtime = {
+    id,
+    classes: ['default'],
+    metadata: {},
+    version: '1.0.0',
+    idleWeight: { sandboxes },
+    available: true,
+    owner: 's0',
+    generation: 1,
+  };
+  return { runtime: rt, processes: [], threads: [] };
+}
+
+function request(processId: string): ScheduleRequest {
+  const parsed = parseScheduleRequest({ class: 'default', processId, sticky: true });
+  assert.ok(parsed.ok);
+  return parsed.value;
+}
+
+/** Schedules `p1`, then commits an epoch in which the runtime chosen is full and does not show it yet. */
+function placedThenFull(clock: ManualClock): { view: ClusterView; first: string } {
+  const view = new ClusterView({ clock, pendingTtlMs: PENDING_TTL_MS });
+  view.snapshot(1, 1, [runtime('r1', 4), runtime('r2', 4)]);
+  const decision = view.schedule(request('p1'));
+  assert.ok(decision.ok);
+  const first = decision.runtime;
+  view.snapshot(2, 1, [runtime('r1', first === 'r1' ? 0 : 4), runtime('r2', first === 'r2' ? 0 : 4)]);
+  return { view, first };
+}
+
+describe('a pending placement', () => {
+  it('holds the process to its runtime until pendingTtlMs, whichever way the wall clock steps', async () => {
+    for (const stepMs of [3_600_000, -3_600_000]) {
+      const clock = new ManualClock();
+      const { view, first } = placedThenFull(clock);
+      clock.stepWall(stepMs);
+      await clock.advance(PENDING_TTL_MS - 1);
+      const again = view.schedule(request('p1'));
+      assert.ok(again.ok);
+      assert.equal(again.runtime, first, `step ${stepMs} ms: not placed a second time elsewhere`);
+      await clock.advance(1);
+      const later = view.schedule(request('p1'));
+      assert.ok(later.ok);
+      assert.notEqual(later.runtime, first, `step ${stepMs} ms: forgotten at pendingTtlMs`);
+    }
+  });
+});
