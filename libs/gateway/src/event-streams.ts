@@ -29,7 +29,7 @@ export class EventStreamUpstream {
   readonly #http1: Dispatcher;
   readonly #clock: Clock;
   readonly #logger: GatewayLogger;
-  /** Origin → time until which it gets HTTP/1.1. */
+  /** Origin → `Clock.monotonicNow()` reading until which it gets HTTP/1.1. */
   readonly #http1Until = new Map<string, number>();
 
   constructor(options: {
@@ -52,7 +52,7 @@ export class EventStreamUpstream {
   dispatcherFor(origin: string): Dispatch {
     const until = this.#http1Until.get(origin);
     if (until === undefined) return this.#http2;
-    if (this.#clock.now() < until) return this.#http1;
+    if (this.#clock.monotonicNow() < until) return this.#http1;
     this.#http1Until.delete(origin);
     return this.#http2;
   }
@@ -67,7 +67,7 @@ export class EventStreamUpstream {
       hasCode(error, (code) => code === NO_H2_ALPN);
     if (!refused) return false;
     if (this.#http1Until.has(origin)) return true;
-    this.#http1Until.set(origin, this.#clock.now() + HTTP1_FALLBACK_MS);
+    this.#http1Until.set(origin, this.#clock.monotonicNow() + HTTP1_FALLBACK_MS);
     this.#logger.warn(
       { origin, err: String((error as Error).message), forMs: HTTP1_FALLBACK_MS },
       origin.startsWith('https:')

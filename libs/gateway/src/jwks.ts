@@ -45,7 +45,7 @@ export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.
   let failure: unknown;
   let held: jose.JWTVerifyGetKey | undefined;
   return async (header, token) => {
-    if (options.clock.now() < retryAt) {
+    if (options.clock.monotonicNow() < retryAt) {
       if (!held || !remote.fresh) throw unavailable(failure);
       return held(header, token);
     }
@@ -53,7 +53,7 @@ export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.
       return await remote(header, token);
     } catch (cause) {
       if (KEY_VERDICTS.has(String((cause as { code?: unknown } | null)?.code))) throw cause;
-      retryAt = options.clock.now() + options.retryMs;
+      retryAt = options.clock.monotonicNow() + options.retryMs;
       failure = cause;
       options.failed?.(cause);
       const keys = remote.fresh ? remote.jwks() : undefined;

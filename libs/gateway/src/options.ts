@@ -236,7 +236,8 @@ export interface GatewayOptions {
   readonly metrics?: { readonly registry: Registry; readonly prefix?: string };
   /**
    * Time seam for backoff sleeps, periodic checks and hold-offs (the JWKS
-   * retry interval among them). Default the system clock.
+   * retry interval among them), all measured on its monotonic reading.
+   * Default the system clock.
    */
   readonly clock?: Clock;
 }

@@ -75,7 +75,7 @@ export class RelayConnections implements Dispatch {
   #presenting: string | undefined;
   readonly #authorization: (() => string | undefined) | undefined;
   readonly #clock: Clock;
-  /** Relay key → time until which it is not asked for. */
+  /** Relay key → `Clock.monotonicNow()` reading until which it is not asked for. */
   readonly #refusedUntil = new Map<string, number>();
   readonly #onRefused: (relay: string, error: Error) => void;
   /** Relay key → requests in flight on its relays, for the ones with any. */
@@ -133,7 +133,7 @@ export class RelayConnections implements Dispatch {
     if (key === undefined || this.#closed || this.#atLimit(key)) return false;
     const until = this.#refusedUntil.get(key);
     if (until === undefined) return true;
-    if (this.#clock.now() < until) return false;
+    if (this.#clock.monotonicNow() < until) return false;
     this.#refusedUntil.delete(key);
     return true;
   }
@@ -148,7 +148,7 @@ export class RelayConnections implements Dispatch {
     if (code !== REFUSED && code !== REFUSED_FULL) return false;
     const key = relayKeyOf(url);
     if (key === undefined) return true;
-    const now = this.#clock.now();
+    const now = this.#clock.monotonicNow();
     const known = (this.#refusedUntil.get(key) ?? 0) > now;
     if (!known && this.#refusedUntil.size >= REFUSALS_SWEPT_AT) {
       for (const [k, until] of this.#refusedUntil) if (until <= now) this.#refusedUntil.delete(k);

@@ -100,8 +100,8 @@ async function placedWithin(
   principal: string | undefined,
   wanted: (route: Route) => boolean,
 ): Promise<Route | undefined> {
-  const deadline = ctx.clock.now() + GATEWAY_DEFAULTS.ownerLossWaitMs;
-  for (let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs; ctx.clock.now() < deadline;) {
+  const deadline = ctx.clock.monotonicNow() + GATEWAY_DEFAULTS.ownerLossWaitMs;
+  for (let backoffMs: number = GATEWAY_DEFAULTS.scheduleBackoffStartMs; ctx.clock.monotonicNow() < deadline;) {
     await sleep(ctx.clock, backoffMs, r.signal);
     backoffMs = Math.min(backoffMs * 2, GATEWAY_DEFAULTS.scheduleBackoffMaxMs);
     try {

@@ -90,7 +90,7 @@ const SUSPECT_MAX_MS = 30_000;
  */
 export class SchedulerClient {
   readonly #config: SchedulerClientConfig;
-  /** Replicas to ask last: until when, and after how many failures in a row. */
+  /** Replicas to ask last: until when (a `Clock.monotonicNow()` reading), and after how many failures in a row. */
   readonly #suspects = new Map<string, { until: number; failures: number }>();
   #next = 0;
   #hedges: number = HEDGE_BURST;
@@ -129,7 +129,7 @@ export class SchedulerClient {
   /** The replicas from `start` on, those in good standing first (stable), suspects after, soonest cleared first. */
   #order(start: number): string[] {
     const { schedulers } = this.#config;
-    const now = this.#config.clock.now();
+    const now = this.#config.clock.monotonicNow();
     const askedLastUntil = (base: string): number => Math.max(this.#suspects.get(base)?.until ?? 0, now);
     return Array.from(
       { length: Math.max(schedulers.length, 2) },
@@ -197,7 +197,7 @@ export class SchedulerClient {
    * of calls is asked last for a second, not for the maximum.
    */
   #suspect(base: string): void {
-    const now = this.#config.clock.now();
+    const now = this.#config.clock.monotonicNow();
     const known = this.#suspects.get(base);
     if (known && known.until > now) return;
     const failures = (known?.failures ?? 0) + 1;

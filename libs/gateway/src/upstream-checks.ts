@@ -17,7 +17,7 @@ interface Watched {
   readonly sockets: Set<Socket>;
   /** A check is out and has not been answered yet. */
   checking: boolean;
-  /** When it went silent, or undefined while it answers. */
+  /** When it went silent (monotonic), or undefined while it answers. */
   silentSince: number | undefined;
 }
 
@@ -119,7 +119,7 @@ export class UpstreamChecks {
 
   readonly #tick = (): void => {
     this.#timer = undefined;
-    const now = this.#clock.now();
+    const now = this.#clock.monotonicNow();
     for (const watched of this.#upstreams.values()) {
       if (watched.silentSince !== undefined && watched.sockets.size === 0) {
         if (now - watched.silentSince >= SILENT_REMEMBERED_MS) {
@@ -153,7 +153,7 @@ export class UpstreamChecks {
 
   #silence(watched: Watched): void {
     if (watched.silentSince === undefined) {
-      watched.silentSince = this.#clock.now();
+      watched.silentSince = this.#clock.monotonicNow();
       this.#logger.warn(
         { upstream: watched.origin, connections: watched.sockets.size, checkMs: this.#intervalMs },
         'upstream stopped answering; closed its connections',

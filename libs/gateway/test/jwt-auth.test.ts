@@ -278,6 +278,22 @@ describe('gateway JWT auth while the JWKS fails', () => {
     );
   });
 
+  it('asks the JWKS again at the end of its retry interval when the wall clock was set back meanwhile', () => {
+    const clock = new ManualClock();
+    return withJwks(
+      500,
+      { jwksRetryMs: 60_000 },
+      async (h, jwks) => {
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 503);
+        jwks.answer('keys');
+        clock.stepWall(-3_600_000); // NTP, or an operator, sets the gateway's clock back an hour
+        await clock.advance(60_000);
+        assert.equal((await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')))).status, 200, 'not an hour later');
+      },
+      clock,
+    );
+  });
+
   it('says in its log that the JWKS cannot be fetched, naming it and why', async () => {
     const jwks = await startJwks();
     jwks.answer(500);

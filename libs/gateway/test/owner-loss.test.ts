@@ -9,6 +9,7 @@
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { systemClock, type Clock } from '@switchyard/clock';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
 import { replicaStandIn, startStandIn as start } from './fixtures/replica-stand-in.ts';
@@ -124,5 +125,50 @@ describe('a session whose scheduler replica can no longer be dialled', () => {
     assert.equal(res.status, 503, JSON.stringify(res.json));
     assert.equal((res.json as { error: { data: { reason: string } } }).error.data.reason, 'not_ready');
     assert.equal(res.headers.get('retry-after'), '1');
+  });
+});
+
+describe('a session whose scheduler replica can no longer be dialled, when the wall clock steps', () => {
+  const served: string[] = [];
+  const [replicaF, replicaG] = [replica('f', served), replica('g', served)];
+  /** The system clock, its wall reading stepped by `wallStepMs`, as NTP or an operator would. */
+  let wallStepMs = 0;
+  const clock: Clock = { ...systemClock, now: () => Date.now() + wallStepMs };
+  let scheduler: SchedulerDouble;
+  let gateway: Gateway;
+  let server: Server;
+  let url: string;
+  after(async () => {
+    await stopServer(server);
+    await gateway.close();
+    await scheduler.close().catch(() => {});
+    for (const s of [replicaF, replicaG]) {
+      s.closeAllConnections();
+      s.close();
+    }
+  });
+
+  it('still waits for its runtime to show elsewhere after a step forward', async () => {
+    const addressG = await start(replicaG);
+    scheduler = await startSchedulerDouble([{ id: 'rt-1', address: await start(replicaF) }]);
+    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'proxy', clock });
+    ({ server, url } = await listen(gateway));
+    const opened = await post(url, INITIALIZE);
+    assert.equal(opened.status, 200);
+    replicaF.closeAllConnections();
+    await new Promise((resolve) => replicaF.close(resolve));
+    // The first ask after the loss still shows the dead replica; the wall clock is then set forward an hour.
+    // The second shows the runtime redialled behind replica g.
+    let asked = 0;
+    const record = scheduler.calls.push.bind(scheduler.calls);
+    scheduler.calls.push = (...requests) => {
+      asked++;
+      if (asked === 1) wallStepMs = 3_600_000;
+      if (asked === 2) scheduler.runtimes = [{ id: 'rt-1', address: addressG }];
+      return record(...requests);
+    };
+    const moved = await post(url, ECHO, { 'mcp-session-id': opened.headers.get('mcp-session-id')! });
+    assert.equal(moved.status, 200, JSON.stringify(moved.json));
+    assert.deepEqual(moved.json, { jsonrpc: '2.0', id: 7, result: { replica: 'g' } });
   });
 });
