@@ -152,7 +152,7 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
     messages.set(event, msg);
     const unlogged = throttle.pass(event);
     if (unlogged === undefined) return;
-    toldAtMs = clock.now();
+    toldAtMs = clock.monotonicNow();
     log(event, err, msg, unlogged);
   };
   // A Redis that flaps (ready, then cut off, again and again) is back once per flap: at most one flush per
@@ -165,7 +165,7 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
    * or flush, once that interval is up, if Redis is `stillBack()` then.
    */
   warn.flush = (stillBack: () => boolean): void => {
-    const waitMs = toldAtMs + METERING_WARN_INTERVAL_MS - clock.now();
+    const waitMs = toldAtMs + METERING_WARN_INTERVAL_MS - clock.monotonicNow();
     if (waitMs > 0) {
       deferred ??= clock.setTimeout(() => {
         deferred = undefined;
@@ -173,7 +173,7 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
       }, waitMs);
       return;
     }
-    toldAtMs = clock.now();
+    toldAtMs = clock.monotonicNow();
     for (const [event, unlogged] of throttle.flush()) log(event, undefined, messages.get(event) ?? event, unlogged);
   };
   warn.cancel = (): void => {
@@ -191,7 +191,7 @@ function throttledWarn(logger: Logger | undefined, clock: Clock): Warn {
 export function withMetering(engine: Engine, sink: MeteringSink, clock: Clock): Engine {
   return {
     async create(ctx) {
-      const startedAt = clock.now();
+      const startedAt = clock.monotonicNow();
       const inner = await engine.create(ctx);
       return meteredInstance(inner, ctx.className, sink, clock, startedAt);
     },
@@ -221,14 +221,20 @@ function meteredInstance(
     bind(sandboxId) {
       inner.bind(sandboxId);
       process = sandboxId;
-      boundAt = clock.now();
+      boundAt = clock.monotonicNow();
       const reason = (inner as { warm?: boolean }).warm ? 'warm' : 'created';
       sink.record({ event: 'start', class: className, process, reason, durationMs: boundAt - startedAt });
     },
     async destroy(reason) {
       if (!recycled && process !== '') {
         recycled = true;
-        sink.record({ event: 'recycle', class: className, process, reason, durationMs: clock.now() - boundAt });
+        sink.record({
+          event: 'recycle',
+          class: className,
+          process,
+          reason,
+          durationMs: clock.monotonicNow() - boundAt,
+        });
       }
       await inner.destroy(reason);
     },

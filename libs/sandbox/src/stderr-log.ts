@@ -48,7 +48,7 @@ export class StderrBudget {
 
   /** True when a line may be logged now; false when it was counted as dropped instead. */
   take(report: (dropped: number) => void): boolean {
-    const now = this.#clock.now();
+    const now = this.#clock.monotonicNow();
     if (now - this.#windowStartMs >= STDERR_WINDOW_MS) {
       this.report(report);
       this.#windowStartMs = now;
@@ -65,7 +65,7 @@ export class StderrBudget {
   /** Hands the lines dropped since the last count to `report`: now, or when this window's count is due. */
   report(report: (dropped: number) => void): void {
     if (this.#dropped === 0) return;
-    const waitMs = this.#reportedAtMs + STDERR_WINDOW_MS - this.#clock.now();
+    const waitMs = this.#reportedAtMs + STDERR_WINDOW_MS - this.#clock.monotonicNow();
     if (waitMs > 0) {
       if (this.#deferred) this.#deferred.report = report;
       else this.#deferred = { timer: this.#clock.setTimeout(() => this.#flush(), waitMs), report };
@@ -73,7 +73,7 @@ export class StderrBudget {
     }
     this.#deferred?.timer.cancel();
     this.#deferred = undefined;
-    this.#reportedAtMs = this.#clock.now();
+    this.#reportedAtMs = this.#clock.monotonicNow();
     report(this.#dropped);
     this.#dropped = 0;
   }

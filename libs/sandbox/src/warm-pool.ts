@@ -68,12 +68,12 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
                 ),
               );
             if (closed) return instance.destroy('closed');
-            const readyAt = clock.now();
+            const readyAt = clock.monotonicNow();
             instance.onDead(() => {
               const at = pool.indexOf(instance);
               if (at < 0) return refill();
               pool.splice(at, 1);
-              const livedMs = clock.now() - readyAt;
+              const livedMs = clock.monotonicNow() - readyAt;
               if (livedMs >= DIED_YOUNG_MS) {
                 diedYoung = 0;
                 return refill();

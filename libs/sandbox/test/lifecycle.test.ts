@@ -66,6 +66,23 @@ describe('sandbox lifecycle on a manual clock', () => {
     );
   });
 
+  it("meters a sandbox's lifetime as time passed, whatever is done to the wall clock meanwhile", async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': 'demo',
+      'x-switchyard-process': 'metered-across-a-step',
+    });
+    assert.equal(await c.callText('counter'), '1');
+    clock.stepWall(3_600_000); // NTP, or an operator, sets the clock forward an hour
+    try {
+      await c.close();
+      await clock.advance(200);
+      const recycle = metered.find((e) => e.process === 'metered-across-a-step' && e.event === 'recycle');
+      assert.equal(recycle?.durationMs, 200, 'bound, then destroyed expireSeconds after its session left');
+    } finally {
+      clock.stepWall(-3_600_000);
+    }
+  });
+
   it('closes an idle legacy session, which then answers 404', async () => {
     const c = await connect('v2-legacy', served.url, served.fetch, { 'x-switchyard-class': 'demo' });
     const sid = c.sessionId!;
