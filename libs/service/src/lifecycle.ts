@@ -124,7 +124,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
   async function runHooks(deadlineAt: number): Promise<boolean> {
     let ok = true;
     for (const hook of [...hooks].reverse()) {
-      const remainingMs = Math.max(0, deadlineAt - clock.now());
+      const remainingMs = Math.max(0, deadlineAt - clock.monotonicNow());
       let timer: { cancel(): void } | undefined;
       const timedOut = new Promise<'timeout'>(
         (resolve) => (timer = clock.setTimeout(() => resolve('timeout'), remainingMs)),
@@ -171,7 +171,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     state = 'draining';
     logger.info({ reason, drainDelayMs }, 'draining');
     await drain();
-    const deadlineAt = clock.now() + shutdownTimeoutMs;
+    const deadlineAt = clock.monotonicNow() + shutdownTimeoutMs;
     const closing = [...servers].map((s) => closeServer(s, { timeoutMs: shutdownTimeoutMs, clock }));
     for (const hook of closingHooks) {
       try {

@@ -18,6 +18,7 @@ export function secretSource(
   file: string | undefined,
   options: {
     readonly recheckMs?: number;
+    /** Milliseconds from any origin, only moving forward (default `performance.now`): recheckMs is a duration. */
     readonly now?: () => number;
     readonly lengthMin?: number;
     readonly onShort?: (file: string, count: number) => void;
@@ -25,7 +26,7 @@ export function secretSource(
 ): () => readonly string[] {
   if (file === undefined) return () => inline;
   const recheckMs = options.recheckMs ?? 1000;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? (() => performance.now());
   const lengthMin = options.lengthMin ?? 1;
   let cached: readonly string[] = inline;
   let seenMtimeMs = -1;

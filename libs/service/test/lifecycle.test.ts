@@ -7,6 +7,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { ManualClock, flushMicrotasks, within } from '@switchyard/clock/testing';
+import { sleep } from '@switchyard/clock';
 import { closeServer, createLifecycle, listen } from '@switchyard/service';
 import { certificateFor127 } from '@switchyard/service/testing';
 import type { Lifecycle, LifecycleLogger } from '@switchyard/service';
@@ -203,6 +204,21 @@ describe('shutdown hooks', () => {
         assert.deepEqual(await done, { forced: false, hooksOk: true });
       }
     }
+  });
+
+  it('have until the shutdown deadline as time passes, though the wall clock was set forward meanwhile', async () => {
+    const clock = new ManualClock();
+    const lc = createLifecycle({ logger: quiet, clock, drainDelayMs: 10, shutdownTimeoutMs: 1000 });
+    let lastRan = false;
+    lc.onShutdown(() => sleep(clock, 100).then(() => void (lastRan = true)));
+    lc.onShutdown(() => {
+      clock.stepWall(3_600_000); // NTP, or an operator, sets the clock forward an hour as the first hook runs
+      return sleep(clock, 500);
+    });
+    const done = lc.shutdown();
+    await clock.advance(10 + 500 + 100);
+    assert.deepEqual(await done, { forced: false, hooksOk: true });
+    assert.equal(lastRan, true, 'the last hook had 500 ms of its 1,000 left, not none');
   });
 
   const failures = [
