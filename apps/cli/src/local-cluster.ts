@@ -200,7 +200,7 @@ function child(logger: Logger, component: string): Logger {
 
 /** Polls every replica until its latest epoch lists `count` available runtimes (bounded: 20 s). */
 export async function waitForEpochs(urls: readonly string[], count: number, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const seen = await Promise.all(
       urls.map(async (url) => {
@@ -214,7 +214,8 @@ export async function waitForEpochs(urls: readonly string[], count: number, time
       }),
     );
     if (seen.every((n) => n >= count)) return;
-    if (Date.now() > deadline) throw new Error(`schedulers did not see ${count} runtimes within ${timeoutMs} ms`);
+    if (performance.now() > deadline)
+      throw new Error(`schedulers did not see ${count} runtimes within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
