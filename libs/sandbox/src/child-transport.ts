@@ -7,10 +7,11 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { Clock, Timer } from '@switchyard/clock';
+import { UPSTREAM_MESSAGE_BYTES_MAX } from './engine.ts';
 import { releaseGroup, watchGroup } from './reaper.ts';
 
-/** Longest message a child may write on stdout, bytes (the SDK's stdio transport's bound). */
-const STDOUT_LINE_BYTES_MAX = 10 * 1024 * 1024;
+/** Longest message a child may write on stdout, bytes. */
+const STDOUT_LINE_BYTES_MAX = UPSTREAM_MESSAGE_BYTES_MAX;
 /** How long a closed child gets to exit after its stdin ends, and again after SIGTERM, before SIGKILL. */
 const EXIT_GRACE_MS = 2_000;
 /**

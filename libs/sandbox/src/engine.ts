@@ -1,6 +1,15 @@
 import type { McpServer, ServerCapabilities, ServerEvent } from '@modelcontextprotocol/server';
 import type { Logger } from './types.ts';
 
+/**
+ * Longest message a sandbox's server may send the runtime, bytes: a line on
+ * a stdio server's stdout (the SDK's stdio transport's own bound), a JSON
+ * answer or an SSE event of an http upstream. More than the 4 MiB a request
+ * body may have, since answers carry more (a resource read as base64 grows
+ * by a third), and the same whichever engine a class uses.
+ */
+export const UPSTREAM_MESSAGE_BYTES_MAX = 10 * 1024 * 1024;
+
 /** What an engine knows when it makes an instance (before it is bound to a sandbox id). */
 export interface EngineContext {
   readonly runtimeId: string;

@@ -1,6 +1,9 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Clock } from '@switchyard/clock';
 import { MCP_SESSION_HEADER } from '@switchyard/protocol';
-import type { Engine } from './engine.ts';
+import { boundedFetch } from './bounded-fetch.ts';
+import { ClassTroubleLog } from './class-trouble-log.ts';
+import { UPSTREAM_MESSAGE_BYTES_MAX, type Engine } from './engine.ts';
 import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
 import type { EngineConfig } from './types.ts';
 
@@ -20,17 +23,31 @@ const END_SESSION_WAIT_MS = 2_000;
  * until its own idle timeout, one per sandbox. A start fails when the upstream
  * does not answer `initialize` within `startTimeoutSeconds`. The DELETE is abandoned after
  * END_SESSION_WAIT_MS; an upstream that does not answer it is not waited for.
+ * An answer (a JSON body, an SSE event) past UPSTREAM_MESSAGE_BYTES_MAX is
+ * cut (see boundedFetch): its request fails, and the class is warned of
+ * (throttled, see ClassTroubleLog).
  */
-export function httpEngine(config: HttpConfig, startTimeoutSeconds: number): Engine {
+export function httpEngine(config: HttpConfig, startTimeoutSeconds: number, clock: Clock): Engine {
   const url = new URL(config.url);
   const requestInit = { headers: { ...config.headers } };
+  let trouble: ClassTroubleLog | undefined;
   return {
-    async create() {
+    async create(ctx) {
+      trouble ??= new ClassTroubleLog(ctx.logger, clock);
+      const bytesMax = UPSTREAM_MESSAGE_BYTES_MAX;
+      const bounded = boundedFetch(fetch, bytesMax, (kind) =>
+        trouble!.warn(
+          { event: 'sandbox.answer_too_large', class: ctx.className, kind, bytesMax },
+          kind === 'json'
+            ? 'an upstream answer was too large: its request failed'
+            : 'an upstream event was too large: its stream was ended',
+        ),
+      );
       // A 404 to a request naming our session: the upstream lost it (it restarted, or expired it).
       // The SDK transport reports the error but stays open, so every later request would fail the
       // same way and the sandbox never die; closed, it dies, and its client starts over elsewhere.
       const fetchSeeingLoss: typeof fetch = async (input, init) => {
-        const response = await fetch(input, init);
+        const response = await bounded(input, init);
         if (response.status === 404 && new Headers(init?.headers).has(MCP_SESSION_HEADER)) void transport.close();
         return response;
       };
@@ -41,12 +58,12 @@ export function httpEngine(config: HttpConfig, startTimeoutSeconds: number): Eng
       } catch (error) {
         // The SDK client closed the transport; what the upstream opened is ended here.
         await transport.close().catch(() => undefined);
-        await endSession(url, requestInit, transport);
+        await endSession(url, requestInit, transport, bounded);
         throw error;
       }
       return new ProxyInstance(client, transport, async () => {
         await transport.close().catch(() => undefined);
-        await endSession(url, requestInit, transport);
+        await endSession(url, requestInit, transport, bounded);
       });
     },
   };
@@ -59,10 +76,15 @@ export function httpEngine(config: HttpConfig, startTimeoutSeconds: number): Eng
  * start alike). A refusal or a failure is no error: the session is gone or
  * expires upstream.
  */
-async function endSession(url: URL, requestInit: RequestInit, closed: StreamableHTTPClientTransport): Promise<void> {
+async function endSession(
+  url: URL,
+  requestInit: RequestInit,
+  closed: StreamableHTTPClientTransport,
+  fetch: typeof globalThis.fetch,
+): Promise<void> {
   const sessionId = closed.sessionId;
   if (sessionId === undefined) return;
-  const ender = new StreamableHTTPClientTransport(url, { requestInit, sessionId });
+  const ender = new StreamableHTTPClientTransport(url, { requestInit, sessionId, fetch });
   if (closed.protocolVersion !== undefined) ender.setProtocolVersion(closed.protocolVersion);
   let timer: NodeJS.Timeout | undefined;
   try {
