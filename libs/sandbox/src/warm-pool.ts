@@ -8,12 +8,16 @@ import { exitFields, type Engine, type EngineContext, type SandboxInstance } fro
  * `refillDelayMs` later; otherwise it starts one as usual. Pool members are
  * not sandboxes yet: they are bound to an id only when handed out, so they
  * are not reported nor counted in idle weight. A member that dies while
- * waiting is dropped and replaced at once, unless it died young (within
- * DIED_YOUNG_MS of being ready): a server that exits soon after every start
- * would otherwise be started again and again, a core busy for nothing. Its
+ * waiting is destroyed (freeing what it still holds: an http member's
+ * upstream session, a stdio member's process group) and replaced at once,
+ * unless it died young (within DIED_YOUNG_MS of being ready): a server that
+ * exits soon after every start would otherwise be started again and again,
+ * a core busy for nothing. Its
  * replacement then waits, 1 s doubling to 1 min while members keep dying
  * young; so does the next refill after starts that failed (a server that
- * exits before it answers), while starts keep failing.
+ * exits before it answers), while starts keep failing. The death of a
+ * member already handed out changes nothing here: the pool refilled at its
+ * hand-out, and a refill waiting out a delay or a backoff keeps waiting.
  *
  * Why the refill waits: starting a child (fork, exec, runtime boot) takes a
  * core for hundreds of milliseconds; started at hand-out, it competes with
@@ -70,9 +74,20 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
             if (closed) return instance.destroy('closed');
             const readyAt = clock.monotonicNow();
             instance.onDead(() => {
+              // One handed out is a sandbox of its own: its death is the registry's, and the
+              // pool, refilled at its hand-out, keeps the wait it has (a delay, a backoff).
               const at = pool.indexOf(instance);
-              if (at < 0) return refill();
+              if (at < 0) return;
               pool.splice(at, 1);
+              // Dead is not freed: an http member still holds its upstream session, a stdio one its process group.
+              void instance
+                .destroy('dead')
+                .catch((error: unknown) =>
+                  ctx.logger.debug(
+                    { event: 'pool.destroy_failed', class: ctx.className, err: String(error) },
+                    'destroying a dead warm sandbox failed',
+                  ),
+                );
               const livedMs = clock.monotonicNow() - readyAt;
               if (livedMs >= DIED_YOUNG_MS) {
                 diedYoung = 0;

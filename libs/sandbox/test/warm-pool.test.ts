@@ -137,10 +137,11 @@ describe('warm pool refill', () => {
   });
 });
 
-/** An engine whose instances die when the test says, counting its starts. */
-function mortal(): Engine & { started: number; live: DeathFlag[] } {
-  const engine: Engine & { started: number; live: DeathFlag[] } = {
+/** An engine whose instances die when the test says, counting its starts and destroys. */
+function mortal(): Engine & { started: number; destroyed: number; live: DeathFlag[] } {
+  const engine: Engine & { started: number; destroyed: number; live: DeathFlag[] } = {
     started: 0,
+    destroyed: 0,
     live: [],
     create: async (): Promise<SandboxInstance> => {
       engine.started++;
@@ -154,7 +155,10 @@ function mortal(): Engine & { started: number; live: DeathFlag[] } {
           return death.dead;
         },
         onDead: (listener) => death.onDead(listener),
-        destroy: async () => death.kill(),
+        destroy: async () => {
+          engine.destroyed++;
+          death.kill();
+        },
       };
     },
   };
@@ -193,6 +197,61 @@ describe('warm pool members that die while waiting', () => {
       await clock.advance(5_000);
       await dieNow();
       assert.equal(engine.started, 6, 'one that lived again resets the backoff');
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('warm pool members that die', () => {
+  it('one that dies while waiting is destroyed, so what it held (an upstream session) is freed', async () => {
+    const clock = new ManualClock();
+    const engine = mortal();
+    const pool = withWarmPool(engine, { size: 1, refillDelayMs: 100, clock }, ctx);
+    try {
+      await flushMicrotasks();
+      engine.live[0]!.kill();
+      await flushMicrotasks();
+      assert.equal(engine.destroyed, 1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('one already handed out that dies leaves the pending refill delay as it is', async () => {
+    const clock = new ManualClock();
+    const engine = mortal();
+    const pool = withWarmPool(engine, { size: 1, refillDelayMs: 100, clock }, ctx);
+    try {
+      await flushMicrotasks();
+      await pool.create(ctx);
+      await clock.advance(50);
+      engine.live[0]!.kill();
+      await flushMicrotasks();
+      assert.equal(engine.started, 1, 'no start before the refill delay is up');
+      await clock.advance(50);
+      assert.equal(engine.started, 2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('one already handed out that dies leaves the backoff after a member that died young as it is', async () => {
+    const clock = new ManualClock();
+    const engine = mortal();
+    const pool = withWarmPool(engine, { size: 1, refillDelayMs: 0, clock }, ctx);
+    try {
+      await flushMicrotasks();
+      await pool.create(ctx);
+      await flushMicrotasks();
+      assert.equal(engine.started, 2, 'refilled at once');
+      engine.live[1]!.kill(); // the new member dies young: its replacement waits 1 s
+      await flushMicrotasks();
+      engine.live[0]!.kill(); // the handed-out one dies
+      await flushMicrotasks();
+      assert.equal(engine.started, 2, 'no start before the backoff is up');
+      await clock.advance(1_000);
+      assert.equal(engine.started, 3);
     } finally {
       await pool.close();
     }
