@@ -2,8 +2,12 @@ import { Client, SdkError, SdkErrorCode, type CacheMode, type Transport } from '
 import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
 import { DeathFlag, type ExitCause, type SandboxInstance } from './engine.ts';
 
-/** Upper bound on one forwarded upstream request (tool calls may run long and reset it on progress). */
-const UPSTREAM_TIMEOUT_MS = 10 * 60_000;
+/**
+ * Upper bound on one forwarded upstream request, tool calls included, which
+ * may run long (the SDK's default, 60 s, is too short for many tools). REST
+ * tool calls have the same bound (see toolcall.ts).
+ */
+export const UPSTREAM_TIMEOUT_MS = 10 * 60_000;
 /**
  * How long an upstream list result is served from the client's cache. Only
  * lists whose upstream announces changes (`listChanged`) use the cache, and

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { ProtocolError } from '@modelcontextprotocol/client';
+import { ProtocolError, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { DEFAULT_CLASS, IDENTITY_HEADERS, SwitchyardError, isIdentityValue, parseWith } from '@switchyard/protocol';
 import type { SandboxRegistry, Sandbox } from './registry.ts';
 import type { SessionTable } from './sessions.ts';
+import { UPSTREAM_TIMEOUT_MS } from './proxy.ts';
 import { callSandboxTool } from './toolcall.ts';
 import { responseForError, readJson } from './wire.ts';
 
@@ -38,7 +39,9 @@ async function parseBody<S extends z.ZodType>(request: Request, schema: S): Prom
  * REST parity for non-MCP callers: `GET /weight`, `GET|POST|DELETE
  * /sandboxes/:id`, `POST /sandboxes/:id/toolcall`, `POST
  * /sessions/:session/toolcall`. Errors are JSON-RPC error bodies with the
- * registry's HTTP status.
+ * registry's HTTP status. A tool call may run for 10 min (UPSTREAM_TIMEOUT_MS,
+ * as over MCP to a proxied server); past that it is answered 504
+ * (`upstream_timeout`).
  */
 export function restFetch(deps: RestDeps): (request: Request) => Promise<Response> {
   return async (request) => {
@@ -109,6 +112,11 @@ async function toolCall(registry: SandboxRegistry, sandbox: Sandbox, request: Re
   } catch (error) {
     const code = error instanceof ProtocolError ? CALLER_ERRORS.get(error.code) : undefined;
     if (code) throw new SwitchyardError(code, (error as ProtocolError).message, { cause: error });
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+      throw new SwitchyardError('upstream_timeout', `tool call timed out after ${UPSTREAM_TIMEOUT_MS / 60_000} min`, {
+        cause: error,
+      });
+    }
     throw error;
   } finally {
     registry.release(held);

@@ -2,11 +2,14 @@ import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Sandbox } from './registry.ts';
 import { serverFor } from './endpoint.ts';
+import { UPSTREAM_TIMEOUT_MS } from './proxy.ts';
 
 /**
  * Calls a tool of a sandbox in process, through a linked in-memory SDK
  * client/server pair, so every engine answers REST calls exactly as it
- * answers MCP clients.
+ * answers MCP clients. A call may run for UPSTREAM_TIMEOUT_MS (10 min), as
+ * one over MCP to a proxied server may, then fails with the SDK's
+ * RequestTimeout; without it the SDK's default 60 s cut long tools short.
  */
 export async function callSandboxTool(
   sandbox: Sandbox,
@@ -20,7 +23,10 @@ export async function callSandboxTool(
   try {
     await server.connect(serverSide);
     await client.connect(clientSide);
-    return (await client.callTool({ name, arguments: args }, { signal })) as CallToolResult;
+    return (await client.callTool(
+      { name, arguments: args },
+      { signal, timeout: UPSTREAM_TIMEOUT_MS },
+    )) as CallToolResult;
   } finally {
     detach();
     await client.close().catch(() => undefined);
