@@ -239,7 +239,14 @@ export class McpEndpoint {
     } finally {
       opened();
     }
-    const answer = await this.#inSession(session, request, body);
+    let answer: Answer;
+    try {
+      answer = await this.#inSession(session, request, body);
+    } catch (error) {
+      // Its client learns no session id: nobody would use the session, which idle would hold, with its sandbox.
+      sessions.close(sessionId, 'initialize_failed');
+      throw error;
+    }
     // A refused initialize leaves no session behind.
     if (session.transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
     return {
