@@ -1,7 +1,14 @@
 import { EventSource } from 'eventsource';
 import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { SwitchyardError, WATCH_EVENTS, parseWith, watchDeltaSchema, watchSnapshotSchema } from '@switchyard/protocol';
+import {
+  SwitchyardError,
+  WATCH_EVENTS,
+  WATCH_LIMITS,
+  parseWith,
+  watchDeltaSchema,
+  watchSnapshotSchema,
+} from '@switchyard/protocol';
 import type { RuntimeOp, WatchSnapshot } from '@switchyard/protocol';
 import { parseLastEventId } from './sse.ts';
 
@@ -29,6 +36,16 @@ export interface WatchRuntimeOptions {
   readonly idleTimeoutMs?: number;
   /** Time source of the reconnect delay and the idle timeout. Default: the system clock. */
   readonly clock?: Clock;
+  /**
+   * Characters one event (or one line) may take before it is complete. A runtime
+   * that sends more has its stream closed, reported as `body_too_large`, and is
+   * asked again only after `oversizeReconnectMs`: unbounded, the parser would hold
+   * whatever the runtime sends, on every reconnect. Default
+   * `WATCH_LIMITS.eventCharsMax` (32 Mi characters).
+   */
+  readonly eventCharsMax?: number;
+  /** Delay before a reconnect after an event over `eventCharsMax`. Default 30,000 ms. */
+  readonly oversizeReconnectMs?: number;
   /** Resume after this event id (a previous watcher's `lastEventId`) instead of starting with a snapshot. */
   readonly lastEventId?: string;
 }
@@ -44,7 +61,12 @@ export interface RuntimeWatcher {
 }
 
 /** Defaults of `watchRuntime`, with units in the names. */
-export const WATCHER_DEFAULTS = { reconnectMs: 1_000, idleTimeoutMs: 45_000 } as const;
+export const WATCHER_DEFAULTS = {
+  reconnectMs: 1_000,
+  idleTimeoutMs: 45_000,
+  eventCharsMax: WATCH_LIMITS.eventCharsMax,
+  oversizeReconnectMs: 30_000,
+} as const;
 
 /**
  * Follows a runtime's `/watch` stream with `eventsource`, validating every
@@ -66,6 +88,7 @@ class Watch implements RuntimeWatcher {
   readonly #clock: Clock;
   readonly #reconnectMs: number;
   readonly #idleTimeoutMs: number;
+  readonly #eventCharsMax: number;
   #lastSeq: number | undefined;
   #source: EventSource | undefined;
   #timer: Timer | undefined;
@@ -80,6 +103,7 @@ class Watch implements RuntimeWatcher {
     this.#clock = options.clock ?? systemClock;
     this.#reconnectMs = options.reconnectMs ?? WATCHER_DEFAULTS.reconnectMs;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? WATCHER_DEFAULTS.idleTimeoutMs;
+    this.#eventCharsMax = options.eventCharsMax ?? WATCHER_DEFAULTS.eventCharsMax;
     // A zero period would re-arm its timer in a tight loop.
     if (!(this.#idleTimeoutMs >= 1)) throw new SwitchyardError('invalid_request', 'idleTimeoutMs must be at least 1');
     this.#lastSeq = parseLastEventId(options.lastEventId);
@@ -110,6 +134,7 @@ class Watch implements RuntimeWatcher {
       if (this.#source === source) this.#lastByteMs = this.#clock.monotonicNow();
     };
     const source = new EventSource(this.#options.url, {
+      maxBufferSize: this.#eventCharsMax,
       fetch: async (url, init) => {
         const headers = resumeFrom === undefined ? init.headers : { ...init.headers, 'Last-Event-ID': resumeFrom };
         const response = await this.#options.fetch(url, { ...init, headers });
@@ -125,6 +150,7 @@ class Watch implements RuntimeWatcher {
     });
     source.addEventListener('error', (event) => {
       if (this.#source !== source) return;
+      if (OVERSIZED.test(event.message ?? '')) return this.#failOversized();
       const detail = event.message ?? (event.code === undefined ? 'stream ended' : `HTTP ${event.code}`);
       this.#fail(new SwitchyardError('upstream_unavailable', `watch stream: ${detail}`), false);
     });
@@ -165,13 +191,23 @@ class Watch implements RuntimeWatcher {
     }
   }
 
-  /** Reports, drops the stream and reconnects; `resync` forgets the resume point so a snapshot follows. */
-  #fail(error: SwitchyardError, resync: boolean): void {
+  /**
+   * Reports, drops the stream and reconnects after `delayMs`; `resync` forgets the
+   * resume point so a snapshot follows.
+   */
+  #fail(error: SwitchyardError, resync: boolean, delayMs = this.#reconnectMs): void {
     if (resync) this.#lastSeq = undefined;
     this.#drop();
     if (this.#closed) return;
     this.#options.onError?.(error);
-    if (!this.#closed && !this.#timer) this.#timer = this.#clock.setTimeout(() => this.#connect(), this.#reconnectMs);
+    if (!this.#closed && !this.#timer) this.#timer = this.#clock.setTimeout(() => this.#connect(), delayMs);
+  }
+
+  /** The resume point stays: the events before the big one were good, and a resume may need no snapshot. */
+  #failOversized(): void {
+    const message = `watch event over ${this.#eventCharsMax} characters: stream closed`;
+    const delayMs = this.#options.oversizeReconnectMs ?? WATCHER_DEFAULTS.oversizeReconnectMs;
+    this.#fail(new SwitchyardError('body_too_large', message), false, delayMs);
   }
 
   /** Checks, once the stream may have been silent for `idleTimeoutMs`, whether it was. */
@@ -199,6 +235,9 @@ class Watch implements RuntimeWatcher {
     queueMicrotask(() => source.close());
   }
 }
+
+/** How eventsource reports a line or event past its `maxBufferSize` (it closes the source itself). */
+const OVERSIZED = /exceeded max buffer size/;
 
 /** `response` with `touch` called for every chunk of its body, so a stall can be told from a slow stream. */
 function countingBytes(response: Response, touch: () => void): Response {

@@ -3,8 +3,10 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ManualClock, within } from '@switchyard/clock/testing';
-import type { SwitchyardError } from '@switchyard/protocol';
-import { RuntimeMirror, RuntimeStateStore, createWatchHandler, watchRuntime } from '../src/index.ts';
+import { WATCH_LIMITS } from '@switchyard/protocol';
+import type { RuntimeOp, SwitchyardError } from '@switchyard/protocol';
+import { RuntimeMirror, RuntimeStateStore, WATCHER_DEFAULTS, createWatchHandler, watchRuntime } from '../src/index.ts';
+import { deltaEvent } from '../src/sse.ts';
 import type { RuntimeWatcher, WatchHandler } from '../src/index.ts';
 import { SseReader, Waiter, deferred, startServer } from './helpers.ts';
 import type { TestServer } from './helpers.ts';
@@ -406,6 +408,42 @@ describe('watchRuntime', () => {
     assert.equal(seen.errors.length, 0);
   });
 
+  it('takes the largest delta the protocol admits whole by default', () => {
+    const id = (c: string): string => c.repeat(128);
+    const ops: RuntimeOp[] = Array.from({ length: WATCH_LIMITS.deltaOpsMax - 2 }, () => ({
+      op: 'thread.remove',
+      process: id('p'),
+      thread: id('t'),
+    }));
+    const keys = (n: number): string[] => Array.from({ length: n }, (_, i) => `${i}`.padStart(63, 'k'));
+    ops.push({ op: 'weight', idleWeight: Object.fromEntries(keys(16).map((k) => [k, 1e12 - 0.5])) });
+    ops.push({ op: 'metadata', metadata: Object.fromEntries(keys(64).map((k) => [k, '\u0001'.repeat(256)])) });
+    assert.ok(deltaEvent(Number.MAX_SAFE_INTEGER, ops).length < WATCHER_DEFAULTS.eventCharsMax);
+  });
+
+  it('closes a stream whose event passes eventCharsMax, and reconnects only after oversizeReconnectMs', async () => {
+    // A runtime that never ends its line: unbounded, the parser would buffer it all (eventsource's own
+    // default is 100 M characters), again on every reconnect.
+    const eventCharsMax = 256 * 1024;
+    // Kernel socket buffers take some bytes the watcher never read; far below the cap, far above the limit.
+    const slackBytes = 8 * 1024 * 1024;
+    const capBytes = 64 * 1024 * 1024;
+    const endless = endlessLine(capBytes);
+    server.handler = endless.handler;
+    const clock = new ManualClock();
+    const { waiter, seen } = follow({ clock, eventCharsMax, reconnectMs: 0, oversizeReconnectMs: 30_000 });
+    const outcome = await endless.outcome;
+    assert.equal(outcome.closed, true, `the stream was still open after ${outcome.bytes} bytes`);
+    assert.ok(outcome.bytes < eventCharsMax + slackBytes, `${outcome.bytes} bytes sent before the close`);
+    await waiter.until(() => seen.errors.length === 1);
+    assert.equal(seen.errors[0]!.code, 'body_too_large');
+    assert.match(seen.errors[0]!.message, /watch event over 262144 characters/);
+    await clock.advance(29_999);
+    assert.equal(endless.requests(), 1, 'no reconnect before oversizeReconnectMs');
+    await clock.advance(1);
+    await endless.reconnected;
+  });
+
   it('holds no timer once closed after a stream that ended, whatever retry it set', async () => {
     // eventsource arms a reconnect timer for the stream's `retry:` after its error listeners have
     // run; a dropped stream's source must not keep it, nor the process, for that long (here 30 s).
@@ -429,4 +467,37 @@ describe('watchRuntime', () => {
 /** Timers keeping the event loop alive. */
 function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+}
+
+/**
+ * A fake runtime whose `/watch` streams one `data:` line that never ends, with backpressure, until
+ * the client closes the stream or `capBytes` are out; `outcome` tells which, and how many bytes were
+ * sent. Later requests get a stream that stays silent.
+ */
+function endlessLine(capBytes: number) {
+  let requests = 0;
+  const result = deferred<{ closed: boolean; bytes: number }>();
+  const reconnected = deferred();
+  const chunk = 'x'.repeat(16 * 1024);
+  const handler = (_req: IncomingMessage, res: ServerResponse): void => {
+    if (++requests > 1)
+      return void (reconnected.resolve(), res.writeHead(200, { 'content-type': 'text/event-stream' }));
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('event: snapshot\nid: 1\ndata: ');
+    let bytes = 0;
+    let closed = false;
+    res.on('close', () => {
+      closed = true;
+      result.resolve({ closed: true, bytes });
+    });
+    const pump = (): void => {
+      while (!closed) {
+        if (bytes >= capBytes) return result.resolve({ closed: false, bytes });
+        bytes += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+    };
+    pump();
+  };
+  return { handler, outcome: result.promise, reconnected: reconnected.promise, requests: () => requests };
 }

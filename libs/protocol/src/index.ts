@@ -66,7 +66,7 @@ export type {
 } from './schedule.ts';
 export { EPOCH_MAX, SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
-export { WATCH_EVENTS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
+export { WATCH_EVENTS, WATCH_LIMITS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
 export type { WatchSnapshot, WatchDelta } from './watch.ts';
 export { ERROR_CODES, SwitchyardError, jsonRpcError, statusOf } from './errors.ts';
 export type { ErrorCode, JsonRpcId, JsonRpcErrorBody, UnsupportedVersionData } from './errors.ts';

@@ -80,7 +80,12 @@ export class LocalPart {
         reconnectMs: this.#options.watchReconnectMs ?? 500,
         onSnapshot: (snapshot: WatchSnapshot) => mirror.applySnapshot(snapshot),
         onOps: (ops) => mirror.applyOps(ops),
-        onError: (error) => logger.debug({ runtime: tunnel.runtimeId, err: error.message }, 'watch interrupted'),
+        onError: (error) => {
+          const fields = { runtime: tunnel.runtimeId, err: error.message };
+          // A runtime that sends more than any valid event takes is broken or hostile: the operator must hear.
+          if (error.code === 'body_too_large') logger.warn(fields, 'runtime state event too large');
+          else logger.debug(fields, 'watch interrupted');
+        },
       }),
     };
     this.#entries.set(tunnel.runtimeId, entry);

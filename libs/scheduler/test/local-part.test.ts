@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RuntimeStateStore, createWatchHandler } from '@switchyard/agent';
 import { ManualClock } from '@switchyard/clock/testing';
-import { parseWith, runtimeStateSchema } from '@switchyard/protocol';
+import { WATCH_LIMITS, parseWith, runtimeStateSchema } from '@switchyard/protocol';
 import type { Runtime, RuntimeInfo } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
 import { REDIAL_WAIT_MS } from '@switchyard/scheduler';
@@ -362,3 +362,75 @@ describe("a replica's part, logging a runtime", () => {
     ]);
   });
 });
+
+describe("a replica's part, when its runtime streams an event that never ends", () => {
+  it('closes the stream after WATCH_LIMITS.eventCharsMax characters and says so at warn', async () => {
+    // Any holder of a join token can send this; unbounded, the watcher's parser would hold it all.
+    const capBytes = WATCH_LIMITS.eventCharsMax + 32 * 1024 * 1024;
+    const endless = await serveEndlessLine(capBytes);
+    let warned!: (fields: object) => void;
+    const warning = new Promise<object>((resolve) => (warned = resolve));
+    const logger = {
+      ...quietLogger,
+      warn: (fields: object, msg?: string) => void (msg === 'runtime state event too large' && warned(fields)),
+    };
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger,
+      onChange: () => {},
+    });
+    try {
+      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${endless.base}/watch`, init) });
+      part.attach(r0.tunnel);
+      const outcome = await endless.outcome;
+      assert.equal(outcome.closed, true, `the stream was still open after ${outcome.bytes} bytes`);
+      // Kernel socket buffers hold some bytes the watcher never read.
+      assert.ok(outcome.bytes < WATCH_LIMITS.eventCharsMax + 16 * 1024 * 1024, `${outcome.bytes} bytes sent`);
+      assert.deepEqual(await warning, {
+        runtime: 'r0',
+        err: `watch event over ${WATCH_LIMITS.eventCharsMax} characters: stream closed`,
+      });
+      assert.equal(part.states()[0]!.runtime.available, false, 'the runtime is not schedulable without a snapshot');
+    } finally {
+      part.close();
+      endless.close();
+    }
+  });
+});
+
+/**
+ * A fake runtime's `/watch` that streams one `data:` line that never ends, with backpressure, until the
+ * client closes it or `capBytes` are out; `outcome` tells which, and how many bytes were sent.
+ */
+async function serveEndlessLine(capBytes: number) {
+  let settle!: (outcome: { closed: boolean; bytes: number }) => void;
+  const outcome = new Promise<{ closed: boolean; bytes: number }>((resolve) => (settle = resolve));
+  const chunk = 'x'.repeat(64 * 1024);
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('event: snapshot\nid: 1\ndata: ');
+    let bytes = 0;
+    let closed = false;
+    res.on('close', () => ((closed = true), settle({ closed: true, bytes })));
+    const pump = (): void => {
+      while (!closed) {
+        if (bytes >= capBytes) return settle({ closed: false, bytes });
+        bytes += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+    };
+    pump();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    outcome,
+    close(): void {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
