@@ -112,6 +112,11 @@ export class RuntimeStateStore {
     return this.#seq;
   }
 
+  /** Processes and threads held now: the entries a snapshot lists. */
+  get entryCount(): number {
+    return this.#table.processCount + this.#table.threadCount;
+  }
+
   /** True after `close()`: the state is readable, the feed takes no subscriber. */
   get closed(): boolean {
     return this.#closed;

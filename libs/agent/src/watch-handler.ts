@@ -18,8 +18,9 @@ export interface WatchHandlerOptions {
   readonly watchersMax?: number;
   /**
    * Bytes a slow client may leave unsent, beyond the last snapshot (which is
-   * always sent whole, however big the state), before its stream is dropped.
-   * Default 1 MiB.
+   * always sent whole, however big the state) or the replay a resumed stream
+   * opened with, before its stream is dropped. A replay larger than this is
+   * not sent: the stream opens with a snapshot instead. Default 1 MiB.
    */
   readonly bufferBytesMax?: number;
 }
@@ -52,10 +53,13 @@ interface Settings {
  * checked). Works on `node:http` and `node:http2` compat objects alike.
  *
  * Every stream opens with a `snapshot` event, or, when `Last-Event-ID` names a
- * batch still in the store's history, with the missed `delta` events; then
+ * batch still in the store's history, with the missed `delta` events, if they
+ * take at most `bufferBytesMax` and hold no more ops than the state has
+ * entries (else the snapshot is the cheaper resume); then
  * one `delta` per batch, a `snapshot` every `snapshotIntervalMs` and `: ping`
  * comments when idle. Each event's `id` is the store's `seq`. A client whose
- * unsent bytes pass `bufferBytesMax` plus the size of the last snapshot is
+ * unsent bytes pass `bufferBytesMax` plus the size of the last snapshot (or of
+ * the replay it opened with) is
  * disconnected; it resumes from the last event it got (or a snapshot) when
  * it reconnects. Not guaranteed: delivery of events written before a
  * disconnect.
@@ -144,9 +148,13 @@ class Watcher {
     });
     // Sends the headers now even when nothing else is due, so the client sees the stream open.
     this.#write(PING);
-    const missed = lastSeq === undefined ? undefined : this.#store.batchesSince(lastSeq);
-    if (missed === undefined) this.#sendSnapshot();
-    else for (const batch of missed) this.#sendBatch(batch);
+    const replay = lastSeq === undefined ? undefined : this.#replayOf(lastSeq);
+    if (replay === undefined) this.#sendSnapshot();
+    else {
+      // Sent whole, as a snapshot is: a resume cut as it opens would be retried, and cut again.
+      this.#unsentBytesMax = this.#settings.bufferBytesMax + Buffer.byteLength(replay);
+      this.#write(replay);
+    }
     // Replay and subscription happen in one tick, so no batch falls between them.
     if (!this.#done) this.#unsubscribe = this.#store.subscribe((batch) => this.#sendBatch(batch));
     this.#scheduleSnapshot();
@@ -165,6 +173,28 @@ class Watcher {
     if (this.#done) return;
     this.#res.end();
     this.#cleanup();
+  }
+
+  /**
+   * The missed deltas after `lastSeq` as one text, or undefined when a snapshot
+   * serves better: they are no longer in the history, pass `bufferBytesMax`, or
+   * carry more ops than the state has entries (a snapshot is then smaller).
+   */
+  #replayOf(lastSeq: number): string | undefined {
+    const missed = this.#store.batchesSince(lastSeq);
+    if (missed === undefined) return undefined;
+    const entries = this.#store.entryCount;
+    const texts: string[] = [];
+    let bytes = 0;
+    let ops = 0;
+    for (const batch of missed) {
+      const text = deltaEvent(batch.seq, batch.ops);
+      bytes += Buffer.byteLength(text);
+      ops += batch.ops.length;
+      if (bytes > this.#settings.bufferBytesMax || ops > entries) return undefined;
+      texts.push(text);
+    }
+    return texts.join('');
   }
 
   #sendBatch(batch: RuntimeBatch): void {
