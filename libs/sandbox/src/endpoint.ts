@@ -267,33 +267,44 @@ export class McpEndpoint {
       ephemeral: named === undefined,
       forgiveDeath: true,
     });
-    const { server, detach } = serverFor(sandbox);
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => sessionId,
-      eventStore: new SessionEventStore(SESSION_EVENTS_MAX, SESSION_EVENT_BYTES_MAX),
-      retryInterval: SSE_RETRY_MS,
-    });
-    const session: Session = {
-      id: sessionId,
-      sandbox,
-      server,
-      transport,
-      detach,
-      principal: header(request, IDENTITY_HEADERS.principal),
-      inflight: 0,
-      idle: undefined,
-      closed: false,
-    };
+    // Until the session is added, the sandbox reference is ours to give back, whatever fails.
+    let session: Session;
     try {
-      await server.connect(transport);
+      session = await this.#connect(sandbox, sessionId, header(request, IDENTITY_HEADERS.principal));
     } catch (error) {
-      detach();
       registry.release(sandbox);
       throw error;
     }
     sessions.add(session);
     reporter.addThread(sandbox.id, sessionId);
     return session;
+  }
+
+  /** Builds a session's server on `sandbox` and connects its transport; detaches the server if that fails. */
+  async #connect(sandbox: Sandbox, sessionId: string, principal: string | undefined): Promise<Session> {
+    const { server, detach } = serverFor(sandbox);
+    try {
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => sessionId,
+        eventStore: new SessionEventStore(SESSION_EVENTS_MAX, SESSION_EVENT_BYTES_MAX),
+        retryInterval: SSE_RETRY_MS,
+      });
+      await server.connect(transport);
+      return {
+        id: sessionId,
+        sandbox,
+        server,
+        transport,
+        detach,
+        principal,
+        inflight: 0,
+        idle: undefined,
+        closed: false,
+      };
+    } catch (error) {
+      detach();
+      throw error;
+    }
   }
 }
 
