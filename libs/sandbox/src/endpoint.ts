@@ -247,8 +247,9 @@ export class McpEndpoint {
       sessions.close(sessionId, 'initialize_failed');
       throw error;
     }
-    // A refused initialize leaves no session behind.
-    if (session.transport.sessionId === undefined) sessions.close(sessionId, 'initialize_failed');
+    // An initialize whose answer does not hand its client the session leaves none behind: one the
+    // transport refused, one it failed after naming the session, one sent as a notification (202).
+    if (!handsOver(answer.response, sessionId)) sessions.close(sessionId, 'initialize_failed');
     return {
       response: answer.response,
       release: () => {
@@ -306,6 +307,11 @@ export class McpEndpoint {
       throw error;
     }
   }
+}
+
+/** True when an initialize's answer gives its client the session: a success naming it. */
+function handsOver(response: Response, sessionId: string): boolean {
+  return response.ok && response.headers.get(MCP_SESSION_HEADER) === sessionId;
 }
 
 /** A 405, which HTTP requires to name the methods the endpoint takes (as the gateway's do). */

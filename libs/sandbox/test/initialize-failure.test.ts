@@ -4,55 +4,55 @@ import type { SandboxHost, SandboxInstance } from '@switchyard/sandbox';
 import { DeathFlag } from '../src/engine.ts';
 import { serveHttp1, testHost, type Served } from './fixtures/harness.ts';
 
+/** An engine whose sandboxes have no surface of their own and install themselves with `register`. */
+function engineWith(register: SandboxInstance['register']) {
+  return {
+    create: async (): Promise<SandboxInstance> => {
+      const death = new DeathFlag();
+      return {
+        capabilities: {},
+        bind() {},
+        register,
+        get dead() {
+          return death.dead;
+        },
+        onDead: (listener) => death.onDead(listener),
+        destroy: async () => death.kill(),
+      };
+    },
+  };
+}
+
+/** Replaces a method of each session's transport once the server is connected to it. */
+function onTransport(name: 'handleRequest' | 'onmessage', replacement: () => never): SandboxInstance['register'] {
+  return (server) => {
+    const connect = server.connect.bind(server);
+    server.connect = async (transport) => {
+      await connect(transport);
+      (transport as unknown as Record<string, unknown>)[name] = replacement;
+    };
+    return () => {};
+  };
+}
+
+const fault = (what: string) => () => {
+  throw new Error(what);
+};
+
+/** Sessions whose transports throw on the first request they are handed, as on an internal fault. */
+const faulty = engineWith(onTransport('handleRequest', fault('transport fault')));
 /**
- * A sandbox whose sessions' transports throw on the first request they are
- * handed (the initialize), as an SDK transport does on an internal fault.
+ * Sessions whose servers throw on the first message their transport hands
+ * them, after it gave the session its id: the SDK transport answers that
+ * 400 "Parse error", and the client learns no id.
  */
-const faulty = {
-  create: async (): Promise<SandboxInstance> => {
-    const death = new DeathFlag();
-    return {
-      capabilities: {},
-      bind() {},
-      register(server) {
-        const connect = server.connect.bind(server);
-        server.connect = async (transport) => {
-          await connect(transport);
-          (transport as unknown as { handleRequest: () => Promise<never> }).handleRequest = async () => {
-            throw new Error('transport fault');
-          };
-        };
-        return () => {};
-      },
-      get dead() {
-        return death.dead;
-      },
-      onDead: (listener) => death.onDead(listener),
-      destroy: async () => death.kill(),
-    };
-  },
-};
+const garbling = engineWith(onTransport('onmessage', fault('dispatch fault')));
+/** A sandbox that cannot install its surface on a session's server. */
+const unregistrable = engineWith(fault('register fault'));
 
-/** A sandbox that cannot install its surface on a session's server (`register` throws). */
-const unregistrable = {
-  create: async (): Promise<SandboxInstance> => {
-    const death = new DeathFlag();
-    return {
-      capabilities: {},
-      bind() {},
-      register() {
-        throw new Error('register fault');
-      },
-      get dead() {
-        return death.dead;
-      },
-      onDead: (listener) => death.onDead(listener),
-      destroy: async () => death.kill(),
-    };
-  },
-};
+const PARAMS = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } };
 
-function initialize(url: string, className: string): Promise<Response> {
+function post(url: string, className: string, body: unknown): Promise<Response> {
   return fetch(`${url}/mcp`, {
     method: 'POST',
     headers: {
@@ -60,27 +60,28 @@ function initialize(url: string, className: string): Promise<Response> {
       accept: 'application/json, text/event-stream',
       'x-switchyard-class': className,
     },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-    }),
+    body: JSON.stringify(body),
   });
 }
+
+const initialize = (url: string, className: string) =>
+  post(url, className, { jsonrpc: '2.0', id: 1, method: 'initialize', params: PARAMS });
 
 describe('an initialize that fails inside the runtime', () => {
   let host: SandboxHost;
   let served: Served;
+  const held = () => ({ sessions: host.stats().sessions, sandboxes: host.stats().sandboxes });
 
   before(async () => {
     host = testHost({
       runtimeId: 'rt-faulty',
       classes: {
+        demo: { engine: 'builtin' },
         faulty: { engine: 'custom', name: 'faulty' },
+        garbling: { engine: 'custom', name: 'garbling' },
         unregistrable: { engine: 'custom', name: 'unregistrable' },
       },
-      engines: { faulty, unregistrable },
+      engines: { faulty, garbling, unregistrable },
     });
     served = await serveHttp1(host);
   });
@@ -93,16 +94,43 @@ describe('an initialize that fails inside the runtime', () => {
     const response = await initialize(served.url, 'faulty');
     assert.equal(response.status, 500);
     await response.text();
-    assert.deepEqual(
-      { sessions: host.stats().sessions, sandboxes: host.stats().sandboxes },
-      { sessions: 0, sandboxes: 0 },
-    );
+    assert.deepEqual(held(), { sessions: 0, sandboxes: 0 });
   });
 
   it('whose sandbox cannot register its surface is answered 500 and leaves the sandbox unheld', async () => {
     const response = await initialize(served.url, 'unregistrable');
     assert.equal(response.status, 500);
     await response.text();
+    assert.deepEqual(held(), { sessions: 0, sandboxes: 0 });
+  });
+
+  it('that the transport answers 400 after naming the session leaves no session holding its sandbox', async () => {
+    const response = await initialize(served.url, 'garbling');
+    assert.equal(response.status, 400);
+    assert.match(await response.text(), /Parse error/);
+    assert.deepEqual(held(), { sessions: 0, sandboxes: 0 });
+  });
+});
+
+describe('an initialize sent as a notification (no id)', () => {
+  let host: SandboxHost;
+  let served: Served;
+
+  before(async () => {
+    host = testHost({ runtimeId: 'rt-notified', classes: { demo: { engine: 'builtin' } } });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  // The transport names a session for it and answers 202 without the name: nobody could reach that session.
+  it('leaves no session holding a sandbox', async () => {
+    const response = await post(served.url, 'demo', { jsonrpc: '2.0', method: 'initialize', params: PARAMS });
+    await response.text();
+    assert.equal(response.status, 202);
+    assert.equal(response.headers.get('mcp-session-id'), null);
     assert.deepEqual(
       { sessions: host.stats().sessions, sandboxes: host.stats().sandboxes },
       { sessions: 0, sandboxes: 0 },
