@@ -1,22 +1,28 @@
 import type { EngineConfig, SandboxHost, SandboxTrouble } from '@switchyard/sandbox';
 import type { Metrics } from '@switchyard/service';
 
-/** What each kind of sandbox trouble is counted in, and which classes can have it. */
-const TROUBLE_COUNTERS: Record<SandboxTrouble, { name: string; help: string; stdioOnly: boolean }> = {
+type EngineKind = EngineConfig['engine'];
+
+/** What each kind of sandbox trouble is counted in, and the engines whose classes can have it (all when absent). */
+const TROUBLE_COUNTERS: Record<SandboxTrouble, { name: string; help: string; engines?: readonly EngineKind[] }> = {
   stdin_refused: {
     name: 'stdio_messages_refused_total',
     help: 'Messages refused to a stdio server because more than 16 MiB of its stdin waited unread',
-    stdioOnly: true,
+    engines: ['stdio'],
   },
   stdin_stalled: {
     name: 'stdio_servers_stalled_total',
     help: 'stdio servers stopped as stuck: past 16 MiB of stdin unread, and none of it read for 60 s',
-    stdioOnly: true,
+    engines: ['stdio'],
   },
   died: {
     name: 'sandboxes_died_total',
     help: 'Sandboxes that died on their own (their server exited, was killed, or was stopped as stuck), warm pool excluded',
-    stdioOnly: false,
+  },
+  answer_too_large: {
+    name: 'http_answers_cut_total',
+    help: "Answers of an http class's upstream (a JSON body or one SSE event) cut for being past 10 MiB; each failed its request",
+    engines: ['http'],
   },
 };
 
@@ -34,7 +40,7 @@ export function troubleCounters(
     Object.entries(TROUBLE_COUNTERS).map(([trouble, spec]) => {
       const counter = metrics.counter({ name: spec.name, help: spec.help, labelNames: ['class'] });
       for (const [name, config] of Object.entries(classes)) {
-        if (!spec.stdioOnly || config.engine === 'stdio') counter.inc({ class: name }, 0);
+        if (!spec.engines || spec.engines.includes(config.engine)) counter.inc({ class: name }, 0);
       }
       return [trouble as SandboxTrouble, counter] as const;
     }),

@@ -73,7 +73,7 @@ function baseEngine(
     case 'stdio':
       return stdioEngine(config, startTimeoutSeconds(config), clock, onTrouble);
     case 'http':
-      return httpEngine(config, startTimeoutSeconds(config), clock);
+      return httpEngine(config, startTimeoutSeconds(config), clock, onTrouble);
   }
 }
 

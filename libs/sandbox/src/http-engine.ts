@@ -5,7 +5,7 @@ import { boundedFetch } from './bounded-fetch.ts';
 import { ClassTroubleLog } from './class-trouble-log.ts';
 import { UPSTREAM_MESSAGE_BYTES_MAX, type Engine } from './engine.ts';
 import { ProxyInstance, connectUpstream, upstreamClient } from './proxy.ts';
-import type { EngineConfig } from './types.ts';
+import type { EngineConfig, SandboxTrouble } from './types.ts';
 
 type HttpConfig = Extract<EngineConfig, { engine: 'http' }>;
 
@@ -24,10 +24,15 @@ const END_SESSION_WAIT_MS = 2_000;
  * does not answer `initialize` within `startTimeoutSeconds`. The DELETE is abandoned after
  * END_SESSION_WAIT_MS; an upstream that does not answer it is not waited for.
  * An answer (a JSON body, an SSE event) past UPSTREAM_MESSAGE_BYTES_MAX is
- * cut (see boundedFetch): its request fails, and the class is warned of
- * (throttled, see ClassTroubleLog).
+ * cut (see boundedFetch): its request fails, the class is warned of
+ * (throttled, see ClassTroubleLog), and each cut is told to `onTrouble`.
  */
-export function httpEngine(config: HttpConfig, startTimeoutSeconds: number, clock: Clock): Engine {
+export function httpEngine(
+  config: HttpConfig,
+  startTimeoutSeconds: number,
+  clock: Clock,
+  onTrouble: (trouble: SandboxTrouble, className: string) => void,
+): Engine {
   const url = new URL(config.url);
   const requestInit = { headers: { ...config.headers } };
   let trouble: ClassTroubleLog | undefined;
@@ -35,14 +40,15 @@ export function httpEngine(config: HttpConfig, startTimeoutSeconds: number, cloc
     async create(ctx) {
       trouble ??= new ClassTroubleLog(ctx.logger, clock);
       const bytesMax = UPSTREAM_MESSAGE_BYTES_MAX;
-      const bounded = boundedFetch(fetch, bytesMax, (kind) =>
+      const bounded = boundedFetch(fetch, bytesMax, (kind) => {
+        onTrouble('answer_too_large', ctx.className);
         trouble!.warn(
           { event: 'sandbox.answer_too_large', class: ctx.className, kind, bytesMax },
           kind === 'json'
             ? 'an upstream answer was too large: its request failed'
             : 'an upstream event was too large: its stream was ended',
-        ),
-      );
+        );
+      });
       // A 404 to a request naming our session: the upstream lost it (it restarted, or expired it).
       // The SDK transport reports the error but stays open, so every later request would fail the
       // same way and the sandbox never die; closed, it dies, and its client starts over elsewhere.

@@ -37,9 +37,11 @@ export interface MeteringEvent {
  * Trouble with a sandbox that operators count, by class: a message refused to
  * a stdio server because too much of its stdin waits unread (`stdin_refused`),
  * a stdio server stopped as stuck (`stdin_stalled`), a sandbox that died on
- * its own (`died`: its server exited or was killed, or was stopped as stuck).
+ * its own (`died`: its server exited or was killed, or was stopped as stuck),
+ * an http upstream's answer cut for being past 10 MiB (`answer_too_large`:
+ * a JSON body or one SSE event).
  */
-export type SandboxTrouble = 'stdin_refused' | 'stdin_stalled' | 'died';
+export type SandboxTrouble = 'stdin_refused' | 'stdin_stalled' | 'died' | 'answer_too_large';
 
 /** Receives metering events. `record` must not throw or block. */
 export interface MeteringSink {
