@@ -26,10 +26,11 @@ export const GATEWAY_PING_DEFAULTS = {
  * session errors and resets its tunnel stream (CANCEL). Pings while the
  * connection carries no stream too: they cost a frame each way, and an
  * idle connection of a vanished gateway goes sooner than its idle timeout.
+ * `onUnanswered` is told of each connection closed for an unanswered ping.
  */
 export function keepGatewayChecked(
   session: http2.ServerHttp2Session,
-  options: { clock: Clock; intervalMs: number; timeoutMs: number; logger: ReplicaLogger },
+  options: { clock: Clock; intervalMs: number; timeoutMs: number; logger: ReplicaLogger; onUnanswered: () => void },
 ): void {
   // Read now: a destroyed session has no socket left to name its peer.
   const peer = `${session.socket?.remoteAddress}:${session.socket?.remotePort}`;
@@ -42,6 +43,7 @@ export function keepGatewayChecked(
     onDead: (reason, cause) => {
       // A failed ping is the session already going (closed or destroyed), which says so itself.
       if (cause === 'unanswered') {
+        options.onUnanswered();
         options.logger.warn({ peer, reason }, 'gateway connection stopped answering HTTP/2 pings; closed its streams');
       }
       if (session.destroyed) return;

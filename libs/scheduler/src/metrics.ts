@@ -21,6 +21,7 @@ export interface ReplicaMetrics {
   readonly busiestTunnelStreams: Gauge;
   readonly redialWaits: Counter<'outcome'>;
   readonly tunnelsSuperseded: Counter;
+  readonly gatewayConnectionsUnanswered: Counter;
 }
 
 /** What the replica's gauges read on every scrape. */
@@ -81,6 +82,10 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
     tunnelsSuperseded: metrics.counter({
       name: 'tunnels_superseded_total',
       help: 'Tunnels closed here because their runtime stopped pinging on them and an epoch showed it behind another replica on a newer connection',
+    }),
+    gatewayConnectionsUnanswered: metrics.counter({
+      name: 'gateway_connections_unanswered_total',
+      help: "Gateways' HTTP/2 connections closed here because a ping went unanswered (a gateway vanished or partitioned), with their streams",
     }),
     busiestTunnelStreams: metrics.gauge({
       name: 'tunnel_streams_busiest',

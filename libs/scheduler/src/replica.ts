@@ -226,6 +226,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     logger,
     intervalMs: options.gatewayPingIntervalMs ?? GATEWAY_PING_DEFAULTS.intervalMs,
     timeoutMs: options.gatewayPingTimeoutMs ?? GATEWAY_PING_DEFAULTS.timeoutMs,
+    onUnanswered: () => metrics.gatewayConnectionsUnanswered.inc(),
   };
   const h2c = serveH2c(server, {
     maxConcurrentStreams: H2C_STREAMS_MAX,

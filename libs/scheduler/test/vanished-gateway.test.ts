@@ -78,10 +78,13 @@ describe('a gateway that vanishes while it holds event streams over HTTP/2', () 
     'x-switchyard-process': 'p-vanish',
     'mcp-protocol-version': '2025-11-25',
   };
-  const busiest = async (): Promise<number> => {
+  /** The value of one of the replica's metrics without labels, NaN when it has none. */
+  const metric = async (name: string): Promise<number> => {
     const text = await (await fetch(`${replica.url}/metrics`)).text();
-    return Number(/^switchyard_scheduler_tunnel_streams_busiest (\d+)$/m.exec(text)?.[1]);
+    return Number(new RegExp(`^switchyard_scheduler_${name} (\\d+)$`, 'm').exec(text)?.[1]);
   };
+  const busiest = (): Promise<number> => metric('tunnel_streams_busiest');
+  const unanswered = (): Promise<number> => metric('gateway_connections_unanswered_total');
   /** The status of a standalone GET stream of `session` opened straight on the replica (409 while one is open). */
   const standaloneStatus = async (session: string): Promise<number> => {
     const left = new AbortController();
@@ -93,7 +96,7 @@ describe('a gateway that vanishes while it holds event streams over HTTP/2', () 
     return res.status;
   };
 
-  it('has its connection closed within a ping interval and timeout, and the runtime its stream', async () => {
+  it('has its connection closed within a ping interval and timeout, and counted, and the runtime its stream', async () => {
     const init = await fetch(mcp(), {
       method: 'POST',
       headers: legacy,
@@ -128,6 +131,7 @@ describe('a gateway that vanishes while it holds event streams over HTTP/2', () 
       // Answered pings keep a silent stream: several rounds pass.
       await new Promise((r) => setTimeout(r, 4 * (PING_INTERVAL_MS + PING_TIMEOUT_MS)));
       assert.equal(await busiest(), before + 1, 'a connection that answers its pings is kept');
+      assert.equal(await unanswered(), 0, 'no connection is counted as unanswered yet');
 
       relay.freeze();
       const frozenAt = Date.now();
@@ -136,6 +140,7 @@ describe('a gateway that vanishes while it holds event streams over HTTP/2', () 
       );
       const tookMs = Date.now() - frozenAt;
       assert.ok(tookMs < 5000, `closed ${tookMs} ms after the freeze (interval ${PING_INTERVAL_MS} ms)`);
+      assert.equal(await unanswered(), 1, 'the connection closed for its unanswered ping is counted');
       // The runtime let the stream go: the session may open a standalone stream again.
       await until('the runtime to take a new standalone stream', async () =>
         (await standaloneStatus(session)) === 200 ? true : undefined,
