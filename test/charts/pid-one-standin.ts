@@ -28,11 +28,11 @@ let exited = 0;
 for (let i = 0; i < WRAPPERS; i++) {
   spawn('/bin/sh', ['-c', 'sleep 0.1 & exit 0'], { stdio: 'ignore', detached: true }).on('exit', () => exited++);
 }
-const deadline = Date.now() + WAIT_MS;
+const deadline = performance.now() + WAIT_MS;
 // Done when the wrappers have exited and nothing runs but this process (and an init above it).
 const settled = () => exited === WRAPPERS && states().filter((s) => s !== 'Z').length <= (process.pid === 1 ? 0 : 1);
-while (!settled() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+while (!settled() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 // An init that reaps does so as each orphan exits: give it a moment for the last ones.
-const reaped = Date.now() + 500;
-while (states().includes('Z') && Date.now() < reaped) await new Promise((r) => setTimeout(r, 20));
+const reaped = performance.now() + 500;
+while (states().includes('Z') && performance.now() < reaped) await new Promise((r) => setTimeout(r, 20));
 console.log(JSON.stringify({ pid: process.pid, exited, zombies: states().filter((s) => s === 'Z').length }));

@@ -111,9 +111,11 @@ describe('scheduler leader failover on the fake Lease API', () => {
     // The current term is the lease's; the follower may still be catching up with it after the kill -9 above
     // (it learns of the new leader at its next lease poll). A term below the one it holds is what it fences off.
     const { leaseTransitions: term } = (fake.lease(...LEASE) as { spec: { leaseTransitions: number } }).spec;
-    const catchUpStarted = Date.now();
+    const catchUpStarted = performance.now();
     await until(async () => ((await getEpoch(follower.url!)).term === term ? true : undefined), 10_000);
-    console.log(`# ${follower.name} committed term ${term} ${Date.now() - catchUpStarted} ms into the fencing check`);
+    console.log(
+      `# ${follower.name} committed term ${term} ${performance.now() - catchUpStarted} ms into the fencing check`,
+    );
     const before = await getEpoch(follower.url!);
     assert.ok(before.epoch !== null);
     const staleTerm = term - 1;
@@ -227,9 +229,9 @@ function microTime(date: Date): string {
 }
 
 async function until(probe: () => Promise<true | undefined>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!(await probe().catch(() => undefined))) {
-    assert.ok(Date.now() < deadline, `condition not met within ${timeoutMs} ms`);
+    assert.ok(performance.now() < deadline, `condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

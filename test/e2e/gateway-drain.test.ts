@@ -40,9 +40,9 @@ describe('a gateway stopped with SIGTERM while it carries event streams', () => 
     const streamEnded = (async () => {
       // Bounded: the gateway's shutdown deadline cuts the stream at the latest.
       try {
-        for (;;) if ((await reader.read()).done) return { at: Date.now(), cut: undefined };
+        for (;;) if ((await reader.read()).done) return { at: performance.now(), cut: undefined };
       } catch (error) {
-        return { at: Date.now(), cut: String(error) };
+        return { at: performance.now(), cut: String(error) };
       }
     })();
     const call = await fetch(url, {
@@ -53,14 +53,14 @@ describe('a gateway stopped with SIGTERM while it carries event streams', () => 
     assert.equal(call.status, 200);
 
     const gateway = cluster.gateways[0]!;
-    const stoppedAt = Date.now();
+    const stoppedAt = performance.now();
     gateway.signal('SIGTERM');
     const ended = await streamEnded;
     assert.ok(ended.at - stoppedAt < 2000, `the event stream ended ${ended.at - stoppedAt} ms after SIGTERM`);
     assert.equal(ended.cut, undefined, 'the event stream ended whole, not cut');
     assert.match(await call.text(), new RegExp(`slept ${SLEEP_MS}`), 'the tool call in flight was answered');
     await gateway.exited;
-    const exitedMs = Date.now() - stoppedAt;
+    const exitedMs = performance.now() - stoppedAt;
     assert.ok(exitedMs < SLEEP_MS + 5000, `the gateway exited ${exitedMs} ms after SIGTERM`);
     silent.destroy();
   });

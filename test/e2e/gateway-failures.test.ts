@@ -38,9 +38,9 @@ describe('gateway under process failures', () => {
     const stats = { calls: 0, opened: 0, openedAfterKill: 0 };
     let killedAt = 0;
     let stop = false;
-    const deadline = Date.now() + LOAD_WINDOW_MS;
+    const deadline = performance.now() + LOAD_WINDOW_MS;
     const sessionLoop = async (client: AnyClient, i: number): Promise<void> => {
-      for (let n = 0; !stop && Date.now() < deadline; n++) {
+      for (let n = 0; !stop && performance.now() < deadline; n++) {
         try {
           const text = textOf(await client.callTool({ name: 'echo', arguments: { text: `${i}:${n}` } }));
           if (text !== `${i}:${n}`) failures.push(`session ${i} echoed ${text}`);
@@ -51,7 +51,7 @@ describe('gateway under process failures', () => {
       }
     };
     const openLoop = async (): Promise<void> => {
-      while (!stop && Date.now() < deadline) {
+      while (!stop && performance.now() < deadline) {
         try {
           const client = await connect('v2', cluster.gatewayUrl());
           assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'new' } })), 'new');
@@ -67,7 +67,7 @@ describe('gateway under process failures', () => {
     try {
       await until('traffic before the kill', () => stats.calls > 50 && stats.opened > 2);
       leader.signal('SIGKILL');
-      killedAt = Date.now();
+      killedAt = performance.now();
       await leader.exited;
       const next = await cluster.leader();
       assert.notEqual(next, leader);
@@ -101,13 +101,13 @@ describe('gateway under process failures', () => {
       const lists = await Promise.all(live.map((s) => availableRuntimes(s.url!)));
       return lists.every((l) => !l.includes(victim.name)) || undefined;
     });
-    const noticed = Date.now();
+    const noticed = performance.now();
     const reply = await post(
       cluster.gatewayUrl(),
       { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'whoami', arguments: {} } },
       { 'mcp-session-id': session, 'mcp-protocol-version': LEGACY },
     );
-    const elapsedMs = Date.now() - noticed;
+    const elapsedMs = performance.now() - noticed;
     assert.equal(reply.status, 404, reply.text);
     assert.equal((JSON.parse(reply.text) as { id: number }).id, 9);
     assert.ok(elapsedMs < 1000, `404 after ${elapsedMs} ms`);

@@ -362,19 +362,19 @@ async function countThroughFault(url: string, fault: () => Promise<unknown>): Pr
   let struckAt = 0;
   let over: Promise<unknown> | undefined;
   let overAt = 0;
-  const deadline = Date.now() + 30_000;
+  const deadline = performance.now() + 30_000;
   const runs = await Promise.all(
     sessions.map(async (session, i) => {
       const seen: string[] = [];
       let callsAfter = 0;
-      while (Date.now() < deadline && callsAfter < 2) {
+      while (performance.now() < deadline && callsAfter < 2) {
         if (overAt > 0) callsAfter++;
         const reply = await post(url, toolCallBody(i + 2, 'counter'), session);
         seen.push(reply.status === 200 ? textOf(rpcResult(reply)) : `${reply.status} ${reply.text}`);
         if (reply.status === 404) break;
         if (struckAt === 0 && seen.length === 5 && i === 0) {
-          struckAt = Date.now();
-          over = fault().then(() => (overAt = Date.now()));
+          struckAt = performance.now();
+          over = fault().then(() => (overAt = performance.now()));
           over.catch(() => {});
         }
       }

@@ -177,7 +177,7 @@ export async function until<T>(
   probe: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 10_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
     try {
@@ -186,7 +186,7 @@ export async function until<T>(
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
     }
     await new Promise((resolve) => setTimeout(resolve, 25));

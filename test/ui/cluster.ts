@@ -4,11 +4,11 @@ export { startReplicas, startRuntime } from '../support/inprocess.ts';
 
 /** Polls `probe` every 25 ms until it returns a truthy value; fails with `what` after `timeoutMs`. */
 export async function until<T>(what: string, probe: () => Promise<T> | T, timeoutMs = 5000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

@@ -65,7 +65,7 @@ export class SseStream {
 
   /** The next unseen `state` event whose data matches `predicate`; fails after `timeoutMs`. */
   async nextState<T>(predicate: (state: T) => boolean = () => true, timeoutMs = 5000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       while (this.#cursor < this.frames.length) {
         const frame = this.frames[this.#cursor++]!;
@@ -74,7 +74,7 @@ export class SseStream {
         if (predicate(state)) return state;
       }
       if (this.#ended) throw new Error('stream ended');
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) throw new Error(`no matching state within ${timeoutMs} ms`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);

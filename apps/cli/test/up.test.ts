@@ -59,7 +59,7 @@ for (const mode of MODES) {
 
     before(async () => {
       up = spawnCli(['up', ...mode.args, '--gateway-port', '0', '--scheduler-port', '0']);
-      const started = Date.now();
+      const started = performance.now();
       gatewayUrl = await until(
         'the /mcp URL on stdout',
         () => {
@@ -68,7 +68,7 @@ for (const mode of MODES) {
         },
         20_000,
       );
-      assert.ok(Date.now() - started < 20_000);
+      assert.ok(performance.now() - started < 20_000);
       schedulerUrl = /^scheduler\s+scheduler-0\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(up.stdout())![1]!;
     });
 

@@ -14,9 +14,9 @@ import { RecordingSink, runtimeState } from './support/cluster.ts';
 
 /** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
 async function until(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }

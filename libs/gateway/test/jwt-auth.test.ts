@@ -139,11 +139,11 @@ async function statuses(h: Harness, count: number, token: (i: number) => Promise
 
 /** Posts with a fresh token from `token` until the answer is `status`; fails after `timeoutMs`. */
 async function untilStatus(h: Harness, status: number, token: () => Promise<string>, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const res = await post(h.url, INITIALIZE, auth(await token()));
     if (res.status === status) return;
-    assert.ok(Date.now() < deadline, `still ${res.status} after ${timeoutMs} ms`);
+    assert.ok(performance.now() < deadline, `still ${res.status} after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -222,12 +222,12 @@ describe('gateway JWT auth while the JWKS fails', () => {
 
   it('answers 503 within the fetch timeout while the JWKS does not answer', () =>
     withJwks('hang', {}, async (h, jwks) => {
-      const started = Date.now();
+      const started = performance.now();
       const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-1')));
       assert.equal(res.status, 503);
       assert.equal(jwks.requests, 1);
       // jose's fetch timeout is 5 s.
-      assert.ok(Date.now() - started < 8_000, `answered after ${Date.now() - started} ms`);
+      assert.ok(performance.now() - started < 8_000, `answered after ${performance.now() - started} ms`);
     }));
 
   // The retry interval runs on the gateway's clock: a manual one here, moved past it, not waited for.

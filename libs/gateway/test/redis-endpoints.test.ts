@@ -84,8 +84,8 @@ describe('route cache across a failover behind one endpoint', { skip }, () => {
     } finally {
       admin.disconnect();
     }
-    for (let deadline = Date.now() + 5_000; !(await stored(promoted.url)); await sleep(50)) {
-      assert.ok(Date.now() < deadline, 'routes reach the new primary within 5 s');
+    for (let deadline = performance.now() + 5_000; !(await stored(promoted.url)); await sleep(50)) {
+      assert.ok(performance.now() < deadline, 'routes reach the new primary within 5 s');
     }
   });
 });
@@ -149,8 +149,8 @@ describe(
     it('names the host it dials, so the endpoint lets it through to its Redis', async () => {
       const client = new Redis(redis.url);
       try {
-        for (let deadline = Date.now() + 5_000; ; await sleep(50)) {
-          assert.ok(Date.now() < deadline, 'routes reach redis through the endpoint within 5 s');
+        for (let deadline = performance.now() + 5_000; ; await sleep(50)) {
+          assert.ok(performance.now() < deadline, 'routes reach redis through the endpoint within 5 s');
           const init = await post(h.url, INITIALIZE);
           assert.equal(init.status, 200);
           const session = init.headers.get('mcp-session-id')!;

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 
 /** Waits in real time, polling every few milliseconds, until `check` holds; fails after `timeoutMs`. */
 export async function until(check: () => boolean, what = 'the condition', timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!check()) {
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    assert.ok(performance.now() < deadline, `timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }

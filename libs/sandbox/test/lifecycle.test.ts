@@ -12,9 +12,9 @@ const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).p
 const tinyShellServer = new URL('./fixtures/tiny-stdio-server.sh', import.meta.url).pathname;
 
 async function waitFor(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -12,9 +12,9 @@ const listing = new URL('./fixtures/listing-stdio-server.ts', import.meta.url).p
 const ABSENT = 'tools/call switchyard-warm-up-absent-tool';
 
 async function waitFor(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -134,11 +134,11 @@ describe('a gateway that vanishes while it holds event streams over HTTP/2', () 
       assert.equal(await unanswered(), 0, 'no connection is counted as unanswered yet');
 
       relay.freeze();
-      const frozenAt = Date.now();
+      const frozenAt = performance.now();
       await until('the tunnel stream behind the frozen connection to close', async () =>
         (await busiest()) === before ? true : undefined,
       );
-      const tookMs = Date.now() - frozenAt;
+      const tookMs = performance.now() - frozenAt;
       assert.ok(tookMs < 5000, `closed ${tookMs} ms after the freeze (interval ${PING_INTERVAL_MS} ms)`);
       assert.equal(await unanswered(), 1, 'the connection closed for its unanswered ping is counted');
       // The runtime let the stream go: the session may open a standalone stream again.

@@ -432,7 +432,11 @@ describe('closeServer', () => {
 
 /** Resolves once `server` holds `count` connections; fails after 5 s. */
 async function connectionsHeld(server: Server, count: number): Promise<void> {
-  for (const startedAt = Date.now(); Date.now() - startedAt < 5000; await new Promise((r) => setTimeout(r, 5))) {
+  for (
+    const startedAt = performance.now();
+    performance.now() - startedAt < 5000;
+    await new Promise((r) => setTimeout(r, 5))
+  ) {
     const open = await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)));
     if (open === count) return;
   }

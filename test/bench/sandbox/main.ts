@@ -47,9 +47,9 @@ function childCount(): number {
 }
 
 async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  const deadline = performance.now() + 30_000;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the pool');
+    if (performance.now() > deadline) throw new Error('timed out waiting for the pool');
     await new Promise((r) => setTimeout(r, 10));
   }
 }
