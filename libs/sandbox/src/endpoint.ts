@@ -204,6 +204,11 @@ export class McpEndpoint {
     const body = parsedBody ?? (await readJson(request));
     setId(requestIdOf(body));
     if (!isInitializeRequest(body)) return settled(refusalWithoutSession(body));
+    // Sent as a notification, it would start a sandbox for a session no client could learn of (the answer, 202,
+    // carries no session): refused before anything is started.
+    if (requestIdOf(body) === null) {
+      return settled(errorResponse('invalid_request', 'initialize is a request: it needs an id'));
+    }
     return this.#initialize(request, body);
   }
 

@@ -115,9 +115,20 @@ describe('an initialize that fails inside the runtime', () => {
 describe('an initialize sent as a notification (no id)', () => {
   let host: SandboxHost;
   let served: Served;
+  let created = 0;
 
   before(async () => {
-    host = testHost({ runtimeId: 'rt-notified', classes: { demo: { engine: 'builtin' } } });
+    const counted = {
+      create: async (): Promise<SandboxInstance> => {
+        created++;
+        return engineWith(() => () => {}).create();
+      },
+    };
+    host = testHost({
+      runtimeId: 'rt-notified',
+      classes: { demo: { engine: 'custom', name: 'counted' } },
+      engines: { counted },
+    });
     served = await serveHttp1(host);
   });
   after(async () => {
@@ -125,12 +136,14 @@ describe('an initialize sent as a notification (no id)', () => {
     await host.close();
   });
 
-  // The transport names a session for it and answers 202 without the name: nobody could reach that session.
-  it('leaves no session holding a sandbox', async () => {
+  // Taken, the transport would name a session for it and answer 202 without the name: nobody could reach it.
+  it('is refused 400 before any sandbox is started', async () => {
     const response = await post(served.url, 'demo', { jsonrpc: '2.0', method: 'initialize', params: PARAMS });
-    await response.text();
-    assert.equal(response.status, 202);
+    assert.equal(response.status, 400);
+    const body = (await response.json()) as { error?: { message?: string } };
+    assert.match(body.error?.message ?? '', /initialize is a request: it needs an id/);
     assert.equal(response.headers.get('mcp-session-id'), null);
+    assert.equal(created, 0, 'no sandbox was started for it');
     assert.deepEqual(
       { sessions: host.stats().sessions, sandboxes: host.stats().sandboxes },
       { sessions: 0, sandboxes: 0 },
