@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { sleep, systemClock } from '@switchyard/clock';
+import { sleep, systemClock, type Clock } from '@switchyard/clock';
 import { RuntimeStateStore, createSidecarHandler, createWatchHandler } from '@switchyard/agent';
 import {
   FORWARDED_HEADER_BYTES_MAX,
@@ -21,7 +21,7 @@ import {
   tcpKeepAliveOptions,
   urlHost,
 } from '@switchyard/service';
-import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
+import { bearerMatches, dialTunnel, watchTokenRevocations, type TokenRevocations } from '@switchyard/tunnel';
 import { registerNodeMetrics, troubleCounters } from './metrics.ts';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
@@ -113,15 +113,18 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     servers.push(sidecar);
   }
   let directUrl: string | undefined;
+  let directRevocations: TokenRevocations | undefined;
   if (options.direct) {
     // Gateways send their headers at once; anyone else on the network who reaches the port must not hold
     // connections to it for Node's 60 s (checked every 30 s). Bodies keep Node's 300 s: a gateway streams
     // a client's body as it arrives, for up to its own bodyTimeoutMs. TCP keepalive finds a gateway whose host
     // vanished while its streams here were silent: nothing else would, before a write to it failed.
+    const guard = requireBearer(options.direct.tokens, route, logger, clock);
+    directRevocations = guard.revocations;
     const direct = http.createServer(
       // Node's 16 KiB would refuse, with a bare 431, a request the gateway accepted and forwards.
       { ...deadlineOptions(), ...tcpKeepAliveOptions(), maxHeaderSize: FORWARDED_HEADER_BYTES_MAX },
-      requireBearer(options.direct.tokens, route, logger),
+      guard.listener,
     );
     direct.keepAliveTimeout = SERVER_KEEP_ALIVE_MS;
     // Without a cap, a flood of connections to the pod IP is bounded only by descriptors and memory, which
@@ -195,6 +198,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     close() {
       closing ??= (async () => {
         clearInterval(keepAlive);
+        directRevocations?.close();
         // GOAWAY first: schedulers open no new stream here, and the requests in flight get
         // CLOSE_GRACE_MS to finish. Closing the host then ends the sessions' GET streams, and
         // with its last stream the tunnel goes (or, at the latest, a second after the grace).
@@ -213,16 +217,28 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
 /**
  * Admits requests bearing one of the tokens listed now. An empty list (a
  * token file emptied) refuses everything rather than opening the listener,
- * and says so once each time the list becomes empty.
+ * and says so once each time the list becomes empty. A list that changes (a
+ * function) ends, within REVOCATION_CHECK_MS of a change, every request in
+ * progress whose token it no longer holds: an event stream, let in once,
+ * may otherwise go on for hours on a token removed because it leaked.
  */
 function requireBearer(
   tokens: readonly string[] | (() => readonly string[]),
   next: http.RequestListener,
   logger: RuntimeLogger,
-): http.RequestListener {
+  clock: Clock,
+): { listener: http.RequestListener; revocations: TokenRevocations | undefined } {
   const listed = typeof tokens === 'function' ? tokens : () => tokens;
+  const revocations =
+    typeof tokens === 'function'
+      ? watchTokenRevocations({
+          tokens,
+          clock,
+          onRevoked: (ended) => logger.warn({ ended }, 'closed direct requests whose token was removed'),
+        })
+      : undefined;
   let seen: readonly string[] | undefined;
-  return (req, res) => {
+  const listener: http.RequestListener = (req, res) => {
     const accepted = listed();
     if (accepted !== seen) {
       if (accepted.length === 0 && seen?.length !== 0) {
@@ -230,7 +246,8 @@ function requireBearer(
       }
       seen = accepted;
     }
-    if (!bearerMatches(req.headers.authorization, accepted)) {
+    const { authorization } = req.headers;
+    if (!bearerMatches(authorization, accepted)) {
       res.writeHead(401, {
         'content-type': 'application/json',
         'www-authenticate': `Bearer realm="${RUNTIME_DIRECT_REALM}"`,
@@ -238,6 +255,14 @@ function requireBearer(
       res.end(JSON.stringify({ error: 'a valid bearer token is required', code: 'unauthorized' }));
       return;
     }
+    if (revocations) {
+      const release = revocations.hold(
+        () => bearerMatches(authorization, listed()),
+        () => res.destroy(),
+      );
+      res.once('close', release);
+    }
     next(req, res);
   };
+  return { listener, revocations };
 }

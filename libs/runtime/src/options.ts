@@ -45,8 +45,9 @@ export interface RuntimeNodeOptions {
    * headers, so it requires one of `tokens` as a bearer token on every
    * request; a function is asked on every request (a token file read again
    * when it changes), so a rotation can accept the old and the new token for
-   * a while and then only the new one. With no token listed it refuses
-   * every request.
+   * a while and then only the new one, and ends the requests in progress
+   * (event streams) of a token it no longer lists. With no token listed it
+   * refuses every request.
    */
   readonly direct?: {
     readonly host: string;

@@ -45,11 +45,12 @@ export async function rpc(
   body: object,
   session?: string,
   status = 200,
+  token = TOKEN,
 ): Promise<{ session?: string; json: RpcReply }> {
   const res = await fetch(`${url}/mcp`, {
     method: 'POST',
     headers: {
-      authorization: `Bearer ${TOKEN}`,
+      authorization: `Bearer ${token}`,
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': LEGACY,
