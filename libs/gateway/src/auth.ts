@@ -42,6 +42,17 @@ function bearerToken(authorization: string | undefined): string {
 }
 
 /**
+ * The audiences a token for `resource` may name: the resource as the
+ * protected resource metadata serves it (the URL standard's form: host in
+ * lower case, no default port), which is what MCP clients ask their tokens
+ * for (RFC 8707), and as configured, which tokens may name already.
+ */
+function resourceAudiences(resource: string): string[] {
+  const served = new URL(resource).href;
+  return served === resource ? [resource] : [served, resource];
+}
+
+/**
  * Builds the authenticator for a mode; none for mode `none`, so that a
  * gateway without auth spends no promise on it per request. Bearer tokens
  * are compared as SHA-256 digests with timingSafeEqual, so neither content
@@ -76,7 +87,8 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
   let jwks: JWTVerifyGetKey | undefined;
   // A token must have been issued for this gateway (MCP authorization): for
   // `audience`, else for the resource clients asked tokens for (RFC 8707).
-  const audience = options.audience ?? options.resource;
+  const audience =
+    options.audience ?? (options.resource === undefined ? undefined : resourceAudiences(options.resource));
   const principalClaim = options.principalClaim ?? GATEWAY_DEFAULTS.jwtPrincipalClaim;
   const labelPrefix = labelPrefixOf(principalClaim);
   const requiredScopes = options.requiredScopes ?? [];

@@ -81,7 +81,8 @@ export interface AuthOptions {
    * clients reach it (default: from each request's Host and
    * X-Forwarded-Proto), the authorization servers that issue its tokens
    * (default: `issuer`, when it is a URL) and the scopes to ask for.
-   * Without `audience`, a token's `aud` must name `resource`.
+   * Without `audience`, a token's `aud` must name `resource`, as written or
+   * as the metadata serves it (`new URL(resource).href`).
    */
   readonly resource?: string;
   readonly authorizationServers?: readonly string[];
