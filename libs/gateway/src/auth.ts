@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { JWTPayload, JWTVerifyGetKey } from 'jose';
+import type * as Jose from 'jose';
+import type { JWTPayload, JWTVerifyGetKey, JWTVerifyOptions, JWTVerifyResult } from 'jose';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import { remoteKeySet } from './jwks.ts';
@@ -50,6 +51,35 @@ function bearerToken(authorization: string | undefined): string {
 function resourceAudiences(resource: string): string[] {
   const served = new URL(resource).href;
   return served === resource ? [resource] : [served, resource];
+}
+
+/**
+ * jwtVerify with a key set, trying each key when the token names none and
+ * more than one fits its algorithm: a `kid` is optional (RFC 7515), and a
+ * provider that leaves it out signs with one of the keys it publishes, two
+ * of them while it rotates. jose leaves that to its caller (it throws
+ * ERR_JWKS_MULTIPLE_MATCHING_KEYS, an iterator over the candidates). A token
+ * costs one signature check per published key of its algorithm at most.
+ */
+async function verifiedByAny(
+  lib: typeof Jose,
+  token: string,
+  keys: JWTVerifyGetKey,
+  options: JWTVerifyOptions,
+): Promise<JWTVerifyResult> {
+  try {
+    return await lib.jwtVerify(token, keys, options);
+  } catch (error) {
+    if (!(error instanceof lib.errors.JWKSMultipleMatchingKeys)) throw error;
+    for await (const key of error) {
+      try {
+        return await lib.jwtVerify(token, key, options);
+      } catch (inner) {
+        if (!(inner instanceof lib.errors.JWSSignatureVerificationFailed)) throw inner;
+      }
+    }
+    throw new lib.errors.JWSSignatureVerificationFailed();
+  }
 }
 
 /**
@@ -114,11 +144,11 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
   return async (authorization) => {
     const token = bearerToken(authorization);
     const lib = await jose;
-    const { errors, jwtVerify } = lib;
+    const { errors } = lib;
     jwks ??= remoteKeySet(lib, jwksUrl, keySetOptions);
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, jwks, verifyOptions));
+      ({ payload } = await verifiedByAny(lib, token, jwks, verifyOptions));
     } catch (cause) {
       // Past the key set, whatever jose refuses is the token's fault, whatever its
       // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit

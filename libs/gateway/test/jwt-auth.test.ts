@@ -170,6 +170,31 @@ describe('gateway JWT auth through a key rotation', () => {
     }
   });
 
+  // A kid is optional (RFC 7515 §4.1.4): a provider that names none signs with one of the
+  // keys it publishes, two of them while it rotates. Each must be tried, not the token refused.
+  it('takes a token without a kid from each key of its algorithm, and still refuses a forged one', async () => {
+    const h = await gatewayFor(jwks);
+    try {
+      await jwks.rotate();
+      const older = await jwks.signWith({}, { kid: undefined });
+      await jwks.rotate();
+      const newest = await jwks.signWith({}, { kid: undefined });
+      for (const [name, token] of [
+        ['the older key', older],
+        ['the newest key', newest],
+      ] as const) {
+        const res = await post(h.url, INITIALIZE, auth(token));
+        assert.equal(res.status, 200, `${name}: ${JSON.stringify(res.json)}`);
+      }
+      const forged = `${newest.split('.').slice(0, 2).join('.')}.${'A'.repeat(86)}`;
+      const refused = await post(h.url, INITIALIZE, auth(forged));
+      assert.equal(refused.status, 401);
+      assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+    } finally {
+      await h.close();
+    }
+  });
+
   it('does not fetch the JWKS once per token with a made-up kid', async () => {
     const h = await gatewayFor(jwks);
     try {
