@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   request_timeout: { status: 408, rpc: -32000 },
   conflict: { status: 409, rpc: -32000 },
   body_too_large: { status: 413, rpc: -32000 },
+  unsupported_media_type: { status: 415, rpc: -32000 },
   too_many_requests: { status: 429, rpc: -32000 },
   header_too_large: { status: 431, rpc: -32600 },
   internal: { status: 500, rpc: -32603 },

@@ -295,6 +295,7 @@ describe('error registry', () => {
     ['request_timeout', 408, -32000],
     ['conflict', 409, -32000],
     ['body_too_large', 413, -32000],
+    ['unsupported_media_type', 415, -32000],
     ['too_many_requests', 429, -32000],
     ['header_too_large', 431, -32600],
     ['internal', 500, -32603],

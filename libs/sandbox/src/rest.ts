@@ -28,8 +28,23 @@ function notFound(what: string): never {
   throw new SwitchyardError('not_found', `${what} not found`);
 }
 
+/**
+ * A body is JSON by its Content-Type too, not only by what it holds: a page of
+ * another site can make a browser POST `text/plain` (or a form) without asking
+ * first, and a browser holding a scheduler's Basic credentials (its live page)
+ * would send them along through `/api/proxy`. A JSON Content-Type needs the
+ * CORS preflight no scheduler or runtime answers.
+ */
+function requireJson(request: Request): void {
+  const type = request.headers.get('content-type')?.split(';', 1)[0]?.trim().toLowerCase();
+  if (type !== 'application/json' && !type?.endsWith('+json')) {
+    throw new SwitchyardError('unsupported_media_type', 'Content-Type must be application/json');
+  }
+}
+
 async function parseBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
   const text = await request.clone().text();
+  if (text.length > 0) requireJson(request);
   const parsed = parseWith(schema, text.length === 0 ? undefined : await readJson(request));
   if (!parsed.ok) throw new SwitchyardError('invalid_request', parsed.error);
   return parsed.value;
@@ -104,6 +119,7 @@ const CALLER_ERRORS = new Map<number, 'invalid_params' | 'invalid_request' | 'no
 ]);
 
 async function toolCall(registry: SandboxRegistry, sandbox: Sandbox, request: Request): Promise<Response> {
+  requireJson(request);
   const { name, arguments: args } = await parseBody(request, toolCallSchema);
   // Hold a reference for the call so expiry cannot pull the sandbox away mid-call.
   const held = await registry.acquire(sandbox.className, sandbox.id);

@@ -234,6 +234,24 @@ describe('bad input at the REST parity routes', () => {
     });
   }
 
+  // A page of another site can make a browser send these without a CORS preflight, credentials and all.
+  let counted = 0;
+  for (const type of ['text/plain', 'application/x-www-form-urlencoded', undefined]) {
+    it(`refuses a tool call sent as ${type ?? 'no Content-Type'} with 415, calling nothing`, async () => {
+      const calls = await fetch(`${served.url}/sandboxes/rest-bad/toolcall`, {
+        method: 'POST',
+        ...(type === undefined ? {} : { headers: { 'content-type': type } }),
+        body: type === undefined ? undefined : JSON.stringify({ name: 'counter' }),
+      });
+      const body = (await calls.json()) as { error: { code: number; message: string } };
+      assert.equal(calls.status, 415, JSON.stringify(body));
+      assert.match(body.error.message, /Content-Type must be application\/json/);
+      // The sandbox's counter moves by this call alone: the refused one reached no tool.
+      const next = await rest('POST', '/sandboxes/rest-bad/toolcall', { name: 'counter' });
+      assert.deepEqual(await next.json(), { content: [{ type: 'text', text: String(++counted) }] });
+    });
+  }
+
   it('still answers a good call after them', async () => {
     const res = await rest('POST', '/sandboxes/rest-bad/toolcall', { name: 'echo', arguments: { text: 'ok' } });
     assert.deepEqual(await res.json(), { content: [{ type: 'text', text: 'ok' }] });

@@ -59,7 +59,11 @@ describe('REST tool calls', () => {
       engines: { held: held.engine },
     });
     served = await serveHttp1(host);
-    const created = await fetch(`${served.url}/sandboxes/rest-long`, { method: 'POST', body: '{"class":"held"}' });
+    const created = await fetch(`${served.url}/sandboxes/rest-long`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"class":"held"}',
+    });
     assert.equal(created.status, 201);
   });
   after(async () => {
