@@ -20,8 +20,10 @@ import {
   metricsHandler,
   tcpKeepAliveOptions,
   urlHost,
+  watchTokenRevocations,
+  type TokenRevocations,
 } from '@switchyard/service';
-import { bearerMatches, dialTunnel, watchTokenRevocations, type TokenRevocations } from '@switchyard/tunnel';
+import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
 import { registerNodeMetrics, troubleCounters } from './metrics.ts';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';

@@ -4,7 +4,8 @@ import type { Duplex } from 'node:stream';
 import type http2 from 'node:http2';
 import type { Clock } from '@switchyard/clock';
 import { SCHEDULER_API_REALM } from '@switchyard/protocol';
-import { bearerMatches, tokenMatches, watchTokenRevocations } from '@switchyard/tunnel';
+import { watchTokenRevocations } from '@switchyard/service';
+import { bearerMatches, tokenMatches } from '@switchyard/tunnel';
 import { endSocketWithJson } from './http-util.ts';
 
 /**

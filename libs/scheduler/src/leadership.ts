@@ -15,7 +15,8 @@ import {
 } from '@switchyard/epoch';
 import type { RuntimeState } from '@switchyard/protocol';
 import { applyOps as apply, diffStates, mergeParts } from '@switchyard/scheduling';
-import { bearerMatches, watchTokenRevocations, type TokenRevocations } from '@switchyard/tunnel';
+import { watchTokenRevocations, type TokenRevocations } from '@switchyard/service';
+import { bearerMatches } from '@switchyard/tunnel';
 import type { ClusterView } from './cluster-view.ts';
 import type { ReplicaLogger } from './options.ts';
 

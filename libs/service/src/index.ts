@@ -42,6 +42,8 @@ export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
 export { serveH2c } from './h2c.ts';
 export type { H2cListener, H2cOptions } from './h2c.ts';
 export { secretSource } from './secrets.ts';
+export { REVOCATION_CHECK_MS, watchTokenRevocations } from './revocation.ts';
+export type { TokenRevocations, TokenRevocationsOptions } from './revocation.ts';
 export { appTls } from './tls-files.ts';
 export type { AppTls, TlsOption, TlsPair } from './tls-files.ts';
 export { LINGER_DEFAULTS, readBody } from './body.ts';

@@ -20,5 +20,3 @@ export type { BackoffOptions } from './backoff.ts';
 export { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 export type { TunnelLogger } from './defaults.ts';
 export { bearerMatches, tokenMatches } from './admission.ts';
-export { REVOCATION_CHECK_MS, watchTokenRevocations } from './revocation.ts';
-export type { TokenRevocations } from './revocation.ts';

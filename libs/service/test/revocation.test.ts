@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
-import { REVOCATION_CHECK_MS, watchTokenRevocations } from '../src/index.ts';
+import { REVOCATION_CHECK_MS, watchTokenRevocations } from '@switchyard/service';
 
 function setup(initial: readonly string[]) {
   const clock = new ManualClock();
