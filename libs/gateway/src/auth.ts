@@ -3,17 +3,42 @@ import type * as Jose from 'jose';
 import type { JWTPayload, JWTVerifyGetKey, JWTVerifyOptions, JWTVerifyResult } from 'jose';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
+import { watchTokenRevocations } from '@switchyard/service';
+import { endAtWallTime } from './credential-end.ts';
 import { remoteKeySet } from './jwks.ts';
 import { labelPrefixOf, lacksScope, passesAsIs, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
-/**
- * Turns an `Authorization` header into a principal, or throws
- * SwitchyardError('unauthorized'), or 'forbidden' for a valid token that
- * lacks a required scope.
- */
-export type Authenticator = (authorization: string | undefined) => Promise<string>;
+/** What a request was admitted on. */
+export interface Credential {
+  readonly principal: string;
+  /** Wall-clock ms at which it stops admitting: a JWT's `exp` plus the clock tolerance; none for a bearer token. */
+  readonly endsAtMs?: number;
+}
+
+export interface Authenticator {
+  /**
+   * Turns an `Authorization` header into a credential, or throws
+   * SwitchyardError('unauthorized'), or 'forbidden' for a valid token that
+   * lacks a required scope.
+   */
+  authenticate(authorization: string | undefined): Promise<Credential>;
+  /**
+   * Holds a request to the credential it was admitted on: calls `end` once
+   * it no longer admits (a bearer token removed from a list that changes,
+   * within REVOCATION_CHECK_MS; a JWT at `endsAtMs`). An admission outlives
+   * its check by as long as a response stays open, hours for an event
+   * stream. Returns what forgets the request (call it when it is over), or
+   * undefined when nothing can end the credential (a fixed token list).
+   */
+  hold(credential: Credential, end: () => void): (() => void) | undefined;
+  /** Stops watching the token list; ends nothing. */
+  close(): void;
+}
+
+/** Told how many requests were ended at a check of the token list. */
+export type OnRevoked = (ended: number) => void;
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
@@ -84,32 +109,60 @@ async function verifiedByAny(
 
 /**
  * Builds the authenticator for a mode; none for mode `none`, so that a
- * gateway without auth spends no promise on it per request. Bearer tokens
+ * gateway without auth spends nothing on it per request. Bearer tokens
  * are compared as SHA-256 digests with timingSafeEqual, so neither content
  * nor length leaks through timing. A JWT's principal is its
  * `principalClaim` (default `sub`); one that is not an identity value, or
  * has the form of a label, is replaced by a label. A JWT must grant every one of `requiredScopes`.
  */
-export function createAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog): Authenticator | undefined {
+export function createAuthenticator(
+  options: AuthOptions,
+  clock: Clock,
+  log?: ThrottledLog,
+  onRevoked?: OnRevoked,
+): Authenticator | undefined {
   if (options.mode === 'none') return undefined;
-  if (options.mode === 'bearer') {
-    const { tokens } = options;
-    const source = typeof tokens === 'function' ? tokens : () => tokens ?? [];
-    let hashed: readonly string[] | undefined;
-    let known: { digest: Buffer; principal: string }[] = [];
-    return async (authorization) => {
-      const current = source();
-      if (current !== hashed) {
-        known = current.map((t) => ({ digest: digest(t), principal: label('token', t) }));
-        hashed = current;
-      }
+  if (options.mode === 'bearer') return bearerAuthenticator(options, clock, onRevoked);
+  return jwtAuthenticator(options, clock, log);
+}
+
+function bearerAuthenticator(options: AuthOptions, clock: Clock, onRevoked?: OnRevoked): Authenticator {
+  const { tokens } = options;
+  const source = typeof tokens === 'function' ? tokens : () => tokens ?? [];
+  let hashed: readonly string[] | undefined;
+  // One credential per token, made once per list: admitting a request allocates nothing.
+  let known: { digest: Buffer; credential: Credential }[] = [];
+  let principals = new Set<string>();
+  const refresh = (): void => {
+    const current = source();
+    if (current === hashed) return;
+    known = current.map((t) => ({ digest: digest(t), credential: { principal: label('token', t) } }));
+    principals = new Set(known.map((k) => k.credential.principal));
+    hashed = current;
+  };
+  // A fixed list removes no token: nothing to hold requests to.
+  const revocations =
+    typeof tokens === 'function'
+      ? watchTokenRevocations({ tokens, clock, ...(onRevoked ? { onRevoked } : {}) })
+      : undefined;
+  return {
+    async authenticate(authorization) {
+      refresh();
       const presented = digest(bearerToken(authorization));
-      let principal: string | undefined;
-      for (const k of known) if (timingSafeEqual(k.digest, presented)) principal = k.principal;
-      if (!principal) throw new SwitchyardError('unauthorized', 'Unauthorized: unknown token');
-      return principal;
-    };
-  }
+      let credential: Credential | undefined;
+      for (const k of known) if (timingSafeEqual(k.digest, presented)) credential = k.credential;
+      if (!credential) throw new SwitchyardError('unauthorized', 'Unauthorized: unknown token');
+      return credential;
+    },
+    hold(credential, end) {
+      // A token's principal is its digest's label: still listed while the label is.
+      return revocations?.hold(() => (refresh(), principals.has(credential.principal)), end);
+    },
+    close: () => revocations?.close(),
+  };
+}
+
+function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog): Authenticator {
   // Loaded in jwt mode only: a few MB of resident memory the other modes never use.
   const jose = import('jose');
   const jwksUrl = new URL(options.jwksUrl!);
@@ -132,16 +185,17 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
       log?.error(jwksLabel, 'JWKS cannot be fetched: requests get 503 until it answers', { err: messageOf(cause) }),
     clock,
   };
+  const toleranceMs = GATEWAY_DEFAULTS.jwtClockToleranceMs;
   const verifyOptions = {
     // Without `exp` a token is good forever: only a key rotation would end it.
     requiredClaims: ['exp'],
-    clockTolerance: GATEWAY_DEFAULTS.jwtClockToleranceMs / 1000,
+    clockTolerance: toleranceMs / 1000,
     // Checked before any key is looked up: a token of another costs no JWKS fetch.
     algorithms: [...(options.algorithms ?? GATEWAY_DEFAULTS.jwtAlgorithms)],
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(audience ? { audience } : {}),
   };
-  return async (authorization) => {
+  const authenticate = async (authorization: string | undefined): Promise<Credential> => {
     const token = bearerToken(authorization);
     const lib = await jose;
     const { errors } = lib;
@@ -162,6 +216,15 @@ export function createAuthenticator(options: AuthOptions, clock: Clock, log?: Th
     // After the principal: a token that is no good is a 401 whatever its scopes.
     if (lacksScope(payload, requiredScopes, scopeClaims))
       throw new SwitchyardError('forbidden', 'Forbidden: token lacks a required scope');
-    return passesAsIs(principal, labelPrefix) ? principal : label(labelPrefix, principal);
+    return {
+      principal: passesAsIs(principal, labelPrefix) ? principal : label(labelPrefix, principal),
+      // jose required `exp` and checked it is a number: the token admits until then, and the skew verification allows.
+      endsAtMs: payload.exp! * 1000 + toleranceMs,
+    };
+  };
+  return {
+    authenticate,
+    hold: (credential, end) => endAtWallTime(clock, credential.endsAtMs!, end),
+    close() {},
   };
 }

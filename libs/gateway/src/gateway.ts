@@ -3,7 +3,7 @@ import { Agent, buildConnector } from 'undici';
 import { SwitchyardError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 import { addressBlock } from './address-block.ts';
-import { createAuthenticator } from './auth.ts';
+import { createAuthenticator, type Credential } from './auth.ts';
 import { bearerChallenge, refusalOf } from './challenge.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
@@ -88,6 +88,8 @@ interface Held extends CloseWatch {
   abort?: AbortController;
   /** The response closed. */
   gone?: true;
+  /** Forgets the request held to its credential (see Authenticator.hold). */
+  release?: (() => void) | undefined;
 }
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {
@@ -222,7 +224,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
   };
-  const authenticate = createAuthenticator(o.auth, o.clock, upstreamLog);
+  const authenticator = createAuthenticator(o.auth, o.clock, upstreamLog, (ended) =>
+    o.logger.warn({ ended }, 'closed requests whose token was removed'),
+  );
   const protectedResource = createProtectedResource(o.auth);
   const limiter = new ConcurrencyLimiter(o.principalConcurrencyMax, GATEWAY_DEFAULTS.principalsTrackedMax);
   let closed = false;
@@ -244,6 +248,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (res.writableFinished) metrics.request(req.method ?? 'OTHER', res.statusCode);
       else held.abort?.abort(new Error('client disconnected'));
       held.relay?.clientClosed();
+      held.release?.();
     });
     if (closed) throw new SwitchyardError('not_ready', 'Gateway is shutting down');
     if (headerBytes(req) > o.headerBytesMax) {
@@ -264,9 +269,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(version)) {
       throw new UnsupportedVersionError('Unsupported MCP-Protocol-Version', version);
     }
-    let principal: string | undefined;
+    let credential: Credential | undefined;
     try {
-      if (authenticate) principal = await authenticate(headerValue(req, 'authorization'));
+      if (authenticator) credential = await authenticator.authenticate(headerValue(req, 'authorization'));
     } catch (error) {
       // 401: no token, or one that is no good; 403: a good one short of a required scope.
       if (error instanceof SwitchyardError && (error.code === 'unauthorized' || error.code === 'forbidden')) {
@@ -279,11 +284,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       throw error;
     }
+    const principal = credential?.principal;
     const slot = principal ?? `ip:${addressBlock(o.trustedProxies.clientOf(req), o.clientIpv6PrefixLength)}`;
     if (!limiter.acquire(slot)) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
     // The client left while authentication ran: give the slot back, send nothing.
     if (held.gone) return limiter.release(slot);
     held.slot = slot;
+    // What a credential let in ends with it (a token removed, a JWT expired), as its client going would.
+    if (credential) held.release = authenticator!.hold(credential, () => res.destroy());
     const abort = (held.abort = new AbortController());
     const base = { req, res, target, signal: abort.signal, closeWatch: held, ...(principal ? { principal } : {}) };
     const sessionId = sessionIdOf(req);
@@ -394,6 +402,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         relays?.close(),
         checks?.close(),
         cache.close(),
+        authenticator?.close(),
       ]).then(() => undefined);
       return closing;
     },

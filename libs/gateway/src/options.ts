@@ -55,10 +55,18 @@ export interface AuthOptions {
   /**
    * Accepted static tokens (`bearer`); a function is asked on every request
    * (e.g. a file read again when it changes), and what it returns is hashed
-   * again only when it returns another list.
+   * again only when it returns another list. A function's list is also
+   * looked at every second while requests are open: those of a token it no
+   * longer lists (an event stream, a long call) are ended, and a warning
+   * says how many. An empty list ends none (it refuses new requests).
    */
   readonly tokens?: readonly string[] | (() => readonly string[]);
-  /** JWKS endpoint (`jwt`). */
+  /**
+   * JWKS endpoint (`jwt`). A request admitted on a JWT is ended at the
+   * token's `exp`, past the clock tolerance verification allows
+   * (GATEWAY_DEFAULTS.jwtClockToleranceMs), on the gateway's clock: an
+   * event stream does not outlive its token.
+   */
   readonly jwksUrl?: string;
   readonly issuer?: string;
   readonly audience?: string;
