@@ -181,12 +181,14 @@ export const gatewayConfigSchema = z.object({
     .regex(/^[\x21-\x7e]+$/, 'visible ASCII characters only')
     .optional()
     .meta({ secret: true })
-    .describe("Bearer token presented to runtimes' direct listeners (upstreamMode direct)."),
+    .describe(
+      "Bearer token presented to runtimes' direct listeners (upstreamMode direct); one shorter than 16 characters is warned of at start.",
+    ),
   upstreamTokenFile: z
     .string()
     .optional()
     .describe(
-      "File holding upstreamToken instead (a mounted Secret), its first value, so it may list the runtimes' tokens too; read again when it changes, so a rotated token is presented without a restart. A file without a valid token is logged, naming the file, and leaves the last good one in use.",
+      "File holding upstreamToken instead (a mounted Secret), its first value, so it may list the runtimes' tokens too; read again when it changes, so a rotated token is presented without a restart. A file without a valid token is logged, naming the file, and leaves the last good one in use; a token shorter than 16 characters is presented, with a warning naming the file.",
     ),
   schedulerToken: z
     .string()

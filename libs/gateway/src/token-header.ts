@@ -8,6 +8,12 @@ export interface TokenRule {
   /** The pattern in words, for errors. */
   readonly text: string;
   readonly to: string;
+  /**
+   * A token shorter than this passes, with a warning: where the rule came
+   * later than deployments that run with shorter tokens, refusing them
+   * would cut those off.
+   */
+  readonly lengthAdvised?: number;
 }
 
 // Visible ASCII: a relay's upgrade request is written by hand, so a token
@@ -23,6 +29,8 @@ export const UPSTREAM_TOKEN: TokenRule = {
   pattern: /^[\x21-\x7e]+$/,
   text: 'visible ASCII characters only',
   to: 'runtimes',
+  // Runtimes take a token of any length (directListen.token); schedulers and gateways hold their own to 16.
+  lengthAdvised: 16,
 };
 
 /** A fixed token that breaks its rule is a configuration error. */
@@ -32,6 +40,15 @@ export function checkToken(rule: TokenRule, token: string): string {
 }
 
 const UNSEEN = Symbol('unseen');
+
+/** Warns of a token shorter than its rule advises; `source` names the option (and file), never the token. */
+function warnIfShort(rule: TokenRule, token: string, subject: string, source: object, logger: GatewayLogger): void {
+  if (rule.lengthAdvised === undefined || token.length >= rule.lengthAdvised) return;
+  logger.warn(
+    source,
+    `${subject} is shorter than ${rule.lengthAdvised} characters: ${rule.to} take it, but a short token is guessed easily`,
+  );
+}
 
 /**
  * The `Authorization` value for a token option, asked on every request and
@@ -47,6 +64,8 @@ const UNSEEN = Symbol('unseen');
  * the rest once they stop. A change to a good token is logged too (never
  * the token). The lines name the function's `file`, when it has one. The
  * function is asked once here, so a bad value at start is reported at start.
+ * A token shorter than the rule's `lengthAdvised` is warned of, at start
+ * and at each change to one.
  */
 export function tokenHeader(
   rule: TokenRule,
@@ -56,6 +75,7 @@ export function tokenHeader(
   if (token === undefined) return () => undefined;
   if (typeof token === 'string') {
     const fixed = `Bearer ${checkToken(rule, token)}`;
+    warnIfShort(rule, token, rule.option, { option: rule.option }, logger);
     return () => fixed;
   }
   // The option alone does not say where a bad value came from: a token file is named too.
@@ -68,6 +88,7 @@ export function tokenHeader(
     const first = seen === UNSEEN;
     seen = value;
     if (value !== undefined && rule.pattern.test(value)) {
+      warnIfShort(rule, value, subject, source, logger);
       const next = `Bearer ${value}`;
       if (!first && next !== header) {
         logger.info(source, `${rule.option} changed: ${rule.to} are presented the new one`);

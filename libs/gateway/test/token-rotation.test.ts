@@ -331,3 +331,77 @@ describe('a gateway in direct mode given its upstream token as a function', () =
     }
   });
 });
+
+// Runtimes take an upstream token of any length, so a gateway presents a
+// short one still (refusing it would cut off deployments that run with
+// one), but says, where schedulers and gateways hold theirs to 16
+// characters, that it is guessed easily: at start, and each time its file
+// gives another.
+describe('a gateway whose upstream token is shorter than 16 characters', () => {
+  const warnings = (logger: ReturnType<typeof recordingLogger>) =>
+    logger.logs.filter((l) => l.level === 'warn').map((l) => [l.msg, l.fields]);
+
+  it('warns once at start of a fixed one, naming the option, and presents it', async () => {
+    const runtime = await directStandIn();
+    const scheduler = await schedulerStandIn(runtime.url);
+    const logger = recordingLogger();
+    const gateway = createGateway({
+      schedulers: [scheduler.url],
+      upstreamMode: 'direct',
+      clock: new ManualClock(),
+      upstreamToken: 'up-7x',
+      logger,
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      assert.equal(await post(url), 200);
+      assert.equal(await post(url), 200);
+      assert.deepEqual(runtime.seen, ['direct Bearer up-7x', 'direct Bearer up-7x']);
+      assert.deepEqual(warnings(logger), [
+        [
+          'upstreamToken is shorter than 16 characters: runtimes take it, but a short token is guessed easily',
+          { option: 'upstreamToken' },
+        ],
+      ]);
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      await scheduler.close();
+      await runtime.close();
+    }
+  });
+
+  it('warns of each short one its file gives, naming the file, never the token', async () => {
+    const runtime = await directStandIn();
+    const scheduler = await schedulerStandIn(runtime.url);
+    const logger = recordingLogger();
+    const file = '/run/secrets/gateway/upstream-token';
+    let current = 'up-7x';
+    const gateway = createGateway({
+      schedulers: [scheduler.url],
+      upstreamMode: 'direct',
+      clock: new ManualClock(),
+      upstreamToken: Object.assign(() => current, { file }),
+      logger,
+    });
+    const { server, url } = await listen(gateway);
+    try {
+      assert.equal(await post(url), 200);
+      current = 'up-8y';
+      assert.equal(await post(url), 200);
+      current = 'upstream-token-long-enough';
+      assert.equal(await post(url), 200);
+      const warned = [
+        `upstreamToken from ${file} is shorter than 16 characters: runtimes take it, but a short token is guessed easily`,
+        { option: 'upstreamToken', file },
+      ];
+      assert.deepEqual(warnings(logger), [warned, warned]);
+      assert.equal(/up-7x|up-8y/.test(JSON.stringify(logger.logs)), false, 'no token is logged');
+    } finally {
+      await stopServer(server);
+      await gateway.close();
+      await scheduler.close();
+      await runtime.close();
+    }
+  });
+});
