@@ -136,12 +136,16 @@ export const runtimeConfigSchema = z.object({
       enabled: z.boolean().default(false).describe('Also serve /mcp on a port gateways may dial directly.'),
       host: z.string().default('0.0.0.0').describe('Address of the direct listener.'),
       port: z.number().int().min(0).max(65535).default(0).describe('Port of the direct listener (0 picks one).'),
-      token: z.string().optional().meta({ secret: true }).describe('Bearer token gateways must present on it.'),
+      token: z
+        .string()
+        .optional()
+        .meta({ secret: true })
+        .describe('Bearer token gateways must present on it; one shorter than 16 characters is warned of at start.'),
       tokenFile: z
         .string()
         .optional()
         .describe(
-          'File of bearer tokens gateways may present on it, one per line (a mounted Secret), besides token; read again when it changes, so during a rotation it accepts the old and the new token, and then only those still listed.',
+          'File of bearer tokens gateways may present on it, one per line (a mounted Secret), besides token; read again when it changes, so during a rotation it accepts the old and the new token, and then only those still listed. Lines shorter than 16 characters are taken, with a warning naming the file at each read.',
         ),
       advertiseUrl: httpUrl()
         .max(addressLengthMax)

@@ -83,8 +83,28 @@ function meteringSink(m: RuntimeConfig['metering']): MeteringSink {
 }
 
 const direct = config.directListen;
+/**
+ * Schedulers and gateways hold their own tokens to 16 characters. Direct
+ * tokens of any length are taken still (refusing them would cut off
+ * deployments that run with one), with a warning, never naming the token.
+ */
+const DIRECT_TOKEN_LENGTH_ADVISED = 16;
+const guessedEasily = 'gateways may present it, but a short token is guessed easily';
 // Read again when the file changes: a rotation lists the old and the new token, then only the new one.
-const directTokens = secretSource(direct.token ? [direct.token] : [], direct.tokenFile);
+const directTokens = secretSource(direct.token ? [direct.token] : [], direct.tokenFile, {
+  lengthAdvised: DIRECT_TOKEN_LENGTH_ADVISED,
+  onShortKept: (file, count) =>
+    logger.warn(
+      { option: 'directListen.tokenFile', file, count },
+      `directListen.tokenFile ${file}: ${count} token(s) shorter than ${DIRECT_TOKEN_LENGTH_ADVISED} characters; ${guessedEasily}`,
+    ),
+});
+if (direct.enabled && direct.token !== undefined && direct.token.length < DIRECT_TOKEN_LENGTH_ADVISED) {
+  logger.warn(
+    { option: 'directListen.token' },
+    `directListen.token is shorter than ${DIRECT_TOKEN_LENGTH_ADVISED} characters: ${guessedEasily}`,
+  );
+}
 if (direct.enabled && directTokens().length === 0) {
   logger.fatal(
     {},

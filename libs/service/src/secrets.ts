@@ -8,8 +8,11 @@ import { readFileSync, statSync } from 'node:fs';
  * request or connection. Blank lines and `#` comments are ignored, and so
  * are lines shorter than `lengthMin` (default 1), which `onShort` hears of
  * once per change of the file (its path and how many, never the values):
- * the file is held to the length a schema holds the inline values to. A
- * file that cannot be read yields the inline values only; the caller
+ * the file is held to the length a schema holds the inline values to.
+ * Lines kept though shorter than `lengthAdvised` (where a length rule
+ * came after deployments that may run with shorter values) are told to
+ * `onShortKept` the same way. A file that cannot be read yields the inline
+ * values only; the caller
  * decides whether an empty list is fatal. The list keeps its identity until
  * the file changes, so a caller may derive things from it once per change.
  */
@@ -22,12 +25,15 @@ export function secretSource(
     readonly now?: () => number;
     readonly lengthMin?: number;
     readonly onShort?: (file: string, count: number) => void;
+    readonly lengthAdvised?: number;
+    readonly onShortKept?: (file: string, count: number) => void;
   } = {},
 ): () => readonly string[] {
   if (file === undefined) return () => inline;
   const recheckMs = options.recheckMs ?? 1000;
   const now = options.now ?? (() => performance.now());
   const lengthMin = options.lengthMin ?? 1;
+  const lengthAdvised = options.lengthAdvised ?? 0;
   let cached: readonly string[] = inline;
   let seenMtimeMs = -1;
   let checkedAt = -Infinity;
@@ -35,6 +41,7 @@ export function secretSource(
     if (now() - checkedAt < recheckMs) return cached;
     checkedAt = now();
     let short = 0;
+    let shortKept = 0;
     try {
       const mtimeMs = statSync(file).mtimeMs;
       if (mtimeMs !== seenMtimeMs) {
@@ -46,12 +53,14 @@ export function secretSource(
         cached = [...inline, ...kept];
         seenMtimeMs = mtimeMs;
         short = lines.length - kept.length;
+        shortKept = kept.filter((line) => line.length < lengthAdvised).length;
       }
     } catch {
       cached = inline;
       seenMtimeMs = -1;
     }
     if (short > 0) options.onShort?.(file, short);
+    if (shortKept > 0) options.onShortKept?.(file, shortKept);
     return cached;
   };
 }

@@ -62,6 +62,34 @@ describe('secretSource', () => {
     ]);
   });
 
+  it('keeps lines shorter than lengthAdvised, and tells onShortKept of them once per change of the file', () => {
+    const file = join(dir, 'advised');
+    writeFileSync(file, 'tiny\nlong-enough\n');
+    let clock = 0;
+    const told: [string, number][] = [];
+    const source = secretSource(['in'], file, {
+      now: () => clock,
+      lengthAdvised: 6,
+      onShortKept: (path, count) => told.push([path, count]),
+    });
+    assert.deepEqual(source(), ['in', 'tiny', 'long-enough'], 'kept, the inline one too');
+    clock = 5000;
+    source();
+    assert.deepEqual(told, [[file, 1]], 'told once while the file is unchanged; not of the inline value');
+    writeFileSync(file, 'tiny\nwee\n');
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    clock = 10_000;
+    assert.deepEqual(source(), ['in', 'tiny', 'wee']);
+    writeFileSync(file, 'long-enough\n');
+    utimesSync(file, new Date(), new Date(Date.now() + 10_000));
+    clock = 15_000;
+    source();
+    assert.deepEqual(told, [
+      [file, 1],
+      [file, 2],
+    ]);
+  });
+
   it('falls back to the inline values when the file is missing', () => {
     assert.deepEqual(secretSource(['x'], join(dir, 'absent'))(), ['x']);
   });
