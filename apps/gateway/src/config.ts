@@ -233,7 +233,7 @@ export const gatewayConfigSchema = z.object({
       class: strategy('path:class,header:X-Switchyard-Class', 'Where the class of a request comes from.'),
       process: strategy(
         'path:process,header:X-Switchyard-Process',
-        'Where the process (sandbox) id comes from; falls back to the thread.',
+        'Where the process (sandbox) id comes from; falls back to the thread. A sandbox is not bound to a principal: any principal that names a process reaches it. principal gives each principal a sandbox of its own, which no other can name.',
       ),
       thread: strategy('mcp-session', 'Where the thread id comes from.'),
     })
