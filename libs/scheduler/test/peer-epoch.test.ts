@@ -7,10 +7,9 @@
 // loopback and a raw WebSocket peer holding the cluster's token.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { WebSocket } from 'ws';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { TOKEN, getJson, startReplicas, until } from './support.ts';
+import { getJson, startReplicas, syncPeer, until } from './support.ts';
 
 describe('a peer claiming a latest epoch too high for epoch numbers to rise above', () => {
   const store = new MemoryLeaseStore();
@@ -27,25 +26,19 @@ describe('a peer claiming a latest epoch too high for epoch numbers to rise abov
 
   it('is refused like any invalid frame: the leader keeps its term, and its epoch numbers room to rise', async () => {
     const termBefore = store.read()!.leaseTransitions;
-    const peer = new WebSocket(`ws://127.0.0.1:${leader.port}/api/sync/intruder`, {
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
-    let closed: { code: number; reason: string } | undefined;
-    peer.on('close', (code, reason) => (closed = { code, reason: reason.toString() }));
-    peer.on('error', () => {});
-    await new Promise((resolve) => peer.once('open', resolve));
+    const peer = await syncPeer(leader);
     // A term above the leader's makes it lead again above it, numbering on from the latest epoch it was told.
     const error = { type: 'error', term: termBefore + 1, epoch: 0, reason: 'fenced off' };
-    peer.send(JSON.stringify({ ...error, latestEpoch: Number.MAX_SAFE_INTEGER }));
+    peer.ws.send(JSON.stringify({ ...error, latestEpoch: Number.MAX_SAFE_INTEGER }));
     const epochNow = async (): Promise<number> => (await getJson(`${leader.url}/api/epoch`)).body.epoch as number;
     // Refused, or taken: then the leader steps down (closing the peer, 1001) and leads again numbering past it.
     await until('the peer refused, or the leader numbering past 2^52', async () => {
-      return closed?.code === 1008 || (await epochNow()) > 2 ** 52 || undefined;
+      return peer.closed?.code === 1008 || (await epochNow()) > 2 ** 52 || undefined;
     });
-    peer.terminate();
+    peer.ws.terminate();
     assert.ok((await epochNow()) < 2 ** 52, `the leader's epoch is ${await epochNow()}`);
-    assert.equal(closed?.code, 1008, `closed ${closed?.code} (${closed?.reason})`);
-    assert.match(closed.reason, /invalid sync message: latestEpoch/);
+    assert.equal(peer.closed?.code, 1008, `closed ${peer.closed?.code} (${peer.closed?.reason})`);
+    assert.match(peer.closed.reason, /invalid sync message: latestEpoch/);
     assert.equal(leader.isLeader, true);
     assert.equal(store.read()!.leaseTransitions, termBefore);
   });

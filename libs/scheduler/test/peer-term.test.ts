@@ -7,10 +7,9 @@
 // loopback and a raw WebSocket peer holding the cluster's token.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { WebSocket } from 'ws';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { TOKEN, startReplicas, until } from './support.ts';
+import { startReplicas, syncPeer, until } from './support.ts';
 
 /** The largest int32, the largest leaseTransitions a Kubernetes Lease stores. */
 const LEASE_TERM_MAX = 2 ** 31 - 1;
@@ -27,21 +26,15 @@ describe('a peer claiming a term no Lease can store', () => {
 
   it('is refused like any invalid frame: the leader keeps leading, and the lease its term', async () => {
     const termBefore = store.read()!.leaseTransitions;
-    const peer = new WebSocket(`ws://127.0.0.1:${leader.port}/api/sync/intruder`, {
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
-    let closed: { code: number; reason: string } | undefined;
-    peer.on('close', (code, reason) => (closed = { code, reason: reason.toString() }));
-    peer.on('error', () => {});
-    await new Promise((resolve) => peer.once('open', resolve));
-    peer.send(JSON.stringify({ type: 'error', term: LEASE_TERM_MAX + 1, epoch: 0, reason: 'fenced off' }));
+    const peer = await syncPeer(leader);
+    peer.ws.send(JSON.stringify({ type: 'error', term: LEASE_TERM_MAX + 1, epoch: 0, reason: 'fenced off' }));
     await until('the peer closed, or the lease past its int32', () => {
-      return closed !== undefined || store.read()!.leaseTransitions > LEASE_TERM_MAX || undefined;
+      return peer.closed !== undefined || store.read()!.leaseTransitions > LEASE_TERM_MAX || undefined;
     });
-    peer.terminate();
+    peer.ws.terminate();
     assert.ok(store.read()!.leaseTransitions <= LEASE_TERM_MAX, `lease term ${store.read()!.leaseTransitions}`);
-    assert.equal(closed?.code, 1008, `closed ${closed?.code} (${closed?.reason})`);
-    assert.match(closed.reason, /invalid sync message: term/);
+    assert.equal(peer.closed?.code, 1008, `closed ${peer.closed?.code} (${peer.closed?.reason})`);
+    assert.match(peer.closed.reason, /invalid sync message: term/);
     assert.equal(leader.isLeader, true);
     assert.equal(store.read()!.leaseTransitions, termBefore);
   });

@@ -1,3 +1,4 @@
+import { WebSocket } from 'ws';
 import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import { createMetrics } from '@switchyard/service';
@@ -9,6 +10,23 @@ import {
 } from '@switchyard/scheduler';
 
 export const TOKEN = 'test-join-token-0123456789';
+
+/** A peer on `replica`'s epoch sync (as `intruder`, admitted with TOKEN), open; `closed` says how it closed, once it has. */
+export interface SyncPeer {
+  readonly ws: WebSocket;
+  closed?: { code: number; reason: string };
+}
+
+export async function syncPeer(replica: SchedulerReplica): Promise<SyncPeer> {
+  const ws = new WebSocket(`ws://127.0.0.1:${replica.port}/api/sync/intruder`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  const peer: SyncPeer = { ws };
+  ws.on('close', (code, reason) => (peer.closed = { code, reason: reason.toString() }));
+  ws.on('error', () => {});
+  await new Promise((resolve) => ws.once('open', resolve));
+  return peer;
+}
 
 export const quietLogger = {
   debug() {},
