@@ -2,17 +2,11 @@
 // stand-in runtime (placed by the scheduler double, reached in direct mode
 // over real HTTP on loopback) answers with every header a browser would act
 // on for the gateway's whole origin, beside headers about the answer alone.
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ORIGIN_WIDE_RESPONSE_HEADERS } from '@switchyard/protocol';
-import { createGateway } from '@switchyard/gateway';
-import type { Gateway } from '@switchyard/gateway';
-import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
-import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
-import { INITIALIZE, listen, stopServer } from './harness.ts';
+import { gatewayBeforeStandIn, type StandInGateway } from './fixtures/stand-in.ts';
+import { INITIALIZE } from './harness.ts';
 
 const ORIGIN_WIDE: Readonly<Record<string, string>> = {
   'set-cookie': 'gateway-session=sandbox-chosen; Path=/; Domain=example.com',
@@ -27,31 +21,18 @@ const KEPT: Readonly<Record<string, string>> = { 'cache-control': 'no-store', 'x
 const BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { stand: 'in' } });
 
 describe("a sandbox's headers that act on the gateway's whole origin", () => {
-  let runtime: http.Server;
-  let scheduler: SchedulerDouble;
-  let gateway: Gateway;
-  let server: http.Server;
+  let standIn: StandInGateway;
   let url: string;
 
   before(async () => {
-    runtime = http.createServer((req, res) => {
+    standIn = await gatewayBeforeStandIn((req, res) => {
       req.resume();
       res.writeHead(200, { ...ORIGIN_WIDE, ...KEPT, 'content-type': 'application/json' });
       res.end(BODY);
     });
-    runtime.listen(0, '127.0.0.1');
-    await once(runtime, 'listening');
-    const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
-    scheduler = await startSchedulerDouble([{ id: 'rt-stand-in', address }]);
-    gateway = createGateway({ schedulers: [scheduler.url], upstreamMode: 'direct', upstreamCheckIntervalMs: 0 });
-    ({ server, url } = await listen(gateway));
+    ({ url } = standIn);
   });
-  after(async () => {
-    await stopServer(server);
-    await gateway.close();
-    runtime.close();
-    await scheduler.close();
-  });
+  after(() => standIn.close());
 
   it('lists every header the test sends', () => {
     assert.deepEqual(new Set(Object.keys(ORIGIN_WIDE)), ORIGIN_WIDE_RESPONSE_HEADERS);

@@ -4,16 +4,10 @@
 // answer to another origin, or one representation for another. A stand-in
 // runtime (placed by the scheduler double, reached in direct mode over real
 // HTTP on loopback) answers with the `Vary` each request asks for.
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createGateway } from '@switchyard/gateway';
-import type { Gateway } from '@switchyard/gateway';
-import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
-import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
-import { INITIALIZE, listen, stopServer } from './harness.ts';
+import { gatewayBeforeStandIn, type StandInGateway } from './fixtures/stand-in.ts';
+import { INITIALIZE } from './harness.ts';
 
 const PAGE = 'http://localhost:5173';
 /** Request header naming the `Vary` lines the stand-in answers with (`|` between lines). */
@@ -21,39 +15,24 @@ const ASK = 'x-test-vary';
 const BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { stand: 'in' } });
 
 describe('Vary of answers relayed to a page on an allowed origin', () => {
-  let runtime: http.Server;
-  let scheduler: SchedulerDouble;
-  let gateway: Gateway;
-  let server: http.Server;
+  let standIn: StandInGateway;
   let url: string;
 
   before(async () => {
-    runtime = http.createServer((req, res) => {
-      req.resume();
-      const asked = req.headers[ASK];
-      // One header line for each part asked for.
-      if (typeof asked === 'string') res.setHeader('vary', asked.split('|'));
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(BODY);
-    });
-    runtime.listen(0, '127.0.0.1');
-    await once(runtime, 'listening');
-    const address = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
-    scheduler = await startSchedulerDouble([{ id: 'rt-stand-in', address }]);
-    gateway = createGateway({
-      schedulers: [scheduler.url],
-      upstreamMode: 'direct',
-      upstreamCheckIntervalMs: 0,
-      allowedOrigins: [PAGE],
-    });
-    ({ server, url } = await listen(gateway));
+    standIn = await gatewayBeforeStandIn(
+      (req, res) => {
+        req.resume();
+        const asked = req.headers[ASK];
+        // One header line for each part asked for.
+        if (typeof asked === 'string') res.setHeader('vary', asked.split('|'));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(BODY);
+      },
+      { allowedOrigins: [PAGE] },
+    );
+    ({ url } = standIn);
   });
-  after(async () => {
-    await stopServer(server);
-    await gateway.close();
-    runtime.close();
-    await scheduler.close();
-  });
+  after(() => standIn.close());
 
   async function varyOf(headers: Record<string, string>): Promise<string | null> {
     const res = await fetch(url, {
