@@ -307,16 +307,26 @@ function deletableLease(): {
   };
 }
 
+/** `first` takes the lease, then `second` starts behind it; 700 ms later both run, `first` leading. */
+async function leaderAndCandidate(
+  lease: ReturnType<typeof deletableLease>,
+  first: string,
+  second: string,
+): Promise<[LeaderElector, LeaderElector]> {
+  const leader = lease.elector(first);
+  const candidate = lease.elector(second);
+  leader.start();
+  await lease.clock.advance(0);
+  candidate.start();
+  await lease.clock.advance(700);
+  return [leader, candidate];
+}
+
 describe('a lease deleted under running electors', () => {
   it('is created again with a term above every term they saw, so fenced followers take the next leader', async () => {
     const lease = deletableLease();
     const { clock } = lease;
-    const a = lease.elector('a');
-    const b = lease.elector('b');
-    a.start();
-    await clock.advance(0);
-    b.start();
-    await clock.advance(700);
+    const [a, b] = await leaderAndCandidate(lease, 'a', 'b');
     await a.stop();
     await clock.advance(2_000);
     assert.deepEqual(lease.started, ['a:0', 'b:1'], 'b leads with term 1; followers now fence off anything below 1');
@@ -334,12 +344,7 @@ describe('a lease deleted under running electors', () => {
   it('a leader whose renewal finds another holder steps down at once, not at its renew deadline', async () => {
     const lease = deletableLease();
     const { clock } = lease;
-    const a = lease.elector('a');
-    const b = lease.elector('b');
-    a.start();
-    await clock.advance(0);
-    b.start();
-    await clock.advance(700);
+    const [a, b] = await leaderAndCandidate(lease, 'a', 'b');
     // Deleted between a's renewals and created at once by b (which had read a's, at term 0): the lease a
     // renewed no longer exists, and nothing makes b wait for a's claim to run out.
     const at = new Date(clock.now());
@@ -360,12 +365,7 @@ describe('a lease deleted under running electors', () => {
   it('never leads again at a term it led, when the lease is created again below it by one that never read it', async () => {
     const lease = deletableLease();
     const { clock } = lease;
-    const b = lease.elector('b');
-    const a = lease.elector('a');
-    b.start();
-    await clock.advance(0);
-    a.start();
-    await clock.advance(700);
+    const [b, a] = await leaderAndCandidate(lease, 'b', 'a');
     await b.stop();
     await clock.advance(2_000);
     assert.deepEqual(lease.started, ['b:0', 'a:1']);

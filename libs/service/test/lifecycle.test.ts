@@ -241,18 +241,23 @@ describe('shutdown hooks', () => {
   }
 });
 
+/** A lifecycle draining 1 s on `signals`, with the exit codes it asked for. */
+function signalled<S extends EventEmitter>(signals: S) {
+  const clock = new ManualClock();
+  const codes: number[] = [];
+  const lc = createLifecycle({
+    logger: quiet,
+    clock,
+    drainDelayMs: 1000,
+    signals: signals as never,
+    exit: (code) => void codes.push(code),
+  });
+  return { clock, signals, codes, lc };
+}
+
 describe('signal handlers', () => {
   it('SIGTERM drains then exits 0; a second signal exits 1 at once; uninstall removes the listeners', async () => {
-    const clock = new ManualClock();
-    const signals = new EventEmitter();
-    const codes: number[] = [];
-    const lc = createLifecycle({
-      logger: quiet,
-      clock,
-      drainDelayMs: 1000,
-      signals: signals as never,
-      exit: (code) => void codes.push(code),
-    });
+    const { clock, signals, codes, lc } = signalled(new EventEmitter());
     const uninstall = lc.installSignalHandlers();
     signals.emit('SIGTERM');
     await flushMicrotasks();
@@ -270,16 +275,7 @@ describe('signal handlers', () => {
   // A parent that spawned the process with an IPC channel (switchyard up --processes) is gone once the
   // channel closes, however it ended: SIGKILL included, which no signal of its own would report.
   it('the IPC channel closing drains then exits 0, counted as no signal; uninstall removes the listener', async () => {
-    const clock = new ManualClock();
-    const signals = Object.assign(new EventEmitter(), { channel: {} });
-    const codes: number[] = [];
-    const lc = createLifecycle({
-      logger: quiet,
-      clock,
-      drainDelayMs: 1000,
-      signals: signals as never,
-      exit: (code) => void codes.push(code),
-    });
+    const { clock, signals, codes, lc } = signalled(Object.assign(new EventEmitter(), { channel: {} }));
     const uninstall = lc.installSignalHandlers();
     signals.emit('disconnect');
     assert.equal(lc.state, 'draining');
