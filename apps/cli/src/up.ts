@@ -18,6 +18,7 @@ export interface UpOptions {
  */
 export async function up(options: UpOptions): Promise<void> {
   const started = performance.now();
+  outliveOutput();
   const progress = (line: string): void => void process.stderr.write(`  … ${line}\n`);
   process.stderr.write(
     `switchyard: starting a local cluster (3 schedulers, 1 gateway, 2 runtimes${options.processes ? ', one process each' : ', in this process'})\n`,
@@ -62,6 +63,15 @@ export async function up(options: UpOptions): Promise<void> {
   process.stderr.write('switchyard: stopping…\n');
   await cluster.close();
   process.stderr.write('switchyard: stopped\n');
+}
+
+/**
+ * A terminal that went away (or a closed pipe) fails every later write to
+ * it; unheard, that error would end `up` at its next line, before it has
+ * stopped the cluster. What is written then has no reader anyway.
+ */
+function outliveOutput(): void {
+  for (const output of [process.stdout, process.stderr]) output.on('error', () => {});
 }
 
 /** Ctrl-C, a `kill`, or the terminal going away (SIGHUP), which must stop the cluster as cleanly. */

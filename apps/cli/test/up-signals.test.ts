@@ -76,6 +76,24 @@ describe('switchyard up --processes: its terminal goes away (SIGHUP to the proce
   });
 });
 
+describe('switchyard up --processes: its terminal goes away with its output (SIGHUP, then writes fail)', () => {
+  let up: Running;
+  after(() => killGroup(up.child));
+
+  // A closed terminal fails every later write (EIO); a closed pipe does the same (EPIPE). `up`
+  // exited at its first progress line, leaving each component to stop on its own, out of order.
+  it('still stops every component in order and exits 0', async () => {
+    const started = await startUp();
+    up = started.up;
+    up.child.stdout!.destroy();
+    up.child.stderr!.destroy();
+    process.kill(-up.child.pid!, 'SIGHUP');
+    const { code, signal } = await up.exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null });
+    await assertAllGone(started.components, 'after up exited');
+  });
+});
+
 describe('switchyard up --processes: up killed with SIGKILL', () => {
   let up: Running;
   after(() => killGroup(up.child));
