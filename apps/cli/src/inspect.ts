@@ -10,7 +10,7 @@ export interface SchedulerTarget {
 }
 
 /** Why fetch failed, from what its "fetch failed" wraps: the connection's or the TLS handshake's own error. */
-function unreachableReason(error: unknown): string {
+function unreachableReason(error: unknown, url: string): string {
   const cause = (error as { cause?: { message?: string; code?: string } }).cause;
   const reason = cause?.message ?? (error as Error).message;
   const code = cause?.code ?? '';
@@ -19,6 +19,11 @@ function unreachableReason(error: unknown): string {
   // Most often no local cluster is up: the default is where `npm start` puts one.
   if (code === 'ECONNREFUSED')
     return `${reason} (nothing listens there: start a cluster with npm start, or pass --scheduler <url>)`;
+  // The fetch standard's blocked ports (6000, 6665-6669, 10080, ...), refused before any connection.
+  if (reason === 'bad port') {
+    const port = new URL(url).port;
+    return `bad port (fetch refuses port ${port}, as browsers do: serve the scheduler's API on another port, or reach it through a port-forward)`;
+  }
   return reason;
 }
 
@@ -40,7 +45,7 @@ async function getJson<T>(
   try {
     response = await fetch(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
   } catch (error) {
-    throw new Error(`cannot reach ${origin}: ${unreachableReason(error)}`, { cause: error });
+    throw new Error(`cannot reach ${origin}: ${unreachableReason(error, target.url)}`, { cause: error });
   }
   if (response.status === 401) {
     await response.body?.cancel();
@@ -55,7 +60,9 @@ async function getJson<T>(
   } catch (error) {
     // A body that stalls or is cut off (the timeout above covers it too) is not one that is no JSON.
     if (!(error instanceof SyntaxError)) {
-      throw new Error(`${target.url} broke off its answer to ${path}: ${unreachableReason(error)}`, { cause: error });
+      throw new Error(`${target.url} broke off its answer to ${path}: ${unreachableReason(error, target.url)}`, {
+        cause: error,
+      });
     }
   }
   if (!expected.includes(response.status) || !accept(body)) throw notScheduler(target, response.status, path);
