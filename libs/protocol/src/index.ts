@@ -51,6 +51,12 @@ export {
   loadBalanceSchema,
   LOAD_BALANCE_DEFAULTS,
   scheduleRequestSchema,
+  SCHEDULE_SOURCES,
+  traceStepSchema,
+  unschedulableSchema,
+  scheduleDecisionSchema,
+  scheduleAnswerFieldsSchema,
+  scheduleResponseSchema,
 } from './schedule.ts';
 export type {
   RuleOp,
@@ -64,6 +70,14 @@ export type {
   ScheduleDecision,
   ScheduleResponse,
 } from './schedule.ts';
+export {
+  epochInfoSchema,
+  listedRuntimeSchema,
+  runtimesAnswerSchema,
+  runtimesTableSchema,
+  apiErrorSchema,
+} from './scheduler-api.ts';
+export type { EpochInfo, ListedRuntime, RuntimesAnswer, RuntimesTable, ApiError } from './scheduler-api.ts';
 export { EPOCH_MAX, SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
 export { WATCH_EVENTS, WATCH_LIMITS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';

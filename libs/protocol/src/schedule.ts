@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { identityValueSchema } from './identity.ts';
+import { listOf } from './list.ts';
+import { SNAPSHOT_RUNTIMES_MAX } from './snapshot.ts';
 
 /** Rule operators of affinity and process selectors. */
 export const RULE_OPS = ['equal', 'not_equal', 'exists', 'latest_version'] as const;
@@ -62,42 +64,55 @@ export type ScheduleRequestInput = z.input<typeof scheduleRequestSchema>;
 export type ScheduleRequest = z.infer<typeof scheduleRequestSchema>;
 
 /** Where a decision came from. */
-export type ScheduleSource = 'thread' | 'process' | 'pipeline';
+export const SCHEDULE_SOURCES = ['thread', 'process', 'pipeline'] as const;
+export type ScheduleSource = (typeof SCHEDULE_SOURCES)[number];
+
+/** Pipeline stages a trace may list; a reader refuses a longer one at once rather than check each step. */
+const TRACE_STEPS_MAX = 64;
 
 /** One pipeline stage in a trace: how many candidates entered and left it. */
-export interface TraceStep {
-  readonly stage: string;
-  readonly before: number;
-  readonly after: number;
-  /** Candidate ids after the stage, only when the request asked to `explain`. */
-  readonly candidates?: readonly string[];
-  readonly note?: string;
-}
+export const traceStepSchema = z.object({
+  stage: z.string(),
+  before: z.number(),
+  after: z.number(),
+  /** Candidate ids after the stage (runtimes of one epoch, at most), only when the request asked to `explain`. */
+  candidates: listOf(z.string(), SNAPSHOT_RUNTIMES_MAX).readonly().optional(),
+  note: z.string().optional(),
+});
+export type TraceStep = Readonly<z.infer<typeof traceStepSchema>>;
+
+const traceSchema = listOf(traceStepSchema, TRACE_STEPS_MAX).readonly();
 
 /** Why nothing could be chosen: the stage that emptied the set and its reason code. */
-export interface Unschedulable {
-  readonly stage: string;
-  readonly code: string;
-  readonly message: string;
-}
+export const unschedulableSchema = z.object({ stage: z.string(), code: z.string(), message: z.string() });
+export type Unschedulable = Readonly<z.infer<typeof unschedulableSchema>>;
 
-export type ScheduleDecision =
-  | {
-      readonly ok: true;
-      readonly runtime: string;
-      readonly source: ScheduleSource;
-      readonly trace: readonly TraceStep[];
-    }
-  | { readonly ok: false; readonly unschedulable: Unschedulable; readonly trace: readonly TraceStep[] };
+/**
+ * The pipeline's answer: a runtime, or why none. `source` is one of
+ * `SCHEDULE_SOURCES`, read as any string: a reader of an answer from a later
+ * release shows a source it does not know rather than refuse the answer.
+ */
+export const scheduleDecisionSchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), runtime: z.string(), source: z.string(), trace: traceSchema }),
+  z.object({ ok: z.literal(false), unschedulable: unschedulableSchema, trace: traceSchema }),
+]);
+export type ScheduleDecision = z.infer<typeof scheduleDecisionSchema>;
 
-/** Reply of `POST /api/schedule`: the decision plus where to send traffic. */
-export type ScheduleResponse = ScheduleDecision & {
-  readonly epoch: number;
-  readonly term: number;
+/** What `POST /api/schedule` adds to a decision: the epoch it was made on and where to send traffic. */
+export const scheduleAnswerFieldsSchema = z.object({
+  epoch: z.number(),
+  term: z.number(),
   /** Replica holding the chosen runtime's tunnel. */
-  readonly owner?: string;
+  owner: z.string().optional(),
   /** `…/api/proxy/<runtime>` on the owner replica. */
-  readonly proxyUrl?: string;
+  proxyUrl: z.string().optional(),
   /** Direct address the runtime advertised, if any. */
-  readonly address?: string;
-};
+  address: z.string().optional(),
+});
+
+/**
+ * Reply of `POST /api/schedule` (200 placed, 503 unschedulable): the decision
+ * plus where to send traffic. Unknown fields are dropped, not refused.
+ */
+export const scheduleResponseSchema = scheduleDecisionSchema.and(scheduleAnswerFieldsSchema);
+export type ScheduleResponse = z.infer<typeof scheduleResponseSchema>;

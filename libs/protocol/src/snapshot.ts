@@ -3,6 +3,9 @@ import { listOf } from './list.ts';
 import { runtimeStateSchema } from './runtime.ts';
 import { termSchema } from './term.ts';
 
+/** Runtimes one epoch may hold. */
+export const SNAPSHOT_RUNTIMES_MAX = 100_000;
+
 /**
  * The cluster state of one epoch, in wire form. Runtimes appear in any order;
  * consumers must not depend on it (the scheduling index sorts by id).
@@ -10,6 +13,6 @@ import { termSchema } from './term.ts';
 export const snapshotSchema = z.strictObject({
   epoch: z.number().int().min(0),
   term: termSchema,
-  runtimes: listOf(runtimeStateSchema, 100_000),
+  runtimes: listOf(runtimeStateSchema, SNAPSHOT_RUNTIMES_MAX),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;
