@@ -1,6 +1,14 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type http2 from 'node:http2';
-import { RELAY, SwitchyardError, type ScheduleResponse } from '@switchyard/protocol';
+import {
+  RELAY,
+  SwitchyardError,
+  type ApiError,
+  type EpochInfo,
+  type ListedRuntime,
+  type RuntimesAnswer,
+  type ScheduleResponse,
+} from '@switchyard/protocol';
 import type { Duplex } from 'node:stream';
 import { proxyStreamToTunnel, proxyToTunnel, relayConnection } from '@switchyard/tunnel';
 import type { RuntimeSummary } from '@switchyard/scheduling';
@@ -60,7 +68,8 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
   if (path === '/api/runtimes') {
     // With everything /api/epoch says, read in the same turn: a reader of both (`switchyard status`)
     // gets a table and an epoch line of one epoch, which two requests cannot promise.
-    sendJson(res, 200, { ...epochInfo(ctx), runtimes: ctx.view.summaries().map(summarise) });
+    const answer: RuntimesAnswer = { ...epochInfo(ctx), runtimes: ctx.view.summaries().map(listed) };
+    sendJson(res, 200, answer);
     return true;
   }
   const runtime = RUNTIME_PATH.exec(path);
@@ -88,7 +97,7 @@ function latestEpoch(ctx: ApiContext): number | null {
   return ctx.view.hasEpoch ? ctx.view.epoch : null;
 }
 
-function epochInfo(ctx: ApiContext): object {
+function epochInfo(ctx: ApiContext): EpochInfo {
   return {
     replica: ctx.replicaId,
     epoch: latestEpoch(ctx),
@@ -101,7 +110,7 @@ function epochInfo(ctx: ApiContext): object {
   };
 }
 
-function summarise({ runtime, processes, threads }: RuntimeSummary): object {
+function listed({ runtime, processes, threads }: RuntimeSummary): ListedRuntime {
   return { ...runtime, processes, threads };
 }
 
@@ -111,7 +120,7 @@ async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: Serve
   const parsed = parseScheduleRequest(body);
   if (!parsed.ok) {
     ctx.metrics.scheduleRequests.inc({ outcome: 'bad_request' });
-    return sendJson(res, 400, { error: parsed.error, code: 'invalid_request' });
+    return sendJson(res, 400, { error: parsed.error, code: 'invalid_request' } satisfies ApiError);
   }
   if (!ctx.view.hasEpoch) return forwardSchedule(ctx, req, res, parsed.value);
   const decision = ctx.view.schedule(parsed.value);

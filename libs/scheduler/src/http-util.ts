@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { SwitchyardError, statusOf } from '@switchyard/protocol';
+import { SwitchyardError, statusOf, type ApiError } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 
 /** Writes a JSON body with the given status; no-op when the response already started. */
@@ -22,7 +22,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 export function sendError(res: ServerResponse, error: unknown): void {
   const message = error instanceof SwitchyardError ? error.message : 'internal error';
   const code = error instanceof SwitchyardError ? error.code : 'internal';
-  sendJson(res, statusOf(error), { error: message, code });
+  sendJson(res, statusOf(error), { error: message, code } satisfies ApiError);
 }
 
 /** Reads and parses a JSON body of at most `bytesMax`; 413 past it, 400 when it is not JSON. */
