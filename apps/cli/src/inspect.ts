@@ -1,5 +1,5 @@
-import { runtimeStateOf } from '@switchyard/protocol';
-import { isEpochInfo, isExplained, isRuntimesAnswer, type EpochInfo, type RuntimesAnswer } from './answers.ts';
+import { runtimeStateOf, type Parsed, type RuntimesTable } from '@switchyard/protocol';
+import { readEpochLine, readExplained, readRuntimes, type EpochLine } from './answers.ts';
 import { printable } from './log-lines.ts';
 import { table } from './table.ts';
 
@@ -28,14 +28,14 @@ function unreachableReason(error: unknown, url: string): string {
 }
 
 /**
- * A JSON answer of the shape `accept` checks, with one of the `expected`
- * statuses, from the scheduler at `target`; anything else is an error saying so.
+ * A JSON answer that `read` parses, with one of the `expected` statuses,
+ * from the scheduler at `target`; anything else is an error saying so.
  */
 async function getJson<T>(
   target: SchedulerTarget,
   path: string,
   expected: readonly number[],
-  accept: (body: unknown) => body is T,
+  read: (body: unknown) => Parsed<T>,
   init: RequestInit = {},
 ): Promise<{ status: number; body: T }> {
   const headers = new Headers(init.headers);
@@ -64,14 +64,24 @@ async function getJson<T>(
         cause: error,
       });
     }
+    if (expected.includes(response.status)) throw notScheduler(target, response.status, path, 'not JSON');
   }
-  if (!expected.includes(response.status) || !accept(body)) throw notScheduler(target, response.status, path);
-  return { status: response.status, body };
+  if (!expected.includes(response.status)) throw notScheduler(target, response.status, path);
+  const parsed = read(body);
+  if (!parsed.ok) throw notScheduler(target, response.status, path, parsed.error);
+  return { status: response.status, body: parsed.value };
 }
 
-function notScheduler(target: SchedulerTarget, status: number, path: string): Error {
+/** Characters of a parse problem shown: it names a path that a hostile answer may make as long as it likes. */
+const PROBLEM_CHARS_MAX = 200;
+
+function notScheduler(target: SchedulerTarget, status: number, path: string, problem?: string): Error {
+  const shown =
+    problem === undefined
+      ? ''
+      : `: ${printable(problem.length > PROBLEM_CHARS_MAX ? `${problem.slice(0, PROBLEM_CHARS_MAX)}…` : problem)}`;
   return new Error(
-    `${target.url} does not answer as a Switchyard scheduler (HTTP ${status} to ${path}): ` +
+    `${target.url} does not answer as a Switchyard scheduler (HTTP ${status} to ${path}${shown}): ` +
       'pass a scheduler replica or its Service with --scheduler',
   );
 }
@@ -80,7 +90,7 @@ function notScheduler(target: SchedulerTarget, status: number, path: string): Er
 const EPOCH_STALE_MS = 10_000;
 
 /** The epoch line's note on how current the replica's view is, and a warning when no leader reaches it. */
-function epochAge(epoch: EpochInfo): { note: string; warning?: string } {
+function epochAge(epoch: EpochLine): { note: string; warning?: string } {
   const ageMs = epoch.epochAgeMs;
   if (typeof ageMs !== 'number') return { note: '' };
   const seconds = Math.round(ageMs / 1000);
@@ -102,19 +112,16 @@ const SEPARATE_READS_MAX = 3;
  * between the two reads would pair a table with another epoch's line, so
  * they are read again until their epochs agree (a few times at most).
  */
-async function readView(target: SchedulerTarget): Promise<{ epoch: EpochInfo; list: RuntimesAnswer; same: boolean }> {
-  let { body: list } = await getJson(target, '/api/runtimes', [200], isRuntimesAnswer);
-  if (list.term !== undefined) {
-    // From a scheduler of this release, the epoch line comes with the table.
-    const epoch: unknown = list;
-    if (!isEpochInfo(epoch)) throw notScheduler(target, 200, '/api/runtimes');
-    return { epoch, list, same: true };
-  }
+async function readView(target: SchedulerTarget): Promise<{ epoch: EpochLine; list: RuntimesTable; same: boolean }> {
+  const first = await getJson(target, '/api/runtimes', [200], readRuntimes);
+  // From a scheduler of this release, the epoch line comes with the table.
+  if (first.body.line) return { epoch: first.body.line, list: first.body.table, same: true };
+  let list = first.body.table;
   for (let read = 1; ; read++) {
-    const { body: epoch } = await getJson(target, '/api/epoch', [200], isEpochInfo);
+    const { body: epoch } = await getJson(target, '/api/epoch', [200], readEpochLine);
     const same = epoch.epoch === list.epoch;
     if (same || read === SEPARATE_READS_MAX) return { epoch, list, same };
-    ({ body: list } = await getJson(target, '/api/runtimes', [200], isRuntimesAnswer));
+    ({ table: list } = (await getJson(target, '/api/runtimes', [200], readRuntimes)).body);
   }
 }
 
@@ -155,14 +162,17 @@ export async function explain(
   request: { class: string; processId: string; threadId?: string },
 ): Promise<{ text: string; ok: boolean }> {
   // 200 placed, 503 unschedulable (or no epoch yet), 400 a request the scheduler refused.
-  const { status: code, body } = await getJson(target, '/api/schedule', [200, 400, 503], isExplained, {
+  const { status: code, body: answer } = await getJson(target, '/api/schedule', [200, 400, 503], readExplained, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ ...request, explain: true }),
   });
-  if (code === 400) return { text: printable(`bad request: ${body.error}`), ok: false };
+  if (code === 400) {
+    return { text: printable(`bad request: ${'error' in answer ? answer.error : 'no reason given'}`), ok: false };
+  }
   // Not a trace: e.g. a replica with no epoch yet (503 not_ready).
-  if (!Array.isArray(body.trace)) throw new Error(printable(`scheduler answered ${code}: ${body.error ?? 'no trace'}`));
+  if ('error' in answer) throw new Error(printable(`scheduler answered ${code}: ${answer.error}`));
+  const body = answer.decision;
   const rows = body.trace.map((t) => [
     t.stage,
     String(t.before),
@@ -172,14 +182,13 @@ export async function explain(
   ]);
   const verdict = body.ok
     ? `→ ${body.runtime} (source: ${body.source}, epoch ${body.epoch})`
-    : `→ unschedulable at ${stageAndMessage(body.unschedulable)} [${body.unschedulable?.code}]`;
+    : `→ unschedulable at ${stageAndMessage(body.unschedulable)} [${body.unschedulable.code}]`;
   const trace = table(['STAGE', 'IN', 'OUT', 'CANDIDATES', 'NOTE'], rows.map(cells));
-  return { text: `${trace}\n\n${printable(verdict)}`, ok: body.ok === true };
+  return { text: `${trace}\n\n${printable(verdict)}`, ok: body.ok };
 }
 
 /** `Stage: message`, where messages that already name their stage are not prefixed twice. */
-function stageAndMessage(reason: { stage: string; message: string } | undefined): string {
-  if (!reason) return 'an unknown stage';
+function stageAndMessage(reason: { stage: string; message: string }): string {
   return reason.message.startsWith(`${reason.stage}: `) ? reason.message : `${reason.stage}: ${reason.message}`;
 }
 

@@ -100,6 +100,27 @@ describe('switchyard status and explain, whatever the scheduler URL answers', ()
     });
   }
 
+  it('names the first field of the answer that is wrong, and only that one', async () => {
+    const broken = { ...runtime('rt-1'), owner: 7, classes: 'demo', processes: null };
+    answers = { '/api/runtimes': JSON.stringify(runtimesAnswer([broken])) };
+    const { code, stderr } = await runCli(['status', '--scheduler', url]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, NOT_SCHEDULER);
+    assert.match(stderr, /\(HTTP 200 to \/api\/runtimes: runtimes\[0\]\.classes: [^\n]*expected array[^\n]*\): pass /);
+    assert.doesNotMatch(stderr, /owner|processes/);
+    assert.equal(stderr.trimEnd().split('\n').length, 1, stderr);
+  });
+
+  it('writes control characters in the wrong field it names as escapes', async () => {
+    const broken = { ...runtime('rt-1'), idleWeight: { [HOSTILE.repeat(100)]: 'x' } };
+    answers = { '/api/runtimes': JSON.stringify(runtimesAnswer([broken])) };
+    const { code, stderr } = await runCli(['status', '--scheduler', url]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /: runtimes\[0\]\.idleWeight\.x\\u001b\]0;owned/);
+    assert.ok(!steers(stderr), stderr);
+    assert.ok(stderr.length < 2000, stderr);
+  });
+
   it('says the answer broke off, not that the URL is no scheduler, when it stalls half-way', async () => {
     answers = {
       '/api/runtimes': (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"runtimes":['),
