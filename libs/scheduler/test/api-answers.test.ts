@@ -1,4 +1,4 @@
-// The operator API's answer schemas against a real scheduler replica (with
+// The operator API's answer schemas (libs/protocol) against a real replica (with
 // a real runtime joined over its tunnel): what it answers must parse with
 // them, or `switchyard status` and `explain` would refuse a real scheduler.
 // And an answer of another shape is refused with the path that is wrong.
