@@ -19,6 +19,18 @@ eventStreamsOverHttp2: true
 relayConnections: true
 trustedProxies: []
 connectionsMax: 16384
+principalConcurrencyMax: 256
+clientIpv6PrefixLength: 64
+bodyTimeoutMs: 60000
+headerBytesMax: 16384
+headersTimeoutMs: 30000
+keepAliveTimeoutMs: 75000
+identity:
+  class: path:class,header:X-Switchyard-Class
+  process: path:process,header:X-Switchyard-Process
+  thread: mcp-session
+upstreamCheckIntervalMs: 5000
+eventStreamPingIntervalMs: 10000
 nodeOptions: --max-semi-space-size=2
 glibcTunables: glibc.malloc.mmap_threshold=10000
 auth:

@@ -10,6 +10,9 @@ renders the chart without it.
 {{- define "runtime.addedValues" -}}
 ipFamily: IPv4
 tunnelTransport: auto
+tunnelPingIntervalMs: 5000
+sessionIdleMs: 1800000
+version: 0.0.0
 metering:
   sink: ''
 directListener:

@@ -12,6 +12,11 @@ before templates see it, so a missing metricsPort reads as off, as it ran.
 {{- define "scheduler.addedValues" -}}
 ipFamily: IPv4
 connectionsMax: 16384
+tunnel:
+  pingIntervalMs: 5000
+gatewayPingIntervalMs: 10000
+epoch:
+  frameBytesMax: 67108864
 election:
   jitterFactor: 1.2
 apiTokens:
