@@ -41,7 +41,7 @@ function envNamesOf(app: string): Set<string> {
 }
 
 /** Environment the charts may set besides the apps' own SWITCHYARD_* names. */
-const NODE_ENV_NAMES = new Set(['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES', 'NODE_EXTRA_CA_CERTS']);
+const NODE_ENV_NAMES = new Set(['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES', 'NODE_EXTRA_CA_CERTS', 'HOME']);
 
 type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
 const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
@@ -1217,6 +1217,25 @@ describe('runtime chart contracts', { skip }, () => {
     const env = (podOf(deployment).containers[0]!.env ?? []) as { name: string; value?: string }[];
     return env.find((e) => e.name === 'SWITCHYARD_TUNNEL_TRANSPORT')?.value;
   };
+
+  // stdio servers inherit the runtime's HOME, where npx and uvx keep their caches (~/.npm, ~/.cache). The image's
+  // user 10001 has no passwd entry, so without HOME the container runtime gives it /, which the user cannot write
+  // (and the root filesystem is read-only): `npx -y <server>` fails with EACCES before the server starts.
+  it('gives stdio servers a writable HOME, on a volume of the pod', async () => {
+    for (const kind of ['Deployment', 'DaemonSet']) {
+      const workload = (await render('runtime', undefined, [`kind=${kind}`])).find((m) => m.kind === kind)!;
+      const pod = podOf(workload) as PodSpec & { volumes: { name: string; emptyDir?: unknown }[] };
+      const container = pod.containers[0] as unknown as {
+        env: { name: string; value?: string }[];
+        volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+      };
+      const home = container.env.find((e) => e.name === 'HOME')?.value ?? '';
+      assert.ok(home.startsWith('/'), `HOME is an absolute path: ${home || 'unset'}`);
+      const mount = container.volumeMounts.find((m) => home === m.mountPath || home.startsWith(`${m.mountPath}/`));
+      assert.ok(mount && !mount.readOnly, `HOME ${home} is on a writable mount`);
+      assert.ok(pod.volumes.find((v) => v.name === mount.name)?.emptyDir, `${mount.name} is an emptyDir`);
+    }
+  });
 
   it('sets the tunnel transport from tunnelTransport, auto by default, and refuses an unknown one', async () => {
     assert.equal(await transportOf(), 'auto');
