@@ -125,6 +125,31 @@ for (const c of CHARTS) {
       );
     });
 
+    // Kubernetes drops an unknown field of a resources or env entry with at most a warning: a misspelt memory
+    // limit leaves the pod without one, a misspelt value leaves the variable empty.
+    it('refuses a misspelt key of resources or of an extraEnv entry, and an env value that is not a string', async () => {
+      const refused = [
+        [['resources.limit.memory=1Gi'], /resources: Additional property limit is not allowed/],
+        [
+          ['extraEnv[0].name=SWITCHYARD_LOG_LEVEL', 'extraEnv[0].valu=debug'],
+          /Additional property valu is not allowed/,
+        ],
+        [
+          ['extraEnv[0].name=SWITCHYARD_DRAIN_DELAY_MS', 'extraEnv[0].value=9000'],
+          /value: Invalid type. Expected: string/,
+        ],
+      ] as const;
+      for (const [set, message] of refused) await assert.rejects(render(c.chart, undefined, set), message);
+      const env = ['extraEnv[0].name=SWITCHYARD_LOG_LEVEL', 'extraEnv[0].value=debug'];
+      const fromSecret = ['extraEnv[1].name=SWITCHYARD_X', 'extraEnv[1].valueFrom.secretKeyRef.name=s'];
+      await render(c.chart, undefined, [
+        'resources.limits.memory=1Gi',
+        'resources.requests.cpu=1',
+        ...env,
+        ...fromSecret,
+      ]);
+    });
+
     for (const variant of ['default', 'production'] as const) {
       it(`renders ${variant} values into valid Kubernetes objects with probes and a locked-down security context`, async () => {
         const file = variant === 'production' ? `test/charts/values-production-${c.chart}.yaml` : undefined;
