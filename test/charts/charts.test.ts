@@ -274,6 +274,23 @@ describe('charts/gateway: replicas', { skip }, () => {
       /autoscaling\.maxReplicas \(10\) is below the minimum of 12 gateways/,
     );
   });
+
+  // As the scheduler chart does: a budget no eviction meets holds every drain of a node running a gateway.
+  it('refuses a PDB that would never let a gateway be evicted', async () => {
+    for (const none of ['0', '0%']) {
+      await assert.rejects(
+        render('gateway', undefined, [`pdb.maxUnavailable=${none}`]),
+        new RegExp(`pdb\\.maxUnavailable is ${none}: no gateway could ever be evicted`),
+      );
+    }
+    for (const some of ['1', '25%']) {
+      const pdb = (await render('gateway', undefined, [`pdb.maxUnavailable=${some}`])).find(
+        (m) => m.kind === 'PodDisruptionBudget',
+      )!;
+      new PodDisruptionBudget(pdb as never).validate();
+      assert.equal(String((pdb.spec as { maxUnavailable: unknown }).maxUnavailable), some);
+    }
+  });
 });
 
 describe('gateway chart contracts', { skip }, () => {
