@@ -925,6 +925,17 @@ describe('charts/runtime: health port and podMonitor', { skip }, () => {
     );
   });
 
+  // As the scheduler and gateway charts refuse metricsPort = port: the second bind fails and every pod crash-loops.
+  it("refuses a health port that is the direct listener's, naming both", async () => {
+    const direct = ['directListener.enabled=true', 'directListener.token.existingSecret=runtime-direct'];
+    await assert.rejects(
+      render('runtime', undefined, [...direct, 'health.port=7080']),
+      /health\.port \(7080\) is directListener\.port too/,
+    );
+    await render('runtime', undefined, ['health.port=7080']);
+    await render('runtime', undefined, [...direct, 'health.port=0', 'directListener.port=7080']);
+  });
+
   it('renders a PodMonitor selecting the runtime pods on their health port, when asked', async () => {
     assert.equal((await render('runtime')).filter((m) => m.kind === 'PodMonitor').length, 0);
     const manifests = await render('runtime', undefined, ['podMonitor.enabled=true', 'podMonitor.labels.release=prom']);
