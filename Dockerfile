@@ -33,6 +33,9 @@ COPY --chown=root:root apps/ ./apps/
 ENV NODE_COMPILE_CACHE=/app/.node-compile-cache
 RUN mkdir "$NODE_COMPILE_CACHE" && chown 10001:10001 "$NODE_COMPILE_CACHE"
 # Files stay root-owned and read-only to the app user; the charts mount /tmp.
+# The app user has no passwd entry, so HOME would be /, which it cannot write:
+# stdio servers inherit HOME, where npx and uvx keep their caches.
+ENV HOME=/tmp
 USER 10001:10001
 RUN for app in scheduler gateway runtime; do node "apps/$app/src/main.ts" --help > /dev/null; done \
   && chmod -R a-w "$NODE_COMPILE_CACHE"
