@@ -202,7 +202,9 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
     jwks ??= remoteKeySet(lib, jwksUrl, keySetOptions);
     let payload: JWTPayload;
     try {
-      ({ payload } = await verifiedByAny(lib, token, jwks, verifyOptions));
+      // `exp` and `nbf` on the clock that also ends what the token lets in (hold), not jose's Date.
+      const currentDate = new Date(clock.now());
+      ({ payload } = await verifiedByAny(lib, token, jwks, { ...verifyOptions, currentDate }));
     } catch (cause) {
       // Past the key set, whatever jose refuses is the token's fault, whatever its
       // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit

@@ -164,7 +164,7 @@ describe('a gateway in bearer mode whose token list changes', () => {
 describe('a gateway in jwt mode', () => {
   let h: Harness;
   let jwks: Jwks;
-  // Starts at the time the tokens are stamped with: jose checks them on the system clock.
+  // Starts at the time the fixture stamps tokens with (the system clock's): they are checked on this one.
   const startMs = Date.now();
   const clock = new ManualClock(startMs);
   const expiresAt = Math.floor(startMs / 1000) + 120;
