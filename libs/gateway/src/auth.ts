@@ -6,7 +6,7 @@ import { SwitchyardError } from '@switchyard/protocol';
 import { watchTokenRevocations } from '@switchyard/service';
 import { endAtWallTime } from './credential-end.ts';
 import { remoteKeySet } from './jwks.ts';
-import { labelPrefixOf, lacksScope, passesAsIs, principalClaimOf } from './jwt-claims.ts';
+import { issuedInFuture, labelPrefixOf, lacksScope, passesAsIs, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
@@ -200,10 +200,10 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
     const lib = await jose;
     const { errors } = lib;
     jwks ??= remoteKeySet(lib, jwksUrl, keySetOptions);
+    // Token times on the clock that also ends what the token lets in (hold), not jose's Date.
+    const currentDate = new Date(clock.now());
     let payload: JWTPayload;
     try {
-      // `exp` and `nbf` on the clock that also ends what the token lets in (hold), not jose's Date.
-      const currentDate = new Date(clock.now());
       ({ payload } = await verifiedByAny(lib, token, jwks, { ...verifyOptions, currentDate }));
     } catch (cause) {
       // Past the key set, whatever jose refuses is the token's fault, whatever its
@@ -214,6 +214,8 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
       const problem = cause instanceof errors.JWTExpired ? 'token expired' : 'invalid token';
       throw new SwitchyardError('unauthorized', `Unauthorized: ${problem}`, { cause });
     }
+    if (issuedInFuture(payload, currentDate, toleranceMs))
+      throw new SwitchyardError('unauthorized', 'Unauthorized: token issued in the future');
     const principal = principalClaimOf(payload, principalClaim);
     // After the principal: a token that is no good is a 401 whatever its scopes.
     if (lacksScope(payload, requiredScopes, scopeClaims))

@@ -86,3 +86,16 @@ export function lacksScope(payload: JWTPayload, required: readonly string[], cla
   );
   return required.some((scope) => !granted.has(scope));
 }
+
+/**
+ * Whether `payload` was issued (`iat`) later than `now` and `toleranceMs`.
+ * RFC 7519 leaves `iat` informational, but a provider whose clock agrees
+ * with ours (within the tolerance) issues no such token: a wrong clock
+ * or a wrong signer does, so it is refused, as jose does when it is asked
+ * for a token's age. Compared in whole seconds, as jose compares `nbf`. A
+ * token without `iat` was not issued in the future (jose refuses one that
+ * is not a number).
+ */
+export function issuedInFuture(payload: JWTPayload, now: Date, toleranceMs: number): boolean {
+  return payload.iat !== undefined && payload.iat > Math.floor(now.getTime() / 1000) + toleranceMs / 1000;
+}

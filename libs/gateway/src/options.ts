@@ -307,7 +307,7 @@ export const GATEWAY_DEFAULTS = {
   /** Auth mode `jwt`: no JWKS fetch for this long after a failed one. */
   jwksRetryMs: 1_000,
   /**
-   * Auth mode `jwt`: how far `exp` and `nbf` may be off, for clocks that
+   * Auth mode `jwt`: how far `exp`, `nbf` and `iat` may be off, for clocks that
    * disagree with the identity provider's (RFC 7519 allows "a few minutes").
    */
   jwtClockToleranceMs: 60_000,

@@ -227,7 +227,8 @@ describe('gateway JWT auth while the JWKS fails', () => {
     test: (h: Harness, jwks: Jwks) => Promise<void>,
     clock?: ManualClock,
   ): Promise<void> {
-    const jwks = await startJwks();
+    // Stamped on the gateway's clock, as by a provider whose clock agrees with it.
+    const jwks = await startJwks(clock);
     const h = await gatewayFor(jwks, options, clock);
     jwks.answer(answer);
     try {

@@ -24,14 +24,13 @@ for (const [name, offsetMs] of [
     const clock = new ManualClock(Date.now() + offsetMs);
     /** The gateway clock's time, in the seconds of a JWT. */
     const now = (): number => Math.floor(clock.now() / 1000);
-    /** A token stamped by an identity provider whose clock agrees with the gateway's, then moved by `claims`. */
-    const token = (claims: Record<string, number> = {}): Promise<string> =>
-      jwks.signWith({ iat: now(), exp: now() + 300, ...claims });
+    /** A token stamped on the gateway's clock (by a provider whose clock agrees), with `claims` over its own. */
+    const token = (claims: Record<string, number> = {}): Promise<string> => jwks.signWith(claims);
     const statusOf = async (claims?: Record<string, number>): Promise<number> =>
       (await post(h.url, INITIALIZE, auth(await token(claims)))).status;
 
     before(async () => {
-      jwks = await startJwks();
+      jwks = await startJwks(clock);
       const quiet = { upstreamCheckIntervalMs: 0 };
       h = await startHarness(1, {
         ...quiet,
@@ -65,6 +64,19 @@ for (const [name, offsetMs] of [
     it('refuses a token valid from later (nbf) than its clock and the tolerance', async () => {
       assert.equal(await statusOf({ nbf: now() + 30 }), 200);
       assert.equal(await statusOf({ nbf: now() + 300 }), 401);
+    });
+
+    // RFC 7519 leaves `iat` informational, but a token issued in the future
+    // is no token of a provider whose clock agrees with ours: RFC 9068
+    // validators (and jose with maxTokenAge) refuse it.
+    it('refuses a token issued (iat) later than its clock and the tolerance, saying so', async () => {
+      assert.equal(await statusOf({ iat: now() + 30 }), 200, 'within the tolerance');
+      const res = await post(h.url, INITIALIZE, auth(await token({ iat: now() + 300, exp: now() + 600 })));
+      assert.equal(res.status, 401);
+      assert.match(
+        res.headers.get('www-authenticate') ?? '',
+        /error="invalid_token", error_description="token issued in the future"$/,
+      );
     });
   });
 }
