@@ -25,7 +25,8 @@ Every app reads its options from four sources; a later source wins:
 4. flags in kebab case, dotted or all-hyphen, with \`=\` or a space: \`--election.lease-name=x\`,
    \`--election-lease-name x\`. A boolean flag alone means \`true\`.
 
-Arrays are comma-separated in env and flags (a repeated flag appends); maps are JSON objects there
+Arrays are comma-separated in env and flags (a repeated flag appends); in the config file a YAML list, or
+a single value for a list of one (not split on commas). Maps are JSON objects in env and flags
 (or, more readably, YAML in the config file). Numbers and booleans (\`true/false/1/0/yes/no\`) are coerced.
 
 The config is validated once at start. Unknown keys are fatal wherever they appear (file, \`SWITCHYARD_*\` names,

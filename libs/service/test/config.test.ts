@@ -73,6 +73,7 @@ files.set('proto-in-record.yaml', 'classes:\n  __proto__:\n    engine: a\n  demo
 files.set('proto-in-nested-record.json', '{"classes": {"demo": {"engine": "a", "headers": {"__proto__": "x"}}}}');
 files.set('list.yaml', '- 1\n- 2\n');
 files.set('broken.yaml', 'port: [1,\n');
+files.set('lists-of-one.yaml', 'peers: a,b\nratiosPct: 2.5\n');
 
 describe('loadConfig layering', () => {
   const cases: { name: string; argv: string[]; env?: Record<string, string>; expect: Partial<Cfg> }[] = [
@@ -179,6 +180,14 @@ describe('coercion', () => {
       argv: ['--peers', 'a', '--peers=b,c'],
       key: 'peers',
       value: ['a', 'b', 'c'],
+    },
+    // A list with one entry is the same list whatever the source says it in (a file's string is not split).
+    { name: "a file's single value for a list", argv: ['--config', 'lists-of-one.yaml'], key: 'peers', value: ['a,b'] },
+    {
+      name: "a file's single number for a list",
+      argv: ['--config', 'lists-of-one.yaml'],
+      key: 'ratiosPct',
+      value: [2.5],
     },
     {
       name: 'a record is read as JSON',

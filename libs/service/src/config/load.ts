@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { PROTO_KEY_MESSAGE } from '@switchyard/protocol';
 import { ConfigError } from './error.ts';
-import { configFields, unwrap } from './fields.ts';
+import { configFields, unwrap, type ConfigField } from './fields.ts';
 import { helpText, printableConfig } from './render.ts';
-import { CONFIG_ENV, deepMerge, envLayer, fileLayer, flagLayer, isPlainObject } from './sources.ts';
+import { CONFIG_ENV, deepMerge, envLayer, fileLayer, flagLayer, isPlainObject, setPath } from './sources.ts';
 import type { Layer } from './sources.ts';
 
 export interface LoadConfigOptions {
@@ -69,6 +69,19 @@ function strayKeyProblems(schema: AnySchema, layer: Layer, from: (key: string) =
     ...stray.unknown.map((key) => `unknown key '${key}' ${from(key)}`),
     ...stray.proto.map((key) => `${key}: ${PROTO_KEY_MESSAGE} (${from(key)})`),
   ];
+}
+
+/**
+ * A file's single value for a list option (`audience: x`) as the list of
+ * it, as env and flags take one: an option that became a list keeps its
+ * single form. Not split on commas: in a file, a string is one value.
+ */
+function listsOfOne(fields: readonly ConfigField[], values: Record<string, unknown>): void {
+  for (const field of fields) {
+    if (field.kind !== 'array') continue;
+    const value = valueAt(values, field.path);
+    if (value !== undefined && value !== null && typeof value !== 'object') setPath(values, field.path, [value]);
+  }
 }
 
 function valueAt(value: unknown, path: readonly string[]): unknown {
@@ -136,6 +149,7 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
     }
     if (text !== undefined) {
       const file = fileLayer(filePath, text);
+      listsOfOne(fields, file.values);
       problems.push(...file.problems);
       fileUnread = file.problems.length > 0;
       problems.push(...strayKeyProblems(schema, file, () => `in config file ${filePath}`));
