@@ -235,6 +235,14 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     assert.equal(jwt.has('SWITCHYARD_AUTH_SCOPE_CLAIMS'), false, 'unset: the gateway default');
     assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
   });
+
+  it('hands the gateway one audience as it did, or a list of them', async () => {
+    const jwtSet = ['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks'];
+    assert.equal((await envOf([...jwtSet, 'auth.audience=switchyard'])).get('SWITCHYARD_AUTH_AUDIENCE'), 'switchyard');
+    const both = await envOf([...jwtSet, 'auth.audience={switchyard,https://mcp.example.com/mcp}']);
+    assert.equal(both.get('SWITCHYARD_AUTH_AUDIENCE'), 'switchyard,https://mcp.example.com/mcp');
+    assert.equal((await envOf(jwtSet)).has('SWITCHYARD_AUTH_AUDIENCE'), false, 'unset: auth.resource');
+  });
 });
 
 // docs/operations.md lists `replicas` as the gateway count; with autoscaling

@@ -83,9 +83,12 @@ const authSchema = z
       .optional()
       .describe('Required JWT `iss` (mode jwt). Unset: any issuer the JWKS signs for (warned at start).'),
     audience: z
-      .string()
+      .array(z.string().min(1))
+      .min(1)
       .optional()
-      .describe('Required JWT `aud` (mode jwt). Unset: auth.resource, else any audience (warned at start).'),
+      .describe(
+        'JWT `aud` a token must name (mode jwt): one, or a list of which it must name one, for a gateway reachable under more than one name or moving from one audience to another. Unset: auth.resource, else any audience (warned at start). The protected resource metadata names auth.resource alone.',
+      ),
     resource: httpUrl()
       .optional()
       .meta({ defaultText: "from each request's Host and X-Forwarded-Proto" })

@@ -131,6 +131,26 @@ describe('gateway config: auth.principalClaim', () => {
   });
 });
 
+describe('gateway config: auth.audience', () => {
+  const fromFile = (text: string) =>
+    loadConfig(gatewayConfigSchema, {
+      argv: ['--config', 'gateway.yaml'],
+      env: { SWITCHYARD_SCHEDULERS: 'http://127.0.0.1:7070' },
+      readFile: () => text,
+    });
+
+  it('takes a list, from env or the file', () => {
+    const both = ['switchyard', 'https://mcp.example.com/mcp'];
+    assert.deepEqual(load({ SWITCHYARD_AUTH_AUDIENCE: both.join(',') }).auth.audience, both);
+    assert.deepEqual(fromFile(`auth:\n  audience: [${both.join(', ')}]\n`).auth.audience, both);
+  });
+
+  it('takes one audience as it did, from env or the file', () => {
+    assert.deepEqual(load({ SWITCHYARD_AUTH_AUDIENCE: 'switchyard' }).auth.audience, ['switchyard']);
+    assert.deepEqual(fromFile('auth:\n  audience: switchyard\n').auth.audience, ['switchyard']);
+  });
+});
+
 describe('gateway config: auth.algorithms', () => {
   it('defaults to the asymmetric algorithms, and takes a list', () => {
     const defaults = load({}).auth.algorithms;

@@ -79,6 +79,17 @@ function resourceAudiences(resource: string): string[] {
 }
 
 /**
+ * What a token's `aud` must name (one of): a token must have been issued
+ * for this gateway (MCP authorization), for `audience`, else for the
+ * resource clients asked tokens for (RFC 8707); without either, anything.
+ */
+function expectedAudience(options: AuthOptions): string | string[] | undefined {
+  const { audience, resource } = options;
+  if (audience !== undefined) return typeof audience === 'string' ? audience : [...audience];
+  return resource === undefined ? undefined : resourceAudiences(resource);
+}
+
+/**
  * jwtVerify with a key set, trying each key when the token names none and
  * more than one fits its algorithm: a `kid` is optional (RFC 7515), and a
  * provider that leaves it out signs with one of the keys it publishes, two
@@ -168,10 +179,7 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
   const jwksUrl = new URL(options.jwksUrl!);
   const jwksLabel = `${jwksUrl.origin}${jwksUrl.pathname}`;
   let jwks: JWTVerifyGetKey | undefined;
-  // A token must have been issued for this gateway (MCP authorization): for
-  // `audience`, else for the resource clients asked tokens for (RFC 8707).
-  const audience =
-    options.audience ?? (options.resource === undefined ? undefined : resourceAudiences(options.resource));
+  const audience = expectedAudience(options);
   const principalClaim = options.principalClaim ?? GATEWAY_DEFAULTS.jwtPrincipalClaim;
   const labelPrefix = labelPrefixOf(principalClaim);
   const requiredScopes = options.requiredScopes ?? [];

@@ -69,7 +69,13 @@ export interface AuthOptions {
    */
   readonly jwksUrl?: string;
   readonly issuer?: string;
-  readonly audience?: string;
+  /**
+   * `jwt`: the audiences a token's `aud` must name one of (jose's check):
+   * one, or several for a deployment reachable under more than one name, or
+   * moving from one audience to another. None empty, and a list not empty.
+   * Without it, see `resource`. The metadata serves `resource` alone.
+   */
+  readonly audience?: string | readonly string[];
   /**
    * `jwt`: least time between JWKS fetches for a `kid` the cached set
    * lacks, so a rotated key is taken at most this long after its first
@@ -371,6 +377,11 @@ function checkResourceMetadata(auth: AuthOptions): void {
 
 /** The options of what a verified token is read for (see AuthOptions). */
 function checkTokenClaims(auth: AuthOptions): void {
+  const audiences = typeof auth.audience === 'string' ? [auth.audience] : auth.audience;
+  // An empty list would refuse every token, an empty audience take any: neither is what its operator meant.
+  if (audiences !== undefined && (audiences.length === 0 || audiences.includes(''))) {
+    throw new SwitchyardError('invalid_request', 'auth.audience must name at least one audience, none empty');
+  }
   if (auth.principalClaim !== undefined && !JWT_CLAIM_NAME.test(auth.principalClaim)) {
     throw new SwitchyardError(
       'invalid_request',
