@@ -236,6 +236,13 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     assert.equal((await envOf([])).get('SWITCHYARD_AUTH_MODE'), 'none');
   });
 
+  it('asks for access tokens (typ at+jwt) only when told to', async () => {
+    const jwtSet = ['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks'];
+    assert.equal((await envOf(jwtSet)).has('SWITCHYARD_AUTH_REQUIRE_ACCESS_TOKEN_TYPE'), false, 'unset: off');
+    const required = await envOf([...jwtSet, 'auth.requireAccessTokenType=true']);
+    assert.equal(required.get('SWITCHYARD_AUTH_REQUIRE_ACCESS_TOKEN_TYPE'), 'true');
+  });
+
   it('hands the gateway one audience as it did, or a list of them', async () => {
     const jwtSet = ['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks'];
     assert.equal((await envOf([...jwtSet, 'auth.audience=switchyard'])).get('SWITCHYARD_AUTH_AUDIENCE'), 'switchyard');

@@ -131,6 +131,12 @@ const authSchema = z
       .describe(
         'JWS algorithms a token may be signed with (mode jwt); a token of another gets 401 before any key is looked up. List only those your identity provider signs with (RS256 for most). Never none or HMAC (HS256…); ML-DSA only when listed.',
       ),
+    requireAccessTokenType: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Take only RFC 9068 access tokens, whose header says typ at+jwt (or application/at+jwt, in any case), mode jwt: an ID token or another JWT the issuer signs for the same audience gets 401 with error_description "token is not an access token (typ at+jwt)". Off by default: many identity providers set typ JWT, or none.',
+      ),
   })
   .superRefine((a, ctx) => {
     if (a.mode === 'bearer' && a.tokens.length === 0 && !a.tokensFile) {
@@ -139,6 +145,13 @@ const authSchema = z
     if (a.mode === 'jwt' && !a.jwksUrl) ctx.addIssue({ code: 'custom', message: 'mode jwt needs jwksUrl' });
     if (a.mode !== 'jwt' && a.requiredScopes.length > 0) {
       ctx.addIssue({ code: 'custom', path: ['requiredScopes'], message: 'needs mode jwt, which has scopes to check' });
+    }
+    if (a.mode !== 'jwt' && a.requireAccessTokenType) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['requireAccessTokenType'],
+        message: 'needs mode jwt, whose tokens have a type',
+      });
     }
     for (const scope of a.scopes ? a.requiredScopes : []) {
       if (!a.scopes!.includes(scope)) {

@@ -137,6 +137,7 @@ const gateway = createGateway({
     ...(config.auth.scopes ? { scopes: config.auth.scopes } : {}),
     principalClaim: config.auth.principalClaim,
     algorithms: config.auth.algorithms,
+    requireAccessTokenType: config.auth.requireAccessTokenType,
     requiredScopes: config.auth.requiredScopes,
     scopeClaims: config.auth.scopeClaims,
   },

@@ -151,6 +151,23 @@ describe('gateway config: auth.audience', () => {
   });
 });
 
+describe('gateway config: auth.requireAccessTokenType', () => {
+  it('is off by default, and turned on from env', () => {
+    assert.equal(load({}).auth.requireAccessTokenType, false);
+    const jwt = { SWITCHYARD_AUTH_MODE: 'jwt', SWITCHYARD_AUTH_JWKS_URL: 'https://login.example.com/jwks' };
+    const required = load({ ...jwt, SWITCHYARD_AUTH_REQUIRE_ACCESS_TOKEN_TYPE: 'true' });
+    assert.equal(required.auth.requireAccessTokenType, true);
+  });
+
+  // An operator would believe it enforced.
+  it('refuses at start to require it outside mode jwt', () => {
+    assert.throws(
+      () => load({ SWITCHYARD_AUTH_REQUIRE_ACCESS_TOKEN_TYPE: 'true' }),
+      (error: unknown) => error instanceof ConfigError && /auth\.requireAccessTokenType/.test(error.problems.join()),
+    );
+  });
+});
+
 describe('gateway config: auth.algorithms', () => {
   it('defaults to the asymmetric algorithms, and takes a list', () => {
     const defaults = load({}).auth.algorithms;

@@ -41,6 +41,7 @@ auth:
   algorithms: []
   requiredScopes: []
   scopeClaims: []
+  requireAccessTokenType: false
 schedulerToken:
   existingSecret: ''
   key: token

@@ -78,6 +78,22 @@ function resourceAudiences(resource: string): string[] {
   return served === resource ? [resource] : [served, resource];
 }
 
+/** The `typ` of RFC 9068 JWT access tokens (auth.requireAccessTokenType). */
+const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+/**
+ * What a client is told of a token jose refused. An expired token is said
+ * apart, as a client refreshes it, and so is a token of another type (an
+ * ID token sent for an access token); for anything else, getting another
+ * token is not worth it.
+ */
+function problemOf(lib: typeof Jose, cause: Jose.errors.JOSEError): string {
+  if (cause instanceof lib.errors.JWTExpired) return 'token expired';
+  if (cause instanceof lib.errors.JWTClaimValidationFailed && cause.claim === 'typ')
+    return `token is not an access token (typ ${ACCESS_TOKEN_TYPE})`;
+  return 'invalid token';
+}
+
 /**
  * What a token's `aud` must name (one of): a token must have been issued
  * for this gateway (MCP authorization), for `audience`, else for the
@@ -202,6 +218,8 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
     algorithms: [...(options.algorithms ?? GATEWAY_DEFAULTS.jwtAlgorithms)],
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(audience ? { audience } : {}),
+    // jose compares media types as RFC 9068 §4 says: any case, `application/` optional.
+    ...(options.requireAccessTokenType ? { typ: ACCESS_TOKEN_TYPE } : {}),
   };
   const authenticate = async (authorization: string | undefined): Promise<Credential> => {
     const token = bearerToken(authorization);
@@ -218,9 +236,7 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
       // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit
       // header ends. Anything else is a fault of ours, not the client's.
       if (cause instanceof SwitchyardError || !(cause instanceof errors.JOSEError)) throw cause;
-      // Said apart: an expired token is refreshed, another one is not worth it.
-      const problem = cause instanceof errors.JWTExpired ? 'token expired' : 'invalid token';
-      throw new SwitchyardError('unauthorized', `Unauthorized: ${problem}`, { cause });
+      throw new SwitchyardError('unauthorized', `Unauthorized: ${problemOf(lib, cause)}`, { cause });
     }
     if (issuedInFuture(payload, currentDate, toleranceMs))
       throw new SwitchyardError('unauthorized', 'Unauthorized: token issued in the future');

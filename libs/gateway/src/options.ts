@@ -116,6 +116,13 @@ export interface AuthOptions {
    */
   readonly algorithms?: readonly JwtAlgorithm[];
   /**
+   * `jwt`: take only RFC 9068 access tokens, whose header says `typ:
+   * at+jwt` (`application/at+jwt`, in any case): an ID token or another JWT
+   * the issuer signs for the same audience is refused (401). Default false:
+   * many providers set another `typ` (`JWT`) or none.
+   */
+  readonly requireAccessTokenType?: boolean;
+  /**
    * `jwt`: scopes a token must grant, every one (see lacksScope); a valid
    * token without them is refused with 403 insufficient_scope, naming them,
    * so that an MCP client asks for them (MCP authorization's step-up).
