@@ -26,7 +26,7 @@ export interface UpstreamCall {
  */
 export interface CloseWatch {
   /** The relay of the response now, set and cleared by it. */
-  relay: { clientClosed(): void } | undefined;
+  relay: { clientClosed(): void; endEventStream(): boolean } | undefined;
 }
 
 /**
@@ -276,6 +276,18 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, Standing
     this.#wrote = true;
     this.#res.end();
     this.#controller?.abort(new Error(GATEWAY_CLOSING));
+  }
+
+  /**
+   * Ends the response as endStream does if it is an event stream being
+   * relayed, and says whether it did: an event stream ends whole at any
+   * point (a client drops an event it has only part of), any other body
+   * would look whole cut short.
+   */
+  endEventStream(): boolean {
+    if (!this.#eventStream || this.#mode !== 'relay') return false;
+    this.endStream();
+    return true;
   }
 
   discard(): Promise<Buffer> {

@@ -290,8 +290,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     // The client left while authentication ran: give the slot back, send nothing.
     if (held.gone) return limiter.release(slot);
     held.slot = slot;
-    // What a credential let in ends with it (a token removed, a JWT expired), as its client going would.
-    if (credential) held.release = authenticator!.hold(credential, () => res.destroy());
+    // What a credential let in ends with it (a token removed, a JWT expired).
+    if (credential) held.release = authenticator!.hold(credential, () => endAdmitted(held, res));
     const abort = (held.abort = new AbortController());
     const base = { req, res, target, signal: abort.signal, closeWatch: held, ...(principal ? { principal } : {}) };
     const sessionId = sessionIdOf(req);
@@ -326,6 +326,19 @@ export function createGateway(options: GatewayOptions): Gateway {
       throw error;
     }
     routingDone(held, isStanding(r));
+  }
+
+  /**
+   * Ends a request whose credential ended, cancelling its upstream request
+   * either way. An event stream being relayed ends whole, so its client
+   * sees it end rather than break (and opens it again with the token it
+   * holds now, refused if that one is no good either); one whose client
+   * is not reading it is cut, or its socket would stay open until it read.
+   * Anything else is cut, as its client going would: a request still being
+   * routed, or a JSON answer, which would look whole if ended part way.
+   */
+  function endAdmitted(held: Held, res: ServerResponse): void {
+    if (res.writableNeedDrain || !held.relay?.endEventStream()) res.destroy();
   }
 
   /**
