@@ -7,6 +7,23 @@ import assert from 'node:assert/strict';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from '../../libs/gateway/test/fixtures/jwks.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
 
+/** An `initialize` POST to `gateway` presenting `token`. */
+const initializeOn = (gateway: AppProcess, token: string): Promise<Response> =>
+  fetch(`http://127.0.0.1:${gateway.port}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
+  });
+
 describe('a gateway in auth mode jwt, configured by flags', () => {
   let jwks: Jwks;
   let gateway: AppProcess;
@@ -28,21 +45,7 @@ describe('a gateway in auth mode jwt, configured by flags', () => {
     await jwks?.close();
   });
 
-  const initialize = (token: string): Promise<Response> =>
-    fetch(`http://127.0.0.1:${gateway.port}/mcp`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      }),
-    });
+  const initialize = (token: string): Promise<Response> => initializeOn(gateway, token);
 
   it('reads the principal from auth.principalClaim', async () => {
     const lacking = await initialize(await jwks.signWith({ sub: 'service-account-7f3a', scope: 'mcp:tools' }));
@@ -62,5 +65,44 @@ describe('a gateway in auth mode jwt, configured by flags', () => {
     const refused = await initialize(es256);
     assert.equal(refused.status, 401);
     assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  });
+});
+
+describe('a gateway in auth mode jwt with two audiences and access tokens required, configured by env', () => {
+  const OTHER = 'https://mcp.example.com/mcp';
+  let jwks: Jwks;
+  let gateway: AppProcess;
+  before(async () => {
+    jwks = await startJwks();
+    gateway = await spawnApp(
+      'gateway',
+      'gw-jwt-audiences',
+      ['--host', '127.0.0.1', '--port', '0', '--schedulers', 'http://127.0.0.1:1'],
+      {
+        env: {
+          SWITCHYARD_AUTH_MODE: 'jwt',
+          SWITCHYARD_AUTH_JWKS_URL: jwks.url,
+          SWITCHYARD_AUTH_ISSUER: ISSUER,
+          SWITCHYARD_AUTH_AUDIENCE: `${AUDIENCE},${OTHER}`,
+          SWITCHYARD_AUTH_REQUIRE_ACCESS_TOKEN_TYPE: 'true',
+        },
+      },
+    );
+  });
+  after(async () => {
+    await gateway?.stop();
+    await jwks?.close();
+  });
+
+  it('takes an access token for either audience, and refuses one for another or of another type', async () => {
+    for (const aud of [AUDIENCE, OTHER]) {
+      const taken = await initializeOn(gateway, await jwks.signWith({ aud }, { typ: 'at+jwt' }));
+      assert.equal(taken.status, 503, `aud ${aud}: past authentication, to a scheduler that does not answer`);
+    }
+    const elsewhere = await initializeOn(gateway, await jwks.signWith({ aud: 'other' }, { typ: 'at+jwt' }));
+    assert.equal(elsewhere.status, 401);
+    const idToken = await initializeOn(gateway, await jwks.signWith({}, { typ: 'JWT' }));
+    assert.equal(idToken.status, 401);
+    assert.match(idToken.headers.get('www-authenticate') ?? '', /error_description="token is not an access token/);
   });
 });
