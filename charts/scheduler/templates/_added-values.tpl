@@ -10,6 +10,8 @@ metricsPort is not here: null turns it off, and Helm drops a key set to null
 before templates see it, so a missing metricsPort reads as off, as it ran.
 */ -}}
 {{- define "scheduler.addedValues" -}}
+spreadOverNodes: true
+topologySpreadConstraints: []
 ipFamily: IPv4
 connectionsMax: 16384
 tunnel:
