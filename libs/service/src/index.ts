@@ -35,6 +35,8 @@ export {
 export type { CloseServerOptions, CloseResult, RequestDeadlines } from './http.ts';
 export { capConnections, CONNECTIONS_MAX_DEFAULT, CONNECTIONS_REFUSED_LOG_INTERVAL_MS } from './connections.ts';
 export type { ConnectionCapOptions } from './connections.ts';
+export { closeStalledWrites, WRITE_STALL_TIMEOUT_MS_DEFAULT } from './write-stalls.ts';
+export type { WriteStallOptions } from './write-stalls.ts';
 export { createProbeServer, withProbes } from './probe-server.ts';
 export type { ProbeRoutes, ProbeServerOptions } from './probe-server.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';

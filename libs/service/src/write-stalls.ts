@@ -1,0 +1,145 @@
+import type { Server, Socket } from 'node:net';
+import { Throttle, systemClock, type Clock } from '@switchyard/clock';
+import type { Metrics } from './metrics.ts';
+
+/**
+ * How long a connection's writes may wait with none of their bytes taken by
+ * the peer before the connection is closed, when an app sets no other bound.
+ * Far above what a reader that is there takes to make room (it reads, or its
+ * kernel acknowledges), well below the kernel's retransmission timeout
+ * (about 15 minutes) that would end the connection otherwise.
+ */
+export const WRITE_STALL_TIMEOUT_MS_DEFAULT = 60_000;
+
+/** The longest pause between two sweeps: a stall is closed at most this long past its bound. */
+const SWEEP_INTERVAL_MS_MAX = 5_000;
+
+/** At most one warning about stalled connections in this long; the next says how many it stands for. */
+const STALL_LOG_INTERVAL_MS = 10_000;
+
+export interface WriteStallOptions {
+  /** How long writes may wait with no byte taken by the peer before the connection is closed; > 0. */
+  readonly stallTimeoutMs: number;
+  /** Where `connections_write_stalled_total` is counted. */
+  readonly metrics: Metrics;
+  readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
+  /** Default: the system clock. */
+  readonly clock?: Clock;
+}
+
+/** Where a connection's writes stood at the sweep that last saw them move. */
+interface Progress {
+  /** Bytes whose writes completed (the kernel took them whole). */
+  readonly completed: number;
+  /** Bytes of the writes in flight the kernel has not taken yet. */
+  readonly queued: number;
+  readonly sinceMs: number;
+}
+
+/** The part of a socket's native handle that says how much of the writes in flight the kernel has not taken. */
+interface QueueHandle {
+  _handle?: { writeQueueSize?: unknown } | null;
+}
+/** A TLS socket's TCP socket is its `_parent`. */
+type WithHandle = Socket & QueueHandle & { _parent?: QueueHandle | null };
+
+/**
+ * Closes each connection `server` accepts (HTTP/1.1 ones, upgraded ones
+ * included; over TLS as well) whose writes have waited `stallTimeoutMs` with no byte of them
+ * taken by the peer, counting it in
+ * `switchyard_<app>_connections_write_stalled_total` and warning at most once
+ * per 10 s. The streams on it end as when their peer leaves (their upstreams
+ * are cancelled).
+ *
+ * Why: a peer whose host vanished (powered off, partitioned: no FIN, no RST)
+ * acknowledges nothing; TCP keepalive does not probe while sent data waits
+ * for an acknowledgement, so a stream that keeps writing (events, progress,
+ * an answer) would hold its connection, and what is behind it upstream,
+ * until the kernel's retransmission timeout, about 15 minutes. Once the
+ * kernel's send buffer is full, writes wait in the process, and this sees
+ * them stand still.
+ *
+ * Guaranteed: a reader that is there is not cut while it takes bytes at all:
+ * any move of the kernel's take (a write completing, or the part of one the
+ * kernel has not taken shrinking) restarts the bound. Costs nothing per
+ * request: one timer per server sweeps its connections, every quarter of
+ * the bound (at most every 5 s), reading counters each holds.
+ *
+ * Not covered: a stream whose writes fit in the kernel's send buffer (tens
+ * of KiB and more; a stream that carries only keep-alive comments, 14 bytes
+ * every 15 s, takes hours to fill it): it is still ended by the kernel's
+ * retransmission timeout. Node offers no TCP_USER_TIMEOUT. The kernel
+ * reports room in its send buffer in steps (when about a third of it has
+ * drained), so "progress" is seen at that grain: a reader draining less
+ * than a third of the send buffer within the bound looks stalled.
+ */
+export function closeStalledWrites(server: Server, options: WriteStallOptions): void {
+  const { stallTimeoutMs, logger } = options;
+  if (!(stallTimeoutMs > 0)) throw new RangeError(`stallTimeoutMs must be > 0, not ${stallTimeoutMs}`);
+  const clock = options.clock ?? systemClock;
+  const closed = options.metrics.counter({
+    name: 'connections_write_stalled_total',
+    help: 'Connections closed because their peer took no byte written to them for the write stall timeout (its host vanished, most likely)',
+  });
+  const throttle = new Throttle(clock, STALL_LOG_INTERVAL_MS, 1);
+  /** Every open connection; a Progress for those whose writes wait. */
+  const open = new Map<Socket, Progress | undefined>();
+  const sweepMs = Math.min(SWEEP_INTERVAL_MS_MAX, Math.max(1, Math.floor(stallTimeoutMs / 4)));
+
+  function forget(this: Socket): void {
+    open.delete(this);
+  }
+  // An HTTPS server hands HTTP/1.1 the decrypted connection, once the handshake is done.
+  server.on('addContext' in server ? 'secureConnection' : 'connection', (socket: Socket) => {
+    open.set(socket, undefined);
+    socket.once('close', forget);
+  });
+
+  const sweep = (): void => {
+    const now = clock.monotonicNow();
+    for (const [socket, last] of open) {
+      if (socket.writableLength === 0 || socket.destroyed) {
+        if (last) open.set(socket, undefined);
+        continue;
+      }
+      const seen = progressOf(socket as WithHandle, now);
+      if (!last || seen.completed !== last.completed || seen.queued < last.queued) {
+        open.set(socket, seen);
+        continue;
+      }
+      if (now - last.sinceMs < stallTimeoutMs) continue;
+      open.delete(socket);
+      closed.inc();
+      const unlogged = throttle.pass('stalled');
+      if (unlogged !== undefined) {
+        logger.warn(
+          {
+            stallTimeoutMs,
+            remote: socket.remoteAddress,
+            waiting: socket.writableLength,
+            ...(unlogged ? { unlogged } : {}),
+          },
+          'closed a connection whose peer took no byte written to it for the write stall timeout',
+        );
+      }
+      socket.destroy();
+    }
+  };
+  let timer = clock.setTimeout(function tick() {
+    sweep();
+    timer = clock.setTimeout(tick, sweepMs);
+  }, sweepMs);
+  server.once('close', () => timer.cancel());
+}
+
+function progressOf(socket: WithHandle, sinceMs: number): Progress {
+  // Node's own `socket.bufferSize` reads this: a write in flight completes only once the kernel has taken all of
+  // it (Node hands the kernel every buffered chunk as one write), so this is where a slow reader's progress shows.
+  // Over TLS, the TCP socket's queue: the TLS layer's own count does not move until its write completes.
+  const queued = (socket._parent ?? socket)._handle?.writeQueueSize;
+  return {
+    completed: socket.bytesWritten - socket.writableLength,
+    queued: typeof queued === 'number' ? queued : 0,
+    sinceMs,
+  };
+}

@@ -1,0 +1,164 @@
+// closeStalledWrites on a real listening port (plain and TLS), its sweeps on a manual clock:
+// a stream whose reader takes nothing (a peer whose host vanished: its
+// writes back up once the kernel's buffers are full) is closed at the bound;
+// a reader that was paused and then takes a little every second is not, nor
+// an idle connection. One large answer shows why progress is read off the
+// kernel's take of a write in flight, not only off completed writes.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import tls from 'node:tls';
+import { ManualClock } from '@switchyard/clock/testing';
+import { closeStalledWrites, createMetrics } from '../src/index.ts';
+import { certificateFor127 } from '../src/testing.ts';
+
+const STALL_TIMEOUT_MS = 10_000;
+/** What the slow reader takes each second: a few times less than loopback's buffers hold. */
+const READ_PER_SECOND_BYTES = 1024 * 1024;
+const ANSWER_BYTES = 48 * 1024 * 1024;
+const EVENT = Buffer.from(`data: ${'x'.repeat(1017)}\n\n`);
+
+/** Waits in real time, polling, until `check` holds; fails after 5 s. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = performance.now() + 5000;
+  while (!check()) {
+    assert.ok(performance.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Lets the sockets' pending I/O (a window update, the kernel's room for more) reach both ends. */
+const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));
+
+const certificate = certificateFor127();
+
+for (const secure of [false, true]) {
+  describe(
+    `closeStalledWrites over ${secure ? 'TLS' : 'plain HTTP'}`,
+    { skip: secure && 'missing' in certificate ? certificate.missing : false },
+    () => {
+      const clock = new ManualClock();
+      const metrics = createMetrics('gateway');
+      const warnings: Record<string, unknown>[] = [];
+      const streams: Socket[] = [];
+      let server: http.Server | https.Server;
+      let port: number;
+      const clients: net.Socket[] = [];
+      const connect = (): net.Socket =>
+        secure && !('missing' in certificate)
+          ? tls.connect({ host: '127.0.0.1', port, ca: certificate.cert })
+          : net.connect(port, '127.0.0.1');
+
+      before(async () => {
+        // An event stream that writes as fast as its reader takes it, waiting on backpressure.
+        const handler: http.RequestListener = (req, res) => {
+          if (req.url === '/answer') {
+            // One large write, which the kernel takes a part at a time.
+            streams.push(res.socket!);
+            return void res.end(Buffer.alloc(ANSWER_BYTES, 'x'));
+          }
+          if (req.url !== '/stream') return void res.end('ok');
+          streams.push(res.socket!);
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const pump = (): void => {
+            while (!res.destroyed && res.write(EVENT));
+            if (!res.destroyed) res.once('drain', pump);
+          };
+          pump();
+        };
+        server =
+          secure && !('missing' in certificate)
+            ? https.createServer({ key: certificate.key, cert: certificate.cert }, handler)
+            : http.createServer(handler);
+        closeStalledWrites(server, {
+          stallTimeoutMs: STALL_TIMEOUT_MS,
+          metrics,
+          clock,
+          logger: { warn: (fields) => void warnings.push(fields) },
+        });
+        server.listen(0, '127.0.0.1');
+        await once(server, 'listening');
+        port = (server.address() as AddressInfo).port;
+      });
+      after(async () => {
+        for (const client of clients) client.destroy();
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+        assert.equal(clock.pendingTimers, 0, 'the sweep stops with the server');
+      });
+
+      const stalledTotal = async (): Promise<number> =>
+        (await metrics.registry.getSingleMetric('switchyard_gateway_connections_write_stalled_total')!.get()).values[0]
+          ?.value ?? 0;
+
+      /** Opens the event stream with a reader that takes nothing, and resolves once the server's writes wait. */
+      const openBackedUp = async (path = '/stream'): Promise<{ client: net.Socket; served: Socket }> => {
+        const client = connect();
+        clients.push(client);
+        client.on('error', () => {});
+        client.pause();
+        const count = streams.length;
+        client.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+        await until(() => streams.length > count, 'the stream to be served');
+        const served = streams[streams.length - 1]!;
+        await until(() => served.writableLength > 0, "the server's writes to back up");
+        return { client, served };
+      };
+
+      it('closes a connection whose reader takes nothing for the bound, counts it and warns', async () => {
+        const before = await stalledTotal();
+        const { client, served } = await openBackedUp();
+        await clock.advance(STALL_TIMEOUT_MS - 2_500);
+        assert.equal(served.destroyed, false, 'open before the bound');
+        await clock.advance(2 * 2_500 + 1);
+        assert.equal(served.destroyed, true, 'closed within a sweep past the bound');
+        // What the kernels hold still reaches the reader, and then the end.
+        client.resume();
+        await until(() => client.readableEnded || client.destroyed, "the client's end to see it");
+        assert.equal(await stalledTotal(), before + 1);
+        assert.equal(warnings.length, 1);
+        assert.equal(warnings[0]!['stallTimeoutMs'], STALL_TIMEOUT_MS);
+      });
+
+      for (const [what, path] of [
+        ['an event stream', '/stream'],
+        ['one large answer', '/answer'],
+      ] as const) {
+        it(`keeps a reader of ${what} that was paused, then takes a little every second`, async () => {
+          const before = await stalledTotal();
+          const { client, served } = await openBackedUp(path);
+          // Paused for most of the bound: the writes wait all that time.
+          await clock.advance(STALL_TIMEOUT_MS - 2_000);
+          let taken = 0;
+          for (let second = 0; second < (3 * STALL_TIMEOUT_MS) / 1000; second++) {
+            const target = taken + READ_PER_SECOND_BYTES;
+            await until(() => {
+              for (let chunk: Buffer | null; taken < target && (chunk = client.read() as Buffer | null);)
+                taken += chunk.length;
+              return taken >= target;
+            }, 'the reader to take its share');
+            await settle();
+            await clock.advance(1000);
+            assert.equal(served.destroyed, false, `open after ${second + 1} s of slow reading (${taken} bytes taken)`);
+          }
+          assert.equal(await stalledTotal(), before);
+          client.destroy();
+        });
+      }
+
+      it('leaves an idle connection alone, however long', async () => {
+        const client = connect();
+        clients.push(client);
+        client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+        await once(client, 'data');
+        await clock.advance(3 * STALL_TIMEOUT_MS);
+        assert.equal(client.destroyed, false);
+        client.destroy();
+      });
+    },
+  );
+}
