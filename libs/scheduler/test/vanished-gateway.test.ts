@@ -10,43 +10,15 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http2 from 'node:http2';
-import net from 'node:net';
 import type { RuntimeNode } from '@switchyard/runtime';
 import { MemoryLeaseStore } from '@switchyard/election';
+import { freezableRelay } from '@switchyard/service/testing';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { quietLogger, startReplicas, startRuntime, until } from './support.ts';
 
 const PING_INTERVAL_MS = 100;
 /** Generous beside a loopback round trip, so a busy machine does not miss an answer. */
 const PING_TIMEOUT_MS = 1000;
-
-/** A TCP relay to `port` whose connections `freeze` stops carrying, both ways, leaving them open. */
-async function freezableRelay(port: number) {
-  const sockets: net.Socket[] = [];
-  const server = net.createServer((inbound) => {
-    const outbound = net.connect(port, '127.0.0.1');
-    for (const socket of [inbound, outbound]) {
-      sockets.push(socket);
-      socket.on('error', () => {});
-    }
-    inbound.pipe(outbound).pipe(inbound);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    freeze: () => {
-      for (const socket of sockets) {
-        socket.unpipe();
-        socket.pause();
-      }
-    },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-    },
-  };
-}
 
 describe('a gateway that vanishes while it holds event streams over HTTP/2', () => {
   let replica: SchedulerReplica;

@@ -84,3 +84,45 @@ export async function startTlsFront(
       }),
   };
 }
+
+export interface FreezableRelay {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /**
+   * Stops carrying bytes, both ways, on every connection so far, and leaves
+   * them open: to each end, the other's host vanished (its kernel still
+   * acknowledges what fits in its buffers, then takes no more).
+   */
+  freeze(): void;
+  close(): void;
+}
+
+/** A TCP relay on 127.0.0.1 to `port`, whose connections `freeze` stops carrying without closing them. */
+export async function freezableRelay(port: number): Promise<FreezableRelay> {
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(port, '127.0.0.1');
+    for (const socket of [inbound, outbound]) {
+      sockets.push(socket);
+      socket.on('error', () => {});
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const bound = (server.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${bound}`,
+    port: bound,
+    freeze: () => {
+      for (const socket of sockets) {
+        socket.unpipe();
+        socket.pause();
+      }
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
