@@ -280,6 +280,7 @@ describe('apps given a time longer than a timer holds', () => {
         'election.retryPeriodMs',
         'tunnel.pingIntervalMs',
         'gatewayPingIntervalMs',
+        'writeStallTimeoutMs',
         'epoch.cycleIntervalMs',
         'epoch.cycleTimeoutMs',
         'epoch.staleAfterMs',

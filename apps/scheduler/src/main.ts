@@ -176,6 +176,7 @@ const replica = await startSchedulerReplica({
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   gatewayPingIntervalMs: config.gatewayPingIntervalMs,
   gatewayPingTimeoutMs: config.gatewayPingIntervalMs,
+  writeStallTimeoutMs: config.writeStallTimeoutMs,
   epoch: config.epoch,
   probes: { healthz: lifecycle.healthzHandler, readyz: lifecycle.readyzHandler },
   logger,

@@ -56,6 +56,14 @@ export interface SchedulerReplicaOptions {
    */
   readonly gatewayPingIntervalMs?: number;
   readonly gatewayPingTimeoutMs?: number;
+  /**
+   * A connection of the listener (an /api/proxy request, a relay connection,
+   * any HTTP/1.1 one) whose writes have waited this long with no byte taken
+   * by its peer is closed, with the runtime's stream behind it: HTTP/1.1 has
+   * no ping to find a peer whose host vanished (see closeStalledWrites).
+   * Default WRITE_STALL_TIMEOUT_MS_DEFAULT, 60 s.
+   */
+  readonly writeStallTimeoutMs?: number;
   readonly epoch?: {
     readonly cycleIntervalMs?: number;
     readonly cycleTimeoutMs?: number;

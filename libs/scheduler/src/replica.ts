@@ -7,8 +7,10 @@ import {
   CONNECTIONS_MAX_DEFAULT,
   SERVER_KEEP_ALIVE_MS,
   SERVER_TIMEOUT_CHECK_INTERVAL_MS,
+  WRITE_STALL_TIMEOUT_MS_DEFAULT,
   capConnections,
   closeServer,
+  closeStalledWrites,
   listen,
   metricsHandler,
   serveH2c,
@@ -102,6 +104,14 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // memory the tunnels held here live on.
   capConnections(server, {
     connectionsMax: options.connectionsMax ?? CONNECTIONS_MAX_DEFAULT,
+    metrics: options.metrics,
+    logger,
+    clock,
+  });
+  // HTTP/1.1 has no ping: a gateway (or any caller) whose host vanished while a stream here writes to it is
+  // found once the writes back up, not after the kernel's retransmission timeout. Relays are watched too.
+  closeStalledWrites(server, {
+    stallTimeoutMs: options.writeStallTimeoutMs ?? WRITE_STALL_TIMEOUT_MS_DEFAULT,
     metrics: options.metrics,
     logger,
     clock,
