@@ -299,7 +299,13 @@ describe('apps given a time longer than a timer holds', () => {
     },
     runtime: {
       args: ['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
-      keys: ['drainDelayMs', 'sessionIdleMs', 'warmPoolRefillDelayMs', 'tunnel.pingIntervalMs'],
+      keys: [
+        'drainDelayMs',
+        'sessionIdleMs',
+        'warmPoolRefillDelayMs',
+        'tunnel.pingIntervalMs',
+        'directListen.writeStallTimeoutMs',
+      ],
     },
   };
   const flagOf = (key: string): string => `--${key.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`;

@@ -154,6 +154,7 @@ const node = await startRuntimeNode({
           port: direct.port,
           tokens: directTokens,
           connectionsMax: direct.connectionsMax,
+          writeStallTimeoutMs: direct.writeStallTimeoutMs,
           ...(direct.advertiseUrl ? { advertiseUrl: direct.advertiseUrl } : {}),
         },
       }

@@ -13,8 +13,10 @@ import { createSandboxHost } from '@switchyard/sandbox';
 import {
   CONNECTIONS_MAX_DEFAULT,
   SERVER_KEEP_ALIVE_MS,
+  WRITE_STALL_TIMEOUT_MS_DEFAULT,
   capConnections,
   closeServer,
+  closeStalledWrites,
   deadlineOptions,
   listen,
   metricsHandler,
@@ -133,6 +135,14 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     // the sandboxes share: past those the runtime dies with every session it hosts.
     const connectionsMax = options.direct.connectionsMax ?? CONNECTIONS_MAX_DEFAULT;
     capConnections(direct, { connectionsMax, metrics: options.metrics, logger, clock });
+    // HTTP/1.1 has no ping: a gateway whose host vanished while an answer streams to it is found once the
+    // writes back up, and the connection closed, not after the kernel's retransmission timeout.
+    closeStalledWrites(direct, {
+      stallTimeoutMs: options.direct.writeStallTimeoutMs ?? WRITE_STALL_TIMEOUT_MS_DEFAULT,
+      metrics: options.metrics,
+      logger,
+      clock,
+    });
     const bound = await listen(direct, { host: options.direct.host, port: options.direct.port });
     directUrl = (options.direct.advertiseUrl ?? `http://${urlHost(options.direct.host)}:{port}`).replace(
       '{port}',

@@ -61,6 +61,13 @@ export interface RuntimeNodeOptions {
      * `switchyard_runtime_connections_refused_total`. Default 16,384.
      */
     readonly connectionsMax?: number;
+    /**
+     * A connection whose writes have waited this long with no byte taken by its peer is closed (see
+     * `closeStalledWrites`, counted in `switchyard_runtime_connections_write_stalled_total`): a gateway
+     * whose host vanished while an answer streamed to it would otherwise hold the connection, and the call
+     * behind it, until the kernel's retransmission timeout, about 15 minutes. Default 60 s.
+     */
+    readonly writeStallTimeoutMs?: number;
   };
   readonly tunnelPingIntervalMs?: number;
   /** How the tunnel carries HTTP/2 (see `TunnelTransport`). Default `auto`. */
