@@ -294,6 +294,7 @@ describe('apps given a time longer than a timer holds', () => {
         'keepAliveTimeoutMs',
         'eventStreamPingIntervalMs',
         'upstreamCheckIntervalMs',
+        'writeStallTimeoutMs',
         'idleTimeoutMs',
       ],
     },

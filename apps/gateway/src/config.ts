@@ -15,6 +15,7 @@ import {
   processConfigFields,
   redisUrlField,
   timerBounded,
+  WRITE_STALL_TIMEOUT_MS_DEFAULT,
   tlsFilesField,
 } from '@switchyard/service';
 
@@ -243,6 +244,11 @@ export const gatewayConfigSchema = z.object({
     .default(D.upstreamCheckIntervalMs)
     .describe(
       'How often an upstream the gateway holds HTTP/1.1 connections to (a scheduler replica for relays and /api/proxy, a runtime in direct mode) is checked with GET /healthz; one that leaves a check unanswered by the next has its connections closed (their requests fail with 502) and is not dialled until it answers again, so sessions follow their runtime to the replica it redialled, or are lost (404) as with a dead runtime. 0 turns the checks off (see docs/benchmarks.md for what they cost).',
+    ),
+  writeStallTimeoutMs: timerBounded(z.number().int().min(1000))
+    .default(WRITE_STALL_TIMEOUT_MS_DEFAULT)
+    .describe(
+      "How long a client connection's writes may wait with no byte taken by the client before the connection is closed, ending its streams (GET event streams, SSE answers) and cancelling what is behind them upstream (the scheduler's and the runtime's streams, a stateless call): HTTP/1.1 has no ping, so a client whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader taking any bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
     ),
   identity: z
     .object({

@@ -5,6 +5,7 @@ import v8 from 'node:v8';
 import { answerClientError, createGateway, type TokenOption } from '@switchyard/gateway';
 import {
   capConnections,
+  closeStalledWrites,
   createLifecycle,
   createLogger,
   exitOnListenError,
@@ -208,6 +209,9 @@ server.keepAliveTimeout = Math.min(config.keepAliveTimeoutMs, ANNOUNCED_KEEP_ALI
 server.keepAliveTimeoutBuffer = config.keepAliveTimeoutMs - server.keepAliveTimeout;
 // A flood of connections must not take the memory the open event streams live on (see capConnections).
 capConnections(server, { connectionsMax: config.connectionsMax, metrics, logger });
+// HTTP/1.1 has no ping: a client whose host vanished while a stream writes to it is found once the writes back
+// up, and its stream cancelled upstream, not after the kernel's retransmission timeout.
+closeStalledWrites(server, { stallTimeoutMs: config.writeStallTimeoutMs, metrics, logger });
 const address = await listen(server, { host: config.host, port: config.port }).catch((error: unknown) =>
   exitOnListenError('switchyard-gateway', error),
 );
