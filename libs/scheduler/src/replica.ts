@@ -109,7 +109,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     clock,
   });
   // HTTP/1.1 has no ping: a gateway (or any caller) whose host vanished while a stream here writes to it is
-  // found once the writes back up, not after the kernel's retransmission timeout. Relays are watched too.
+  // found once the writes back up, not after the kernel's retransmission timeout. Relays are watched too;
+  // HTTP/2 connections are not (set up before serveH2c, it sees only those served as HTTP/1.1): pings find those.
   closeStalledWrites(server, {
     stallTimeoutMs: options.writeStallTimeoutMs ?? WRITE_STALL_TIMEOUT_MS_DEFAULT,
     metrics: options.metrics,

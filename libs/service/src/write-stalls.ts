@@ -45,7 +45,8 @@ type WithHandle = Socket & QueueHandle & { _parent?: QueueHandle | null };
 
 /**
  * Closes each connection `server` accepts (HTTP/1.1 ones, upgraded ones
- * included; over TLS as well) whose writes have waited `stallTimeoutMs` with no byte of them
+ * included; over TLS as well; called before `serveH2c`, not those it
+ * routes to HTTP/2) whose writes have waited `stallTimeoutMs` with no byte of them
  * taken by the peer, counting it in
  * `switchyard_<app>_connections_write_stalled_total` and warning at most once
  * per 10 s. The streams on it end as when their peer leaves (their upstreams
@@ -59,9 +60,10 @@ type WithHandle = Socket & QueueHandle & { _parent?: QueueHandle | null };
  * kernel's send buffer is full, writes wait in the process, and this sees
  * them stand still.
  *
- * Guaranteed: a reader that is there is not cut while it takes bytes at all:
- * any move of the kernel's take (a write completing, or the part of one the
- * kernel has not taken shrinking) restarts the bound. Costs nothing per
+ * Guaranteed: any move of the kernel's take that the process is told of (a
+ * write completing, or the part of one the kernel has not taken shrinking)
+ * restarts the bound, so a reader that is there and drains is not cut, at
+ * the grain said below; an idle connection (nothing waiting) never is. Costs nothing per
  * request: one timer per server sweeps its connections, every quarter of
  * the bound (at most every 5 s), reading counters each holds.
  *
