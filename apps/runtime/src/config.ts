@@ -13,6 +13,7 @@ import {
   processConfigFields,
   redisUrlField,
   timerBounded,
+  WRITE_STALL_TIMEOUT_MS_DEFAULT,
 } from '@switchyard/service';
 
 // What a runtime says of itself is checked by every scheduler it dials (X-Runtime-Info) and by
@@ -158,9 +159,9 @@ export const runtimeConfigSchema = z.object({
         "Most connections the direct listener holds at once (gateways' requests and event streams, idle keep-alive ones); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it above the event streams gateways hold open to this runtime, and raise it with the memory limit.",
       ),
       writeStallTimeoutMs: timerBounded(z.number().int().min(1000))
-        .default(60000)
+        .default(WRITE_STALL_TIMEOUT_MS_DEFAULT)
         .describe(
-          "How long a connection's writes may wait with no byte taken by its peer before the direct listener closes it, ending the answer or event stream on it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader taking any bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
+          "How long a connection's writes may wait with no byte taken by its peer before the direct listener closes it, ending the answer or event stream on it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
         ),
     })
     .prefault({})

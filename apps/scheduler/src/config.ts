@@ -6,6 +6,7 @@ import {
   httpUrl,
   processConfigFields,
   timerBounded,
+  WRITE_STALL_TIMEOUT_MS_DEFAULT,
   tlsFilesField,
 } from '@switchyard/service';
 
@@ -136,9 +137,9 @@ export const schedulerConfigSchema = z.object({
       "Interval of HTTP/2 pings on each gateway connection (its event streams); one unanswered for as long again closes the connection, ending its streams and the runtimes' streams behind them, so a gateway whose host vanished without a reset holds them for at most twice this (not the kernel's retransmission timeout, about 15 minutes).",
     ),
   writeStallTimeoutMs: timerBounded(z.number().int().min(1000))
-    .default(60000)
+    .default(WRITE_STALL_TIMEOUT_MS_DEFAULT)
     .describe(
-      "How long a connection's writes may wait with no byte taken by its peer before the connection is closed (HTTP/1.1 ones: /api/proxy requests, relay connections), ending its stream and the runtime's stream behind it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader taking any bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
+      "How long a connection's writes may wait with no byte taken by its peer before the connection is closed (HTTP/1.1 ones: /api/proxy requests, relay connections), ending its stream and the runtime's stream behind it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
     ),
   epoch: z
     .object({
