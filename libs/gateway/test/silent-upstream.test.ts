@@ -13,11 +13,13 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
+import { ManualClock } from '@switchyard/clock/testing';
 import { createGateway } from '@switchyard/gateway';
 import type { Gateway } from '@switchyard/gateway';
 import { startSchedulerDouble } from './fixtures/scheduler-double.ts';
 import type { SchedulerDouble } from './fixtures/scheduler-double.ts';
 import { INITIALIZE, listen, post, stopServer } from './harness.ts';
+import { until } from './until.ts';
 
 const CHECK_MS = 200;
 const call = (id: number, tool: string) => ({
@@ -33,6 +35,8 @@ interface Replica {
   frozen: boolean;
   /** MCP requests it received, frozen or not. */
   readonly received: string[];
+  /** The `/healthz` checks it was asked. */
+  checks: number;
   thaw(): void;
   close(): Promise<void>;
 }
@@ -49,6 +53,7 @@ function replica(name: string, direct = false): Replica {
     url: '',
     frozen: false,
     received: [],
+    checks: 0,
     thaw() {
       self.frozen = false;
       for (const answer of held.splice(0)) answer();
@@ -77,7 +82,10 @@ function replica(name: string, direct = false): Replica {
   });
   const relays = new Set<Socket>();
   const outer = http.createServer((req, res) => {
-    if (req.url === '/healthz') return answerOrHold(() => res.end('{"status":"ok"}'));
+    if (req.url === '/healthz') {
+      self.checks++;
+      return answerOrHold(() => res.end('{"status":"ok"}'));
+    }
     if (direct) return runtime.emit('request', req, res);
     res.writeHead(404).end();
   });
@@ -231,9 +239,41 @@ describe('a session whose runtime goes silent, in direct mode', () => {
 });
 
 describe('the upstream check interval', () => {
-  it('takes 0 to turn the checks off, and refuses a negative interval', async () => {
-    const off = createGateway({ schedulers: ['http://127.0.0.1:1'], upstreamCheckIntervalMs: 0 });
-    await off.close();
+  // On a manual clock a check waits on a timer, which the gateway sets once it holds a connection to an upstream.
+  it('takes 0 to turn the checks off: an upstream it holds a connection to is never asked /healthz', async () => {
+    for (const intervalMs of [CHECK_MS, 0]) {
+      const upstream = replica(`checked-every-${intervalMs}`, true);
+      await until(() => upstream.url !== '', 'the upstream listening');
+      const scheduler = await startSchedulerDouble([{ id: 'rt-e', address: upstream.url }]);
+      const clock = new ManualClock();
+      const gateway = createGateway({
+        schedulers: [scheduler.url],
+        upstreamMode: 'direct',
+        upstreamCheckIntervalMs: intervalMs,
+        clock,
+      });
+      const { server, url } = await listen(gateway);
+      try {
+        assert.equal((await post(url, INITIALIZE)).status, 200);
+        await clock.advance(10 * CHECK_MS);
+        if (intervalMs > 0) {
+          // The control: with checks on, the same steps get the upstream asked.
+          await until(() => upstream.checks > 0, 'a check with checks on');
+        } else {
+          assert.equal(clock.pendingTimers, 0, 'no check is waiting to be made');
+          assert.equal((await post(url, INITIALIZE)).status, 200);
+          assert.equal(upstream.checks, 0, 'the upstream was never asked /healthz');
+        }
+      } finally {
+        await stopServer(server);
+        await gateway.close();
+        await scheduler.close();
+        await upstream.close();
+      }
+    }
+  });
+
+  it('refuses a negative interval', () => {
     assert.throws(
       () => createGateway({ schedulers: ['http://127.0.0.1:1'], upstreamCheckIntervalMs: -5 }),
       /upstreamCheckIntervalMs must be a positive integer/,
