@@ -275,8 +275,7 @@ describe('switchyard up --processes: kill a scheduler', () => {
 
   it("its runtime joins another replica (the others are its fallbacks), as the README's kill-one demo promises", async () => {
     up = spawnCli(['up', '--processes', '--gateway-port', '0', '--scheduler-port', '0']);
-    const table = await until('the summary on stdout', () => /^runtime\s+runtime-1/m.test(up.stdout()) || undefined);
-    assert.ok(table);
+    await until('the summary on stdout', () => /^runtime\s+runtime-1/m.test(up.stdout()) || undefined);
     const urlOf = (name: string): string => new RegExp(`^scheduler\\s+${name}\\s+(\\S+)`, 'm').exec(up.stdout())![1]!;
     const victim = descendants(up.child.pid!).find(
       (d) => d.depth === 1 && d.command.includes('--replica-id scheduler-0'),
