@@ -56,7 +56,7 @@ describe('scheduler API tokens', () => {
   });
 
   after(async () => {
-    standIn?.close();
+    void standIn?.close();
     await Promise.all(runtimes.map((r) => r.close()));
     await Promise.all(replicas.map((r) => r.close()));
   });
@@ -213,7 +213,7 @@ describe('removing a scheduler API token', () => {
   });
 
   after(async () => {
-    standIn?.close();
+    void standIn?.close();
     await replica?.close();
   });
 

@@ -17,7 +17,7 @@ import type { RuntimeInfo } from '@switchyard/protocol';
 describe('tunnel dialer', () => {
   const open: { dialers: TunnelDialer[]; schedulers: Scheduler[] } = { dialers: [], schedulers: [] };
   afterEach(async () => {
-    for (const d of open.dialers.splice(0)) d.close();
+    for (const d of open.dialers.splice(0)) void d.close();
     for (const s of open.schedulers.splice(0)) await s.close();
   });
 
@@ -236,7 +236,7 @@ describe('tunnel dialer', () => {
           }
           assert.equal(dialer.connected, true);
         } finally {
-          dialer.close();
+          void dialer.close();
           tls.setDefaultCACertificates(defaults);
           await front.close();
         }
@@ -300,7 +300,7 @@ describe('tunnel dialer', () => {
       );
       assert.match(String((unreachable()[0]!.obj as { reason: string }).reason), /ECONNREFUSED/);
     } finally {
-      dialer.close();
+      void dialer.close();
     }
   });
 
@@ -345,7 +345,7 @@ describe('tunnel dialer', () => {
       );
       assert.match(String((unreachable()[0]!.obj as { reason: string }).reason), /ECONNREFUSED/);
     } finally {
-      dialer.close();
+      void dialer.close();
     }
   });
 
@@ -383,7 +383,7 @@ describe('tunnel dialer', () => {
       const connected = lines.find((l) => l.msg === 'tunnel connected')!.obj as { url: string };
       assert.equal(connected.url, `${scheduler.url}/api/runtime/connect`);
     } finally {
-      dialer.close();
+      void dialer.close();
     }
   });
 
@@ -442,8 +442,8 @@ describe('tunnel dialer', () => {
     });
     const tunnel = await accepted;
     await until(() => dialer.connected);
-    dialer.close();
-    dialer.close();
+    void dialer.close();
+    void dialer.close();
     assert.match(await tunnel.whenClosed, /GOAWAY|closed/);
     await until(() => !dialer.connected);
     await clock.advance(60_000);
@@ -487,7 +487,7 @@ describe('tunnel dialer', () => {
       await clock.advance(100);
       await until(() => upgrades === 2);
     } finally {
-      dialer.close();
+      void dialer.close();
       for (const client of wss.clients) client.terminate();
       wss.close();
       server.closeAllConnections();

@@ -61,7 +61,7 @@ describe('tunnel endpoint admission', () => {
     scheduler = await startScheduler({ maxRuntimes: 2, headerBytesMax: 4096 });
   });
   afterEach(() => {
-    for (const d of dialers.splice(0)) d.close();
+    for (const d of dialers.splice(0)) void d.close();
   });
   after(() => scheduler.close());
 

@@ -88,7 +88,7 @@ describe('proxyToTunnel', () => {
     base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
   });
   after(async () => {
-    dialer.close();
+    void dialer.close();
     proxy.closeAllConnections();
     proxy.close();
     await scheduler.close();

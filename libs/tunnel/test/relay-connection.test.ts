@@ -59,8 +59,8 @@ describe('relay connections', () => {
     ({ dialer: legacy } = await startRuntime(scheduler, 'rt-legacy', (_req, res) => void res.end('tunnel')));
   });
   after(async () => {
-    dialer.close();
-    legacy.close();
+    void dialer.close();
+    void legacy.close();
     await scheduler.close();
   });
 
@@ -116,7 +116,7 @@ describe('relay connections', () => {
     const started = performance.now();
     const ended = once(socket, 'end');
     socket.resume();
-    leaving.close();
+    void leaving.close();
     await ended;
     const elapsedMs = performance.now() - started;
     // The tunnel's GOAWAY grace is TUNNEL_DEFAULTS.closeGraceMs (1 s).

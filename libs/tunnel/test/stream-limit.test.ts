@@ -43,7 +43,7 @@ describe('a tunnel at its stream limit', { timeout: 20_000 }, () => {
   });
   after(async () => {
     for (const stream of held) stream.close(http2.constants.NGHTTP2_CANCEL);
-    dialer.close();
+    void dialer.close();
     await scheduler.close();
   });
 

@@ -74,7 +74,7 @@ describe('proxyStreamToTunnel', () => {
   after(async () => {
     session.destroy();
     front.close();
-    dialer.close();
+    void dialer.close();
     await scheduler.close();
   });
 

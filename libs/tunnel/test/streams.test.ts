@@ -48,7 +48,7 @@ for (const transport of ['http2', 'websocket'] as const) {
       ));
     });
     after(async () => {
-      dialer.close();
+      void dialer.close();
       await scheduler.close();
     });
 
@@ -156,7 +156,7 @@ describe('a runtime writing garbage', () => {
     for (const t of healthy) assert.equal((await readStream(t.request({ ':path': '/' }))).body, t.runtimeId);
   });
   after(async () => {
-    for (const d of dialers) d.close();
+    for (const d of dialers) void d.close();
     await scheduler.close();
   });
 

@@ -62,7 +62,7 @@ const dialers = Object.entries(transports).map(([id, transport]) =>
   }),
 );
 process.stdin.once('end', () => {
-  for (const dialer of dialers) dialer.close();
+  for (const dialer of dialers) void dialer.close();
   process.exit(0);
 });
 process.stdin.resume();
