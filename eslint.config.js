@@ -31,6 +31,22 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // A promise a test drops is an assertion that never runs (`assert.rejects` without await) or a
+    // failure nobody sees; node:test's own it/describe are awaited by the runner. Typed, so tests only.
+    files: ['**/test/**/*.ts', 'test/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['it', 'describe', 'test', 'suite'] },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // test/ is one project: its suites share test/support by relative path.
     files: ['test/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [deepImport] }] },
