@@ -97,7 +97,8 @@ describe('direct mode with advertised runtime addresses', () => {
     const clients: AnyClient[] = [];
     const victim = cluster.runtimes.find((r) => r.name === 'r0')!;
     try {
-      await sessionsAcross(url, clients);
+      // Sessions on both: with none on r0 there would be nothing to hold, and with none on r1 nothing to keep.
+      assert.deepEqual([...(await sessionsAcross(url, clients))].sort(), ['r0', 'r1']);
       const placed = await Promise.all(clients.map(async (c) => (await whoami(c)).runtime));
       const frozen = clients.filter((_, i) => placed[i] === 'r0');
       const alive = clients.filter((_, i) => placed[i] === 'r1');
