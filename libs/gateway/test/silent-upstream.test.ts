@@ -99,8 +99,9 @@ function replica(name: string, direct = false): Replica {
 }
 
 describe('a session whose scheduler replica goes silent', () => {
-  const a = replica('a');
-  const b = replica('b');
+  // Started in before(), not as the suite is defined: a suite skipped by a name pattern runs no after() to stop them.
+  let a: Replica;
+  let b: Replica;
   const registry = new Registry();
   const lines: string[] = [];
   const log = (obj: object, msg?: string): void => void lines.push(msg ?? JSON.stringify(obj));
@@ -109,6 +110,8 @@ describe('a session whose scheduler replica goes silent', () => {
   let url: string;
   let server: http.Server;
   before(async () => {
+    a = replica('a');
+    b = replica('b');
     while (!a.url || !b.url) await new Promise((resolve) => setTimeout(resolve, 5));
     scheduler = await startSchedulerDouble([{ id: 'rt-1', address: a.url }]);
     gateway = createGateway({
@@ -181,13 +184,16 @@ describe('a session whose scheduler replica goes silent', () => {
 });
 
 describe('a session whose runtime goes silent, in direct mode', () => {
-  const c = replica('c', true);
-  const d = replica('d', true);
+  // Started in before(), not as the suite is defined: a suite skipped by a name pattern runs no after() to stop them.
+  let c: Replica;
+  let d: Replica;
   let scheduler: SchedulerDouble;
   let gateway: Gateway;
   let url: string;
   let server: http.Server;
   before(async () => {
+    c = replica('c', true);
+    d = replica('d', true);
     while (!c.url || !d.url) await new Promise((resolve) => setTimeout(resolve, 5));
     scheduler = await startSchedulerDouble([{ id: 'rt-c', address: c.url }]);
     gateway = createGateway({
