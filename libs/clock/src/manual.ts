@@ -38,6 +38,17 @@ export class ManualClock implements Clock {
     this.#wallOffsetMs += ms;
   }
 
+  /**
+   * The process stands still for `ms` (a blocked event loop, a GC pause, a
+   * starved CPU): both readings move on, but no timer fires. Those that fell
+   * due meanwhile fire at the next `advance`, late and in due order, before
+   * anything else that advance lets run, as Node runs its timers first when
+   * its loop comes back.
+   */
+  standStill(ms: number): void {
+    this.#now += ms;
+  }
+
   setTimeout(fn: () => void, delayMs: number): Timer {
     const entry: Pending = { at: this.#now + Math.max(0, delayMs), seq: this.#seq++, fn, cancelled: false };
     this.#pending.push(entry);
@@ -57,7 +68,8 @@ export class ManualClock implements Clock {
       const next = this.#nextDue(target);
       if (!next) break;
       this.#pending.splice(this.#pending.indexOf(next), 1);
-      this.#now = next.at;
+      // A timer overdue after standStill fires now, late; time never goes back.
+      this.#now = Math.max(this.#now, next.at);
       next.fn();
     }
     this.#now = target;

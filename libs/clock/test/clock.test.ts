@@ -53,6 +53,21 @@ describe('ManualClock', () => {
     assert.equal(clock.monotonicNow(), 1_050);
   });
 
+  it('stands still: time moves on, and timers that fell due meanwhile fire late, in due order, at the next advance', async () => {
+    const clock = new ManualClock(0);
+    const fired: string[] = [];
+    clock.setTimeout(() => fired.push(`b@${clock.monotonicNow()}`), 20);
+    clock.setTimeout(() => fired.push(`a@${clock.monotonicNow()}`), 10);
+    clock.setTimeout(() => fired.push(`c@${clock.monotonicNow()}`), 50);
+    clock.standStill(30);
+    assert.deepEqual(fired, [], 'a process standing still runs nothing');
+    assert.equal(clock.monotonicNow(), 30);
+    await clock.advance(0);
+    assert.deepEqual(fired, ['a@30', 'b@30']);
+    await clock.advance(20);
+    assert.deepEqual(fired, ['a@30', 'b@30', 'c@50']);
+  });
+
   it('sleep resolves on time and rejects when aborted', async () => {
     const clock = new ManualClock(0);
     let done = false;
