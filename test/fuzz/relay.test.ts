@@ -1,13 +1,15 @@
 // Fuzz: relay connections. Arbitrary relay requests to a real scheduler
 // replica, and arbitrary bytes (noise, or HTTP/1.1 requests with arbitrary
 // methods, paths, headers and bodies) on relays it granted into a real
-// runtime's tunnel. Property: every relay request gets an answer, every
-// relay to the runtime is granted, and afterwards both processes' servers
-// still work: the runtime stays available and serves MCP on a new relay.
+// runtime's tunnel. Property: every relay request gets an answer, never a
+// server error but the refusal of a runtime that is not connected here,
+// every relay to the runtime is granted, and afterwards both processes'
+// servers still work: the runtime stays available and serves MCP on a new relay.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type net from 'node:net';
 import fc from 'fast-check';
+import { PROXY_ERRORS, RELAY } from '@switchyard/protocol';
 import { askRelay, exchangeRaw } from '@switchyard/tunnel/testing';
 import { RELAY_REGRESSIONS, type RelayCase } from './regressions.ts';
 import { FUZZ_SEED, describeFailures, runCases, startFuzzCluster, type FuzzCluster } from './support.ts';
@@ -79,17 +81,46 @@ async function settle(socket: net.Socket): Promise<void> {
   socket.destroy();
 }
 
+/** The body of a refusal (its `error`, and the runtime it names), for a failure to say why. */
+function refusalOf(text: string): { error?: string; runtime?: string } {
+  try {
+    return JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { error?: string; runtime?: string };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * What is wrong with the answer to an ask, if anything. r0's tunnel is held
+ * here, so a well-formed ask for it is granted; the one server error an ask
+ * may get is the refusal of a runtime that has no tunnel here, naming it.
+ */
+function judgeAsk(c: RelayCase & { kind: 'ask' }, status: number, text: string): string | undefined {
+  if (status === 0) return 'no answer to a relay request';
+  const refusal = refusalOf(text);
+  const said = `${status} ${JSON.stringify(refusal)}`;
+  if (c.path === '/api/relay/r0' && c.upgrade === RELAY.upgrade && status !== 101)
+    return `relay to r0 answered ${said}`;
+  const elsewhere = status === 502 && refusal.error === PROXY_ERRORS.notConnected && refusal.runtime !== 'r0';
+  if (status >= 500 && !elsewhere) return `relay request answered ${said}`;
+  return undefined;
+}
+
 async function runCase(port: number, c: RelayCase): Promise<string | undefined> {
   if (c.kind === 'ask') {
-    const { status, socket } = await askRelay(port, c.path, c.upgrade);
-    if (status === 0) return 'no answer to a relay request';
+    const { status, text, socket } = await askRelay(port, c.path, c.upgrade);
+    const failure = judgeAsk(c, status, text);
+    if (failure !== undefined) {
+      socket.destroy();
+      return failure;
+    }
     await settle(socket);
     return undefined;
   }
-  const { status, socket } = await askRelay(port, '/api/relay/r0');
+  const { status, text, socket } = await askRelay(port, '/api/relay/r0');
   if (status !== 101) {
     socket.destroy();
-    return `relay to r0 answered ${status}`;
+    return `relay to r0 answered ${status} ${JSON.stringify(refusalOf(text))}`;
   }
   socket.end(Buffer.from(c.bytes, 'base64'));
   await settle(socket);
