@@ -137,7 +137,10 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const nodeOpts = {
     maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,
     writeStallMs: SANDBOX_DEFAULTS.writeStallMs,
-    onerror: (error: Error) => logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
+    onerror: (error: Error) =>
+      clientLeft(error)
+        ? logger.debug({ event: 'http.client_left', err: error.message }, 'client left before its request was read')
+        : logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
   };
   const mcp = answerWriter(endpoint.handle, nodeOpts);
   const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
@@ -209,4 +212,15 @@ function rejectClosed(req: HostRequest, res: HostResponse): void {
       : (['session_not_found', 'Session not found: its runtime is shutting down; re-initialize'] as const);
   res.writeHead(ERROR_CODES[code].status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(jsonRpcError(code, message)));
+}
+
+/**
+ * The error of reading a request whose client closed its connection before
+ * the body's end (Node's `aborted`, or the read cancelled as the response
+ * closed): the client's doing, and common under load, so no error line.
+ */
+function clientLeft(error: Error): boolean {
+  return (
+    error.message === 'aborted' || error.name === 'AbortError' || (error as { code?: unknown }).code === 'ECONNRESET'
+  );
 }
