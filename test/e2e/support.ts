@@ -2,14 +2,20 @@
 // generations, raw JSON-RPC over fetch, metric scraping and a throwaway
 // redis-server. Everything here talks to real processes over loopback.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { Socket, createServer } from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  REDIS_SERVER_BINARY,
+  redisServerMissing,
+  startRedisServer,
+  type RedisServer,
+  type RedisServerOptions,
+} from '@switchyard/service/testing';
 import { ownChild, until, type AppProcess } from '../support/processes.ts';
 
 export const MODERN = '2026-07-28';
@@ -238,8 +244,9 @@ export const ipv6Missing: string | false = await new Promise((resolve) => {
   server.listen(0, '::1', () => server.close(() => resolve(false)));
 });
 
-export const REDIS_BINARY = '/usr/bin/redis-server';
-export const redisMissing = existsSync(REDIS_BINARY) ? false : `${REDIS_BINARY} is not installed`;
+export type { RedisServer, RedisServerOptions };
+export const REDIS_BINARY = REDIS_SERVER_BINARY;
+export const redisMissing = redisServerMissing;
 
 /** Why redis-server cannot serve TLS here (built without it, or missing), else false. */
 export function redisTlsMissing(): string | false {
@@ -249,60 +256,9 @@ export function redisTlsMissing(): string | false {
   return `${probe.stdout}${probe.stderr}`.includes('not listen anywhere') ? false : 'redis-server is built without TLS';
 }
 
-export interface RedisServer {
-  readonly url: string;
-  readonly port: number;
-  /** SIGTERM by default; SIGKILL for a crash. */
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-export interface RedisOptions {
-  /** The loopback address it binds. */
-  readonly host?: '127.0.0.1' | '::1';
-  /** TLS only, on the port, with this PEM certificate and key (files); clients are not asked for one. */
-  readonly tls?: { readonly certFile: string; readonly keyFile: string };
-  /** More redis-server arguments, e.g. `--requirepass`, `--user`. */
-  readonly args?: readonly string[];
-  /** Its port, e.g. that of one killed, to start it again; default a free one. */
-  readonly port?: number;
-}
-
-/** A throwaway redis-server on a free loopback port, without persistence. */
-export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
-  const port = options.port ?? (await freePort());
-  const { tls, host = '127.0.0.1' } = options;
-  const listening = tls
-    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile]
-    : ['--port', String(port)];
-  const child: ChildProcess = spawn(
-    REDIS_BINARY,
-    [
-      ...listening,
-      ...(tls ? ['--tls-ca-cert-file', tls.certFile, '--tls-auth-clients', 'no'] : []),
-      ...['--bind', host, '--save', '', '--appendonly', 'no'],
-      ...(options.args ?? []),
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  ownChild(child);
-  await until(
-    'redis-server to listen',
-    () =>
-      new Promise<boolean>((resolve) => {
-        const socket = new Socket();
-        socket.once('connect', () => (socket.destroy(), resolve(true)));
-        socket.once('error', () => resolve(false));
-        socket.connect(port, host);
-      }),
-  );
-  let stopping: Promise<void> | undefined;
-  return {
-    url: `${tls ? 'rediss' : 'redis'}://${host === '::1' ? '[::1]' : host}:${port}`,
-    port,
-    stop(signal = 'SIGTERM') {
-      stopping ??= (child.kill(signal), exited);
-      return stopping;
-    },
-  };
+/** A throwaway redis-server on a free loopback port, without persistence, stopped when this process exits. */
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const server = await startRedisServer(options);
+  ownChild(server.child);
+  return server;
 }

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import http from 'node:http';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
@@ -8,11 +6,11 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { ManualClock } from '@switchyard/clock/testing';
 import { redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
+import { redisServerMissing, startRedisServer, type RedisServer } from '@switchyard/service/testing';
 import { connect } from './fixtures/clients.ts';
 import { RecordingReporter, captureLogger, serveHttp1, type Served, testHost, remoteDemo } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
-const REDIS = '/usr/bin/redis-server';
 
 async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -241,24 +239,17 @@ describe('warm pool and metering decorators', () => {
 });
 
 describe('redis metering sink', () => {
-  const missing = existsSync(REDIS) ? undefined : `${REDIS} not installed`;
-  let redis: ChildProcess | undefined;
+  const missing = redisServerMissing || undefined;
+  let redis: RedisServer | undefined;
   let port = 0;
 
   before(async () => {
     if (missing) return;
-    port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const p = (probe.address() as { port: number }).port;
-        probe.close(() => resolve(p));
-      });
-    });
-    redis = spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: 'ignore',
-    });
+    redis = await startRedisServer();
+    port = redis.port;
   });
-  after(() => {
-    redis?.kill('SIGKILL');
+  after(async () => {
+    await redis?.stop('SIGKILL');
   });
 
   it('appends lifecycle events to a stream with XADD', { skip: missing }, async () => {
@@ -383,16 +374,8 @@ describe('redis metering sink', () => {
   );
 
   it('closes within a bound when Redis holds its connection but answers nothing', { skip: missing }, async () => {
-    const hungPort = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const p = (probe.address() as { port: number }).port;
-        probe.close(() => resolve(p));
-      });
-    });
-    const hung = spawn(REDIS, ['--port', String(hungPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: 'ignore',
-    });
-    const url = `redis://127.0.0.1:${hungPort}`;
+    const hung = await startRedisServer();
+    const { url } = hung;
     const reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     reader.on('error', () => undefined);
     const logger = captureLogger();
@@ -403,7 +386,7 @@ describe('redis metering sink', () => {
       sink.record({ event: 'start', class: 'demo', process: 'p-1', reason: 'created', durationMs: 1 });
       await waitFor('the first entry', async () => (await reader.xlen('s').catch(() => 0)) === 1);
       // Stopped, not gone: the connection stays open and nothing is answered (a Redis stuck or swapping).
-      hung.kill('SIGSTOP');
+      hung.child.kill('SIGSTOP');
       sink.record({ event: 'recycle', class: 'demo', process: 'p-1', reason: 'expired', durationMs: 1 });
       const closing = sink.close();
       await clock.advance(2_000);
@@ -413,7 +396,7 @@ describe('redis metering sink', () => {
       assert.equal(abandoned?.obj.unwritten, 1, 'the event it could not write is counted');
     } finally {
       clearTimeout(guard);
-      hung.kill('SIGKILL');
+      await hung.stop('SIGKILL');
       reader.disconnect();
     }
   });
@@ -488,15 +471,13 @@ describe('redis metering sink', () => {
     const clock = new ManualClock();
     const sink = redisMeteringSink({ url: `redis://127.0.0.1:${back}`, stream: 's', logger, clock });
     const lines = (event: string) => logger.lines.filter((l) => l.obj.event === event);
-    let started: ChildProcess | undefined;
+    let started: RedisServer | undefined;
     try {
       for (let i = 0; i < 5; i++) {
         sink.record({ event: 'start', class: 'demo', process: `p-${i}`, reason: 'created', durationMs: 1 });
       }
       await waitFor('a failed write', () => lines('metering.write_failed').length > 0);
-      started = spawn(REDIS, ['--port', String(back), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-        stdio: 'ignore',
-      });
+      started = await startRedisServer({ port: back });
       // Told when Redis is back, and no sooner than 10 s after the last warning (see the flapping case
       // above): time moves on while Redis starts, as it would, so the connection errors of its start are
       // warned of again (each resetting those 10 s) until it is back.
@@ -511,7 +492,7 @@ describe('redis metering sink', () => {
       assert.equal(lines('metering.write_failed')[1]!.obj.unlogged, 4);
     } finally {
       await sink.close();
-      started?.kill('SIGKILL');
+      await started?.stop('SIGKILL');
     }
   });
 });

@@ -126,3 +126,11 @@ export async function freezableRelay(port: number): Promise<FreezableRelay> {
     },
   };
 }
+
+export {
+  REDIS_SERVER_BINARY,
+  redisServerMissing,
+  startRedisServer,
+  type RedisServer,
+  type RedisServerOptions,
+} from './testing-redis.ts';
