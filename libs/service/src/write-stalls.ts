@@ -94,7 +94,8 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
   // An HTTPS server hands HTTP/1.1 the decrypted connection, once the handshake is done.
   server.on('addContext' in server ? 'secureConnection' : 'connection', (socket: Socket) => {
     open.set(socket, undefined);
-    socket.once('close', forget);
+    // on, not once: once wraps the listener in a closure per connection, and a gateway holds tens of thousands.
+    socket.on('close', forget);
   });
 
   const sweep = (): void => {
