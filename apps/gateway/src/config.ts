@@ -237,7 +237,7 @@ export const gatewayConfigSchema = z.object({
   eventStreamPingIntervalMs: timerBounded(z.number().int().min(100))
     .default(D.eventStreamPingIntervalMs)
     .describe(
-      'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen.',
+      'How often a connection carrying event streams to a scheduler is pinged (HTTP/2 PING); a ping unanswered by the next one fails its streams, which clients then reopen. A round that came late because the gateway itself stood still (a blocked event loop, a starved CPU) waits another interval, at most three times.',
     ),
   upstreamCheckIntervalMs: timerBounded(z.number().int())
     .refine((ms) => ms === 0 || ms >= 100, 'must be 0 (off) or at least 100')

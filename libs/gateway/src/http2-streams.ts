@@ -6,6 +6,11 @@ import { StreamRequest, type Connection } from './http2-stream-request.ts';
 /** The one method of undici's Dispatcher that `exchange` uses. */
 export type Dispatch = Pick<Dispatcher, 'dispatch'>;
 
+/** A ping round later than this share of the interval means this process stood still meanwhile. */
+const PAUSE_SHARE_MAX = 0.25;
+/** Rounds one ping's verdict may be put off so; a process that keeps standing still still convicts. */
+const PUT_OFFS_MAX = 3;
+
 /**
  * Requests (event streams: bodiless, answered for as long as the client
  * listens) as HTTP/2 streams with prior knowledge (h2c), many per connection,
@@ -139,22 +144,37 @@ export class Http2EventStreams implements Dispatch {
   /**
    * Every `pingIntervalMs` a connection with open streams sends a PING; one
    * still unanswered at the next round means the peer is gone. One timer
-   * per connection, none per stream.
+   * per connection, none per stream. The verdict waits for what has been
+   * read: when a stalled event loop comes back, Node runs due timers before
+   * it reads sockets, so it is given after the next read (setImmediate), and
+   * a round that came over a quarter interval late (this process stood
+   * still, maybe before the ping even left) gives the peer another interval,
+   * at most PUT_OFFS_MAX times a ping.
    */
   #keepChecked(connection: Connection, origin: string): NodeJS.Timeout {
     const { session } = connection;
+    const intervalMs = this.#pingIntervalMs;
     let outstanding = false;
+    let putOffs = 0;
+    let dueAt = performance.now() + intervalMs;
     const pinger = setInterval(() => {
+      const late = performance.now() - dueAt > intervalMs * PAUSE_SHARE_MAX;
+      dueAt = performance.now() + intervalMs;
       if (session.destroyed) return;
       if (outstanding) {
-        const error = new Error(`no answer to an HTTP/2 ping from ${origin} within ${this.#pingIntervalMs} ms`);
-        return void session.destroy(Object.assign(error, { code: 'ERR_HTTP2_PING_TIMEOUT' }));
+        if (late && putOffs++ < PUT_OFFS_MAX) return;
+        return void setImmediate(() => {
+          if (!outstanding || session.destroyed) return;
+          const error = new Error(`no answer to an HTTP/2 ping from ${origin} within ${intervalMs} ms`);
+          session.destroy(Object.assign(error, { code: 'ERR_HTTP2_PING_TIMEOUT' }));
+        });
       }
       if (connection.open === 0 || session.connecting) return;
       outstanding = true;
+      putOffs = 0;
       // An error here is the session closing, which its streams report.
       session.ping((error) => void (error || (outstanding = false)));
-    }, this.#pingIntervalMs);
+    }, intervalMs);
     pinger.unref();
     return pinger;
   }

@@ -326,6 +326,43 @@ describe('Http2EventStreams', () => {
     assert.ok(pings - after <= 1, 'a connection without streams is not pinged');
   });
 
+  it('keeps a connection whose ping answer waits unread while this process stood still', async () => {
+    const { origin } = await h2c((stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+      stream.write('data: one\n\n');
+    });
+    // The event loop stands still right after a ping is sent, for over three intervals: the answer
+    // arrives meanwhile (or the ping only leaves after), and when the loop comes back Node runs the
+    // due timers before it reads the socket. The peer answered; this process was not looking.
+    const probe = http2.connect(origin);
+    probe.on('error', () => {});
+    const proto = pingOwner(probe);
+    probe.destroy();
+    const ping = proto.ping;
+    let stalls = 0;
+    proto.ping = function (this: http2.Http2Session, ...args: Parameters<typeof ping>) {
+      const sent = ping.apply(this, args);
+      if (stalls++ === 0) {
+        const until = performance.now() + 350;
+        while (performance.now() < until);
+      }
+      return sent;
+    } as typeof ping;
+    try {
+      const { handler, seen } = record();
+      client(100, 60_000, 100).dispatch(GET(origin), handler);
+      await until(() => seen.chunks.length === 1, 'the stream is open');
+      await until(
+        () => stalls >= 3 || seen.error !== undefined,
+        'two pings after the stall, or the stream failed',
+        3000,
+      );
+      assert.equal(seen.error, undefined, 'a ping answered while this process stood still kept its connection');
+    } finally {
+      proto.ping = ping;
+    }
+  });
+
   it('fails the streams of a connection whose peer stops answering pings', async () => {
     const { origin } = await h2c((stream) => {
       stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
@@ -408,3 +445,11 @@ describe('Http2EventStreams', () => {
     }
   });
 });
+
+/** The prototype that defines `ping` for client sessions (Http2Session's). */
+function pingOwner(session: http2.ClientHttp2Session): { ping: http2.Http2Session['ping'] } {
+  let proto: object | null = Object.getPrototypeOf(session) as object;
+  while (proto && !Object.hasOwn(proto, 'ping')) proto = Object.getPrototypeOf(proto) as object | null;
+  assert.ok(proto, 'no ping on the session prototype chain');
+  return proto as { ping: http2.Http2Session['ping'] };
+}
