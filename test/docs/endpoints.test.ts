@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { RuntimeStateStore, createSidecarHandler } from '@switchyard/agent';
 import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { epochOf, runtimeIds, startReplicas, startRuntime, until } from '../ui/cluster.ts';
+import { epochOf, startReplicas, startRuntime, until } from '../ui/cluster.ts';
 
 const doc = readFileSync(join(import.meta.dirname, '../../docs/protocol.md'), 'utf8');
 
@@ -37,13 +37,22 @@ let epoch = 0;
 before(async () => {
   [replica] = (await startReplicas(1)) as [SchedulerReplica];
   runtime = await startRuntime('r0', replica.url);
-  await until('the replica to list r0', async () => (await runtimeIds(replica.url)).includes('r0'));
+  // Available, not only listed: a runtime is listed as it connects, and placeable once its state says
+  // it is available (a moment later, longer on a loaded machine); /api/schedule is asked first.
+  await until('the replica to list r0 as available', async () => (await availableIds(replica.url)).includes('r0'));
   epoch = (await epochOf(replica.url)).epoch!;
 });
 after(async () => {
   await runtime?.close();
   await replica?.close();
 });
+
+async function availableIds(url: string): Promise<string[]> {
+  const body = (await (await fetch(`${url}/api/runtimes`)).json()) as {
+    runtimes: Array<{ id: string; available: boolean }>;
+  };
+  return body.runtimes.filter((r) => r.available).map((r) => r.id);
+}
 
 /** The path with its placeholders filled: the runtime r0, the latest epoch, the runtime's /healthz. */
 function filled(path: string): string {
