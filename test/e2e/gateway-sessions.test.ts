@@ -188,7 +188,7 @@ describe('gateway sessions and streams across processes', () => {
         await running;
         const started = performance.now();
         controller.abort();
-        await assert.rejects(call);
+        await assert.rejects(call, /abort/i);
         const line = await Promise.any(
           cluster.runtimes.map((r) => r.waitForLog((l) => l.event === 'tool.cancelled' && l.sandbox === process, 5000)),
         );
