@@ -112,6 +112,7 @@ async function streamTwice(h: Harness): Promise<void> {
       await client.close();
     }
     for (let i = 0; i < 500 && h.gateway.stats().sseOpen > 0; i++) await new Promise((r) => setTimeout(r, 2));
+    assert.equal(h.gateway.stats().sseOpen, 0, 'the GET stream closed with its client');
   }
 }
 
