@@ -25,12 +25,14 @@ const EXPOSED: Record<Chart, Exposed> = {
   scheduler: {
     'tunnel.pingIntervalMs': [2500, 'tunnel.pingIntervalMs'],
     gatewayPingIntervalMs: [4000, 'gatewayPingIntervalMs'],
+    writeStallTimeoutMs: [30_000, 'writeStallTimeoutMs'],
     'epoch.frameBytesMax': [134217728, 'epoch.frameBytesMax'],
   },
   gateway: {
     keepAliveTimeoutMs: [3_700_000, 'keepAliveTimeoutMs'],
     upstreamCheckIntervalMs: [0, 'upstreamCheckIntervalMs'],
     eventStreamPingIntervalMs: [20_000, 'eventStreamPingIntervalMs'],
+    writeStallTimeoutMs: [120_000, 'writeStallTimeoutMs'],
     'identity.class': ['header:X-Tenant-Class', 'identity.class'],
     'identity.process': ['principal', 'identity.process'],
     'identity.thread': ['mcp-session,random', 'identity.thread'],
@@ -52,6 +54,7 @@ const REFUSED: Record<Chart, [Record<string, unknown>, RegExp][]> = {
   scheduler: [
     [{ 'tunnel.pingIntervalMs': 0 }, /tunnel\.pingIntervalMs: Must be greater than or equal to 1/],
     [{ gatewayPingIntervalMs: 50 }, /gatewayPingIntervalMs: Must be greater than or equal to 100/],
+    [{ writeStallTimeoutMs: 500 }, /writeStallTimeoutMs: Must be greater than or equal to 1000/],
     [{ 'epoch.frameBytesMax': 1024 }, /epoch\.frameBytesMax: Must be greater than or equal to 65536/],
   ],
   gateway: [

@@ -33,6 +33,7 @@ identity:
   thread: mcp-session
 upstreamCheckIntervalMs: 5000
 eventStreamPingIntervalMs: 10000
+writeStallTimeoutMs: 60000
 nodeOptions: --max-semi-space-size=2
 glibcTunables: glibc.malloc.mmap_threshold=10000
 auth:

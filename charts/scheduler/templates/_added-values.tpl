@@ -17,6 +17,7 @@ connectionsMax: 16384
 tunnel:
   pingIntervalMs: 5000
 gatewayPingIntervalMs: 10000
+writeStallTimeoutMs: 60000
 epoch:
   frameBytesMax: 67108864
 election:
