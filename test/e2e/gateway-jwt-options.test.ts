@@ -6,23 +6,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from '../../libs/gateway/test/fixtures/jwks.ts';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
+import { initializeBody, post, type RawReply } from './support.ts';
 
 /** An `initialize` POST to `gateway` presenting `token`. */
-const initializeOn = (gateway: AppProcess, token: string): Promise<Response> =>
-  fetch(`http://127.0.0.1:${gateway.port}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-    }),
-  });
+const initializeOn = (gateway: AppProcess, token: string): Promise<RawReply> =>
+  post(`http://127.0.0.1:${gateway.port}/mcp`, initializeBody(1, '2025-06-18'), { authorization: `Bearer ${token}` });
 
 describe('a gateway in auth mode jwt, configured by flags', () => {
   let jwks: Jwks;
@@ -45,7 +33,7 @@ describe('a gateway in auth mode jwt, configured by flags', () => {
     await jwks?.close();
   });
 
-  const initialize = (token: string): Promise<Response> => initializeOn(gateway, token);
+  const initialize = (token: string): Promise<RawReply> => initializeOn(gateway, token);
 
   it('reads the principal from auth.principalClaim', async () => {
     const lacking = await initialize(await jwks.signWith({ sub: 'service-account-7f3a', scope: 'mcp:tools' }));

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnApp, type AppProcess } from '../support/processes.ts';
+import { initializeBody, post, type RawReply } from './support.ts';
 
 const SHORT = 'short-token';
 const LONG = 'a-long-enough-token-0123456789';
@@ -30,21 +31,8 @@ describe('a gateway whose auth.tokensFile holds a token shorter than 16 characte
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const initialize = (token: string): Promise<Response> =>
-    fetch(`http://127.0.0.1:${gateway.port}/mcp`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      }),
-    });
+  const initialize = (token: string): Promise<RawReply> =>
+    post(`http://127.0.0.1:${gateway.port}/mcp`, initializeBody(1, '2025-06-18'), { authorization: `Bearer ${token}` });
 
   it('refuses the short token (401) and takes the long one', async () => {
     assert.equal((await initialize(SHORT)).status, 401);

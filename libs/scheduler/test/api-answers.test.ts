@@ -4,7 +4,6 @@
 // And an answer of another shape is refused with the path that is wrong.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
 import {
   apiErrorSchema,
   epochInfoSchema,
@@ -13,12 +12,9 @@ import {
   runtimesTableSchema,
   scheduleResponseSchema,
 } from '@switchyard/protocol';
-import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
-import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
-import { createMetrics } from '@switchyard/service';
-
-const TOKEN = 'protocol-answers-join-token-0123456789';
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+import type { RuntimeNode } from '@switchyard/runtime';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { startReplicas, startRuntime, until } from './support.ts';
 
 async function answerOf(url: string, init?: RequestInit): Promise<{ status: number; body: unknown }> {
   const response = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
@@ -33,47 +29,21 @@ function explain(url: string, request: Record<string, unknown>): Promise<{ statu
   });
 }
 
-/** Asks `probe` until it answers, for at most `attempts` tries 50 ms apart. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, attempts = 600): Promise<T> {
-  for (let attempt = 0; attempt < attempts; attempt++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`no ${what} after ${attempts} tries`);
-}
-
 describe('the scheduler API answer schemas', () => {
   let replica: SchedulerReplica;
   let runtime: RuntimeNode;
 
   before(async () => {
-    replica = await startSchedulerReplica({
-      replicaId: 's0',
-      advertiseUrl: 'http://127.0.0.1:{port}',
-      host: '127.0.0.1',
-      port: 0,
-      lock: createMemoryLock(new MemoryLeaseStore()),
-      election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
-      epoch: { cycleIntervalMs: 200 },
-      joinTokens: () => [TOKEN],
-      logger: quiet,
-      metrics: createMetrics('scheduler'),
-    });
-    runtime = await startRuntimeNode({
-      runtimeId: 'rt-1',
-      schedulerUrl: replica.url,
-      joinToken: TOKEN,
-      classes: { demo: { engine: 'builtin' } },
-      sandboxesMax: 10,
-      sessionIdleMs: 60_000,
-      logger: quiet,
-      metrics: createMetrics('runtime'),
-    });
-    await eventually('epoch listing rt-1', async () => {
-      const { body } = await answerOf(`${replica.url}/api/runtimes`);
-      return (body as { runtimes: Array<{ id: string }> }).runtimes.some((r) => r.id === 'rt-1') ? body : undefined;
-    });
+    [replica] = (await startReplicas(1)) as [SchedulerReplica];
+    runtime = await startRuntime('rt-1', replica.url);
+    await until(
+      'epoch listing rt-1',
+      async () => {
+        const { body } = await answerOf(`${replica.url}/api/runtimes`);
+        return (body as { runtimes: Array<{ id: string }> }).runtimes.some((r) => r.id === 'rt-1') ? body : undefined;
+      },
+      30_000,
+    );
   });
   after(async () => {
     await runtime?.close();
