@@ -9,3 +9,5 @@ export { ClusterView } from './cluster-view.ts';
 export type { ClusterViewOptions } from './cluster-view.ts';
 export { parseScheduleRequest } from './schedule-request.ts';
 export { REDIAL_WAIT_MS } from './redial-waits.ts';
+// For the app's config: what a join token line may be (`<token> [<runtime id pattern>]`).
+export { joinTokenLineProblem } from '@switchyard/tunnel';

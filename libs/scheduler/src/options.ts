@@ -23,7 +23,11 @@ export interface SchedulerReplicaOptions {
   readonly port: number;
   readonly lock: LeaseLock;
   readonly election?: Partial<ElectionTiming>;
-  /** Join tokens accepted from runtimes; read on every connect. Without `peerTokens`, they admit peers too. */
+  /**
+   * Join tokens accepted from runtimes, each `<token>` or `<token> <id pattern>` (admitting only the runtime ids
+   * the glob matches; see the tunnel endpoint); read on every connect. Without `peerTokens`, those without a
+   * pattern admit peers too.
+   */
   readonly joinTokens: () => readonly string[];
   /**
    * Tokens replicas of a cluster share to sync epochs: they admit a peer on

@@ -18,7 +18,7 @@ import {
   type TlsPair,
 } from '@switchyard/service';
 import { FORWARDED_HEADER_BYTES_MAX, RELAY, runtimeStateOf } from '@switchyard/protocol';
-import { createTunnelEndpoint, CONNECT_PATH } from '@switchyard/tunnel';
+import { createTunnelEndpoint, CONNECT_PATH, unscopedJoinTokens } from '@switchyard/tunnel';
 import { handleApi, handleApiStream, handleRelay, type ApiContext } from './api.ts';
 import { apiAdmission, refuseRequest, refuseStream, refuseUpgrade } from './api-auth.ts';
 import { ClusterView } from './cluster-view.ts';
@@ -177,8 +177,9 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     ...(options.election ? { timing: options.election } : {}),
     ...(options.epoch ? { epoch: options.epoch } : {}),
     localPart: () => part.states(),
-    // Join tokens admit peers only where no peer tokens are given, as before they existed.
-    peerTokens: options.peerTokens ?? options.joinTokens,
+    // Join tokens admit peers only where no peer tokens are given, as before they existed; a token scoped to
+    // some runtime ids never does, since a peer reports runtimes of any id.
+    peerTokens: options.peerTokens ?? (() => unscopedJoinTokens(options.joinTokens())),
     view,
     logger,
     onLeaderCommit: (info) => {

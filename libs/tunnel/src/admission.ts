@@ -3,10 +3,11 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RUNTIME_INFO_HEADER, parseWith, runtimeInfoSchema } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
+import { parseJoinTokens } from './join-scope.ts';
 
 /** Why an upgrade request was refused, as written back on the raw socket. */
 export interface Refusal {
-  readonly status: 400 | 401 | 431 | 501 | 502 | 503;
+  readonly status: 400 | 401 | 403 | 409 | 431 | 501 | 502 | 503;
   readonly body: {
     readonly error: string;
     readonly field?: string;
@@ -18,7 +19,13 @@ export interface Refusal {
 }
 
 export type Admission =
-  { readonly ok: true; readonly info: RuntimeInfo } | { readonly ok: false; readonly refusal: Refusal };
+  | {
+      readonly ok: true;
+      readonly info: RuntimeInfo;
+      /** SHA-256 of the presented token: which token a tunnel came with, without keeping the token. */
+      readonly tokenDigest: Buffer;
+    }
+  | { readonly ok: false; readonly refusal: Refusal };
 
 const sha256 = (value: string): Buffer => hash('sha256', value, 'buffer');
 
@@ -55,8 +62,8 @@ export function tokenMatches(presented: string, tokens: readonly string[]): bool
 
 /** True when `authorization` is `Bearer <t>` with `t` among `tokens` (constant time, as `tokenMatches`). */
 export function bearerMatches(authorization: string | undefined, tokens: readonly string[]): boolean {
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-  return bearer !== null && tokenMatches(bearer[1]!, tokens);
+  const bearer = bearerToken(authorization);
+  return bearer !== undefined && tokenMatches(bearer, tokens);
 }
 
 /** Total bytes of the request's header names and values, as received. */
@@ -66,12 +73,36 @@ export function headerBytes(req: IncomingMessage): number {
   return total;
 }
 
-/** Checks size, credentials and self-description of a connect request, in that order. */
+/** The token of a `Bearer <t>` header; undefined for none or another scheme. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+}
+
+/**
+ * The runtime ids a presented token (by its digest) admits among join token `lines` (see
+ * `parseJoinTokens`), as a test; undefined when it is none of them. Compared in constant time, as
+ * `tokenMatches`; a token listed twice admits what either line admits.
+ */
+export function joinTokenScope(
+  tokenDigest: Buffer,
+  lines: readonly string[],
+): ((runtimeId: string) => boolean) | undefined {
+  const matched = parseJoinTokens(lines).filter((t) => timingSafeEqual(tokenDigest, configuredDigest(t.token)));
+  return matched.length > 0 ? (runtimeId) => matched.some((t) => t.admits(runtimeId)) : undefined;
+}
+
+/**
+ * Checks size, credentials and self-description of a connect request, in that order, then that the
+ * token admits the id the runtime names. `tokens` are join token lines: `<token> [<id pattern>]`.
+ */
 export function admit(req: IncomingMessage, tokens: readonly string[], headerBytesMax: number): Admission {
   if (headerBytes(req) > headerBytesMax) {
     return refuse(431, { error: 'request headers too large', detail: `limit is ${headerBytesMax} bytes` });
   }
-  if (!bearerMatches(req.headers.authorization, tokens)) return refuse(401, { error: 'invalid or missing join token' });
+  const presented = bearerToken(req.headers.authorization);
+  const tokenDigest = presented === undefined ? undefined : sha256(presented);
+  const scope = tokenDigest && joinTokenScope(tokenDigest, tokens);
+  if (!tokenDigest || !scope) return refuse(401, { error: 'invalid or missing join token' });
   const raw = req.headers[RUNTIME_INFO_HEADER];
   if (typeof raw !== 'string' || raw === '') {
     return refuse(400, { error: 'missing X-Runtime-Info header', field: 'X-Runtime-Info' });
@@ -87,7 +118,9 @@ export function admit(req: IncomingMessage, tokens: readonly string[], headerByt
     const field = parsed.error.split(':')[0] ?? '(root)';
     return refuse(400, { error: 'invalid X-Runtime-Info', field: `X-Runtime-Info.${field}`, detail: parsed.error });
   }
-  return { ok: true, info: parsed.value };
+  const { id } = parsed.value;
+  if (!scope(id)) return refuse(403, { error: 'join token does not admit this runtime id', runtime: id });
+  return { ok: true, info: parsed.value, tokenDigest };
 }
 
 export function refuse(status: Refusal['status'], body: Refusal['body']): Admission {

@@ -105,8 +105,13 @@ export function dialTunnel(options: DialTunnelOptions): TunnelDialer {
   return new Dialer(options);
 }
 
-/** Refusals about the runtime (token, size) or the scheduler (capacity), not the transport: a WebSocket would fare no better. */
-const REFUSALS_OF_ANY_TRANSPORT = new Set([401, 431, 503]);
+/**
+ * Refusals about the runtime (token, its scope, an id held with another token, size) or the scheduler
+ * (capacity), not the transport: a WebSocket would fare no better.
+ */
+const REFUSALS_OF_ANY_TRANSPORT = new Set([401, 403, 409, 431, 503]);
+/** Refusals that will not heal by themselves soon: retried at the maximum delay (401 and 403 sooner on a new token). */
+const LASTING_REFUSALS = new Set([400, 401, 403]);
 
 interface Link {
   /** Drops the connect attempt in flight, if any. */
@@ -252,8 +257,9 @@ class Dialer implements TunnelDialer {
             if (fallback && !REFUSALS_OF_ANY_TRANSPORT.has(status))
               return this.#fallBack(link, `answered ${status}`, attempt);
             this.#logger.error({ status, body, url, transport: t }, 'scheduler refused the tunnel');
-            this.#down(link, `refused with ${status}`, status === 400 || status === 401);
-            if (status === 401) this.#redialOnNewToken(link);
+            // A 409 lasts until the tunnel holding the id closes: this runtime's own, not yet found dead.
+            this.#down(link, `refused with ${status}`, LASTING_REFUSALS.has(status) ? 'lasting' : status === 409);
+            if (status === 401 || status === 403) this.#redialOnNewToken(link);
           },
           // Only a peer that was reached can have refused the upgrade; an unreachable one is retried later as is.
           onFailed: (reason, reached) =>
@@ -363,8 +369,11 @@ class Dialer implements TunnelDialer {
     return { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport };
   }
 
-  /** Tears one link down (once) and schedules the next dial unless closed. */
-  #down(link: Link, reason: string, refused = false): void {
+  /**
+   * Tears one link down (once) and schedules the next dial unless closed. `refused`: by the scheduler,
+   * `lasting` (dialled again at the maximum delay) or passing (`true`: at the next backoff step).
+   */
+  #down(link: Link, reason: string, refused: boolean | 'lasting' = false): void {
     if (link.down) return;
     link.down = true;
     link.onDown?.();
@@ -400,8 +409,9 @@ class Dialer implements TunnelDialer {
     const dialled = this.#url.toString();
     // A dial that failed goes to the next replica; a tunnel that was up is redialled where it was.
     if (!wasConnected) this.#at = (this.#at + 1) % this.#urls.length;
-    const delayMs = refused
-      ? backoffDelayMs(0, { ...this.#o.backoff, initialMs: maxMs }, random)
+    const delayMs =
+      refused === 'lasting'
+        ? backoffDelayMs(0, { ...this.#o.backoff, initialMs: maxMs }, random)
       : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
     // A scheduler that cannot be reached (a wrong URL, a firewall, an outage) is said so at the first
     // failed dial and every tenth after: a runtime that never joins must not be silent about it.

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -6,7 +7,7 @@ import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { RUNTIME_LIVENESS_HEADER, SwitchyardError } from '@switchyard/protocol';
 import { watchTokenRevocations, type TokenRevocations } from '@switchyard/service';
-import { admit, bearerMatches, writeRefusal } from './admission.ts';
+import { admit, joinTokenScope, writeRefusal } from './admission.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
 import { GOAWAY_REPLACED, TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
@@ -20,9 +21,12 @@ import type { Tunnel } from './tunnel.ts';
 
 export interface TunnelEndpointOptions {
   /**
-   * Join tokens currently accepted; read on every connect so rotation needs
-   * no restart. A tunnel whose token is removed from the list is closed
-   * (within about a second; see TokenRevocations).
+   * Join tokens currently accepted, one per entry as `<token>` (admits any
+   * runtime id) or `<token> <id pattern>` (admits the ids the glob matches,
+   * `*` standing for any run of characters; see `parseJoinTokens`); read on
+   * every connect so rotation needs no restart. A tunnel whose token is
+   * removed from the list, or whose token's pattern no longer admits its id,
+   * is closed (within about a second; see TokenRevocations).
    */
   readonly tokens: () => readonly string[];
   /** Most runtimes connected at once; one more is answered 503. A reconnect of a connected id does not count. */
@@ -59,11 +63,16 @@ export interface TunnelEndpoint {
 
 /**
  * Creates the endpoint. Guarantees: at most `maxRuntimes` tunnels, at most one
- * per runtime id (a newer connection replaces and closes the older), join
- * tokens are compared in constant time and never logged. Refusals are plain
- * HTTP responses with a JSON body: 401 bad token, 400 bad `X-Runtime-Info`
- * (naming the field, or an `Upgrade` other than the two transports), 431
- * headers too large, 503 full or closing.
+ * per runtime id (a newer connection replaces and closes the older, if it
+ * presents the join token the older one came with), join tokens are compared
+ * in constant time and never logged. Refusals are plain HTTP responses with a
+ * JSON body: 401 bad token, 400 bad `X-Runtime-Info` (naming the field, or an
+ * `Upgrade` other than the two transports), 403 an id the token's pattern does
+ * not admit, 409 an id whose tunnel here came with another token (until that
+ * tunnel closes: a runtime's own token rotated meets it only while its old
+ * tunnel is not yet found dead), 431 headers too large, 503 full or closing.
+ * Not guaranteed: the 409 check sees this endpoint's tunnels only, not those
+ * another scheduler replica holds.
  */
 export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndpoint {
   if (!Number.isInteger(options.maxRuntimes) || options.maxRuntimes < 1) {
@@ -75,7 +84,8 @@ export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndp
 /** An admitted runtime, between its handshake and its tunnel. */
 interface Peer {
   readonly info: Tunnel['info'];
-  readonly authorization: string | undefined;
+  /** SHA-256 of its join token. */
+  readonly tokenDigest: Buffer;
   /** Its liveness timing, when it announced one (`X-Runtime-Liveness`). */
   readonly liveness: Liveness | undefined;
 }
@@ -89,6 +99,8 @@ class Endpoint implements TunnelEndpoint {
   readonly #pingIntervalMs: number;
   readonly #pingTimeoutMs: number;
   readonly #tunnels = new Map<string, Tunnel>();
+  /** The digest of the join token each tunnel came with. */
+  readonly #tokenDigests = new WeakMap<Tunnel, Buffer>();
   readonly #revocations: TokenRevocations;
   readonly #sharedIds: SharedIds;
   readonly #wss: WebSocketServer;
@@ -122,10 +134,25 @@ class Endpoint implements TunnelEndpoint {
     const admission = admit(req, this.#o.tokens(), this.#o.headerBytesMax ?? TUNNEL_DEFAULTS.headerBytesMax);
     if (!admission.ok) {
       const { status, body } = admission.refusal;
-      this.#refusals.warn('runtime connect refused', { remote, status, error: body.error, field: body.field });
+      const named = body.runtime === undefined ? {} : { runtime: body.runtime };
+      const fields = { remote, status, error: body.error, field: body.field, ...named };
+      this.#refusals.warn('runtime connect refused', fields);
       return writeRefusal(socket, admission.refusal);
     }
-    const { info } = admission;
+    const { info, tokenDigest } = admission;
+    if (this.#heldByOtherToken(info.id, tokenDigest)) {
+      const refusal = {
+        status: 409,
+        body: { error: 'runtime id connected with another join token', runtime: info.id },
+      } as const;
+      this.#refusals.warn('runtime connect refused: id held by another join token', {
+        remote,
+        runtime: info.id,
+        status: refusal.status,
+        error: refusal.body.error,
+      });
+      return writeRefusal(socket, refusal);
+    }
     const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
     if (others >= this.#o.maxRuntimes) {
       const refusal = { status: 503, body: { error: 'runtime capacity reached' } } as const;
@@ -139,8 +166,7 @@ class Endpoint implements TunnelEndpoint {
       return writeRefusal(socket, refusal);
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
-    const authorization = req.headers.authorization;
-    const peer: Peer = { info, authorization, liveness: parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]) };
+    const peer: Peer = { info, tokenDigest, liveness: parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]) };
     if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, peer);
     if (upgrade === 'websocket') {
       return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), peer));
@@ -195,8 +221,16 @@ class Endpoint implements TunnelEndpoint {
     );
   }
 
-  #accept(carrier: Carrier, { info, authorization, liveness }: Peer): void {
-    if (this.#closed) return carrier.destroy();
+  /** True while a tunnel of `runtimeId` is open here that came with a token other than the one of `tokenDigest`. */
+  #heldByOtherToken(runtimeId: string, tokenDigest: Buffer): boolean {
+    const live = this.#tunnels.get(runtimeId);
+    const liveDigest = live && !live.closed ? this.#tokenDigests.get(live) : undefined;
+    return liveDigest !== undefined && !timingSafeEqual(liveDigest, tokenDigest);
+  }
+
+  #accept(carrier: Carrier, { info, tokenDigest, liveness }: Peer): void {
+    // Checked again: another token's connect for the id may have been accepted during this one's upgrade.
+    if (this.#closed || this.#heldByOtherToken(info.id, tokenDigest)) return carrier.destroy();
     // Wall clock: generations are compared across replicas and restarts, which no monotonic reading spans.
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const life = this.#lines.opened(info.id, { generation: this.#generation, transport: carrier.transport });
@@ -213,6 +247,7 @@ class Endpoint implements TunnelEndpoint {
     });
     const previous = this.#tunnels.get(info.id);
     this.#tunnels.set(info.id, tunnel);
+    this.#tokenDigests.set(tunnel, tokenDigest);
     previous?.close('replaced by a newer connection', GOAWAY_REPLACED);
     if (previous && this.#sharedIds.replaced(info.id, this.#clock.monotonicNow())) {
       this.#logger.warn(
@@ -221,8 +256,12 @@ class Endpoint implements TunnelEndpoint {
       );
     }
     const release = this.#revocations.hold(
-      () => bearerMatches(authorization, this.#o.tokens()),
+      () => joinTokenScope(tokenDigest, this.#o.tokens())?.(info.id) === true,
       () => {
+        if (joinTokenScope(tokenDigest, this.#o.tokens())) {
+          this.#logger.warn({ runtime: info.id }, 'tunnel closed: its join token no longer admits its runtime id');
+          return tunnel.close('join token no longer admits this runtime id');
+        }
         this.#logger.warn({ runtime: info.id }, 'tunnel closed: its join token was removed');
         tunnel.close('join token removed');
       },
