@@ -94,7 +94,8 @@ describe('a scheduler whose token files hold a token shorter than 16 characters'
     dir = mkdtempSync(join(tmpdir(), 'switchyard-token-files-'));
     joinFile = join(dir, 'join-tokens');
     apiFile = join(dir, 'api-tokens');
-    writeFileSync(joinFile, `${SHORT}\n${TOKEN}\n`);
+    // The second short one is scoped to runtime ids: its line is long enough, its token is not.
+    writeFileSync(joinFile, `${SHORT}\n${TOKEN}\n${SHORT} gpu-*\n`);
     writeFileSync(apiFile, `${TOKEN}\n${SHORT}\n`);
     scheduler = await spawnApp('scheduler', 'length-check', [
       ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'length-check', '--drain-delay-ms', '0'],
@@ -113,7 +114,7 @@ describe('a scheduler whose token files hold a token shorter than 16 characters'
     assert.equal((await ask(TOKEN)).status, 200);
   });
 
-  it('refuses a runtime presenting the short join token and admits the long one', async () => {
+  it('refuses a runtime presenting the short join token, even where a line scopes it, and admits the long one', async () => {
     assert.equal(await connectStatus(scheduler.url!, SHORT), 401);
     assert.equal(
       await connectStatus(scheduler.url!, TOKEN),

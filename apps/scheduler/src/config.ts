@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RUNTIME_LIMITS } from '@switchyard/protocol';
+import { joinTokenLineProblem } from '@switchyard/scheduler';
 import {
   connectionsMaxField,
   hostIdentityField,
@@ -85,15 +86,25 @@ export const schedulerConfigSchema = z.object({
   ),
   election: electionSchema.prefault({}).describe('Leader election.'),
   joinTokens: z
-    .array(z.string().min(TOKEN_LENGTH_MIN))
+    .array(
+      z.string().superRefine((line, ctx) => {
+        const problem = joinTokenLineProblem(line);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        if ((line.trim().split(/\s+/)[0] ?? '').length < TOKEN_LENGTH_MIN) {
+          ctx.addIssue({ code: 'custom', message: `a token is at least ${TOKEN_LENGTH_MIN} characters` });
+        }
+      }),
+    )
     .default([])
     .meta({ secret: true })
-    .describe('Tokens runtimes present to join. With none here and no joinTokenFile, no runtime can join.'),
+    .describe(
+      'Tokens runtimes present to join, each alone (admits any runtime id) or followed by a blank and a runtime id pattern (admits only the ids it matches; `*` stands for any run of characters, e.g. `<token> gpu-*`). A runtime id connected with one token is not taken over by a connect with another while its tunnel is open (409). With none here and no joinTokenFile, no runtime can join.',
+    ),
   joinTokenFile: z
     .string()
     .optional()
     .describe(
-      `File of join tokens, one per line; re-read when it changes (for mounted Secrets). A line shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file.`,
+      `File of join tokens, one per line, as joinTokens (\`<token>\` or \`<token> <runtime id pattern>\`); re-read when it changes (for mounted Secrets): a tunnel whose token is removed, or whose token's pattern no longer admits its id, is closed. A line whose token is shorter than ${TOKEN_LENGTH_MIN} characters is left out, with a warning naming the file; a line whose pattern is malformed admits no runtime id.`,
     ),
   peerTokens: z
     .array(z.string().min(TOKEN_LENGTH_MIN))

@@ -98,7 +98,32 @@ function warnWhenEmpty(read: () => readonly string[], warn: () => void): () => r
   };
 }
 
-const joinTokens = warnWhenEmpty(tokens('joinTokens', 'joinTokenFile'), () =>
+/**
+ * Join token lines whose token (before a runtime id pattern) is long enough: `secretSource` measures whole
+ * lines, and a short token with a pattern after it would pass there. Derived once per list (a list keeps its
+ * identity until its file changes).
+ */
+function longJoinTokens(read: () => readonly string[]): () => readonly string[] {
+  let seen: readonly string[] | undefined;
+  let kept: readonly string[] = [];
+  return () => {
+    const lines = read();
+    if (lines === seen) return kept;
+    seen = lines;
+    kept = lines.filter((line) => (line.split(/\s+/)[0] ?? '').length >= TOKEN_LENGTH_MIN);
+    const short = lines.length - kept.length;
+    if (short > 0) {
+      const file = config.joinTokenFile;
+      logger.warn(
+        { file, option: 'joinTokenFile', count: short },
+        `joinTokenFile ${file}: ${short} token(s) shorter than ${TOKEN_LENGTH_MIN} characters left out`,
+      );
+    }
+    return kept;
+  };
+}
+
+const joinTokens = warnWhenEmpty(longJoinTokens(tokens('joinTokens', 'joinTokenFile')), () =>
   logger.warn({ file: config.joinTokenFile }, 'no join tokens configured: no runtime can join until one is'),
 );
 joinTokens();

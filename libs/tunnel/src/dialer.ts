@@ -412,7 +412,7 @@ class Dialer implements TunnelDialer {
     const delayMs =
       refused === 'lasting'
         ? backoffDelayMs(0, { ...this.#o.backoff, initialMs: maxMs }, random)
-      : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
+        : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
     // A scheduler that cannot be reached (a wrong URL, a firewall, an outage) is said so at the first
     // failed dial and every tenth after: a runtime that never joins must not be silent about it.
     if (!refused && !wasConnected && this.#failedDials++ % UNREACHABLE_LOGGED_EVERY === 0) {

@@ -113,7 +113,10 @@ describe('a runtime id and the join token it connected with', () => {
   it("refuses an id outside its token's pattern with 403 naming the id, never the token", async () => {
     const refused = await connect(scheduler, GPU, 'cpu-1');
     assert.equal(refused.status, 403);
-    assert.deepEqual(JSON.parse(refused.body), { error: 'join token does not admit this runtime id', runtime: 'cpu-1' });
+    assert.deepEqual(JSON.parse(refused.body), {
+      error: 'join token does not admit this runtime id',
+      runtime: 'cpu-1',
+    });
     assert.ok(scheduler.logs.some((l) => l.msg === 'runtime connect refused' && 'runtime' in l.obj));
     assert.doesNotMatch(JSON.stringify(scheduler.logs), new RegExp(GPU));
     const gpu = await startRuntime(scheduler, 'gpu-1', hello, { token: GPU });
@@ -146,7 +149,10 @@ describe('a runtime id and the join token it connected with', () => {
     dialers.push(first.dialer);
     const claim = await connect(scheduler, OTHER, 'rt-held');
     assert.equal(claim.status, 409);
-    assert.deepEqual(JSON.parse(claim.body), { error: 'runtime id connected with another join token', runtime: 'rt-held' });
+    assert.deepEqual(JSON.parse(claim.body), {
+      error: 'runtime id connected with another join token',
+      runtime: 'rt-held',
+    });
     assert.equal(scheduler.endpoint.get('rt-held'), first.tunnel);
     assert.equal(first.tunnel.closed, false);
     const said = scheduler.logs.find((l) => l.msg === 'runtime connect refused: id held by another join token');
