@@ -2,7 +2,8 @@
 // (peerTokenFile, as the chart mounts its Secret), only those admit a peer:
 // runtimes' join tokens, held on the least trusted machines, no longer do,
 // even once the file lists none. Given none, join tokens still do, and the
-// scheduler says so at start. Schedulers as processes over loopback; nothing
+// scheduler says so at start; join tokens scoped to runtime ids never do, and
+// a scheduler with only those says no replica syncs with it. Schedulers as processes over loopback; nothing
 // here is about their shutdown, so they stop without the drain delay.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -107,5 +108,54 @@ describe('a scheduler given no peer tokens', () => {
     assert.equal(warnings.length, 1);
     assert.equal(warnings[0]!.level, 40);
     assert.equal(warnings[0]!.option, 'peerTokens');
+  });
+});
+
+describe('a scheduler given no peer tokens and only join tokens scoped to runtime ids', () => {
+  let scheduler: AppProcess;
+  before(async () => {
+    scheduler = await spawnApp('scheduler', 'scoped-join-tokens', [
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'scoped-join-tokens', '--drain-delay-ms', '0'],
+      ...['--join-tokens', `${JOIN} rt-*`],
+    ]);
+  });
+  after(() => scheduler?.stop());
+
+  it('admits no peer, and says at start that no replica syncs with it until peer tokens are set', async () => {
+    assert.equal(await syncStatus(scheduler.url!, JOIN), 401);
+    const warnings = scheduler.logs.filter((l) => NO_PEER_TOKENS.test(String(l.msg)));
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]!.level, 40);
+    assert.equal(warnings[0]!.option, 'peerTokens');
+    assert.match(String(warnings[0]!.msg), /every join token is scoped.*no replica syncs epochs/);
+  });
+});
+
+describe('a scheduler given no peer tokens whose join token file comes to scope every token', () => {
+  let dir: string;
+  let joinFile: string;
+  let scheduler: AppProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-scoped-join-file-'));
+    joinFile = join(dir, 'join-tokens');
+    writeFileSync(joinFile, `${JOIN}\n`);
+    scheduler = await spawnApp('scheduler', 'scoped-join-file', [
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'scoped-join-file', '--drain-delay-ms', '0'],
+      ...['--join-token-file', joinFile],
+    ]);
+  });
+  after(async () => {
+    await scheduler?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('says then that no replica syncs with it', async () => {
+    assert.equal(await syncStatus(scheduler.url!, JOIN), 101);
+    writeFileSync(joinFile, `${JOIN} rt-*\n`);
+    // The file is looked at again at most once a second; an upgrade makes it look.
+    await until('the scoped file is read', async () => (await syncStatus(scheduler.url!, JOIN)) === 401);
+    const warning = await scheduler.waitForLog((l) => /every join token is scoped/.test(String(l.msg)));
+    assert.equal(warning.level, 40);
+    assert.equal(warning.option, 'peerTokens');
   });
 });

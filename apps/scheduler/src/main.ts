@@ -2,7 +2,7 @@
 // switchyard-scheduler: one scheduler replica. Parses config, picks the lease
 // backend, and hands everything else to @switchyard/scheduler.
 import { createFileLock, createKubernetesLock, createMemoryLock, type LeaseLock } from '@switchyard/election';
-import { startSchedulerReplica } from '@switchyard/scheduler';
+import { startSchedulerReplica, unscopedJoinTokens } from '@switchyard/scheduler';
 import {
   ConfigError,
   createLifecycle,
@@ -146,6 +146,25 @@ function wantedTokens(
   return read;
 }
 
+/** Without peer tokens, join tokens with no runtime id pattern admit peers; scoped ones never do. */
+const ALL_JOIN_TOKENS_SCOPED =
+  'no peer tokens configured, and every join token is scoped to runtime ids: no replica syncs epochs with this one (a scoped token admits no peer); set peerTokens (or peerTokenFile) on every replica';
+const allScoped = (lines: readonly string[]): boolean => lines.length > 0 && unscopedJoinTokens(lines).length === 0;
+
+/**
+ * Join tokens that also admit peers (no peer tokens given), warning whenever the file comes to hold only
+ * scoped ones: the replicas of a cluster then stop syncing epochs, which nothing else would say.
+ */
+function warnWhenNoPeerStandIn(read: () => readonly string[]): () => readonly string[] {
+  let last = read();
+  return () => {
+    const current = read();
+    if (current !== last && allScoped(current)) logger.warn({ option: 'peerTokens' }, ALL_JOIN_TOKENS_SCOPED);
+    last = current;
+    return current;
+  };
+}
+
 const peerTokens = wantedTokens(
   'peerTokens',
   'peerTokenFile',
@@ -153,7 +172,9 @@ const peerTokens = wantedTokens(
   () =>
     logger.warn(
       { option: 'peerTokens' },
-      "no peer tokens configured: runtimes' join tokens admit peers to epoch sync, so a runtime's token can report runtimes; set peerTokens (or peerTokenFile) on every replica",
+      allScoped(joinTokens())
+        ? ALL_JOIN_TOKENS_SCOPED
+        : "no peer tokens configured: runtimes' join tokens admit peers to epoch sync, so a runtime's token can report runtimes; set peerTokens (or peerTokenFile) on every replica",
     ),
 );
 const apiTokens = wantedTokens(
@@ -193,7 +214,7 @@ const replica = await startSchedulerReplica({
     retryPeriodMs: config.election.retryPeriodMs,
     jitterFactor: config.election.jitterFactor,
   },
-  joinTokens,
+  joinTokens: peerTokens ? joinTokens : warnWhenNoPeerStandIn(joinTokens),
   ...(peerTokens ? { peerTokens } : {}),
   ...(apiTokens ? { apiTokens } : {}),
   maxRuntimes: config.maxRuntimes,
