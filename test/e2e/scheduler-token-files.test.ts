@@ -144,3 +144,27 @@ describe('a scheduler whose token files hold a token shorter than 16 characters'
     assert.equal(warning.level, 40, 'a warning');
   });
 });
+
+describe('a scheduler whose config file lists a join token with a leading blank', () => {
+  let dir: string;
+  let scheduler: AppProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-token-files-'));
+    const config = join(dir, 'scheduler.json');
+    // As a YAML or JSON entry may be written; the config check reads the token past the blank.
+    writeFileSync(config, JSON.stringify({ joinTokens: [`  ${TOKEN}`] }));
+    scheduler = await spawnApp('scheduler', 'token-blank', [
+      ...['--host', '127.0.0.1', '--port', '0', '--replica-id', 'token-blank', '--drain-delay-ms', '0'],
+      ...['--config', config],
+    ]);
+  });
+  after(async () => {
+    await scheduler?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('admits a runtime presenting the token, and warns of no short one', async () => {
+    assert.equal(await connectStatus(scheduler.url!, TOKEN), 400, 'taken (400: no runtime info), not refused');
+    assert.equal(scheduler.logs.filter((l) => /shorter than/.test(String(l.msg))).length, 0);
+  });
+});

@@ -110,7 +110,7 @@ function longJoinTokens(read: () => readonly string[]): () => readonly string[] 
     const lines = read();
     if (lines === seen) return kept;
     seen = lines;
-    kept = lines.filter((line) => (line.split(/\s+/)[0] ?? '').length >= TOKEN_LENGTH_MIN);
+    kept = lines.filter((line) => (line.trim().split(/\s+/)[0] ?? '').length >= TOKEN_LENGTH_MIN);
     const short = lines.length - kept.length;
     if (short > 0) {
       const file = config.joinTokenFile;
