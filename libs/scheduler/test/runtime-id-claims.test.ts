@@ -15,6 +15,7 @@ const OTHER = 'another-join-token-0123456789';
 function impostor(url: string, id: string, token: string) {
   const received: string[] = [];
   const refusals: number[] = [];
+  const messages: string[] = [];
   const dialer: TunnelDialer = dialTunnel({
     url,
     token,
@@ -29,10 +30,13 @@ function impostor(url: string, id: string, token: string) {
     },
     logger: {
       ...quietLogger,
-      error: (fields: object) => void refusals.push((fields as { status?: number }).status ?? 0),
+      error: (fields: object, message?: string) => {
+        refusals.push((fields as { status?: number }).status ?? 0);
+        messages.push(message ?? '');
+      },
     },
   });
-  return { dialer, received, refusals };
+  return { dialer, received, refusals, messages };
 }
 
 describe('a runtime id claimed with another join token', () => {
@@ -55,6 +59,8 @@ describe('a runtime id claimed with another join token', () => {
       await until('the claim is answered', () => claim.refusals.length > 0 || claim.dialer.connected);
       assert.equal(claim.dialer.connected, false, 'the impostor holds no tunnel');
       assert.deepEqual(claim.refusals, [409]);
+      // What the refused runtime's operator reads: which of the two causes it may be.
+      assert.match(claim.messages[0]!, /another runtime uses the same id \(give each its own\)/);
       const call = await fetch(`${replicas[0]!.url}/api/proxy/rt-x/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },

@@ -110,6 +110,17 @@ export function dialTunnel(options: DialTunnelOptions): TunnelDialer {
  * (capacity), not the transport: a WebSocket would fare no better.
  */
 const REFUSALS_OF_ANY_TRANSPORT = new Set([401, 403, 409, 431, 503]);
+/** What a refusal asks of the runtime's operator, where its status alone does not say. */
+const REFUSAL_HINTS = new Map([
+  [
+    403,
+    "this join token's runtime id pattern does not admit this runtime's id: use an id it names, or a token scoped to this id",
+  ],
+  [
+    409,
+    "this runtime's id is connected there with another join token: another runtime uses the same id (give each its own), or this runtime's earlier tunnel, opened with its previous token, is not yet found dead (it joins once it is)",
+  ],
+]);
 /** Refusals that will not heal by themselves soon: retried at the maximum delay (401 and 403 sooner on a new token). */
 const LASTING_REFUSALS = new Set([400, 401, 403]);
 
@@ -256,7 +267,9 @@ class Dialer implements TunnelDialer {
           onRefused: (status, body) => {
             if (fallback && !REFUSALS_OF_ANY_TRANSPORT.has(status))
               return this.#fallBack(link, `answered ${status}`, attempt);
-            this.#logger.error({ status, body, url, transport: t }, 'scheduler refused the tunnel');
+            const hint = REFUSAL_HINTS.get(status);
+            const why = hint ? `scheduler refused the tunnel: ${hint}` : 'scheduler refused the tunnel';
+            this.#logger.error({ status, body, url, transport: t }, why);
             // A 409 lasts until the tunnel holding the id closes: this runtime's own, not yet found dead.
             this.#down(link, `refused with ${status}`, LASTING_REFUSALS.has(status) ? 'lasting' : status === 409);
             if (status === 401 || status === 403) this.#redialOnNewToken(link);
