@@ -14,6 +14,7 @@ import {
   TOKEN,
   encodeInfo,
   httpRequest,
+  rawConnect,
   readStream,
   runtimeInfo,
   startRuntime,
@@ -21,33 +22,6 @@ import {
   until,
 } from './helpers.ts';
 import type { LogLine, Scheduler } from './helpers.ts';
-
-/** Sends a raw upgrade request and returns the status and JSON body of the refusal. */
-function connect(scheduler: Scheduler, headers: http.OutgoingHttpHeaders): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${scheduler.url}/api/runtime/connect`, {
-      agent: false,
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        ...headers,
-      },
-    });
-    req.once('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, body: '' });
-    });
-    req.once('response', (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.once('error', reject);
-    req.end();
-  });
-}
 
 const hello = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
   res.setHeader('content-type', 'text/plain');
@@ -224,7 +198,7 @@ describe('tunnel endpoint admission', () => {
   for (const upgrade of ['websocket', TUNNEL_UPGRADE]) {
     for (const c of refusals) {
       it(`${c.name} (Upgrade: ${upgrade})`, async () => {
-        const reply = await connect(scheduler, { ...c.headers, upgrade });
+        const reply = await rawConnect(scheduler, { ...c.headers, upgrade });
         assert.equal(reply.status, c.status);
         assert.match(reply.body, c.mention);
         assert.equal(scheduler.endpoint.get('r1'), undefined);
@@ -233,7 +207,7 @@ describe('tunnel endpoint admission', () => {
   }
 
   it('refuses an Upgrade other than the two transports with 400 naming both', async () => {
-    const reply = await connect(scheduler, {
+    const reply = await rawConnect(scheduler, {
       authorization: `Bearer ${TOKEN}`,
       'x-runtime-info': encodeInfo(runtimeInfo('r1')),
       upgrade: 'h2c',
@@ -251,7 +225,7 @@ describe('tunnel endpoint admission', () => {
     // Its own scheduler: the shared one has logged a 401 within the interval already.
     const own = await startScheduler();
     try {
-      await connect(own, { authorization: 'Bearer not-the-token-secret-xyz' });
+      await rawConnect(own, { authorization: 'Bearer not-the-token-secret-xyz' });
       const text = JSON.stringify(own.logs);
       assert.ok(
         own.logs.some((l) => l.msg.includes('refused')),
@@ -270,8 +244,8 @@ describe('tunnel endpoint admission', () => {
     try {
       const refusedLines = (): LogLine[] => own.logs.filter((l) => l.msg.startsWith('runtime connect refused'));
       for (let i = 0; i < 20; i++) {
-        assert.equal((await connect(own, { authorization: `Bearer wrong-${i}` })).status, 401);
-        assert.equal((await connect(own, { authorization: `Bearer ${TOKEN}` })).status, 400);
+        assert.equal((await rawConnect(own, { authorization: `Bearer wrong-${i}` })).status, 401);
+        assert.equal((await rawConnect(own, { authorization: `Bearer ${TOKEN}` })).status, 400);
       }
       assert.deepEqual(
         refusedLines().map((l) => [l.level, (l.obj as { status: number }).status]),
@@ -282,7 +256,7 @@ describe('tunnel endpoint admission', () => {
         'the first of each reason at once, then nothing within the interval',
       );
       await clock.advance(REFUSAL_LOG_INTERVAL_MS);
-      assert.equal((await connect(own, { authorization: 'Bearer wrong' })).status, 401);
+      assert.equal((await rawConnect(own, { authorization: 'Bearer wrong' })).status, 401);
       assert.equal(refusedLines().length, 3);
       assert.deepEqual(refusedLines()[2]!.obj, {
         remote: '127.0.0.1',
@@ -298,13 +272,13 @@ describe('tunnel endpoint admission', () => {
 
   it('answers 503 past maxRuntimes but lets a connected runtime reconnect', async () => {
     for (const id of ['cap-1', 'cap-2']) dialers.push((await startRuntime(scheduler, id, hello)).dialer);
-    const full = await connect(scheduler, {
+    const full = await rawConnect(scheduler, {
       authorization: `Bearer ${TOKEN}`,
       'x-runtime-info': encodeInfo(runtimeInfo('cap-3')),
     });
     assert.equal(full.status, 503);
     assert.match(full.body, /capacity/);
-    const again = await connect(scheduler, {
+    const again = await rawConnect(scheduler, {
       authorization: `Bearer ${TOKEN}`,
       'x-runtime-info': encodeInfo(runtimeInfo('cap-1')),
     });
@@ -385,7 +359,7 @@ describe('tunnel endpoint admission', () => {
       own.endpoint.close();
       assert.equal(await tunnel.whenClosed, 'endpoint closed');
       assert.equal(own.endpoint.list().length, 0);
-      const refused = await connect(own, {
+      const refused = await rawConnect(own, {
         authorization: `Bearer ${TOKEN}`,
         'x-runtime-info': encodeInfo(runtimeInfo('z')),
       });

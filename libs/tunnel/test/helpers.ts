@@ -196,3 +196,33 @@ export async function upgradeDropper(
     },
   };
 }
+
+/** Sends a raw WebSocket upgrade to the connect path: the status, and the JSON body of a refusal (none on 101). */
+export function rawConnect(
+  scheduler: Scheduler,
+  headers: http.OutgoingHttpHeaders,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${scheduler.url}/api/runtime/connect`, {
+      agent: false,
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        ...headers,
+      },
+    });
+    req.once('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, body: '' });
+    });
+    req.once('response', (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}

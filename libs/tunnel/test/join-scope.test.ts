@@ -3,12 +3,20 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import http from 'node:http';
 import type http2 from 'node:http2';
 import net from 'node:net';
 import { joinTokenLineProblem, parseJoinTokens } from '../src/join-scope.ts';
 import { dialTunnel, type TunnelDialer } from '../src/index.ts';
-import { TOKEN, encodeInfo, readStream, runtimeInfo, startRuntime, startScheduler, until } from './helpers.ts';
+import {
+  TOKEN,
+  encodeInfo,
+  rawConnect,
+  readStream,
+  runtimeInfo,
+  startRuntime,
+  startScheduler,
+  until,
+} from './helpers.ts';
 import type { Scheduler } from './helpers.ts';
 
 const GPU = 'gpu-scoped-token-0123456789';
@@ -16,32 +24,9 @@ const OTHER = 'other-join-token-0123456789';
 
 const hello = (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => void res.end('hello');
 
-/** Sends a raw upgrade request as runtime `id` with `token`; resolves with the status and body of the answer. */
+/** A raw connect as `id` with `token`: the status, and the JSON body of a refusal. */
 function connect(scheduler: Scheduler, token: string, id: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${scheduler.url}/api/runtime/connect`, {
-      agent: false,
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        authorization: `Bearer ${token}`,
-        'x-runtime-info': encodeInfo(runtimeInfo(id)),
-      },
-    });
-    req.once('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, body: '' });
-    });
-    req.once('response', (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.once('error', reject);
-    req.end();
-  });
+  return rawConnect(scheduler, { authorization: `Bearer ${token}`, 'x-runtime-info': encodeInfo(runtimeInfo(id)) });
 }
 
 /** A TCP front to `port` that can stop carrying its connections without closing them (a NAT that forgot them). */
