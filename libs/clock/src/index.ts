@@ -52,3 +52,5 @@ export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Prom
 }
 
 export { Throttle } from './throttle.ts';
+export { Heartbeat } from './heartbeat.ts';
+export type { HeartbeatOptions } from './heartbeat.ts';

@@ -1,6 +1,6 @@
 import type http2 from 'node:http2';
-import type { Clock } from '@switchyard/clock';
-import { Heartbeat, probeSession } from '@switchyard/tunnel';
+import { Heartbeat, type Clock } from '@switchyard/clock';
+import { probeSession } from '@switchyard/tunnel';
 import type { ReplicaLogger } from './options.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import http2 from 'node:http2';
-import { systemClock } from '@switchyard/clock';
+import { Heartbeat, systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
 import { HTTP2_HEADER_FIELDS_MAX, RUNTIME_INFO_HEADER, RUNTIME_LIVENESS_HEADER } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
@@ -10,7 +10,6 @@ import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, 
 import type { TunnelLogger } from './defaults.ts';
 import { AutoTransport, HTTP2_RETRY_MS } from './auto-transport.ts';
 import { FlapLog, GOOD_AFTER_PINGS } from './flap-log.ts';
-import { Heartbeat } from './heartbeat.ts';
 import { livenessHeaderValue, type Liveness } from './liveness.ts';
 import { LengthDeclaringResponse } from './response.ts';
 import type { Carrier, CarrierTransport, TunnelTransport } from './carrier.ts';

@@ -12,8 +12,6 @@ export { proxyStreamToTunnel } from './stream-proxy.ts';
 export { relayConnection, serveRelayConnections } from './relay-connection.ts';
 export { createH2Fetch } from './fetch.ts';
 export type { OpenStream } from './fetch.ts';
-export { Heartbeat } from './heartbeat.ts';
-export type { HeartbeatOptions } from './heartbeat.ts';
 export { probe as probeSession } from './wire.ts';
 export { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 export type { BackoffOptions } from './backoff.ts';

@@ -1,10 +1,9 @@
 import http2 from 'node:http2';
-import type { Clock, Timer } from '@switchyard/clock';
+import { Heartbeat, type Clock, type Timer } from '@switchyard/clock';
 import { HTTP2_HEADER_FIELDS_MAX, SwitchyardError } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { H2_TUNING, RELAY_AUTHORITY, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 import { createH2Fetch } from './fetch.ts';
-import { Heartbeat } from './heartbeat.ts';
 import { noticeDeadline, type Liveness } from './liveness.ts';
 import type { Carrier, CarrierTransport } from './carrier.ts';
 

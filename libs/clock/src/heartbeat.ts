@@ -1,4 +1,4 @@
-import type { Clock, Timer } from '@switchyard/clock';
+import type { Clock, Timer } from './index.ts';
 
 export interface HeartbeatOptions {
   readonly clock: Clock;
