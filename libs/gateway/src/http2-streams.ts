@@ -1,15 +1,11 @@
 import http2 from 'node:http2';
+import { Heartbeat, systemClock } from '@switchyard/clock';
 import { HTTP2_HEADER_FIELDS_MAX } from '@switchyard/protocol';
 import { errors, type Dispatcher } from 'undici';
 import { StreamRequest, type Connection } from './http2-stream-request.ts';
 
 /** The one method of undici's Dispatcher that `exchange` uses. */
 export type Dispatch = Pick<Dispatcher, 'dispatch'>;
-
-/** A ping round later than this share of the interval means this process stood still meanwhile. */
-const PAUSE_SHARE_MAX = 0.25;
-/** Rounds one ping's verdict may be put off so; a process that keeps standing still still convicts. */
-const PUT_OFFS_MAX = 3;
 
 /**
  * Requests (event streams: bodiless, answered for as long as the client
@@ -125,9 +121,9 @@ export class Http2EventStreams implements Dispatch {
       if (at >= 0) list!.splice(at, 1);
       if (list?.length === 0) this.#connections.delete(origin);
     };
-    const pinger = this.#keepChecked(connection, origin);
+    const heartbeat = this.#keepChecked(connection, origin);
     session.once('goaway', retire);
-    session.once('close', () => (clearInterval(pinger), retire()));
+    session.once('close', () => (heartbeat.stop(), retire()));
     // The error also reaches every stream of the session, which reports it.
     session.on('error', retire);
     session.setTimeout(this.#idleTimeoutMs, () => {
@@ -143,39 +139,42 @@ export class Http2EventStreams implements Dispatch {
 
   /**
    * Every `pingIntervalMs` a connection with open streams sends a PING; one
-   * still unanswered at the next round means the peer is gone. One timer
-   * per connection, none per stream. The verdict waits for what has been
-   * read: when a stalled event loop comes back, Node runs due timers before
-   * it reads sockets, so it is given after the next read (setImmediate), and
-   * a round that came over a quarter interval late (this process stood
-   * still, maybe before the ping even left) gives the peer another interval,
-   * at most PUT_OFFS_MAX times a ping.
+   * unanswered for as long again means the peer is gone, and the session is
+   * destroyed, failing its streams. One heartbeat per connection, none per
+   * stream; it judges on what has been read, so a gateway that stood still
+   * does not blame the scheduler for its own pause (see Heartbeat). On the
+   * system clock: a stream's liveness is real time whatever clock the
+   * gateway's state machines run on.
    */
-  #keepChecked(connection: Connection, origin: string): NodeJS.Timeout {
+  #keepChecked(connection: Connection, origin: string): Heartbeat {
     const { session } = connection;
     const intervalMs = this.#pingIntervalMs;
-    let outstanding = false;
-    let putOffs = 0;
-    let dueAt = performance.now() + intervalMs;
-    const pinger = setInterval(() => {
-      const late = performance.now() - dueAt > intervalMs * PAUSE_SHARE_MAX;
-      dueAt = performance.now() + intervalMs;
-      if (session.destroyed) return;
-      if (outstanding) {
-        if (late && putOffs++ < PUT_OFFS_MAX) return;
-        return void setImmediate(() => {
-          if (!outstanding || session.destroyed) return;
-          const error = new Error(`no answer to an HTTP/2 ping from ${origin} within ${intervalMs} ms`);
-          session.destroy(Object.assign(error, { code: 'ERR_HTTP2_PING_TIMEOUT' }));
-        });
-      }
-      if (connection.open === 0 || session.connecting) return;
-      outstanding = true;
-      putOffs = 0;
-      // An error here is the session closing, which its streams report.
-      session.ping((error) => void (error || (outstanding = false)));
-    }, intervalMs);
-    pinger.unref();
-    return pinger;
+    return new Heartbeat({
+      clock: systemClock,
+      intervalMs,
+      timeoutMs: intervalMs,
+      // A connection without streams is not pinged: its idle timeout ends it.
+      probe: () => (connection.open === 0 || session.connecting ? Promise.resolve(0) : ping(session)),
+      onRtt: () => {},
+      onDead: (_reason, cause) => {
+        // A failed ping is the session already going, which its streams report.
+        if (cause === 'failed' || session.destroyed) return;
+        const error = new Error(`no answer to an HTTP/2 ping from ${origin} within ${intervalMs} ms`);
+        session.destroy(Object.assign(error, { code: 'ERR_HTTP2_PING_TIMEOUT' }));
+      },
+    });
   }
+}
+
+/** One HTTP/2 PING: resolves with its round trip in ms, rejects when the session cannot send or answer it. */
+function ping(session: http2.ClientHttp2Session): Promise<number> {
+  return new Promise((resolve, reject) => {
+    try {
+      if (!session.ping((error, durationMs) => (error ? reject(error) : resolve(durationMs)))) {
+        reject(new Error('too many outstanding pings'));
+      }
+    } catch (error) {
+      reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  });
 }
