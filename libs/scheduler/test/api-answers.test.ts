@@ -37,10 +37,12 @@ describe('the scheduler API answer schemas', () => {
     [replica] = (await startReplicas(1)) as [SchedulerReplica];
     runtime = await startRuntime('rt-1', replica.url);
     await until(
-      'epoch listing rt-1',
+      // Available, not only listed: the runtime is listed as it connects, placeable once its state says so.
+      'epoch listing rt-1 as available',
       async () => {
         const { body } = await answerOf(`${replica.url}/api/runtimes`);
-        return (body as { runtimes: Array<{ id: string }> }).runtimes.some((r) => r.id === 'rt-1') ? body : undefined;
+        const listed = (body as { runtimes: Array<{ id: string; available: boolean }> }).runtimes;
+        return listed.some((r) => r.id === 'rt-1' && r.available) ? body : undefined;
       },
       30_000,
     );
