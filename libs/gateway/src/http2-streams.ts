@@ -156,11 +156,14 @@ export class Http2EventStreams implements Dispatch {
       // A connection without streams is not pinged: its idle timeout ends it.
       probe: () => (connection.open === 0 || session.connecting ? Promise.resolve(0) : ping(session)),
       onRtt: () => {},
-      onDead: (_reason, cause) => {
-        // A failed ping is the session already going, which its streams report.
-        if (cause === 'failed' || session.destroyed) return;
-        const error = new Error(`no answer to an HTTP/2 ping from ${origin} within ${intervalMs} ms`);
-        session.destroy(Object.assign(error, { code: 'ERR_HTTP2_PING_TIMEOUT' }));
+      // A ping that failed (most often the session already going) ends the connection as an unanswered one does.
+      onDead: (reason, cause) => {
+        if (session.destroyed) return;
+        const message =
+          cause === 'unanswered'
+            ? `no answer to an HTTP/2 ping from ${origin} within ${intervalMs} ms`
+            : `HTTP/2 ping to ${origin}: ${reason}`;
+        session.destroy(Object.assign(new Error(message), { code: 'ERR_HTTP2_PING_TIMEOUT' }));
       },
     });
   }
