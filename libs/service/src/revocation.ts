@@ -29,7 +29,10 @@ export interface TokenRevocationsOptions {
  * revoked; the first non-empty list after it is checked.
  */
 export interface TokenRevocations {
-  /** Calls `end` once `stillAdmitted()` is false after the list changed; the returned release forgets the holder. */
+  /**
+   * Calls `end` once `stillAdmitted()` is false at a check: the first after
+   * the hold, or one that finds the list changed. The returned release forgets the holder.
+   */
   hold(stillAdmitted: () => boolean, end: () => void): () => void;
   /** Holders not yet ended or released. */
   readonly held: number;
@@ -49,15 +52,20 @@ export function watchTokenRevocations(options: TokenRevocationsOptions): TokenRe
   let seen: readonly string[] = options.tokens();
   let timer: Timer | undefined;
   let closed = false;
+  /** Held since the last check: admitted under a list the watch may have moved past (see hold). */
+  let fresh: Holder[] = [];
 
   const check = (): void => {
     timer = undefined;
     const tokens = options.tokens();
-    if (tokens !== seen && tokens.length > 0) {
+    if (tokens.length > 0) {
+      const changed = tokens !== seen;
+      const asked = fresh;
+      fresh = [];
       seen = tokens;
       let ended = 0;
-      for (const holder of [...holders]) {
-        if (holder.stillAdmitted()) continue;
+      for (const holder of changed ? [...holders] : asked) {
+        if (!holders.has(holder) || holder.stillAdmitted()) continue;
         holders.delete(holder);
         holder.end();
         ended++;
@@ -67,6 +75,8 @@ export function watchTokenRevocations(options: TokenRevocationsOptions): TokenRe
     arm();
   };
   const arm = (): void => {
+    // Released holders are not kept for a check that will not come.
+    if (holders.size === 0) fresh = [];
     if (!closed && !timer && holders.size > 0) timer = clock.setTimeout(check, checkEveryMs);
   };
 
@@ -74,6 +84,9 @@ export function watchTokenRevocations(options: TokenRevocationsOptions): TokenRe
     hold(stillAdmitted, end) {
       const holder = { stillAdmitted, end };
       holders.add(holder);
+      // Its token was checked at admission, which may lie before a change the
+      // last check already saw: asked at the next check, changed list or not.
+      fresh.push(holder);
       arm();
       return () => void holders.delete(holder);
     },
@@ -85,6 +98,7 @@ export function watchTokenRevocations(options: TokenRevocationsOptions): TokenRe
       timer?.cancel();
       timer = undefined;
       holders.clear();
+      fresh = [];
     },
   };
 }
