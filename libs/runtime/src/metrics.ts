@@ -48,6 +48,23 @@ export function troubleCounters(
   return (trouble, className) => counters.get(trouble)?.inc({ class: className });
 }
 
+/**
+ * The counter of tool calls clients cancelled, by class (each from 0), and
+ * the function that counts one (the sandbox host's `onCancelled`).
+ */
+export function cancelledCounter(
+  metrics: Metrics,
+  classes: Readonly<Record<string, EngineConfig>>,
+): (className: string) => void {
+  const counter = metrics.counter({
+    name: 'tool_calls_cancelled_total',
+    help: 'Tool calls cancelled by their clients',
+    labelNames: ['class'],
+  });
+  for (const name of Object.keys(classes)) counter.inc({ class: name }, 0);
+  return (className) => counter.inc({ class: className });
+}
+
 /** Gauges read from the node at each scrape. */
 export function registerNodeMetrics(
   metrics: Metrics,
@@ -65,9 +82,10 @@ export function registerNodeMetrics(
     collect: () => host.stats().sandboxes,
   });
   metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open', collect: () => host.stats().sessions });
+  // Deprecated: a count kept as a gauge, as earlier releases exposed it; tool_calls_cancelled_total replaces it.
   metrics.gauge({
     name: 'tool_calls_cancelled',
-    help: 'Tool calls cancelled by clients so far',
+    help: 'Tool calls cancelled by clients so far (deprecated: use tool_calls_cancelled_total)',
     collect: () => host.stats().cancelled,
   });
 }

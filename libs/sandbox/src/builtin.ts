@@ -15,7 +15,7 @@ function text(value: string): { content: { type: 'text'; text: string }[] } {
 /**
  * A cancelled call is told at info at most once in this long (per class),
  * the others at debug: clients cancel as often as they like, and the
- * runtime's `tool_calls_cancelled` metric counts them all.
+ * runtime's `tool_calls_cancelled_total` metric counts them all.
  */
 const CANCELLED_LOG_INTERVAL_MS = 10_000;
 

@@ -91,11 +91,19 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const meter = options.meter ?? logMeteringSink(logger);
   const onTrouble = options.onTrouble ?? (() => {});
   let cancelled = 0;
-  const onCancelled = (): void => void cancelled++;
+  const onCancelled = (className: string): void => {
+    cancelled++;
+    options.onCancelled?.(className);
+  };
   const pools: WarmPoolEngine[] = [];
   const classes = new Map<string, ClassRuntime>();
   for (const [className, config] of Object.entries(options.classes)) {
-    const ctx: EngineContext = { runtimeId: options.runtimeId, className, logger, onCancelled };
+    const ctx: EngineContext = {
+      runtimeId: options.runtimeId,
+      className,
+      logger,
+      onCancelled: () => onCancelled(className),
+    };
     let engine = baseEngine(config, clock, options.engines, onTrouble);
     if ((config.warmPool ?? 0) > 0) {
       const refillDelayMs = options.warmPoolRefillDelayMs ?? SANDBOX_DEFAULTS.warmPoolRefillDelayMs;

@@ -27,7 +27,8 @@ export interface RegistryOptions {
   readonly reporter: StateReporter;
   readonly logger: Logger;
   readonly clock: Clock;
-  readonly onCancelled: (tool: string) => void;
+  /** Told of a tool call its client cancelled, with the sandbox's class. */
+  readonly onCancelled: (className: string) => void;
   /** Told when a sandbox goes away, so sessions bound to it can be closed. */
   readonly onRemoved: (sandbox: Sandbox) => void;
   /** Told of each sandbox that died on its own (`died`), with its class. */
@@ -160,7 +161,7 @@ export class SandboxRegistry {
 
   async #start(className: string, cls: ClassRuntime, id: string, ephemeral: boolean): Promise<Sandbox> {
     const { runtimeId, logger, onCancelled } = this.#opts;
-    const ctx: EngineContext = { runtimeId, className, logger, onCancelled };
+    const ctx: EngineContext = { runtimeId, className, logger, onCancelled: () => onCancelled(className) };
     let instance: SandboxInstance;
     try {
       instance = await cls.engine.create(ctx);

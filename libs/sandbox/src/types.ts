@@ -100,6 +100,8 @@ export interface SandboxHostOptions {
    * or block. Default: nothing.
    */
   readonly onTrouble?: (trouble: SandboxTrouble, className: string) => void;
+  /** Told of each tool call a client cancelled, with its class (`stats()` counts them too). Must not throw. */
+  readonly onCancelled?: (className: string) => void;
   /**
    * Wait after a warm-pool hand-out before starting its replacement, so the
    * start does not compete with the new session's first calls. Default 250;
