@@ -15,7 +15,7 @@ export interface EngineContext {
   readonly runtimeId: string;
   readonly className: string;
   readonly logger: Logger;
-  /** Called by builtin tools when a running call is cancelled by its client. */
+  /** Called when a running tool call is cancelled by its client (builtin tools, and calls proxied upstream). */
   readonly onCancelled: (tool: string) => void;
 }
 

@@ -67,10 +67,11 @@ export function httpEngine(
         await endSession(url, requestInit, transport, bounded);
         throw error;
       }
-      return new ProxyInstance(client, transport, async () => {
+      const cleanup = async (): Promise<void> => {
         await transport.close().catch(() => undefined);
         await endSession(url, requestInit, transport, bounded);
-      });
+      };
+      return new ProxyInstance(client, transport, cleanup, { onCancelled: ctx.onCancelled });
     },
   };
 }

@@ -82,6 +82,7 @@ export class ProxyInstance implements SandboxInstance {
   readonly #servers = new Set<McpServer>();
   readonly #cleanup: () => Promise<void>;
   readonly #exitCause: (() => ExitCause | undefined) | undefined;
+  readonly #onCancelled: ((tool: string) => void) | undefined;
   #destroyed = false;
   /** Tool calls in flight, oldest first: who the upstream's own requests are sent to. */
   readonly #calls: ServerContext[] = [];
@@ -98,17 +99,24 @@ export class ProxyInstance implements SandboxInstance {
    * for upstreams whose change announcements always reach the client, as a
    * child's stdout does; a remote server may have no channel to announce on.
    * `exitCause`: how the upstream's process ended, for the log of its death.
+   * `onCancelled`: told of each tool call its client cancelled (the
+   * engine context's, so the runtime counts proxied calls as builtin ones).
    */
   constructor(
     client: Client,
     transport: Transport,
     cleanup: () => Promise<void>,
-    opts: { cacheLists?: boolean; exitCause?: () => ExitCause | undefined } = {},
+    opts: {
+      cacheLists?: boolean;
+      exitCause?: () => ExitCause | undefined;
+      onCancelled?: (tool: string) => void;
+    } = {},
   ) {
     this.#client = client;
     this.#interceptProgress(transport);
     this.#cleanup = cleanup;
     this.#exitCause = opts.exitCause;
+    this.#onCancelled = opts.onCancelled;
     const upstream = client.getServerCapabilities() ?? {};
     const caps: ServerCapabilities = {};
     if (upstream.tools) caps.tools = { listChanged: true };
@@ -330,6 +338,10 @@ export class ProxyInstance implements SandboxInstance {
       // upstream whose answer is no tools/call result.
       const { task: _task, ...plain } = params as typeof params & { task?: unknown };
       return await this.#forwardCall(plain, ctx);
+    } catch (error) {
+      // The signal also fires once a call is over; only a call it cut short was cancelled.
+      if (ctx.mcpReq.signal.aborted) this.#onCancelled?.(params.name);
+      throw error;
     } finally {
       this.#calls.splice(this.#calls.indexOf(ctx), 1);
     }

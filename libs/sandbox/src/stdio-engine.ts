@@ -68,7 +68,11 @@ export function stdioEngine(
         await transport.close().catch(() => undefined);
         throw exited ? new ExitedError(exited, { cause: error }) : error;
       }
-      return new ProxyInstance(client, transport, () => transport.close(), { cacheLists: true, exitCause });
+      return new ProxyInstance(client, transport, () => transport.close(), {
+        cacheLists: true,
+        exitCause,
+        onCancelled: ctx.onCancelled,
+      });
     },
   };
 }

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
 import { Redis } from 'ioredis';
 import { ManualClock } from '@switchyard/clock/testing';
 import { redisMeteringSink, type MeteringEvent, type SandboxHost } from '@switchyard/sandbox';
@@ -171,6 +172,26 @@ describe('http engine', () => {
       await c.close();
     });
   }
+
+  it('a call its client cancels is counted as cancelled here, and cancelled upstream', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': 'remote',
+      'x-switchyard-process': 'cancelled-call',
+    });
+    try {
+      const [here, there] = [host.stats().cancelled, upstream.stats().cancelled];
+      const abort = new AbortController();
+      const call = (c.raw as Client).callTool(
+        { name: 'sleep', arguments: { ms: 20_000 } },
+        { signal: abort.signal, onprogress: () => abort.abort() },
+      );
+      await assert.rejects(call, /abort/i);
+      await waitFor('the cancellation to be counted', () => host.stats().cancelled === here + 1);
+      await waitFor('the upstream call to be cancelled', () => upstream.stats().cancelled === there + 1);
+    } finally {
+      await c.close();
+    }
+  });
 });
 
 describe('warm pool and metering decorators', () => {

@@ -247,6 +247,24 @@ describe('stdio engine with server-everything', () => {
     });
   }
 
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`${flavour}: a call its client cancels is counted as cancelled, as a builtin one is`, async () => {
+      const c = await connect(flavour, served.url, served.fetch, {
+        'x-switchyard-class': 'everything',
+        'x-switchyard-process': `progress-${flavour}`, // the sandbox of the test above: the host's limit is 10
+      });
+      open.push(c);
+      const before = host.stats().cancelled;
+      const abort = new AbortController();
+      const call = (c.raw as Client).callTool(
+        { name: 'trigger-long-running-operation', arguments: { duration: 20, steps: 20 } },
+        { signal: abort.signal, onprogress: () => abort.abort() },
+      );
+      await assert.rejects(call, /abort/i);
+      await waitFor('the cancellation to be counted', () => host.stats().cancelled === before + 1);
+    });
+  }
+
   it('a killed child turns the next request into 404 (legacy) or an error (stateless), then the sandbox comes back', async () => {
     const headers = { 'x-switchyard-class': 'everything', 'x-switchyard-process': 'ev-crash' };
     const before = new Set(childPids());
