@@ -3,10 +3,12 @@
 // when that scheduler goes silent (SIGSTOP: no reset, no FIN, as a host that
 // vanished looks from the gateway), found by the gateway's HTTP/2 pings.
 // While the scheduler answers them, a silent stream stays open. A client
-// that leaves its stream (or loses it) opens the next one at once, and one
-// that sends many headers opens it as its requests are taken.
+// that leaves its stream (or loses it, even to a host that vanished) opens
+// the next one at once, and one that sends many headers opens it as its
+// requests are taken.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { freezableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { LEGACY, initializeBody, post } from './support.ts';
 
@@ -45,6 +47,33 @@ describe('gateway event streams to a scheduler that goes silent', () => {
       left.abort();
       // Through gateway, scheduler and tunnel; the SDK's keep-alive (15 s) would free it far later.
       await new Promise((r) => setTimeout(r, 300));
+    }
+  });
+
+  it('lets a client whose host vanished with its GET stream open open the next one on a new connection (200, not 409)', async () => {
+    // Neither the gateway nor the runtime can know for minutes that the first connection is gone (no FIN, no
+    // RST): the newer stream takes the session's place.
+    const url = cluster.gatewayUrl();
+    const headers = await openSession(url);
+    const relay = await freezableRelay(Number(new URL(url).port));
+    const streams = [new AbortController(), new AbortController()];
+    try {
+      const vanishing = new URL(url);
+      vanishing.port = String(relay.port);
+      const first = await fetch(vanishing, {
+        headers: { ...headers, accept: 'text/event-stream' },
+        signal: streams[0]!.signal,
+      });
+      assert.equal(first.status, 200, first.status === 200 ? '' : await first.text());
+      relay.freeze();
+      const next = await fetch(url, {
+        headers: { ...headers, accept: 'text/event-stream' },
+        signal: streams[1]!.signal,
+      });
+      assert.equal(next.status, 200, next.status === 200 ? '' : await next.text());
+    } finally {
+      for (const s of streams) s.abort();
+      relay.close();
     }
   });
 

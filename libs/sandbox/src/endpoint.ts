@@ -213,6 +213,11 @@ export class McpEndpoint {
   }
 
   async #inSession(session: Session, request: Request, parsedBody?: unknown): Promise<Answer> {
+    // A client opens the session's event stream again only once it gave up on the one it had, which may
+    // still look open here (a peer that vanished without a FIN holds it for minutes): the newer takes its
+    // place, the older ends, rather than a 409 until TCP gives up. (A resume, with Last-Event-ID, takes over
+    // the stream it names inside the SDK: see SessionEventStore.)
+    if (opensEventStream(request)) session.transport.closeStandaloneSSEStream();
     const end = this.#deps.sessions.begin(session);
     let response: Response;
     try {
@@ -382,4 +387,13 @@ function refusalWithoutSession(body: unknown): Response {
     );
   }
   return errorResponse('session_required', `${MCP_SESSION_HEADER} header required`, id);
+}
+
+/** A GET for a legacy session's own event stream (not a resume of one, which names its stream). */
+function opensEventStream(request: Request): boolean {
+  return (
+    request.method === 'GET' &&
+    !request.headers.has('last-event-id') &&
+    request.headers.get('accept')?.includes('text/event-stream') === true
+  );
 }

@@ -6,6 +6,12 @@ import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
  * events are dropped past `eventsMax` events or `bytesMax` bytes of JSON (an
  * event bigger than `bytesMax` is not kept at all), and a resume from a
  * dropped id replays nothing (the client then only sees new events).
+ *
+ * No `getStreamIdForEventId`: given one, the SDK refuses (409) a resume of a
+ * stream it still holds open; without it, the resume takes the stream's
+ * place and the older connection ends. A client resumes only once it gave
+ * up on that connection, which the runtime may not know of for minutes (a
+ * peer that vanished without a FIN): see McpEndpoint's takeover of GET streams.
  */
 export class SessionEventStore implements EventStore {
   readonly #eventsMax: number;
@@ -32,10 +38,6 @@ export class SessionEventStore implements EventStore {
       this.#bytes -= event.bytes;
     }
     return id;
-  }
-
-  async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
-    return this.#events.get(eventId)?.streamId ?? streamOf(eventId);
   }
 
   async replayEventsAfter(
