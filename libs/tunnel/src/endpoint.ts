@@ -16,6 +16,7 @@ import { parseLiveness, type Liveness } from './liveness.ts';
 import { RefusalLog } from './refusal-log.ts';
 import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
 import { TunnelLog } from './tunnel-log.ts';
+import { fingerprintOfDigest, sameFingerprint } from './token-fingerprint.ts';
 import { openClientTunnel } from './tunnel.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -39,6 +40,14 @@ export interface TunnelEndpointOptions {
   readonly headerBytesMax?: number;
   readonly logger?: TunnelLogger;
   readonly clock?: Clock;
+  /**
+   * The fingerprint of the join token (see `joinTokenFingerprint`) with which a live tunnel of
+   * `runtimeId` is held at another scheduler replica, as this replica's latest view of the cluster
+   * shows; undefined for none, or for one reported without a fingerprint (by a replica of an earlier
+   * release: not checked). A connect for the id presenting another token is refused 409, as for a
+   * tunnel held here. Called once or twice per connect: a map lookup, no I/O. Default: none known.
+   */
+  readonly claimedElsewhere?: (runtimeId: string) => string | undefined;
   /** Called when a tunnel is accepted (after a replaced one was told to close). */
   readonly onTunnel?: (tunnel: Tunnel) => void;
   /** Called once per tunnel when it closes, with the reason. */
@@ -71,8 +80,10 @@ export interface TunnelEndpoint {
  * not admit, 409 an id whose tunnel here came with another token (until that
  * tunnel closes: a runtime's own token rotated meets it only while its old
  * tunnel is not yet found dead), 431 headers too large, 503 full or closing.
- * Not guaranteed: the 409 check sees this endpoint's tunnels only, not those
- * another scheduler replica holds.
+ * The 409 also covers an id that `claimedElsewhere` shows held at another
+ * replica with another token. Not guaranteed: two connects for one id with
+ * different tokens at two replicas, before any view shows either, are both
+ * taken (the newer connection wins the epoch).
  */
 export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndpoint {
   if (!Number.isInteger(options.maxRuntimes) || options.maxRuntimes < 1) {
@@ -86,6 +97,8 @@ interface Peer {
   readonly info: Tunnel['info'];
   /** SHA-256 of its join token. */
   readonly tokenDigest: Buffer;
+  /** What the replica publishes of that token (see `fingerprintOfDigest`). */
+  readonly tokenFingerprint: string;
   /** Its liveness timing, when it announced one (`X-Runtime-Liveness`). */
   readonly liveness: Liveness | undefined;
 }
@@ -140,7 +153,9 @@ class Endpoint implements TunnelEndpoint {
       return writeRefusal(socket, admission.refusal);
     }
     const { info, tokenDigest } = admission;
-    if (this.#heldByOtherToken(info.id, tokenDigest)) {
+    const tokenFingerprint = fingerprintOfDigest(tokenDigest);
+    const holder = this.#heldByOtherToken(info.id, tokenDigest, tokenFingerprint);
+    if (holder) {
       const refusal = {
         status: 409,
         body: { error: 'runtime id connected with another join token', runtime: info.id },
@@ -150,6 +165,7 @@ class Endpoint implements TunnelEndpoint {
         runtime: info.id,
         status: refusal.status,
         error: refusal.body.error,
+        ...(holder === 'elsewhere' ? { elsewhere: true } : {}),
       });
       return writeRefusal(socket, refusal);
     }
@@ -166,7 +182,8 @@ class Endpoint implements TunnelEndpoint {
       return writeRefusal(socket, refusal);
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
-    const peer: Peer = { info, tokenDigest, liveness: parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]) };
+    const liveness = parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]);
+    const peer: Peer = { info, tokenDigest, tokenFingerprint, liveness };
     if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, peer);
     if (upgrade === 'websocket') {
       return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), peer));
@@ -221,16 +238,22 @@ class Endpoint implements TunnelEndpoint {
     );
   }
 
-  /** True while a tunnel of `runtimeId` is open here that came with a token other than the one of `tokenDigest`. */
-  #heldByOtherToken(runtimeId: string, tokenDigest: Buffer): boolean {
+  /**
+   * Where a live tunnel of `runtimeId` is held with a token other than the one of `tokenDigest`: here,
+   * or at another replica (as `claimedElsewhere` tells); undefined when nowhere known. A tunnel open
+   * here decides alone: its own token takes it over, whatever an older epoch shows elsewhere.
+   */
+  #heldByOtherToken(runtimeId: string, tokenDigest: Buffer, fingerprint: string): 'here' | 'elsewhere' | undefined {
     const live = this.#tunnels.get(runtimeId);
     const liveDigest = live && !live.closed ? this.#tokenDigests.get(live) : undefined;
-    return liveDigest !== undefined && !timingSafeEqual(liveDigest, tokenDigest);
+    if (liveDigest !== undefined) return timingSafeEqual(liveDigest, tokenDigest) ? undefined : 'here';
+    const claimed = this.#o.claimedElsewhere?.(runtimeId);
+    return claimed !== undefined && !sameFingerprint(claimed, fingerprint) ? 'elsewhere' : undefined;
   }
 
-  #accept(carrier: Carrier, { info, tokenDigest, liveness }: Peer): void {
+  #accept(carrier: Carrier, { info, tokenDigest, tokenFingerprint, liveness }: Peer): void {
     // Checked again: another token's connect for the id may have been accepted during this one's upgrade.
-    if (this.#closed || this.#heldByOtherToken(info.id, tokenDigest)) return carrier.destroy();
+    if (this.#closed || this.#heldByOtherToken(info.id, tokenDigest, tokenFingerprint)) return carrier.destroy();
     // Wall clock: generations are compared across replicas and restarts, which no monotonic reading spans.
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const life = this.#lines.opened(info.id, { generation: this.#generation, transport: carrier.transport });
@@ -240,6 +263,7 @@ class Endpoint implements TunnelEndpoint {
       carrier,
       info,
       generation: this.#generation,
+      tokenFingerprint,
       clock: this.#clock,
       pingIntervalMs: this.#pingIntervalMs,
       pingTimeoutMs: this.#pingTimeoutMs,

@@ -18,5 +18,6 @@ export type { BackoffOptions } from './backoff.ts';
 export { CONNECT_PATH, H2_TUNING, TUNNEL_DEFAULTS, h2Settings } from './defaults.ts';
 export type { TunnelLogger } from './defaults.ts';
 export { bearerMatches, tokenMatches } from './admission.ts';
+export { joinTokenFingerprint, sameFingerprint } from './token-fingerprint.ts';
 export { joinTokenLineProblem, parseJoinTokens, unscopedJoinTokens } from './join-scope.ts';
 export type { JoinToken } from './join-scope.ts';

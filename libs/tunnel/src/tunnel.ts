@@ -27,6 +27,11 @@ export interface Tunnel {
   readonly info: RuntimeInfo;
   /** Increases with every accepted connection in this process, and across restarts (it starts from the wall clock). */
   readonly generation: number;
+  /**
+   * The fingerprint of the join token the tunnel came with (see `joinTokenFingerprint`), which the
+   * replica publishes so that others refuse the id to another token; undefined when opened without one.
+   */
+  readonly tokenFingerprint: string | undefined;
   /** Wall-clock time (ms since the epoch) the tunnel was accepted: a timestamp for people, not for durations. */
   readonly connectedAt: number;
   /** How its HTTP/2 travels: straight on the upgraded connection or in WebSocket messages. */
@@ -103,6 +108,8 @@ export interface ClientTunnelOptions {
   readonly carrier: Carrier;
   readonly info: RuntimeInfo;
   readonly generation: number;
+  /** See `Tunnel.tokenFingerprint`. */
+  readonly tokenFingerprint?: string;
   readonly clock: Clock;
   readonly pingIntervalMs: number;
   readonly pingTimeoutMs: number;
@@ -123,6 +130,7 @@ class ClientTunnel implements Tunnel {
   readonly runtimeId: string;
   readonly info: RuntimeInfo;
   readonly generation: number;
+  readonly tokenFingerprint: string | undefined;
   readonly connectedAt: number;
   readonly transport: CarrierTransport;
   readonly session: http2.ClientHttp2Session;
@@ -149,6 +157,7 @@ class ClientTunnel implements Tunnel {
     this.runtimeId = o.info.id;
     this.info = o.info;
     this.generation = o.generation;
+    this.tokenFingerprint = o.tokenFingerprint;
     this.connectedAt = o.clock.now();
     this.#lastPeerPingAt = o.clock.monotonicNow();
     this.#peerLiveness = o.peerLiveness;
