@@ -2,6 +2,7 @@ import type { WebSocket } from 'ws';
 import { parseWith, syncMessageSchema } from '@switchyard/protocol';
 import type { SyncMessage } from '@switchyard/protocol';
 import { encodeMessage } from './encode.ts';
+import { withoutTokenFingerprints } from './without-fingerprints.ts';
 import type { SyncConnection } from './types.ts';
 
 export interface WsSyncConnectionOptions {
@@ -15,6 +16,12 @@ export interface WsSyncConnectionOptions {
    * Default true.
    */
   readonly peerReadsLatestEpoch?: boolean;
+  /**
+   * Whether the peer reads a runtime's `tokenFingerprint` (it advertised `SYNC_FEATURES.tokenFingerprint`).
+   * When false the field is left out of every part and commit sent: a peer of an older version validates
+   * strictly and would close on it. Default true.
+   */
+  readonly peerReadsTokenFingerprint?: boolean;
   /**
    * The inbound frame limit the socket was opened with (`maxPayload`). A frame above it closes the
    * connection, reported as 1009 naming the limit (`ws` itself reports a bare 1006). Peers of a cluster share
@@ -52,7 +59,10 @@ export function closeReason(reason: string): string {
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax } = { ...WS_SYNC_DEFAULTS, ...options };
   const { payloadBytesMax, onLargeFrame } = options;
-  const forPeer = options.peerReadsLatestEpoch === false ? withoutLatestEpoch : (msg: SyncMessage) => msg;
+  const forPeer = (msg: SyncMessage): SyncMessage => {
+    const older = options.peerReadsLatestEpoch === false ? withoutLatestEpoch(msg) : msg;
+    return options.peerReadsTokenFingerprint === false ? withoutTokenFingerprints(older) : older;
+  };
   let handler: ((msg: SyncMessage) => void) | undefined;
   let closeHandler: ((code: number, reason: string) => void) | undefined;
   let closed: { code: number; reason: string } | undefined;

@@ -55,7 +55,8 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: payloadBytesMax });
   const bufferedBytesMax = options.bufferedBytesMax ?? WS_SYNC_DEFAULTS.bufferedBytesMax;
   // Followers send the optional fields a leader lists here, and leave them out for one that lists none.
-  wss.on('headers', (headers) => headers.push(`${SYNC_FEATURES_HEADER}: ${SYNC_FEATURES.latestEpoch}`));
+  const features = `${SYNC_FEATURES.latestEpoch}, ${SYNC_FEATURES.tokenFingerprint}`;
+  wss.on('headers', (headers) => headers.push(`${SYNC_FEATURES_HEADER}: ${features}`));
   let closed = false;
   return {
     handleUpgrade(req, socket, head) {
@@ -89,6 +90,10 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         const conn = wsSyncConnection(ws, {
           bufferedBytesMax,
           payloadBytesMax,
+          // A follower of an earlier release lists no features, and would close on a field it does not know.
+          peerReadsTokenFingerprint: listedFeatures(req.headers[SYNC_FEATURES_HEADER]).includes(
+            SYNC_FEATURES.tokenFingerprint,
+          ),
           ...(onLargeFrame ? { onLargeFrame: (bytes, max) => onLargeFrame(replica, bytes, max) } : {}),
         });
         options.onConnection(conn, replica);
@@ -135,7 +140,8 @@ export function connectSync(
     perMessageDeflate: false,
     maxPayload: payloadBytesMax,
     handshakeTimeout: options.handshakeTimeoutMs ?? 10_000,
-    ...(options.headers ? { headers: { ...options.headers } } : {}),
+    // What this follower reads, for the leader to leave out what it would not.
+    headers: { ...options.headers, [SYNC_FEATURES_HEADER]: SYNC_FEATURES.tokenFingerprint },
   });
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -151,17 +157,21 @@ export function connectSync(
     ws.on('error', (error) => fail(error.message, error));
     ws.on('unexpected-response', (_req, res) => fail(`HTTP ${res.statusCode}`));
     let features: string[] = [];
-    ws.once('upgrade', (res) => {
-      features = String(res.headers[SYNC_FEATURES_HEADER] ?? '')
-        .split(',')
-        .map((f) => f.trim());
-    });
+    ws.once('upgrade', (res) => (features = listedFeatures(res.headers[SYNC_FEATURES_HEADER])));
     ws.once('open', () => {
       settled = true;
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
       const peerReadsLatestEpoch = features.includes(SYNC_FEATURES.latestEpoch);
-      resolve(wsSyncConnection(ws, { ...options, payloadBytesMax, peerReadsLatestEpoch }));
+      const peerReadsTokenFingerprint = features.includes(SYNC_FEATURES.tokenFingerprint);
+      resolve(wsSyncConnection(ws, { ...options, payloadBytesMax, peerReadsLatestEpoch, peerReadsTokenFingerprint }));
     });
   });
+}
+
+/** The features a `SYNC_FEATURES_HEADER` value lists (none for a peer of an earlier release, which sends none). */
+function listedFeatures(header: string | string[] | undefined): string[] {
+  return String(header ?? '')
+    .split(',')
+    .map((f) => f.trim());
 }

@@ -33,12 +33,18 @@ export const partSchema = z.discriminatedUnion('kind', [
 export type Part = z.infer<typeof partSchema>;
 
 /**
- * Header of a leader's answer to the sync upgrade: the optional message fields it reads, comma-separated.
- * Messages are validated strictly, so a follower leaves out what its leader does not list.
+ * Header of a leader's answer to the sync upgrade, and of a follower's upgrade request: the optional
+ * message fields the sender reads, comma-separated. Messages are validated strictly, so neither sends
+ * the other a field it does not list (a follower of an earlier release sends no header: it reads none).
  */
 export const SYNC_FEATURES_HEADER = 'x-switchyard-sync-features';
 /** The optional fields named in `SYNC_FEATURES_HEADER`. */
-export const SYNC_FEATURES = { latestEpoch: 'error.latestEpoch' } as const;
+export const SYNC_FEATURES = {
+  /** An `error`'s `latestEpoch` (leaders list it). */
+  latestEpoch: 'error.latestEpoch',
+  /** A runtime's `tokenFingerprint`, in parts and commits (leaders and followers list it). */
+  tokenFingerprint: 'runtime.tokenFingerprint',
+} as const;
 
 /** Epoch sync messages (`GET /api/sync/:replica`, JSON text frames). */
 export const syncMessageSchema = z.discriminatedUnion('type', [

@@ -97,6 +97,17 @@ export const runtimeSchema = z.strictObject({
    */
   generation: z.number().int().min(0),
   address: z.string().max(RUNTIME_LIMITS.addressLengthMax).optional(),
+  /**
+   * Fingerprint of the join token the runtime's tunnel came with (16 base64url characters of a
+   * domain-separated hash, never the token): another replica refuses the id to a connect with
+   * another token while this entry is live. Absent from replicas of earlier releases (not checked
+   * then), and only sent to peers that read it (`SYNC_FEATURES.tokenFingerprint`): they validate
+   * strictly. Replicas leave it out of their API answers.
+   */
+  tokenFingerprint: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{16,64}$/)
+    .optional(),
 });
 export type Runtime = z.infer<typeof runtimeSchema>;
 

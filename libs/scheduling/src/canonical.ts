@@ -54,6 +54,7 @@ export function canonicalRuntime(runtime: Runtime): Runtime {
   };
   if (runtime.ownerUrl !== undefined) out.ownerUrl = runtime.ownerUrl;
   if (runtime.address !== undefined) out.address = runtime.address;
+  if (runtime.tokenFingerprint !== undefined) out.tokenFingerprint = runtime.tokenFingerprint;
   canonicalRecords.add(Object.freeze(out));
   return out;
 }
@@ -67,6 +68,7 @@ export function sameIdentity(a: Runtime, b: Runtime): boolean {
     a.ownerUrl === b.ownerUrl &&
     a.generation === b.generation &&
     a.address === b.address &&
+    a.tokenFingerprint === b.tokenFingerprint &&
     a.classes.length === b.classes.length &&
     a.classes.every((c, i) => c === b.classes[i])
   );

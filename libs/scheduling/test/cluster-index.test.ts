@@ -185,6 +185,16 @@ describe('mergeParts', () => {
     });
   }
 
+  it("keeps each runtime's join token fingerprint through merge, index and diff (replicas check claims on it)", () => {
+    const claimed = state(runtime('r1', { generation: 3, tokenFingerprint: 'AAAAAAAAAAAAAAAA' }), ['p']);
+    const merged = mergeParts([[claimed], [old]]);
+    assert.equal(merged[0]!.runtime.tokenFingerprint, 'AAAAAAAAAAAAAAAA');
+    assert.equal(ClusterIndex.from(merged).runtime('r1')?.tokenFingerprint, 'AAAAAAAAAAAAAAAA');
+    const redialled = state(runtime('r1', { generation: 3, tokenFingerprint: 'BBBBBBBBBBBBBBBB' }), ['p']);
+    const ops = diffStates(merged, [redialled]);
+    assert.deepEqual(ops, [{ op: 'runtime.upsert', runtime: redialled.runtime }]);
+  });
+
   it('an empty list of parts merges to an empty snapshot', () => {
     assert.deepEqual(mergeParts([]), []);
     assert.deepEqual(mergeParts([[], []]), []);

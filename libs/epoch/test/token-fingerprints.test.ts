@@ -1,0 +1,121 @@
+// Replicas of this release publish with each runtime the fingerprint of the join token its tunnel came with;
+// replicas of earlier releases validate sync messages strictly and close on a field they do not know. So each
+// side sends it only to a peer that lists it in `X-Switchyard-Sync-Features`, over real WebSockets on loopback.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
+import { systemClock } from '@switchyard/clock';
+import type { RuntimeState } from '@switchyard/protocol';
+import { EpochFollower, EpochLeader, connectSync, createSyncServer, wsSyncConnection } from '@switchyard/epoch';
+import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import { RecordingSink, runtimeState } from './support/cluster.ts';
+
+const FP = 'AAAAAAAAAAAAAAAA';
+
+/** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
+async function until(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function claimed(id: string, owner: string): RuntimeState {
+  const state = runtimeState(id, owner);
+  return { ...state, runtime: { ...state.runtime, tokenFingerprint: FP } };
+}
+
+describe('join token fingerprints in epoch sync, across releases', () => {
+  const closers: Array<() => Promise<unknown> | void> = [];
+  after(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  function follower(replica: string): { follower: EpochFollower; sink: RecordingSink } {
+    const sink = new RecordingSink();
+    const f = new EpochFollower({
+      replicaId: replica,
+      clock: systemClock,
+      localPart: () => [claimed(`${replica}-r1`, replica)],
+      diff: referenceDiff,
+      apply: referenceApply,
+      sink,
+    });
+    closers.push(() => f.stop());
+    return { follower: f, sink };
+  }
+
+  /** A leader of this release whose own runtime carries a fingerprint; its base URL, and the parts it took. */
+  async function leader(): Promise<string> {
+    const leader = new EpochLeader({
+      replicaId: 'leader',
+      term: 1,
+      clock: systemClock,
+      localPart: () => [claimed('leader-r1', 'leader')],
+      merge: referenceMerge,
+      diff: referenceDiff,
+      apply: referenceApply,
+      cycleIntervalMs: 50,
+      debounceMs: 5,
+    });
+    const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
+    const http = createServer((_req, res) => res.writeHead(404).end());
+    http.on('upgrade', (req, socket, head) => void sync.handleUpgrade(req, socket, head));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () => new Promise((resolve) => http.close(resolve)),
+      () => sync.close(),
+      () => leader.stop(),
+    );
+    return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  }
+
+  it('a follower of this release gets them from a leader of this release, and sends its own', async () => {
+    const { follower: f, sink } = follower('new');
+    f.attach(await connectSync(await leader(), 'new'));
+    await until(() => sink.states.length === 2, 'both runtimes committed');
+    assert.deepEqual(
+      sink.states.map((s) => s.runtime.tokenFingerprint),
+      [FP, FP],
+    );
+  });
+
+  it('a follower of an earlier release (no features listed) gets none from a leader of this release', async () => {
+    const base = await leader();
+    // As an earlier release dials: no features header.
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/api/sync/old`, { perMessageDeflate: false });
+    const frames: string[] = [];
+    ws.on('message', (data) => frames.push(data.toString()));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const { follower: f, sink } = follower('old');
+    f.attach(wsSyncConnection(ws, { peerReadsLatestEpoch: false, peerReadsTokenFingerprint: false }));
+    await until(() => sink.states.length === 2, 'both runtimes committed');
+    assert.ok(
+      frames.some((f) => f.includes('"commit"')),
+      'commits arrived',
+    );
+    assert.ok(!frames.some((f) => f.includes('tokenFingerprint')), 'no frame carried a fingerprint');
+  });
+
+  it('a follower of this release sends none to a leader of an earlier release (no features listed)', async () => {
+    const older = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    closers.push(() => new Promise((resolve) => older.close(resolve)));
+    await new Promise((resolve) => older.once('listening', resolve));
+    const frames: string[] = [];
+    older.on('connection', (ws) => {
+      ws.on('message', (data) => frames.push(data.toString()));
+      ws.send(JSON.stringify({ type: 'announce', term: 1, epoch: 1 }));
+    });
+    const { follower: f } = follower('new2');
+    f.attach(await connectSync(`http://127.0.0.1:${(older.address() as AddressInfo).port}`, 'new2'));
+    await until(() => frames.some((f) => f.includes('"collect"')), 'the collect');
+    const collect = JSON.parse(frames.find((f) => f.includes('"collect"'))!) as {
+      part: { runtimes: RuntimeState[] };
+    };
+    assert.equal(collect.part.runtimes[0]!.runtime.id, 'new2-r1');
+    assert.ok(!('tokenFingerprint' in collect.part.runtimes[0]!.runtime));
+  });
+});
