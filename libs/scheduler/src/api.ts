@@ -21,6 +21,7 @@ import type { ReplicaMetrics } from './metrics.ts';
 import type { ReplicaLogger } from './options.ts';
 import { PROXIED_RESPONSE_HEADERS, PROXIED_RESPONSE_HEADERS_DROPPED } from './proxied-answer.ts';
 import { parseScheduleRequest } from './schedule-request.ts';
+import { publicRuntime, publicState } from './public-runtime.ts';
 import { sendSnapshot } from './snapshot-body.ts';
 import type { UnschedulableLog } from './unschedulable-log.ts';
 
@@ -76,7 +77,7 @@ export function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResp
   if (runtime) {
     const id = decodeSegment(runtime[1]!);
     const state = ctx.view.state(id);
-    if (state) sendJson(res, 200, { epoch: latestEpoch(ctx), ...state });
+    if (state) sendJson(res, 200, { epoch: latestEpoch(ctx), ...publicState(state) });
     else sendJson(res, 404, { error: `unknown runtime ${id}`, code: 'runtime_not_found' });
     return true;
   }
@@ -111,7 +112,7 @@ function epochInfo(ctx: ApiContext): EpochInfo {
 }
 
 function listed({ runtime, processes, threads }: RuntimeSummary): ListedRuntime {
-  return { ...runtime, processes, threads };
+  return { ...publicRuntime(runtime), processes, threads };
 }
 
 async function scheduleRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {

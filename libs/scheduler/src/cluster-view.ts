@@ -75,6 +75,18 @@ export class ClusterView implements EpochSink {
     return this.#index.runtime(id);
   }
 
+  /**
+   * The join token fingerprint of `id`'s tunnel when the latest epoch shows it live (available) at a
+   * replica other than `self`: a connect for the id with another token is refused there. Undefined
+   * when it shows none, one held by `self` (the endpoint knows its own tunnels), one no longer live
+   * (its replica went silent, its runtime is lost or not yet synced), or one of a replica of an
+   * earlier release (no fingerprint). A map lookup: called on every connect.
+   */
+  claimElsewhere(id: string, self: string): string | undefined {
+    const runtime = this.#index.runtime(id);
+    return runtime && runtime.owner !== self && runtime.available ? runtime.tokenFingerprint : undefined;
+  }
+
   runtimes(): readonly Runtime[] {
     return this.#index.runtimes();
   }

@@ -214,6 +214,8 @@ export class LocalPart {
       ownerUrl: this.#options.replicaUrl,
       generation,
       ...(info.address !== undefined ? { address: info.address } : {}),
+      // Which join token the tunnel came with, so that other replicas refuse the id to another one.
+      ...(entry.tunnel.tokenFingerprint !== undefined ? { tokenFingerprint: entry.tunnel.tokenFingerprint } : {}),
     };
     return { runtime, processes: state.processes, threads: state.threads };
   }

@@ -166,6 +166,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),
     logger,
     clock,
+    // A runtime id live at another replica is not taken here by a connect with another join token.
+    claimedElsewhere: (runtimeId) => view.claimElsewhere(runtimeId, replicaId),
     onTunnel: (tunnel) => part.attach(tunnel),
     onTunnelClosed: (tunnel, reason) => part.detach(tunnel, reason),
   });

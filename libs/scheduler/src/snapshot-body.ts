@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RuntimeState } from '@switchyard/protocol';
+import { publicRuntime } from './public-runtime.ts';
 
 /**
  * Characters gathered before a write. A kept epoch of a large fleet is tens
@@ -44,7 +45,7 @@ function* snapshotPieces(epoch: number, runtimes: readonly RuntimeState[]): Gene
   yield `{"epoch":${epoch},"runtimes":[`;
   for (let i = 0; i < runtimes.length; i++) {
     const { runtime, processes, threads } = runtimes[i]!;
-    yield `${i === 0 ? '' : ','}{"runtime":${JSON.stringify(runtime)},"processes":`;
+    yield `${i === 0 ? '' : ','}{"runtime":${JSON.stringify(publicRuntime(runtime))},"processes":`;
     yield* listPieces(processes);
     yield ',"threads":';
     yield* listPieces(threads);

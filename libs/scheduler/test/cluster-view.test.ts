@@ -56,3 +56,45 @@ describe('a pending placement', () => {
     }
   });
 });
+
+describe("a replica's view of runtime id claims at other replicas", () => {
+  const FP = 'AAAAAAAAAAAAAAAA';
+  const held = (id: string, extra: Partial<Runtime>): RuntimeState => {
+    const state = runtime(id, 4);
+    return { ...state, runtime: { ...state.runtime, ...extra } };
+  };
+  const cases: { name: string; state: RuntimeState; self: string; claim: string | undefined }[] = [
+    {
+      name: 'names the fingerprint of a live tunnel at another replica',
+      state: held('r', { tokenFingerprint: FP }),
+      self: 's1',
+      claim: FP,
+    },
+    {
+      name: 'names none for a tunnel the replica holds itself',
+      state: held('r', { tokenFingerprint: FP }),
+      self: 's0',
+      claim: undefined,
+    },
+    {
+      name: 'names none for a runtime no longer live (its replica silent, or lost)',
+      state: held('r', { tokenFingerprint: FP, available: false }),
+      self: 's1',
+      claim: undefined,
+    },
+    {
+      name: 'names none for a runtime reported without one (a replica of an earlier release)',
+      state: held('r', {}),
+      self: 's1',
+      claim: undefined,
+    },
+  ];
+  for (const t of cases) {
+    it(t.name, () => {
+      const view = new ClusterView({ clock: new ManualClock(0) });
+      view.snapshot(1, 1, [t.state]);
+      assert.equal(view.claimElsewhere('r', t.self), t.claim);
+      assert.equal(view.claimElsewhere('unknown', t.self), undefined);
+    });
+  }
+});

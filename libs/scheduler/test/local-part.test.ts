@@ -284,6 +284,31 @@ describe("a replica's part in wire form", () => {
   });
 });
 
+describe("a replica's part, published with its tunnels' join tokens", () => {
+  it('carries with each runtime the fingerprint of the token its tunnel came with, for other replicas to check', () => {
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger: quietLogger,
+      onChange: () => {},
+    });
+    try {
+      const r0 = standIn('r0', 1);
+      Object.assign(r0.tunnel, { tokenFingerprint: 'AAAAAAAAAAAAAAAA' });
+      part.attach(r0.tunnel);
+      part.attach(standIn('r1', 2).tunnel);
+      const [first, second] = part.states();
+      assert.equal(first!.runtime.tokenFingerprint, 'AAAAAAAAAAAAAAAA');
+      assert.ok(!('tokenFingerprint' in second!.runtime), 'none for a tunnel opened without one');
+      const checked = parseWith(runtimeStateSchema, first);
+      assert.ok(checked.ok, checked.ok ? '' : checked.error);
+    } finally {
+      part.close();
+    }
+  });
+});
+
 describe("a replica's part, when its runtime's first snapshot is refused", () => {
   it('keeps the runtime unschedulable with its dialled limits, not available with an empty state', async () => {
     // A snapshot whose threads name more processes than a runtime may report: the mirror refuses it, and

@@ -76,3 +76,51 @@ describe('a runtime id claimed with another join token', () => {
     }
   });
 });
+
+describe('a runtime id claimed with another join token at another replica', () => {
+  let replicas: SchedulerReplica[];
+  let runtime: RuntimeNode;
+  before(async () => {
+    replicas = await startReplicas(2, undefined, quietLogger, { joinTokens: () => [TOKEN, OTHER] });
+    runtime = await startRuntime('rt-y', replicas[0]!.url);
+    await until('rt-y live on both replicas', async () =>
+      (await Promise.all(replicas.map(async (r) => (await getJson(`${r.url}/api/runtime/rt-y`)).body?.runtime))).every(
+        (rt) => rt?.available === true,
+      ),
+    );
+  });
+  after(async () => {
+    await runtime.close();
+    await Promise.all(replicas.map((r) => r.close()));
+  });
+
+  it('is refused with 409 there, once its view shows the runtime live here', async () => {
+    const claim = impostor(replicas[1]!.url, 'rt-y', OTHER);
+    try {
+      await until('the claim is answered', () => claim.refusals.length > 0 || claim.dialer.connected);
+      assert.equal(claim.dialer.connected, false, 'the impostor holds no tunnel');
+      assert.deepEqual(claim.refusals, [409]);
+      assert.equal((await getJson(`${replicas[1]!.url}/api/runtime/rt-y`)).body.runtime.owner, 's0');
+    } finally {
+      await claim.dialer.close();
+    }
+  });
+
+  it('keeps the join token fingerprints out of every API answer (they are for peers only)', async () => {
+    let snapshots = 0;
+    for (const replica of replicas) {
+      const one = (await getJson(`${replica.url}/api/runtime/rt-y`)).body;
+      assert.ok(!('tokenFingerprint' in one.runtime), JSON.stringify(one.runtime));
+      const list = (await getJson(`${replica.url}/api/runtimes`)).body;
+      assert.ok(!('tokenFingerprint' in list.runtimes[0]), JSON.stringify(list.runtimes[0]));
+      const epoch = (await getJson(`${replica.url}/api/epoch`)).body.epoch as number;
+      // Epochs are kept by the replica that led when they were committed.
+      const kept = await getJson(`${replica.url}/api/epoch/${epoch}/snapshot`);
+      if (kept.status !== 200) continue;
+      snapshots++;
+      assert.equal(kept.body.runtimes[0].runtime.id, 'rt-y');
+      assert.ok(!JSON.stringify(kept.body).includes('tokenFingerprint'));
+    }
+    assert.ok(snapshots > 0, 'the leader answered its snapshot');
+  });
+});

@@ -1,0 +1,18 @@
+import type { Runtime, RuntimeState } from '@switchyard/protocol';
+
+/**
+ * `runtime` as API answers show it: without its join token fingerprint, which replicas share with
+ * their peers only. Whoever reads the API (open to whoever reaches the port where no API tokens are
+ * set) could test guesses of a weak token against it offline.
+ */
+export function publicRuntime(runtime: Runtime): Runtime {
+  if (runtime.tokenFingerprint === undefined) return runtime;
+  const { tokenFingerprint: _peersOnly, ...shown } = runtime;
+  return shown;
+}
+
+/** `state` with its runtime as `publicRuntime` shows it. */
+export function publicState(state: RuntimeState): RuntimeState {
+  const runtime = publicRuntime(state.runtime);
+  return runtime === state.runtime ? state : { ...state, runtime };
+}
