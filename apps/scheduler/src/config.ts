@@ -98,7 +98,7 @@ export const schedulerConfigSchema = z.object({
     .default([])
     .meta({ secret: true })
     .describe(
-      'Tokens runtimes present to join, each alone (admits any runtime id) or followed by a blank and a runtime id pattern (admits only the ids it matches; `*` stands for any run of characters, e.g. `<token> gpu-*`). A runtime id connected with one token is not taken over by a connect with another while its tunnel is open (409). With none here and no joinTokenFile, no runtime can join.',
+      'Tokens runtimes present to join, each alone (admits any runtime id) or followed by a blank and a runtime id pattern (admits only the ids it matches; `*` stands for any run of characters, e.g. `<token> gpu-*`). A runtime id connected with one token is not taken over by a connect with another while its tunnel is open, on this replica or, once an epoch shows it, on another (409). With none here and no joinTokenFile, no runtime can join.',
     ),
   joinTokenFile: z
     .string()
