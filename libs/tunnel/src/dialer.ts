@@ -117,7 +117,7 @@ const REFUSAL_HINTS = new Map([
   ],
   [
     409,
-    "this runtime's id is connected there with another join token: another runtime uses the same id (give each its own), or this runtime's earlier tunnel, opened with its previous token, is not yet found dead (it joins once it is)",
+    "this runtime's id is connected to the scheduler cluster with another join token: another runtime uses the same id (give each its own), or this runtime's earlier tunnel, opened with its previous token, is not yet found dead (it joins once it is)",
   ],
 ]);
 /** Refusals that will not heal by themselves soon: retried at the maximum delay (401 and 403 sooner on a new token). */
