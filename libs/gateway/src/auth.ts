@@ -6,7 +6,8 @@ import { SwitchyardError } from '@switchyard/protocol';
 import { watchTokenRevocations } from '@switchyard/service';
 import { endAtWallTime } from './credential-end.ts';
 import { remoteKeySet } from './jwks.ts';
-import { issuedInFuture, labelPrefixOf, lacksScope, passesAsIs, principalClaimOf } from './jwt-claims.ts';
+import { InsufficientScopeError } from './challenge.ts';
+import { grantedScopes, issuedInFuture, labelPrefixOf, lacksAny, passesAsIs, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
@@ -15,13 +16,15 @@ export interface Credential {
   readonly principal: string;
   /** Wall-clock ms at which it stops admitting: a JWT's `exp` plus the clock tolerance; none for a bearer token. */
   readonly endsAtMs?: number;
+  /** The scopes a JWT grants, read only when a class is held to scopes (auth.classScopes). */
+  readonly scopes?: ReadonlySet<string>;
 }
 
 export interface Authenticator {
   /**
    * Turns an `Authorization` header into a credential, or throws
-   * SwitchyardError('unauthorized'), or 'forbidden' for a valid token that
-   * lacks a required scope.
+   * SwitchyardError('unauthorized'), or InsufficientScopeError for a valid
+   * token that lacks a required scope.
    */
   authenticate(authorization: string | undefined): Promise<Credential>;
   /**
@@ -140,7 +143,8 @@ async function verifiedByAny(
  * are compared as SHA-256 digests with timingSafeEqual, so neither content
  * nor length leaks through timing. A JWT's principal is its
  * `principalClaim` (default `sub`); one that is not an identity value, or
- * has the form of a label, is replaced by a label. A JWT must grant every one of `requiredScopes`.
+ * has the form of a label, is replaced by a label. A JWT must grant every one of
+ * `requiredScopes`; with `classScopes`, its credential carries the scopes it grants.
  */
 export function createAuthenticator(
   options: AuthOptions,
@@ -200,6 +204,8 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
   const labelPrefix = labelPrefixOf(principalClaim);
   const requiredScopes = options.requiredScopes ?? [];
   const scopeClaims = options.scopeClaims ?? GATEWAY_DEFAULTS.jwtScopeClaims;
+  // Routing checks a class's scopes (ClassScopes): the credential carries them then, and only then.
+  const keepScopes = Object.keys(options.classScopes ?? {}).length > 0;
   const keySetOptions = {
     cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
     retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
@@ -241,13 +247,15 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
     if (issuedInFuture(payload, currentDate, toleranceMs))
       throw new SwitchyardError('unauthorized', 'Unauthorized: token issued in the future');
     const principal = principalClaimOf(payload, principalClaim);
+    const scopes = keepScopes || requiredScopes.length > 0 ? grantedScopes(payload, scopeClaims) : undefined;
     // After the principal: a token that is no good is a 401 whatever its scopes.
-    if (lacksScope(payload, requiredScopes, scopeClaims))
-      throw new SwitchyardError('forbidden', 'Forbidden: token lacks a required scope');
+    if (scopes !== undefined && lacksAny(scopes, requiredScopes))
+      throw new InsufficientScopeError('Forbidden: token lacks a required scope', requiredScopes);
     return {
       principal: passesAsIs(principal, labelPrefix) ? principal : label(labelPrefix, principal),
       // jose required `exp` and checked it is a number: the token admits until then, and the skew verification allows.
       endsAtMs: payload.exp! * 1000 + toleranceMs,
+      ...(keepScopes ? { scopes } : {}),
     };
   };
   return {

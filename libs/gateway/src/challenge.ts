@@ -1,4 +1,16 @@
-import type { SwitchyardError } from '@switchyard/protocol';
+import { SwitchyardError } from '@switchyard/protocol';
+
+/**
+ * A valid token that lacks a scope the request needs (a 403): `scopes` are
+ * every one it needs, which the challenge names (RFC 6750 §3.1).
+ */
+export class InsufficientScopeError extends SwitchyardError {
+  readonly scopes: readonly string[];
+  constructor(message: string, scopes: readonly string[]) {
+    super('forbidden', message);
+    this.scopes = scopes;
+  }
+}
 
 /**
  * Why a token was refused, as RFC 6750 §3.1 says it: `invalid_token` (a
@@ -45,8 +57,9 @@ function isBearerScheme(authorization: string | undefined): boolean {
 
 /**
  * The refusal an Authenticator's error makes of a request with
- * `authorization`: `forbidden` is a token short of `requiredScopes`,
- * `unauthorized` an invalid token, or none for a request without one.
+ * `authorization`: `forbidden` is a token short of the scopes an
+ * InsufficientScopeError names (else of `requiredScopes`), `unauthorized`
+ * an invalid token, or none for a request without one.
  */
 export function refusalOf(
   error: SwitchyardError,
@@ -55,7 +68,8 @@ export function refusalOf(
 ): Refusal | undefined {
   const description = error.message.replace(/^(?:Unauthorized|Forbidden): /, '');
   if (error.code === 'forbidden') {
-    return { error: 'insufficient_scope', description, scope: (requiredScopes ?? []).join(' ') };
+    const scopes = error instanceof InsufficientScopeError ? error.scopes : (requiredScopes ?? []);
+    return { error: 'insufficient_scope', description, scope: scopes.join(' ') };
   }
   return isBearerScheme(authorization) ? { error: 'invalid_token', description } : undefined;
 }

@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent, buildConnector } from 'undici';
-import { SwitchyardError } from '@switchyard/protocol';
+import { SwitchyardError, type JsonRpcId } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 import { addressBlock } from './address-block.ts';
 import { createAuthenticator, type Credential } from './auth.ts';
-import { bearerChallenge, refusalOf } from './challenge.ts';
+import { InsufficientScopeError, bearerChallenge, refusalOf } from './challenge.ts';
+import { createClassScopes } from './class-scopes.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
@@ -205,6 +206,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     onLatency: (s, outcome) => metrics.scheduleLatency(s, outcome),
     onHedge: () => metrics.scheduleHedged(),
   });
+  const classScopes = createClassScopes(o.auth);
   const ctx: RoutingContext = {
     dispatcher: upstreamAgent,
     ...(eventStreams ? { eventStreams } : {}),
@@ -223,6 +225,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     idleTimeoutMs: o.idleTimeoutMs,
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
+    ...(classScopes ? { classScopes } : {}),
   };
   const authenticator = createAuthenticator(o.auth, o.clock, upstreamLog, (ended) =>
     o.logger.warn({ ended }, 'closed requests whose token was removed'),
@@ -275,12 +278,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     } catch (error) {
       // 401: no token, or one that is no good; 403: a good one short of a required scope.
       if (error instanceof SwitchyardError && (error.code === 'unauthorized' || error.code === 'forbidden')) {
-        const refusal = refusalOf(error, headerValue(req, 'authorization'), o.auth.requiredScopes);
-        sendError(res, error.code, error.message, null, {
-          'WWW-Authenticate':
-            protectedResource?.challenge(req, refusal) ?? bearerChallenge(refusal, o.auth.requiredScopes),
-        });
-        return;
+        return refuse(req, res, error, null);
       }
       throw error;
     }
@@ -293,7 +291,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     // What a credential let in ends with it (a token removed, a JWT expired).
     if (credential) held.release = authenticator!.hold(credential, () => endAdmitted(held, res));
     const abort = (held.abort = new AbortController());
-    const base = { req, res, target, signal: abort.signal, closeWatch: held, ...(principal ? { principal } : {}) };
+    const base = {
+      req,
+      res,
+      target,
+      signal: abort.signal,
+      closeWatch: held,
+      ...(principal ? { principal } : {}),
+      ...(credential?.scopes ? { scopes: credential.scopes } : {}),
+    };
     const sessionId = sessionIdOf(req);
     if (req.method !== 'POST') {
       if (sessionId === undefined)
@@ -362,8 +368,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     held.slot = undefined;
   }
 
+  /** Answers a request its token does not admit, with the challenge that says why (RFC 6750 §3). */
+  function refuse(req: IncomingMessage, res: ServerResponse, error: SwitchyardError, id: JsonRpcId): void {
+    const refusal = refusalOf(error, headerValue(req, 'authorization'), o.auth.requiredScopes);
+    sendError(res, error.code, error.message, id, {
+      'WWW-Authenticate': protectedResource?.challenge(req, refusal) ?? bearerChallenge(refusal, o.auth.requiredScopes),
+    });
+  }
+
   function fail(req: IncomingMessage, res: ServerResponse, error: unknown): void {
-    const id = ((error as { rpcId?: unknown } | null)?.rpcId ?? null) as string | number | null;
+    const id = ((error as { rpcId?: unknown } | null)?.rpcId ?? null) as JsonRpcId;
+    // A token short of the scopes of the class that would serve the request (ClassScopes).
+    if (error instanceof InsufficientScopeError) return refuse(req, res, error, id);
     if (!(error instanceof SwitchyardError) && res.writableEnded === false && !req.destroyed) {
       const path = (req.url ?? '').split('?', 1)[0];
       o.logger.error({ err: (error as Error)?.message, path }, 'gateway request failed');

@@ -66,24 +66,26 @@ export function labelPrefixOf(claim: string): string {
 }
 
 /**
- * Whether `payload` grants not every scope of `required`. A token's scopes
- * are the first of `claims` it carries: by default its `scope` (RFC 9068,
- * RFC 8693: space-separated), else its `scp` (space-separated from
- * Microsoft Entra ID, a list from Okta); Entra ID's application tokens carry
- * `roles` (a list) instead. A claim of another type grants none. Compared
- * whole and case-sensitive (RFC 6749 §3.3).
+ * The scopes `payload` grants: those of the first of `claims` it carries,
+ * by default its `scope` (RFC 9068, RFC 8693: space-separated), else its
+ * `scp` (space-separated from Microsoft Entra ID, a list from Okta); Entra
+ * ID's application tokens carry `roles` (a list) instead. A claim of another
+ * type grants none. Compared whole and case-sensitive (RFC 6749 §3.3).
  */
-export function lacksScope(payload: JWTPayload, required: readonly string[], claims: readonly string[]): boolean {
-  if (required.length === 0) return false;
+export function grantedScopes(payload: JWTPayload, claims: readonly string[]): ReadonlySet<string> {
   const name = claims.find((c) => payload[c] !== undefined);
   const claim = name === undefined ? undefined : payload[name];
-  const granted = new Set(
+  return new Set(
     typeof claim === 'string'
       ? claim.split(' ')
       : Array.isArray(claim)
         ? claim.filter((s) => typeof s === 'string')
         : [],
   );
+}
+
+/** Whether `granted` lacks a scope of `required`. */
+export function lacksAny(granted: ReadonlySet<string>, required: readonly string[]): boolean {
   return required.some((scope) => !granted.has(scope));
 }
 

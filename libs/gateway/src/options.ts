@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { DEFAULT_CLASS, SwitchyardError } from '@switchyard/protocol';
+import { DEFAULT_CLASS, SwitchyardError, isIdentityValue } from '@switchyard/protocol';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { redisUrlProblem } from '@switchyard/service';
@@ -123,7 +123,7 @@ export interface AuthOptions {
    */
   readonly requireAccessTokenType?: boolean;
   /**
-   * `jwt`: scopes a token must grant, every one (see lacksScope); a valid
+   * `jwt`: scopes a token must grant, every one (see grantedScopes); a valid
    * token without them is refused with 403 insufficient_scope, naming them,
    * so that an MCP client asks for them (MCP authorization's step-up).
    * Each must be one of `scopes` when that is set; without it, clients are
@@ -132,8 +132,21 @@ export interface AuthOptions {
    */
   readonly requiredScopes?: readonly string[];
   /**
+   * `jwt`: per class, the scopes a token must grant, every one, for a
+   * request served by that class (see ClassScopes): a legacy session's
+   * requests by the class it was opened to, whatever class they name; a
+   * stateless request by the class it names. A valid token without them is
+   * refused with 403 insufficient_scope naming them (and `requiredScopes`),
+   * and nothing is scheduled or sent. Classes not listed take any valid
+   * token. Each scope a scope token, and one of `scopes` when that is set.
+   * With any class listed, session ids carry their class's tag, and a
+   * session opened without one (by a gateway without this option) is
+   * answered 404, so its client opens another. Default none.
+   */
+  readonly classScopes?: Readonly<Record<string, readonly string[]>>;
+  /**
    * `jwt`: the claims a token's scopes are read from, the first it carries
-   * (see lacksScope): `["scp", "roles"]` for Microsoft Entra ID, whose
+   * (see grantedScopes): `["scp", "roles"]` for Microsoft Entra ID, whose
    * delegated tokens carry `scp` and application tokens `roles`. Default
    * GATEWAY_DEFAULTS.jwtScopeClaims.
    */
@@ -415,6 +428,7 @@ function checkTokenClaims(auth: AuthOptions): void {
     if (auth.scopes !== undefined && !auth.scopes.includes(scope))
       throw new SwitchyardError('invalid_request', `auth.requiredScopes: ${scope} is not in auth.scopes`);
   }
+  checkClassScopes(auth);
   if (auth.algorithms !== undefined) {
     if (auth.algorithms.length === 0) throw new SwitchyardError('invalid_request', 'auth.algorithms must not be empty');
     for (const alg of auth.algorithms) {
@@ -423,6 +437,27 @@ function checkTokenClaims(auth: AuthOptions): void {
           'invalid_request',
           `auth.algorithms: ${alg} is not one of ${JWT_ALGORITHMS.join(', ')}`,
         );
+    }
+  }
+}
+
+/** auth.classScopes: classes that are identity values, each with scope tokens clients are told to ask for. */
+function checkClassScopes(auth: AuthOptions): void {
+  const classes = Object.entries(auth.classScopes ?? {});
+  // Another mode has no scopes to check: an operator would believe the classes held to them.
+  if (classes.length > 0 && auth.mode !== 'jwt') {
+    throw new SwitchyardError('invalid_request', 'auth.classScopes needs mode jwt');
+  }
+  for (const [cls, scopes] of classes) {
+    if (!isIdentityValue(cls))
+      throw new SwitchyardError('invalid_request', `auth.classScopes: ${cls} is not a class name`);
+    // A class listed with none would look held to scopes and take any token.
+    if (scopes.length === 0) throw new SwitchyardError('invalid_request', `auth.classScopes.${cls} lists no scope`);
+    for (const scope of scopes) {
+      if (!SCOPE_TOKEN.test(scope))
+        throw new SwitchyardError('invalid_request', `auth.classScopes.${cls}: ${scope} is not a scope token`);
+      if (auth.scopes !== undefined && !auth.scopes.includes(scope))
+        throw new SwitchyardError('invalid_request', `auth.classScopes.${cls}: ${scope} is not in auth.scopes`);
     }
   }
 }

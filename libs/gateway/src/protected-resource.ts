@@ -21,11 +21,19 @@ export class ProtectedResource {
   readonly #resource: URL | undefined;
   readonly #servers: readonly string[];
   readonly #scopes: readonly string[];
+  readonly #supported: readonly string[];
 
-  constructor(options: { resource?: string; authorizationServers: readonly string[]; scopes?: readonly string[] }) {
+  /** `scopes` are named in challenges, `supportedScopes` (default `scopes`) in the metadata. */
+  constructor(options: {
+    resource?: string;
+    authorizationServers: readonly string[];
+    scopes?: readonly string[];
+    supportedScopes?: readonly string[];
+  }) {
     this.#resource = options.resource === undefined ? undefined : new URL(options.resource);
     this.#servers = options.authorizationServers;
     this.#scopes = options.scopes ?? [];
+    this.#supported = options.supportedScopes ?? this.#scopes;
   }
 
   /**
@@ -63,7 +71,7 @@ export class ProtectedResource {
       resource: resource.href,
       authorization_servers: this.#servers,
       bearer_methods_supported: ['header'],
-      ...(this.#scopes.length > 0 ? { scopes_supported: this.#scopes } : {}),
+      ...(this.#supported.length > 0 ? { scopes_supported: this.#supported } : {}),
     });
     res.writeHead(200, {
       'content-type': 'application/json',
@@ -108,9 +116,15 @@ export function createProtectedResource(auth: AuthOptions): ProtectedResource | 
   if (servers.length === 0) return undefined;
   // Clients ask for what they are told: the scopes required, at least.
   const scopes = auth.scopes ?? auth.requiredScopes;
+  // The metadata lists the classes' scopes too (RFC 9728: those used to reach the resource). A 401 does
+  // not name them: a client that asked for all of them would be refused by a server that grants it not
+  // every class; a request of a class asks for its own, by the 403 it gets (step-up).
+  const classes = Object.values(auth.classScopes ?? {}).flat();
+  const supported = auth.scopes ?? (classes.length > 0 ? [...new Set([...(scopes ?? []), ...classes])] : undefined);
   return new ProtectedResource({
     authorizationServers: servers,
     ...(auth.resource !== undefined ? { resource: auth.resource } : {}),
     ...(scopes !== undefined ? { scopes } : {}),
+    ...(supported !== undefined ? { supportedScopes: supported } : {}),
   });
 }

@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '@switchyard/clock';
+import type { ClassScopes } from './class-scopes.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { CloseWatch } from './exchange.ts';
 import type { IdentityStrategy } from './identity.ts';
@@ -46,6 +47,8 @@ export interface RoutingContext {
     readonly thread: readonly IdentityStrategy[];
   };
   readonly defaultClass: string;
+  /** The classes held to scopes (auth.classScopes); absent when none is. */
+  readonly classScopes?: ClassScopes;
 }
 
 /** One request after the security gates: who sent it and what it carries. */
@@ -54,6 +57,8 @@ export interface Routed {
   readonly res: ServerResponse;
   readonly target: RequestTarget;
   readonly principal?: string;
+  /** The scopes its token grants, when classes are held to scopes (see Credential.scopes). */
+  readonly scopes?: ReadonlySet<string>;
   readonly body?: Buffer;
   readonly info?: MessageInfo;
   readonly signal: AbortSignal;

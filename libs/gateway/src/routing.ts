@@ -209,6 +209,8 @@ function classOf(ctx: RoutingContext, src: IdentitySource): string {
 export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: string): Promise<void> {
   const id = r.info?.id ?? null;
   if (!isIdentityValue(sessionId)) throw new SwitchyardError('session_not_found', 'Session not found');
+  // The session's class, not the one this request names: a runtime keeps a session on the sandbox it opened.
+  ctx.classScopes?.admitSession(sessionId, r.scopes);
   const src = source(r, sessionId);
   const cls = classOf(ctx, src);
   const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
@@ -278,9 +280,16 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
     // A fresh session id per round: the failed runtime may already hold the
     // previous one as a process, and stickiness would pin the retry to it.
-    const sessionId = randomId();
-    const src = source(r, sessionId);
+    const minted = randomId();
+    let src = source(r, minted);
     const cls = classOf(ctx, src);
+    let sessionId = minted;
+    if (ctx.classScopes) {
+      ctx.classScopes.admit(cls, r.scopes);
+      // Its later requests are held to its class's scopes by its id (see ClassScopes).
+      sessionId = ctx.classScopes.sessionId(minted, cls);
+      src = source(r, sessionId);
+    }
     const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
     const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
     const placement = await scheduleUnlessFull(
@@ -327,6 +336,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const src = source(r);
   const thread = resolvePart('thread', ctx.chains.thread, src) ?? randomId();
   const cls = classOf(ctx, src);
+  ctx.classScopes?.admit(cls, r.scopes);
   const named = resolvePart('process', ctx.chains.process, src);
   const process = named ?? thread;
   const key = named ? processKey(cls, named) : undefined;
