@@ -136,6 +136,25 @@ describe('a runtime asked to print its config', () => {
   });
 });
 
+describe('a gateway given auth.classScopes', () => {
+  const gateway = ['--port', '0', '--schedulers', 'http://127.0.0.1:1'];
+  const classes = ['--auth.class-scopes', JSON.stringify({ 'prod-db': ['db:read', 'db:write'] })];
+
+  it('refuses them at start outside auth mode jwt, whose tokens carry no scopes', async () => {
+    const { code, stderr } = await run('gateway', [...gateway, ...classes]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- auth\.classScopes: needs mode jwt/m);
+    assert.doesNotMatch(stderr, NO_STACK);
+  });
+
+  it('prints them with its config', async () => {
+    const jwt = ['--auth.mode', 'jwt', '--auth.jwks-url', 'https://login.example.com/jwks'];
+    const { code, stdout, stderr } = await run('gateway', [...gateway, ...jwt, ...classes, '--print-config']);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^ {2}classScopes:\n {4}prod-db:\n {6}- db:read\n {6}- db:write$/m);
+  });
+});
+
 describe('apps given a URL without http:// or https://', () => {
   // `scheduler:7070` is a valid URL of the scheme `scheduler:`: taken as such, the runtime crashed
   // at its first dial and the gateway started and failed every request.

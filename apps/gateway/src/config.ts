@@ -58,6 +58,9 @@ const checkedList = (problemOf: (entry: string) => string | undefined) =>
     )
     .default([]);
 
+/** RFC 6749 §3.3 scope-token: printable ASCII but space, `"` and `\`, so it fits a quoted challenge parameter. */
+const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)');
+
 /** Shortest client bearer token taken, inline or from auth.tokensFile: a short one is guessed too easily. */
 export const AUTH_TOKEN_LENGTH_MIN = 16;
 
@@ -113,17 +116,26 @@ const authSchema = z
         'Top-level JWT claim that names the principal (mode jwt), a non-empty string: e.g. client_id, azp or cid for client-credential tokens, or email. A token without it gets 401; a value other than 1-128 characters from [A-Za-z0-9._:@-] travels as <claim>:<hash>. Changing it changes every principal: sessions opened before are lost (404) and clients open new ones.',
       ),
     requiredScopes: z
-      .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)'))
+      .array(scopeToken)
       .default([])
       .describe(
         'Scopes a token must grant, every one (mode jwt), read from the claims of auth.scopeClaims (scope, else scp); a valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them, from which MCP clients ask for more. Each must be one of auth.scopes when that is set; without it, clients are told to ask for these. auth.scopes alone is not enforced.',
+      ),
+    classScopes: z
+      .record(
+        z.string().regex(new RegExp(`^${IDENTITY_VALUE}$`), 'must be a class: 1-128 characters from [A-Za-z0-9._:@-]'),
+        z.array(scopeToken).min(1, 'must list at least one scope'),
+      )
+      .default({})
+      .describe(
+        'Per class, the scopes a token must grant, every one, for requests served by that class (mode jwt), e.g. {"prod-db": ["db:read"]}: a legacy session\'s requests by the class it was opened to, whatever class they name; a stateless request by the class it names. A valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them (after auth.requiredScopes), and the request goes nowhere. Classes not listed take any valid token. Each scope must be one of auth.scopes when that is set. With a class listed, session ids carry a tag of their class; sessions opened without one (before the option was set) get 404 and are opened again. A map: JSON in env and flags, clearer in the config file.',
       ),
     scopeClaims: z
       .array(z.string().regex(JWT_CLAIM_NAME, 'must be a claim name'))
       .min(1)
       .default([...D.jwtScopeClaims])
       .describe(
-        'JWT claims a token\'s scopes are read from for auth.requiredScopes (mode jwt), the first the token carries; each a space-separated string or a list. For Microsoft Entra ID, ["scp", "roles"]: delegated tokens carry scp, application (client-credential) tokens roles.',
+        'JWT claims a token\'s scopes are read from for auth.requiredScopes and auth.classScopes (mode jwt), the first the token carries; each a space-separated string or a list. For Microsoft Entra ID, ["scp", "roles"]: delegated tokens carry scp, application (client-credential) tokens roles.',
       ),
     algorithms: z
       .array(z.enum(JWT_ALGORITHMS))
@@ -158,6 +170,16 @@ const authSchema = z
       if (!a.scopes!.includes(scope)) {
         const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused`;
         ctx.addIssue({ code: 'custom', path: ['requiredScopes'], message });
+      }
+    }
+    const classes = Object.entries(a.classScopes);
+    if (a.mode !== 'jwt' && classes.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['classScopes'], message: 'needs mode jwt, which has scopes to check' });
+    }
+    for (const [cls, scopes] of a.scopes ? classes : []) {
+      for (const scope of scopes.filter((s) => !a.scopes!.includes(s))) {
+        const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused the class`;
+        ctx.addIssue({ code: 'custom', path: ['classScopes', cls], message });
       }
     }
   });

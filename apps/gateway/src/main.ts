@@ -140,6 +140,7 @@ const gateway = createGateway({
     algorithms: config.auth.algorithms,
     requireAccessTokenType: config.auth.requireAccessTokenType,
     requiredScopes: config.auth.requiredScopes,
+    classScopes: config.auth.classScopes,
     scopeClaims: config.auth.scopeClaims,
   },
   allowedOrigins: config.allowedOrigins,

@@ -242,3 +242,49 @@ describe('gateway config: auth.requiredScopes', () => {
     });
   }
 });
+
+describe('gateway config: auth.classScopes', () => {
+  const jwt = { SWITCHYARD_AUTH_MODE: 'jwt', SWITCHYARD_AUTH_JWKS_URL: 'https://login.example.com/jwks' };
+  const classes = { 'prod-db': ['db:read', 'db:write'], billing: ['billing'] };
+
+  it('defaults to none, and takes a map of class to scopes from the file, env or a flag (JSON)', () => {
+    assert.deepEqual(load(jwt).auth.classScopes, {});
+    const file = loadConfig(gatewayConfigSchema, {
+      argv: ['--config', 'gateway.yaml'],
+      env: { SWITCHYARD_SCHEDULERS: 'http://127.0.0.1:7070', ...jwt },
+      readFile: () => 'auth:\n  classScopes:\n    prod-db: [db:read, db:write]\n    billing: [billing]\n',
+    });
+    assert.deepEqual(file.auth.classScopes, classes);
+    assert.deepEqual(load({ ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: JSON.stringify(classes) }).auth.classScopes, classes);
+    const flag = loadConfig(gatewayConfigSchema, {
+      argv: ['--auth.class-scopes', JSON.stringify(classes)],
+      env: { SWITCHYARD_SCHEDULERS: 'http://127.0.0.1:7070', ...jwt },
+    });
+    assert.deepEqual(flag.auth.classScopes, classes);
+  });
+
+  const refused: [string, Record<string, string>, RegExp][] = [
+    ['outside mode jwt', { SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod-db":["db:read"]}' }, /classScopes.*needs mode jwt/],
+    [
+      'a scope clients are not told to ask for',
+      { ...jwt, SWITCHYARD_AUTH_SCOPES: 'mcp:tools', SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod-db":["db:read"]}' },
+      /classScopes\.prod-db.*db:read is not in auth\.scopes/,
+    ],
+    ['a scope with a quote', { ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod-db":["a\\"b"]}' }, /scope token/],
+    ['a class without scopes', { ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod-db":[]}' }, /classScopes\.prod-db/],
+    ['a name that is no class', { ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod db":["db:read"]}' }, /classScopes/],
+    ['scopes as one string', { ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod-db":"db:read"}' }, /classScopes/],
+  ];
+  for (const [name, env, says] of refused) {
+    it(`refuses at start ${name}`, () => {
+      assert.throws(
+        () => load(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), says);
+          return true;
+        },
+      );
+    });
+  }
+});
