@@ -41,6 +41,9 @@ const EXPOSED: Record<Chart, Exposed> = {
     bodyTimeoutMs: [20_000, 'bodyTimeoutMs'],
     principalConcurrencyMax: [32, 'principalConcurrencyMax'],
     clientIpv6PrefixLength: [128, 'clientIpv6PrefixLength'],
+    'auth.mode': ['jwt', 'auth.mode'],
+    'auth.jwksUrl': ['https://login.example.com/jwks', 'auth.jwksUrl'],
+    'auth.classScopes': [{ 'prod-db': ['db:read', 'db:write'], 'billing.v2': ['billing'] }, 'auth.classScopes'],
   },
   runtime: {
     tunnelPingIntervalMs: [15_000, 'tunnel.pingIntervalMs'],
@@ -63,6 +66,9 @@ const REFUSED: Record<Chart, [Record<string, unknown>, RegExp][]> = {
     [{ headerBytesMax: 512 }, /headerBytesMax: Must be greater than or equal to 1024/],
     [{ clientIpv6PrefixLength: 129 }, /clientIpv6PrefixLength: Must be less than or equal to 128/],
     [{ keepAliveTimeoutMs: 3_000_000_000 }, /keepAliveTimeoutMs: Must be less than or equal to 2.147483647e\+09/],
+    [{ 'auth.classScopes': { 'prod-db': [] } }, /auth\.classScopes\.prod-db: Array must have at least 1 items/],
+    [{ 'auth.classScopes': { 'prod db': ['db:read'] } }, /auth\.classScopes/],
+    [{ 'auth.classScopes': { 'prod-db': ['a"b'] } }, /auth\.classScopes\.prod-db\.0: Does not match pattern/],
   ],
   runtime: [
     [{ version: 'latest' }, /version: Does not match pattern/],

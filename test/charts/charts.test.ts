@@ -205,6 +205,20 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     );
   });
 
+  it('refuses class scopes outside jwt mode, where no token has scopes to check', async () => {
+    await assert.rejects(
+      envOf(['auth.mode=bearer', 'auth.existingSecret=mcp-tokens', 'auth.classScopes.prod-db={db:read}']),
+      /auth\.classScopes needs auth\.mode jwt/,
+    );
+  });
+
+  it('hands the gateway class scopes as JSON, and none when unset', async () => {
+    const jwtSet = ['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks'];
+    const scoped = await envOf([...jwtSet, 'auth.classScopes.prod-db={db:read,db:write}']);
+    assert.deepEqual(JSON.parse(scoped.get('SWITCHYARD_AUTH_CLASS_SCOPES')!), { 'prod-db': ['db:read', 'db:write'] });
+    assert.equal((await envOf(jwtSet)).has('SWITCHYARD_AUTH_CLASS_SCOPES'), false, 'unset: none');
+  });
+
   it('refuses a token Secret that the mode would ignore', async () => {
     await assert.rejects(envOf(['auth.existingSecret=mcp-tokens']), /auth\.mode is none, which lets every client in/);
     await assert.rejects(

@@ -43,6 +43,7 @@ auth:
   principalClaim: ''
   algorithms: []
   requiredScopes: []
+  classScopes: {}
   scopeClaims: []
   requireAccessTokenType: false
 schedulerToken:
