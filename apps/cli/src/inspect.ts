@@ -9,20 +9,24 @@ export interface SchedulerTarget {
   readonly token?: string;
 }
 
-/** Why fetch failed, from what its "fetch failed" wraps: the connection's or the TLS handshake's own error. */
-function unreachableReason(error: unknown, url: string): string {
+/** What a refused connection most often means to someone running the command by hand: no local cluster is up. */
+const REFUSED_HINT = 'nothing listens there: start a cluster with npm start, or pass --scheduler <url>';
+
+/**
+ * Why fetch failed, from what its "fetch failed" wraps: the connection's or
+ * the TLS handshake's own error. `refusedHint` explains a refused connection.
+ */
+export function unreachableReason(error: unknown, url: string, refusedHint = REFUSED_HINT): string {
   const cause = (error as { cause?: { message?: string; code?: string } }).cause;
   const reason = cause?.message ?? (error as Error).message;
   const code = cause?.code ?? '';
   // A certificate error: most likely a private CA this process has not been told to trust.
   if (/CERT|SELF_SIGNED/.test(code)) return `${reason} (trust its CA: NODE_EXTRA_CA_CERTS=<PEM file>)`;
-  // Most often no local cluster is up: the default is where `npm start` puts one.
-  if (code === 'ECONNREFUSED')
-    return `${reason} (nothing listens there: start a cluster with npm start, or pass --scheduler <url>)`;
+  if (code === 'ECONNREFUSED') return `${reason} (${refusedHint})`;
   // The fetch standard's blocked ports (6000, 6665-6669, 10080, ...), refused before any connection.
   if (reason === 'bad port') {
     const port = new URL(url).port;
-    return `bad port (fetch refuses port ${port}, as browsers do: serve the scheduler's API on another port, or reach it through a port-forward)`;
+    return `bad port (fetch refuses port ${port}, as browsers do: serve it on another port, or reach it through a port-forward)`;
   }
   return reason;
 }
@@ -31,12 +35,13 @@ function unreachableReason(error: unknown, url: string): string {
  * A JSON answer that `read` parses, with one of the `expected` statuses,
  * from the scheduler at `target`; anything else is an error saying so.
  */
-async function getJson<T>(
+export async function getJson<T>(
   target: SchedulerTarget,
   path: string,
   expected: readonly number[],
   read: (body: unknown) => Parsed<T>,
   init: RequestInit = {},
+  refusedHint = REFUSED_HINT,
 ): Promise<{ status: number; body: T }> {
   const headers = new Headers(init.headers);
   if (target.token !== undefined) headers.set('authorization', `Bearer ${target.token}`);
@@ -45,7 +50,7 @@ async function getJson<T>(
   try {
     response = await fetch(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
   } catch (error) {
-    throw new Error(`cannot reach ${origin}: ${unreachableReason(error, target.url)}`, { cause: error });
+    throw new Error(`cannot reach ${origin}: ${unreachableReason(error, target.url, refusedHint)}`, { cause: error });
   }
   if (response.status === 401) {
     await response.body?.cancel();
@@ -87,7 +92,7 @@ function notScheduler(target: SchedulerTarget, status: number, path: string, pro
 }
 
 /** An epoch not confirmed for longer is called out: the leader's own default for a silent follower (`staleAfterMs`). */
-const EPOCH_STALE_MS = 10_000;
+export const EPOCH_STALE_MS = 10_000;
 
 /** The epoch line's note on how current the replica's view is, and a warning when no leader reaches it. */
 function epochAge(epoch: EpochLine): { note: string; warning?: string } {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `switchyard` command: a local cluster, cluster status, scheduling
-// explanations, and joining a runtime from any machine.
+// explanations, joining a runtime from any machine, and the checks the
+// charts' `helm test` pods run.
 //
 // Each command's module is loaded only when that command runs: the cluster's
 // code is a second of compiling, which help and bad usage should not wait for.
@@ -10,12 +11,17 @@ import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
 
 const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
-  switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token>]
-  switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token>]
+  switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token> | --token-file <file>]
+  switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token> | --token-file <file>]
   switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class demo|everything]... [--sandboxes 100]
+  switchyard check scheduler [--scheduler <url>] [--replica <url>]... [--token <api token> | --token-file <file>] [--wait-seconds 30]
+  switchyard check gateway [--gateway http://127.0.0.1:8080/mcp] [--auth-required]
 
-status and explain: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens, when it sets any;
-runtime join: --token is a join token.`;
+status, explain and check scheduler: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens,
+when it sets any; --token-file reads the first of a file's tokens (one per line, as the chart's Secret holds them);
+runtime join: --token is a join token.
+check: exits 0 when the replicas agree on a leader, term and epoch (scheduler), or /readyz and an MCP
+initialize answer (gateway: 200, or 401 with a Bearer challenge under --auth-required); else 1, saying why.`;
 
 function port(value: string | undefined, fallback: number, flag: string): number {
   if (value === undefined) return fallback;
@@ -56,6 +62,14 @@ function positiveInteger(value: string | undefined, fallback: number, flag: stri
   return n;
 }
 
+function seconds(value: string | undefined, fallback: number, flag: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 3600)
+    throw new UsageError(`${flag} must be 0 to 3600 seconds, got ${value}`);
+  return n;
+}
+
 /** The classes given to `runtime join`, each one it can serve. */
 function joinClasses(names: readonly string[] = ['demo']): JoinClass[] {
   const unknown = names.filter((name) => !isJoinClass(name));
@@ -82,11 +96,64 @@ function tokenFrom(value: string | undefined): string | undefined {
   return token;
 }
 
-/** The replica `status` and `explain` ask. */
-function schedulerTarget(values: { scheduler?: string | undefined; token?: string | undefined }): SchedulerTarget {
-  const token = tokenFrom(values.token ?? process.env.SWITCHYARD_API_TOKEN);
+/** The first token of a file of one per line (blank lines and `#` comments skipped), as schedulers read theirs. */
+async function tokenFromFile(file: string): Promise<string> {
+  // Loaded here, not at the top: the service lib is most of a second to compile, which help should not wait for.
+  const { secretSource } = await import('@switchyard/service');
+  const [first] = secretSource([], file)();
+  if (first === undefined) throw new UsageError(`--token-file ${file} holds no token (or cannot be read)`);
+  return first;
+}
+
+/** The replica `status`, `explain` and `check scheduler` ask. */
+async function schedulerTarget(values: {
+  scheduler?: string | undefined;
+  token?: string | undefined;
+  'token-file'?: string | undefined;
+}): Promise<SchedulerTarget> {
+  if (values.token !== undefined && values['token-file'] !== undefined) {
+    throw new UsageError('give --token or --token-file, not both');
+  }
+  const file = values['token-file'];
+  const token = tokenFrom(
+    file !== undefined ? await tokenFromFile(file) : (values.token ?? process.env.SWITCHYARD_API_TOKEN),
+  );
   const url = schedulerUrl(values.scheduler ?? 'http://127.0.0.1:7070', '--scheduler');
   return { url, ...(token ? { token } : {}) };
+}
+
+/** `check scheduler` and `check gateway`: 0 when what they check answers as it should; a failure throws, saying why. */
+async function check(argv: readonly string[]): Promise<number> {
+  const [what, ...args] = argv;
+  if (what === 'scheduler') {
+    const { values } = parseArgs({
+      args,
+      options: {
+        scheduler: { type: 'string' },
+        replica: { type: 'string', multiple: true },
+        token: { type: 'string' },
+        'token-file': { type: 'string' },
+        'wait-seconds': { type: 'string' },
+      },
+    });
+    const target = await schedulerTarget(values);
+    const replicas = (values.replica ?? []).map((url) => schedulerUrl(url, '--replica'));
+    const waitMs = 1000 * seconds(values['wait-seconds'], 30, '--wait-seconds');
+    const { checkScheduler } = await import('./check-scheduler.ts');
+    await print(process.stdout, await checkScheduler({ ...target, replicas, waitMs }));
+    return 0;
+  }
+  if (what === 'gateway') {
+    const { values } = parseArgs({
+      args,
+      options: { gateway: { type: 'string' }, 'auth-required': { type: 'boolean', default: false } },
+    });
+    const url = schedulerUrl(values.gateway ?? 'http://127.0.0.1:8080/mcp', '--gateway');
+    const { checkGateway } = await import('./check-gateway.ts');
+    await print(process.stdout, await checkGateway({ url, authRequired: values['auth-required'] }));
+    return 0;
+  }
+  throw new UsageError(`unknown check: ${what ?? '(none)'}; check scheduler or check gateway`);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -124,9 +191,9 @@ async function main(argv: string[]): Promise<number> {
     case 'status': {
       const { values } = parseArgs({
         args: rest,
-        options: { scheduler: { type: 'string' }, token: { type: 'string' } },
+        options: { scheduler: { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' } },
       });
-      const target = schedulerTarget(values);
+      const target = await schedulerTarget(values);
       const { status } = await import('./inspect.ts');
       await print(process.stdout, await status(target));
       return 0;
@@ -137,13 +204,14 @@ async function main(argv: string[]): Promise<number> {
         options: {
           scheduler: { type: 'string' },
           token: { type: 'string' },
+          'token-file': { type: 'string' },
           class: { type: 'string' },
           process: { type: 'string' },
           thread: { type: 'string' },
         },
       });
       if (!values.class || !values.process) throw new UsageError('explain needs --class and --process');
-      const target = schedulerTarget(values);
+      const target = await schedulerTarget(values);
       // Checked here, as the scheduler would (its 400 is no usage message); the protocol loads with inspect anyway.
       const { isIdentityValue } = await import('@switchyard/protocol');
       for (const flag of ['class', 'process', 'thread'] as const) {
@@ -188,6 +256,8 @@ async function main(argv: string[]): Promise<number> {
       const { joinRuntime } = await import('./join.ts');
       return joinRuntime(options);
     }
+    case 'check':
+      return check(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -1,0 +1,93 @@
+// `switchyard check gateway` against stand-ins on loopback answering as a
+// gateway might: it passes only on /readyz 200 and an initialize result (in
+// JSON or in an SSE event), or on a Bearer challenge where auth is expected,
+// ends the session it opened, and says what else it got.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { runCli } from './support.ts';
+
+const RESULT = { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'stand-in' } } };
+
+type Answer = (req: IncomingMessage, res: ServerResponse) => void;
+
+describe('switchyard check gateway', () => {
+  let server: Server;
+  let url: string;
+  let answer: Answer;
+  let ready = 200;
+  const deleted: string[] = [];
+  before(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      if (req.url === '/readyz') return void res.writeHead(ready).end(ready === 200 ? 'ok' : 'draining');
+      if (req.method === 'DELETE') {
+        deleted.push(String(req.headers['mcp-session-id']));
+        return void res.writeHead(200).end();
+      }
+      req.once('end', () => answer(req, res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const check = (...flags: string[]) => runCli(['check', 'gateway', '--gateway', url, ...flags]);
+
+  it('passes on an initialize result in an SSE event, and ends the session it opened', async () => {
+    ready = 200;
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'sess-1' });
+      // The stream stays open after the event: the check does not wait for its end.
+      res.write(`event: message\ndata: ${JSON.stringify(RESULT)}\n\n`);
+    };
+    const { code, stdout, stderr } = await check();
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^gateway ok: \/readyz 200, initialize 200 at .*\(stand-in, protocol 2025-06-18\)/);
+    assert.deepEqual(deleted, ['sess-1']);
+  });
+
+  it('fails a 200 that holds no initialize result: whatever answered is no MCP server', async () => {
+    answer = (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html>');
+    const { code, stderr } = await check();
+    assert.equal(code, 1);
+    assert.match(stderr, /answered initialize 200 with no initialize result/);
+  });
+
+  it("fails an error answer, naming the gateway's reason", async () => {
+    answer = (_req, res) =>
+      res.writeHead(503, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32000, message: 'no runtime serves class demo' },
+        }),
+      );
+    const { code, stderr } = await check();
+    assert.equal(code, 1);
+    assert.match(stderr, /initialize at .* answered HTTP 503: no runtime serves class demo/);
+  });
+
+  it('with --auth-required, passes on a Bearer challenge and fails a 401 without one', async () => {
+    answer = (_req, res) => res.writeHead(401, { 'www-authenticate': 'Bearer realm="switchyard"' }).end();
+    const challenged = await check('--auth-required');
+    assert.equal(challenged.code, 0, challenged.stderr);
+    assert.match(challenged.stdout, /asks for credentials \(401, Bearer realm="switchyard"\)/);
+    const unasked = await check();
+    assert.equal(unasked.code, 1);
+    assert.match(unasked.stderr, /asks for credentials \(401\), though the check was told client auth is off/);
+    answer = (_req, res) => res.writeHead(401).end();
+    const bare = await check('--auth-required');
+    assert.equal(bare.code, 1);
+    assert.match(bare.stderr, /answered 401 without a Bearer challenge/);
+  });
+
+  it('fails when /readyz is not 200', async () => {
+    ready = 503;
+    const { code, stderr } = await check();
+    ready = 200;
+    assert.equal(code, 1);
+    assert.match(stderr, /\/readyz answered HTTP 503: draining/);
+  });
+});
