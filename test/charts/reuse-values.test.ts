@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { locateHelm } from './helm.ts';
@@ -118,7 +118,11 @@ for (const chart of ['gateway', 'scheduler', 'runtime'] as const) {
 
     it('fills in the keys added since the first release before every template reads its values', () => {
       const templates = join(root, 'charts', chart, 'templates');
-      for (const file of readdirSync(templates).filter((f) => !f.startsWith('_'))) {
+      // Helpers (_*.tpl) aside, at any depth: the test hooks are in templates/tests/.
+      const files = readdirSync(templates, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile() && !entry.name.startsWith('_'))
+        .map((entry) => relative(templates, join(entry.parentPath, entry.name)));
+      for (const file of files) {
         const firstLine = readFileSync(join(templates, file), 'utf8').split('\n', 1)[0];
         assert.equal(firstLine, `{{- include "${chart}.fillAddedValues" . -}}`, file);
       }

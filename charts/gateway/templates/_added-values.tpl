@@ -67,6 +67,14 @@ serviceMonitor:
   interval: 30s
   labels: {}
   tlsConfig: {}
+tests:
+  enabled: true
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      memory: 256Mi
 {{- end -}}
 
 {{- /* Sets in .Values each key of gateway.addedValues it lacks, at any depth; keeps every key it has, false, '' and 0 included. */ -}}

@@ -28,3 +28,17 @@ app.kubernetes.io/part-of: switchyard
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
+
+{{- /*
+The test pod's labels: the release's, but not its selector (name and instance), which the Services and the
+PodDisruptionBudget select on: a pod matching it would be counted as a gateway.
+*/ -}}
+{{- define "gateway.testLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-test" (include "gateway.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: switchyard
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}

@@ -48,6 +48,14 @@ serviceMonitor:
 networkPolicy:
   enabled: false
   from: []
+tests:
+  enabled: true
+  resources:
+    requests:
+      cpu: 50m
+      memory: 128Mi
+    limits:
+      memory: 256Mi
 {{- end -}}
 
 {{- /* Sets in .Values each key of scheduler.addedValues it lacks, at any depth; keeps every key it has, false, '' and 0 included. */ -}}

@@ -64,3 +64,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "scheduler.hasPeerTokens" -}}
 {{- if or .Values.peerTokens.existingSecret .Values.peerTokens.values -}}true{{- end -}}
 {{- end -}}
+
+{{- /*
+The test pod's labels: the release's, but not its selector (name and instance), which the Services, the
+PodDisruptionBudget and the NetworkPolicy select on: a pod matching it would be counted as a replica.
+part-of=switchyard is what the NetworkPolicy admits.
+*/ -}}
+{{- define "scheduler.testLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-test" (include "scheduler.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: switchyard
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "scheduler.scheme" -}}
+{{- if .Values.tls.existingSecret }}https{{ else }}http{{ end -}}
+{{- end -}}
