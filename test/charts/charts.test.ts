@@ -3,97 +3,28 @@
 // and probe contracts operators rely on.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
-import { DaemonSet, Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
-import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
-import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
-import { PodMonitor, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CONNECT_PATH } from '@switchyard/tunnel';
 import { compileCacheEnv } from '../support/processes.ts';
-import { locateHelm } from './helm.ts';
+import { chartRenderer, type Manifest } from './helm.ts';
+import { assertEnvNamesRead, podOf, secretFileOf, type PodSpec, type SecretPod } from './manifests.ts';
+import { assertValidObjects } from './models.ts';
 
 const root = join(import.meta.dirname, '../..');
 // The apps these tests start (--help, --print-config: a dozen or so) take this process's environment:
 // through Node's compile cache, all but the first load without the type stripper.
 for (const [name, value] of Object.entries(compileCacheEnv())) process.env[name] ??= value;
 const run = promisify(execFile);
-const { helm: helmPath, skip } = locateHelm('chart tests');
-
-const envNames = new Map<string, Set<string>>();
-/** The SWITCHYARD_* names `app` reads, from its `--help` (which lists each setting's env name); asked once per app. */
-function envNamesOf(app: string): Set<string> {
-  let names = envNames.get(app);
-  if (!names) {
-    const help = execFileSync(process.execPath, [join(root, `apps/${app}/src/main.ts`), '--help'], {
-      encoding: 'utf8',
-    });
-    names = new Set(help.match(/(?<=env: )SWITCHYARD_[A-Z0-9_]+/g) ?? []);
-    envNames.set(app, names);
-  }
-  return names;
-}
-
-/** Environment the charts may set besides the apps' own SWITCHYARD_* names. */
-const NODE_ENV_NAMES = new Set(['POD_IP', 'NODE_OPTIONS', 'GLIBC_TUNABLES', 'NODE_EXTRA_CA_CERTS', 'HOME']);
-
-type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
-const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
-  'apps/v1/Deployment': Deployment,
-  'apps/v1/DaemonSet': DaemonSet,
-  'apps/v1/StatefulSet': StatefulSet,
-  'v1/Service': Service,
-  'v1/ServiceAccount': ServiceAccount,
-  'v1/Secret': Secret,
-  'v1/ConfigMap': ConfigMap,
-  'rbac.authorization.k8s.io/v1/Role': Role,
-  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'networking.k8s.io/v1/Ingress': Ingress,
-  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
-  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
-  'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
-};
-
-// helm's output depends only on its arguments and the files in this checkout, which no test changes: each
-// command runs once, and the tests that render the same values share its output (parsed afresh by each).
-const helmRuns = new Map<string, Promise<string>>();
-function helmRun(args: string[]): Promise<string> {
-  const key = args.join('\0');
-  let output = helmRuns.get(key);
-  if (!output) {
-    output = run(helmPath, args, { cwd: root, maxBuffer: 16 << 20 }).then(({ stdout }) => stdout);
-    helmRuns.set(key, output);
-  }
-  return output;
-}
-
-async function render(chart: string, valuesFile?: string, set: readonly string[] = []): Promise<Manifest[]> {
-  const args = ['template', 'sy', `charts/${chart}`, '--namespace', 'switchyard'];
-  if (valuesFile) args.push('-f', valuesFile);
-  for (const s of set) args.push('--set', s);
-  return parseAllDocuments(await helmRun(args))
-    .map((d) => d.toJSON() as Manifest | null)
-    .filter((m): m is Manifest => m !== null);
-}
-
-type PodSpec = {
-  securityContext: Record<string, unknown>;
-  containers: {
-    livenessProbe?: { httpGet: { path: string } };
-    readinessProbe?: { httpGet: { path: string } };
-    securityContext: { readOnlyRootFilesystem: boolean; runAsNonRoot: boolean; capabilities: { drop: string[] } };
-    env?: { name: string }[];
-  }[];
-};
-const podOf = (m: Manifest): PodSpec => (m.spec as { template: { spec: PodSpec } }).template.spec;
+const { skip, render, helmRun } = chartRenderer('chart tests');
 
 const CHARTS = [
   {
@@ -154,11 +85,7 @@ for (const c of CHARTS) {
       it(`renders ${variant} values into valid Kubernetes objects with probes and a locked-down security context`, async () => {
         const file = variant === 'production' ? `test/charts/values-production-${c.chart}.yaml` : undefined;
         const manifests = await render(c.chart, file);
-        for (const m of manifests) {
-          const Model = MODELS[`${m.apiVersion}/${m.kind}`];
-          assert.ok(Model, `no model for ${m.apiVersion}/${m.kind}`);
-          assert.doesNotThrow(() => new Model(m as never).validate(), `${m.kind}/${m.metadata.name}`);
-        }
+        assertValidObjects(manifests);
         const kinds = manifests.map((m) => m.kind);
         for (const kind of c.expect) assert.ok(kinds.includes(kind), `${kind} in ${kinds.join(',')}`);
         const workloads = manifests.filter((m) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(m.kind));
@@ -175,9 +102,7 @@ for (const c of CHARTS) {
             assert.equal(container.readinessProbe?.httpGet.path, '/readyz');
           }
           // A misspelt SWITCHYARD_* name would be ignored by the app without a word.
-          const read = envNamesOf(c.chart);
-          assert.ok(read.size > 5, `${c.chart} --help lists its env names`);
-          for (const e of container.env ?? []) assert.ok(NODE_ENV_NAMES.has(e.name) || read.has(e.name), e.name);
+          assertEnvNamesRead(c.chart, container);
         }
       });
     }
@@ -490,31 +415,6 @@ for (const c of INGRESSES) {
       );
     });
   });
-}
-
-type SecretPod = {
-  containers: {
-    env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: unknown } }[];
-    volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
-  }[];
-  volumes?: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] } }[];
-};
-
-/**
- * The Secret key behind the file an env var names (the volume mounted at
- * its folder), and whether it is mounted read-only; undefined without the
- * variable.
- */
-function secretFileOf(pod: SecretPod, env: string): { secret: string; key: string; readOnly: boolean } | undefined {
-  const container = pod.containers[0]!;
-  const path = container.env?.find((e) => e.name === env)?.value;
-  if (path === undefined) return undefined;
-  const slash = path.lastIndexOf('/');
-  const mount = container.volumeMounts?.find((m) => m.mountPath === path.slice(0, slash));
-  const volume = pod.volumes?.find((v) => v.name === mount?.name);
-  const item = volume?.secret?.items?.find((i) => i.path === path.slice(slash + 1));
-  assert.ok(mount && volume?.secret && item, `${env}=${path} is a key of a mounted Secret`);
-  return { secret: volume.secret.secretName, key: item.key, readOnly: mount.readOnly === true };
 }
 
 // Tokens come from Secrets mounted as files, which kubelet updates in a

@@ -1,5 +1,6 @@
 // The helm binary the chart tests run, as scripts/helm.ts unpacks it from an
-// npm package (no download from elsewhere).
+// npm package (no download from elsewhere), and the rendering through it
+// that they share.
 import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -33,4 +34,48 @@ export async function renderChart(helm: string, chart: string, set: readonly str
   return parseAllDocuments(stdout)
     .map((d) => d.toJSON() as Manifest | null)
     .filter((m): m is Manifest => m !== null);
+}
+
+/** What chartRenderer gives a test file. */
+export interface ChartRenderer {
+  /** Why the file's tests are skipped (no helm binary, printed once), or false: a `skip` option. */
+  readonly skip: string | false;
+  /** helm's stdout for `args`, run in the checkout's root; a refusal rejects. */
+  helmRun(args: string[]): Promise<string>;
+  /** `helm template sy charts/<chart> --namespace switchyard`, with a values file and `--set` values, as parsed manifests. */
+  render(chart: string, valuesFile?: string, set?: readonly string[]): Promise<Manifest[]>;
+}
+
+/**
+ * The real helm binary for one test file (`tests` names its tests in the skip
+ * message, see locateHelm), each distinct command run once per renderer. Not
+ * shared between files: each test file runs in its own process, and renders
+ * again what another file rendered.
+ */
+export function chartRenderer(tests: string): ChartRenderer {
+  const { helm: helmPath, skip } = locateHelm(tests);
+
+  // helm's output depends only on its arguments and the files in this checkout, which no test changes: each
+  // command runs once, and the tests that render the same values share its output (parsed afresh by each).
+  const helmRuns = new Map<string, Promise<string>>();
+  function helmRun(args: string[]): Promise<string> {
+    const key = args.join('\0');
+    let output = helmRuns.get(key);
+    if (!output) {
+      output = run(helmPath, args, { cwd: root, maxBuffer: 16 << 20 }).then(({ stdout }) => stdout);
+      helmRuns.set(key, output);
+    }
+    return output;
+  }
+
+  async function render(chart: string, valuesFile?: string, set: readonly string[] = []): Promise<Manifest[]> {
+    const args = ['template', 'sy', `charts/${chart}`, '--namespace', 'switchyard'];
+    if (valuesFile) args.push('-f', valuesFile);
+    for (const s of set) args.push('--set', s);
+    return parseAllDocuments(await helmRun(args))
+      .map((d) => d.toJSON() as Manifest | null)
+      .filter((m): m is Manifest => m !== null);
+  }
+
+  return { skip, helmRun, render };
 }
