@@ -4,7 +4,7 @@
 // `helm template` leaves NOTES.txt out and `helm install --dry-run` needs a
 // cluster, so the tests render a copy of the chart that holds NOTES.txt as a
 // file and a template printing it through `tpl` (same values, same helpers)
-// as one YAML string, with the real helm binary as charts.test.ts does.
+// as one YAML string, with the real helm binary as the other chart tests do.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

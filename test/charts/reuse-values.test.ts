@@ -4,7 +4,8 @@
 // chart must render such values as a plain install of them would, the newer
 // features at their defaults. The tests render a copy of the chart whose
 // values.yaml is an earlier one, as helm does, with the real helm binary as
-// charts.test.ts does, and compare it with the chart itself given those values.
+// the other chart tests do, and compare it with the chart itself given those
+// values.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
