@@ -4,7 +4,7 @@
 // kind should pay.
 import assert from 'node:assert/strict';
 import { DaemonSet, Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
-import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
@@ -17,6 +17,8 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'apps/v1/DaemonSet': DaemonSet,
   'apps/v1/StatefulSet': StatefulSet,
   'v1/Service': Service,
+  // The charts' helm test hooks.
+  'v1/Pod': Pod,
   'v1/ServiceAccount': ServiceAccount,
   'v1/Secret': Secret,
   'v1/ConfigMap': ConfigMap,
