@@ -2,14 +2,15 @@
 // gateway, carried to the scheduler as an HTTP/2 stream, ends for its client
 // when that scheduler goes silent (SIGSTOP: no reset, no FIN, as a host that
 // vanished looks from the gateway), found by the gateway's HTTP/2 pings.
-// While the scheduler answers them, a silent stream stays open. A client
-// that leaves its stream (or loses it, even to a host that vanished) opens
-// the next one at once, and one that sends many headers opens it as its
-// requests are taken.
+// While the scheduler answers them, a silent stream stays open. A stream its
+// client leaves is let go by the runtime at once; a client that lost one to
+// a host that vanished opens the next one at once; and one that sends many
+// headers opens it as its requests are taken.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { freezableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
+import { until } from '../support/processes.ts';
 import { LEGACY, initializeBody, post } from './support.ts';
 
 /** As the suites' tunnel pings: shorter ones see stalls of a loaded 2-core machine as silence. */
@@ -37,16 +38,28 @@ describe('gateway event streams to a scheduler that goes silent', () => {
     return headers;
   }
 
-  it('lets a client that left its GET stream open the next one at once (200, not 409)', async () => {
+  /** Event streams the runtime is answering, from its own /metrics through its scheduler. */
+  async function runtimeStreams(): Promise<number> {
+    const text = await (await fetch(`${cluster.schedulerUrls()[0]}/api/proxy/r0/metrics`)).text();
+    return Number(/^switchyard_runtime_event_streams (\d+)$/m.exec(text)?.[1]);
+  }
+
+  it('has the runtime let go at once of a GET stream its client left', async () => {
     const url = cluster.gatewayUrl();
     const headers = await openSession(url);
+    const before = await runtimeStreams();
     for (const attempt of ['first', 'second', 'third']) {
       const left = new AbortController();
       const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' }, signal: left.signal });
       assert.equal(res.status, 200, `${attempt} GET: ${res.status === 200 ? '' : await res.text()}`);
+      assert.equal(await runtimeStreams(), before + 1, `${attempt} GET: the runtime answers it`);
       left.abort();
-      // Through gateway, scheduler and tunnel; the SDK's keep-alive (15 s) would free it far later.
-      await new Promise((r) => setTimeout(r, 300));
+      // Through gateway, scheduler and tunnel; the SDK's keep-alive (15 s) would find it gone far later.
+      await until(
+        `${attempt} GET to be let go`,
+        async () => ((await runtimeStreams()) === before ? true : undefined),
+        5000,
+      );
     }
   });
 

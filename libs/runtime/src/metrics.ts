@@ -82,6 +82,11 @@ export function registerNodeMetrics(
     collect: () => host.stats().sandboxes,
   });
   metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open', collect: () => host.stats().sessions });
+  metrics.gauge({
+    name: 'event_streams',
+    help: "Event streams being answered: sessions' GET streams, calls' SSE answers, listen streams",
+    collect: () => host.stats().eventStreams,
+  });
   // Deprecated: a count kept as a gauge, as earlier releases exposed it; tool_calls_cancelled_total replaces it.
   metrics.gauge({
     name: 'tool_calls_cancelled',

@@ -40,7 +40,7 @@ export interface RuntimeNode {
   readonly sidecarUrl: string | undefined;
   /** Base URL of the direct listener, when enabled. */
   readonly directUrl: string | undefined;
-  stats(): { sandboxes: number; sessions: number; cancelled: number };
+  stats(): { sandboxes: number; sessions: number; cancelled: number; eventStreams: number };
   /** Resolves once the tunnel is (re)connected. */
   whenConnected(): Promise<void>;
   /**

@@ -18,6 +18,8 @@ export function settled(response: Response): Answer {
   return { response, release: () => {} };
 }
 
+const EVENT_STREAM = 'text/event-stream';
+
 export interface AnswerWriterOptions {
   /** Largest request body, bytes; a longer one is a 413. */
   readonly maxRequestBodySize: number;
@@ -29,6 +31,8 @@ export interface AnswerWriterOptions {
    * `copy`).
    */
   readonly writeStallMs: number;
+  /** Counts the event-stream answers being written (`open` rises as one starts, falls as it ends). */
+  readonly eventStreams?: { open: number };
 }
 
 /**
@@ -51,6 +55,8 @@ export function answerWriter(
 ): (req: HostRequest, res: HostResponse) => Promise<void> {
   return async (req, res) => {
     let finished = false;
+    /** options.eventStreams, once this answer is counted there. */
+    let counted: { open: number } | undefined;
     const gone = new AbortController();
     res.on('close', () => {
       if (!finished) gone.abort();
@@ -70,9 +76,14 @@ export function answerWriter(
       const headers: Record<string, string> = {};
       for (const [name, value] of answer.response.headers) headers[name] = value;
       res.writeHead(answer.response.status, headers);
-      if (answer.response.body) await copy(answer.response.body, res, gone.signal, options.writeStallMs);
+      if (answer.response.body) {
+        if (headers['content-type']?.startsWith(EVENT_STREAM)) counted = options.eventStreams;
+        if (counted) counted.open++;
+        await copy(answer.response.body, res, gone.signal, options.writeStallMs);
+      }
     } finally {
       finished = true;
+      if (counted) counted.open--;
       res.end();
       answer.release();
     }

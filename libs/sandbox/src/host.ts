@@ -150,7 +150,8 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
         ? logger.debug({ event: 'http.client_left', err: error.message }, 'client left before its request was read')
         : logger.error({ event: 'http.failed', err: error.message }, 'handler failed'),
   };
-  const mcp = answerWriter(endpoint.handle, nodeOpts);
+  const eventStreams = { open: 0 };
+  const mcp = answerWriter(endpoint.handle, { ...nodeOpts, eventStreams });
   const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
   let closing: Promise<void> | undefined;
   return {
@@ -167,6 +168,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       sessions: sessions.size,
       cancelled,
       warm: pools.reduce((n, p) => n + p.available, 0),
+      eventStreams: eventStreams.open,
     }),
     close(graceMs = 0) {
       closing ??= (async () => {

@@ -116,10 +116,12 @@ export interface SandboxHostOptions {
 export interface HostStats {
   readonly sandboxes: number;
   readonly sessions: number;
-  /** Tool calls cancelled by the client while running (builtin `sleep`). */
+  /** Tool calls cancelled by the client while running (builtin, and calls proxied upstream). */
   readonly cancelled: number;
   /** Warm-pool sandboxes started and waiting, over all classes. */
   readonly warm: number;
+  /** Event streams being answered on `/mcp`: sessions' GET streams, calls' SSE answers, listen streams. */
+  readonly eventStreams: number;
 }
 
 /** Structural request/response shapes: node `http` and `http2` compat objects both fit. */

@@ -109,7 +109,7 @@ for (const { name: serverName, serve } of SERVERS) {
       assert.equal(reporter.events.filter((e) => e.startsWith('+t')).length, before);
     });
 
-    it('a GET stream its client left frees its place at once: the next GET is 200, not 409', async () => {
+    it('a GET stream its client left is let go at once', async () => {
       const headers = { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
       const init = await served.fetch(`${served.url}/mcp`, {
         method: 'POST',
@@ -129,7 +129,9 @@ for (const { name: serverName, serve } of SERVERS) {
         body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
       });
       assert.equal(initialized.status, 202);
-      // A silent stream: nothing is written to it before the SDK's keep-alive (15 s).
+      // A silent stream: nothing is written to it before the SDK's keep-alive (15 s), which would find the
+      // client gone only then.
+      const before = host.stats().eventStreams;
       for (const attempt of ['first', 'second', 'third']) {
         const left = new AbortController();
         const res = await served.fetch(`${served.url}/mcp`, {
@@ -137,9 +139,12 @@ for (const { name: serverName, serve } of SERVERS) {
           signal: left.signal,
         });
         assert.equal(res.status, 200, `${attempt} GET: ${res.status === 200 ? '' : await res.text()}`);
+        assert.equal(host.stats().eventStreams, before + 1, `${attempt} GET: its stream is counted`);
         left.abort();
-        // The host hears of it over loopback at once; a moment is plenty.
-        await new Promise((r) => setTimeout(r, 100));
+        // The host hears of it over loopback at once; a second is plenty.
+        for (let i = 0; i < 50 && host.stats().eventStreams !== before; i++)
+          await new Promise((r) => setTimeout(r, 20));
+        assert.equal(host.stats().eventStreams, before, `${attempt} GET: let go`);
       }
     });
   });
