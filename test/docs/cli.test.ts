@@ -40,7 +40,14 @@ function documentedLines(): { where: string; command: string; flags: string[] }[
 }
 
 it('reads the usage text and the documented command lines (the check below has something to compare)', () => {
-  assert.deepEqual([...COMMANDS.keys()].sort(), ['explain', 'runtime join', 'status', 'up']);
+  assert.deepEqual([...COMMANDS.keys()].sort(), [
+    'check gateway',
+    'check scheduler',
+    'explain',
+    'runtime join',
+    'status',
+    'up',
+  ]);
   assert.ok(documentedLines().filter((l) => l.flags.length > 0).length >= 5);
 });
 
