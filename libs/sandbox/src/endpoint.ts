@@ -389,11 +389,14 @@ function refusalWithoutSession(body: unknown): Response {
   return errorResponse('session_required', `${MCP_SESSION_HEADER} header required`, id);
 }
 
-/** A GET for a legacy session's own event stream (not a resume of one, which names its stream). */
+/**
+ * A GET for a legacy session's own event stream (not a resume of one, which names its stream). An
+ * empty Last-Event-ID names none: the SDK opens the session's stream for it, as for no header.
+ */
 function opensEventStream(request: Request): boolean {
   return (
     request.method === 'GET' &&
-    !request.headers.has('last-event-id') &&
+    !request.headers.get('last-event-id') &&
     request.headers.get('accept')?.includes('text/event-stream') === true
   );
 }

@@ -97,6 +97,16 @@ describe('a legacy session stream opened again takes the place of the one still 
     assert.equal((await readUntil(first, undefined)).ended, true, 'the older stream ends');
   });
 
+  it('a GET stream opened again with an empty Last-Event-ID is served too (no event to resume from)', async () => {
+    // The SDK reads an empty Last-Event-ID as none and opens the session's stream: it takes over as above.
+    const session = await openSession();
+    const first = await hold({ headers: { ...session, accept: 'text/event-stream' } });
+    assert.equal(first.status, 200);
+    const second = await hold({ headers: { ...session, accept: 'text/event-stream', 'last-event-id': '' } });
+    assert.equal(second.status, 200, await (second.status === 200 ? '' : second.text()));
+    assert.equal((await readUntil(first, undefined)).ended, true, 'the older stream ends');
+  });
+
   it("a call's stream resumed with Last-Event-ID is served with the call's result, and the older one ends", async () => {
     const session = await openSession();
     const call = await hold({
