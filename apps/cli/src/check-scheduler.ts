@@ -92,10 +92,7 @@ export async function checkScheduler(check: SchedulerCheck): Promise<string> {
       }),
     );
     const verdict = schedulerVerdict(views);
-    if (verdict.ok) {
-      const replicas = check.replicas.length === 1 ? '1 replica' : `${check.replicas.length} replicas`;
-      return `scheduler ok: ${verdict.summary}, on ${replicas} and through ${printable(check.url)}`;
-    }
+    if (verdict.ok) return passedLine(verdict.summary, check.replicas.length, check.url);
     if (read >= reads) {
       throw new Error(
         `the scheduler replicas did not agree within ${Math.round(check.waitMs / 1000)} s: ${verdict.problem}`,
@@ -103,4 +100,10 @@ export async function checkScheduler(check: SchedulerCheck): Promise<string> {
     }
     await delay(READ_INTERVAL_MS);
   }
+}
+
+/** What a passed check prints: what agreed, and where it was read (no replica named: the one URL only). */
+export function passedLine(summary: string, replicas: number, url: string): string {
+  const on = replicas === 0 ? '' : replicas === 1 ? ' on 1 replica and' : ` on ${replicas} replicas and`;
+  return `scheduler ok: ${summary},${on} through ${printable(url)}`;
 }

@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EpochLine } from '../src/answers.ts';
-import { schedulerVerdict, type ReplicaView } from '../src/check-scheduler.ts';
+import { passedLine, schedulerVerdict, type ReplicaView } from '../src/check-scheduler.ts';
 
 const LEADER = { id: 's0', url: 'http://10.0.0.1:7070' };
 
@@ -84,4 +84,22 @@ describe('switchyard check scheduler: the verdict on the replicas answers', () =
       assert.match(verdict.problem, c.problem);
     });
   }
+});
+
+describe('the line of a passed check', () => {
+  it('names the replicas read besides the URL, and none when none was named', () => {
+    const summary = 'leader s0 (http://10.0.0.1:7070), term 2, epoch 7';
+    assert.equal(
+      passedLine(summary, 3, 'http://svc:7070'),
+      `scheduler ok: ${summary}, on 3 replicas and through http://svc:7070`,
+    );
+    assert.equal(
+      passedLine(summary, 1, 'http://svc:7070'),
+      `scheduler ok: ${summary}, on 1 replica and through http://svc:7070`,
+    );
+    assert.equal(
+      passedLine(summary, 0, 'http://127.0.0.1:7070'),
+      `scheduler ok: ${summary}, through http://127.0.0.1:7070`,
+    );
+  });
 });
