@@ -10,6 +10,7 @@ import { AUDIENCE, ISSUER, startJwks, type Jwks } from '../../libs/gateway/test/
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import {
   LEGACY,
+  MODERN,
   connect,
   counter,
   initializeBody,
@@ -115,6 +116,27 @@ describe('a gateway whose prod-db class is held to a scope (auth.classScopes)', 
     assert.equal(await counter(session), 2, 'no refused call reached the sandbox');
     const taken = await callInSession(1, id, 'whoami', db);
     assert.equal(taken.status, 200, 'the other replica serves it to a token with the scope');
+  });
+
+  it("lets no request the gateway takes for stateless reach a prod-db session's sandbox without the scope", async () => {
+    // The gateway checks a stateless request against the class it names; what keeps such a request that
+    // carries a prod-db session's id out of that session is the runtime's (its SDK's) refusal to take a
+    // 2026-07-28 request, or a batch claiming it, in a legacy session.
+    const session = await connected('v2', 0, { ...db, ...classed('prod-db') });
+    const id = sessionOf(session);
+    const before = await counter(session);
+    const sneaking = { ...plain, ...classed('demo'), 'mcp-session-id': id };
+    const modern = await post(cluster.gatewayUrl(), toolCallBody(4, 'counter', {}, true), {
+      ...sneaking,
+      ...modernHeaders('tools/call', 'counter'),
+    });
+    assert.notEqual(modern.status, 200, modern.text);
+    const batch = await post(cluster.gatewayUrl(), [toolCallBody(5, 'counter', {}, true)], {
+      ...sneaking,
+      'mcp-protocol-version': MODERN,
+    });
+    assert.notEqual(batch.status, 200, batch.text);
+    assert.equal(await counter(session), before + 1, 'neither reached the sandbox');
   });
 
   it('keeps a demo session in demo whatever class its requests name', async () => {
