@@ -3,14 +3,14 @@
 // side sends it only to a peer that lists it in `X-Switchyard-Sync-Features`, over real WebSockets on loopback.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { RuntimeState } from '@switchyard/protocol';
-import { EpochFollower, EpochLeader, connectSync, createSyncServer, wsSyncConnection } from '@switchyard/epoch';
+import { EpochFollower, EpochLeader, connectSync, wsSyncConnection } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { RecordingSink, runtimeState } from './support/cluster.ts';
+import { serveLeader } from './support/serve-leader.ts';
 
 const FP = 'AAAAAAAAAAAAAAAA';
 
@@ -61,16 +61,7 @@ describe('join token fingerprints in epoch sync, across releases', () => {
       cycleIntervalMs: 50,
       debounceMs: 5,
     });
-    const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
-    const http = createServer((_req, res) => res.writeHead(404).end());
-    http.on('upgrade', (req, socket, head) => void sync.handleUpgrade(req, socket, head));
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    closers.push(
-      () => new Promise((resolve) => http.close(resolve)),
-      () => sync.close(),
-      () => leader.stop(),
-    );
-    return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    return serveLeader(leader, closers);
   }
 
   it('a follower of this release gets them from a leader of this release, and sends its own', async () => {

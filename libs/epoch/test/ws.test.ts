@@ -11,6 +11,7 @@ import { EpochFollower, EpochLeader, connectSync, createSyncServer } from '@swit
 import type { SyncServer } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { RecordingSink, runtimeState } from './support/cluster.ts';
+import { serveLeader } from './support/serve-leader.ts';
 
 /** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
 async function until(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
@@ -224,16 +225,7 @@ describe("a follower's refusal over WebSocket", () => {
       onFollowerError: (_replica, followerTerm, _reason, latestEpoch) =>
         errors.push({ term: followerTerm, ...(latestEpoch === undefined ? {} : { latestEpoch }) }),
     });
-    const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
-    const http = createServer((_req, res) => res.writeHead(404).end());
-    http.on('upgrade', (req, socket, head) => void sync.handleUpgrade(req, socket, head));
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    closers.push(
-      () => new Promise((resolve) => http.close(resolve)),
-      () => sync.close(),
-      () => leader.stop(),
-    );
-    return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    return serveLeader(leader, closers);
   }
 
   /**
