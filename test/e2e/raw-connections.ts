@@ -1,9 +1,11 @@
 // Raw client connections for the tests of listener limits and deadlines:
 // one that asks a listener for /healthz on a kept-alive socket, one that
 // trickles a header block, a timer of how long a listener holds one, and
-// the check of a listener's connectionsMax that the apps' tests share.
+// the check of a listener's connectionsMax that the apps' tests share; and
+// the status of a bare WebSocket upgrade (a runtime's connect, a peer's sync).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import http from 'node:http';
 import type net from 'node:net';
 import { connect } from 'node:net';
 import type { AppProcess } from '../support/processes.ts';
@@ -133,4 +135,30 @@ export async function checkConnectionCap(l: CappedListener): Promise<void> {
     assert.ok(attempt < 50, 'no room again after a held connection closed');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * The status of a bare WebSocket upgrade to `url` with `headers` (101 when
+ * admitted; the socket of a 101 is closed at once), within 5 s.
+ */
+export async function upgradeStatus(url: string, headers: http.OutgoingHttpHeaders): Promise<number> {
+  const req = http.request(url, {
+    agent: false,
+    headers: {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      ...headers,
+    },
+    signal: AbortSignal.timeout(5000),
+  });
+  req.end();
+  const [res, socket] = (await Promise.race([once(req, 'upgrade'), once(req, 'response')])) as [
+    http.IncomingMessage,
+    net.Socket | undefined,
+  ];
+  socket?.destroy();
+  res.resume();
+  return res.statusCode!;
 }

@@ -4,17 +4,15 @@
 // The real runtime redialling another replica with its own token is admitted, as before. Separate processes on
 // loopback, three replicas, the runtime on a follower: the claims go to the other follower and to the leader.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import type http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { dialTunnel } from '@switchyard/tunnel';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
+import { upgradeStatus } from './raw-connections.ts';
 import { connect, counter, whoami } from './support.ts';
 
 const OTHER = 'another-join-token-0123456789abcdef';
@@ -43,27 +41,11 @@ function impostor(url: string, token: string) {
 }
 
 /** The status of a bare connect for `r0` at `url` presenting `token` (the socket of a 101 is closed at once). */
-async function connectStatus(url: string, token: string): Promise<number> {
-  const req = http.request(`${url}/api/runtime/connect`, {
-    agent: false,
-    headers: {
-      connection: 'Upgrade',
-      upgrade: 'websocket',
-      'sec-websocket-version': '13',
-      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-      authorization: `Bearer ${token}`,
-      'x-runtime-info': Buffer.from(JSON.stringify(INFO)).toString('base64url'),
-    },
-    signal: AbortSignal.timeout(5000),
+function connectStatus(url: string, token: string): Promise<number> {
+  return upgradeStatus(`${url}/api/runtime/connect`, {
+    authorization: `Bearer ${token}`,
+    'x-runtime-info': Buffer.from(JSON.stringify(INFO)).toString('base64url'),
   });
-  req.end();
-  const [res, socket] = (await Promise.race([once(req, 'upgrade'), once(req, 'response')])) as [
-    http.IncomingMessage,
-    Duplex | undefined,
-  ];
-  socket?.destroy();
-  res.resume();
-  return res.statusCode!;
 }
 
 async function ownerOf(url: string): Promise<{ owner: string; generation: number }> {

@@ -6,39 +6,20 @@
 // a scheduler with only those says no replica syncs with it. Schedulers as processes over loopback; nothing
 // here is about their shutdown, so they stop without the drain delay.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { spawnApp, until, type AppProcess } from '../support/processes.ts';
+import { upgradeStatus } from './raw-connections.ts';
 
 const JOIN = 'join-token-0123456789abcdef';
 const PEER = 'peer-token-0123456789abcdef';
 const NO_PEER_TOKENS = /^no peer tokens configured/;
 
 /** The status of an upgrade to `/api/sync/probe` presenting `token` (101: admitted; 401: refused). */
-async function syncStatus(url: string, token: string): Promise<number> {
-  const req = http.request(`${url}/api/sync/probe`, {
-    headers: {
-      connection: 'Upgrade',
-      upgrade: 'websocket',
-      'sec-websocket-version': '13',
-      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-      authorization: `Bearer ${token}`,
-    },
-    signal: AbortSignal.timeout(5000),
-  });
-  req.end();
-  const [res, socket] = (await Promise.race([once(req, 'upgrade'), once(req, 'response')])) as [
-    http.IncomingMessage,
-    Socket | undefined,
-  ];
-  socket?.destroy();
-  res.resume();
-  return res.statusCode!;
+function syncStatus(url: string, token: string): Promise<number> {
+  return upgradeStatus(`${url}/api/sync/probe`, { authorization: `Bearer ${token}` });
 }
 
 describe('schedulers given a peer token file', () => {
