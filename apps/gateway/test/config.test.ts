@@ -6,6 +6,22 @@ import { gatewayConfigSchema } from '../src/config.ts';
 const load = (env: Record<string, string>) =>
   loadConfig(gatewayConfigSchema, { argv: [], env: { SWITCHYARD_SCHEDULERS: 'http://127.0.0.1:7070', ...env } });
 
+/** One test per case: the config of `env` is refused at start, its problems matching `says`. */
+function refusesAtStart(cases: readonly [name: string, env: Record<string, string>, says: RegExp][]): void {
+  for (const [name, env, says] of cases) {
+    it(`refuses at start ${name}`, () => {
+      assert.throws(
+        () => load(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.match(error.problems.join('\n'), says);
+          return true;
+        },
+      );
+    });
+  }
+}
+
 describe('gateway config: defaultClass', () => {
   it('takes an identity value', () => {
     assert.equal(load({ SWITCHYARD_DEFAULT_CLASS: 'tools.v2' }).defaultClass, 'tools.v2');
@@ -229,18 +245,7 @@ describe('gateway config: auth.requiredScopes', () => {
     ],
     ['a scope with a quote', { ...jwt, SWITCHYARD_AUTH_REQUIRED_SCOPES: 'a"b' }, /scope token/],
   ];
-  for (const [name, env, says] of refused) {
-    it(`refuses at start ${name}`, () => {
-      assert.throws(
-        () => load(env),
-        (error: unknown) => {
-          assert.ok(error instanceof ConfigError, String(error));
-          assert.match(error.problems.join('\n'), says);
-          return true;
-        },
-      );
-    });
-  }
+  refusesAtStart(refused);
 });
 
 describe('gateway config: auth.classScopes', () => {
@@ -275,16 +280,5 @@ describe('gateway config: auth.classScopes', () => {
     ['a name that is no class', { ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod db":["db:read"]}' }, /classScopes/],
     ['scopes as one string', { ...jwt, SWITCHYARD_AUTH_CLASS_SCOPES: '{"prod-db":"db:read"}' }, /classScopes/],
   ];
-  for (const [name, env, says] of refused) {
-    it(`refuses at start ${name}`, () => {
-      assert.throws(
-        () => load(env),
-        (error: unknown) => {
-          assert.ok(error instanceof ConfigError, String(error));
-          assert.match(error.problems.join('\n'), says);
-          return true;
-        },
-      );
-    });
-  }
+  refusesAtStart(refused);
 });
