@@ -11,7 +11,8 @@ import { ManualClock, within } from '@switchyard/clock/testing';
 import { REVOCATION_CHECK_MS, TIMER_DELAY_MS_MAX } from '@switchyard/service';
 import type { GatewayOptions } from '@switchyard/gateway';
 import { endAtWallTime } from '../src/credential-end.ts';
-import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { AUDIENCE, ISSUER } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, connectV2, post, startHarness, type Harness } from './harness.ts';
 import { until } from './until.ts';
 
@@ -164,28 +165,15 @@ describe('a gateway in bearer mode whose token list changes', () => {
 });
 
 describe('a gateway in jwt mode', () => {
-  let h: Harness;
-  let jwks: Jwks;
   // Starts at the time the fixture stamps tokens with (the system clock's): they are checked on this one.
   const startMs = Date.now();
   const clock = new ManualClock(startMs);
   const expiresAt = Math.floor(startMs / 1000) + 120;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      ...quiet,
-      auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE },
-      clock,
-    });
-  });
-  after(async () => {
-    await h.close();
-    await jwks.close();
-  });
+  const h = jwtHarness({ issuer: ISSUER, audience: AUDIENCE }, { ...quiet, clock });
 
   it("ends the streams and calls a token let in at its exp, past the clock tolerance, and not a later token's", async () => {
-    const early = await jwks.signWith({ exp: expiresAt });
-    const late = await jwks.signWith({ exp: expiresAt + 3600 });
+    const early = await h.jwks.signWith({ exp: expiresAt });
+    const late = await h.jwks.signWith({ exp: expiresAt + 3600 });
     const earlyStream = await openStream(h.url, early, await session(h.url, early));
     const lateStream = await openStream(h.url, late, await session(h.url, late));
     const { call: earlyCall } = await longCall(h, bearer(early));
@@ -204,7 +192,7 @@ describe('a gateway in jwt mode', () => {
   });
 
   it('leaves no timer behind of the requests that ended by themselves', async () => {
-    const token = await jwks.signWith({ exp: Math.floor(clock.now() / 1000) + 3600 });
+    const token = await h.jwks.signWith({ exp: Math.floor(clock.now() / 1000) + 3600 });
     await until(() => h.gateway.stats().inFlight === 0 && h.gateway.stats().sseOpen === 0, 'the earlier calls over');
     const timers = clock.pendingTimers;
     for (let i = 0; i < 5; i++) assert.equal((await post(h.url, INITIALIZE, bearer(token))).status, 200);

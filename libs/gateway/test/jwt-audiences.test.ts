@@ -2,36 +2,26 @@
 // two names, or moving from one audience to another, takes tokens issued
 // for any of them, and still serves one resource in its metadata (RFC
 // 9728). A real JWKS on loopback, tokens signed by jose.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGateway, type AuthOptions } from '@switchyard/gateway';
-import { ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
-import { INITIALIZE, post, startHarness, type Harness } from './harness.ts';
+import { ISSUER } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
+import { INITIALIZE, post } from './harness.ts';
 
 const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 const OLD = 'switchyard';
 const NEW = 'https://mcp.example.com/mcp';
 
 describe('gateway JWT auth with auth.audience a list', () => {
-  let jwks: Jwks;
-  let h: Harness;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: [NEW, OLD], resource: NEW },
-    });
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
-  });
+  const h = jwtHarness({ issuer: ISSUER, audience: [NEW, OLD], resource: NEW });
 
   it('takes a token for any audience it lists, and refuses one for another', async () => {
     for (const aud of [NEW, OLD, ['https://other.example.com', OLD]]) {
-      const res = await post(h.url, INITIALIZE, auth(await jwks.signWith({ aud })));
+      const res = await post(h.url, INITIALIZE, auth(await h.jwks.signWith({ aud })));
       assert.equal(res.status, 200, `aud ${JSON.stringify(aud)}: ${JSON.stringify(res.json)}`);
     }
-    const refused = await post(h.url, INITIALIZE, auth(await jwks.signWith({ aud: 'https://other.example.com' })));
+    const refused = await post(h.url, INITIALIZE, auth(await h.jwks.signWith({ aud: 'https://other.example.com' })));
     assert.equal(refused.status, 401);
     assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   });

@@ -6,6 +6,7 @@ import { SignJWT, UnsecuredJWT, base64url, exportSPKI, importJWK, type CryptoKey
 import { ManualClock } from '@switchyard/clock/testing';
 import type { AuthOptions } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks, type JwksAnswer } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, connectV2, post, startHarness, textOf, type Harness } from './harness.ts';
 
 const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -23,28 +24,19 @@ const unsigned = (header: Record<string, unknown>): string =>
   `${base64url.encode(JSON.stringify(header))}.${base64url.encode(JSON.stringify(claims()))}.AAAA`;
 
 describe('gateway JWT auth: what a token is refused for', () => {
-  let h: Harness;
-  let jwks: Jwks;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE } });
-  });
-  after(async () => {
-    await h.close();
-    await jwks.close();
-  });
+  const h = jwtHarness({ issuer: ISSUER, audience: AUDIENCE });
 
   const refused: { name: string; token: () => Promise<string> }[] = [
-    { name: 'a subject that is a number', token: () => jwks.signWith({ sub: 12345 as unknown as string }) },
-    { name: 'a subject that is an array', token: () => jwks.signWith({ sub: ['user-1'] as unknown as string }) },
-    { name: 'an empty subject', token: () => jwks.signWith({ sub: '' }) },
-    { name: 'no subject', token: () => jwks.signWith({ sub: undefined }) },
-    { name: 'no expiry (exp)', token: () => jwks.signWith({ exp: undefined }) },
-    { name: 'another issuer', token: () => jwks.signWith({ iss: 'https://elsewhere.test' }) },
-    { name: 'another audience', token: () => jwks.signWith({ aud: 'other' }) },
+    { name: 'a subject that is a number', token: () => h.jwks.signWith({ sub: 12345 as unknown as string }) },
+    { name: 'a subject that is an array', token: () => h.jwks.signWith({ sub: ['user-1'] as unknown as string }) },
+    { name: 'an empty subject', token: () => h.jwks.signWith({ sub: '' }) },
+    { name: 'no subject', token: () => h.jwks.signWith({ sub: undefined }) },
+    { name: 'no expiry (exp)', token: () => h.jwks.signWith({ exp: undefined }) },
+    { name: 'another issuer', token: () => h.jwks.signWith({ iss: 'https://elsewhere.test' }) },
+    { name: 'another audience', token: () => h.jwks.signWith({ aud: 'other' }) },
     { name: 'alg none', token: async () => new UnsecuredJWT(claims()).encode() },
-    { name: 'HS256 keyed with the public JWK', token: () => hmacWithPublicKey(jwks, 'jwk') },
-    { name: 'HS256 keyed with the public key PEM', token: () => hmacWithPublicKey(jwks, 'pem') },
+    { name: 'HS256 keyed with the public JWK', token: () => hmacWithPublicKey(h.jwks, 'jwk') },
+    { name: 'HS256 keyed with the public key PEM', token: () => hmacWithPublicKey(h.jwks, 'pem') },
     { name: 'an alg that is no JWS algorithm', token: async () => unsigned({ alg: 'XS999', kid: 'k1' }) },
     { name: 'an alg other than its key', token: async () => unsigned({ alg: 'ES384', kid: 'k1' }) },
     {
@@ -71,7 +63,7 @@ describe('gateway JWT auth: what a token is refused for', () => {
   ];
   for (const c of skewed) {
     it(`answers ${c.status} for a token ${c.name}: a clock tolerance of a minute`, async () => {
-      const res = await post(h.url, INITIALIZE, auth(await jwks.signWith(c.claims())));
+      const res = await post(h.url, INITIALIZE, auth(await h.jwks.signWith(c.claims())));
       assert.equal(res.status, c.status);
     });
   }
@@ -82,17 +74,17 @@ describe('gateway JWT auth: what a token is refused for', () => {
     { name: 'no token', headers: async () => ({}), params: /^Bearer realm="switchyard", resource_metadata="[^"]+"$/ },
     {
       name: 'an expired token',
-      headers: async () => auth(await jwks.signWith({ exp: now() - 600, iat: now() - 900 })),
+      headers: async () => auth(await h.jwks.signWith({ exp: now() - 600, iat: now() - 900 })),
       params: /, error="invalid_token", error_description="token expired"$/,
     },
     {
       name: 'a token for another audience',
-      headers: async () => auth(await jwks.signWith({ aud: 'other' })),
+      headers: async () => auth(await h.jwks.signWith({ aud: 'other' })),
       params: /, error="invalid_token", error_description="invalid token"$/,
     },
     {
       name: 'a token without a subject',
-      headers: async () => auth(await jwks.signWith({ sub: undefined })),
+      headers: async () => auth(await h.jwks.signWith({ sub: undefined })),
       params: /, error="invalid_token", error_description="token has no subject"$/,
     },
   ];
@@ -106,7 +98,7 @@ describe('gateway JWT auth: what a token is refused for', () => {
 
   it('forwards a subject unfit for a header or a log line as a label, never as sent', async () => {
     for (const sub of ['user-1\r\nX-Injected: yes', 'x'.repeat(4096), 'ü-user']) {
-      const client = await connectV2(h.url, 'legacy', auth(await jwks.signWith({ sub })));
+      const client = await connectV2(h.url, 'legacy', auth(await h.jwks.signWith({ sub })));
       try {
         const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
         assert.match(who.principal, /^sub:[0-9a-f]{24}$/);
@@ -117,7 +109,7 @@ describe('gateway JWT auth: what a token is refused for', () => {
   });
 
   it('takes no token from the query string: 401 with a challenge that names no error', async () => {
-    const res = await post(`${h.url}?access_token=${await jwks.sign('user-1')}`, INITIALIZE);
+    const res = await post(`${h.url}?access_token=${await h.jwks.sign('user-1')}`, INITIALIZE);
     assert.equal(res.status, 401);
     assert.doesNotMatch(res.headers.get('www-authenticate') ?? '', /error=/);
   });

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import { createGateway, type AuthOptions, type Gateway } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, listen, post, startHarness, stopServer, type Harness } from './harness.ts';
 import { until } from './until.ts';
 
@@ -60,29 +61,18 @@ const inSession = (id: string, headers: Record<string, string>): Record<string, 
 });
 
 describe('gateway JWT auth with auth.classScopes', () => {
-  let jwks: Jwks;
-  let h: Harness;
+  const h = jwtHarness({
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    resource: 'https://mcp.example.com/mcp',
+    classScopes: CLASS_SCOPES,
+  });
   let none: Record<string, string>;
   let db: Record<string, string>;
   before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      auth: {
-        mode: 'jwt',
-        jwksUrl: jwks.url,
-        issuer: ISSUER,
-        audience: AUDIENCE,
-        resource: 'https://mcp.example.com/mcp',
-        classScopes: CLASS_SCOPES,
-      },
-    });
     // One principal (user-1) throughout: only the scopes of its tokens differ.
-    none = bearer(await jwks.signWith({ scope: 'openid' }));
-    db = bearer(await jwks.signWith({ scope: 'openid db:read db:write' }));
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
+    none = bearer(await h.jwks.signWith({ scope: 'openid' }));
+    db = bearer(await h.jwks.signWith({ scope: 'openid db:read db:write' }));
   });
 
   /** Runs `send`, and says whether anything of it was scheduled or reached a runtime. */
@@ -111,7 +101,7 @@ describe('gateway JWT auth with auth.classScopes', () => {
   });
 
   it('wants every scope of the class, not one of them', async () => {
-    const half = bearer(await jwks.signWith({ scope: 'db:read' }));
+    const half = bearer(await h.jwks.signWith({ scope: 'db:read' }));
     assert.equal((await post(h.url, INITIALIZE, { ...half, ...classed('prod-db') })).status, 403);
     assert.equal((await post(h.url, INITIALIZE, { ...db, ...classed('prod-db') })).status, 200);
   });
@@ -220,27 +210,10 @@ describe('a session opened by a gateway without auth.classScopes', () => {
 });
 
 describe('gateway JWT auth with auth.classScopes and auth.requiredScopes', () => {
-  let jwks: Jwks;
-  let h: Harness;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      auth: {
-        mode: 'jwt',
-        jwksUrl: jwks.url,
-        audience: AUDIENCE,
-        requiredScopes: ['mcp:tools', 'db:read'],
-        classScopes: CLASS_SCOPES,
-      },
-    });
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
-  });
+  const h = jwtHarness({ audience: AUDIENCE, requiredScopes: ['mcp:tools', 'db:read'], classScopes: CLASS_SCOPES });
 
   it('names every scope the request needs, those of every request first', async () => {
-    const short = bearer(await jwks.signWith({ scope: 'mcp:tools db:read' }));
+    const short = bearer(await h.jwks.signWith({ scope: 'mcp:tools db:read' }));
     const res = await post(h.url, INITIALIZE, { ...short, ...classed('prod-db') });
     assert.equal(res.status, 403);
     assert.match(res.headers.get('www-authenticate') ?? '', /, scope="mcp:tools db:read db:write", error=/);
@@ -249,7 +222,7 @@ describe('gateway JWT auth with auth.classScopes and auth.requiredScopes', () =>
 
   it('refuses a token short of auth.requiredScopes first, naming those', async () => {
     const res = await post(h.url, INITIALIZE, {
-      ...bearer(await jwks.signWith({ scope: 'db:write' })),
+      ...bearer(await h.jwks.signWith({ scope: 'db:write' })),
       ...classed('prod-db'),
     });
     assert.equal(res.status, 403);

@@ -13,6 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createGateway, type AuthOptions } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, connectV2, post, startHarness, textOf, type Harness } from './harness.ts';
 
 const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -148,37 +149,15 @@ describe('gateway JWT auth with auth.requiredScopes', () => {
 // auth.scopes is what clients are told to ask for, and may name scopes an
 // access token does not carry (offline_access, openid): it is not enforced.
 describe('gateway JWT auth with auth.scopes alone', () => {
-  let jwks: Jwks;
-  let h: Harness;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, scopes: ['mcp:tools'] },
-    });
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
-  });
+  const h = jwtHarness({ issuer: ISSUER, audience: AUDIENCE, scopes: ['mcp:tools'] });
 
   it('takes a token without those scopes', async () => {
-    assert.equal((await post(h.url, INITIALIZE, auth(await jwks.signWith({ scope: 'openid' })))).status, 200);
+    assert.equal((await post(h.url, INITIALIZE, auth(await h.jwks.signWith({ scope: 'openid' })))).status, 200);
   });
 });
 
 describe('gateway JWT auth with auth.requiredScopes alone', () => {
-  let jwks: Jwks;
-  let h: Harness;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, requiredScopes: ['mcp:tools'] },
-    });
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
-  });
+  const h = jwtHarness({ issuer: ISSUER, audience: AUDIENCE, requiredScopes: ['mcp:tools'] });
 
   it('tells clients to ask for the scopes it requires, in the 401 challenge and the metadata', async () => {
     const res = await post(h.url, INITIALIZE);
@@ -192,24 +171,7 @@ describe('gateway JWT auth with auth.requiredScopes alone', () => {
 // Microsoft Entra ID: delegated tokens carry `scp`, application
 // (client-credential) tokens `roles`, a list; auth.scopeClaims names both.
 describe('gateway JWT auth with auth.scopeClaims', () => {
-  let jwks: Jwks;
-  let h: Harness;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, {
-      auth: {
-        mode: 'jwt',
-        jwksUrl: jwks.url,
-        audience: AUDIENCE,
-        requiredScopes: ['Tools.Use'],
-        scopeClaims: ['scp', 'roles'],
-      },
-    });
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
-  });
+  const h = jwtHarness({ audience: AUDIENCE, requiredScopes: ['Tools.Use'], scopeClaims: ['scp', 'roles'] });
 
   const grants: { name: string; claims: Record<string, unknown>; status: number }[] = [
     { name: 'it in scp (a delegated token)', claims: { scp: 'User.Read Tools.Use' }, status: 200 },
@@ -224,7 +186,7 @@ describe('gateway JWT auth with auth.scopeClaims', () => {
   ];
   for (const c of grants) {
     it(`answers ${c.status} for a token with ${c.name}`, async () => {
-      assert.equal((await post(h.url, INITIALIZE, auth(await jwks.signWith(c.claims)))).status, c.status);
+      assert.equal((await post(h.url, INITIALIZE, auth(await h.jwks.signWith(c.claims)))).status, c.status);
     });
   }
 });

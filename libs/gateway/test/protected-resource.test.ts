@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { createGateway } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, post, startHarness, stopServer, type Harness } from './harness.ts';
 
 const METADATA = '/.well-known/oauth-protected-resource';
@@ -147,19 +148,9 @@ describe('OAuth protected resource metadata (auth mode jwt)', () => {
 });
 
 describe('OAuth protected resource metadata with auth.resource not written as a URL is served', () => {
-  let jwks: Jwks;
-  let h: Harness;
+  const h = jwtHarness({ issuer: ISSUER, resource: 'https://MCP.Example.com:443/mcp' });
   /** What the metadata, and so a client's token request (RFC 8707), names: the URL standard's form of it. */
   const CANONICAL = 'https://mcp.example.com/mcp';
-  before(async () => {
-    jwks = await startJwks();
-    const resource = 'https://MCP.Example.com:443/mcp';
-    h = await startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, resource } });
-  });
-  after(async () => {
-    await h?.close();
-    await jwks?.close();
-  });
 
   it('accepts tokens for the resource its metadata names, and for the resource as configured', async () => {
     const metadata = (await (await fetch(`${new URL(h.url).origin}${METADATA}/mcp`)).json()) as { resource: string };
@@ -167,11 +158,11 @@ describe('OAuth protected resource metadata with auth.resource not written as a 
     const asked = await selectResourceURL(CANONICAL, {} as OAuthClientProvider, metadata);
     assert.equal(asked?.href, CANONICAL, 'the resource an SDK client asks its token for');
     for (const audience of [CANONICAL, 'https://MCP.Example.com:443/mcp']) {
-      const res = await post(h.url, INITIALIZE, { authorization: `Bearer ${await jwks.sign('u', audience)}` });
+      const res = await post(h.url, INITIALIZE, { authorization: `Bearer ${await h.jwks.sign('u', audience)}` });
       assert.equal(res.status, 200, `aud ${audience}: ${JSON.stringify(res.json)}`);
     }
     const elsewhere = await post(h.url, INITIALIZE, {
-      authorization: `Bearer ${await jwks.sign('u', 'https://other.example.com/mcp')}`,
+      authorization: `Bearer ${await h.jwks.sign('u', 'https://other.example.com/mcp')}`,
     });
     assert.equal(elsewhere.status, 401);
   });

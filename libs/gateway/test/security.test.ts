@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createGateway, type Gateway } from '@switchyard/gateway';
-import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
+import { AUDIENCE, ISSUER } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 import { until } from './until.ts';
@@ -284,19 +285,10 @@ describe('gateway concurrency limit and standing streams', () => {
 });
 
 describe('gateway JWT auth against a local JWKS', () => {
-  let h: Harness;
-  let jwks: Jwks;
-  before(async () => {
-    jwks = await startJwks();
-    h = await startHarness(1, { auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE } });
-  });
-  after(async () => {
-    await h.close();
-    await jwks.close();
-  });
+  const h = jwtHarness({ issuer: ISSUER, audience: AUDIENCE });
 
   it('accepts a valid token and forwards its subject as the principal', async () => {
-    const client = await connectV2(h.url, 'legacy', auth(await jwks.sign('user-42')));
+    const client = await connectV2(h.url, 'legacy', auth(await h.jwks.sign('user-42')));
     try {
       const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })));
       assert.deepEqual([who.principal, who.authorization], ['user-42', '']);
@@ -306,7 +298,7 @@ describe('gateway JWT auth against a local JWKS', () => {
   });
 
   it('rejects a token for another audience with 401 and an invalid_token challenge', async () => {
-    const res = await post(h.url, INITIALIZE, auth(await jwks.sign('user-42', 'other')));
+    const res = await post(h.url, INITIALIZE, auth(await h.jwks.sign('user-42', 'other')));
     assert.equal(res.status, 401);
     assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   });
