@@ -4,9 +4,9 @@
 // the workload itself runs, or the spread would count nothing.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { locateHelm, renderChart, type Manifest } from './helm.ts';
+import { chartRenderer, type Manifest } from './helm.ts';
 
-const { helm, skip } = locateHelm('chart spread tests');
+const { skip, render } = chartRenderer('chart spread tests');
 
 const WORKLOADS = { scheduler: 'StatefulSet', gateway: 'Deployment' } as const;
 type Chart = keyof typeof WORKLOADS;
@@ -17,7 +17,7 @@ interface Pod {
 }
 
 async function podOf(chart: Chart, set: readonly string[] = []): Promise<Pod> {
-  const manifests: Manifest[] = await renderChart(helm, chart, set);
+  const manifests: Manifest[] = await render(chart, undefined, set);
   const workload = manifests.find((m) => m.kind === WORKLOADS[chart]);
   assert.ok(workload, `no ${WORKLOADS[chart]} rendered`);
   return (workload.spec as { template: Pod }).template;
@@ -55,7 +55,7 @@ for (const chart of Object.keys(WORKLOADS) as Chart[]) {
     });
 
     it('refuses a spreadOverNodes that is not a boolean', async () => {
-      await assert.rejects(renderChart(helm, chart, ['spreadOverNodes=sometimes']), /spreadOverNodes/);
+      await assert.rejects(render(chart, undefined, ['spreadOverNodes=sometimes']), /spreadOverNodes/);
     });
   });
 }
