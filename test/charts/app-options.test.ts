@@ -6,15 +6,11 @@
 // leaves a value alone runs the app as it would run without the chart.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
 import { compileCacheEnv } from '../support/processes.ts';
-import { locateHelm } from './helm.ts';
+import { locateHelm, root, run } from './helm.ts';
 
-const root = join(import.meta.dirname, '../..');
-const run = promisify(execFile);
 const { helm, skip } = locateHelm('chart app-option tests');
 
 type Chart = 'scheduler' | 'gateway' | 'runtime';

@@ -1,13 +1,16 @@
 // The helm binary the chart tests run, as scripts/helm.ts unpacks it from an
-// npm package (no download from elsewhere), and the rendering through it
-// that they share.
+// npm package (no download from elsewhere), the rendering through it that
+// they share, and the checkout's root and a promise-returning execFile for
+// the suites that run helm (or an app) themselves.
 import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 
-const root = join(import.meta.dirname, '../..');
-const run = promisify(execFile);
+/** The checkout's root: the directory of charts/, apps/ and scripts/. */
+export const root = join(import.meta.dirname, '../..');
+/** execFile as a promise of `{ stdout, stderr }`, rejecting on a non-zero exit: helm, or an app. */
+export const run = promisify(execFile);
 
 /**
  * The binary's path, or `skip`: why there is none, printed once as `<tests>

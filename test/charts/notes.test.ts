@@ -7,16 +7,12 @@
 // as one YAML string, with the real helm binary as the other chart tests do.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { locateHelm } from './helm.ts';
+import { locateHelm, root, run } from './helm.ts';
 
-const root = join(import.meta.dirname, '../..');
-const run = promisify(execFile);
 const { helm, skip } = locateHelm('chart notes tests');
 
 /** NOTES.txt of `chart` as rendered with `set`. */

@@ -8,16 +8,12 @@
 // values.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { locateHelm } from './helm.ts';
+import { locateHelm, root, run } from './helm.ts';
 
-const root = join(import.meta.dirname, '../..');
-const run = promisify(execFile);
 const { helm, skip } = locateHelm('chart --reuse-values tests');
 
 type Values = Record<string, unknown>;
