@@ -10,18 +10,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { parse } from 'yaml';
 import { Pod } from 'kubernetes-models/v1';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { compileCacheEnv } from '../support/processes.ts';
-import { locateHelm, renderChart, type Manifest } from './helm.ts';
+import { chartRenderer, root, type Manifest } from './helm.ts';
 
-const root = join(import.meta.dirname, '../..');
-const { helm, skip } = locateHelm('helm test hook tests');
+const { skip, render: renderManifests, notes } = chartRenderer('helm test hook tests');
 
 type Container = {
   image: string;
@@ -45,7 +42,7 @@ const isTest = (m: Manifest): boolean => meta(m).annotations?.['helm.sh/hook'] =
 
 /** The chart's test pods and the rest of what it renders. */
 async function render(chart: string, set: readonly string[] = []): Promise<{ tests: Manifest[]; rest: Manifest[] }> {
-  const manifests = await renderChart(helm, chart, set);
+  const manifests = await renderManifests(chart, undefined, set);
   return { tests: manifests.filter(isTest), rest: manifests.filter((m) => !isTest(m)) };
 }
 
@@ -197,21 +194,6 @@ describe('charts/gateway: helm test hook', { skip }, () => {
     assert.deepEqual((await render('gateway', ['tests.enabled=false'])).tests, []);
   });
 });
-
-/** NOTES.txt of `chart` rendered with `set`: a copy of the chart printing it through `tpl`, as notes.test.ts does. */
-async function notes(chart: string, set: readonly string[] = []): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-helm-test-notes-'));
-  try {
-    cpSync(join(root, 'charts', chart), join(dir, chart), { recursive: true });
-    renameSync(join(dir, chart, 'templates/NOTES.txt'), join(dir, chart, 'NOTES.txt'));
-    writeFileSync(join(dir, chart, 'templates/notes.yaml'), 'notes: {{ tpl (.Files.Get "NOTES.txt") . | toJson }}\n');
-    const args = ['template', 'sy', join(dir, chart), '--show-only', 'templates/notes.yaml'];
-    const { stdout } = await promisify(execFile)(helm, [...args, ...set.flatMap((v) => ['--set', v])]);
-    return (parse(stdout) as { notes: string }).notes;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 describe('NOTES.txt: helm test', { skip }, () => {
   it('names helm test and what it checks, unless tests are off', async () => {

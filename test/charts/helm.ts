@@ -1,11 +1,14 @@
 // The helm binary the chart tests run, as scripts/helm.ts unpacks it from an
 // npm package (no download from elsewhere), the rendering through it that
-// they share, and the checkout's root and a promise-returning execFile for
-// the suites that run helm (or an app) themselves.
+// they share (manifests and NOTES.txt), and the checkout's root and a
+// promise-returning execFile for the suites that run helm (or an app)
+// themselves.
 import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 
 /** The checkout's root: the directory of charts/, apps/ and scripts/. */
 export const root = join(import.meta.dirname, '../..');
@@ -30,15 +33,6 @@ export function locateHelm(tests: string): { helm: string; skip: string | false 
 
 export type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
 
-/** `helm template` of `charts/<chart>` with `--set` values, as parsed manifests; helm's refusal rejects. */
-export async function renderChart(helm: string, chart: string, set: readonly string[] = []): Promise<Manifest[]> {
-  const args = ['template', 'sy', `charts/${chart}`, '--namespace', 'switchyard', ...set.flatMap((s) => ['--set', s])];
-  const { stdout } = await run(helm, args, { cwd: root, maxBuffer: 16 << 20 });
-  return parseAllDocuments(stdout)
-    .map((d) => d.toJSON() as Manifest | null)
-    .filter((m): m is Manifest => m !== null);
-}
-
 /** What chartRenderer gives a test file. */
 export interface ChartRenderer {
   /** Why the file's tests are skipped (no helm binary, printed once), or false: a `skip` option. */
@@ -47,6 +41,13 @@ export interface ChartRenderer {
   helmRun(args: string[]): Promise<string>;
   /** `helm template sy charts/<chart> --namespace switchyard`, with a values file and `--set` values, as parsed manifests. */
   render(chart: string, valuesFile?: string, set?: readonly string[]): Promise<Manifest[]>;
+  /**
+   * NOTES.txt of `charts/<chart>` as `helm install` of release sy in namespace switchyard prints it, with `--set`
+   * values. `helm template` leaves NOTES.txt out and `helm install --dry-run` needs a cluster, so this renders a
+   * copy of the chart holding NOTES.txt as a file and a template printing it through `tpl` (same values, same
+   * helpers) as one YAML string. The copies live in a temporary directory removed as the process exits.
+   */
+  notes(chart: string, set?: readonly string[]): Promise<string>;
 }
 
 /**
@@ -80,5 +81,30 @@ export function chartRenderer(tests: string): ChartRenderer {
       .filter((m): m is Manifest => m !== null);
   }
 
-  return { skip, helmRun, render };
+  // Each chart is copied once, at its first notes, for every later suite of the file: the directory goes as the
+  // process (one test file) exits.
+  let notesDir: string | undefined;
+  function notesChart(chart: string): string {
+    if (!notesDir) {
+      const dir = mkdtempSync(join(tmpdir(), 'switchyard-notes-'));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      notesDir = dir;
+    }
+    const copy = join(notesDir, chart);
+    if (!existsSync(copy)) {
+      cpSync(join(root, 'charts', chart), copy, { recursive: true });
+      renameSync(join(copy, 'templates/NOTES.txt'), join(copy, 'NOTES.txt'));
+      writeFileSync(join(copy, 'templates/notes.yaml'), 'notes: {{ tpl (.Files.Get "NOTES.txt") . | toJson }}\n');
+    }
+    return copy;
+  }
+
+  async function notes(chart: string, set: readonly string[] = []): Promise<string> {
+    const args = ['template', 'sy', notesChart(chart), '--namespace', 'switchyard'];
+    args.push('--show-only', 'templates/notes.yaml');
+    for (const s of set) args.push('--set', s);
+    return (parse(await helmRun(args)) as { notes: string }).notes;
+  }
+
+  return { skip, helmRun, render, notes };
 }

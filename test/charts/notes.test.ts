@@ -1,53 +1,22 @@
 // What `helm install` prints after installing the gateway and scheduler
 // charts (templates/NOTES.txt): the URLs to reach them, in the scheme they
 // serve, and a warning where the values open the sandboxes to anyone.
-// `helm template` leaves NOTES.txt out and `helm install --dry-run` needs a
-// cluster, so the tests render a copy of the chart that holds NOTES.txt as a
-// file and a template printing it through `tpl` (same values, same helpers)
-// as one YAML string, with the real helm binary as the other chart tests do.
-import { after, before, describe, it } from 'node:test';
+// Rendered with the real helm binary by chartRenderer's notes, which says how
+// it gets NOTES.txt without a cluster.
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'yaml';
-import { locateHelm, root, run } from './helm.ts';
+import { chartRenderer, root } from './helm.ts';
 
-const { helm, skip } = locateHelm('chart notes tests');
-
-/** NOTES.txt of `chart` as rendered with `set`. */
-type Notes = (set?: readonly string[]) => Promise<string>;
-
-function notesOf(chart: 'gateway' | 'scheduler'): { notes: Notes; setUp(): void; tearDown(): void } {
-  let dir = '';
-  return {
-    setUp() {
-      dir = mkdtempSync(join(tmpdir(), 'switchyard-notes-'));
-      cpSync(join(root, 'charts', chart), join(dir, chart), { recursive: true });
-      renameSync(join(dir, chart, 'templates/NOTES.txt'), join(dir, chart, 'NOTES.txt'));
-      writeFileSync(join(dir, chart, 'templates/notes.yaml'), 'notes: {{ tpl (.Files.Get "NOTES.txt") . | toJson }}\n');
-    },
-    tearDown() {
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    },
-    async notes(set = []) {
-      const args = ['template', 'sy', join(dir, chart), '--namespace', 'switchyard'];
-      args.push('--show-only', 'templates/notes.yaml');
-      for (const s of set) args.push('--set', s);
-      const { stdout } = await run(helm, args, { maxBuffer: 1 << 20 });
-      return (parse(stdout) as { notes: string }).notes;
-    },
-  };
-}
+const { skip, notes: notesOf } = chartRenderer('chart notes tests');
 
 const INGRESS = ['ingress.enabled=true', 'ingress.hosts[0]=mcp.example.com'];
 const INGRESS_TLS = [...INGRESS, 'ingress.tls[0].secretName=mcp-tls', 'ingress.tls[0].hosts[0]=mcp.example.com'];
 const AUTH_NONE_WARNING = /^WARNING: auth\.mode is none/m;
 
 describe('charts/gateway: NOTES.txt', { skip }, () => {
-  const { notes, setUp, tearDown } = notesOf('gateway');
-  before(setUp);
-  after(tearDown);
+  const notes = (set?: readonly string[]): Promise<string> => notesOf('gateway', set);
 
   it('prints the in-cluster URL as https when the gateway serves TLS itself, else http', async () => {
     assert.match(await notes(), /^ {2}http:\/\/sy-gateway\.switchyard\.svc:80\/mcp$/m);
@@ -84,9 +53,7 @@ describe('charts/gateway: NOTES.txt', { skip }, () => {
 const METRICS_WARNING = /^WARNING: service\.type \w+ publishes the gateway's port, and with it\n\/metrics/m;
 
 describe('charts/gateway: NOTES.txt on /metrics', { skip }, () => {
-  const { notes, setUp, tearDown } = notesOf('gateway');
-  before(setUp);
-  after(tearDown);
+  const notes = (set?: readonly string[]): Promise<string> => notesOf('gateway', set);
 
   it('warns that a LoadBalancer or NodePort Service publishes /metrics when metricsPort is null, naming it', async () => {
     for (const type of ['LoadBalancer', 'NodePort']) {
@@ -116,9 +83,7 @@ describe('charts/gateway: NOTES.txt on /metrics', { skip }, () => {
 });
 
 describe('charts/scheduler: NOTES.txt', { skip }, () => {
-  const { notes, setUp, tearDown } = notesOf('scheduler');
-  before(setUp);
-  after(tearDown);
+  const notes = (set?: readonly string[]): Promise<string> => notesOf('scheduler', set);
 
   it('prints the in-cluster URL as https when the replicas serve TLS themselves, else http', async () => {
     assert.match(await notes(), /^ {2}http:\/\/sy-scheduler\.switchyard\.svc:\d+$/m);
