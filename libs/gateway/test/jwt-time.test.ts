@@ -1,11 +1,12 @@
 // Auth mode `jwt`: a token's times (`exp`, `nbf`, `iat`) are read on the
 // gateway's clock, the one that also ends what an expired token let in. A
 // manual clock here, far from the system clock, and a real JWKS on loopback.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
-import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
-import { INITIALIZE, post, startHarness, type Harness } from './harness.ts';
+import { AUDIENCE, ISSUER } from './fixtures/jwks.ts';
+import { jwtHarness } from './fixtures/jwt-harness.ts';
+import { INITIALIZE, post } from './harness.ts';
 
 const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 /** The skew verification allows (GATEWAY_DEFAULTS.jwtClockToleranceMs). */
@@ -19,29 +20,15 @@ for (const [name, offsetMs] of [
   ['a week ahead of', WEEK_MS],
 ] as const) {
   describe(`gateway JWT auth on a gateway clock ${name} the system clock`, () => {
-    let h: Harness;
-    let jwks: Jwks;
     const clock = new ManualClock(Date.now() + offsetMs);
+    const quiet = { upstreamCheckIntervalMs: 0 };
+    const h = jwtHarness({ issuer: ISSUER, audience: AUDIENCE }, { ...quiet, clock }, { jwksClock: clock });
     /** The gateway clock's time, in the seconds of a JWT. */
     const now = (): number => Math.floor(clock.now() / 1000);
     /** A token stamped on the gateway's clock (by a provider whose clock agrees), with `claims` over its own. */
-    const token = (claims: Record<string, number> = {}): Promise<string> => jwks.signWith(claims);
+    const token = (claims: Record<string, number> = {}): Promise<string> => h.jwks.signWith(claims);
     const statusOf = async (claims?: Record<string, number>): Promise<number> =>
       (await post(h.url, INITIALIZE, auth(await token(claims)))).status;
-
-    before(async () => {
-      jwks = await startJwks(clock);
-      const quiet = { upstreamCheckIntervalMs: 0 };
-      h = await startHarness(1, {
-        ...quiet,
-        auth: { mode: 'jwt', jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE },
-        clock,
-      });
-    });
-    after(async () => {
-      await h.close();
-      await jwks.close();
-    });
 
     it('takes a token valid on its clock, whatever the system clock says', async () => {
       assert.equal(await statusOf(), 200);
