@@ -6,7 +6,7 @@ import { SwitchyardError } from '@switchyard/protocol';
 import { watchTokenRevocations } from '@switchyard/service';
 import { endAtWallTime } from './credential-end.ts';
 import { remoteKeySet } from './jwks.ts';
-import { InsufficientScopeError } from './challenge.ts';
+import { InsufficientScopeError, InvalidTokenError } from './challenge.ts';
 import { grantedScopes, issuedInFuture, labelPrefixOf, lacksAny, passesAsIs, principalClaimOf } from './jwt-claims.ts';
 import { GATEWAY_DEFAULTS, type AuthOptions } from './options.ts';
 import type { ThrottledLog } from './throttled-log.ts';
@@ -95,6 +95,13 @@ function problemOf(lib: typeof Jose, cause: Jose.errors.JOSEError): string {
   if (cause instanceof lib.errors.JWTClaimValidationFailed && cause.claim === 'typ')
     return `token is not an access token (typ ${ACCESS_TOKEN_TYPE})`;
   return 'invalid token';
+}
+
+/** What refusals_total counts a token jose refused as: a client's token gone stale, or one issued for another service. */
+function reasonOf(lib: typeof Jose, cause: Jose.errors.JOSEError): InvalidTokenError['reason'] {
+  if (cause instanceof lib.errors.JWTExpired) return 'expired_token';
+  if (cause instanceof lib.errors.JWTClaimValidationFailed && cause.claim === 'aud') return 'wrong_audience';
+  return 'invalid_token';
 }
 
 /**
@@ -242,7 +249,7 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
       // code: ERR_JOSE_NOT_SUPPORTED is how alg "none", HS256 or an unknown crit
       // header ends. Anything else is a fault of ours, not the client's.
       if (cause instanceof SwitchyardError || !(cause instanceof errors.JOSEError)) throw cause;
-      throw new SwitchyardError('unauthorized', `Unauthorized: ${problemOf(lib, cause)}`, { cause });
+      throw new InvalidTokenError(`Unauthorized: ${problemOf(lib, cause)}`, reasonOf(lib, cause), { cause });
     }
     if (issuedInFuture(payload, currentDate, toleranceMs))
       throw new SwitchyardError('unauthorized', 'Unauthorized: token issued in the future');

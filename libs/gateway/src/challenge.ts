@@ -13,6 +13,19 @@ export class InsufficientScopeError extends SwitchyardError {
 }
 
 /**
+ * A token refused (a 401) for a cause an operator needs told apart, which
+ * `refusals_total` counts by (`reason`); the client is told only what the
+ * message says.
+ */
+export class InvalidTokenError extends SwitchyardError {
+  readonly reason: 'invalid_token' | 'expired_token' | 'wrong_audience';
+  constructor(message: string, reason: InvalidTokenError['reason'], options?: { cause?: unknown }) {
+    super('unauthorized', message, options);
+    this.reason = reason;
+  }
+}
+
+/**
  * Why a token was refused, as RFC 6750 §3.1 says it: `invalid_token` (a
  * 401: the client gets another token) or `insufficient_scope` (a 403: the
  * client asks for the scopes `scope` names, MCP authorization's step-up).

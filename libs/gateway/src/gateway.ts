@@ -21,6 +21,7 @@ import { createProtectedResource } from './protected-resource.ts';
 import { ThrottledLog } from './throttled-log.ts';
 import { SCHEDULER_TOKEN, UPSTREAM_TOKEN, tokenHeader } from './token-header.ts';
 import { RouteCache } from './route-cache.ts';
+import { thrownRefusalReason, tokenRefusalReason } from './refusals.ts';
 import { routeInitialize, routeSession, routeStateless, sessionIdOf } from './routing.ts';
 import type { Routed, RoutingContext } from './routing-context.ts';
 import { UpstreamChecks, checkHealthz } from './upstream-checks.ts';
@@ -253,18 +254,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       held.relay?.clientClosed();
       held.release?.();
     });
-    if (closed) throw new SwitchyardError('not_ready', 'Gateway is shutting down');
+    // Refusals answered here, or thrown with a code others share, are counted here; thrown ones in fail().
+    if (closed) {
+      metrics.refused('shutting_down');
+      throw new SwitchyardError('not_ready', 'Gateway is shutting down');
+    }
     if (headerBytes(req) > o.headerBytesMax) {
+      metrics.refused('header_too_large');
       sendError(res, 'header_too_large', 'Request headers too large', null, {});
       return;
     }
     const origin = headerValue(req, 'origin');
     if (origin !== undefined) {
-      if (!o.allowedOrigins.allows(origin)) throw new SwitchyardError('forbidden', 'Origin not allowed');
+      if (!o.allowedOrigins.allows(origin)) {
+        metrics.refused('origin');
+        throw new SwitchyardError('forbidden', 'Origin not allowed');
+      }
       if (isPreflight(req)) return answerPreflight(req, res, origin);
       allowOrigin(res, origin);
     }
     if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
+      metrics.refused('method_not_allowed');
       sendError(res, 'method_not_allowed', 'Method not allowed', null, { Allow: 'GET, POST, DELETE' });
       return;
     }
@@ -278,8 +288,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     } catch (error) {
       // 401: no token, or one that is no good; 403: a good one short of a required scope.
       if (error instanceof SwitchyardError && (error.code === 'unauthorized' || error.code === 'forbidden')) {
-        return refuse(req, res, error, null);
+        return refuse(req, res, error, null, 'insufficient_scope');
       }
+      // The JWKS cannot be fetched (jwks.ts): a 503 whatever the token.
+      if (error instanceof SwitchyardError && error.code === 'not_ready') metrics.refused('jwks_unavailable');
       throw error;
     }
     const principal = credential?.principal;
@@ -368,9 +380,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     held.slot = undefined;
   }
 
-  /** Answers a request its token does not admit, with the challenge that says why (RFC 6750 §3). */
-  function refuse(req: IncomingMessage, res: ServerResponse, error: SwitchyardError, id: JsonRpcId): void {
+  /**
+   * Answers a request its token does not admit, with the challenge that says
+   * why (RFC 6750 §3); a token short of scopes is counted as `scope`.
+   */
+  function refuse(
+    req: IncomingMessage,
+    res: ServerResponse,
+    error: SwitchyardError,
+    id: JsonRpcId,
+    scope: 'insufficient_scope' | 'class_scope',
+  ): void {
     const refusal = refusalOf(error, headerValue(req, 'authorization'), o.auth.requiredScopes);
+    metrics.refused(tokenRefusalReason(error, refusal, scope));
     sendError(res, error.code, error.message, id, {
       'WWW-Authenticate': protectedResource?.challenge(req, refusal) ?? bearerChallenge(refusal, o.auth.requiredScopes),
     });
@@ -379,7 +401,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   function fail(req: IncomingMessage, res: ServerResponse, error: unknown): void {
     const id = ((error as { rpcId?: unknown } | null)?.rpcId ?? null) as JsonRpcId;
     // A token short of the scopes of the class that would serve the request (ClassScopes).
-    if (error instanceof InsufficientScopeError) return refuse(req, res, error, id);
+    if (error instanceof InsufficientScopeError) return refuse(req, res, error, id, 'class_scope');
+    const refused = thrownRefusalReason(error);
+    if (refused !== undefined) metrics.refused(refused);
     if (!(error instanceof SwitchyardError) && res.writableEnded === false && !req.destroyed) {
       const path = (req.url ?? '').split('?', 1)[0];
       o.logger.error({ err: (error as Error)?.message, path }, 'gateway request failed');

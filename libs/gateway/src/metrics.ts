@@ -17,6 +17,8 @@ export interface GatewayMetrics {
   scheduleHedged(): void;
   /** A route now names the replica its runtime moved to, after the one it named forwarded a request there. */
   routeFollowed(): void;
+  /** The gateway refused a request itself: nothing of it was sent upstream. */
+  refused(reason: RefusalReason): void;
 }
 
 export type UpstreamErrorReason =
@@ -32,6 +34,38 @@ export type UpstreamErrorReason =
   | 'silent'
   | 'streams_full';
 
+/**
+ * Why the gateway refused a request itself (`refusals_total{reason}`): the
+ * error code of the answer where that code has one cause, else the cause
+ * (`forbidden` is `origin`, `insufficient_scope` or `class_scope`;
+ * `unauthorized` one of the token reasons; `not_ready` `jwks_unavailable` or
+ * `shutting_down`). A fixed set, each exported from 0, so that a rate over
+ * any of them has a series before its first refusal.
+ */
+export const REFUSAL_REASONS = [
+  'header_too_large',
+  'origin',
+  'method_not_allowed',
+  'unsupported_protocol_version',
+  'no_token',
+  'invalid_token',
+  'expired_token',
+  'wrong_audience',
+  'insufficient_scope',
+  'class_scope',
+  'jwks_unavailable',
+  'too_many_requests',
+  'body_too_large',
+  'request_timeout',
+  'parse_error',
+  'invalid_request',
+  'bad_identity',
+  'session_required',
+  'shutting_down',
+] as const;
+
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {
   request: noop,
@@ -44,6 +78,7 @@ export const noMetrics: GatewayMetrics = {
   relayLimitReached: noop,
   scheduleHedged: noop,
   routeFollowed: noop,
+  refused: noop,
 };
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'DELETE']);
@@ -130,6 +165,18 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     help: 'Routes moved to the scheduler replica their runtime redialled, after the one they named forwarded a request there',
     registers,
   });
+  const refusals = new Counter({
+    name: `${prefix}refusals_total`,
+    help: 'Requests the gateway refused itself, sending nothing upstream, by reason',
+    labelNames: ['reason'],
+    registers,
+  });
+  const refusalChild = Object.fromEntries(
+    REFUSAL_REASONS.map((reason) => {
+      refusals.inc({ reason }, 0);
+      return [reason, refusals.labels({ reason })];
+    }),
+  ) as Record<RefusalReason, { inc(): void }>;
   const requestChild = memo((key) => {
     const space = key.indexOf(' ');
     return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
@@ -152,5 +199,6 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     relayLimitReached: () => pastRelayLimit.inc(),
     scheduleHedged: () => hedges.inc(),
     routeFollowed: () => followed.inc(),
+    refused: (reason) => refusalChild[reason].inc(),
   };
 }
