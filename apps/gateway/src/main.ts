@@ -2,7 +2,7 @@
 // switchyard-gateway: the /mcp front door. Parses config, builds the gateway
 // from @switchyard/gateway and serves it with probes and metrics.
 import v8 from 'node:v8';
-import { answerClientError, createGateway, type TokenOption } from '@switchyard/gateway';
+import { createGateway, type TokenOption } from '@switchyard/gateway';
 import {
   capConnections,
   closeStalledWrites,
@@ -193,7 +193,7 @@ const secure =
     );
 const server = secure || http.createServer(accepted, handler);
 // What Node's parser refuses (a header block past maxHeaderSize among them) is answered with a JSON-RPC body too.
-server.on('clientError', answerClientError);
+server.on('clientError', gateway.clientError);
 // Deadlines on receiving a request, not on answering it: an SSE stream
 // answering a complete request stays open for hours. The gateway answers a
 // POST body still arriving at bodyTimeoutMs with a 408 itself; Node's

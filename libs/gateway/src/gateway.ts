@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Agent, buildConnector } from 'undici';
 import { SwitchyardError, type JsonRpcId } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
@@ -6,6 +7,7 @@ import { addressBlock } from './address-block.ts';
 import { createAuthenticator, type Credential } from './auth.ts';
 import { InsufficientScopeError, bearerChallenge, refusalOf } from './challenge.ts';
 import { createClassScopes } from './class-scopes.ts';
+import { answerClientError } from './client-error.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
 import { ConcurrencyLimiter, headerBytes } from './limits.ts';
@@ -63,6 +65,12 @@ export interface Gateway {
    * framework decorations, so it also runs as a plain express handler.
    */
   readonly app: GatewayHandler;
+  /**
+   * A `clientError` listener for the server `app` runs on: answers what
+   * Node's parser refuses before `app` sees it as answerClientError does,
+   * and counts it in `refusals_total`.
+   */
+  readonly clientError: (error: Error & { code?: unknown }, socket: Duplex) => void;
   /**
    * Ends the standing event streams (sessions' `GET` streams, 2026-07-28
    * `subscriptions/listen`) cleanly and cancels them upstream; requests
@@ -432,6 +440,10 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     app,
+    clientError: (error, socket) => {
+      const refused = answerClientError(error, socket);
+      if (refused !== undefined) metrics.refused(refused);
+    },
     stats: () => ({
       requests: counts.requests,
       inFlight: limiter.inFlight,

@@ -243,3 +243,49 @@ describe('refusals_total of a gateway whose headerBytesMax is past what it forwa
     assert.equal(r.reached, false);
   });
 });
+
+// What Node's parser refuses never reaches the gateway's handler: a header block
+// past the server's maxHeaderSize, bytes that are not HTTP. The gateway's
+// clientError listener answers those, and counts them as its own.
+describe('refusals_total of the requests Node refuses before the gateway sees them', () => {
+  const registry = new Registry();
+  let h: Harness;
+  let server: Server;
+  let port: number;
+  before(async () => {
+    h = await startHarness(1, { ...quiet, metrics: { registry, prefix: PREFIX } });
+    server = createServer(h.gateway.app);
+    server.on('clientError', h.gateway.clientError);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    await stopServer(server);
+    await h.close();
+  });
+
+  /** Writes `bytes` on a new connection; its whole answer, once the gateway closes it. */
+  async function exchange(bytes: string): Promise<string> {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(bytes);
+    await closed;
+    return answer;
+  }
+
+  it('counts a header block past maxHeaderSize as header_too_large', async () => {
+    const pad = 'a'.repeat(32 * 1024);
+    const r = await refusedBy(registry, h, () => exchange(`POST /mcp HTTP/1.1\r\nHost: x\r\nX-Pad: ${pad}\r\n\r\n`));
+    assert.match(r.answer, /^HTTP\/1\.1 431 /);
+    assert.deepEqual(r.moved, { header_too_large: 1 });
+  });
+
+  it('counts bytes that are not HTTP as invalid_request', async () => {
+    const r = await refusedBy(registry, h, () => exchange('NOT HTTP AT ALL\r\n\r\n'));
+    assert.match(r.answer, /^HTTP\/1\.1 400 /);
+    assert.deepEqual(r.moved, { invalid_request: 1 });
+  });
+});
