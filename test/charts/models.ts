@@ -9,7 +9,11 @@ import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
-import { PodMonitor, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import {
+  PodMonitor,
+  PrometheusRule,
+  ServiceMonitor,
+} from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import type { Manifest } from './helm.ts';
 
 const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
@@ -30,6 +34,7 @@ const MODELS: Record<string, new (obj: never) => { validate(): void }> = {
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
   'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
 
 /** Asserts that each manifest is of a kind with a kubernetes-models class, and valid by that class's schema. */

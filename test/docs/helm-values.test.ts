@@ -22,9 +22,17 @@ interface Schema {
   readonly properties?: Record<string, Schema>;
   readonly items?: Schema;
   readonly additionalProperties?: boolean | Schema;
+  readonly definitions?: Record<string, Schema>;
+  readonly $ref?: string;
 }
 const schemas = new Map(CHARTS.map((c) => [c, JSON.parse(text(`charts/${c}/values.schema.json`)) as Schema]));
 const values = new Map(CHARTS.map((c) => [c, parse(text(`charts/${c}/values.yaml`)) as unknown]));
+
+/** `node`, or the definition of the chart's schema its `$ref` names (`#/definitions/<name>`, the form they use). */
+function resolved(chart: string, node: Schema | undefined): Schema | undefined {
+  const name = /^#\/definitions\/(.+)$/.exec(node?.$ref ?? '')?.[1];
+  return name === undefined ? node : schemas.get(chart)!.definitions?.[name];
+}
 
 /** True when `key` (`a.b`, `a.list[0].c`) is a value the chart's schema takes. */
 function chartHas(chart: string, key: string): boolean {
@@ -34,8 +42,8 @@ function chartHas(chart: string, key: string): boolean {
     if (name === undefined || node === undefined) return false;
     // A map of free keys (annotations, labels, classes) takes any name below it.
     if (node.properties?.[name] === undefined && typeof node.additionalProperties === 'object') return true;
-    node = node.properties?.[name];
-    for (let i = 0; i < index!.length / 3 && node !== undefined; i++) node = node.items;
+    node = resolved(chart, node.properties?.[name]);
+    for (let i = 0; i < index!.length / 3 && node !== undefined; i++) node = resolved(chart, node.items);
   }
   return node !== undefined;
 }
@@ -113,6 +121,9 @@ it('reads the helm commands and the values table (the checks below have somethin
   assert.ok(tableRows().length >= 20, `${tableRows().length} table rows`);
   assert.ok(chartHas('gateway', 'ingress.tls[0].secretName') && !chartHas('gateway', 'ingress.tls[0].secret'));
   assert.ok(chartHas('runtime', 'classes.anything') && !chartHas('runtime', 'defaultClass'));
+  // Through a $ref to a definition of the schema.
+  assert.ok(chartHas('scheduler', 'prometheusRule.alerts.epochLag.threshold'));
+  assert.ok(!chartHas('scheduler', 'prometheusRule.alerts.noLeader.threshold'));
 });
 
 it("every --set of a helm command in the docs is a value of that command's chart", () => {

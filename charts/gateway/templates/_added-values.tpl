@@ -67,6 +67,29 @@ serviceMonitor:
   interval: 30s
   labels: {}
   tlsConfig: {}
+prometheusRule:
+  enabled: false
+  labels: {}
+  alerts:
+    upstreamErrors:
+      enabled: true
+      for: 10m
+      severity: warning
+      threshold: 0.05
+    serverErrors:
+      enabled: true
+      for: 10m
+      severity: warning
+      threshold: 0.05
+    connectionsHigh:
+      enabled: true
+      for: 5m
+      severity: warning
+      threshold: 0.8
+    connectionsRefused:
+      enabled: true
+      for: 1m
+      severity: warning
 tests:
   enabled: true
   resources:

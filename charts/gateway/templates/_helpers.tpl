@@ -42,3 +42,10 @@ app.kubernetes.io/part-of: switchyard
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
+
+{{- /* An alert's `for` and severity label, from its entry in prometheusRule.alerts. */ -}}
+{{- define "gateway.alertFor" -}}
+for: {{ .for }}
+labels:
+  severity: {{ .severity | quote }}
+{{- end -}}

@@ -28,6 +28,28 @@ podMonitor:
   enabled: false
   interval: 30s
   labels: {}
+prometheusRule:
+  enabled: false
+  labels: {}
+  alerts:
+    tunnelDown:
+      enabled: true
+      for: 5m
+      severity: warning
+    sandboxesDying:
+      enabled: true
+      for: 5m
+      severity: warning
+      threshold: 5
+    connectionsHigh:
+      enabled: true
+      for: 5m
+      severity: warning
+      threshold: 0.8
+    connectionsRefused:
+      enabled: true
+      for: 1m
+      severity: warning
 trustedCA:
   existingConfigMap: ''
   key: ca.crt

@@ -45,6 +45,41 @@ serviceMonitor:
   enabled: false
   interval: 30s
   labels: {}
+prometheusRule:
+  enabled: false
+  labels: {}
+  alerts:
+    noLeader:
+      enabled: true
+      for: 1m
+      severity: critical
+    multipleLeaders:
+      enabled: true
+      for: 2m
+      severity: critical
+    epochLag:
+      enabled: true
+      for: 1m
+      severity: warning
+      threshold: 5
+    noRuntimeAvailable:
+      enabled: true
+      for: 5m
+      severity: critical
+    tunnelStreamsHigh:
+      enabled: true
+      for: 5m
+      severity: warning
+      threshold: 3270
+    connectionsHigh:
+      enabled: true
+      for: 5m
+      severity: warning
+      threshold: 0.8
+    connectionsRefused:
+      enabled: true
+      for: 1m
+      severity: warning
 networkPolicy:
   enabled: false
   from: []

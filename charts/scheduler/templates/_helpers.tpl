@@ -83,3 +83,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "scheduler.scheme" -}}
 {{- if .Values.tls.existingSecret }}https{{ else }}http{{ end -}}
 {{- end -}}
+
+{{- /* An alert's `for` and severity label, from its entry in prometheusRule.alerts. */ -}}
+{{- define "scheduler.alertFor" -}}
+for: {{ .for }}
+labels:
+  severity: {{ .severity | quote }}
+{{- end -}}

@@ -1,0 +1,177 @@
+// The charts' PrometheusRules (prometheusRule.enabled), rendered with the real
+// helm binary: one object of the Prometheus Operator's schema, whose alerts
+// each say what they mean, with a severity and a `for`; every expression is
+// PromQL by the Prometheus project's own grammar (lezer-promql), on metrics
+// the table of docs/operations.md lists (test/docs/metrics.test.ts holds that
+// table to what the apps export), in the release's namespace only.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parser } from '@prometheus-io/lezer-promql';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { parse } from 'yaml';
+import { chartRenderer, root, type Manifest } from './helm.ts';
+
+const { skip, render } = chartRenderer('chart PrometheusRule tests');
+
+type Rule = {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+};
+type RuleManifest = Manifest & { metadata: { labels: Record<string, string> }; spec: { groups: { rules: Rule[] }[] } };
+
+/** A metric selector of an expression: the metric's name and its label matchers as written (`namespace="x"`). */
+type Selector = { metric: string; matchers: string[] };
+
+/** The selectors of a PromQL expression, by the Prometheus project's grammar; throws on a syntax error, saying where. */
+function selectorsOf(expr: string): Selector[] {
+  const selectors: Selector[] = [];
+  const errors: number[] = [];
+  parser.parse(expr).iterate({
+    enter(ref) {
+      if (ref.type.isError) errors.push(ref.from);
+      if (ref.name !== 'VectorSelector') return;
+      const name = ref.node.getChild('Identifier');
+      const matchers = ref.node.getChild('LabelMatchers')?.getChildren('UnquotedLabelMatcher') ?? [];
+      selectors.push({
+        metric: name ? expr.slice(name.from, name.to) : '',
+        matchers: matchers.map((m) => expr.slice(m.from, m.to)),
+      });
+    },
+  });
+  if (errors.length > 0) {
+    const where = errors.map((at) => `at ${at} (${JSON.stringify(expr.slice(at, at + 16))})`).join(', ');
+    throw new Error(`PromQL syntax error ${where} in ${expr}`);
+  }
+  return selectors;
+}
+
+const operations = readFileSync(join(root, 'docs/operations.md'), 'utf8');
+/** The metrics the table of docs/operations.md lists. */
+const documented = new Set([...operations.matchAll(/^\| `(switchyard_[a-z0-9_]+)` +\| \w+ +\|/gm)].map((m) => m[1]!));
+/** The rows of its Alerts table: alert → its entry under prometheusRule.alerts. */
+const alertRows = new Map(
+  [...operations.matchAll(/^\| `(Switchyard[A-Za-z]+)` +\| `([A-Za-z]+)` +\|/gm)].map((m) => [m[1]!, m[2]!]),
+);
+
+const rulesOf = (manifests: Manifest[]): RuleManifest[] =>
+  manifests.filter((m): m is RuleManifest => m.kind === 'PrometheusRule');
+const capitalized = (s: string): string => s[0]!.toUpperCase() + s.slice(1);
+
+it('the expression check refuses broken PromQL and reads metric names (its passing below means something)', () => {
+  assert.ok(documented.size >= 20, `${documented.size} metrics in the table`);
+  for (const broken of ['sum(rate(x[5m])', 'a > > 1', 'x{namespace="a"']) {
+    assert.throws(() => selectorsOf(broken), /PromQL syntax error/, broken);
+  }
+  assert.deepEqual(selectorsOf('sum(rate(a_total{namespace="n",code=~"5.."}[5m])) / sum(b) > 0.05'), [
+    { metric: 'a_total', matchers: ['namespace="n"', 'code=~"5.."'] },
+    { metric: 'b', matchers: [] },
+  ]);
+});
+
+/** Per chart: a key of prometheusRule.alerts whose threshold the tuning test sets, and a threshold it may take. */
+const CHARTS = [
+  { chart: 'scheduler', tuned: 'epochLag', threshold: 30 },
+  { chart: 'gateway', tuned: 'upstreamErrors', threshold: 0.2 },
+  { chart: 'runtime', tuned: 'connectionsHigh', threshold: 0.5 },
+] as const;
+
+for (const { chart, tuned, threshold } of CHARTS) {
+  describe(`charts/${chart}: prometheusRule`, { skip }, () => {
+    const values = parse(readFileSync(join(root, `charts/${chart}/values.yaml`), 'utf8')) as {
+      prometheusRule?: { alerts?: Record<string, unknown> };
+    };
+    const keys = Object.keys(values.prometheusRule?.alerts ?? {});
+    const on = ['prometheusRule.enabled=true', 'prometheusRule.labels.release=prometheus'];
+    const rendered = async (set: readonly string[] = []): Promise<Rule[]> => {
+      const rules = rulesOf(await render(chart, undefined, [...on, ...set]));
+      assert.equal(rules.length, 1);
+      return rules[0]!.spec.groups.flatMap((g) => g.rules);
+    };
+
+    it('renders none by default', async () => {
+      assert.equal(rulesOf(await render(chart)).length, 0);
+    });
+
+    it('renders one valid PrometheusRule, with the labels given, alerting as prometheusRule.alerts lists', async () => {
+      assert.ok(keys.length >= 3, `alerts in values.yaml: ${keys.join(', ')}`);
+      const rules = rulesOf(await render(chart, undefined, on));
+      assert.equal(rules.length, 1);
+      assert.doesNotThrow(() => new PrometheusRule(rules[0] as never).validate());
+      assert.equal(rules[0]!.metadata.labels.release, 'prometheus');
+      assert.equal(rules[0]!.metadata.labels['app.kubernetes.io/part-of'], 'switchyard');
+      const alerts = rules[0]!.spec.groups.flatMap((g) => g.rules.map((r) => r.alert));
+      assert.deepEqual(
+        alerts,
+        keys.map((k) => `Switchyard${capitalized(chart)}${capitalized(k)}`),
+      );
+    });
+
+    it('has each alert listed in the Alerts table of docs/operations.md, under its entry', () => {
+      const prefix = `Switchyard${capitalized(chart)}`;
+      const listed = [...alertRows].filter(([alert]) => alert.startsWith(prefix));
+      assert.deepEqual(
+        listed,
+        keys.map((k) => [`${prefix}${capitalized(k)}`, k]),
+      );
+    });
+
+    it('gives each alert a severity, a for, and a summary and description of what it means and what to check', async () => {
+      for (const rule of await rendered()) {
+        assert.match(rule.labels.severity ?? '', /^(critical|warning)$/, rule.alert);
+        assert.match(rule.for, /^[1-9][0-9]*m$/, rule.alert);
+        assert.ok((rule.annotations.summary?.length ?? 0) > 10, `${rule.alert}: summary`);
+        assert.ok((rule.annotations.description?.length ?? 0) > 80, `${rule.alert}: description`);
+      }
+    });
+
+    it('writes each expression in PromQL, on documented metrics of the release namespace', async () => {
+      for (const rule of await rendered()) {
+        const selectors = selectorsOf(rule.expr);
+        assert.ok(selectors.length > 0, rule.alert);
+        for (const { metric, matchers } of selectors) {
+          assert.ok(
+            documented.has(metric),
+            `${rule.alert}: ${metric || 'a selector without a name'} is not in the table`,
+          );
+          assert.ok(matchers.includes('namespace="switchyard"'), `${rule.alert}: ${metric} {${matchers.join(',')}}`);
+        }
+      }
+    });
+
+    it('takes threshold, for and severity from the values, and leaves out an alert turned off', async () => {
+      const off = keys.find((k) => k !== tuned)!;
+      // --set gives a decimal threshold as a string, which the chart takes as an operator writes it.
+      const set = [
+        `prometheusRule.alerts.${tuned}.threshold=${threshold}`,
+        `prometheusRule.alerts.${tuned}.for=7m`,
+        `prometheusRule.alerts.${tuned}.severity=critical`,
+        `prometheusRule.alerts.${off}.enabled=false`,
+      ];
+      const rules = await rendered(set);
+      const rule = rules.find((r) => r.alert === `Switchyard${capitalized(chart)}${capitalized(tuned)}`)!;
+      assert.ok(rule.expr.endsWith(` > ${threshold}`), rule.expr);
+      assert.deepEqual([rule.for, rule.labels.severity], ['7m', 'critical']);
+      assert.equal(rules.length, keys.length - 1);
+      assert.ok(!rules.some((r) => r.alert.endsWith(capitalized(off))), off);
+    });
+
+    it('refuses a for Prometheus would not take, and a threshold that is no number', async () => {
+      // helm's message, not the command line the error repeats, names the value.
+      const refusal = (pattern: RegExp) => (error: { stderr?: string }) => pattern.test(error.stderr ?? '');
+      const alert = `prometheusRule.alerts.${tuned}`;
+      await assert.rejects(
+        render(chart, undefined, [...on, `${alert}.for=5 minutes`]),
+        refusal(new RegExp(`${alert}\\.for: Does not match pattern`)),
+      );
+      await assert.rejects(
+        render(chart, undefined, [...on, `${alert}.threshold=lots`]),
+        refusal(new RegExp(`${alert}\\.threshold: Does not match pattern`)),
+      );
+    });
+  });
+}
