@@ -90,6 +90,10 @@ prometheusRule:
       enabled: true
       for: 1m
       severity: warning
+    jwksUnavailable:
+      enabled: true
+      for: 1m
+      severity: critical
 tests:
   enabled: true
   resources:
