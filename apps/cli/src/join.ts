@@ -9,6 +9,8 @@ import { lineOf, parseEntry, printable, type LogEntry } from './log-lines.ts';
 export interface JoinOptions {
   readonly schedulerUrl: string;
   readonly token: string;
+  /** Where the token came from (`--token`, `--token-file <file>`, an environment variable), for messages. */
+  readonly tokenSource: string;
   readonly id?: string;
   /** `demo` (builtin tools) and `everything` (the reference server); use switchyard-runtime for more. */
   readonly classes: readonly JoinClass[];
@@ -55,7 +57,9 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
   const onEntry = (entry: LogEntry): void => {
     if (entry.msg === 'scheduler refused the tunnel' && (entry.status === 401 || entry.status === 400)) {
       const why =
-        entry.status === 401 ? 'the join token (check --token)' : `this runtime: ${refusalReason(entry.body)}`;
+        entry.status === 401
+          ? `the join token (check ${options.tokenSource})`
+          : `this runtime: ${refusalReason(entry.body)}`;
       return refused(`${options.schedulerUrl} refused ${why}`);
     }
     if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));

@@ -13,13 +13,14 @@ const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
   switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token> | --token-file <file>]
   switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token> | --token-file <file>]
-  switchyard runtime join <scheduler-url> --token <token> [--id <id>] [--class demo|everything]... [--sandboxes 100]
+  switchyard runtime join <scheduler-url> (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100]
   switchyard check scheduler [--scheduler <url>] [--replica <url>]... [--token <api token> | --token-file <file>] [--wait-seconds 30]
   switchyard check gateway [--gateway http://127.0.0.1:8080/mcp] [--auth-required]
 
 status, explain and check scheduler: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens,
 when it sets any; --token-file reads the first of a file's tokens (one per line, as the chart's Secret holds them);
-runtime join: --token is a join token.
+runtime join: --token (or SWITCHYARD_JOIN_TOKEN, out of sight of ps and shell history) is a join token, and
+--token-file reads the first of a file's tokens as above.
 check: exits 0 when the replicas agree on a leader, term and epoch (scheduler), or /readyz and an MCP
 initialize answer (gateway: 200, or 401 with a Bearer challenge under --auth-required); else 1, saying why.`;
 
@@ -79,21 +80,45 @@ function joinClasses(names: readonly string[] = ['demo']): JoinClass[] {
   return names.filter(isJoinClass);
 }
 
+/** The flags that give a token: at most one of them. */
+interface TokenFlags {
+  readonly token?: string | undefined;
+  readonly 'token-file'?: string | undefined;
+}
+
+/** A token and where it came from, which is what messages name: never the token itself. */
+interface GivenToken {
+  readonly token: string;
+  readonly source: string;
+}
+
 /**
- * A token as given, without the white space and byte-order mark around it
- * that a copy from a file brings (schedulers and runtimes trim their token
- * files the same way). One with any other character outside printable ASCII
- * (a line break inside, a non-breaking space) is bad usage, named by position
- * only: the error would otherwise print the secret.
+ * The token of `--token-file`, `--token`, or else the environment variable
+ * `envName`; none when none of them gives one (an empty variable gives none).
+ * Without the white space and byte-order mark around it that a copy from a
+ * file brings (schedulers and runtimes trim their token files the same way).
+ * One with any other character outside printable ASCII (a line break inside,
+ * a non-breaking space) is bad usage, named by where it came from and the
+ * position only: the error would otherwise print the secret.
  */
-function tokenFrom(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const token = value.trim();
+async function givenToken(values: TokenFlags, envName: string): Promise<GivenToken | undefined> {
+  if (values.token !== undefined && values['token-file'] !== undefined) {
+    throw new UsageError('give --token or --token-file, not both');
+  }
+  const file = values['token-file'];
+  const [value, source] =
+    file !== undefined
+      ? [await tokenFromFile(file), `--token-file ${file}`]
+      : values.token !== undefined
+        ? [values.token, '--token']
+        : [process.env[envName], envName];
+  const token = value?.trim();
+  if (!token) return undefined;
   const bad = token.search(/[^\x20-\x7e]/);
   if (bad >= 0) {
-    throw new UsageError(`--token holds a character a token cannot have, at position ${bad + 1} (it is not shown)`);
+    throw new UsageError(`${source} holds a character a token cannot have, at position ${bad + 1} (it is not shown)`);
   }
-  return token;
+  return { token, source };
 }
 
 /** The first token of a file of one per line (blank lines and `#` comments skipped), as schedulers read theirs. */
@@ -106,20 +131,10 @@ async function tokenFromFile(file: string): Promise<string> {
 }
 
 /** The replica `status`, `explain` and `check scheduler` ask. */
-async function schedulerTarget(values: {
-  scheduler?: string | undefined;
-  token?: string | undefined;
-  'token-file'?: string | undefined;
-}): Promise<SchedulerTarget> {
-  if (values.token !== undefined && values['token-file'] !== undefined) {
-    throw new UsageError('give --token or --token-file, not both');
-  }
-  const file = values['token-file'];
-  const token = tokenFrom(
-    file !== undefined ? await tokenFromFile(file) : (values.token ?? process.env.SWITCHYARD_API_TOKEN),
-  );
+async function schedulerTarget(values: TokenFlags & { scheduler?: string | undefined }): Promise<SchedulerTarget> {
+  const given = await givenToken(values, 'SWITCHYARD_API_TOKEN');
   const url = schedulerUrl(values.scheduler ?? 'http://127.0.0.1:7070', '--scheduler');
-  return { url, ...(token ? { token } : {}) };
+  return { url, ...(given ? { token: given.token } : {}) };
 }
 
 /** `check scheduler` and `check gateway`: 0 when what they check answers as it should; a failure throws, saying why. */
@@ -239,16 +254,20 @@ async function main(argv: string[]): Promise<number> {
         allowPositionals: true,
         options: {
           token: { type: 'string' },
+          'token-file': { type: 'string' },
           id: { type: 'string' },
           class: { type: 'string', multiple: true },
           sandboxes: { type: 'string' },
         },
       });
-      const token = tokenFrom(values.token);
-      if (positionals.length !== 1 || !token) throw new UsageError('runtime join needs <scheduler-url> and --token');
+      const given = await givenToken(values, 'SWITCHYARD_JOIN_TOKEN');
+      if (positionals.length !== 1 || !given) {
+        throw new UsageError('runtime join needs <scheduler-url> and --token, --token-file or SWITCHYARD_JOIN_TOKEN');
+      }
       const options = {
         schedulerUrl: schedulerUrl(positionals[0]!, '<scheduler-url>'),
-        token,
+        token: given.token,
+        tokenSource: given.source,
         ...(values.id ? { id: values.id } : {}),
         classes: joinClasses(values.class),
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
