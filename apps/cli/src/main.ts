@@ -5,6 +5,7 @@
 //
 // Each command's module is loaded only when that command runs: the cluster's
 // code is a second of compiling, which help and bad usage should not wait for.
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { SchedulerTarget } from './inspect.ts';
 import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
@@ -121,12 +122,31 @@ async function givenToken(values: TokenFlags, envName: string): Promise<GivenTok
   return { token, source };
 }
 
-/** The first token of a file of one per line (blank lines and `#` comments skipped), as schedulers read theirs. */
+/** Why a file could not be read, in words, for the errors an operator's typo or a mount most often brings. */
+const UNREADABLE = new Map([
+  ['ENOENT', 'no such file'],
+  ['EACCES', 'permission denied'],
+  ['EISDIR', 'a directory, not a file'],
+]);
+
+/**
+ * The first token of a file of one per line (blank lines and `#` comments
+ * skipped), as schedulers read theirs. Read once first on its own: the
+ * secret source takes a file it cannot read for one without tokens, and
+ * the operator needs to know which it is.
+ */
 async function tokenFromFile(file: string): Promise<string> {
+  try {
+    await readFile(file);
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code);
+    throw new UsageError(`--token-file ${file} cannot be read (${UNREADABLE.get(code) ?? (error as Error).message})`);
+  }
   // Loaded here, not at the top: the service lib is most of a second to compile, which help should not wait for.
   const { secretSource } = await import('@switchyard/service');
   const [first] = secretSource([], file)();
-  if (first === undefined) throw new UsageError(`--token-file ${file} holds no token (or cannot be read)`);
+  if (first === undefined)
+    throw new UsageError(`--token-file ${file} holds no token (only blank lines and # comments)`);
   return first;
 }
 

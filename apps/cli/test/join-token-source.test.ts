@@ -108,6 +108,27 @@ describe('switchyard runtime join, its token from a file or the environment', ()
     assert.doesNotMatch(fromEnv.stderr, /secret-part/);
   });
 
+  it('says whether a token file is missing, unreadable or empty, for runtime join as for status', async () => {
+    const empty = join(dir, 'empty');
+    writeFileSync(empty, '# the join token goes here\n\n');
+    const cases = [
+      { file: join(dir, 'missing'), says: /--token-file \S+missing cannot be read \(no such file\)$/m },
+      { file: dir, says: /--token-file \S+ cannot be read \(a directory, not a file\)$/m },
+      { file: empty, says: /--token-file \S+empty holds no token \(only blank lines and # comments\)$/m },
+    ];
+    for (const { file, says } of cases) {
+      for (const args of [
+        ['runtime', 'join', replica.url, '--token-file', file],
+        ['status', '--scheduler', replica.url, '--token-file', file],
+      ]) {
+        const { code, stdout, stderr } = await runCli(args);
+        assert.equal(code, 2, stderr);
+        assert.equal(stdout, '');
+        assert.match(stderr.split('\n')[0]!, says);
+      }
+    }
+  });
+
   it('says where a join token comes from when none is given', async () => {
     const { code, stderr } = await runCli(['runtime', 'join', replica.url], 15_000, { SWITCHYARD_JOIN_TOKEN: '' });
     assert.equal(code, 2, stderr);
