@@ -3,6 +3,7 @@ import { startRuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { createLogger, createMetrics } from '@switchyard/service';
 import type { JoinClass } from './join-classes.ts';
+import { lastingRefusal } from './join-refusals.ts';
 import { everythingEngine } from './local-cluster.ts';
 import { lineOf, parseEntry, printable, type LogEntry } from './log-lines.ts';
 
@@ -27,41 +28,31 @@ const WARN = 40;
 const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
 
 /**
- * What a scheduler's 400 says is wrong with this runtime. The dialer logs the
- * refusal's body as it came, JSON text (`{"error", "field", "detail"}`,
- * docs/protocol.md §1); the detail names the field and the rule it broke.
- */
-function refusalReason(body: string | undefined): string {
-  try {
-    const parsed = JSON.parse(body ?? '') as { error?: unknown; detail?: unknown };
-    if (typeof parsed.error === 'string') {
-      return typeof parsed.detail === 'string' ? `${parsed.error} (${parsed.detail})` : parsed.error;
-    }
-  } catch {
-    // Not JSON (a proxy's page): shown as it came.
-  }
-  return body?.trim() || '(no reason given)';
-}
-
-/**
  * `switchyard runtime join`: a runtime on this machine, joined to a
  * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
- * scheduler that refuses the join token (or this runtime's description)
- * ends it with exit code 1, since retrying would not help.
+ * scheduler that refuses the join token (or this runtime's description), or
+ * a URL where no scheduler answers, ends it with exit code 1, since retrying
+ * would not help.
  */
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) classes[name] = KNOWN[name]();
   const say = (line: string): void => void process.stderr.write(`switchyard: ${printable(line)}\n`);
-  let refused: (reason: string) => void = () => {};
+  // Made before the runtime starts: its first refusal may come before startRuntimeNode resolves.
+  let code: number | undefined;
+  let end: (code: number) => void = () => {};
+  const ended = new Promise<number>((resolve) => (end = resolve));
+  /** Ends with `code`, saying `line` first; what the runtime logs while it closes is not shown. */
+  const finish = (exitCode: number, line?: string): void => {
+    if (code !== undefined) return;
+    code = exitCode;
+    if (line !== undefined) say(line);
+    end(exitCode);
+  };
   const onEntry = (entry: LogEntry): void => {
-    if (entry.msg === 'scheduler refused the tunnel' && (entry.status === 401 || entry.status === 400)) {
-      const why =
-        entry.status === 401
-          ? `the join token (check ${options.tokenSource})`
-          : `this runtime: ${refusalReason(entry.body)}`;
-      return refused(`${options.schedulerUrl} refused ${why}`);
-    }
+    if (code !== undefined) return;
+    const refusal = lastingRefusal(entry, options.schedulerUrl, options.tokenSource);
+    if (refusal !== undefined) return finish(1, refusal);
     if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));
   };
   const logger = createLogger({
@@ -69,8 +60,10 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
     level: 'info',
     destination: { write: (line: string) => onEntry(parseEntry(line)) },
   });
+  const runtimeId = options.id ?? hostname();
+  say(`runtime ${runtimeId} dialling ${options.schedulerUrl} (Ctrl-C to stop)`);
   const node = await startRuntimeNode({
-    runtimeId: options.id ?? hostname(),
+    runtimeId,
     schedulerUrl: options.schedulerUrl,
     joinToken: options.token,
     classes,
@@ -79,16 +72,10 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
     logger,
     metrics: createMetrics('runtime'),
   });
-  say(`runtime ${node.runtimeId} dialling ${options.schedulerUrl} (Ctrl-C to stop)`);
-  const code = await new Promise<number>((resolve) => {
-    refused = (reason) => {
-      say(reason);
-      resolve(1);
-    };
-    process.once('SIGINT', () => resolve(0));
-    process.once('SIGTERM', () => resolve(0));
-  });
+  process.once('SIGINT', () => finish(0));
+  process.once('SIGTERM', () => finish(0));
+  const exitCode = await ended;
   await node.close();
-  if (code === 0) say(`runtime ${node.runtimeId} stopped`);
-  return code;
+  if (exitCode === 0) say(`runtime ${node.runtimeId} stopped`);
+  return exitCode;
 }

@@ -10,6 +10,8 @@ export interface LogEntry {
   readonly err?: unknown;
   /** A refusal's body as it came, normally JSON text (`scheduler refused the tunnel`). */
   readonly body?: string;
+  /** The URL a dial went to (`scheduler refused the tunnel`, `scheduler unreachable; dialling again`). */
+  readonly url?: string;
 }
 
 /** C0 and C1 controls, DEL and the JSON line separators: what could end a terminal line or steer the terminal. */

@@ -55,3 +55,34 @@ describe('switchyard runtime join, refused by something that is no scheduler', (
     assert.match(stderr, /refused this runtime: <html>\\u000aswitchyard: joined as rt-0\\u001b\[2K\\u000d<\/html>$/m);
   });
 });
+
+describe('switchyard runtime join, at a URL that is no scheduler', () => {
+  // A gateway's URL, a scheduler's /ui, any web server: nothing there will ever take the tunnel.
+  for (const status of [404, 200]) {
+    it(`says the URL does not answer as a scheduler, and exits 1, at an answer of ${status}`, async () => {
+      const server = createServer((req, res) => {
+        req.resume();
+        res.writeHead(status, { 'content-type': 'text/html', connection: 'close' }).end('<!DOCTYPE html>');
+      });
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+      try {
+        const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+        assert.equal(code, 1, stderr);
+        assert.match(
+          stderr,
+          new RegExp(
+            `^switchyard: ${url} does not answer as a Switchyard scheduler \\(HTTP ${status} to /mcp/api/runtime/connect\\): ` +
+              'pass a scheduler replica or its Service as <scheduler-url>$',
+            'm',
+          ),
+        );
+        assert.equal(stderr.match(/^switchyard: /gm)?.length, 2, `the dialling line and that line only:\n${stderr}`);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+  }
+});

@@ -1,0 +1,51 @@
+import type { LogEntry } from './log-lines.ts';
+
+/**
+ * What a scheduler's 400 says is wrong with this runtime. The dialer logs the
+ * refusal's body as it came, JSON text (`{"error", "field", "detail"}`,
+ * docs/protocol.md §1); the detail names the field and the rule it broke.
+ */
+function refusalReason(body: string | undefined): string {
+  try {
+    const parsed = JSON.parse(body ?? '') as { error?: unknown; detail?: unknown };
+    if (typeof parsed.error === 'string') {
+      return typeof parsed.detail === 'string' ? `${parsed.error} (${parsed.detail})` : parsed.error;
+    }
+  } catch {
+    // Not JSON (a proxy's page): shown as it came.
+  }
+  return body?.trim() || '(no reason given)';
+}
+
+/**
+ * Answers to the connect request that a scheduler never gives: whatever
+ * answered (a gateway, a scheduler's page, any web server) will never take
+ * the tunnel. A proxy's 502 or 504 is not among them: its scheduler may be
+ * back soon.
+ */
+function noScheduler(status: number): boolean {
+  return status < 400 || status === 404 || status === 405;
+}
+
+/** The connect path the dialer asked, from the URL it logs with a refusal. */
+function pathOf(url: string | undefined): string {
+  return url !== undefined && URL.canParse(url) ? new URL(url).pathname : '/api/runtime/connect';
+}
+
+/**
+ * The line that ends `runtime join` (exit 1) for a refusal that retrying
+ * will not heal, or undefined for any other log entry. `tokenSource` is
+ * where the join token came from: the line names it, never the token.
+ */
+export function lastingRefusal(entry: LogEntry, schedulerUrl: string, tokenSource: string): string | undefined {
+  if (entry.msg !== 'scheduler refused the tunnel' || entry.status === undefined) return undefined;
+  if (entry.status === 401) return `${schedulerUrl} refused the join token (check ${tokenSource})`;
+  if (entry.status === 400) return `${schedulerUrl} refused this runtime: ${refusalReason(entry.body)}`;
+  if (noScheduler(entry.status)) {
+    return (
+      `${schedulerUrl} does not answer as a Switchyard scheduler (HTTP ${entry.status} to ${pathOf(entry.url)}): ` +
+      'pass a scheduler replica or its Service as <scheduler-url>'
+    );
+  }
+  return undefined;
+}
