@@ -4,6 +4,7 @@ import type { EngineConfig } from '@switchyard/sandbox';
 import { createLogger, createMetrics } from '@switchyard/service';
 import type { JoinClass } from './join-classes.ts';
 import { lastingRefusal } from './join-refusals.ts';
+import { FirstJoinWait } from './join-wait.ts';
 import { everythingEngine } from './local-cluster.ts';
 import { lineOf, parseEntry, printable, type LogEntry } from './log-lines.ts';
 
@@ -16,6 +17,8 @@ export interface JoinOptions {
   /** `demo` (builtin tools) and `everything` (the reference server); use switchyard-runtime for more. */
   readonly classes: readonly JoinClass[];
   readonly sandboxesMax: number;
+  /** How long a scheduler not reached yet is dialled before the command gives up (exit 1). */
+  readonly waitMs: number;
 }
 
 const KNOWN: Record<JoinClass, () => EngineConfig> = {
@@ -32,7 +35,7 @@ const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
  * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
  * scheduler that refuses the join token (or this runtime's description), or
  * a URL where no scheduler answers, ends it with exit code 1, since retrying
- * would not help.
+ * would not help; so does a scheduler not reached within `waitMs`.
  */
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
@@ -49,10 +52,15 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
     if (line !== undefined) say(line);
     end(exitCode);
   };
+  const wait = new FirstJoinWait(options.schedulerUrl, options.waitMs, (line) => finish(1, line));
   const onEntry = (entry: LogEntry): void => {
     if (code !== undefined) return;
     const refusal = lastingRefusal(entry, options.schedulerUrl, options.tokenSource);
     if (refusal !== undefined) return finish(1, refusal);
+    // A failed dial past the wait ends the command here, its own line said.
+    const failed = wait.lineFor(entry);
+    if (failed !== undefined) return say(failed);
+    if (code !== undefined) return;
     if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));
   };
   const logger = createLogger({
@@ -72,9 +80,11 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
     logger,
     metrics: createMetrics('runtime'),
   });
+  void node.whenConnected().then(() => wait.joined());
   process.once('SIGINT', () => finish(0));
   process.once('SIGTERM', () => finish(0));
   const exitCode = await ended;
+  wait.close();
   await node.close();
   if (exitCode === 0) say(`runtime ${node.runtimeId} stopped`);
   return exitCode;

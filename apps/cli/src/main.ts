@@ -14,14 +14,15 @@ const USAGE = `usage:
   switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
   switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token> | --token-file <file>]
   switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token> | --token-file <file>]
-  switchyard runtime join <scheduler-url> (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100]
+  switchyard runtime join <scheduler-url> (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100] [--wait-seconds 30]
   switchyard check scheduler [--scheduler <url>] [--replica <url>]... [--token <api token> | --token-file <file>] [--wait-seconds 30]
   switchyard check gateway [--gateway http://127.0.0.1:8080/mcp] [--auth-required]
 
 status, explain and check scheduler: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens,
 when it sets any; --token-file reads the first of a file's tokens (one per line, as the chart's Secret holds them);
 runtime join: --token (or SWITCHYARD_JOIN_TOKEN, out of sight of ps and shell history) is a join token, and
---token-file reads the first of a file's tokens as above.
+--token-file reads the first of a file's tokens as above; --wait-seconds bounds how long a scheduler not reached
+yet is dialled (once joined, one that goes away is dialled until Ctrl-C).
 check: exits 0 when the replicas agree on a leader, term and epoch (scheduler), or /readyz and an MCP
 initialize answer (gateway: 200, or 401 with a Bearer challenge under --auth-required); else 1, saying why.`;
 
@@ -278,6 +279,7 @@ async function main(argv: string[]): Promise<number> {
           id: { type: 'string' },
           class: { type: 'string', multiple: true },
           sandboxes: { type: 'string' },
+          'wait-seconds': { type: 'string' },
         },
       });
       const given = await givenToken(values, 'SWITCHYARD_JOIN_TOKEN');
@@ -291,6 +293,7 @@ async function main(argv: string[]): Promise<number> {
         ...(values.id ? { id: values.id } : {}),
         classes: joinClasses(values.class),
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
+        waitMs: 1000 * seconds(values['wait-seconds'], 30, '--wait-seconds'),
       };
       const { joinRuntime } = await import('./join.ts');
       return joinRuntime(options);
