@@ -18,6 +18,12 @@ const REFUSALS: Readonly<Record<string, { code: ClientErrorCode; message: string
   ERR_HTTP_REQUEST_TIMEOUT: { code: 'request_timeout', message: 'Request not received in time' },
 };
 const MALFORMED = { code: 'invalid_request', message: 'Bad request: not a valid HTTP request' } as const;
+/**
+ * The parser's error for a connection its client ended part-way through a
+ * request (headers or body): the client went away, nothing was refused.
+ * Answered as Node does (a 400), but not counted.
+ */
+const ENDED_MID_REQUEST = 'HPE_INVALID_EOF_STATE';
 
 /** The whole answer to the connection: Node's status for `code`, a JSON-RPC body, and the connection closed. */
 function answerOf(code: ClientErrorCode, message: string): string {
@@ -36,13 +42,15 @@ function answerOf(code: ClientErrorCode, message: string): string {
  * then destroyed), but with a JSON-RPC error body, as every other refusal of
  * the gateway's. Returns the code of a request refused (a parser error or
  * a deadline, answered), for refusals_total; undefined for a connection that
- * broke (a reset) or whose answer had begun. (Gateway.clientError counts them.)
+ * broke (a reset), that its client ended part-way through a request, or whose
+ * answer had begun. (Gateway.clientError counts them.)
  */
 export function answerClientError(error: Error & { code?: unknown }, socket: Duplex): ClientErrorCode | undefined {
   const { code: errorCode } = error;
   const known = typeof errorCode === 'string' ? REFUSALS[errorCode] : undefined;
   // Node's other parser errors (HPE_*) are bytes that are not HTTP; anything else a socket's own failure.
-  const refused = known ?? (typeof errorCode === 'string' && errorCode.startsWith('HPE_') ? MALFORMED : undefined);
+  const malformed = typeof errorCode === 'string' && errorCode.startsWith('HPE_') && errorCode !== ENDED_MID_REQUEST;
+  const refused = known ?? (malformed ? MALFORMED : undefined);
   // Node's own test: the response in flight on this connection, if any (a
   // keep-alive connection has written earlier answers, so bytesWritten says nothing).
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;

@@ -264,14 +264,18 @@ describe('refusals_total of the requests Node refuses before the gateway sees th
     await h.close();
   });
 
-  /** Writes `bytes` on a new connection; its whole answer, once the gateway closes it. */
-  async function exchange(bytes: string): Promise<string> {
+  /**
+   * Writes `bytes` on a new connection, and with `end` ends the client's side
+   * after them; its whole answer, once the gateway closes it.
+   */
+  async function exchange(bytes: string, end = false): Promise<string> {
     const socket = net.connect(port, '127.0.0.1');
     socket.on('error', () => {});
     let answer = '';
     socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
     const closed = new Promise((resolve) => socket.once('close', resolve));
-    socket.write(bytes);
+    if (end) socket.end(bytes);
+    else socket.write(bytes);
     await closed;
     return answer;
   }
@@ -287,5 +291,14 @@ describe('refusals_total of the requests Node refuses before the gateway sees th
     const r = await refusedBy(registry, h, () => exchange('NOT HTTP AT ALL\r\n\r\n'));
     assert.match(r.answer, /^HTTP\/1\.1 400 /);
     assert.deepEqual(r.moved, { invalid_request: 1 });
+  });
+
+  it('counts nothing for a client that went away part-way through its request', async () => {
+    const headers = await refusedBy(registry, h, () => exchange('POST /mcp HTTP/1.1\r\nHost: x\r\nX-Pa', true));
+    assert.deepEqual(headers.moved, {});
+    const body = 'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{';
+    const cut = await refusedBy(registry, h, () => exchange(body, true));
+    assert.deepEqual(cut.moved, {});
+    assert.equal(cut.reached, false);
   });
 });
