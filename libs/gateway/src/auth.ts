@@ -16,7 +16,7 @@ export interface Credential {
   readonly principal: string;
   /** Wall-clock ms at which it stops admitting: a JWT's `exp` plus the clock tolerance; none for a bearer token. */
   readonly endsAtMs?: number;
-  /** The scopes a JWT grants, read only when a class is held to scopes (auth.classScopes). */
+  /** The scopes a JWT grants, read only when a class or a tool is held to scopes (auth.classScopes, auth.toolScopes). */
   readonly scopes?: ReadonlySet<string>;
 }
 
@@ -151,7 +151,7 @@ async function verifiedByAny(
  * nor length leaks through timing. A JWT's principal is its
  * `principalClaim` (default `sub`); one that is not an identity value, or
  * has the form of a label, is replaced by a label. A JWT must grant every one of
- * `requiredScopes`; with `classScopes`, its credential carries the scopes it grants.
+ * `requiredScopes`; with `classScopes` or `toolScopes`, its credential carries the scopes it grants.
  */
 export function createAuthenticator(
   options: AuthOptions,
@@ -211,8 +211,8 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
   const labelPrefix = labelPrefixOf(principalClaim);
   const requiredScopes = options.requiredScopes ?? [];
   const scopeClaims = options.scopeClaims ?? GATEWAY_DEFAULTS.jwtScopeClaims;
-  // Routing checks a class's scopes (ClassScopes): the credential carries them then, and only then.
-  const keepScopes = Object.keys(options.classScopes ?? {}).length > 0;
+  // Routing checks a class's or a tool's scopes (ClassScopes, ToolScopes): the credential carries them then, and only then.
+  const keepScopes = Object.keys({ ...options.classScopes, ...options.toolScopes }).length > 0;
   const keySetOptions = {
     cooldownMs: options.jwksCooldownMs ?? GATEWAY_DEFAULTS.jwksCooldownMs,
     retryMs: options.jwksRetryMs ?? GATEWAY_DEFAULTS.jwksRetryMs,
@@ -257,7 +257,7 @@ function jwtAuthenticator(options: AuthOptions, clock: Clock, log?: ThrottledLog
     const scopes = keepScopes || requiredScopes.length > 0 ? grantedScopes(payload, scopeClaims) : undefined;
     // After the principal: a token that is no good is a 401 whatever its scopes.
     if (scopes !== undefined && lacksAny(scopes, requiredScopes))
-      throw new InsufficientScopeError('Forbidden: token lacks a required scope', requiredScopes);
+      throw new InsufficientScopeError('Forbidden: token lacks a required scope', requiredScopes, 'insufficient_scope');
     return {
       principal: passesAsIs(principal, labelPrefix) ? principal : label(labelPrefix, principal),
       // jose required `exp` and checked it is a number: the token admits until then, and the skew verification allows.

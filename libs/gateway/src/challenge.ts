@@ -1,14 +1,20 @@
 import { SwitchyardError } from '@switchyard/protocol';
 
+/** What a token short of scopes lacks, as `refusals_total` counts it: those of every request, a class's or a tool's. */
+export type ScopeRefusal = 'insufficient_scope' | 'class_scope' | 'tool_scope';
+
 /**
  * A valid token that lacks a scope the request needs (a 403): `scopes` are
- * every one it needs, which the challenge names (RFC 6750 §3.1).
+ * every one it needs, which the challenge names (RFC 6750 §3.1), and
+ * `reason` whose scopes they are.
  */
 export class InsufficientScopeError extends SwitchyardError {
   readonly scopes: readonly string[];
-  constructor(message: string, scopes: readonly string[]) {
+  readonly reason: ScopeRefusal;
+  constructor(message: string, scopes: readonly string[], reason: ScopeRefusal) {
     super('forbidden', message);
     this.scopes = scopes;
+    this.reason = reason;
   }
 }
 

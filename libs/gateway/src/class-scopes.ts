@@ -57,7 +57,7 @@ export class ClassScopes {
   admit(cls: string, granted: ReadonlySet<string> | undefined): void {
     const needs = this.#needs.get(cls);
     if (needs === undefined || (granted !== undefined && !lacksAny(granted, needs))) return;
-    throw new InsufficientScopeError(`Forbidden: token lacks a scope of class ${cls}`, needs);
+    throw new InsufficientScopeError(`Forbidden: token lacks a scope of class ${cls}`, needs, 'class_scope');
   }
 
   /**

@@ -5,8 +5,9 @@ import { SwitchyardError, type JsonRpcId } from '@switchyard/protocol';
 import { readBody } from '@switchyard/service';
 import { addressBlock } from './address-block.ts';
 import { createAuthenticator, type Credential } from './auth.ts';
-import { InsufficientScopeError, bearerChallenge, refusalOf } from './challenge.ts';
+import { InsufficientScopeError, bearerChallenge, refusalOf, type ScopeRefusal } from './challenge.ts';
 import { createClassScopes } from './class-scopes.ts';
+import { createToolScopes } from './tool-scopes.ts';
 import { answerClientError } from './client-error.ts';
 import { allowOrigin, answerPreflight, isPreflight } from './cors.ts';
 import { parseStrategy } from './identity.ts';
@@ -216,6 +217,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     onHedge: () => metrics.scheduleHedged(),
   });
   const classScopes = createClassScopes(o.auth);
+  const toolScopes = createToolScopes(o.auth);
   const ctx: RoutingContext = {
     dispatcher: upstreamAgent,
     ...(eventStreams ? { eventStreams } : {}),
@@ -332,12 +334,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     // No abort signal: a client that goes away closes the request, which ends the read.
     // A deadline: the slot is held while the body arrives, and a client may trickle it for ever.
     const body = await readBody(req, { bytesMax: o.bodyBytesMax, timeoutMs: o.bodyTimeoutMs });
-    const info = inspectBody(body);
+    const info = inspectBody(body, toolScopes !== undefined);
     const r: Routed = { ...base, body, info };
     try {
       if (info.claimedVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(info.claimedVersion)) {
         throw new UnsupportedVersionError('Unsupported protocol version', info.claimedVersion);
       }
+      // Before any routing, whatever the request's era or class: nothing is scheduled or sent, and its session serves on.
+      if (toolScopes && info.toolNames?.length) toolScopes.admit(info.toolNames, credential?.scopes);
       if (version === STATELESS_PROTOCOL_VERSION || info.claimedVersion === STATELESS_PROTOCOL_VERSION) {
         await routeStateless(ctx, r);
       } else if (sessionId !== undefined) {
@@ -397,7 +401,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     res: ServerResponse,
     error: SwitchyardError,
     id: JsonRpcId,
-    scope: 'insufficient_scope' | 'class_scope',
+    scope: ScopeRefusal,
   ): void {
     const refusal = refusalOf(error, headerValue(req, 'authorization'), o.auth.requiredScopes);
     metrics.refused(tokenRefusalReason(error, refusal, scope));
@@ -408,8 +412,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   function fail(req: IncomingMessage, res: ServerResponse, error: unknown): void {
     const id = ((error as { rpcId?: unknown } | null)?.rpcId ?? null) as JsonRpcId;
-    // A token short of the scopes of the class that would serve the request (ClassScopes).
-    if (error instanceof InsufficientScopeError) return refuse(req, res, error, id, 'class_scope');
+    // A token short of the scopes of the class that would serve the request (ClassScopes), or of a tool it calls (ToolScopes).
+    if (error instanceof InsufficientScopeError) return refuse(req, res, error, id, error.reason);
     const refused = thrownRefusalReason(error);
     if (refused !== undefined) metrics.refused(refused);
     if (!(error instanceof SwitchyardError) && res.writableEnded === false && !req.destroyed) {

@@ -37,7 +37,7 @@ export type UpstreamErrorReason =
 /**
  * Why the gateway refused a request itself (`refusals_total{reason}`): the
  * error code of the answer where that code has one cause, else the cause
- * (`forbidden` is `origin`, `insufficient_scope` or `class_scope`;
+ * (`forbidden` is `origin`, `insufficient_scope`, `class_scope` or `tool_scope`;
  * `unauthorized` one of the token reasons; `not_ready` `jwks_unavailable` or
  * `shutting_down`). A fixed set, each exported from 0, so that a rate over
  * any of them has a series before its first refusal.
@@ -53,6 +53,7 @@ export const REFUSAL_REASONS = [
   'wrong_audience',
   'insufficient_scope',
   'class_scope',
+  'tool_scope',
   'jwks_unavailable',
   'too_many_requests',
   'body_too_large',

@@ -145,6 +145,17 @@ export interface AuthOptions {
    */
   readonly classScopes?: Readonly<Record<string, readonly string[]>>;
   /**
+   * `jwt`: per tool name, the scopes a token must grant, every one, for a
+   * `tools/call` of that tool, in whatever class serves it (see ToolScopes):
+   * legacy session requests, stateless requests, and each call of a
+   * JSON-RPC batch. A valid token without them is refused with 403
+   * insufficient_scope naming them (after `requiredScopes`), and nothing is
+   * scheduled or sent; its session serves on. Tools not listed, and methods
+   * other than `tools/call`, take any valid token. Each scope a scope
+   * token, and one of `scopes` when that is set. Default none.
+   */
+  readonly toolScopes?: Readonly<Record<string, readonly string[]>>;
+  /**
    * `jwt`: the claims a token's scopes are read from, the first it carries
    * (see grantedScopes): `["scp", "roles"]` for Microsoft Entra ID, whose
    * delegated tokens carry `scp` and application tokens `roles`. Default
@@ -429,6 +440,7 @@ function checkTokenClaims(auth: AuthOptions): void {
       throw new SwitchyardError('invalid_request', `auth.requiredScopes: ${scope} is not in auth.scopes`);
   }
   checkClassScopes(auth);
+  checkToolScopes(auth);
   if (auth.algorithms !== undefined) {
     if (auth.algorithms.length === 0) throw new SwitchyardError('invalid_request', 'auth.algorithms must not be empty');
     for (const alg of auth.algorithms) {
@@ -458,6 +470,26 @@ function checkClassScopes(auth: AuthOptions): void {
         throw new SwitchyardError('invalid_request', `auth.classScopes.${cls}: ${scope} is not a scope token`);
       if (auth.scopes !== undefined && !auth.scopes.includes(scope))
         throw new SwitchyardError('invalid_request', `auth.classScopes.${cls}: ${scope} is not in auth.scopes`);
+    }
+  }
+}
+
+/** auth.toolScopes: tool names, each with scope tokens clients are told to ask for. */
+function checkToolScopes(auth: AuthOptions): void {
+  const tools = Object.entries(auth.toolScopes ?? {});
+  // Another mode has no scopes to check: an operator would believe the tools held to them.
+  if (tools.length > 0 && auth.mode !== 'jwt') {
+    throw new SwitchyardError('invalid_request', 'auth.toolScopes needs mode jwt');
+  }
+  for (const [tool, scopes] of tools) {
+    if (tool === '') throw new SwitchyardError('invalid_request', 'auth.toolScopes: a tool name is empty');
+    // A tool listed with none would look held to scopes and take any token.
+    if (scopes.length === 0) throw new SwitchyardError('invalid_request', `auth.toolScopes.${tool} lists no scope`);
+    for (const scope of scopes) {
+      if (!SCOPE_TOKEN.test(scope))
+        throw new SwitchyardError('invalid_request', `auth.toolScopes.${tool}: ${scope} is not a scope token`);
+      if (auth.scopes !== undefined && !auth.scopes.includes(scope))
+        throw new SwitchyardError('invalid_request', `auth.toolScopes.${tool}: ${scope} is not in auth.scopes`);
     }
   }
 }

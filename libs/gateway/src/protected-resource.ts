@@ -116,11 +116,11 @@ export function createProtectedResource(auth: AuthOptions): ProtectedResource | 
   if (servers.length === 0) return undefined;
   // Clients ask for what they are told: the scopes required, at least.
   const scopes = auth.scopes ?? auth.requiredScopes;
-  // The metadata lists the classes' scopes too (RFC 9728: those used to reach the resource). A 401 does
-  // not name them: a client that asked for all of them would be refused by a server that grants it not
-  // every class; a request of a class asks for its own, by the 403 it gets (step-up).
-  const classes = Object.values(auth.classScopes ?? {}).flat();
-  const supported = auth.scopes ?? (classes.length > 0 ? [...new Set([...(scopes ?? []), ...classes])] : undefined);
+  // The metadata lists the classes' and tools' scopes too (RFC 9728: those used to reach the resource). A
+  // 401 does not name them: a client that asked for all of them would be refused by a server that grants
+  // it not every class or tool; a request of a class or tool asks for its own, by the 403 it gets (step-up).
+  const stepUp = [...Object.values(auth.classScopes ?? {}), ...Object.values(auth.toolScopes ?? {})].flat();
+  const supported = auth.scopes ?? (stepUp.length > 0 ? [...new Set([...(scopes ?? []), ...stepUp])] : undefined);
   return new ProtectedResource({
     authorizationServers: servers,
     ...(auth.resource !== undefined ? { resource: auth.resource } : {}),

@@ -3,7 +3,7 @@
 import { SwitchyardError } from '@switchyard/protocol';
 import type { ErrorCode } from '@switchyard/protocol';
 import { InvalidTokenError } from './challenge.ts';
-import type { Refusal } from './challenge.ts';
+import type { Refusal, ScopeRefusal } from './challenge.ts';
 import type { RefusalReason } from './metrics.ts';
 
 /**
@@ -35,13 +35,13 @@ export function thrownRefusalReason(error: unknown): RefusalReason | undefined {
 /**
  * The reason of a token refused: `refusal` as refusalOf made it of `error`
  * (none for a request without a bearer token), and `scope` for a token
- * short of scopes, which the caller knows apart (auth.requiredScopes or a
- * class's).
+ * short of scopes, which the caller knows apart (auth.requiredScopes, a
+ * class's or a tool's).
  */
 export function tokenRefusalReason(
   error: SwitchyardError,
   refusal: Refusal | undefined,
-  scope: 'insufficient_scope' | 'class_scope',
+  scope: ScopeRefusal,
 ): RefusalReason {
   if (refusal === undefined) return 'no_token';
   if (refusal.error === 'insufficient_scope') return scope;

@@ -50,13 +50,22 @@ export interface MessageInfo {
   readonly isInitialize: boolean;
   /** Protocol version claimed inside the body (`params._meta`), if any. */
   readonly claimedVersion?: string;
+  /** The tools its `tools/call` messages name (`params.name`), every one of a batch; read only when asked. */
+  readonly toolNames?: readonly string[];
 }
 
 function asId(value: unknown): JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? value : null;
 }
 
-function messageOf(value: unknown): { id: JsonRpcId; method?: string; claimed?: string } {
+interface Message {
+  id: JsonRpcId;
+  method?: string;
+  claimed?: string;
+  tool?: string;
+}
+
+function messageOf(value: unknown, withTool: boolean): Message {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { id: null };
   const m = value as Record<string, unknown>;
   const params = typeof m.params === 'object' && m.params !== null ? (m.params as Record<string, unknown>) : {};
@@ -68,15 +77,23 @@ function messageOf(value: unknown): { id: JsonRpcId; method?: string; claimed?: 
     id: typeof m.method === 'string' ? asId(m.id) : null,
     ...(typeof m.method === 'string' ? { method: m.method } : {}),
     ...(typeof claimed === 'string' ? { claimed } : {}),
+    // A name that is no string calls no tool: a runtime's SDK refuses the call.
+    ...(withTool && m.method === 'tools/call' && typeof params.name === 'string' ? { tool: params.name } : {}),
   };
 }
 
+function toolNamesOf(messages: readonly Message[]): { toolNames: readonly string[] } {
+  return { toolNames: messages.flatMap((m) => (m.tool === undefined ? [] : [m.tool])) };
+}
+
 /**
- * Reads routing facts from a JSON body. Throws SwitchyardError('parse_error')
- * for bytes that are not JSON and ('invalid_request') for JSON that is not a
- * message or a non-empty batch.
+ * Reads routing facts from a JSON body, and the tools it calls when
+ * `withToolNames` (auth.toolScopes: a gateway without it spends nothing on
+ * them). Throws SwitchyardError('parse_error') for bytes that are not JSON
+ * and ('invalid_request') for JSON that is not a message or a non-empty
+ * batch.
  */
-export function inspectBody(body: Buffer): MessageInfo {
+export function inspectBody(body: Buffer, withToolNames = false): MessageInfo {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
@@ -85,7 +102,7 @@ export function inspectBody(body: Buffer): MessageInfo {
   }
   if (Array.isArray(parsed)) {
     if (parsed.length === 0) throw new SwitchyardError('invalid_request', 'Invalid request: empty batch');
-    const messages = parsed.map(messageOf);
+    const messages = parsed.map((m) => messageOf(m, withToolNames));
     // The 2025-03-26 revision, the one that has batches, forbids this; refused before anything is scheduled.
     if (messages.some((m) => m.method === 'initialize')) {
       throw new SwitchyardError('invalid_request', 'Invalid request: initialize must not be part of a JSON-RPC batch');
@@ -96,17 +113,19 @@ export function inspectBody(body: Buffer): MessageInfo {
       ...(first?.method !== undefined ? { method: first.method } : {}),
       isInitialize: false,
       ...(first?.claimed !== undefined ? { claimedVersion: first.claimed } : {}),
+      ...(withToolNames ? toolNamesOf(messages) : {}),
     };
   }
   if (typeof parsed !== 'object' || parsed === null) {
     throw new SwitchyardError('invalid_request', 'Invalid request: expected a JSON-RPC message');
   }
-  const m = messageOf(parsed);
+  const m = messageOf(parsed, withToolNames);
   return {
     id: m.id,
     ...(m.method !== undefined ? { method: m.method } : {}),
     isInitialize: m.method === 'initialize',
     ...(m.claimed !== undefined ? { claimedVersion: m.claimed } : {}),
+    ...(withToolNames ? toolNamesOf([m]) : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 // `refusals_total{reason}` of a gateway in auth mode `jwt`: each way a token
 // is refused is counted under its own reason, so that an operator can tell a
 // spike of 401s from missing, expired or misaddressed tokens, and 403s from
-// a scope every request needs or one a class is held to. Nothing refused is
+// a scope every request needs, one a class is held to or one a tool is. Nothing refused is
 // scheduled or sent. A real JWKS on loopback, tokens signed by jose.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,13 @@ const quiet = { upstreamCheckIntervalMs: 0 };
 describe('refusals_total of a gateway in auth mode jwt', () => {
   const registry = new Registry();
   const h = jwtHarness(
-    { issuer: ISSUER, audience: AUDIENCE, requiredScopes: ['mcp'], classScopes: { billing: ['billing'] } },
+    {
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      requiredScopes: ['mcp'],
+      classScopes: { billing: ['billing'] },
+      toolScopes: { counter: ['repo:admin'] },
+    },
     { ...quiet, metrics: { registry, prefix: PREFIX } },
   );
   const refused = (headers: Record<string, string>) => refusedBy(registry, h, () => post(h.url, INITIALIZE, headers));
@@ -72,6 +78,16 @@ describe('refusals_total of a gateway in auth mode jwt', () => {
     const r = await refused({ ...good, 'x-switchyard-class': 'billing' });
     assert.equal(r.answer.status, 403);
     assert.deepEqual(r.moved, { class_scope: 1 });
+    assert.equal(r.scheduled || r.reached, false);
+  });
+
+  it('counts a token short of the scopes of the tool a call names as tool_scope', async () => {
+    const modern = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'counter' };
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    const counter = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'counter', _meta: meta } };
+    const r = await refusedBy(registry, h, () => post(h.url, counter, { ...good, ...modern }));
+    assert.equal(r.answer.status, 403);
+    assert.deepEqual(r.moved, { tool_scope: 1 });
     assert.equal(r.scheduled || r.reached, false);
   });
 

@@ -36,6 +36,7 @@ const REASONS = [
   'session_required',
   'shutting_down',
   'too_many_requests',
+  'tool_scope',
   'unsupported_protocol_version',
   'wrong_audience',
 ];
