@@ -155,6 +155,25 @@ describe('a gateway given auth.classScopes', () => {
   });
 });
 
+describe('a gateway given auth.toolScopes', () => {
+  const gateway = ['--port', '0', '--schedulers', 'http://127.0.0.1:1'];
+  const tools = ['--auth.tool-scopes', JSON.stringify({ delete_repo: ['repo:admin'] })];
+
+  it('refuses them at start outside auth mode jwt, whose tokens carry no scopes', async () => {
+    const { code, stderr } = await run('gateway', [...gateway, ...tools]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- auth\.toolScopes: needs mode jwt/m);
+    assert.doesNotMatch(stderr, NO_STACK);
+  });
+
+  it('prints them with its config', async () => {
+    const jwt = ['--auth.mode', 'jwt', '--auth.jwks-url', 'https://login.example.com/jwks'];
+    const { code, stdout, stderr } = await run('gateway', [...gateway, ...jwt, ...tools, '--print-config']);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^ {2}toolScopes:\n {4}delete_repo:\n {6}- repo:admin$/m);
+  });
+});
+
 describe('apps given a URL without http:// or https://', () => {
   // `scheduler:7070` is a valid URL of the scheme `scheduler:`: taken as such, the runtime crashed
   // at its first dial and the gateway started and failed every request.

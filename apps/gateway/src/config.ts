@@ -130,12 +130,18 @@ const authSchema = z
       .describe(
         'Per class, the scopes a token must grant, every one, for requests served by that class (mode jwt), e.g. {"prod-db": ["db:read"]}: a legacy session\'s requests by the class it was opened to, whatever class they name; a stateless request by the class it names. A valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them (after auth.requiredScopes), and the request goes nowhere. Classes not listed take any valid token. Each scope must be one of auth.scopes when that is set. With a class listed, session ids carry a tag of their class; sessions opened without one (before the option was set) get 404 and are opened again. A map: JSON in env and flags, clearer in the config file.',
       ),
+    toolScopes: z
+      .record(z.string().min(1, 'must be a tool name'), z.array(scopeToken).min(1, 'must list at least one scope'))
+      .default({})
+      .describe(
+        'Per tool name, the scopes a token must grant, every one, for a tools/call of that tool (mode jwt), e.g. {"delete_repo": ["repo:admin"]}, whatever class serves it: a name applies in every class, so naming another class does not dodge it. Checked for legacy session and stateless requests, and for each call of a JSON-RPC batch (a batch with one refused call is refused whole). A valid token without them gets 403 with WWW-Authenticate error="insufficient_scope" naming them (after auth.requiredScopes), nothing is sent, and the session serves on. Tools not listed, and other methods (tools/list), take any valid token. Each scope must be one of auth.scopes when that is set. A map: JSON in env and flags, clearer in the config file.',
+      ),
     scopeClaims: z
       .array(z.string().regex(JWT_CLAIM_NAME, 'must be a claim name'))
       .min(1)
       .default([...D.jwtScopeClaims])
       .describe(
-        'JWT claims a token\'s scopes are read from for auth.requiredScopes and auth.classScopes (mode jwt), the first the token carries; each a space-separated string or a list. For Microsoft Entra ID, ["scp", "roles"]: delegated tokens carry scp, application (client-credential) tokens roles.',
+        'JWT claims a token\'s scopes are read from for auth.requiredScopes, auth.classScopes and auth.toolScopes (mode jwt), the first the token carries; each a space-separated string or a list. For Microsoft Entra ID, ["scp", "roles"]: delegated tokens carry scp, application (client-credential) tokens roles.',
       ),
     algorithms: z
       .array(z.enum(JWT_ALGORITHMS))
@@ -180,6 +186,16 @@ const authSchema = z
       for (const scope of scopes.filter((s) => !a.scopes!.includes(s))) {
         const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused the class`;
         ctx.addIssue({ code: 'custom', path: ['classScopes', cls], message });
+      }
+    }
+    const tools = Object.entries(a.toolScopes);
+    if (a.mode !== 'jwt' && tools.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['toolScopes'], message: 'needs mode jwt, which has scopes to check' });
+    }
+    for (const [tool, scopes] of a.scopes ? tools : []) {
+      for (const scope of scopes.filter((s) => !a.scopes!.includes(s))) {
+        const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused the tool`;
+        ctx.addIssue({ code: 'custom', path: ['toolScopes', tool], message });
       }
     }
   });

@@ -141,6 +141,7 @@ const gateway = createGateway({
     requireAccessTokenType: config.auth.requireAccessTokenType,
     requiredScopes: config.auth.requiredScopes,
     classScopes: config.auth.classScopes,
+    toolScopes: config.auth.toolScopes,
     scopeClaims: config.auth.scopeClaims,
   },
   allowedOrigins: config.allowedOrigins,

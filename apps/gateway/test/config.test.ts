@@ -282,3 +282,43 @@ describe('gateway config: auth.classScopes', () => {
   ];
   refusesAtStart(refused);
 });
+
+describe('gateway config: auth.toolScopes', () => {
+  const jwt = { SWITCHYARD_AUTH_MODE: 'jwt', SWITCHYARD_AUTH_JWKS_URL: 'https://login.example.com/jwks' };
+  const tools = { delete_repo: ['repo:admin'], rotate_keys: ['keys:admin', 'repo:admin'] };
+
+  it('defaults to none, and takes a map of tool to scopes from the file, env or a flag (JSON)', () => {
+    assert.deepEqual(load(jwt).auth.toolScopes, {});
+    const file = loadConfig(gatewayConfigSchema, {
+      argv: ['--config', 'gateway.yaml'],
+      env: { SWITCHYARD_SCHEDULERS: 'http://127.0.0.1:7070', ...jwt },
+      readFile: () =>
+        'auth:\n  toolScopes:\n    delete_repo: [repo:admin]\n    rotate_keys: [keys:admin, repo:admin]\n',
+    });
+    assert.deepEqual(file.auth.toolScopes, tools);
+    assert.deepEqual(load({ ...jwt, SWITCHYARD_AUTH_TOOL_SCOPES: JSON.stringify(tools) }).auth.toolScopes, tools);
+    const flag = loadConfig(gatewayConfigSchema, {
+      argv: ['--auth.tool-scopes', JSON.stringify(tools)],
+      env: { SWITCHYARD_SCHEDULERS: 'http://127.0.0.1:7070', ...jwt },
+    });
+    assert.deepEqual(flag.auth.toolScopes, tools);
+  });
+
+  const refused: [string, Record<string, string>, RegExp][] = [
+    [
+      'outside mode jwt',
+      { SWITCHYARD_AUTH_TOOL_SCOPES: '{"delete_repo":["repo:admin"]}' },
+      /toolScopes.*needs mode jwt/,
+    ],
+    [
+      'a scope clients are not told to ask for',
+      { ...jwt, SWITCHYARD_AUTH_SCOPES: 'mcp:tools', SWITCHYARD_AUTH_TOOL_SCOPES: '{"delete_repo":["repo:admin"]}' },
+      /toolScopes\.delete_repo.*repo:admin is not in auth\.scopes/,
+    ],
+    ['a scope with a quote', { ...jwt, SWITCHYARD_AUTH_TOOL_SCOPES: '{"delete_repo":["a\\"b"]}' }, /scope token/],
+    ['a tool without scopes', { ...jwt, SWITCHYARD_AUTH_TOOL_SCOPES: '{"delete_repo":[]}' }, /toolScopes\.delete_repo/],
+    ['an empty tool name', { ...jwt, SWITCHYARD_AUTH_TOOL_SCOPES: '{"":["repo:admin"]}' }, /toolScopes/],
+    ['scopes as one string', { ...jwt, SWITCHYARD_AUTH_TOOL_SCOPES: '{"delete_repo":"repo:admin"}' }, /toolScopes/],
+  ];
+  refusesAtStart(refused);
+});
