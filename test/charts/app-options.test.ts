@@ -40,6 +40,7 @@ const EXPOSED: Record<Chart, Exposed> = {
     'auth.mode': ['jwt', 'auth.mode'],
     'auth.jwksUrl': ['https://login.example.com/jwks', 'auth.jwksUrl'],
     'auth.classScopes': [{ 'prod-db': ['db:read', 'db:write'], 'billing.v2': ['billing'] }, 'auth.classScopes'],
+    'auth.toolScopes': [{ delete_repo: ['repo:admin'], 'admin.rotate-keys': ['keys:admin'] }, 'auth.toolScopes'],
   },
   runtime: {
     tunnelPingIntervalMs: [15_000, 'tunnel.pingIntervalMs'],
@@ -65,6 +66,9 @@ const REFUSED: Record<Chart, [Record<string, unknown>, RegExp][]> = {
     [{ 'auth.classScopes': { 'prod-db': [] } }, /auth\.classScopes\.prod-db: Array must have at least 1 items/],
     [{ 'auth.classScopes': { 'prod db': ['db:read'] } }, /auth\.classScopes/],
     [{ 'auth.classScopes': { 'prod-db': ['a"b'] } }, /auth\.classScopes\.prod-db\.0: Does not match pattern/],
+    [{ 'auth.toolScopes': { delete_repo: [] } }, /auth\.toolScopes\.delete_repo: Array must have at least 1 items/],
+    [{ 'auth.toolScopes': { '': ['repo:admin'] } }, /auth\.toolScopes/],
+    [{ 'auth.toolScopes': { delete_repo: ['a"b'] } }, /auth\.toolScopes\.delete_repo\.0: Does not match pattern/],
   ],
   runtime: [
     [{ version: 'latest' }, /version: Does not match pattern/],

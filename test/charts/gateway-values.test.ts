@@ -56,6 +56,22 @@ describe('charts/gateway: client authentication values', { skip }, () => {
     assert.equal((await envOf(jwtSet)).has('SWITCHYARD_AUTH_CLASS_SCOPES'), false, 'unset: none');
   });
 
+  it('refuses tool scopes outside jwt mode, where no token has scopes to check', async () => {
+    await assert.rejects(
+      envOf(['auth.mode=bearer', 'auth.existingSecret=mcp-tokens', 'auth.toolScopes.delete_repo={repo:admin}']),
+      /auth\.toolScopes needs auth\.mode jwt/,
+    );
+  });
+
+  it('hands the gateway tool scopes as JSON, and none when unset', async () => {
+    const jwtSet = ['auth.mode=jwt', 'auth.jwksUrl=https://login.example.com/jwks'];
+    const scoped = await envOf([...jwtSet, 'auth.toolScopes.delete_repo={repo:admin,org:admin}']);
+    assert.deepEqual(JSON.parse(scoped.get('SWITCHYARD_AUTH_TOOL_SCOPES')!), {
+      delete_repo: ['repo:admin', 'org:admin'],
+    });
+    assert.equal((await envOf(jwtSet)).has('SWITCHYARD_AUTH_TOOL_SCOPES'), false, 'unset: none');
+  });
+
   it('refuses a token Secret that the mode would ignore', async () => {
     await assert.rejects(envOf(['auth.existingSecret=mcp-tokens']), /auth\.mode is none, which lets every client in/);
     await assert.rejects(

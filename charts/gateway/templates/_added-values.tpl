@@ -44,6 +44,7 @@ auth:
   algorithms: []
   requiredScopes: []
   classScopes: {}
+  toolScopes: {}
   scopeClaims: []
   requireAccessTokenType: false
 schedulerToken:
