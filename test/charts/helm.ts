@@ -31,6 +31,9 @@ export function locateHelm(tests: string): { helm: string; skip: string | false 
   return { helm: skip ? 'helm' : located, skip };
 }
 
+/** Where a chart is rendered: its release name and namespace (sy and switchyard unless given). */
+export type ReleaseAt = { release?: string; namespace?: string };
+
 export type Manifest = { kind: string; apiVersion: string; metadata: { name: string }; [k: string]: unknown };
 
 /** What chartRenderer gives a test file. */
@@ -39,8 +42,11 @@ export interface ChartRenderer {
   readonly skip: string | false;
   /** helm's stdout for `args`, run in the checkout's root; a refusal rejects. */
   helmRun(args: string[]): Promise<string>;
-  /** `helm template sy charts/<chart> --namespace switchyard`, with a values file and `--set` values, as parsed manifests. */
-  render(chart: string, valuesFile?: string, set?: readonly string[]): Promise<Manifest[]>;
+  /**
+   * `helm template sy charts/<chart> --namespace switchyard`, with a values file and `--set` values, as parsed
+   * manifests; `at` renders another release name or namespace.
+   */
+  render(chart: string, valuesFile?: string, set?: readonly string[], at?: ReleaseAt): Promise<Manifest[]>;
   /**
    * NOTES.txt of `charts/<chart>` as `helm install` of release sy in namespace switchyard prints it, with `--set`
    * values. `helm template` leaves NOTES.txt out and `helm install --dry-run` needs a cluster, so this renders a
@@ -72,8 +78,13 @@ export function chartRenderer(tests: string): ChartRenderer {
     return output;
   }
 
-  async function render(chart: string, valuesFile?: string, set: readonly string[] = []): Promise<Manifest[]> {
-    const args = ['template', 'sy', `charts/${chart}`, '--namespace', 'switchyard'];
+  async function render(
+    chart: string,
+    valuesFile?: string,
+    set: readonly string[] = [],
+    { release = 'sy', namespace = 'switchyard' }: ReleaseAt = {},
+  ): Promise<Manifest[]> {
+    const args = ['template', release, `charts/${chart}`, '--namespace', namespace];
     if (valuesFile) args.push('-f', valuesFile);
     for (const s of set) args.push('--set', s);
     return parseAllDocuments(await helmRun(args))

@@ -3,7 +3,9 @@
 // each say what they mean, with a severity and a `for`; every expression is
 // PromQL by the Prometheus project's own grammar (lezer-promql), on metrics
 // the table of docs/operations.md lists (test/docs/metrics.test.ts holds that
-// table to what the apps export), in the release's namespace only.
+// table to what the apps export), on the release's own series only: by the
+// labels its own ServiceMonitor or PodMonitor gives them, so that two
+// releases of a chart in one namespace are watched apart.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -73,14 +75,61 @@ it('the expression check refuses broken PromQL and reads metric names (its passi
   ]);
 });
 
-/** Per chart: a key of prometheusRule.alerts whose threshold the tuning test sets, and a threshold it may take. */
+/** A label's value in each matcher `label="value"` (equality only) of a selector. */
+const equalities = (matchers: string[]): Map<string, string> =>
+  new Map(
+    matchers.flatMap((m) => {
+      const e = /^([a-z_]+)="(.*)"$/.exec(m);
+      return e ? [[e[1]!, e[2]!] as const] : [];
+    }),
+  );
+
+type Monitor = Manifest & { spec: { selector: { matchLabels: Record<string, string> } } };
+type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
+
+/**
+ * The matcher that holds a rule to the series of the release rendered in `namespace`, from the labels the
+ * Prometheus Operator gives the targets of the chart's own monitor: a ServiceMonitor's get `service`, the name of
+ * the Service they were found through (it must select exactly one, or the label would not tell this release's
+ * pods from others'); a PodMonitor's get `job`, `<namespace>/<PodMonitor name>` (no jobLabel is set).
+ */
+function releaseMatcher(manifests: Manifest[], namespace: string): string {
+  const monitors = manifests.filter((m): m is Monitor => m.kind === 'ServiceMonitor' || m.kind === 'PodMonitor');
+  assert.equal(monitors.length, 1, 'one monitor rendered');
+  const monitor = monitors[0]!;
+  if (monitor.kind === 'PodMonitor') return `job="${namespace}/${monitor.metadata.name}"`;
+  const wanted = Object.entries(monitor.spec.selector.matchLabels);
+  const services = manifests.filter(
+    (m): m is Labelled => m.kind === 'Service' && wanted.every(([k, v]) => (m as Labelled).metadata.labels?.[k] === v),
+  );
+  const names = services.map((s) => s.metadata.name);
+  assert.equal(names.length, 1, `the ServiceMonitor selects ${names.join(', ') || 'no Service'}`);
+  return `service="${names[0]}"`;
+}
+
+/**
+ * Per chart: a key of prometheusRule.alerts whose threshold the tuning test sets, and a threshold it may take;
+ * what turns its monitor on; and the values under which its monitor scrapes a Service of another name.
+ */
 const CHARTS = [
-  { chart: 'scheduler', tuned: 'epochLag', threshold: 30 },
-  { chart: 'gateway', tuned: 'upstreamErrors', threshold: 0.2 },
-  { chart: 'runtime', tuned: 'connectionsHigh', threshold: 0.5 },
+  {
+    chart: 'scheduler',
+    tuned: 'epochLag',
+    threshold: 30,
+    monitor: 'serviceMonitor.enabled=true',
+    scrapes: [[], ['metricsPort=null']],
+  },
+  {
+    chart: 'gateway',
+    tuned: 'upstreamErrors',
+    threshold: 0.2,
+    monitor: 'serviceMonitor.enabled=true',
+    scrapes: [[], ['metricsPort=null']],
+  },
+  { chart: 'runtime', tuned: 'connectionsHigh', threshold: 0.5, monitor: 'podMonitor.enabled=true', scrapes: [[]] },
 ] as const;
 
-for (const { chart, tuned, threshold } of CHARTS) {
+for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
   describe(`charts/${chart}: prometheusRule`, { skip }, () => {
     const values = parse(readFileSync(join(root, `charts/${chart}/values.yaml`), 'utf8')) as {
       prometheusRule?: { alerts?: Record<string, unknown> };
@@ -129,18 +178,55 @@ for (const { chart, tuned, threshold } of CHARTS) {
       }
     });
 
-    it('writes each expression in PromQL, on documented metrics of the release namespace', async () => {
+    it('writes each expression in PromQL, on documented metrics', async () => {
       for (const rule of await rendered()) {
         const selectors = selectorsOf(rule.expr);
         assert.ok(selectors.length > 0, rule.alert);
-        for (const { metric, matchers } of selectors) {
+        for (const { metric } of selectors) {
           assert.ok(
             documented.has(metric),
             `${rule.alert}: ${metric || 'a selector without a name'} is not in the table`,
           );
-          assert.ok(matchers.includes('namespace="switchyard"'), `${rule.alert}: ${metric} {${matchers.join(',')}}`);
         }
       }
+    });
+
+    /** The rules and the manifests of release `release` in `namespace`, its monitor on. */
+    const releaseRules = async (release: string, namespace: string, set: readonly string[] = []) => {
+      const manifests = await render(chart, undefined, [...on, monitor, ...set], { release, namespace });
+      const rules = rulesOf(manifests)[0]!.spec.groups.flatMap((g) => g.rules);
+      return { manifests, rules };
+    };
+
+    it("holds every selector to the release's own series: its namespace, and the label its monitor gives them", async () => {
+      for (const set of scrapes) {
+        const { manifests, rules } = await releaseRules('blue', 'edge', set);
+        const own = releaseMatcher(manifests, 'edge');
+        assert.ok(own.includes('blue'), `${own} follows the release name`);
+        for (const rule of rules) {
+          for (const { metric, matchers } of selectorsOf(rule.expr)) {
+            const where = `${rule.alert} (${set.join(' ') || 'defaults'}): ${metric} {${matchers.join(',')}}`;
+            assert.ok(matchers.includes('namespace="edge"'), where);
+            assert.ok(matchers.includes(own), `${where} lacks ${own}`);
+          }
+        }
+      }
+    });
+
+    it('watches two releases in one namespace apart (staging beside production)', async () => {
+      const staging = (await releaseRules('staging', 'shop')).rules;
+      const production = (await releaseRules('production', 'shop')).rules;
+      assert.equal(staging.length, production.length);
+      staging.forEach((rule, i) => {
+        const theirs = selectorsOf(production[i]!.expr);
+        selectorsOf(rule.expr).forEach(({ metric, matchers }, j) => {
+          const other = equalities(theirs[j]!.matchers);
+          const apart = [...equalities(matchers)].some(
+            ([label, value]) => other.has(label) && other.get(label) !== value,
+          );
+          assert.ok(apart, `${rule.alert}: ${metric} {${matchers.join(',')}} is production's too`);
+        });
+      });
     });
 
     it('takes threshold, for and severity from the values, and leaves out an alert turned off', async () => {

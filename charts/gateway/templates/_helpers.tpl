@@ -49,3 +49,14 @@ for: {{ .for }}
 labels:
   severity: {{ .severity | quote }}
 {{- end -}}
+
+{{- /*
+The label matchers that hold an alert to this release's gateways: the labels the Prometheus Operator gives the
+targets of the chart's ServiceMonitor, namespace and service, the Service it finds them through (the metrics
+Service with metricsPort, else the /mcp one). The namespace alone would add up two releases in one namespace.
+*/ -}}
+{{- define "gateway.alertScope" -}}
+{{- $service := include "gateway.fullname" . -}}
+{{- if not (kindIs "invalid" .Values.metricsPort) }}{{ $service = printf "%s-metrics" $service }}{{ end -}}
+{{- printf "namespace=%q,service=%q" .Release.Namespace $service -}}
+{{- end -}}

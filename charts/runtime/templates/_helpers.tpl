@@ -35,3 +35,13 @@ for: {{ .for }}
 labels:
   severity: {{ .severity | quote }}
 {{- end -}}
+
+{{- /*
+The label matchers that hold an alert to this release's runtimes: the labels the Prometheus Operator gives the
+targets of the chart's PodMonitor, namespace and job, which is <namespace>/<PodMonitor name> while the PodMonitor
+sets no jobLabel. The namespace alone would add up two releases in one namespace.
+*/ -}}
+{{- define "runtime.alertScope" -}}
+{{- $job := printf "%s/%s" .Release.Namespace (include "runtime.fullname" .) -}}
+{{- printf "namespace=%q,job=%q" .Release.Namespace $job -}}
+{{- end -}}

@@ -90,3 +90,13 @@ for: {{ .for }}
 labels:
   severity: {{ .severity | quote }}
 {{- end -}}
+
+{{- /*
+The label matchers that hold an alert to this release's replicas: the labels the Prometheus Operator gives the
+targets of the chart's ServiceMonitor, namespace and service, the one Service it finds them through (the
+headless peers Service; the client Service selects the same pods). The namespace alone would add up two
+releases in one namespace: two leaders where each release has one.
+*/ -}}
+{{- define "scheduler.alertScope" -}}
+{{- printf "namespace=%q,service=%q" .Release.Namespace (printf "%s-peers" (include "scheduler.fullname" .)) -}}
+{{- end -}}
