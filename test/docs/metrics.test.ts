@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { UPSTREAM_ERROR_REASONS } from '@switchyard/gateway';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -33,6 +34,22 @@ function tableRows(): Map<string, string> {
   }
   return rows;
 }
+
+/** The cells of the table's row for `name`: metric, type, labels, meaning. */
+function tableRow(name: string): string[] {
+  const row = text('docs/operations.md')
+    .split('\n')
+    .find((line) => line.startsWith(`| \`${name}\` `));
+  assert.ok(row, `a row for ${name}`);
+  return row.split(' | ').map((cell) => cell.trim());
+}
+
+it('the table lists the reasons of upstream_errors_total the gateway counts, no other', () => {
+  // Its meaning names each reason in backticks, some with what it means in parentheses.
+  const meaning = tableRow('switchyard_gateway_upstream_errors_total')[3]!;
+  const documented = [...meaning.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!);
+  assert.deepEqual(documented.toSorted(), [...UPSTREAM_ERROR_REASONS].toSorted());
+});
 
 describe('metrics named in the docs', () => {
   let cluster: TestCluster;

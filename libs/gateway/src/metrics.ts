@@ -21,18 +21,26 @@ export interface GatewayMetrics {
   refused(reason: RefusalReason): void;
 }
 
-export type UpstreamErrorReason =
-  | 'connect'
-  | 'gone'
-  | 'reset'
-  | 'stream'
-  | 'timeout'
-  | 'scheduler'
-  | 'aborted'
-  | 'tls'
-  | 'unauthorized'
-  | 'silent'
-  | 'streams_full';
+/**
+ * Why a request failed upstream (`upstream_errors_total{reason}`), the
+ * reasons docs/operations.md lists. A failure to place a request (no
+ * scheduler answered) is no upstream error: the gateway answers it 503
+ * itself, counted in `requests_total`.
+ */
+export const UPSTREAM_ERROR_REASONS = [
+  'connect',
+  'gone',
+  'reset',
+  'stream',
+  'timeout',
+  'aborted',
+  'tls',
+  'unauthorized',
+  'silent',
+  'streams_full',
+] as const;
+
+export type UpstreamErrorReason = (typeof UPSTREAM_ERROR_REASONS)[number];
 
 /**
  * Why the gateway refused a request itself (`refusals_total{reason}`): the
