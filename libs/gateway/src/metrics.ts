@@ -25,7 +25,8 @@ export interface GatewayMetrics {
  * Why a request failed upstream (`upstream_errors_total{reason}`), the
  * reasons docs/operations.md lists. A failure to place a request (no
  * scheduler answered) is no upstream error: the gateway answers it 503
- * itself, counted in `requests_total`.
+ * itself, counted in `requests_total`. Each is exported from 0, so that a
+ * rate over any of them has a series before its first failure.
  */
 export const UPSTREAM_ERROR_REASONS = [
   'connect',
@@ -125,6 +126,22 @@ function memo<T>(make: (key: string) => T, max = Infinity): (key: string) => T {
   };
 }
 
+/**
+ * The children of a counter labelled by reason, one per reason of a fixed
+ * set, each exported from 0: a series exists before its first increment.
+ */
+function childrenFromZero<R extends string>(
+  counter: Counter<'reason'>,
+  reasons: readonly R[],
+): Record<R, { inc(): void }> {
+  return Object.fromEntries(
+    reasons.map((reason) => {
+      counter.inc({ reason }, 0);
+      return [reason, counter.labels({ reason })];
+    }),
+  ) as Record<R, { inc(): void }>;
+}
+
 /** Registers the gateway's metrics on `registry` under `prefix`. */
 export function createMetrics(registry: Registry, prefix: string): GatewayMetrics {
   const registers = [registry];
@@ -180,17 +197,12 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     labelNames: ['reason'],
     registers,
   });
-  const refusalChild = Object.fromEntries(
-    REFUSAL_REASONS.map((reason) => {
-      refusals.inc({ reason }, 0);
-      return [reason, refusals.labels({ reason })];
-    }),
-  ) as Record<RefusalReason, { inc(): void }>;
+  const refusalChild = childrenFromZero(refusals, REFUSAL_REASONS);
+  const errorChild = childrenFromZero(upstreamErrors, UPSTREAM_ERROR_REASONS);
   const requestChild = memo((key) => {
     const space = key.indexOf(' ');
     return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
   }, REQUEST_CHILDREN_MAX);
-  const errorChild = memo((reason) => upstreamErrors.labels({ reason }));
   const scheduleChild = memo((outcome) => schedule.labels({ outcome }));
   const lookupChild = memo((key) => {
     const [result, tier] = key.split(' ');
@@ -199,7 +211,7 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
   return {
     // Unknown methods collapse into one label value so clients cannot grow the series set.
     request: (method, code) => requestChild(`${HTTP_METHODS.has(method) ? method : 'OTHER'} ${codeLabel(code)}`).inc(),
-    upstreamError: (reason) => errorChild(reason).inc(),
+    upstreamError: (reason) => errorChild[reason].inc(),
     scheduleLatency: (seconds, outcome) => scheduleChild(outcome).observe(seconds),
     routeLookup: (result, tier) => lookupChild(`${result} ${tier}`).inc(),
     sseOpened: () => sse.inc(),
