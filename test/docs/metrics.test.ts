@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { UPSTREAM_ERROR_REASONS } from '@switchyard/gateway';
+import { REFUSAL_REASONS, UPSTREAM_ERROR_REASONS } from '@switchyard/gateway';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -49,6 +49,15 @@ it('the table lists the reasons of upstream_errors_total the gateway counts, no 
   const meaning = tableRow('switchyard_gateway_upstream_errors_total')[3]!;
   const documented = [...meaning.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!);
   assert.deepEqual(documented.toSorted(), [...UPSTREAM_ERROR_REASONS].toSorted());
+});
+
+it('the Refusals table lists the reasons of refusals_total the gateway exports, no other', () => {
+  // The section's table, up to the next heading: one row per reason, the reason in backticks first.
+  const section = text('docs/operations.md')
+    .split(/^### Refusals$/m)[1]!
+    .split(/^##/m)[0]!;
+  const documented = [...section.matchAll(/^\| `([a-z_]+)` +\|/gm)].map((m) => m[1]!);
+  assert.deepEqual(documented.toSorted(), [...REFUSAL_REASONS].toSorted());
 });
 
 describe('metrics named in the docs', () => {
