@@ -72,6 +72,10 @@ prometheusRule:
   enabled: false
   labels: {}
   alerts:
+    absent:
+      enabled: true
+      for: 5m
+      severity: critical
     upstreamErrors:
       enabled: true
       for: 10m
