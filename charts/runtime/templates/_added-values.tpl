@@ -32,6 +32,10 @@ prometheusRule:
   enabled: false
   labels: {}
   alerts:
+    absent:
+      enabled: true
+      for: 5m
+      severity: warning
     tunnelDown:
       enabled: true
       for: 5m
