@@ -5,7 +5,9 @@
 // the table of docs/operations.md lists (test/docs/metrics.test.ts holds that
 // table to what the apps export), on the release's own series only: by the
 // labels its own ServiceMonitor or PodMonitor gives them, so that two
-// releases of a chart in one namespace are watched apart.
+// releases of a chart in one namespace are watched apart; and each chart has
+// an alert that fires once Prometheus scrapes no process of the release at
+// all (absent()), when every expression on their values returns nothing.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -52,6 +54,42 @@ function selectorsOf(expr: string): Selector[] {
   return selectors;
 }
 
+/**
+ * The absent() calls of a PromQL expression: the metric its argument selects, and the labels Prometheus gives
+ * the one sample it returns when nothing matches: the argument's equality matchers when it is a bare selector
+ * (`absent(x{job="a",pod=~".*"})` is `{job="a"}`), none when it is anything else (`absent(sum(x{job="a"}))`).
+ */
+function absentsOf(expr: string): { metric: string; labels: Record<string, string> }[] {
+  const calls: { metric: string; labels: Record<string, string> }[] = [];
+  parser.parse(expr).iterate({
+    enter(ref) {
+      if (ref.name !== 'FunctionCall' || ref.node.getChild('FunctionIdentifier')?.firstChild?.name !== 'Absent') return;
+      const argument = ref.node.getChild('FunctionCallBody')?.getChild('VectorSelector');
+      if (!argument) return void calls.push({ metric: '', labels: {} });
+      const name = argument.getChild('Identifier');
+      const matchers = argument.getChild('LabelMatchers')?.getChildren('UnquotedLabelMatcher') ?? [];
+      calls.push({
+        metric: name ? expr.slice(name.from, name.to) : '',
+        labels: Object.fromEntries(equalities(matchers.map((m) => expr.slice(m.from, m.to)))),
+      });
+    },
+  });
+  return calls;
+}
+
+/** The labels each aggregation of a PromQL expression keeps (`sum by (a, b) (…)` keeps a and b; `sum(…)` none). */
+function groupingsOf(expr: string): string[][] {
+  const groupings: string[][] = [];
+  parser.parse(expr).iterate({
+    enter(ref) {
+      if (ref.name !== 'AggregateExpr') return;
+      const labels = ref.node.getChild('AggregateModifier')?.getChild('GroupingLabels')?.getChildren('LabelName');
+      groupings.push((labels ?? []).map((l) => expr.slice(l.from, l.to)));
+    },
+  });
+  return groupings;
+}
+
 const operations = readFileSync(join(root, 'docs/operations.md'), 'utf8');
 /** The metrics the table of docs/operations.md lists. */
 const documented = new Set([...operations.matchAll(/^\| `(switchyard_[a-z0-9_]+)` +\| \w+ +\|/gm)].map((m) => m[1]!));
@@ -73,6 +111,12 @@ it('the expression check refuses broken PromQL and reads metric names (its passi
     { metric: 'a_total', matchers: ['namespace="n"', 'code=~"5.."'] },
     { metric: 'b', matchers: [] },
   ]);
+  // Prometheus' own examples of the labels of absent()'s result.
+  assert.deepEqual(absentsOf('absent(x{job="a",instance=~".*"}) or absent(sum(x{job="a"}))'), [
+    { metric: 'x', labels: { job: 'a' } },
+    { metric: '', labels: {} },
+  ]);
+  assert.deepEqual(groupingsOf('sum by (a, b) (x) < 1 or max(y)'), [['a', 'b'], []]);
 });
 
 /** A label's value in each matcher `label="value"` (equality only) of a selector. */
@@ -208,6 +252,30 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
             const where = `${rule.alert} (${set.join(' ') || 'defaults'}): ${metric} {${matchers.join(',')}}`;
             assert.ok(matchers.includes('namespace="edge"'), where);
             assert.ok(matchers.includes(own), `${where} lacks ${own}`);
+          }
+        }
+      }
+    });
+
+    it('alerts when no process of the release is scraped at all: absent() over its series, labelled as the release', async () => {
+      // Once every process is gone (crash loop, pods deleted, nothing scraped), their series go stale and an
+      // expression on them returns nothing, so no alert on their values fires: only absent() does.
+      for (const set of scrapes) {
+        const { manifests, rules } = await releaseRules('blue', 'edge', set);
+        const own = [...equalities([releaseMatcher(manifests, 'edge')])][0]!;
+        const scope = { namespace: 'edge', [own[0]]: own[1] };
+        const watching = rules.filter((r) => absentsOf(r.expr).length > 0);
+        assert.ok(
+          watching.length > 0,
+          `${chart} (${set.join(' ') || 'defaults'}): no alert fires once its series are gone`,
+        );
+        for (const rule of watching) {
+          for (const { metric, labels } of absentsOf(rule.expr)) {
+            assert.deepEqual(labels, scope, `${rule.alert}: the labels of absent(${metric || '…'})`);
+          }
+          // Its other branches keep the same labels: the alert stays one as the last process goes or the first returns.
+          for (const by of groupingsOf(rule.expr)) {
+            assert.deepEqual(by.toSorted(), Object.keys(scope).toSorted(), `${rule.alert}: what it aggregates by`);
           }
         }
       }
