@@ -17,14 +17,24 @@ const text = (file: string): string => readFileSync(join(root, file), 'utf8');
 /** prom-client's default metrics, which the table leaves to one sentence. */
 const DEFAULT_METRIC = /^switchyard_[a-z]+_(process|nodejs)_/;
 
-/** Metric families and their types, from `# TYPE` lines of the text exposition. */
-async function families(url: string): Promise<Map<string, string>> {
+/** The text exposition at `url`. */
+async function scrape(url: string): Promise<string> {
   const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
   assert.equal(res.status, 200, url);
+  return res.text();
+}
+
+/** Metric families and their types, from `# TYPE` lines of the text exposition. */
+function families(exposition: string): Map<string, string> {
   const types = new Map<string, string>();
-  for (const m of (await res.text()).matchAll(/^# TYPE (\S+) (\S+)$/gm)) types.set(m[1]!, m[2]!);
+  for (const m of exposition.matchAll(/^# TYPE (\S+) (\S+)$/gm)) types.set(m[1]!, m[2]!);
   return types;
 }
+
+/** The metrics the charts' alerts watch with absent(), which then fires once no process exports them. */
+const watchedByAbsent = ['gateway', 'scheduler', 'runtime'].flatMap((chart) => [
+  ...text(`charts/${chart}/templates/prometheusrule.yaml`).matchAll(/\babsent\((switchyard_[a-z0-9_]+)\{/g),
+]);
 
 /** The rows of the metrics table in operations.md: name → type. */
 function tableRows(): Map<string, string> {
@@ -63,6 +73,8 @@ it('the Refusals table lists the reasons of refusals_total the gateway exports, 
 describe('metrics named in the docs', () => {
   let cluster: TestCluster;
   const exported = new Map<string, string>();
+  /** The names of the samples exported (a family with none, such as a labelled metric never set, is absent). */
+  const sampled = new Set<string>();
 
   before(async () => {
     // The direct listener on, for the connections_* metrics only it brings.
@@ -79,7 +91,9 @@ describe('metrics named in the docs', () => {
     const scheduler = cluster.schedulerUrls()[0]!;
     const gateway = cluster.gatewayUrl().replace(/\/mcp$/, '');
     for (const url of [`${scheduler}/metrics`, `${gateway}/metrics`, `${scheduler}/api/proxy/r0/metrics`]) {
-      for (const [name, type] of await families(url)) exported.set(name, type);
+      const exposition = await scrape(url);
+      for (const [name, type] of families(exposition)) exported.set(name, type);
+      for (const m of exposition.matchAll(/^([a-z_][a-z0-9_]*)[{ ]/gm)) sampled.add(m[1]!);
     }
   });
   after(() => cluster?.stop());
@@ -110,6 +124,16 @@ describe('metrics named in the docs', () => {
       }
     }
     assert.deepEqual(missing, []);
+  });
+
+  it("that the charts' absent() alerts watch have a sample from each app's start, before any traffic", () => {
+    // Else absent() would fire on a healthy release that has not served a request yet.
+    const metrics = watchedByAbsent.map((m) => m[1]!);
+    assert.ok(metrics.length >= 3, `absent() over ${metrics.join(', ') || 'nothing'}`);
+    assert.deepEqual(
+      metrics.filter((name) => !sampled.has(name)),
+      [],
+    );
   });
 
   it('have the type the table gives', () => {
