@@ -179,7 +179,7 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
       prometheusRule?: { alerts?: Record<string, unknown> };
     };
     const keys = Object.keys(values.prometheusRule?.alerts ?? {});
-    const on = ['prometheusRule.enabled=true', 'prometheusRule.labels.release=prometheus'];
+    const on = ['prometheusRule.enabled=true', 'prometheusRule.labels.release=prometheus', monitor];
     const rendered = async (set: readonly string[] = []): Promise<Rule[]> => {
       const rules = rulesOf(await render(chart, undefined, [...on, ...set]));
       assert.equal(rules.length, 1);
@@ -237,7 +237,7 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
 
     /** The rules and the manifests of release `release` in `namespace`, its monitor on. */
     const releaseRules = async (release: string, namespace: string, set: readonly string[] = []) => {
-      const manifests = await render(chart, undefined, [...on, monitor, ...set], { release, namespace });
+      const manifests = await render(chart, undefined, [...on, ...set], { release, namespace });
       const rules = rulesOf(manifests)[0]!.spec.groups.flatMap((g) => g.rules);
       return { manifests, rules };
     };
@@ -312,6 +312,14 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
       assert.deepEqual([rule.for, rule.labels.severity], ['7m', 'critical']);
       assert.equal(rules.length, keys.length - 1);
       assert.ok(!rules.some((r) => r.alert.endsWith(capitalized(off))), off);
+    });
+
+    it('refuses to render without its monitor, whose series every alert watches', async () => {
+      const alone = on.filter((value) => value !== monitor);
+      const enabledKey = monitor.replace(/=true$/, '');
+      await assert.rejects(render(chart, undefined, alone), (error: { stderr?: string }) =>
+        (error.stderr ?? '').includes(`prometheusRule.enabled needs ${enabledKey}`),
+      );
     });
 
     it('refuses a for Prometheus would not take, and a threshold that is no number', async () => {
