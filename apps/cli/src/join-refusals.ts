@@ -17,6 +17,16 @@ function refusalReason(body: string | undefined): string {
   return body?.trim() || '(no reason given)';
 }
 
+/** The runtime id a 403's body (`{"error","runtime"}`) names, if it names one. */
+function refusedId(body: string | undefined): string | undefined {
+  try {
+    const { runtime } = JSON.parse(body ?? '') as { runtime?: unknown };
+    return typeof runtime === 'string' ? runtime : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Answers to the connect request that a scheduler never gives: whatever
  * answered (a gateway, a scheduler's page, any web server) will never take
@@ -38,9 +48,18 @@ function pathOf(url: string | undefined): string {
  * where the join token came from: the line names it, never the token.
  */
 export function lastingRefusal(entry: LogEntry, schedulerUrl: string, tokenSource: string): string | undefined {
-  if (entry.msg !== 'scheduler refused the tunnel' || entry.status === undefined) return undefined;
+  // The dialer appends a hint to the message for some statuses (a 403's, a 409's).
+  if (!entry.msg?.startsWith('scheduler refused the tunnel') || entry.status === undefined) return undefined;
   if (entry.status === 401) return `${schedulerUrl} refused the join token (check ${tokenSource})`;
   if (entry.status === 400) return `${schedulerUrl} refused this runtime: ${refusalReason(entry.body)}`;
+  // A token scoped to id patterns (`<token> gpu-*`) that this id is not one of: no redial changes that.
+  if (entry.status === 403) {
+    const id = refusedId(entry.body);
+    return (
+      `${schedulerUrl} refused runtime id ${id ?? '(this one)'}: the join token (${tokenSource}) admits other ids; ` +
+      'pass an --id it admits, or a token for this one'
+    );
+  }
   if (noScheduler(entry.status)) {
     return (
       `${schedulerUrl} does not answer as a Switchyard scheduler (HTTP ${entry.status} to ${pathOf(entry.url)}): ` +

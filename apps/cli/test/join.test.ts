@@ -28,6 +28,25 @@ describe('switchyard runtime join, refused', () => {
   });
 });
 
+describe('switchyard runtime join, refused for its id', () => {
+  let replica: SchedulerReplica;
+  before(async () => {
+    // A join token scoped to ids gpu-*: a runtime joining as another id with it is refused 403 at every dial.
+    replica = await startOneReplica({ joinTokens: () => [`${JOIN_TOKEN} gpu-*`] });
+  });
+  after(() => replica?.close());
+
+  it('says the join token does not admit the id, and exits 1 at once rather than dialling on', async () => {
+    const args = ['runtime', 'join', replica.url, '--token', JOIN_TOKEN, '--id', 'cpu-1', '--wait-seconds', '600'];
+    const { code, stderr } = await runCli(args);
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused runtime id cpu-1: the join token \(--token\) admits other ids; pass an --id it admits, or a token for this one$/m,
+    );
+  });
+});
+
 describe('switchyard runtime join, refused by something that is no scheduler', () => {
   // A proxy's error page, or any server at the URL given: its body is shown, but as one line of plain text.
   const PAGE = '<html>\nswitchyard: joined as rt-0\x1b[2K\r</html>';
