@@ -439,8 +439,8 @@ function checkTokenClaims(auth: AuthOptions): void {
     if (auth.scopes !== undefined && !auth.scopes.includes(scope))
       throw new SwitchyardError('invalid_request', `auth.requiredScopes: ${scope} is not in auth.scopes`);
   }
-  checkClassScopes(auth);
-  checkToolScopes(auth);
+  checkScopeMap(auth, 'classScopes', (cls) => (isIdentityValue(cls) ? undefined : `${cls} is not a class name`));
+  checkScopeMap(auth, 'toolScopes', (tool) => (tool === '' ? 'a tool name is empty' : undefined));
   if (auth.algorithms !== undefined) {
     if (auth.algorithms.length === 0) throw new SwitchyardError('invalid_request', 'auth.algorithms must not be empty');
     for (const alg of auth.algorithms) {
@@ -453,43 +453,31 @@ function checkTokenClaims(auth: AuthOptions): void {
   }
 }
 
-/** auth.classScopes: classes that are identity values, each with scope tokens clients are told to ask for. */
-function checkClassScopes(auth: AuthOptions): void {
-  const classes = Object.entries(auth.classScopes ?? {});
-  // Another mode has no scopes to check: an operator would believe the classes held to them.
-  if (classes.length > 0 && auth.mode !== 'jwt') {
-    throw new SwitchyardError('invalid_request', 'auth.classScopes needs mode jwt');
+/**
+ * auth.classScopes and auth.toolScopes: keys `keyProblem` passes (it names
+ * what is wrong with one, else undefined), each with scope tokens clients
+ * are told to ask for.
+ */
+function checkScopeMap(
+  auth: AuthOptions,
+  option: 'classScopes' | 'toolScopes',
+  keyProblem: (key: string) => string | undefined,
+): void {
+  const entries = Object.entries(auth[option] ?? {});
+  // Another mode has no scopes to check: an operator would believe the classes or tools held to them.
+  if (entries.length > 0 && auth.mode !== 'jwt') {
+    throw new SwitchyardError('invalid_request', `auth.${option} needs mode jwt`);
   }
-  for (const [cls, scopes] of classes) {
-    if (!isIdentityValue(cls))
-      throw new SwitchyardError('invalid_request', `auth.classScopes: ${cls} is not a class name`);
-    // A class listed with none would look held to scopes and take any token.
-    if (scopes.length === 0) throw new SwitchyardError('invalid_request', `auth.classScopes.${cls} lists no scope`);
+  for (const [key, scopes] of entries) {
+    const problem = keyProblem(key);
+    if (problem !== undefined) throw new SwitchyardError('invalid_request', `auth.${option}: ${problem}`);
+    // One listed with none would look held to scopes and take any token.
+    if (scopes.length === 0) throw new SwitchyardError('invalid_request', `auth.${option}.${key} lists no scope`);
     for (const scope of scopes) {
       if (!SCOPE_TOKEN.test(scope))
-        throw new SwitchyardError('invalid_request', `auth.classScopes.${cls}: ${scope} is not a scope token`);
+        throw new SwitchyardError('invalid_request', `auth.${option}.${key}: ${scope} is not a scope token`);
       if (auth.scopes !== undefined && !auth.scopes.includes(scope))
-        throw new SwitchyardError('invalid_request', `auth.classScopes.${cls}: ${scope} is not in auth.scopes`);
-    }
-  }
-}
-
-/** auth.toolScopes: tool names, each with scope tokens clients are told to ask for. */
-function checkToolScopes(auth: AuthOptions): void {
-  const tools = Object.entries(auth.toolScopes ?? {});
-  // Another mode has no scopes to check: an operator would believe the tools held to them.
-  if (tools.length > 0 && auth.mode !== 'jwt') {
-    throw new SwitchyardError('invalid_request', 'auth.toolScopes needs mode jwt');
-  }
-  for (const [tool, scopes] of tools) {
-    if (tool === '') throw new SwitchyardError('invalid_request', 'auth.toolScopes: a tool name is empty');
-    // A tool listed with none would look held to scopes and take any token.
-    if (scopes.length === 0) throw new SwitchyardError('invalid_request', `auth.toolScopes.${tool} lists no scope`);
-    for (const scope of scopes) {
-      if (!SCOPE_TOKEN.test(scope))
-        throw new SwitchyardError('invalid_request', `auth.toolScopes.${tool}: ${scope} is not a scope token`);
-      if (auth.scopes !== undefined && !auth.scopes.includes(scope))
-        throw new SwitchyardError('invalid_request', `auth.toolScopes.${tool}: ${scope} is not in auth.scopes`);
+        throw new SwitchyardError('invalid_request', `auth.${option}.${key}: ${scope} is not in auth.scopes`);
     }
   }
 }
