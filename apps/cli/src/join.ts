@@ -35,12 +35,15 @@ const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
  * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
  * scheduler that refuses the join token (or this runtime's description), or
  * a URL where no scheduler answers, ends it with exit code 1, since retrying
- * would not help; so does a scheduler not reached within `waitMs`.
+ * would not help; so does a scheduler not reached within `waitMs`. The
+ * join token is never printed, even where what answered echoes it back.
  */
 export async function joinRuntime(options: JoinOptions): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) classes[name] = KNOWN[name]();
-  const say = (line: string): void => void process.stderr.write(`switchyard: ${printable(line)}\n`);
+  // Whatever answered the URL may echo the request (a 400 page with its headers), and its body is shown.
+  const masked = (line: string): string => line.replaceAll(options.token, '(the join token)');
+  const say = (line: string): void => void process.stderr.write(`switchyard: ${printable(masked(line))}\n`);
   // Made before the runtime starts: its first refusal may come before startRuntimeNode resolves.
   let code: number | undefined;
   let end: (code: number) => void = () => {};

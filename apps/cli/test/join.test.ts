@@ -75,6 +75,34 @@ describe('switchyard runtime join, refused by something that is no scheduler', (
   });
 });
 
+describe('switchyard runtime join, refused by a server that echoes the request', () => {
+  // A debugging proxy or echo service at the URL given answers 400 with what it received, the Authorization
+  // header among it: the refusal's body is shown, the join token in it never is.
+  let server: Server;
+  let url: string;
+  before(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      const echoed = `bad request; you sent Authorization: ${req.headers.authorization}`;
+      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' }).end(echoed);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('prints the body with the join token masked, and exits 1', async () => {
+    const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+    assert.equal(code, 1, stderr);
+    assert.ok(!stderr.includes(JOIN_TOKEN), `the join token is never printed:\n${stderr}`);
+    assert.match(stderr, /refused this runtime: bad request; you sent Authorization: Bearer \(the join token\)$/m);
+  });
+});
+
 describe('switchyard runtime join, at a URL that is no scheduler', () => {
   // A gateway's URL, a scheduler's /ui, any web server: nothing there will ever take the tunnel.
   for (const status of [404, 200]) {
