@@ -50,29 +50,36 @@ export class ClassScopes {
     return `${minted}.${tagOf(cls)}`;
   }
 
-  /**
-   * Throws InsufficientScopeError (403) when `cls` is listed and `granted`
-   * lacks one of its scopes; passes any other class.
-   */
-  admit(cls: string, granted: ReadonlySet<string> | undefined): void {
-    const needs = this.#needs.get(cls);
-    if (needs === undefined || (granted !== undefined && !lacksAny(granted, needs))) return;
-    throw new InsufficientScopeError(`Forbidden: token lacks a scope of class ${cls}`, needs, 'class_scope');
+  /** The scopes a request served by `cls` needs (auth.requiredScopes first), or none when it is not listed. */
+  needs(cls: string): readonly string[] {
+    return this.#needs.get(cls) ?? [];
   }
 
   /**
-   * admit() for the class session `sessionId` was opened to. An id without
-   * a tag was minted by a gateway that did not hold classes to scopes, or
-   * made up: its class is unknown, and it is answered as a lost session
-   * (404), which a client opens again.
+   * Throws InsufficientScopeError (403) when `cls` is listed and `granted`
+   * lacks one of its scopes, naming them and then `alsoNeeded` (what else
+   * the request needs: the scopes of the tools it calls), so that one
+   * step-up admits the request; passes any other class.
    */
-  admitSession(sessionId: string, granted: ReadonlySet<string> | undefined): void {
+  admit(cls: string, granted: ReadonlySet<string> | undefined, alsoNeeded: readonly string[] = []): void {
+    const needs = this.#needs.get(cls);
+    if (needs === undefined || (granted !== undefined && !lacksAny(granted, needs))) return;
+    const named = [...new Set([...needs, ...alsoNeeded])];
+    throw new InsufficientScopeError(`Forbidden: token lacks a scope of class ${cls}`, named, 'class_scope');
+  }
+
+  /**
+   * The listed class session `sessionId` was opened to, or undefined for
+   * one not listed. An id without a tag was minted by a gateway that did
+   * not hold classes to scopes, or made up: its class is unknown, and it is
+   * answered as a lost session (404), which a client opens again.
+   */
+  sessionClass(sessionId: string): string | undefined {
     const tag = TAGGED_SESSION_ID.exec(sessionId)?.[1];
     if (tag === undefined) {
       throw new SwitchyardError('session_not_found', 'Session not found: opened without a class tag; re-initialize');
     }
-    const cls = this.#byTag.get(tag);
-    if (cls !== undefined) this.admit(cls, granted);
+    return this.#byTag.get(tag);
   }
 }
 

@@ -237,6 +237,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     chains,
     defaultClass: options.defaultClass ?? GATEWAY_DEFAULTS.defaultClass,
     ...(classScopes ? { classScopes } : {}),
+    ...(toolScopes ? { toolScopes } : {}),
   };
   const authenticator = createAuthenticator(o.auth, o.clock, upstreamLog, (ended) =>
     o.logger.warn({ ended }, 'closed requests whose token was removed'),
@@ -340,8 +341,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (info.claimedVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(info.claimedVersion)) {
         throw new UnsupportedVersionError('Unsupported protocol version', info.claimedVersion);
       }
-      // Before any routing, whatever the request's era or class: nothing is scheduled or sent, and its session serves on.
-      if (toolScopes && info.toolNames?.length) toolScopes.admit(info.toolNames, credential?.scopes);
       if (version === STATELESS_PROTOCOL_VERSION || info.claimedVersion === STATELESS_PROTOCOL_VERSION) {
         await routeStateless(ctx, r);
       } else if (sessionId !== undefined) {

@@ -136,7 +136,8 @@ export interface AuthOptions {
    * request served by that class (see ClassScopes): a legacy session's
    * requests by the class it was opened to, whatever class they name; a
    * stateless request by the class it names. A valid token without them is
-   * refused with 403 insufficient_scope naming them (and `requiredScopes`),
+   * refused with 403 insufficient_scope naming them (and `requiredScopes`,
+   * and the scopes of the tools a `tools/call` calls, see `toolScopes`),
    * and nothing is scheduled or sent. Classes not listed take any valid
    * token. Each scope a scope token, and one of `scopes` when that is set.
    * With any class listed, session ids carry their class's tag, and a
@@ -149,7 +150,9 @@ export interface AuthOptions {
    * `tools/call` of that tool, in whatever class serves it (see ToolScopes):
    * legacy session requests, stateless requests, and each call of a
    * JSON-RPC batch. A valid token without them is refused with 403
-   * insufficient_scope naming them (after `requiredScopes`), and nothing is
+   * insufficient_scope naming them (after `requiredScopes` and the scopes of
+   * the class serving the request, as a class's refusal names the tools'
+   * scopes: one step-up admits the call), and nothing is
    * scheduled or sent; its session serves on. Tools not listed, and methods
    * other than `tools/call`, take any valid token. Each scope a scope
    * token, and one of `scopes` when that is set. Default none.

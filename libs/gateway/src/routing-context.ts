@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '@switchyard/clock';
 import type { ClassScopes } from './class-scopes.ts';
+import type { ToolScopes } from './tool-scopes.ts';
 import type { EventStreamUpstream } from './event-streams.ts';
 import type { CloseWatch } from './exchange.ts';
 import type { IdentityStrategy } from './identity.ts';
@@ -49,6 +50,8 @@ export interface RoutingContext {
   readonly defaultClass: string;
   /** The classes held to scopes (auth.classScopes); absent when none is. */
   readonly classScopes?: ClassScopes;
+  /** The tools held to scopes (auth.toolScopes); absent when none is. */
+  readonly toolScopes?: ToolScopes;
 }
 
 /** One request after the security gates: who sent it and what it carries. */
@@ -57,7 +60,7 @@ export interface Routed {
   readonly res: ServerResponse;
   readonly target: RequestTarget;
   readonly principal?: string;
-  /** The scopes its token grants, when classes are held to scopes (see Credential.scopes). */
+  /** The scopes its token grants, when classes or tools are held to scopes (see Credential.scopes). */
   readonly scopes?: ReadonlySet<string>;
   readonly body?: Buffer;
   readonly info?: MessageInfo;

@@ -197,6 +197,20 @@ function followRuntime(ctx: RoutingContext, key: string, route: Route, request: 
   })();
 }
 
+/**
+ * Holds a request to the scopes of the class serving it (`cls`, when one is
+ * listed) and of the tools it calls, before anything is scheduled or sent.
+ * Either refusal names every scope the request needs (RFC 6750 §3.1), so one
+ * step-up admits it: a client that asks for just what the last challenge
+ * named would otherwise trade the class's scopes for the tool's and back.
+ */
+function admitScopes(ctx: RoutingContext, r: Routed, cls: string | undefined): void {
+  const tools = r.info?.toolNames ?? [];
+  const classNeeds = cls === undefined ? [] : (ctx.classScopes?.needs(cls) ?? []);
+  ctx.toolScopes?.admit(tools, r.scopes, classNeeds);
+  if (cls !== undefined) ctx.classScopes?.admit(cls, r.scopes, ctx.toolScopes?.needs(tools));
+}
+
 function classOf(ctx: RoutingContext, src: IdentitySource): string {
   return resolvePart('class', ctx.chains.class, src) ?? ctx.defaultClass;
 }
@@ -210,7 +224,7 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const id = r.info?.id ?? null;
   if (!isIdentityValue(sessionId)) throw new SwitchyardError('session_not_found', 'Session not found');
   // The session's class, not the one this request names: a runtime keeps a session on the sandbox it opened.
-  ctx.classScopes?.admitSession(sessionId, r.scopes);
+  admitScopes(ctx, r, ctx.classScopes?.sessionClass(sessionId));
   const src = source(r, sessionId);
   const cls = classOf(ctx, src);
   const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
@@ -336,7 +350,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const src = source(r);
   const thread = resolvePart('thread', ctx.chains.thread, src) ?? randomId();
   const cls = classOf(ctx, src);
-  ctx.classScopes?.admit(cls, r.scopes);
+  admitScopes(ctx, r, cls);
   const named = resolvePart('process', ctx.chains.process, src);
   const process = named ?? thread;
   const key = named ? processKey(cls, named) : undefined;

@@ -23,25 +23,29 @@ export class ToolScopes {
     }
   }
 
+  /** The scopes of every listed tool among `tools`, each once; none when no listed tool is among them. */
+  needs(tools: readonly string[]): readonly string[] {
+    const needs = new Set<string>();
+    for (const tool of tools) for (const scope of this.#needs.get(tool) ?? []) needs.add(scope);
+    return [...needs];
+  }
+
   /**
    * Throws InsufficientScopeError (403, `tool_scope`) when `granted` lacks a
    * scope of a listed tool among `tools` (the tools a body calls, every call
-   * of a batch): named after the first such tool, the challenge names the
-   * scopes of every listed one, so that one step-up admits the whole batch.
-   * Passes any other tool.
+   * of a batch): named after the first such tool, the challenge names
+   * `alsoNeeded` (what else the request needs: the scopes of the class
+   * serving it) and then the scopes of every listed tool, so that one
+   * step-up admits the whole request. Passes any other tool.
    */
-  admit(tools: readonly string[], granted: ReadonlySet<string> | undefined): void {
-    let needs: Set<string> | undefined;
-    let short: string | undefined;
-    for (const tool of tools) {
+  admit(tools: readonly string[], granted: ReadonlySet<string> | undefined, alsoNeeded: readonly string[] = []): void {
+    const short = tools.find((tool) => {
       const scopes = this.#needs.get(tool);
-      if (scopes === undefined) continue;
-      if (short === undefined && (granted === undefined || lacksAny(granted, scopes))) short = tool;
-      needs ??= new Set();
-      for (const scope of scopes) needs.add(scope);
-    }
+      return scopes !== undefined && (granted === undefined || lacksAny(granted, scopes));
+    });
     if (short === undefined) return;
-    throw new InsufficientScopeError(`Forbidden: token lacks a scope of tool ${short}`, [...needs!], 'tool_scope');
+    const named = [...new Set([...alsoNeeded, ...this.needs(tools)])];
+    throw new InsufficientScopeError(`Forbidden: token lacks a scope of tool ${short}`, named, 'tool_scope');
   }
 }
 

@@ -10,7 +10,13 @@ const scopes = new ClassScopes({ 'prod-db': ['db:read', 'db:write'], billing: ['
 const granted = (...s: string[]): ReadonlySet<string> => new Set(s);
 
 describe('ClassScopes.admit', () => {
-  const cases: { name: string; cls: string; granted: ReadonlySet<string> | undefined; needs?: string[] }[] = [
+  const cases: {
+    name: string;
+    cls: string;
+    granted: ReadonlySet<string> | undefined;
+    also?: string[];
+    needs?: string[];
+  }[] = [
     {
       name: 'a listed class to a token with every scope',
       cls: 'prod-db',
@@ -31,10 +37,23 @@ describe('ClassScopes.admit', () => {
       needs: ['mcp:tools', 'billing'],
     },
     { name: 'no class by a prefix of its name', cls: 'prod', granted: granted() },
+    {
+      name: "no listed class to a token short of its scopes, naming those of the request's tools too",
+      cls: 'billing',
+      granted: granted('mcp:tools', 'repo:admin'),
+      also: ['mcp:tools', 'repo:admin'],
+      needs: ['mcp:tools', 'billing', 'repo:admin'],
+    },
+    {
+      name: "a listed class to a token with its scopes, short of the request's tools' (theirs to refuse)",
+      cls: 'billing',
+      granted: granted('mcp:tools', 'billing'),
+      also: ['repo:admin'],
+    },
   ];
   for (const c of cases) {
     it(`admits ${c.name}`, () => {
-      const admit = (): void => scopes.admit(c.cls, c.granted);
+      const admit = (): void => scopes.admit(c.cls, c.granted, c.also);
       if (c.needs === undefined) return admit();
       assert.throws(admit, (error: unknown) => {
         assert.ok(error instanceof InsufficientScopeError);
@@ -47,25 +66,24 @@ describe('ClassScopes.admit', () => {
   }
 });
 
-describe('ClassScopes.admitSession', () => {
+describe('ClassScopes.sessionClass', () => {
   const minted = randomId();
 
   it('reads the class a session was opened to from its id', () => {
     const id = scopes.sessionId(minted, 'prod-db');
     assert.match(id, new RegExp(`^${minted}\\.[0-9a-f]{16}$`));
-    assert.throws(() => scopes.admitSession(id, granted('mcp:tools')), InsufficientScopeError);
-    scopes.admitSession(id, granted('mcp:tools', 'db:read', 'db:write'));
+    assert.equal(scopes.sessionClass(id), 'prod-db');
   });
 
-  it('passes a session of a class not listed, to any token', () => {
-    scopes.admitSession(scopes.sessionId(minted, 'demo'), granted());
+  it('reads no class for a session of a class not listed', () => {
+    assert.equal(scopes.sessionClass(scopes.sessionId(minted, 'demo')), undefined);
   });
 
   it('reads the same class on every replica, whatever order their options list the classes in', () => {
     const other = new ClassScopes({ billing: ['billing'], 'prod-db': ['db:read', 'db:write'] });
     const id = scopes.sessionId(minted, 'billing');
     assert.equal(other.sessionId(minted, 'billing'), id);
-    assert.throws(() => other.admitSession(id, granted()), InsufficientScopeError);
+    assert.equal(other.sessionClass(id), 'billing');
   });
 
   const untagged: [string, string][] = [
@@ -77,7 +95,7 @@ describe('ClassScopes.admitSession', () => {
   for (const [name, id] of untagged) {
     it(`answers a session id ${name} as a lost session (404)`, () => {
       assert.throws(
-        () => scopes.admitSession(id, granted('mcp:tools', 'db:read', 'db:write', 'billing')),
+        () => scopes.sessionClass(id),
         (error: unknown) => (error as { code?: unknown }).code === 'session_not_found',
       );
     });

@@ -10,7 +10,7 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGateway, type AuthOptions } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER } from './fixtures/jwks.ts';
-import { jwtHarness } from './fixtures/jwt-harness.ts';
+import { jwtHarness, type JwtHarness } from './fixtures/jwt-harness.ts';
 import { INITIALIZE, connectV2, post, textOf } from './harness.ts';
 
 const LEGACY = '2025-06-18';
@@ -71,6 +71,13 @@ function resultOf(answer: { status: number; json: unknown }): string {
   return textOf((json as { result?: unknown }).result);
 }
 
+/** Runs `send`, and says whether anything of it was scheduled or reached a runtime of `h`. */
+async function reached<T>(h: JwtHarness, send: () => Promise<T>): Promise<{ answer: T; sent: boolean }> {
+  const [schedules, seen] = [h.gateway.stats().schedules, h.runtimes[0]!.seen.length];
+  const answer = await send();
+  return { answer, sent: h.gateway.stats().schedules !== schedules || h.runtimes[0]!.seen.length !== seen };
+}
+
 describe('gateway JWT auth with auth.toolScopes', () => {
   const h = jwtHarness({
     issuer: ISSUER,
@@ -86,13 +93,6 @@ describe('gateway JWT auth with auth.toolScopes', () => {
     admin = bearer(await h.jwks.signWith({ scope: 'openid repo:admin' }));
   });
 
-  /** Runs `send`, and says whether anything of it was scheduled or reached a runtime. */
-  async function reached<T>(send: () => Promise<T>): Promise<{ answer: T; sent: boolean }> {
-    const [schedules, seen] = [h.gateway.stats().schedules, h.runtimes[0]!.seen.length];
-    const answer = await send();
-    return { answer, sent: h.gateway.stats().schedules !== schedules || h.runtimes[0]!.seen.length !== seen };
-  }
-
   it("lets a token with the tool's scopes call it", async () => {
     const id = await session(h.url, admin);
     assert.equal(resultOf(await post(h.url, call(2, 'counter'), inSession(id, admin))), '1');
@@ -101,7 +101,7 @@ describe('gateway JWT auth with auth.toolScopes', () => {
 
   it("refuses a call of a listed tool to a token short of its scopes: 403, the tool's challenge, the request's id, nothing sent", async () => {
     const id = await session(h.url, short);
-    const { answer, sent } = await reached(() => post(h.url, call(7, 'counter'), inSession(id, short)));
+    const { answer, sent } = await reached(h, () => post(h.url, call(7, 'counter'), inSession(id, short)));
     assert.equal(answer.status, 403);
     assert.equal(answer.headers.get('www-authenticate'), challenge('repo:admin', 'counter'));
     assert.deepEqual(answer.json, {
@@ -129,13 +129,13 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   it('refuses a batch with one call of a listed tool whole', async () => {
     const id = await session(h.url, short);
     const batch = [call(2, 'echo'), call(3, 'counter')];
-    const { answer, sent } = await reached(() => post(h.url, batch, inSession(id, short)));
+    const { answer, sent } = await reached(h, () => post(h.url, batch, inSession(id, short)));
     assert.equal(answer.status, 403);
     assert.equal(answer.headers.get('www-authenticate'), challenge('repo:admin', 'counter'));
     assert.equal((answer.json as { id?: unknown }).id, null, 'a batch has no one id');
     assert.equal(sent, false, 'no call of the batch forwarded');
     // A batch of tools not listed is the runtime's to answer.
-    const free = await reached(() => post(h.url, [call(4, 'echo')], inSession(id, short)));
+    const free = await reached(h, () => post(h.url, [call(4, 'echo')], inSession(id, short)));
     assert.equal(free.sent, true);
   });
 
@@ -148,7 +148,7 @@ describe('gateway JWT auth with auth.toolScopes', () => {
 
   it('holds a stateless call to the scopes of its tool', async () => {
     const headers = modernHeaders('counter');
-    const { answer, sent } = await reached(() => post(h.url, modernCall(3, 'counter'), { ...short, ...headers }));
+    const { answer, sent } = await reached(h, () => post(h.url, modernCall(3, 'counter'), { ...short, ...headers }));
     assert.equal(answer.status, 403);
     assert.equal(answer.headers.get('www-authenticate'), challenge('repo:admin', 'counter'));
     assert.equal((answer.json as { id?: unknown }).id, 3);
@@ -161,11 +161,11 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   it('holds a call to the scopes of its tool whatever class the request names', async () => {
     const id = await session(h.url, { ...short, ...classed('demo') });
     for (const named of [{}, classed('demo'), classed('elsewhere')]) {
-      const legacy = await reached(() => post(h.url, call(2, 'counter'), inSession(id, { ...short, ...named })));
+      const legacy = await reached(h, () => post(h.url, call(2, 'counter'), inSession(id, { ...short, ...named })));
       assert.equal(legacy.answer.status, 403, JSON.stringify(named));
       assert.equal(legacy.sent, false);
       const headers = { ...short, ...modernHeaders('counter'), ...named };
-      const stateless = await reached(() => post(h.url, modernCall(3, 'counter'), headers));
+      const stateless = await reached(h, () => post(h.url, modernCall(3, 'counter'), headers));
       assert.equal(stateless.answer.status, 403, JSON.stringify(named));
       assert.equal(stateless.sent, false);
     }
@@ -200,6 +200,51 @@ describe('gateway JWT auth with auth.toolScopes and auth.requiredScopes', () => 
     const res = await post(h.url, modernCall(3, 'counter'), { ...token, ...modernHeaders('counter') });
     assert.equal(res.status, 403);
     assert.match(res.headers.get('www-authenticate') ?? '', /, scope="mcp:tools repo:admin", error=/);
+  });
+});
+
+describe('gateway JWT auth with auth.toolScopes and auth.classScopes', () => {
+  // A call of a listed tool in a class held to scopes needs both: every refusal names them all (RFC 6750
+  // §3.1: the scope necessary for the request). A client that asks for just the scopes of the last challenge
+  // (the v1 SDK) would otherwise trade the class's for the tool's and back again, one refusal after another.
+  const h = jwtHarness({ audience: AUDIENCE, classScopes: { demo: ['demo:use'] }, toolScopes: TOOL_SCOPES });
+  const demo = classed('demo');
+
+  it("names the class's scopes with the tool's to a token short of the tool's", async () => {
+    const classOnly = bearer(await h.jwks.signWith({ scope: 'demo:use' }));
+    const id = await session(h.url, { ...classOnly, ...demo });
+    const legacy = await reached(h, () => post(h.url, call(2, 'counter'), inSession(id, { ...classOnly, ...demo })));
+    assert.equal(legacy.answer.status, 403);
+    assert.match(legacy.answer.headers.get('www-authenticate') ?? '', /, scope="demo:use repo:admin", error=/);
+    assert.equal(legacy.sent, false);
+    const headers = { ...classOnly, ...demo, ...modernHeaders('counter') };
+    const stateless = await reached(h, () => post(h.url, modernCall(3, 'counter'), headers));
+    assert.equal(stateless.answer.status, 403);
+    assert.match(stateless.answer.headers.get('www-authenticate') ?? '', /, scope="demo:use repo:admin", error=/);
+    assert.equal(stateless.sent, false);
+  });
+
+  it("names the tool's scopes with the class's to a token short of the class's", async () => {
+    const classOnly = bearer(await h.jwks.signWith({ scope: 'demo:use' }));
+    const toolOnly = bearer(await h.jwks.signWith({ scope: 'repo:admin' }));
+    const id = await session(h.url, { ...classOnly, ...demo });
+    const legacy = await reached(h, () => post(h.url, call(2, 'counter'), inSession(id, { ...toolOnly, ...demo })));
+    assert.equal(legacy.answer.status, 403);
+    assert.match(legacy.answer.headers.get('www-authenticate') ?? '', /, scope="demo:use repo:admin", error=/);
+    assert.equal(legacy.sent, false);
+    const headers = { ...toolOnly, ...demo, ...modernHeaders('counter') };
+    const stateless = await reached(h, () => post(h.url, modernCall(3, 'counter'), headers));
+    assert.equal(stateless.answer.status, 403);
+    assert.match(stateless.answer.headers.get('www-authenticate') ?? '', /, scope="demo:use repo:admin", error=/);
+    // A tool not listed needs the class's alone.
+    const echo = await post(h.url, call(4, 'echo'), inSession(id, { ...toolOnly, ...demo }));
+    assert.match(echo.headers.get('www-authenticate') ?? '', /, scope="demo:use", error=/);
+  });
+
+  it('serves a token with both', async () => {
+    const both = bearer(await h.jwks.signWith({ scope: 'demo:use repo:admin' }));
+    const id = await session(h.url, { ...both, ...demo });
+    assert.equal(resultOf(await post(h.url, call(2, 'counter'), inSession(id, { ...both, ...demo }))), '1');
   });
 });
 

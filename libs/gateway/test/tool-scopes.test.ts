@@ -10,7 +10,13 @@ const scopes = new ToolScopes({ delete_repo: ['repo:admin'], rotate_keys: ['keys
 const granted = (...s: string[]): ReadonlySet<string> => new Set(s);
 
 describe('ToolScopes.admit', () => {
-  const cases: { name: string; tools: string[]; granted: ReadonlySet<string> | undefined; needs?: string[] }[] = [
+  const cases: {
+    name: string;
+    tools: string[];
+    granted: ReadonlySet<string> | undefined;
+    also?: string[];
+    needs?: string[];
+  }[] = [
     {
       name: 'a listed tool to a token with every scope',
       tools: ['delete_repo'],
@@ -38,10 +44,23 @@ describe('ToolScopes.admit', () => {
     },
     { name: 'no tool by another case of its name', tools: ['Delete_Repo'], granted: granted() },
     { name: 'no tool named as an Object property', tools: ['__proto__', 'constructor'], granted: granted() },
+    {
+      name: "no listed tool to a token short of its scopes, naming those of the request's class first",
+      tools: ['delete_repo'],
+      granted: granted('mcp', 'db:read'),
+      also: ['mcp', 'db:read'],
+      needs: ['mcp', 'db:read', 'repo:admin'],
+    },
+    {
+      name: "a listed tool to a token with its scopes, short of the request's class's (its to refuse)",
+      tools: ['delete_repo'],
+      granted: granted('mcp', 'repo:admin'),
+      also: ['db:read'],
+    },
   ];
   for (const c of cases) {
     it(`admits ${c.name}`, () => {
-      const admit = (): void => scopes.admit(c.tools, c.granted);
+      const admit = (): void => scopes.admit(c.tools, c.granted, c.also);
       if (c.needs === undefined) return admit();
       assert.throws(admit, (error: unknown) => {
         assert.ok(error instanceof InsufficientScopeError);
