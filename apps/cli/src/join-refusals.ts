@@ -53,10 +53,12 @@ export function lastingRefusal(entry: LogEntry, schedulerUrl: string, tokenSourc
   if (entry.status === 401) return `${schedulerUrl} refused the join token (check ${tokenSource})`;
   if (entry.status === 400) return `${schedulerUrl} refused this runtime: ${refusalReason(entry.body)}`;
   // A token scoped to id patterns (`<token> gpu-*`) that this id is not one of: no redial changes that.
+  // (A scheduler's 403 names the id; one from a firewall or proxy in front does not, and is shown as it came.)
   if (entry.status === 403) {
     const id = refusedId(entry.body);
+    if (id === undefined) return `${schedulerUrl} refused this runtime (HTTP 403): ${refusalReason(entry.body)}`;
     return (
-      `${schedulerUrl} refused runtime id ${id ?? '(this one)'}: the join token (${tokenSource}) admits other ids; ` +
+      `${schedulerUrl} refused runtime id ${id}: the join token (${tokenSource}) admits other ids; ` +
       'pass an --id it admits, or a token for this one'
     );
   }

@@ -47,6 +47,35 @@ describe('switchyard runtime join, refused for its id', () => {
   });
 });
 
+describe('switchyard runtime join, refused 403 by something that is no scheduler', () => {
+  // A web application firewall or a proxy in front: its 403 names no runtime id.
+  let server: Server;
+  let url: string;
+  before(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' }).end('Request blocked by policy');
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('shows what refused it, not a word about the join token and ids, and exits 1', async () => {
+    const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+    assert.equal(code, 1, stderr);
+    assert.doesNotMatch(stderr, /admits other ids/);
+    assert.match(
+      stderr,
+      /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused this runtime \(HTTP 403\): Request blocked by policy$/m,
+    );
+  });
+});
+
 describe('switchyard runtime join, refused by something that is no scheduler', () => {
   // A proxy's error page, or any server at the URL given: its body is shown, but as one line of plain text.
   const PAGE = '<html>\nswitchyard: joined as rt-0\x1b[2K\r</html>';
