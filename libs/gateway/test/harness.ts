@@ -1,5 +1,6 @@
 // Wires a gateway to real runtimes through the scheduler test double, all on
 // 127.0.0.1 port 0, and tears everything down in one idempotent close().
+import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -103,3 +104,20 @@ export const INITIALIZE = {
   method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
+
+/** A legacy session opened at `url` with `headers` (INITIALIZE), past its `initialized` notification; its id. */
+export async function openSession(url: string, headers: Record<string, string>): Promise<string> {
+  const res = await post(url, INITIALIZE, headers);
+  assert.equal(res.status, 200, JSON.stringify(res.json));
+  const id = res.headers.get('mcp-session-id')!;
+  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+  assert.equal((await post(url, initialized, { ...headers, 'mcp-session-id': id })).status, 202);
+  return id;
+}
+
+/** `headers` for a later request of session `id`, at INITIALIZE's protocol version. */
+export const inSession = (id: string, headers: Record<string, string>): Record<string, string> => ({
+  ...headers,
+  'mcp-session-id': id,
+  'mcp-protocol-version': INITIALIZE.params.protocolVersion,
+});

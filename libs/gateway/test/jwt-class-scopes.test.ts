@@ -11,10 +11,9 @@ import type { Server } from 'node:http';
 import { createGateway, type AuthOptions, type Gateway } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from './fixtures/jwks.ts';
 import { jwtHarness } from './fixtures/jwt-harness.ts';
-import { INITIALIZE, listen, post, startHarness, stopServer, type Harness } from './harness.ts';
+import { INITIALIZE, inSession, openSession, listen, post, startHarness, stopServer, type Harness } from './harness.ts';
 import { until } from './until.ts';
 
-const LEGACY = '2025-06-18';
 const MODERN = '2026-07-28';
 const METADATA = 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp';
 const CLASS_SCOPES = { 'prod-db': ['db:read', 'db:write'], billing: ['billing'] };
@@ -43,22 +42,6 @@ const MODERN_HEADERS = { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/ca
 const challenge = (scope: string, cls: string): string =>
   `Bearer realm="switchyard", resource_metadata="${METADATA}", scope="${scope}", ` +
   `error="insufficient_scope", error_description="token lacks a scope of class ${cls}"`;
-
-/** A legacy session opened at `url` with `headers`, past its `initialized` notification; its id. */
-async function session(url: string, headers: Record<string, string>): Promise<string> {
-  const res = await post(url, INITIALIZE, headers);
-  assert.equal(res.status, 200, JSON.stringify(res.json));
-  const id = res.headers.get('mcp-session-id')!;
-  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
-  assert.equal((await post(url, initialized, { ...headers, 'mcp-session-id': id })).status, 202);
-  return id;
-}
-
-const inSession = (id: string, headers: Record<string, string>): Record<string, string> => ({
-  ...headers,
-  'mcp-session-id': id,
-  'mcp-protocol-version': LEGACY,
-});
 
 describe('gateway JWT auth with auth.classScopes', () => {
   const h = jwtHarness({
@@ -132,7 +115,7 @@ describe('gateway JWT auth with auth.classScopes', () => {
   });
 
   it("holds every request of a listed class's session to its scopes, whatever class the request names", async () => {
-    const id = await session(h.url, { ...db, ...classed('prod-db') });
+    const id = await openSession(h.url, { ...db, ...classed('prod-db') });
     assert.equal((await post(h.url, LIST_TOOLS, inSession(id, db))).status, 200);
     for (const named of [{}, classed('demo'), classed('prod-db')]) {
       let res: Awaited<ReturnType<typeof post>> | undefined;
@@ -158,7 +141,7 @@ describe('gateway JWT auth with auth.classScopes', () => {
   });
 
   it("serves a session of a class not listed whatever class its requests name: it stays that class's", async () => {
-    const id = await session(h.url, { ...none, ...classed('demo') });
+    const id = await openSession(h.url, { ...none, ...classed('demo') });
     for (const named of [{}, classed('prod-db')]) {
       assert.equal((await post(h.url, LIST_TOOLS, inSession(id, { ...none, ...named }))).status, 200);
     }
@@ -201,7 +184,7 @@ describe('a session opened by a gateway without auth.classScopes', () => {
 
   it('is not served to a token short of the scopes of the class it was opened to', async () => {
     const none = bearer(await jwks.signWith({ scope: 'openid' }));
-    const id = await session(plain.url, { ...none, ...classed('prod-db') });
+    const id = await openSession(plain.url, { ...none, ...classed('prod-db') });
     const seen = h.runtimes[0]!.seen.length;
     const res = await post(h.url, LIST_TOOLS, inSession(id, { ...none, ...classed('demo') }));
     assert.equal(res.status, 404);

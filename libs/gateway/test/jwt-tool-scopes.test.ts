@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { createGateway, type AuthOptions } from '@switchyard/gateway';
 import { AUDIENCE, ISSUER } from './fixtures/jwks.ts';
 import { jwtHarness, type JwtHarness } from './fixtures/jwt-harness.ts';
-import { INITIALIZE, connectV2, post, textOf } from './harness.ts';
+import { inSession, openSession, connectV2, post, textOf } from './harness.ts';
 
-const LEGACY = '2025-06-18';
 const MODERN = '2026-07-28';
 const METADATA = 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp';
 /** `counter` counts per sandbox: a call that ran shows in the next one's answer. */
@@ -47,22 +46,6 @@ const challenge = (scope: string, tool: string): string =>
   `Bearer realm="switchyard", resource_metadata="${METADATA}", scope="${scope}", ` +
   `error="insufficient_scope", error_description="token lacks a scope of tool ${tool}"`;
 
-/** A legacy session opened at `url` with `headers`, past its `initialized` notification; its id. */
-async function session(url: string, headers: Record<string, string>): Promise<string> {
-  const res = await post(url, INITIALIZE, headers);
-  assert.equal(res.status, 200, JSON.stringify(res.json));
-  const id = res.headers.get('mcp-session-id')!;
-  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
-  assert.equal((await post(url, initialized, { ...headers, 'mcp-session-id': id })).status, 202);
-  return id;
-}
-
-const inSession = (id: string, headers: Record<string, string>): Record<string, string> => ({
-  ...headers,
-  'mcp-session-id': id,
-  'mcp-protocol-version': LEGACY,
-});
-
 /** The text of a tool's result in an answer, JSON or one SSE event. */
 function resultOf(answer: { status: number; json: unknown }): string {
   assert.equal(answer.status, 200, JSON.stringify(answer.json));
@@ -94,13 +77,13 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   });
 
   it("lets a token with the tool's scopes call it", async () => {
-    const id = await session(h.url, admin);
+    const id = await openSession(h.url, admin);
     assert.equal(resultOf(await post(h.url, call(2, 'counter'), inSession(id, admin))), '1');
     assert.equal(resultOf(await post(h.url, call(3, 'counter'), inSession(id, admin))), '2');
   });
 
   it("refuses a call of a listed tool to a token short of its scopes: 403, the tool's challenge, the request's id, nothing sent", async () => {
-    const id = await session(h.url, short);
+    const id = await openSession(h.url, short);
     const { answer, sent } = await reached(h, () => post(h.url, call(7, 'counter'), inSession(id, short)));
     assert.equal(answer.status, 403);
     assert.equal(answer.headers.get('www-authenticate'), challenge('repo:admin', 'counter'));
@@ -117,7 +100,7 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   });
 
   it('wants every scope of the tool, not one of them', async () => {
-    const id = await session(h.url, short);
+    const id = await openSession(h.url, short);
     const half = bearer(await h.jwks.signWith({ scope: 'who:read' }));
     const refused = await post(h.url, call(2, 'whoami'), inSession(id, half));
     assert.equal(refused.status, 403);
@@ -127,7 +110,7 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   });
 
   it('refuses a batch with one call of a listed tool whole', async () => {
-    const id = await session(h.url, short);
+    const id = await openSession(h.url, short);
     const batch = [call(2, 'echo'), call(3, 'counter')];
     const { answer, sent } = await reached(h, () => post(h.url, batch, inSession(id, short)));
     assert.equal(answer.status, 403);
@@ -140,7 +123,7 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   });
 
   it('names the scopes of every listed tool a batch calls', async () => {
-    const id = await session(h.url, short);
+    const id = await openSession(h.url, short);
     const res = await post(h.url, [call(2, 'whoami'), call(3, 'counter')], inSession(id, short));
     assert.equal(res.status, 403);
     assert.match(res.headers.get('www-authenticate') ?? '', /, scope="who:read who:write repo:admin", error=/);
@@ -159,7 +142,7 @@ describe('gateway JWT auth with auth.toolScopes', () => {
   });
 
   it('holds a call to the scopes of its tool whatever class the request names', async () => {
-    const id = await session(h.url, { ...short, ...classed('demo') });
+    const id = await openSession(h.url, { ...short, ...classed('demo') });
     for (const named of [{}, classed('demo'), classed('elsewhere')]) {
       const legacy = await reached(h, () => post(h.url, call(2, 'counter'), inSession(id, { ...short, ...named })));
       assert.equal(legacy.answer.status, 403, JSON.stringify(named));
@@ -212,7 +195,7 @@ describe('gateway JWT auth with auth.toolScopes and auth.classScopes', () => {
 
   it("names the class's scopes with the tool's to a token short of the tool's", async () => {
     const classOnly = bearer(await h.jwks.signWith({ scope: 'demo:use' }));
-    const id = await session(h.url, { ...classOnly, ...demo });
+    const id = await openSession(h.url, { ...classOnly, ...demo });
     const legacy = await reached(h, () => post(h.url, call(2, 'counter'), inSession(id, { ...classOnly, ...demo })));
     assert.equal(legacy.answer.status, 403);
     assert.match(legacy.answer.headers.get('www-authenticate') ?? '', /, scope="demo:use repo:admin", error=/);
@@ -227,7 +210,7 @@ describe('gateway JWT auth with auth.toolScopes and auth.classScopes', () => {
   it("names the tool's scopes with the class's to a token short of the class's", async () => {
     const classOnly = bearer(await h.jwks.signWith({ scope: 'demo:use' }));
     const toolOnly = bearer(await h.jwks.signWith({ scope: 'repo:admin' }));
-    const id = await session(h.url, { ...classOnly, ...demo });
+    const id = await openSession(h.url, { ...classOnly, ...demo });
     const legacy = await reached(h, () => post(h.url, call(2, 'counter'), inSession(id, { ...toolOnly, ...demo })));
     assert.equal(legacy.answer.status, 403);
     assert.match(legacy.answer.headers.get('www-authenticate') ?? '', /, scope="demo:use repo:admin", error=/);
@@ -243,7 +226,7 @@ describe('gateway JWT auth with auth.toolScopes and auth.classScopes', () => {
 
   it('serves a token with both', async () => {
     const both = bearer(await h.jwks.signWith({ scope: 'demo:use repo:admin' }));
-    const id = await session(h.url, { ...both, ...demo });
+    const id = await openSession(h.url, { ...both, ...demo });
     assert.equal(resultOf(await post(h.url, call(2, 'counter'), inSession(id, { ...both, ...demo }))), '1');
   });
 });
