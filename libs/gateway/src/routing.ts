@@ -205,6 +205,8 @@ function followRuntime(ctx: RoutingContext, key: string, route: Route, request: 
  * named would otherwise trade the class's scopes for the tool's and back.
  */
 function admitScopes(ctx: RoutingContext, r: Routed, cls: string | undefined): void {
+  // A gateway holding nothing to scopes spends nothing here.
+  if (!ctx.classScopes && !ctx.toolScopes) return;
   const tools = r.info?.toolNames ?? [];
   const classNeeds = cls === undefined ? [] : (ctx.classScopes?.needs(cls) ?? []);
   ctx.toolScopes?.admit(tools, r.scopes, classNeeds);
