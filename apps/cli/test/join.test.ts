@@ -2,7 +2,7 @@
 // command as a child): a refusal ends it with exit code 1 and a line that
 // says what the scheduler refused, and why.
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +10,45 @@ import type { SchedulerReplica } from '@switchyard/scheduler';
 import { runCli, startOneReplica } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
+
+/**
+ * A web server at the URL given to `runtime join`, not a scheduler: it answers every request `status` with
+ * `body` (or what `body` makes of the request), then closes the connection.
+ */
+async function startAnswering(
+  status: number,
+  contentType: string,
+  body: string | ((req: IncomingMessage) => string),
+): Promise<{ url: string; close(): void }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    const text = typeof body === 'string' ? body : body(req);
+    res.writeHead(status, { 'content-type': contentType, connection: 'close' }).end(text);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** startAnswering for the enclosing suite: started before its tests, closed after them; `url` is read in tests. */
+function answering(...args: Parameters<typeof startAnswering>): { readonly url: string } {
+  let server: Awaited<ReturnType<typeof startAnswering>> | undefined;
+  before(async () => {
+    server = await startAnswering(...args);
+  });
+  after(() => server?.close());
+  return {
+    get url() {
+      return server!.url;
+    },
+  };
+}
 
 describe('switchyard runtime join, refused', () => {
   let replica: SchedulerReplica;
@@ -49,24 +88,10 @@ describe('switchyard runtime join, refused for its id', () => {
 
 describe('switchyard runtime join, refused 403 by something that is no scheduler', () => {
   // A web application firewall or a proxy in front: its 403 names no runtime id.
-  let server: Server;
-  let url: string;
-  before(async () => {
-    server = createServer((req, res) => {
-      req.resume();
-      res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' }).end('Request blocked by policy');
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+  const server = answering(403, 'text/plain', 'Request blocked by policy');
 
   it('shows what refused it, not a word about the join token and ids, and exits 1', async () => {
-    const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+    const { code, stderr } = await runCli(['runtime', 'join', server.url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
     assert.equal(code, 1, stderr);
     assert.doesNotMatch(stderr, /admits other ids/);
     assert.match(
@@ -79,24 +104,10 @@ describe('switchyard runtime join, refused 403 by something that is no scheduler
 describe('switchyard runtime join, refused by something that is no scheduler', () => {
   // A proxy's error page, or any server at the URL given: its body is shown, but as one line of plain text.
   const PAGE = '<html>\nswitchyard: joined as rt-0\x1b[2K\r</html>';
-  let server: Server;
-  let url: string;
-  before(async () => {
-    server = createServer((req, res) => {
-      req.resume();
-      res.writeHead(400, { 'content-type': 'text/html', connection: 'close' }).end(PAGE);
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+  const server = answering(400, 'text/html', PAGE);
 
   it('prints the body with its control characters escaped, so it cannot forge a line', async () => {
-    const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+    const { code, stderr } = await runCli(['runtime', 'join', server.url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
     assert.equal(code, 1, stderr);
     assert.doesNotMatch(stderr, /^switchyard: joined/m, 'no line of the body starts a line of the output');
     assert.doesNotMatch(stderr.replaceAll('\n', ''), /\p{Cc}/u, 'no control character but the newlines ending lines');
@@ -107,25 +118,14 @@ describe('switchyard runtime join, refused by something that is no scheduler', (
 describe('switchyard runtime join, refused by a server that echoes the request', () => {
   // A debugging proxy or echo service at the URL given answers 400 with what it received, the Authorization
   // header among it: the refusal's body is shown, the join token in it never is.
-  let server: Server;
-  let url: string;
-  before(async () => {
-    server = createServer((req, res) => {
-      req.resume();
-      const echoed = `bad request; you sent Authorization: ${req.headers.authorization}`;
-      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' }).end(echoed);
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+  const server = answering(
+    400,
+    'text/plain',
+    (req) => `bad request; you sent Authorization: ${req.headers.authorization}`,
+  );
 
   it('prints the body with the join token masked, and exits 1', async () => {
-    const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
+    const { code, stderr } = await runCli(['runtime', 'join', server.url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
     assert.equal(code, 1, stderr);
     assert.ok(!stderr.includes(JOIN_TOKEN), `the join token is never printed:\n${stderr}`);
     assert.match(stderr, /refused this runtime: bad request; you sent Authorization: Bearer \(the join token\)$/m);
@@ -136,13 +136,8 @@ describe('switchyard runtime join, at a URL that is no scheduler', () => {
   // A gateway's URL, a scheduler's /ui, any web server: nothing there will ever take the tunnel.
   for (const status of [404, 200]) {
     it(`says the URL does not answer as a scheduler, and exits 1, at an answer of ${status}`, async () => {
-      const server = createServer((req, res) => {
-        req.resume();
-        res.writeHead(status, { 'content-type': 'text/html', connection: 'close' }).end('<!DOCTYPE html>');
-      });
-      server.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+      const server = await startAnswering(status, 'text/html', '<!DOCTYPE html>');
+      const url = `${server.url}/mcp`;
       try {
         const { code, stderr } = await runCli(['runtime', 'join', url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
         assert.equal(code, 1, stderr);
@@ -156,7 +151,6 @@ describe('switchyard runtime join, at a URL that is no scheduler', () => {
         );
         assert.equal(stderr.match(/^switchyard: /gm)?.length, 2, `the dialling line and that line only:\n${stderr}`);
       } finally {
-        server.closeAllConnections();
         server.close();
       }
     });
