@@ -178,24 +178,20 @@ const authSchema = z
         ctx.addIssue({ code: 'custom', path: ['requiredScopes'], message });
       }
     }
-    const classes = Object.entries(a.classScopes);
-    if (a.mode !== 'jwt' && classes.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['classScopes'], message: 'needs mode jwt, which has scopes to check' });
-    }
-    for (const [cls, scopes] of a.scopes ? classes : []) {
-      for (const scope of scopes.filter((s) => !a.scopes!.includes(s))) {
-        const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused the class`;
-        ctx.addIssue({ code: 'custom', path: ['classScopes', cls], message });
+    // Per class and per tool: scopes only a JWT carries, each one clients are told to ask for.
+    for (const [option, what] of [
+      ['classScopes', 'class'],
+      ['toolScopes', 'tool'],
+    ] as const) {
+      const entries = Object.entries(a[option]);
+      if (a.mode !== 'jwt' && entries.length > 0) {
+        ctx.addIssue({ code: 'custom', path: [option], message: 'needs mode jwt, which has scopes to check' });
       }
-    }
-    const tools = Object.entries(a.toolScopes);
-    if (a.mode !== 'jwt' && tools.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['toolScopes'], message: 'needs mode jwt, which has scopes to check' });
-    }
-    for (const [tool, scopes] of a.scopes ? tools : []) {
-      for (const scope of scopes.filter((s) => !a.scopes!.includes(s))) {
-        const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused the tool`;
-        ctx.addIssue({ code: 'custom', path: ['toolScopes', tool], message });
+      for (const [key, scopes] of a.scopes ? entries : []) {
+        for (const scope of scopes.filter((s) => !a.scopes!.includes(s))) {
+          const message = `${scope} is not in auth.scopes, which clients ask for: every token would be refused the ${what}`;
+          ctx.addIssue({ code: 'custom', path: [option, key], message });
+        }
       }
     }
   });
