@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { parse } from 'yaml';
 import { chartRenderer, root, type Manifest } from './helm.ts';
-import { absentsOf, equalities, groupingsOf, selectorsOf } from './promql.ts';
+import { absentsOf, aggregationsOf, equalities, resultLabels, selectorsOf } from './promql.ts';
 
 const { skip, render } = chartRenderer('chart PrometheusRule tests');
 
@@ -54,7 +54,24 @@ it('the expression check refuses broken PromQL and reads metric names (its passi
     { metric: 'x', labels: { job: 'a' } },
     { metric: '', labels: {} },
   ]);
-  assert.deepEqual(groupingsOf('sum by (a, b) (x) < 1 or max(y)'), [['a', 'b'], []]);
+  assert.deepEqual(aggregationsOf('sum by (a, b) (x) < 1 or max(y) or min without (c) (z)'), [
+    { op: 'sum', by: ['a', 'b'] },
+    { op: 'max' },
+    { op: 'min', without: ['c'] },
+  ]);
+  // The labels an alert fired from the expression carries, by Prometheus' rules for each operator.
+  const kept = (expr: string) => [...(resultLabels(expr) ?? [])].toSorted();
+  assert.deepEqual(kept('sum(x{a="1",b="2"}) > 1'), []);
+  assert.deepEqual(kept('max by (a, c) (x{a="1",b="2"}) < 1'), ['a']);
+  assert.deepEqual(kept('max without (b) (x{a="1",b="2",c=""}) < 1'), ['a']);
+  assert.deepEqual(kept('sum by (a, b) (rate(x{a="1",b="2"}[5m])) / sum by (a, b) (rate(y{a="1",b="2"}[5m])) > 0.1'), [
+    'a',
+    'b',
+  ]);
+  assert.deepEqual(kept('sum by (a, b) (x{a="1",b="2"}) / on (a) sum by (a, b) (y{a="1",b="2"})'), ['a']);
+  assert.deepEqual(kept('x{a="1",b="2"} / ignoring (b) y{a="1",b="2"}'), ['a']);
+  assert.deepEqual(kept('sum by (a, b) (x{a="1",b="2"}) < 1 or absent(x{a="1",b="2",c=~".*"})'), ['a', 'b']);
+  assert.deepEqual(kept('sum by (a, b) (x{a="1",b="2"}) < 1 or absent(sum(x{a="1",b="2"}))'), []);
 });
 
 type Monitor = Manifest & { spec: { selector: { matchLabels: Record<string, string> } } };
@@ -203,9 +220,37 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
             assert.deepEqual(labels, scope, `${rule.alert}: the labels of absent(${metric || '…'})`);
           }
           // Its other branches keep the same labels: the alert stays one as the last process goes or the first returns.
-          for (const by of groupingsOf(rule.expr)) {
-            assert.deepEqual(by.toSorted(), Object.keys(scope).toSorted(), `${rule.alert}: what it aggregates by`);
+          for (const { by } of aggregationsOf(rule.expr)) {
+            assert.deepEqual(by?.toSorted(), Object.keys(scope).toSorted(), `${rule.alert}: what it aggregates by`);
           }
+        }
+      }
+    });
+
+    it("gives every alert the release's namespace and service or job, for routing: aggregations are by them", async () => {
+      // Alertmanager routes by labels (most by namespace): an alert that fired without them reaches no team's
+      // receiver, and two releases' would read alike. By, not without: without keeps pod, instance and the
+      // other target labels, so sum(is_leader) would split into one 1 per replica, never above 1.
+      for (const set of scrapes) {
+        const { manifests, rules } = await releaseRules('blue', 'edge', set);
+        const scope = ['namespace', ...equalities([releaseMatcher(manifests, 'edge')]).keys()];
+        for (const rule of rules) {
+          const where = `${rule.alert} (${set.join(' ') || 'defaults'}): ${rule.expr}`;
+          // Beyond the scope, an aggregation keeps only the labels its alert shows ($labels.class): one fault,
+          // one alert.
+          const shown = [...JSON.stringify(rule.annotations).matchAll(/\$labels\.([a-z_]+)/g)].map((m) => m[1]!);
+          const wanted = [...new Set([...scope, ...shown])].toSorted();
+          for (const aggregation of aggregationsOf(rule.expr)) {
+            assert.deepEqual(aggregation.by?.toSorted(), wanted, `${where}: ${JSON.stringify(aggregation)}`);
+          }
+          // What it fires from keeps them: a binary operation between two aggregations too, which drops them
+          // when it matches on() fewer labels or ignoring() one of them.
+          const kept = resultLabels(rule.expr) ?? new Set();
+          assert.deepEqual(
+            scope.filter((label) => !kept.has(label)),
+            [],
+            `${where}: the labels it fires without`,
+          );
         }
       }
     });

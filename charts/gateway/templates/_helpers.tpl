@@ -60,3 +60,17 @@ Service with metricsPort, else the /mcp one). The namespace alone would add up t
 {{- if not (kindIs "invalid" .Values.metricsPort) }}{{ $service = printf "%s-metrics" $service }}{{ end -}}
 {{- printf "namespace=%q,service=%q" .Release.Namespace $service -}}
 {{- end -}}
+
+{{- /*
+The names of the labels of gateway.alertScope ("namespace, service"), for the by () of each aggregation in an alert.
+An aggregation without them drops every label: its alert would fire with none that says which release it is
+about, and none that Alertmanager's routes (most by namespace) match. No label name, namespace or object name
+holds a comma or an equals sign, so splitting the matchers there is exact.
+*/ -}}
+{{- define "gateway.alertScopeLabels" -}}
+{{- $names := list -}}
+{{- range splitList "," (include "gateway.alertScope" .) -}}
+{{- $names = append $names (first (splitList "=" .)) -}}
+{{- end -}}
+{{- join ", " $names -}}
+{{- end -}}

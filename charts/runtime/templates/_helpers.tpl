@@ -45,3 +45,17 @@ sets no jobLabel. The namespace alone would add up two releases in one namespace
 {{- $job := printf "%s/%s" .Release.Namespace (include "runtime.fullname" .) -}}
 {{- printf "namespace=%q,job=%q" .Release.Namespace $job -}}
 {{- end -}}
+
+{{- /*
+The names of the labels of runtime.alertScope ("namespace, job"), for the by () of each aggregation in an alert.
+An aggregation without them drops every label: its alert would fire with none that says which release it is
+about, and none that Alertmanager's routes (most by namespace) match. No label name, namespace or object name
+holds a comma or an equals sign, so splitting the matchers there is exact.
+*/ -}}
+{{- define "runtime.alertScopeLabels" -}}
+{{- $names := list -}}
+{{- range splitList "," (include "runtime.alertScope" .) -}}
+{{- $names = append $names (first (splitList "=" .)) -}}
+{{- end -}}
+{{- join ", " $names -}}
+{{- end -}}

@@ -100,3 +100,17 @@ releases in one namespace: two leaders where each release has one.
 {{- define "scheduler.alertScope" -}}
 {{- printf "namespace=%q,service=%q" .Release.Namespace (printf "%s-peers" (include "scheduler.fullname" .)) -}}
 {{- end -}}
+
+{{- /*
+The names of the labels of scheduler.alertScope ("namespace, service"), for the by () of each aggregation in an alert.
+An aggregation without them drops every label: its alert would fire with none that says which release it is
+about, and none that Alertmanager's routes (most by namespace) match. No label name, namespace or object name
+holds a comma or an equals sign, so splitting the matchers there is exact.
+*/ -}}
+{{- define "scheduler.alertScopeLabels" -}}
+{{- $names := list -}}
+{{- range splitList "," (include "scheduler.alertScope" .) -}}
+{{- $names = append $names (first (splitList "=" .)) -}}
+{{- end -}}
+{{- join ", " $names -}}
+{{- end -}}
