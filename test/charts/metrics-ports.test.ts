@@ -56,17 +56,33 @@ for (const chart of ['gateway', 'scheduler']) {
   });
 }
 
+type Port = { name: string; port?: number; containerPort?: number };
+/** A container as the metrics-port checks read it: its env, ports and probes. */
+type Probed = { env?: { name: string; value?: string }[]; ports: Port[] } & Record<
+  string,
+  { httpGet: { path: string; port: string; scheme: string } }
+>;
+
+/**
+ * `container` serves /metrics and liveness on a port of its own, `port` (named
+ * `metrics`, and told the app), and readiness on `http` in `readinessScheme`.
+ */
+function assertMetricsPort(container: Probed, port: number, readinessScheme: 'HTTP' | 'HTTPS'): void {
+  assert.deepEqual(
+    container.ports.find((p) => p.name === 'metrics'),
+    { name: 'metrics', containerPort: port },
+  );
+  assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, String(port));
+  assert.deepEqual(container.livenessProbe!.httpGet, { path: '/healthz', port: 'metrics', scheme: 'HTTP' });
+  assert.deepEqual(container.readinessProbe!.httpGet, { path: '/readyz', port: 'http', scheme: readinessScheme });
+}
+
 // metricsPort, on by default: /metrics on a port of its own, behind a
 // ClusterIP Service of its own, so that a LoadBalancer Service for /mcp does
 // not publish it, and the liveness probe there, so that a flood holding the
 // /mcp port full (connectionsMax) does not get the pod restarted.
 describe('charts/gateway: metricsPort', { skip }, () => {
-  type Port = { name: string; port?: number; containerPort?: number };
   type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
-  type Probed = { env?: { name: string; value?: string }[]; ports: Port[] } & Record<
-    string,
-    { httpGet: { path: string; port: string; scheme: string } }
-  >;
   const services = (manifests: Manifest[]): Labelled[] => manifests.filter((m) => m.kind === 'Service');
   const portsOf = (service: Manifest): string[] => (service.spec as { ports: Port[] }).ports.map((p) => p.name);
   const containerOf = (manifests: Manifest[]): Probed =>
@@ -75,13 +91,7 @@ describe('charts/gateway: metricsPort', { skip }, () => {
   it('serves /metrics and liveness on 8081 by default, behind a metrics Service, with readiness on /mcp', async () => {
     const manifests = await render('gateway', undefined, ['serviceMonitor.enabled=true']);
     const container = containerOf(manifests);
-    assert.deepEqual(
-      container.ports.find((p) => p.name === 'metrics'),
-      { name: 'metrics', containerPort: 8081 },
-    );
-    assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, '8081');
-    assert.deepEqual(container.livenessProbe!.httpGet, { path: '/healthz', port: 'metrics', scheme: 'HTTP' });
-    assert.deepEqual(container.readinessProbe!.httpGet, { path: '/readyz', port: 'http', scheme: 'HTTP' });
+    assertMetricsPort(container, 8081, 'HTTP');
     assert.deepEqual(
       services(manifests).map((s) => [s.metadata.name, portsOf(s)]),
       [
@@ -173,11 +183,6 @@ describe('charts/gateway: metricsPort', { skip }, () => {
 // flood can hold full (connectionsMax); liveness and scrapes go to a listener
 // of its own, readiness stays with the port it speaks for.
 describe('charts/scheduler: metricsPort', { skip }, () => {
-  type Port = { name: string; port?: number; containerPort?: number };
-  type Probed = { env?: { name: string; value?: string }[]; ports: Port[] } & Record<
-    string,
-    { httpGet: { path: string; port: string; scheme: string } }
-  >;
   const portsOf = (service: Manifest): string[] => (service.spec as { ports: Port[] }).ports.map((p) => p.name);
 
   it('probes liveness and scrapes /metrics on it in plain HTTP, even with tls, and admits it in the NetworkPolicy', async () => {
@@ -186,13 +191,7 @@ describe('charts/scheduler: metricsPort', { skip }, () => {
     const statefulSet = manifests.find((m) => m.kind === 'StatefulSet')!;
     new StatefulSet(statefulSet as never).validate();
     const container = podOf(statefulSet).containers[0]! as unknown as Probed;
-    assert.deepEqual(
-      container.ports.find((p) => p.name === 'metrics'),
-      { name: 'metrics', containerPort: 7071 },
-    );
-    assert.equal(container.env?.find((e) => e.name === 'SWITCHYARD_METRICS_PORT')?.value, '7071');
-    assert.deepEqual(container.livenessProbe!.httpGet, { path: '/healthz', port: 'metrics', scheme: 'HTTP' });
-    assert.deepEqual(container.readinessProbe!.httpGet, { path: '/readyz', port: 'http', scheme: 'HTTPS' });
+    assertMetricsPort(container, 7071, 'HTTPS');
     const monitor = manifests.find((m) => m.kind === 'ServiceMonitor')!;
     new ServiceMonitor(monitor as never).validate();
     const endpoint = (monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!;
