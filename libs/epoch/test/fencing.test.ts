@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { RuntimeState, SyncMessage } from '@switchyard/protocol';
-import { EpochFollower, EpochLeader } from '@switchyard/epoch';
+import { EpochLeader } from '@switchyard/epoch';
 import { MemoryLink, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
-import { RecordingSink, runtimeState, startCluster } from './support/cluster.ts';
-import type { Cluster } from './support/cluster.ts';
-import type { RejectInfo } from '@switchyard/epoch';
+import { recordingFollower, runtimeState, startCluster } from './support/cluster.ts';
+import type { Cluster, RecordingSink } from './support/cluster.ts';
+import type { RejectInfo, EpochFollower } from '@switchyard/epoch';
 
 const emptySnapshot = (term: number, epoch: number): SyncMessage => ({
   type: 'commit',
@@ -17,19 +17,10 @@ const emptySnapshot = (term: number, epoch: number): SyncMessage => ({
 });
 
 /** Follower f1 on a manual clock, with the reference merge, recording what reaches its sink and what it rejects. */
-function recordingFollower(localPart: () => RuntimeState[] = () => []) {
+function manualFollower(localPart: () => RuntimeState[] = () => []) {
   const clock = new ManualClock();
-  const sink = new RecordingSink();
   const rejects: RejectInfo[] = [];
-  const follower = new EpochFollower({
-    replicaId: 'f1',
-    clock,
-    localPart,
-    diff: referenceDiff,
-    apply: referenceApply,
-    sink,
-    onReject: (info) => rejects.push(info),
-  });
+  const { follower, sink } = recordingFollower('f1', localPart, { clock, onReject: (info) => rejects.push(info) });
   return { clock, sink, rejects, follower };
 }
 
@@ -45,7 +36,7 @@ describe('fencing', () => {
   ];
   for (const { name, msg } of lowerTermCases) {
     it(`a follower that saw term 3 rejects ${name} of term 2 and answers with an error`, async () => {
-      const { clock, sink, rejects, follower } = recordingFollower();
+      const { clock, sink, rejects, follower } = manualFollower();
       const link = new MemoryLink();
       follower.attach(link.b);
       link.a.send(emptySnapshot(3, 1));
@@ -66,7 +57,7 @@ describe('fencing', () => {
   }
 
   it('no commit of a lower term accepted: a delayed commit of an old leader on a still-open connection is fenced', async () => {
-    const { clock, sink, rejects, follower } = recordingFollower(() => [runtimeState('f1-r1', 'f1')]);
+    const { clock, sink, rejects, follower } = manualFollower(() => [runtimeState('f1-r1', 'f1')]);
     const leaderErrors: number[] = [];
     const threads = new Map<number, string[]>();
     const makeLeader = (term: number, startEpoch: number, ownRuntime: string): EpochLeader =>
@@ -136,7 +127,7 @@ describe('one history per term', () => {
     follower: EpochFollower;
     link: MemoryLink;
   }> {
-    const { clock, sink, rejects, follower } = recordingFollower();
+    const { clock, sink, rejects, follower } = manualFollower();
     const first = new MemoryLink();
     follower.attach(first.b);
     first.a.send(snapshotOf(1, 4, 'a'));
@@ -192,7 +183,7 @@ describe('one history per term', () => {
   });
 
   it("an epoch of the replica's own leadership (adopt) fences off a second leader of its term", async () => {
-    const { clock, sink, follower } = recordingFollower();
+    const { clock, sink, follower } = manualFollower();
     follower.adopt({ epoch: 4, term: 1 }, [runtimeState('f1-r1', 'f1')]);
     assert.deepEqual(follower.latest(), { epoch: 4, term: 1 });
     assert.deepEqual(follower.snapshotAt(4), [runtimeState('f1-r1', 'f1')]);

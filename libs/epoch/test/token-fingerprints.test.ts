@@ -7,9 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { RuntimeState } from '@switchyard/protocol';
-import { EpochFollower, EpochLeader, connectSync, wsSyncConnection } from '@switchyard/epoch';
+import type { EpochFollower } from '@switchyard/epoch';
+import { EpochLeader, connectSync, wsSyncConnection } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
-import { RecordingSink, runtimeState } from './support/cluster.ts';
+import type { RecordingSink } from './support/cluster.ts';
+import { recordingFollower, runtimeState } from './support/cluster.ts';
 import { serveLeader } from './support/serve-leader.ts';
 
 const FP = 'AAAAAAAAAAAAAAAA';
@@ -35,17 +37,9 @@ describe('join token fingerprints in epoch sync, across releases', () => {
   });
 
   function follower(replica: string): { follower: EpochFollower; sink: RecordingSink } {
-    const sink = new RecordingSink();
-    const f = new EpochFollower({
-      replicaId: replica,
-      clock: systemClock,
-      localPart: () => [claimed(`${replica}-r1`, replica)],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-    });
-    closers.push(() => f.stop());
-    return { follower: f, sink };
+    const made = recordingFollower(replica, () => [claimed(`${replica}-r1`, replica)]);
+    closers.push(() => made.follower.stop());
+    return made;
   }
 
   /** A leader of this release whose own runtime carries a fingerprint; its base URL, and the parts it took. */

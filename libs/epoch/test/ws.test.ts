@@ -7,10 +7,11 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
 import type { RuntimeState } from '@switchyard/protocol';
-import { EpochFollower, EpochLeader, connectSync, createSyncServer } from '@switchyard/epoch';
-import type { SyncServer } from '@switchyard/epoch';
+import { EpochLeader, connectSync, createSyncServer } from '@switchyard/epoch';
+import type { SyncServer, EpochFollower } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
-import { RecordingSink, runtimeState } from './support/cluster.ts';
+import type { RecordingSink } from './support/cluster.ts';
+import { recordingFollower, runtimeState } from './support/cluster.ts';
 import { serveLeader } from './support/serve-leader.ts';
 
 /** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
@@ -74,18 +75,10 @@ describe('epoch sync over WebSocket', () => {
   });
 
   async function follower(replica: string): Promise<{ follower: EpochFollower; sink: RecordingSink }> {
-    const sink = new RecordingSink();
-    const f = new EpochFollower({
-      replicaId: replica,
-      clock: systemClock,
-      localPart: () => [runtimeState(`${replica}-r1`, replica)],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-    });
-    followers.push(f);
-    f.attach(await connectSync(base, replica, { headers: { authorization: `Bearer ${PEER_TOKEN}` } }));
-    return { follower: f, sink };
+    const made = recordingFollower(replica, () => [runtimeState(`${replica}-r1`, replica)]);
+    followers.push(made.follower);
+    made.follower.attach(await connectSync(base, replica, { headers: { authorization: `Bearer ${PEER_TOKEN}` } }));
+    return made;
   }
 
   it('a follower gets the first epoch as a snapshot and later changes as deltas', async () => {
@@ -190,15 +183,7 @@ describe("a follower's refusal over WebSocket", () => {
 
   /** A follower fenced at term 2 that holds epoch 7, attached to the leader at `base`. */
   async function fencedFollower(base: string): Promise<RecordingSink> {
-    const sink = new RecordingSink();
-    const f = new EpochFollower({
-      replicaId: 'fenced',
-      clock: systemClock,
-      localPart: () => [],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-    });
+    const { follower: f, sink } = recordingFollower('fenced', () => []);
     closers.push(() => f.stop());
     f.adopt({ epoch: 7, term: 2 }, []);
     f.attach(await connectSync(base, 'fenced', { headers: { authorization: `Bearer ${PEER_TOKEN}` } }));

@@ -1,3 +1,4 @@
+import { systemClock } from '@switchyard/clock';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader } from '@switchyard/epoch';
@@ -140,6 +141,29 @@ export function startCluster(
     cluster.connect(replica);
   }
   return cluster;
+}
+
+/**
+ * A follower `replicaId` offering `localPart`, on the reference diff and
+ * apply and the system clock (`options` may say otherwise), and the sink
+ * that records what it applies. Not attached to any leader.
+ */
+export function recordingFollower(
+  replicaId: string,
+  localPart: () => RuntimeState[],
+  options: Partial<EpochFollowerOptions> = {},
+): { follower: EpochFollower; sink: RecordingSink } {
+  const sink = new RecordingSink();
+  const follower = new EpochFollower({
+    replicaId,
+    clock: systemClock,
+    localPart,
+    diff: referenceDiff,
+    apply: referenceApply,
+    sink,
+    ...options,
+  });
+  return { follower, sink };
 }
 
 /** The runtime ids of a state with their availability, sorted: `['a-r1:up', 'b-r1:down']`. */
