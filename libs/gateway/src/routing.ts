@@ -226,9 +226,11 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const id = r.info?.id ?? null;
   if (!isIdentityValue(sessionId)) throw new SwitchyardError('session_not_found', 'Session not found');
   // The session's class, not the one this request names: a runtime keeps a session on the sandbox it opened.
-  admitScopes(ctx, r, ctx.classScopes?.sessionClass(sessionId));
+  const sessionClass = ctx.classScopes?.sessionClass(sessionId);
+  admitScopes(ctx, r, sessionClass);
   const src = source(r, sessionId);
-  const cls = classOf(ctx, src);
+  // Known for a class held to scopes (its id says it), and then what the scheduler and runtime are told.
+  const cls = sessionClass ?? classOf(ctx, src);
   const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
   const key = threadKey(sessionId);
   const request = { class: cls, processId: process, threadId: sessionId, sticky: true };

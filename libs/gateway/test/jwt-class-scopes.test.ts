@@ -140,6 +140,31 @@ describe('gateway JWT auth with auth.classScopes', () => {
     assert.equal((await post(h.url, LIST_TOOLS, inSession(id, db))).status, 200, 'the session lives on');
   });
 
+  it("asserts a listed class's session's own class upstream and to the scheduler, whatever its requests name", async () => {
+    const id = await openSession(h.url, { ...db, ...classed('prod-db') });
+    // Another replica holds no route for it, so asks the scheduler.
+    const auth = { mode: 'jwt' as const, jwksUrl: h.jwks.url, issuer: ISSUER, audience: AUDIENCE };
+    const gateway = createGateway({
+      schedulers: [h.scheduler.url],
+      upstreamMode: 'direct',
+      auth: { ...auth, classScopes: CLASS_SCOPES },
+    });
+    const other = await listen(gateway);
+    try {
+      const [calls, seen] = [h.scheduler.calls.length, h.runtimes[0]!.seen.length];
+      for (const url of [h.url, other.url]) {
+        assert.equal((await post(url, LIST_TOOLS, inSession(id, { ...db, ...classed('demo') }))).status, 200);
+      }
+      const asked = h.scheduler.calls.slice(calls).map((c) => c.class);
+      assert.deepEqual(asked, ['prod-db'], 'the scheduler is asked for the session under its class');
+      const told = h.runtimes[0]!.seen.slice(seen).map((s) => s.headers['x-switchyard-class']);
+      assert.deepEqual(told, ['prod-db', 'prod-db'], "the runtime is told the session's class");
+    } finally {
+      await stopServer(other.server);
+      await gateway.close();
+    }
+  });
+
   it("serves a session of a class not listed whatever class its requests name: it stays that class's", async () => {
     const id = await openSession(h.url, { ...none, ...classed('demo') });
     for (const named of [{}, classed('prod-db')]) {
