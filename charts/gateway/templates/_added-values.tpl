@@ -71,6 +71,7 @@ serviceMonitor:
 prometheusRule:
   enabled: false
   labels: {}
+  runbookBaseUrl: ''
   alerts:
     absent:
       enabled: true

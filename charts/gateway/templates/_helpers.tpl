@@ -51,6 +51,17 @@ labels:
 {{- end -}}
 
 {{- /*
+The runbook_url annotation of an alert, called with (list $ "<alert name>"): prometheusRule.runbookBaseUrl, #, and
+the anchor GitHub gives the heading of the alert's runbook in docs/operations.md (its name alone, so lower-cased);
+nothing while the base is empty: the chart cannot know where the operator serves the page.
+*/ -}}
+{{- define "gateway.runbookUrl" -}}
+{{- with (index . 0).Values.prometheusRule.runbookBaseUrl -}}
+runbook_url: {{ printf "%s#%s" . (lower (index $ 1)) | quote }}
+{{- end -}}
+{{- end -}}
+
+{{- /*
 The label matchers that hold an alert to this release's gateways: the labels the Prometheus Operator gives the
 targets of the chart's ServiceMonitor, namespace and service, the Service it finds them through (the metrics
 Service with metricsPort, else the /mcp one). The namespace alone would add up two releases in one namespace.

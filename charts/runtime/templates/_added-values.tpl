@@ -31,6 +31,7 @@ podMonitor:
 prometheusRule:
   enabled: false
   labels: {}
+  runbookBaseUrl: ''
   alerts:
     absent:
       enabled: true

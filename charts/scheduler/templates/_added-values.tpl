@@ -48,6 +48,7 @@ serviceMonitor:
 prometheusRule:
   enabled: false
   labels: {}
+  runbookBaseUrl: ''
   alerts:
     noLeader:
       enabled: true
