@@ -103,6 +103,63 @@ runbook_url: {{ printf "%s#%s" . (lower (index $ 1)) | quote }}
 {{- end -}}
 
 {{- /*
+Fails unless the `for` of an absent() alert is at least twice the interval the chart's monitor scrapes at; called
+with (list $ "<key under prometheusRule.alerts>" "<monitor's values key>"). A target whose scrape fails has its
+series marked stale at once, so absent() turns true at the first scrape that misses and false at the next that
+answers: with a shorter `for`, one missed scrape of the last pod (a restart, a slow answer) fires the alert.
+*/ -}}
+{{- define "scheduler.checkAbsentFor" -}}
+{{- $root := index . 0 -}}
+{{- $forKey := printf "prometheusRule.alerts.%s.for" (index . 1) -}}
+{{- $intervalKey := printf "%s.interval" (index . 2) -}}
+{{- $for := index $root.Values.prometheusRule.alerts (index . 1) "for" -}}
+{{- $interval := index $root.Values (index . 2) "interval" -}}
+{{- $forMs := include "scheduler.durationMs" (list $for $forKey) | int64 -}}
+{{- $intervalMs := include "scheduler.durationMs" (list $interval $intervalKey) | int64 -}}
+{{- if lt $forMs (mul 2 $intervalMs) -}}
+{{- $least := include "scheduler.durationText" (mul 2 $intervalMs) -}}
+{{- $most := include "scheduler.durationText" (div $forMs 2) -}}
+{{- fail (printf "%s (%v) is under twice %s (%v): the alert's absent() would fire on one missed scrape. Set %s to at least %s, or %s to at most %s" $forKey $for $intervalKey $interval $forKey $least $intervalKey $most) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+A Prometheus duration (90s, 1m30s, 2h, 500ms, 0) in milliseconds; called with (list <value> "<its values key>"). It
+reads the units Prometheus does (y as 365 days, w, d, h, m, s, ms), each after its digits. Anything else (digits
+without a unit, 1.5m, words, a value that is no string) fails the render, naming the key: misread, a duration
+would be compared as some other one.
+*/ -}}
+{{- define "scheduler.durationMs" -}}
+{{- $value := index . 0 -}}
+{{- $parts := list -}}
+{{- if kindIs "string" $value }}{{ $parts = regexFindAll "[0-9]+(ms|y|w|d|h|m|s)" $value -1 }}{{ end -}}
+{{- if not (or (eq (toString $value) "0") (and $parts (eq (join "" $parts) $value))) -}}
+{{- fail (printf "%s (%v) is no duration this chart reads: write it as Prometheus does, digits and a unit (y, w, d, h, m, s, ms), as in 90s, 1m30s, 2h" (index . 1) $value) -}}
+{{- end -}}
+{{- $unitMs := dict "y" 31536000000 "w" 604800000 "d" 86400000 "h" 3600000 "m" 60000 "s" 1000 "ms" 1 -}}
+{{- $ms := 0 -}}
+{{- range $parts -}}
+{{- $unit := regexFind "[a-z]+$" . -}}
+{{- $ms = add $ms (mul (trimSuffix $unit . | atoi) (get $unitMs $unit)) -}}
+{{- end -}}
+{{- $ms -}}
+{{- end -}}
+
+{{- /* Milliseconds as Prometheus writes a duration: 90000 as 1m30s, 0 as 0s. */ -}}
+{{- define "scheduler.durationText" -}}
+{{- $left := int64 . -}}
+{{- $text := "" -}}
+{{- range list (list "h" 3600000) (list "m" 60000) (list "s" 1000) (list "ms" 1) -}}
+{{- $n := div $left (index . 1) -}}
+{{- if gt $n 0 -}}
+{{- $text = printf "%s%d%s" $text $n (index . 0) -}}
+{{- $left = sub $left (mul $n (index . 1)) -}}
+{{- end -}}
+{{- end -}}
+{{- default "0s" $text -}}
+{{- end -}}
+
+{{- /*
 The label matchers that hold an alert to this release's replicas: the labels the Prometheus Operator gives the
 targets of the chart's ServiceMonitor, namespace and service, the one Service it finds them through (the
 headless peers Service; the client Service selects the same pods). The namespace alone would add up two
