@@ -1,3 +1,4 @@
+import type { Clock, Timer } from '@switchyard/clock';
 import type { LogEntry } from './log-lines.ts';
 import { lineOf } from './log-lines.ts';
 
@@ -26,20 +27,22 @@ export function dialFailure(reason: unknown): string {
 export class FirstJoinWait {
   readonly #url: string;
   readonly #waitMs: number;
+  readonly #clock: Clock;
   readonly #deadline: number;
-  readonly #timer: NodeJS.Timeout;
+  readonly #timer: Timer;
   #joined = false;
   #failure: string | undefined;
   #overdue = false;
   readonly #giveUp: (line: string) => void;
 
   /** `giveUp` is called once with the line that ends the command, if it comes to that. */
-  constructor(url: string, waitMs: number, giveUp: (line: string) => void) {
+  constructor(url: string, waitMs: number, clock: Clock, giveUp: (line: string) => void) {
     this.#url = url;
     this.#waitMs = waitMs;
-    this.#deadline = performance.now() + waitMs;
+    this.#clock = clock;
+    this.#deadline = clock.monotonicNow() + waitMs;
     this.#giveUp = giveUp;
-    this.#timer = setTimeout(() => {
+    this.#timer = clock.setTimeout(() => {
       this.#overdue = true;
       // A dial still in flight ends within the runtime's connect timeout; its failure ends the wait.
       if (this.#failure !== undefined) this.#end();
@@ -52,7 +55,7 @@ export class FirstJoinWait {
   }
 
   close(): void {
-    clearTimeout(this.#timer);
+    this.#timer.cancel();
   }
 
   /** The line to show for a log entry about a failed dial, or undefined for any other entry (or none to show). */
@@ -61,8 +64,8 @@ export class FirstJoinWait {
       const failure = dialFailure(entry.reason);
       if (this.#joined) return `cannot reach ${this.#url}: ${failure}; dialling again (Ctrl-C to stop)`;
       this.#failure = failure;
-      if (this.#overdue || performance.now() >= this.#deadline) return void this.#end();
-      const leftS = Math.ceil((this.#deadline - performance.now()) / 1000);
+      if (this.#overdue || this.#clock.monotonicNow() >= this.#deadline) return void this.#end();
+      const leftS = Math.ceil((this.#deadline - this.#clock.monotonicNow()) / 1000);
       return `cannot reach ${this.#url}: ${failure}; dialling again for up to ${leftS} s (--wait-seconds)`;
     }
     if (entry.msg?.startsWith(REFUSED) && !this.#joined) {

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { systemClock, type Clock } from '@switchyard/clock';
 import { startRuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { createLogger, createMetrics } from '@switchyard/service';
@@ -21,6 +22,16 @@ export interface JoinOptions {
   readonly waitMs: number;
 }
 
+/** What `runtime join` takes from its surroundings; the command's own are the system clock, stderr and signals. */
+export interface JoinSurroundings {
+  /** The clock of the runtime and of the wait for its first join. */
+  readonly clock: Clock;
+  /** Where its lines go, each ending in a newline. */
+  write(text: string): void;
+  /** Ends it with exit code 0, as Ctrl-C does. */
+  readonly stop: AbortSignal;
+}
+
 const KNOWN: Record<JoinClass, () => EngineConfig> = {
   demo: () => ({ engine: 'builtin' }),
   everything: everythingEngine,
@@ -38,12 +49,24 @@ const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
  * would not help; so does a scheduler not reached within `waitMs`. The
  * join token is never printed, even where what answered echoes it back.
  */
-export async function joinRuntime(options: JoinOptions): Promise<number> {
+export function joinRuntime(options: JoinOptions): Promise<number> {
+  const stopping = new AbortController();
+  process.once('SIGINT', () => stopping.abort());
+  process.once('SIGTERM', () => stopping.abort());
+  return runJoin(options, {
+    clock: systemClock,
+    write: (text) => void process.stderr.write(text),
+    stop: stopping.signal,
+  });
+}
+
+/** `joinRuntime` in the surroundings given. */
+export async function runJoin(options: JoinOptions, around: JoinSurroundings): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) classes[name] = KNOWN[name]();
   // Whatever answered the URL may echo the request (a 400 page with its headers), and its body is shown.
   const masked = (line: string): string => line.replaceAll(options.token, '(the join token)');
-  const say = (line: string): void => void process.stderr.write(`switchyard: ${printable(masked(line))}\n`);
+  const say = (line: string): void => around.write(`switchyard: ${printable(masked(line))}\n`);
   // Made before the runtime starts: its first refusal may come before startRuntimeNode resolves.
   let code: number | undefined;
   let end: (code: number) => void = () => {};
@@ -55,7 +78,7 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
     if (line !== undefined) say(line);
     end(exitCode);
   };
-  const wait = new FirstJoinWait(options.schedulerUrl, options.waitMs, (line) => finish(1, line));
+  const wait = new FirstJoinWait(options.schedulerUrl, options.waitMs, around.clock, (line) => finish(1, line));
   const onEntry = (entry: LogEntry): void => {
     if (code !== undefined) return;
     const refusal = lastingRefusal(entry, options.schedulerUrl, options.tokenSource);
@@ -82,10 +105,11 @@ export async function joinRuntime(options: JoinOptions): Promise<number> {
     sessionIdleMs: 30 * 60_000,
     logger,
     metrics: createMetrics('runtime'),
+    clock: around.clock,
   });
   void node.whenConnected().then(() => wait.joined());
-  process.once('SIGINT', () => finish(0));
-  process.once('SIGTERM', () => finish(0));
+  if (around.stop.aborted) finish(0);
+  around.stop.addEventListener('abort', () => finish(0), { once: true });
   const exitCode = await ended;
   wait.close();
   await node.close();
