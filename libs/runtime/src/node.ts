@@ -178,11 +178,15 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     ...(options.tunnelPingIntervalMs !== undefined ? { pingIntervalMs: options.tunnelPingIntervalMs } : {}),
     ...(options.tunnelTransport !== undefined ? { transport: options.tunnelTransport } : {}),
     // The dialer logs each connect and disconnect itself.
+    onDialling: () => options.onTunnelEvent?.({ type: 'dialling' }),
+    onDialFailed: (reason) => options.onTunnelEvent?.({ type: 'failed', reason }),
     onConnected: () => {
       const waiters = connectedWaiters;
       connectedWaiters = [];
       for (const resolve of waiters) resolve();
+      options.onTunnelEvent?.({ type: 'up' });
     },
+    onDisconnected: (reason) => options.onTunnelEvent?.({ type: 'down', reason }),
   });
   registerNodeMetrics(options.metrics, host, () => dialer.connected);
 

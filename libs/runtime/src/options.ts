@@ -11,6 +11,18 @@ export interface RuntimeLogger {
   error(obj: object, msg?: string): void;
 }
 
+/**
+ * A step of the tunnel's dialling, for a caller that reports it (`switchyard runtime join`): a dial
+ * starts (`dialling`) and ends with no tunnel (`failed`: unreachable, refused, or no answer within the
+ * connect timeout, which is the tunnel's ping interval and timeout together) or with one (`up`), which
+ * later goes (`down`). No dial is in flight between an end and the next `dialling`.
+ */
+export type TunnelEvent =
+  | { readonly type: 'dialling' }
+  | { readonly type: 'failed'; readonly reason: string }
+  | { readonly type: 'up' }
+  | { readonly type: 'down'; readonly reason: string };
+
 export interface RuntimeNodeOptions {
   readonly runtimeId: string;
   /** A scheduler replica (or the Service in front of them); the tunnel is dialled from here. */
@@ -72,6 +84,8 @@ export interface RuntimeNodeOptions {
   readonly tunnelPingIntervalMs?: number;
   /** How the tunnel carries HTTP/2 (see `TunnelTransport`). Default `auto`. */
   readonly tunnelTransport?: TunnelTransport;
+  /** Told of each step of the tunnel's dialling; its log says the same for people. Default none. */
+  readonly onTunnelEvent?: (event: TunnelEvent) => void;
   readonly logger: RuntimeLogger;
   readonly metrics: Metrics;
   readonly meter?: MeteringSink;

@@ -51,6 +51,10 @@ export interface DialTunnelOptions {
   readonly logger?: TunnelLogger;
   /** Source of jitter; default Math.random. */
   readonly random?: () => number;
+  /** A dial starts; it ends in `onConnected` or `onDialFailed`. */
+  readonly onDialling?: () => void;
+  /** A dial ended with no tunnel: unreachable, refused, or no answer within the connect timeout. */
+  readonly onDialFailed?: (reason: string) => void;
   readonly onConnected?: () => void;
   readonly onDisconnected?: (reason: string) => void;
 }
@@ -248,6 +252,7 @@ class Dialer implements TunnelDialer {
       spoke: false,
     };
     this.#link = link;
+    this.#o.onDialling?.();
     const headers = {
       authorization: `Bearer ${link.token}`,
       [RUNTIME_INFO_HEADER]: Buffer.from(JSON.stringify(this.#o.info)).toString('base64url'),
@@ -434,6 +439,8 @@ class Dialer implements TunnelDialer {
       );
     }
     this.#retry = this.#clock.setTimeout(() => this.#connect(), delayMs);
+    // Told after the lines above, so a listener has them when it hears the dial ended.
+    if (!wasConnected) this.#o.onDialFailed?.(reason);
   }
 }
 
