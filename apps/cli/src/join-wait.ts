@@ -1,4 +1,5 @@
 import type { Clock, Timer } from '@switchyard/clock';
+import type { TunnelEvent } from '@switchyard/runtime';
 import type { LogEntry } from './log-lines.ts';
 import { lineOf } from './log-lines.ts';
 
@@ -21,8 +22,11 @@ export function dialFailure(reason: unknown): string {
  * URL, a firewall or a scheduler that is down would otherwise be dialled for
  * ever, most of the time in silence (the runtime logs every tenth failed
  * dial): each failure before the first tunnel is said with the time left,
- * and the first one after `waitMs` ends the command. Once a tunnel was up, a
- * scheduler that went away is dialled again until Ctrl-C, as any runtime does.
+ * and the command ends once `waitMs` has passed with no dial in flight. A
+ * dial still in flight then is waited for, since it may yet succeed: it
+ * ends within the runtime's connect timeout, and its failure ends the wait.
+ * Once a tunnel was up, a scheduler that went away is dialled again until
+ * Ctrl-C, as any runtime does.
  */
 export class FirstJoinWait {
   readonly #url: string;
@@ -31,8 +35,12 @@ export class FirstJoinWait {
   readonly #deadline: number;
   readonly #timer: Timer;
   #joined = false;
+  #ended = false;
+  #inFlight = false;
+  /** What the log said of the dial in flight (the runtime logs only some of them), once it said it. */
+  #dialFailure: string | undefined;
+  /** The last dial's failure, as the line that ends the command gives it. */
   #failure: string | undefined;
-  #overdue = false;
   readonly #giveUp: (line: string) => void;
 
   /** `giveUp` is called once with the line that ends the command, if it comes to that. */
@@ -43,9 +51,7 @@ export class FirstJoinWait {
     this.#deadline = clock.monotonicNow() + waitMs;
     this.#giveUp = giveUp;
     this.#timer = clock.setTimeout(() => {
-      this.#overdue = true;
-      // A dial still in flight ends within the runtime's connect timeout; its failure ends the wait.
-      if (this.#failure !== undefined) this.#end();
+      if (!this.#inFlight && this.#failure !== undefined) this.#end();
     }, waitMs);
   }
 
@@ -58,25 +64,49 @@ export class FirstJoinWait {
     this.#timer.cancel();
   }
 
-  /** The line to show for a log entry about a failed dial, or undefined for any other entry (or none to show). */
+  /** Follows the runtime's dials: the one in flight is waited for, the failure of one past the wait ends it. */
+  onTunnel(event: TunnelEvent): void {
+    if (this.#joined) return;
+    if (event.type === 'dialling') {
+      this.#inFlight = true;
+      this.#dialFailure = undefined;
+    } else if (event.type === 'up') {
+      this.#inFlight = false;
+    } else if (event.type === 'failed') {
+      this.#inFlight = false;
+      this.#failure = this.#dialFailure ?? dialFailure(event.reason);
+      if (this.#overdue()) this.#end();
+    }
+  }
+
+  /**
+   * The line to show for a log entry about a failed dial, '' for one of
+   * those that shows nothing, or undefined for any other entry.
+   */
   lineFor(entry: LogEntry): string | undefined {
     if (entry.msg === UNREACHABLE) {
       const failure = dialFailure(entry.reason);
       if (this.#joined) return `cannot reach ${this.#url}: ${failure}; dialling again (Ctrl-C to stop)`;
-      this.#failure = failure;
-      if (this.#overdue || this.#clock.monotonicNow() >= this.#deadline) return void this.#end();
+      this.#dialFailure = failure;
+      // The command ends as the runtime tells that this dial ended; no time is left to announce.
+      if (this.#overdue()) return '';
       const leftS = Math.ceil((this.#deadline - this.#clock.monotonicNow()) / 1000);
       return `cannot reach ${this.#url}: ${failure}; dialling again for up to ${leftS} s (--wait-seconds)`;
     }
     if (entry.msg?.startsWith(REFUSED) && !this.#joined) {
       // A refusal that may pass (a proxy's 502, an id still held): dialled again, within the same wait.
-      this.#failure = lineOf(entry);
-      if (this.#overdue) return void this.#end();
+      this.#dialFailure = lineOf(entry);
     }
     return undefined;
   }
 
+  #overdue(): boolean {
+    return this.#clock.monotonicNow() >= this.#deadline;
+  }
+
   #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
     this.close();
     this.#giveUp(
       `gave up dialling ${this.#url} after ${this.#waitMs / 1000} s: ${this.#failure}; ` +

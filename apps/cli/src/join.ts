@@ -83,10 +83,8 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     if (code !== undefined) return;
     const refusal = lastingRefusal(entry, options.schedulerUrl, options.tokenSource);
     if (refusal !== undefined) return finish(1, refusal);
-    // A failed dial past the wait ends the command here, its own line said.
     const failed = wait.lineFor(entry);
-    if (failed !== undefined) return say(failed);
-    if (code !== undefined) return;
+    if (failed !== undefined) return void (failed && say(failed));
     if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));
   };
   const logger = createLogger({
@@ -106,6 +104,7 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     logger,
     metrics: createMetrics('runtime'),
     clock: around.clock,
+    onTunnelEvent: (event) => wait.onTunnel(event),
   });
   void node.whenConnected().then(() => wait.joined());
   if (around.stop.aborted) finish(0);

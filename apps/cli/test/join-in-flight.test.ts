@@ -1,0 +1,135 @@
+// `runtime join` whose --wait-seconds run out while a dial is in flight: it
+// waits for that dial rather than giving up on an earlier one's failure. A
+// TCP front, which the test tells to drop or to hold connections, stands
+// between the command and a real scheduler replica; the command runs in
+// this process on a manual clock, so no test waits out real seconds.
+import { once } from 'node:events';
+import net from 'node:net';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { runJoin } from '../src/join.ts';
+import { startOneReplica, until } from './support.ts';
+
+const JOIN_TOKEN = 'join-token-0123456789abcdef';
+const WAIT_MS = 1000;
+/** Past the first redial: backoff starts at 250 ms, less jitter. */
+const FIRST_REDIAL_MS = 300;
+
+/** A TCP front to `port` that drops each connection or holds it unread until told to pass or drop it. */
+async function startFront(port: number): Promise<{
+  url: string;
+  mode: 'drop' | 'hold';
+  readonly held: net.Socket[];
+  pass(): void;
+  dropHeld(): void;
+  close(): void;
+}> {
+  const sockets = new Set<net.Socket>();
+  const held: net.Socket[] = [];
+  const front = {
+    url: '',
+    mode: 'drop' as 'drop' | 'hold',
+    held,
+    pass() {
+      for (const socket of held.splice(0)) {
+        const upstream = net.connect(port, '127.0.0.1');
+        sockets.add(upstream);
+        socket.pipe(upstream).pipe(socket);
+        upstream.on('error', () => socket.destroy());
+        socket.on('error', () => upstream.destroy());
+      }
+    },
+    dropHeld() {
+      for (const socket of held.splice(0)) socket.destroy();
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    if (front.mode === 'drop') return void socket.destroy();
+    socket.pause();
+    held.push(socket);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  front.url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  return front;
+}
+
+describe('switchyard runtime join, --wait-seconds run out with a dial in flight', () => {
+  let replica: SchedulerReplica;
+  let front: Awaited<ReturnType<typeof startFront>>;
+  let clock: ManualClock;
+  let lines: string[];
+  let stop: AbortController;
+  let run: Promise<number>;
+  let code: number | undefined;
+
+  before(async () => {
+    replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
+  });
+  after(() => replica?.close());
+
+  beforeEach(async () => {
+    front = await startFront(Number(new URL(replica.url).port));
+    clock = new ManualClock();
+    lines = [];
+    stop = new AbortController();
+    code = undefined;
+    const options = {
+      schedulerUrl: front.url,
+      token: JOIN_TOKEN,
+      tokenSource: '--token',
+      id: 'rt-0',
+      classes: ['demo' as const],
+      sandboxesMax: 1,
+      waitMs: WAIT_MS,
+    };
+    run = runJoin(options, { clock, write: (text) => void lines.push(text), stop: stop.signal });
+    void run.then((exitCode) => (code = exitCode));
+    // The first dial fails; the redial after it is held, in flight, when the wait runs out.
+    await until('the first failed dial said', () => lines.some((line) => /cannot reach/.test(line)));
+    front.mode = 'hold';
+    await clock.advance(FIRST_REDIAL_MS);
+    await until('the redial held at the front', () => front.held.length > 0);
+    await clock.advance(WAIT_MS);
+  });
+  afterEach(async () => {
+    stop.abort();
+    front.dropHeld();
+    // Closing the node waits on its clock for grace periods: time is moved on until it has closed (bounded).
+    for (let i = 0; i < 100 && code === undefined; i++) await clock.advance(1000);
+    await run;
+    front.close();
+  });
+
+  it('does not give up, and joins once that dial goes through', async () => {
+    assert.equal(code, undefined, `not ended while a dial is in flight:\n${lines.join('')}`);
+    front.pass();
+    await until('the tunnel connected line', () => lines.some((line) => /^switchyard: tunnel connected/.test(line)));
+    await until('the scheduler listing the runtime', async () => {
+      const res = await fetch(`${replica.url}/api/runtime/rt-0`);
+      return res.ok;
+    });
+    await clock.advance(WAIT_MS);
+    assert.equal(code, undefined, lines.join(''));
+    assert.doesNotMatch(lines.join(''), /gave up/);
+  });
+
+  it('gives up once that dial fails, naming its failure', async () => {
+    assert.equal(code, undefined, `not ended while a dial is in flight:\n${lines.join('')}`);
+    front.mode = 'drop';
+    front.dropHeld();
+    assert.equal(await run, 1, lines.join(''));
+    assert.match(
+      lines.at(-1)!,
+      /^switchyard: gave up dialling http:\/\/127\.0\.0\.1:\d+ after 1 s: .*; check <scheduler-url>, or wait longer with --wait-seconds\n$/,
+    );
+  });
+});
