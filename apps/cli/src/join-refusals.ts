@@ -1,20 +1,25 @@
 import type { LogEntry } from './log-lines.ts';
 
 /**
- * What a scheduler's 400 says is wrong with this runtime. The dialer logs the
- * refusal's body as it came, JSON text (`{"error", "field", "detail"}`,
- * docs/protocol.md §1); the detail names the field and the rule it broke.
+ * The reason a scheduler's JSON error body gives (`{"error", "detail"}`,
+ * docs/protocol.md §1): the error, with the detail that names the field and
+ * the rule it broke, if any. Undefined for any other body (a proxy's page).
  */
-function refusalReason(body: string | undefined): string {
+export function schedulerReason(body: string | undefined): string | undefined {
   try {
     const parsed = JSON.parse(body ?? '') as { error?: unknown; detail?: unknown };
     if (typeof parsed.error === 'string') {
       return typeof parsed.detail === 'string' ? `${parsed.error} (${parsed.detail})` : parsed.error;
     }
   } catch {
-    // Not JSON (a proxy's page): shown as it came.
+    // Not JSON.
   }
-  return body?.trim() || '(no reason given)';
+  return undefined;
+}
+
+/** What a refusal's body (as the dialer logs it) says is wrong: the scheduler's reason, or a proxy's page as it came. */
+function refusalReason(body: string | undefined): string {
+  return schedulerReason(body) ?? (body?.trim() || '(no reason given)');
 }
 
 /** The runtime id a 403's body (`{"error","runtime"}`) names, if it names one. */

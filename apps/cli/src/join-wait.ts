@@ -1,10 +1,15 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import type { TunnelEvent } from '@switchyard/runtime';
-import type { LogEntry } from './log-lines.ts';
-import { lineOf } from './log-lines.ts';
+import { schedulerReason } from './join-refusals.ts';
+import { lineOf, type LogEntry } from './log-lines.ts';
 
 const UNREACHABLE = 'scheduler unreachable; dialling again';
 const REFUSED = 'scheduler refused the tunnel';
+/**
+ * The refusal the runtime does not follow with its `scheduler unreachable` line (an id another join token
+ * holds): shown as the runtime logs it, with its hint. The others that may pass are said with that line.
+ */
+const REFUSED_UNFOLLOWED = 409;
 
 /** A failed dial's reason, with what it most often means to whoever typed the URL. */
 export function dialFailure(reason: unknown): string {
@@ -39,6 +44,8 @@ export class FirstJoinWait {
   #inFlight = false;
   /** What the log said of the dial in flight (the runtime logs only some of them), once it said it. */
   #dialFailure: string | undefined;
+  /** What answered the dial in flight, if it answered and refused it (`answered HTTP 503 (…)`). */
+  #dialAnswer: string | undefined;
   /** The last dial's failure, as the line that ends the command gives it. */
   #failure: string | undefined;
   readonly #giveUp: (line: string) => void;
@@ -66,6 +73,7 @@ export class FirstJoinWait {
 
   /** Follows the runtime's dials: the one in flight is waited for, the failure of one past the wait ends it. */
   onTunnel(event: TunnelEvent): void {
+    if (event.type === 'dialling') this.#dialAnswer = undefined;
     if (this.#joined) return;
     if (event.type === 'dialling') {
       this.#inFlight = true;
@@ -81,23 +89,32 @@ export class FirstJoinWait {
 
   /**
    * The line to show for a log entry about a failed dial, '' for one of
-   * those that shows nothing, or undefined for any other entry.
+   * those that shows nothing (a refusal that may pass is said with the
+   * runtime's `scheduler unreachable` line after it, which comes at the
+   * first failed dial and every tenth), or undefined for any other entry.
    */
   lineFor(entry: LogEntry): string | undefined {
     if (entry.msg === UNREACHABLE) {
-      const failure = dialFailure(entry.reason);
-      if (this.#joined) return `cannot reach ${this.#url}: ${failure}; dialling again (Ctrl-C to stop)`;
+      // A dial whose refusal may pass is logged as unreachable too, by the same rule: said as what answered.
+      const failure = this.#dialAnswer ?? dialFailure(entry.reason);
+      const what = this.#dialAnswer ? `${this.#url} ${failure}` : `cannot reach ${this.#url}: ${failure}`;
+      if (this.#joined) return `${what}; dialling again (Ctrl-C to stop)`;
       this.#dialFailure = failure;
       // The command ends as the runtime tells that this dial ended; no time is left to announce.
       if (this.#overdue()) return '';
       const leftS = Math.ceil((this.#deadline - this.#clock.monotonicNow()) / 1000);
-      return `cannot reach ${this.#url}: ${failure}; dialling again for up to ${leftS} s (--wait-seconds)`;
+      return `${what}; dialling again for up to ${leftS} s (--wait-seconds)`;
     }
-    if (entry.msg?.startsWith(REFUSED) && !this.#joined) {
-      // A refusal that may pass (a proxy's 502, an id still held): dialled again, within the same wait.
-      this.#dialFailure = lineOf(entry);
+    if (!entry.msg?.startsWith(REFUSED) || entry.status === undefined) return undefined;
+    if (entry.status === REFUSED_UNFOLLOWED) {
+      if (!this.#joined) this.#dialFailure = lineOf(entry);
+      return undefined;
     }
-    return undefined;
+    // A refusal that may pass (a proxy's 502, a scheduler at its maxRuntimes): dialled again, within the wait.
+    const reason = schedulerReason(entry.body);
+    this.#dialAnswer = `answered HTTP ${entry.status}${reason === undefined ? '' : ` (${reason})`}`;
+    if (!this.#joined) this.#dialFailure = this.#dialAnswer;
+    return '';
   }
 
   #overdue(): boolean {

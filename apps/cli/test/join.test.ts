@@ -156,3 +156,45 @@ describe('switchyard runtime join, at a URL that is no scheduler', () => {
     });
   }
 });
+
+describe('switchyard runtime join, answered 502, 503 or 504', () => {
+  // A scheduler at its maxRuntimes, or a proxy in front whose scheduler is down: something answered, and may
+  // take the tunnel soon. Said at the first answer (and every tenth, as failed dials are), not at every one.
+  const CASES = [
+    { status: 502, contentType: 'text/html', body: '<html><body>502 Bad Gateway</body></html>', says: '' },
+    {
+      status: 503,
+      contentType: 'application/json',
+      body: '{"error":"runtime capacity reached"}',
+      says: ' \\(runtime capacity reached\\)',
+    },
+    { status: 504, contentType: 'text/html', body: '<html><body>504 Gateway Time-out</body></html>', says: '' },
+  ];
+  for (const { status, contentType, body, says } of CASES) {
+    it(`says the URL answered HTTP ${status} and that it dials again, then gives up after --wait-seconds`, async () => {
+      const server = await startAnswering(status, contentType, body);
+      try {
+        const args = ['runtime', 'join', server.url, '--token', JOIN_TOKEN, '--id', 'rt-0', '--wait-seconds', '2'];
+        const { code, stderr } = await runCli(args);
+        assert.equal(code, 1, stderr);
+        const url = server.url.replaceAll('.', '\\.');
+        const lines = stderr.trimEnd().split('\n');
+        assert.equal(lines.length, 3, `the dialling line, one answer and the end, not one line per dial:\n${stderr}`);
+        assert.match(
+          lines[1]!,
+          new RegExp(
+            `^switchyard: ${url} answered HTTP ${status}${says}; dialling again for up to [12] s \\(--wait-seconds\\)$`,
+          ),
+        );
+        assert.match(
+          lines[2]!,
+          new RegExp(
+            `^switchyard: gave up dialling ${url} after 2 s: answered HTTP ${status}${says}; check <scheduler-url>`,
+          ),
+        );
+      } finally {
+        server.close();
+      }
+    });
+  }
+});
