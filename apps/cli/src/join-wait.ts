@@ -26,12 +26,15 @@ export function dialFailure(reason: unknown): string {
  * How long `runtime join` dials a scheduler it has not reached yet. A wrong
  * URL, a firewall or a scheduler that is down would otherwise be dialled for
  * ever, most of the time in silence (the runtime logs every tenth failed
- * dial): each failure before the first tunnel is said with the time left,
- * and the command ends once `waitMs` has passed with no dial in flight. A
- * dial still in flight then is waited for, since it may yet succeed: it
- * ends within the runtime's connect timeout, and its failure ends the wait.
- * Once a tunnel was up, a scheduler that went away is dialled again until
- * Ctrl-C, as any runtime does.
+ * dial): each failure before the join is said with the time left, and
+ * the command ends once `waitMs` has passed with no dial in flight. A dial
+ * still in flight then is waited for, since it may yet succeed: it ends
+ * within the runtime's connect timeout (a tunnel that came up, within its
+ * ping timeout, unless a scheduler uses it), and its failure ends the wait.
+ * The join is a scheduler opening the runtime's `/watch` through a tunnel,
+ * not the tunnel coming up: a proxy may take the upgrade and drop it. Once
+ * joined, a scheduler that went away is dialled again until Ctrl-C, as any
+ * runtime does.
  */
 export class FirstJoinWait {
   readonly #url: string;
@@ -62,29 +65,40 @@ export class FirstJoinWait {
     }, waitMs);
   }
 
-  joined(): void {
-    this.#joined = true;
-    this.close();
-  }
-
   close(): void {
     this.#timer.cancel();
   }
 
-  /** Follows the runtime's dials: the one in flight is waited for, the failure of one past the wait ends it. */
+  /**
+   * Follows the runtime's dials: the one in flight (a tunnel up counts, until
+   * a scheduler watches it or it drops) is waited for; the failure of one
+   * past the wait ends it; a scheduler opening the runtime's `/watch` is the
+   * join, after which nothing ends it.
+   */
   onTunnel(event: TunnelEvent): void {
     if (event.type === 'dialling') this.#dialAnswer = undefined;
     if (this.#joined) return;
-    if (event.type === 'dialling') {
-      this.#inFlight = true;
-      this.#dialFailure = undefined;
-    } else if (event.type === 'up') {
-      this.#inFlight = false;
-    } else if (event.type === 'failed') {
-      this.#inFlight = false;
-      this.#failure = this.#dialFailure ?? dialFailure(event.reason);
-      if (this.#overdue()) this.#end();
+    switch (event.type) {
+      case 'dialling':
+        this.#inFlight = true;
+        this.#dialFailure = undefined;
+        return;
+      case 'watched':
+        this.#joined = true;
+        return this.close();
+      case 'failed':
+        return this.#dialEnded(this.#dialFailure ?? dialFailure(event.reason));
+      case 'down':
+        // Whatever answered took the upgrade, but no scheduler used the tunnel: a proxy that passes it nowhere.
+        return this.#dialEnded(`the tunnel was dropped before a scheduler used it (${event.reason})`);
     }
+  }
+
+  /** A dial ended with no join: the wait, if over, ends with its failure. */
+  #dialEnded(failure: string): void {
+    this.#inFlight = false;
+    this.#failure = failure;
+    if (this.#overdue()) this.#end();
   }
 
   /**

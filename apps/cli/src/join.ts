@@ -93,6 +93,7 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     destination: { write: (line: string) => onEntry(parseEntry(line)) },
   });
   const runtimeId = options.id ?? hostname();
+  let joined = false;
   say(`runtime ${runtimeId} dialling ${options.schedulerUrl} (Ctrl-C to stop)`);
   const node = await startRuntimeNode({
     runtimeId,
@@ -104,9 +105,15 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     logger,
     metrics: createMetrics('runtime'),
     clock: around.clock,
-    onTunnelEvent: (event) => wait.onTunnel(event),
+    onTunnelEvent: (event) => {
+      wait.onTunnel(event);
+      // A tunnel coming up is no join (a proxy may take the upgrade and drop it): a scheduler watching it is.
+      if (event.type === 'watched' && !joined && code === undefined) {
+        joined = true;
+        say(`runtime ${runtimeId} joined ${options.schedulerUrl}`);
+      }
+    },
   });
-  void node.whenConnected().then(() => wait.joined());
   if (around.stop.aborted) finish(0);
   around.stop.addEventListener('abort', () => finish(0), { once: true });
   const exitCode = await ended;

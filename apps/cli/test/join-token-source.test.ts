@@ -12,13 +12,13 @@ import { killGroup, runCli, spawnCli, startOneReplica, until, type Running } fro
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
 
-/** Runs `runtime join` until its tunnel is up, then stops it as Ctrl-C would; its exit code and output. */
+/** Runs `runtime join` until it has joined, then stops it as Ctrl-C would; its exit code and output. */
 async function joinThenStop(args: readonly string[], env: Record<string, string> = {}) {
   const run: Running = spawnCli(['runtime', 'join', ...args], env);
   try {
-    await until('the tunnel connected line', () => {
+    await until('the joined line', () => {
       if (run.child.exitCode !== null) throw new Error(`runtime join exited early:\n${run.stderr()}`);
-      return /^switchyard: tunnel connected/m.test(run.stderr());
+      return /^switchyard: runtime \S+ joined /m.test(run.stderr());
     });
     run.child.kill('SIGINT');
     const { code } = await run.exited;

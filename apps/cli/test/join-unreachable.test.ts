@@ -78,7 +78,7 @@ describe('switchyard runtime join, a scheduler it cannot reach', () => {
       '0',
     ]);
     try {
-      await until('the tunnel connected line', () => /^switchyard: tunnel connected/m.test(run.stderr()));
+      await until('the joined line', () => /^switchyard: runtime rt-0 joined /m.test(run.stderr()));
       await replica.close();
       await until('the line saying it dials again', () =>
         /^switchyard: cannot reach http:\/\/127\.0\.0\.1:\d+: .*; dialling again \(Ctrl-C to stop\)$/m.test(

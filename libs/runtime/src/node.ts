@@ -166,12 +166,19 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
   // reconnecting. The node holds the process until close().
   const keepAlive = setInterval(() => {}, KEEP_ALIVE_INTERVAL_MS);
   let connectedWaiters: Array<() => void> = [];
+  let watched = false;
   const dialer = dialTunnel({
     url: options.schedulerUrl,
     ...(options.fallbackSchedulerUrls?.length ? { fallbackUrls: options.fallbackSchedulerUrls } : {}),
     token: options.joinToken,
     info,
-    handler: route,
+    handler: (req, res) => {
+      if (!watched && (req.url ?? '').split('?', 1)[0] === '/watch') {
+        watched = true;
+        options.onTunnelEvent?.({ type: 'watched' });
+      }
+      route(req, res);
+    },
     relayHandler: route,
     clock,
     logger,
@@ -184,6 +191,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
       const waiters = connectedWaiters;
       connectedWaiters = [];
       for (const resolve of waiters) resolve();
+      watched = false;
       options.onTunnelEvent?.({ type: 'up' });
     },
     onDisconnected: (reason) => options.onTunnelEvent?.({ type: 'down', reason }),

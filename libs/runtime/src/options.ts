@@ -15,12 +15,15 @@ export interface RuntimeLogger {
  * A step of the tunnel's dialling, for a caller that reports it (`switchyard runtime join`): a dial
  * starts (`dialling`) and ends with no tunnel (`failed`: unreachable, refused, or no answer within the
  * connect timeout, which is the tunnel's ping interval and timeout together) or with one (`up`), which
- * later goes (`down`). No dial is in flight between an end and the next `dialling`.
+ * later goes (`down`). No dial is in flight between an end and the next `dialling`. A tunnel that is up
+ * proves little (a proxy may take the upgrade and drop it): `watched` comes once per tunnel, when a
+ * scheduler first opens `/watch` through it, which only one that took the runtime does.
  */
 export type TunnelEvent =
   | { readonly type: 'dialling' }
   | { readonly type: 'failed'; readonly reason: string }
   | { readonly type: 'up' }
+  | { readonly type: 'watched' }
   | { readonly type: 'down'; readonly reason: string };
 
 export interface RuntimeNodeOptions {

@@ -1,7 +1,8 @@
 // The steps of a runtime node's dialling, as `onTunnelEvent` tells them: a
 // dial to 127.0.0.1:1 (nothing listens) fails, the next, to a real tunnel
-// endpoint on loopback standing in for the scheduler, comes up, and the
-// tunnel goes when the endpoint closes it. The node's clock is manual, so
+// endpoint on loopback standing in for the scheduler, comes up, the
+// endpoint opens /watch through it as a scheduler does, and the tunnel goes
+// when the endpoint closes it. The node's clock is manual, so
 // the redial between the two happens when the test says.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -25,12 +26,17 @@ async function until(what: string, probe: () => boolean): Promise<void> {
 }
 
 describe('runtime node tunnel events', () => {
-  it('tells each dial starting and how it ended, and the tunnel going', async () => {
+  it('tells each dial starting and how it ended, a scheduler watching the tunnel, and the tunnel going', async () => {
     const endpoint = createTunnelEndpoint({
       tokens: () => [JOIN_TOKEN],
       maxRuntimes: 1,
       logger: { info() {}, warn() {}, error() {} },
-      onTunnel: () => {},
+      // A scheduler's first request on a tunnel it took: the runtime's state stream.
+      onTunnel: (tunnel) =>
+        void tunnel
+          .fetch('http://runtime/watch')
+          .then((res) => res.body?.cancel())
+          .catch(() => {}),
       onTunnelClosed: () => {},
     });
     const server = http.createServer((_req, res) => res.writeHead(404).end());
@@ -52,11 +58,11 @@ describe('runtime node tunnel events', () => {
       assert.match((events[1] as { reason: string }).reason, /ECONNREFUSED/);
       // The first redial is due within 250 ms, less jitter.
       await clock.advance(300);
-      await until('the tunnel up', () => events.some((e) => e.type === 'up'));
-      assert.deepEqual(events.slice(2), [{ type: 'dialling' }, { type: 'up' }]);
+      await until('the tunnel watched', () => events.some((e) => e.type === 'watched'));
+      assert.deepEqual(events.slice(2), [{ type: 'dialling' }, { type: 'up' }, { type: 'watched' }]);
       endpoint.close();
       await until('the tunnel down', () => events.some((e) => e.type === 'down'));
-      assert.equal(events.length, 5, JSON.stringify(events));
+      assert.equal(events.length, 6, JSON.stringify(events));
     } finally {
       await Promise.all([node.close(), clock.advance(30_000)]);
       server.closeAllConnections();
