@@ -21,8 +21,9 @@ const USAGE = `usage:
 status, explain and check scheduler: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens,
 when it sets any; --token-file reads the first of a file's tokens (one per line, as the chart's Secret holds them);
 runtime join: --token (or SWITCHYARD_JOIN_TOKEN, out of sight of ps and shell history) is a join token, and
---token-file reads the first of a file's tokens as above; --wait-seconds bounds how long a scheduler not reached
-yet is dialled (once joined, one that goes away is dialled until Ctrl-C).
+--token-file reads the first of a file's tokens as above; --wait-seconds bounds how long it dials before a
+scheduler takes it (opens its /watch; a dial still in flight then is waited for); once joined, a scheduler
+that goes away is dialled until Ctrl-C.
 check: exits 0 when the replicas agree on a leader, term and epoch (scheduler), or /readyz and an MCP
 initialize answer (gateway: 200, or 401 with a Bearer challenge under --auth-required); else 1, saying why.`;
 
