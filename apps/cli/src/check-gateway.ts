@@ -8,6 +8,7 @@
  * serves; nothing behind it is reached). Each request is bounded by a timeout.
  */
 import { printable } from './log-lines.ts';
+import { httpRequest, type HttpInit } from './http-request.ts';
 import { unreachableReason } from './inspect.ts';
 
 export interface GatewayCheck {
@@ -35,11 +36,11 @@ const INITIALIZE = JSON.stringify({
   },
 });
 
-async function request(url: URL, init: RequestInit = {}): Promise<Response> {
+async function request(url: URL, init: HttpInit = {}): Promise<Response> {
   try {
-    return await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    return await httpRequest(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   } catch (error) {
-    throw new Error(`cannot reach ${url.origin}: ${unreachableReason(error, url.href, REFUSED_HINT)}`, {
+    throw new Error(`cannot reach ${url.origin}: ${unreachableReason(error, REFUSED_HINT)}`, {
       cause: error,
     });
   }

@@ -1,5 +1,6 @@
 import { runtimeStateOf, type Parsed, type RuntimesTable } from '@switchyard/protocol';
 import { readEpochLine, readExplained, readRuntimes, type EpochLine } from './answers.ts';
+import { httpRequest, type HttpInit } from './http-request.ts';
 import { printable } from './log-lines.ts';
 import { table } from './table.ts';
 
@@ -13,21 +14,14 @@ export interface SchedulerTarget {
 const REFUSED_HINT = 'nothing listens there: start a cluster with npm start, or pass --scheduler <url>';
 
 /**
- * Why fetch failed, from what its "fetch failed" wraps: the connection's or
- * the TLS handshake's own error. `refusedHint` explains a refused connection.
+ * Why an exchange failed, from the connection's or the TLS handshake's own
+ * error (or a timeout). `refusedHint` explains a refused connection.
  */
-export function unreachableReason(error: unknown, url: string, refusedHint = REFUSED_HINT): string {
-  const cause = (error as { cause?: { message?: string; code?: string } }).cause;
-  const reason = cause?.message ?? (error as Error).message;
-  const code = cause?.code ?? '';
+export function unreachableReason(error: unknown, refusedHint = REFUSED_HINT): string {
+  const { message: reason = String(error), code = '' } = (error ?? {}) as { message?: string; code?: string };
   // A certificate error: most likely a private CA this process has not been told to trust.
   if (/CERT|SELF_SIGNED/.test(code)) return `${reason} (trust its CA: NODE_EXTRA_CA_CERTS=<PEM file>)`;
   if (code === 'ECONNREFUSED') return `${reason} (${refusedHint})`;
-  // The fetch standard's blocked ports (6000, 6665-6669, 10080, ...), refused before any connection.
-  if (reason === 'bad port') {
-    const port = new URL(url).port;
-    return `bad port (fetch refuses port ${port}, as browsers do: serve it on another port, or reach it through a port-forward)`;
-  }
   return reason;
 }
 
@@ -40,7 +34,7 @@ export async function getJson<T>(
   path: string,
   expected: readonly number[],
   read: (body: unknown) => Parsed<T>,
-  init: RequestInit = {},
+  init: HttpInit = {},
   refusedHint = REFUSED_HINT,
 ): Promise<{ status: number; body: T }> {
   const headers = new Headers(init.headers);
@@ -48,9 +42,9 @@ export async function getJson<T>(
   const origin = new URL(target.url).origin;
   let response: Response;
   try {
-    response = await fetch(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
+    response = await httpRequest(`${target.url}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
   } catch (error) {
-    throw new Error(`cannot reach ${origin}: ${unreachableReason(error, target.url, refusedHint)}`, { cause: error });
+    throw new Error(`cannot reach ${origin}: ${unreachableReason(error, refusedHint)}`, { cause: error });
   }
   if (response.status === 401) {
     await response.body?.cancel();
@@ -65,7 +59,7 @@ export async function getJson<T>(
   } catch (error) {
     // A body that stalls or is cut off (the timeout above covers it too) is not one that is no JSON.
     if (!(error instanceof SyntaxError)) {
-      throw new Error(`${target.url} broke off its answer to ${path}: ${unreachableReason(error, target.url)}`, {
+      throw new Error(`${target.url} broke off its answer to ${path}: ${unreachableReason(error)}`, {
         cause: error,
       });
     }

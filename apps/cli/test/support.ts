@@ -164,16 +164,22 @@ export const INSPECTOR_CLI = createRequire(import.meta.url).resolve(
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** One scheduler replica in this process, leading on its own memory lease, for the command to talk to. */
-export function startOneReplica(tokens: {
-  joinTokens: () => readonly string[];
-  apiTokens?: () => readonly string[];
-}): Promise<SchedulerReplica> {
+/**
+ * One scheduler replica in this process, leading on its own memory lease, for the command to talk to;
+ * on a free port unless `port` is given.
+ */
+export function startOneReplica(
+  tokens: {
+    joinTokens: () => readonly string[];
+    apiTokens?: () => readonly string[];
+  },
+  port = 0,
+): Promise<SchedulerReplica> {
   return startSchedulerReplica({
     replicaId: 's0',
     advertiseUrl: 'http://127.0.0.1:{port}',
     host: '127.0.0.1',
-    port: 0,
+    port,
     lock: createMemoryLock(new MemoryLeaseStore()),
     election: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
     ...tokens,

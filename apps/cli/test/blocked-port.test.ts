@@ -1,0 +1,115 @@
+// Node's fetch refuses the ports browsers block (6000, X11's; 6665-6669, IRC's; 10080, …) before it
+// dials, saying only "bad port". A scheduler or gateway served on one is still a legitimate
+// deployment: status, explain and both checks reach it like any other. Each listener here takes the
+// first such port free on this machine; with none free, the tests are skipped saying so.
+import { after, before, describe, it, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { ListenError } from '@switchyard/service';
+import { runCli, startOneReplica } from './support.ts';
+
+/** Ports on the fetch standard's list of bad ports that a process without privileges may bind. */
+const BLOCKED_PORTS = [6000, 6665, 6666, 6667, 6668, 6669, 10080];
+const INITIALIZED = {
+  jsonrpc: '2.0',
+  id: 1,
+  result: { protocolVersion: '2025-06-18', serverInfo: { name: 'stand-in' } },
+};
+
+/** The first of BLOCKED_PORTS that `start` binds, with what it started; undefined when each one is taken. */
+async function onBlockedPort<T>(
+  start: (port: number) => Promise<T>,
+): Promise<{ port: number; started: T } | undefined> {
+  for (const port of BLOCKED_PORTS) {
+    try {
+      return { port, started: await start(port) };
+    } catch (error) {
+      const code = error instanceof ListenError ? error.code : (error as NodeJS.ErrnoException).code;
+      if (code !== 'EADDRINUSE' && code !== 'EACCES') throw error;
+    }
+  }
+  return undefined;
+}
+
+/** A stand-in gateway: ready, and answering an initialize with its result. */
+function listenGateway(port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    req.resume();
+    if (req.url === '/readyz') return void res.writeHead(200).end('ok');
+    req.once('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(INITIALIZED)));
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
+
+function skipUnless(t: TestContext, url: string | undefined): url is string {
+  if (url === undefined) t.skip(`every port of ${BLOCKED_PORTS.join(', ')} is taken on this machine`);
+  return url !== undefined;
+}
+
+describe('switchyard status, explain and check on a port that fetch refuses', () => {
+  let replica: SchedulerReplica | undefined;
+  let gateway: Server | undefined;
+  let schedulerUrl: string | undefined;
+  let gatewayUrl: string | undefined;
+  before(async () => {
+    const scheduler = await onBlockedPort((port) => startOneReplica({ joinTokens: () => [] }, port));
+    replica = scheduler?.started;
+    schedulerUrl = scheduler && `http://127.0.0.1:${scheduler.port}`;
+    const stand = await onBlockedPort(listenGateway);
+    gateway = stand?.started;
+    gatewayUrl = stand && `http://127.0.0.1:${stand.port}/mcp`;
+  });
+  after(async () => {
+    await replica?.close();
+    await new Promise((resolve) => (gateway ? gateway.close(resolve) : resolve(undefined)));
+  });
+
+  it('status reads the scheduler there', async (t) => {
+    if (!skipUnless(t, schedulerUrl)) return;
+    const { code, stdout, stderr } = await runCli(['status', '--scheduler', schedulerUrl]);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^leader: {3}s0 /m);
+  });
+
+  it('explain has the scheduler there trace a request', async (t) => {
+    if (!skipUnless(t, schedulerUrl)) return;
+    const { code, stdout, stderr } = await runCli([
+      'explain',
+      '--class',
+      'demo',
+      '--process',
+      'p',
+      '--scheduler',
+      schedulerUrl,
+    ]);
+    // No runtime here: the dry run ends unschedulable (exit 1), but the scheduler answered it.
+    assert.match(stdout, /STAGE +IN +OUT/, stderr);
+    assert.match(stdout, /→ unschedulable at /);
+    assert.equal(code, 1);
+  });
+
+  it('check scheduler passes on the scheduler there', async (t) => {
+    if (!skipUnless(t, schedulerUrl)) return;
+    const { code, stdout, stderr } = await runCli([
+      'check',
+      'scheduler',
+      '--scheduler',
+      schedulerUrl,
+      '--wait-seconds',
+      '10',
+    ]);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^scheduler ok: leader s0 /);
+  });
+
+  it('check gateway passes on the gateway there', async (t) => {
+    if (!skipUnless(t, gatewayUrl)) return;
+    const { code, stdout, stderr } = await runCli(['check', 'gateway', '--gateway', gatewayUrl]);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^gateway ok: \/readyz 200, initialize 200 at .*\(stand-in, protocol 2025-06-18\)/);
+  });
+});
