@@ -15,6 +15,7 @@ import {
   type Lifecycle,
   type Logger,
 } from '@switchyard/service';
+import { httpRequest } from './http-request.ts';
 import { newJoinToken } from './join-token.ts';
 
 export interface LocalClusterOptions {
@@ -205,7 +206,8 @@ export async function waitForEpochs(urls: readonly string[], count: number, time
     const seen = await Promise.all(
       urls.map(async (url) => {
         try {
-          const res = await fetch(`${url}/api/runtimes`);
+          // Not fetch, which refuses a --scheduler-port such as 6000 (see httpRequest).
+          const res = await httpRequest(`${url}/api/runtimes`, { signal: AbortSignal.timeout(5000) });
           const body = (await res.json()) as { runtimes: Array<{ available: boolean }> };
           return body.runtimes.filter((r) => r.available).length;
         } catch {

@@ -7,10 +7,12 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { ListenError } from '@switchyard/service';
-import { runCli, startOneReplica } from './support.ts';
+import { killGroup, runCli, spawnCli, startOneReplica, until, type Running } from './support.ts';
 
 /** Ports on the fetch standard's list of bad ports that a process without privileges may bind. */
 const BLOCKED_PORTS = [6000, 6665, 6666, 6667, 6668, 6669, 10080];
+/** First ports of `up`'s three schedulers (it takes the two after too): 6000 and 6665-6667 are refused. */
+const UP_FIRST_PORTS = [6000, 6665];
 const INITIALIZED = {
   jsonrpc: '2.0',
   id: 1,
@@ -111,5 +113,36 @@ describe('switchyard status, explain and check on a port that fetch refuses', ()
     const { code, stdout, stderr } = await runCli(['check', 'gateway', '--gateway', gatewayUrl]);
     assert.equal(code, 0, stderr);
     assert.match(stdout, /^gateway ok: \/readyz 200, initialize 200 at .*\(stand-in, protocol 2025-06-18\)/);
+  });
+});
+
+describe('switchyard up with its schedulers on ports that fetch refuses', () => {
+  let up: Running | undefined;
+  after(() => up && killGroup(up.child));
+
+  // `up` waits until every scheduler lists both runtimes before it prints the URL.
+  it('waits for them and prints the /mcp URL', async (t) => {
+    const taken: string[] = [];
+    for (const first of UP_FIRST_PORTS) {
+      up = spawnCli(['up', '--scheduler-port', String(first), '--gateway-port', '0']);
+      const running = up;
+      const ready = await until(
+        'the /mcp URL, or the exit of up',
+        () =>
+          /^ {2}http:\/\/127\.0\.0\.1:\d+\/mcp$/m.test(running.stdout())
+            ? 'ready'
+            : running.child.exitCode !== null && 'exited',
+        30_000,
+      );
+      if (ready === 'ready') {
+        process.kill(-running.child.pid!, 'SIGINT');
+        assert.deepEqual(await running.exited, { code: 0, signal: null }, running.stderr());
+        return;
+      }
+      await running.exited;
+      if (!/address already in use|EADDRINUSE/i.test(running.stderr())) assert.fail(running.stderr());
+      taken.push(`${first}-${first + 2}`);
+    }
+    t.skip(`the ports ${taken.join(' and ')} are taken on this machine`);
   });
 });
