@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +15,7 @@ import {
   type LocalClusterOptions,
 } from './local-cluster.ts';
 import { newJoinToken } from './join-token.ts';
+import { createRunDir } from './run-dir.ts';
 
 const APPS = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -136,7 +136,8 @@ async function stop(started: readonly Started[]): Promise<void> {
  * cluster, and any one of them can be killed to watch the failover.
  */
 export async function startProcessCluster(options: LocalClusterOptions): Promise<LocalCluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-'));
+  // Marked as this run's: an `up` killed before it could remove it has the next `up` remove it.
+  const dir = createRunDir();
   const token = newJoinToken();
   // The replicas' own: the runtimes' join token admits no peer to their epoch sync.
   const peerToken = newJoinToken();

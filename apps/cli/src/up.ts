@@ -1,6 +1,7 @@
 import { ListenError } from '@switchyard/service';
 import { startLocalCluster } from './local-cluster.ts';
 import { startProcessCluster } from './process-cluster.ts';
+import { removeAbandonedRunDirs } from './run-dir.ts';
 import { table } from './table.ts';
 
 export interface UpOptions {
@@ -20,6 +21,8 @@ export async function up(options: UpOptions): Promise<void> {
   const started = performance.now();
   outliveOutput();
   const progress = (line: string): void => void process.stderr.write(`  … ${line}\n`);
+  const removed = removeAbandonedRunDirs();
+  if (removed.length > 0) process.stderr.write(`switchyard: ${removedLine(removed)}\n`);
   process.stderr.write(
     `switchyard: starting a local cluster (3 schedulers, 1 gateway, 2 runtimes${options.processes ? ', one process each' : ', in this process'})\n`,
   );
@@ -85,6 +88,17 @@ function nextStopSignal(): Promise<void> {
     };
     for (const signal of STOP_SIGNALS) process.on(signal, stop);
   });
+}
+
+/** Paths shown in the line that says what was removed; the rest are counted. */
+const REMOVED_SHOWN_MAX = 5;
+
+function removedLine(dirs: readonly string[]): string {
+  const more = dirs.length - REMOVED_SHOWN_MAX;
+  const shown = dirs.slice(0, REMOVED_SHOWN_MAX).join(', ') + (more > 0 ? ` and ${more} more` : '');
+  return dirs.length === 1
+    ? `removed 1 directory left by an up that is gone: ${shown}`
+    : `removed ${dirs.length} directories left by ups that are gone: ${shown}`;
 }
 
 /** A taken port names the flag that moves it: the gateway's, else one of the schedulers' consecutive ports. */

@@ -43,6 +43,13 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
 }
 
 let cacheDirectory: string | undefined;
+/** NODE_COMPILE_CACHE for a command run here; none where the cache cannot be written. */
+export function compileCacheEnv(): Record<string, string> {
+  // Asked once: a second enableCompileCache() answers with the per-version folder inside the first.
+  cacheDirectory ??= enableCompileCache().directory ?? '';
+  return cacheDirectory ? { NODE_COMPILE_CACHE: cacheDirectory } : {};
+}
+
 /**
  * Runs `switchyard <args>` to completion (bounded by `timeoutMs`), through
  * Node's compile cache: from the second run on its modules load without the
@@ -54,9 +61,7 @@ export async function runCli(
   timeoutMs = 15_000,
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  // Asked once: a second enableCompileCache() answers with the per-version folder inside the first.
-  cacheDirectory ??= enableCompileCache().directory ?? '';
-  const run = spawnCli(args, { ...(cacheDirectory ? { NODE_COMPILE_CACHE: cacheDirectory } : {}), ...env });
+  const run = spawnCli(args, { ...compileCacheEnv(), ...env });
   const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
   const { code } = await run.exited;
   clearTimeout(timer);
