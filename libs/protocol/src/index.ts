@@ -80,8 +80,17 @@ export {
 export type { EpochInfo, ListedRuntime, RuntimesAnswer, RuntimesTable, ApiError } from './scheduler-api.ts';
 export { EPOCH_MAX, SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
-export { WATCH_EVENTS, WATCH_LIMITS, watchSnapshotSchema, watchDeltaSchema } from './watch.ts';
-export type { WatchSnapshot, WatchDelta } from './watch.ts';
+export {
+  WATCH_EVENTS,
+  WATCH_FEATURES,
+  WATCH_FEATURES_HEADER,
+  WATCH_LIMITS,
+  watchSnapshotSchema,
+  watchSnapshotPartSchema,
+  watchSnapshotEndSchema,
+  watchDeltaSchema,
+} from './watch.ts';
+export type { WatchSnapshot, WatchSnapshotPart, WatchSnapshotEnd, WatchDelta } from './watch.ts';
 export { ERROR_CODES, SwitchyardError, jsonRpcError, statusOf } from './errors.ts';
 export type { ErrorCode, JsonRpcId, JsonRpcErrorBody, UnsupportedVersionData } from './errors.ts';
 export { parseWith } from './validate.ts';

@@ -15,7 +15,9 @@ import {
   snapshotSchema,
   statusOf,
   syncMessageSchema,
+  WATCH_LIMITS,
   watchDeltaSchema,
+  watchSnapshotPartSchema,
   watchSnapshotSchema,
 } from '@switchyard/protocol';
 
@@ -97,6 +99,34 @@ describe('schemas name the offending field', () => {
 // latest_version rules rank runtimes by their version and skip one whose
 // version they cannot parse; a runtime declaring such a version joined and
 // was then left out of every such rule without a word.
+describe('a /watch snapshot part', () => {
+  const MAX = WATCH_LIMITS.snapshotPartEntriesMax;
+  const ids = (n: number): string[] => Array.from({ length: n }, (_, i) => `p${i}`);
+  const refs = (n: number) => ids(n).map((process) => ({ process, thread: 't' }));
+  const cases: Array<[string, number, number, boolean]> = [
+    ['takes processes only', MAX, 0, true],
+    ['takes threads only', 0, MAX, true],
+    ['takes both up to the limit together', MAX / 2, MAX / 2, true],
+    ['refuses both past the limit together', MAX / 2, MAX / 2 + 1, false],
+    ['refuses one list past the limit', MAX + 1, 0, false],
+    ['refuses a part of no entry', 0, 0, false],
+  ];
+  for (const [name, processes, threads, ok] of cases) {
+    it(name, () => {
+      const parsed = parseWith(watchSnapshotPartSchema, { part: 0, processes: ids(processes), threads: refs(threads) });
+      assert.equal(parsed.ok, ok, parsed.ok ? '' : parsed.error);
+    });
+  }
+  it('takes at most about 2.8 M characters, under a tenth of an event', () => {
+    const longest = 'x'.repeat(128);
+    const part = { part: WATCH_LIMITS.snapshotPartsMax - 1, processes: [], threads: [] as object[] };
+    part.threads = Array.from({ length: MAX }, () => ({ process: longest, thread: longest }));
+    assert.equal(parseWith(watchSnapshotPartSchema, part).ok, true);
+    const chars = JSON.stringify(part).length;
+    assert.ok(chars < 2.9e6 && chars < WATCH_LIMITS.eventCharsMax / 10, `${chars} characters`);
+  });
+});
+
 describe("a joining runtime's version", () => {
   const join = (version: unknown) => parseWith(runtimeInfoSchema, { id: 'r1', classes: ['demo'], version });
   const ranked = ['0.0.0', '1.4.2', 'v1.4.2', '2.0.0-rc.1', '2.0.0-rc.1+build.7'];
