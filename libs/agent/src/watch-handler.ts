@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { SwitchyardError } from '@switchyard/protocol';
+import { SwitchyardError, WATCH_FEATURES, WATCH_FEATURES_HEADER, WATCH_LIMITS } from '@switchyard/protocol';
 import type { AnyRequest, AnyResponse, RequestHandler } from './http.ts';
 import { cutResponse, sendError } from './http.ts';
-import { PING, deltaEvent, parseLastEventId, snapshotEvent } from './sse.ts';
+import { PING, deltaEvent, listsFeature, parseLastEventId, snapshotEvent, snapshotPartEvents } from './sse.ts';
 import type { RuntimeBatch, RuntimeStateStore } from './store.ts';
 
 export interface WatchHandlerOptions {
@@ -57,7 +57,12 @@ interface Settings {
  * take at most `bufferBytesMax` and hold no more ops than the state has
  * entries (else the snapshot is the cheaper resume); then
  * one `delta` per batch, a `snapshot` every `snapshotIntervalMs` and `: ping`
- * comments when idle. Each event's `id` is the store's `seq`. A client whose
+ * comments when idle. Each event's `id` is the store's `seq`. To a client
+ * that lists `WATCH_FEATURES.snapshotParts` in `WATCH_FEATURES_HEADER`, a
+ * snapshot of more than `WATCH_LIMITS.snapshotPartEntriesMax` processes and
+ * threads goes as `snapshot-part` events and a `snapshot-end`, written in one
+ * go, so no delta falls between them; other clients get it whole, as one
+ * event, however big. A client whose
  * unsent bytes pass `bufferBytesMax` plus the size of the last snapshot (or of
  * the replay it opened with) is
  * disconnected; it resumes from the last event it got (or a snapshot) when
@@ -94,7 +99,8 @@ export function createWatchHandler(store: RuntimeStateStore, options: WatchHandl
       });
       return;
     }
-    const watcher = new Watcher(store, res, settings, () => watchers.delete(watcher));
+    const snapshotParts = listsFeature(req.headers[WATCH_FEATURES_HEADER], WATCH_FEATURES.snapshotParts);
+    const watcher = new Watcher(store, res, settings, snapshotParts, () => watchers.delete(watcher));
     watchers.add(watcher);
     try {
       watcher.start(parseLastEventId(req.headers['last-event-id']));
@@ -122,6 +128,8 @@ class Watcher {
   readonly #res: AnyResponse;
   readonly #settings: Settings;
   readonly #onDone: () => void;
+  /** The client reads snapshots in parts. */
+  readonly #snapshotParts: boolean;
   #unsubscribe: (() => void) | undefined;
   #snapshotTimer: Timer | undefined;
   #pingTimer: Timer | undefined;
@@ -131,8 +139,15 @@ class Watcher {
   #unsentBytesMax: number;
   #done = false;
 
-  constructor(store: RuntimeStateStore, res: AnyResponse, settings: Settings, onDone: () => void) {
+  constructor(
+    store: RuntimeStateStore,
+    res: AnyResponse,
+    settings: Settings,
+    snapshotParts: boolean,
+    onDone: () => void,
+  ) {
     this.#store = store;
+    this.#snapshotParts = snapshotParts;
     this.#res = res;
     this.#settings = settings;
     this.#onDone = onDone;
@@ -205,11 +220,19 @@ class Watcher {
     // snapshot() flushes first: a pending batch reaches this stream before the snapshot that includes
     // it, and seq, read after it, is the snapshot's.
     const snapshot = this.#store.snapshot();
-    const text = snapshotEvent(this.#store.seq, snapshot);
-    // Counted from the snapshot's end: a state bigger than bufferBytesMax would otherwise have its
-    // stream cut at every opening, and the runtime would never be synced.
-    this.#unsentBytesMax = this.#settings.bufferBytesMax + Buffer.byteLength(text);
-    this.#write(text);
+    const seq = this.#store.seq;
+    const partEntriesMax = WATCH_LIMITS.snapshotPartEntriesMax;
+    const inParts = this.#snapshotParts && this.#store.entryCount > partEntriesMax;
+    const texts = inParts ? snapshotPartEvents(seq, snapshot, partEntriesMax) : [snapshotEvent(seq, snapshot)];
+    let bytes = 0;
+    for (const text of texts) {
+      if (this.#done) return;
+      // Counted from the snapshot's end (so far): a state bigger than bufferBytesMax would otherwise
+      // have its stream cut at every opening, and the runtime would never be synced.
+      bytes += Buffer.byteLength(text);
+      this.#unsentBytesMax = this.#settings.bufferBytesMax + bytes;
+      this.#write(text);
+    }
   }
 
   #write(text: string): void {

@@ -4,12 +4,17 @@ import type { Clock, Timer } from '@switchyard/clock';
 import {
   SwitchyardError,
   WATCH_EVENTS,
+  WATCH_FEATURES,
+  WATCH_FEATURES_HEADER,
   WATCH_LIMITS,
   parseWith,
   watchDeltaSchema,
+  watchSnapshotEndSchema,
+  watchSnapshotPartSchema,
   watchSnapshotSchema,
 } from '@switchyard/protocol';
 import type { RuntimeOp, WatchSnapshot } from '@switchyard/protocol';
+import { SnapshotAssembler } from './snapshot-parts.ts';
 import { parseLastEventId } from './sse.ts';
 
 /** The `fetch` shape the watcher needs: the global one, or one that tunnels. */
@@ -20,7 +25,11 @@ export interface WatchRuntimeOptions {
   readonly url: string | URL;
   /** Performs every request, e.g. over the tunnel; `globalThis.fetch` works over plain HTTP. */
   readonly fetch: WatchFetch;
-  /** A full state: replace what you had. */
+  /**
+   * A full state: replace what you had. A snapshot sent in parts comes here
+   * once, when its last part arrived and validated; until then the previous
+   * state stands.
+   */
   readonly onSnapshot: (snapshot: WatchSnapshot) => void;
   /** Ordered changes to the state of the last snapshot or ops. */
   readonly onOps: (ops: RuntimeOp[]) => void;
@@ -70,7 +79,10 @@ export const WATCHER_DEFAULTS = {
 
 /**
  * Follows a runtime's `/watch` stream with `eventsource`, validating every
- * event with the protocol schemas. Guarantees: callbacks see a gapless
+ * event with the protocol schemas. It asks for snapshots in parts
+ * (`WATCH_FEATURES.snapshotParts`), so a state bigger than one event
+ * (`eventCharsMax`) still syncs, and takes them whole from a runtime that
+ * sends them so. Guarantees: callbacks see a gapless
  * sequence — a snapshot, then deltas whose ids follow one another — and after
  * a disconnect, or `idleTimeoutMs` without a byte, the watcher resumes from
  * the last applied id (the runtime replays or sends a snapshot). A malformed
@@ -136,7 +148,11 @@ class Watch implements RuntimeWatcher {
     const source = new EventSource(this.#options.url, {
       maxBufferSize: this.#eventCharsMax,
       fetch: async (url, init) => {
-        const headers = resumeFrom === undefined ? init.headers : { ...init.headers, 'Last-Event-ID': resumeFrom };
+        const headers = {
+          ...init.headers,
+          [WATCH_FEATURES_HEADER]: WATCH_FEATURES.snapshotParts,
+          ...(resumeFrom === undefined ? {} : { 'Last-Event-ID': resumeFrom }),
+        };
         const response = await this.#options.fetch(url, { ...init, headers });
         touch();
         return countingBytes(response, touch);
@@ -154,12 +170,21 @@ class Watch implements RuntimeWatcher {
       const detail = event.message ?? (event.code === undefined ? 'stream ended' : `HTTP ${event.code}`);
       this.#fail(new SwitchyardError('upstream_unavailable', `watch stream: ${detail}`), false);
     });
-    source.addEventListener(WATCH_EVENTS.snapshot, (event) => {
-      if (this.#source === source) this.#onSnapshot(event);
-    });
-    source.addEventListener(WATCH_EVENTS.delta, (event) => {
-      if (this.#source === source) this.#onDelta(event);
-    });
+    // Per stream: a cut one takes its unfinished parts with it, and the resume starts afresh.
+    const parts = new SnapshotAssembler();
+    const on = (name: string, listener: (event: MessageEvent) => void): void =>
+      source.addEventListener(name, (event) => {
+        if (this.#source !== source) return;
+        // The runtime writes a snapshot's parts in one go: anything else among them is a fault.
+        if (parts.pending && name !== WATCH_EVENTS.snapshotPart && name !== WATCH_EVENTS.snapshotEnd) {
+          return this.#fail(malformed(name, 'within a snapshot sent in parts'), true);
+        }
+        listener(event);
+      });
+    on(WATCH_EVENTS.snapshot, (event) => this.#onSnapshot(event));
+    on(WATCH_EVENTS.delta, (event) => this.#onDelta(event));
+    on(WATCH_EVENTS.snapshotPart, (event) => this.#onSnapshotPart(event, parts));
+    on(WATCH_EVENTS.snapshotEnd, (event) => this.#onSnapshotEnd(event, parts));
   }
 
   #onSnapshot(event: MessageEvent): void {
@@ -168,6 +193,26 @@ class Watch implements RuntimeWatcher {
     if (seq === undefined) return this.#fail(malformed('snapshot', 'missing or bad id'), true);
     if (!parsed.ok) return this.#fail(malformed('snapshot', parsed.error), true);
     this.#deliver(seq, () => this.#options.onSnapshot(parsed.value));
+  }
+
+  /** Gathers a part; the state and the resume point stay as they were until the end arrives. */
+  #onSnapshotPart(event: MessageEvent, parts: SnapshotAssembler): void {
+    const seq = parseLastEventId(event.lastEventId);
+    const parsed = parseWith(watchSnapshotPartSchema, parseJson(event.data));
+    if (seq === undefined) return this.#fail(malformed('snapshot-part', 'missing or bad id'), true);
+    if (!parsed.ok) return this.#fail(malformed('snapshot-part', parsed.error), true);
+    const problem = parts.add(seq, parsed.value);
+    if (problem !== undefined) this.#fail(malformed('snapshot-part', problem), true);
+  }
+
+  #onSnapshotEnd(event: MessageEvent, parts: SnapshotAssembler): void {
+    const seq = parseLastEventId(event.lastEventId);
+    const parsed = parseWith(watchSnapshotEndSchema, parseJson(event.data));
+    if (seq === undefined) return this.#fail(malformed('snapshot-end', 'missing or bad id'), true);
+    if (!parsed.ok) return this.#fail(malformed('snapshot-end', parsed.error), true);
+    const assembled = parts.finish(seq, parsed.value);
+    if (!assembled.ok) return this.#fail(malformed('snapshot-end', assembled.error), true);
+    this.#deliver(seq, () => this.#options.onSnapshot(assembled.snapshot));
   }
 
   #onDelta(event: MessageEvent): void {

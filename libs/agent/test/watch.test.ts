@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ManualClock, within } from '@switchyard/clock/testing';
-import { WATCH_LIMITS } from '@switchyard/protocol';
+import { WATCH_FEATURES_HEADER, WATCH_LIMITS } from '@switchyard/protocol';
 import type { RuntimeOp, SwitchyardError } from '@switchyard/protocol';
 import { RuntimeMirror, RuntimeStateStore, WATCHER_DEFAULTS, createWatchHandler, watchRuntime } from '../src/index.ts';
 import { deltaEvent } from '../src/sse.ts';
@@ -195,22 +195,29 @@ describe('GET /watch', () => {
     assert.equal(handler.watcherCount, 0);
   });
 
-  it('sends a snapshot bigger than bufferBytesMax whole, and keeps the stream of a client that reads', async () => {
-    // About 2 MB of state: more than a socket takes at once, so most of it waits in the stream's buffer.
-    const store = new RuntimeStateStore({ seqStart: 0 });
-    for (let i = 0; i < 30_000; i++) store.addThread(`process-${i % 100}`, `session-0123456789abcdef-${i}`);
-    serve(store, { bufferBytesMax: 64 * 1024 });
-    const { mirror, waiter, seen } = follow();
-    await waiter.until(() => seen.snapshots === 1 || seen.errors.length > 0);
-    assert.deepEqual(
-      seen.errors.map((e) => e.message),
-      [],
-    );
-    store.addThread('process-0', 'one-more');
-    await waiter.until(() => mirror.hasThread('process-0', 'one-more') || seen.errors.length > 0);
-    assert.equal(seen.errors.length, 0);
-    assert.deepEqual(mirror.state(), store.snapshot());
-  });
+  for (const form of ['whole', 'in parts']) {
+    it(`sends a snapshot bigger than bufferBytesMax ${form}, and keeps the stream of a client that reads`, async () => {
+      // About 2 MB of state: more than a socket takes at once, so most of it waits in the stream's buffer.
+      const store = new RuntimeStateStore({ seqStart: 0 });
+      for (let i = 0; i < 30_000; i++) store.addThread(`process-${i % 100}`, `session-0123456789abcdef-${i}`);
+      const handler = serve(store, { bufferBytesMax: 64 * 1024 });
+      server.handler = (req, res) => {
+        // The watcher asks for parts; without the header the runtime sends the snapshot whole.
+        if (form === 'whole') delete req.headers[WATCH_FEATURES_HEADER];
+        handler(req, res);
+      };
+      const { mirror, waiter, seen } = follow();
+      await waiter.until(() => seen.snapshots === 1 || seen.errors.length > 0);
+      assert.deepEqual(
+        seen.errors.map((e) => e.message),
+        [],
+      );
+      store.addThread('process-0', 'one-more');
+      await waiter.until(() => mirror.hasThread('process-0', 'one-more') || seen.errors.length > 0);
+      assert.equal(seen.errors.length, 0);
+      assert.deepEqual(mirror.state(), store.snapshot());
+    });
+  }
 
   it('drops a client that does not read once its unsent bytes pass bufferBytesMax', async () => {
     const store = new RuntimeStateStore({ seqStart: 0 });
