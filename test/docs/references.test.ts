@@ -12,7 +12,13 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { FORWARDED_HEADER, IDENTITY_HEADERS, PROXY_ERROR_HEADER, SYNC_FEATURES_HEADER } from '@switchyard/protocol';
+import {
+  FORWARDED_HEADER,
+  IDENTITY_HEADERS,
+  PROXY_ERROR_HEADER,
+  SYNC_FEATURES_HEADER,
+  WATCH_FEATURES_HEADER,
+} from '@switchyard/protocol';
 
 const root = join(import.meta.dirname, '../..');
 const DOCS = ['README.md', ...readdirSync(join(root, 'docs')).map((f) => `docs/${f}`)].filter((f) => f.endsWith('.md'));
@@ -95,9 +101,13 @@ it('every `npm run` script the docs name is in package.json, and every bench sui
 
 it('every X-Switchyard-* header the docs name is one the protocol defines', () => {
   const known = new Set(
-    [...Object.values(IDENTITY_HEADERS), FORWARDED_HEADER, PROXY_ERROR_HEADER, SYNC_FEATURES_HEADER].map((h) =>
-      h.toLowerCase(),
-    ),
+    [
+      ...Object.values(IDENTITY_HEADERS),
+      FORWARDED_HEADER,
+      PROXY_ERROR_HEADER,
+      SYNC_FEATURES_HEADER,
+      WATCH_FEATURES_HEADER,
+    ].map((h) => h.toLowerCase()),
   );
   const unknown = named(HEADER).filter(({ name }) => !known.has(name.toLowerCase()));
   assert.deepEqual(
