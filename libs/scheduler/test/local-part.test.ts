@@ -349,6 +349,46 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
   });
 });
 
+describe("a replica's part, when its runtime's snapshot is bigger than one /watch event", () => {
+  it('takes it in parts and makes the runtime schedulable with its whole state', async () => {
+    // 130,000 threads named by 128-character ids: about 36 M characters, more than eventCharsMax.
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    const id = (prefix: string, i: number): string => `${prefix}-${i}-`.padEnd(128, 'x');
+    for (let i = 0; i < 130_000; i++) store.addThread(id('p', i % 100), id('t', i));
+    store.setIdleWeight({ sandboxes: 5 });
+    store.flush();
+    const served = await serveWatch(store);
+    let synced!: () => void;
+    let refused!: (error: Error) => void;
+    const wasSynced = new Promise<void>((resolve, reject) => ((synced = resolve), (refused = reject)));
+    // A refused snapshot is asked for again only 30 s later, on a clock that stands still here: fail at once.
+    const warn = (fields: object, msg?: string): void => refused(new Error(`${msg} ${JSON.stringify(fields)}`));
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger: { ...quietLogger, warn },
+      onChange: () => {
+        if (part.states()[0]?.runtime.available) synced();
+      },
+    });
+    try {
+      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
+      part.attach(r0.tunnel);
+      await wasSynced;
+      const [state] = part.states();
+      assert.equal(state!.threads.length, 130_000);
+      assert.deepEqual(state!.runtime.idleWeight, { sandboxes: 5 });
+      const checked = parseWith(runtimeStateSchema, state);
+      assert.ok(checked.ok, checked.ok ? '' : checked.error);
+    } finally {
+      part.close();
+      served.close();
+      store.close();
+    }
+  });
+});
+
 describe("a replica's part, logging a runtime", () => {
   it('tells of a runtime whose tunnel lines the endpoint holds back (it flaps) at debug only', async () => {
     const clock = new ManualClock(1_000_000);
