@@ -94,6 +94,18 @@ export interface WatchCase {
 export const WATCH_REGRESSIONS: ReadonlyArray<Regression<WatchCase>> = [
   { note: 'delta before any snapshot', input: { stream: 'id: 1\nevent: delta\ndata: {"ops":[]}\n\n' } },
   {
+    note: 'snapshot in parts whose stream ends before its snapshot-end',
+    input: { stream: 'id: 1\nevent: snapshot-part\ndata: {"part":0,"processes":["p"],"threads":[]}\n\n' },
+  },
+  {
+    note: 'snapshot-end announcing more parts than came',
+    input: {
+      stream:
+        'id: 1\nevent: snapshot-part\ndata: {"part":0,"processes":["p"],"threads":[]}\n\n' +
+        'id: 1\nevent: snapshot-end\ndata: {"parts":2,"idleWeight":{},"metadata":{}}\n\n',
+    },
+  },
+  {
     note: 'snapshot with a non-numeric id',
     input: { stream: 'id: x\nevent: snapshot\ndata: {"processes":[],"threads":[],"idleWeight":{},"metadata":{}}\n\n' },
   },

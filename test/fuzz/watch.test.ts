@@ -1,9 +1,10 @@
 // Fuzz: the scheduler's reader of a runtime's `/watch` stream (watchRuntime
 // feeding a RuntimeMirror) against arbitrary SSE served by a tiny HTTP server:
-// well-formed snapshot/delta events with mutated fields and ids, arbitrary
-// event text, and arbitrary bytes. Property: nothing throws out of the
-// watcher; every malformed event is reported through onError; the mirror only
-// ever holds schema-valid state; each stream ends in a report (no hang).
+// well-formed snapshot/delta events and snapshot parts with mutated fields
+// and ids, arbitrary event text, and arbitrary bytes. Property: nothing
+// throws out of the watcher; every malformed event is reported through
+// onError; the mirror only ever holds schema-valid state; each stream ends in
+// a report (no hang).
 // The reconnect timer runs on a ManualClock that is never advanced, so each
 // case is exactly one connection.
 import { after, before, describe, it } from 'node:test';
@@ -50,6 +51,24 @@ const event = fc.oneof(
     arbitrary: fc.tuple(id, snapshot).map(([i, s]) => `id: ${i}\nevent: snapshot\ndata: ${JSON.stringify(s)}\n\n`),
   },
   {
+    weight: 2,
+    arbitrary: fc
+      .tuple(id, fc.nat(3), snapshot)
+      .map(
+        ([i, part, s]) =>
+          `id: ${i}\nevent: snapshot-part\ndata: ${JSON.stringify({ part, processes: s.processes, threads: s.threads })}\n\n`,
+      ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(id, fc.nat(4), snapshot)
+      .map(
+        ([i, parts, s]) =>
+          `id: ${i}\nevent: snapshot-end\ndata: ${JSON.stringify({ parts, idleWeight: s.idleWeight, metadata: s.metadata })}\n\n`,
+      ),
+  },
+  {
     weight: 4,
     arbitrary: fc
       .tuple(id, fc.array(op, { maxLength: 4 }))
@@ -58,7 +77,10 @@ const event = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .tuple(fc.constantFrom('snapshot', 'delta', 'other', ''), fc.jsonValue({ maxDepth: 2 }))
+      .tuple(
+        fc.constantFrom('snapshot', 'snapshot-part', 'snapshot-end', 'delta', 'other', ''),
+        fc.jsonValue({ maxDepth: 2 }),
+      )
       .map(([e, d]) => `id: 1\nevent: ${e}\ndata: ${JSON.stringify(d)}\n\n`),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 80 }) },
