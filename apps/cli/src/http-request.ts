@@ -36,5 +36,11 @@ export async function httpRequest(url: string | URL, init: HttpInit = {}): Promi
     body.destroy();
     return new Response(null, { status: statusCode, headers: answered });
   }
-  return new Response(Readable.toWeb(body) as ReadableStream<Uint8Array>, { status: statusCode, headers: answered });
+  const stream = Readable.toWeb(body) as ReadableStream<Uint8Array>;
+  if (statusCode >= 200 && statusCode <= 599) return new Response(stream, { status: statusCode, headers: answered });
+  // A Response refuses any other status (a broken server's 999), where fetch answers with it: made as a
+  // failure's, the status is then the one that came, so the readers say what answered, not that nothing did.
+  const response = new Response(stream, { status: 500, headers: answered });
+  Object.defineProperty(response, 'status', { value: statusCode });
+  return response;
 }

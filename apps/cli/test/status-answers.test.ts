@@ -131,6 +131,15 @@ describe('switchyard status and explain, whatever the scheduler URL answers', ()
     assert.doesNotMatch(stderr, /does not answer as a Switchyard scheduler/);
   });
 
+  it('says the URL is no scheduler, not that it cannot be reached, at a status outside 200-599', async () => {
+    // A web Response cannot be made with such a status; fetch gave one all the same, and the readers tell it so.
+    answers = { '/api/runtimes': (res) => res.writeHead(999, { 'content-type': 'application/json' }).end('{}') };
+    const { code, stderr } = await runCli(['status', '--scheduler', url]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /does not answer as a Switchyard scheduler \(HTTP 999 to \/api\/runtimes\)/);
+    assert.doesNotMatch(stderr, /cannot reach/);
+  });
+
   /** Escape sequences that retitle the window and clear the screen, and line breaks that forge a row. */
   const HOSTILE = 'x\u001b]0;owned\u0007\u001b[2J\r\nrt-forged  available';
   /** True when `text` holds what a terminal acts on: a control character but the line feeds the command writes. */
