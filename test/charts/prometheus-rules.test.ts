@@ -16,6 +16,7 @@ import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitorin
 import { parse } from 'yaml';
 import { chartRenderer, root, type Manifest } from './helm.ts';
 import { absentsOf, aggregationsOf, equalities, resultLabels, selectorsOf } from './promql.ts';
+import { documentedMetrics, releaseMatcher } from './scrape-scope.ts';
 
 const { skip, render } = chartRenderer('chart PrometheusRule tests');
 
@@ -30,7 +31,7 @@ type RuleManifest = Manifest & { metadata: { labels: Record<string, string> }; s
 
 const operations = readFileSync(join(root, 'docs/operations.md'), 'utf8');
 /** The metrics the table of docs/operations.md lists. */
-const documented = new Set([...operations.matchAll(/^\| `(switchyard_[a-z0-9_]+)` +\| \w+ +\|/gm)].map((m) => m[1]!));
+const documented = new Set(documentedMetrics.keys());
 /** The rows of its Alerts table: alert → its entry under prometheusRule.alerts. */
 const alertRows = new Map(
   [...operations.matchAll(/^\| `(Switchyard[A-Za-z]+)` +\| `([A-Za-z]+)` +\|/gm)].map((m) => [m[1]!, m[2]!]),
@@ -73,29 +74,6 @@ it('the expression check refuses broken PromQL and reads metric names (its passi
   assert.deepEqual(kept('sum by (a, b) (x{a="1",b="2"}) < 1 or absent(x{a="1",b="2",c=~".*"})'), ['a', 'b']);
   assert.deepEqual(kept('sum by (a, b) (x{a="1",b="2"}) < 1 or absent(sum(x{a="1",b="2"}))'), []);
 });
-
-type Monitor = Manifest & { spec: { selector: { matchLabels: Record<string, string> } } };
-type Labelled = Manifest & { metadata: { labels?: Record<string, string> } };
-
-/**
- * The matcher that holds a rule to the series of the release rendered in `namespace`, from the labels the
- * Prometheus Operator gives the targets of the chart's own monitor: a ServiceMonitor's get `service`, the name of
- * the Service they were found through (it must select exactly one, or the label would not tell this release's
- * pods from others'); a PodMonitor's get `job`, `<namespace>/<PodMonitor name>` (no jobLabel is set).
- */
-function releaseMatcher(manifests: Manifest[], namespace: string): string {
-  const monitors = manifests.filter((m): m is Monitor => m.kind === 'ServiceMonitor' || m.kind === 'PodMonitor');
-  assert.equal(monitors.length, 1, 'one monitor rendered');
-  const monitor = monitors[0]!;
-  if (monitor.kind === 'PodMonitor') return `job="${namespace}/${monitor.metadata.name}"`;
-  const wanted = Object.entries(monitor.spec.selector.matchLabels);
-  const services = manifests.filter(
-    (m): m is Labelled => m.kind === 'Service' && wanted.every(([k, v]) => (m as Labelled).metadata.labels?.[k] === v),
-  );
-  const names = services.map((s) => s.metadata.name);
-  assert.equal(names.length, 1, `the ServiceMonitor selects ${names.join(', ') || 'no Service'}`);
-  return `service="${names[0]}"`;
-}
 
 /**
  * Per chart: a key of prometheusRule.alerts whose threshold the tuning test sets, and a threshold it may take;
