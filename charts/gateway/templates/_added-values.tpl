@@ -100,6 +100,11 @@ prometheusRule:
       enabled: true
       for: 1m
       severity: critical
+grafanaDashboard:
+  enabled: false
+  labels:
+    grafana_dashboard: '1'
+  annotations: {}
 tests:
   enabled: true
   resources:

@@ -142,3 +142,36 @@ holds a comma or an equals sign, so splitting the matchers there is exact.
 {{- end -}}
 {{- join ", " $names -}}
 {{- end -}}
+
+{{- /*
+The uid of this release's dashboard: Grafana's limit is 40 characters, which a namespace and a release name may
+pass, so a hash of them. Stable across upgrades (links and stars keep working), distinct per chart and release.
+*/ -}}
+{{- define "gateway.dashboardUid" -}}
+{{- printf "switchyard-gateway-%s" (sha256sum (printf "%s/%s" .Release.Namespace (include "gateway.fullname" .)) | trunc 16) -}}
+{{- end -}}
+
+{{- /*
+The dashboard of dashboards/gateway.json as this release's: its uid and title its own (Grafana refuses a second
+dashboard of one title in a folder), and its constant variables named after the labels of gateway.alertScope given
+this release's values, so that every panel, whose selectors all read them, shows the release's series alone. The
+file is parsed and written again, not run through tpl: its legends ({{pod}}) are Grafana's templates.
+*/ -}}
+{{- define "gateway.dashboard" -}}
+{{- $dashboard := .Files.Get "dashboards/gateway.json" | fromJson -}}
+{{- $scope := dict -}}
+{{- range splitList "," (include "gateway.alertScope" .) -}}
+{{- $matcher := splitList "=" . -}}
+{{- $_ := set $scope (first $matcher) (last $matcher | trimAll "\"") -}}
+{{- end -}}
+{{- range $variable := $dashboard.templating.list -}}
+{{- if and (eq $variable.type "constant") (hasKey $scope $variable.name) -}}
+{{- $value := get $scope $variable.name -}}
+{{- $_ := set $variable "query" $value -}}
+{{- $_ := set $variable "current" (dict "text" $value "value" $value) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $dashboard "uid" (include "gateway.dashboardUid" .) -}}
+{{- $_ := set $dashboard "title" (printf "Switchyard gateway (%s/%s)" .Release.Namespace .Release.Name) -}}
+{{- toPrettyJson $dashboard -}}
+{{- end -}}

@@ -55,6 +55,11 @@ prometheusRule:
       enabled: true
       for: 1m
       severity: warning
+grafanaDashboard:
+  enabled: false
+  labels:
+    grafana_dashboard: '1'
+  annotations: {}
 trustedCA:
   existingConfigMap: ''
   key: ca.crt

@@ -81,6 +81,11 @@ prometheusRule:
       enabled: true
       for: 1m
       severity: warning
+grafanaDashboard:
+  enabled: false
+  labels:
+    grafana_dashboard: '1'
+  annotations: {}
 networkPolicy:
   enabled: false
   from: []
