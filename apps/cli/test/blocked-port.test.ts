@@ -6,11 +6,9 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { ListenError } from '@switchyard/service';
+import { FETCH_BLOCKED_PORTS, onBlockedPort } from '@switchyard/service/testing';
 import { killGroup, runCli, spawnCli, startOneReplica, until, type Running } from './support.ts';
 
-/** Ports on the fetch standard's list of bad ports that a process without privileges may bind. */
-const BLOCKED_PORTS = [6000, 6665, 6666, 6667, 6668, 6669, 10080];
 /** First ports of `up`'s three schedulers (it takes the two after too): 6000 and 6665-6667 are refused. */
 const UP_FIRST_PORTS = [6000, 6665];
 const INITIALIZED = {
@@ -18,21 +16,6 @@ const INITIALIZED = {
   id: 1,
   result: { protocolVersion: '2025-06-18', serverInfo: { name: 'stand-in' } },
 };
-
-/** The first of BLOCKED_PORTS that `start` binds, with what it started; undefined when each one is taken. */
-async function onBlockedPort<T>(
-  start: (port: number) => Promise<T>,
-): Promise<{ port: number; started: T } | undefined> {
-  for (const port of BLOCKED_PORTS) {
-    try {
-      return { port, started: await start(port) };
-    } catch (error) {
-      const code = error instanceof ListenError ? error.code : (error as NodeJS.ErrnoException).code;
-      if (code !== 'EADDRINUSE' && code !== 'EACCES') throw error;
-    }
-  }
-  return undefined;
-}
 
 /** A stand-in gateway: ready, and answering an initialize with its result. */
 function listenGateway(port: number): Promise<Server> {
@@ -48,7 +31,7 @@ function listenGateway(port: number): Promise<Server> {
 }
 
 function skipUnless(t: TestContext, url: string | undefined): url is string {
-  if (url === undefined) t.skip(`every port of ${BLOCKED_PORTS.join(', ')} is taken on this machine`);
+  if (url === undefined) t.skip(`every port of ${FETCH_BLOCKED_PORTS.join(', ')} is taken on this machine`);
   return url !== undefined;
 }
 

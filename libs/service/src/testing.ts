@@ -134,3 +134,4 @@ export {
   type RedisServer,
   type RedisServerOptions,
 } from './testing-redis.ts';
+export { FETCH_BLOCKED_PORTS, onBlockedPort } from './testing-blocked-ports.ts';
