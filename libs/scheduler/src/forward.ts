@@ -103,22 +103,46 @@ function filterHeaders(headers: http.IncomingHttpHeaders, dropped?: ReadonlySet<
   return out;
 }
 
-/** POSTs JSON to another replica (with the caller's API token, if any) and returns status and parsed body. */
-export async function postJson(
+/**
+ * POSTs JSON to another replica (with the caller's API token, if any) and
+ * returns status and parsed body. Made with node:http, as the forward
+ * above, not fetch: fetch refuses the ports browsers block (6000,
+ * 6665-6669, 10080, …) before it dials, and a leader served on one is a
+ * legitimate deployment. `timeoutMs` bounds the whole exchange, body
+ * included; a failure to connect, a timeout, an answer cut short and a
+ * body that is not JSON all reject.
+ */
+export function postJson(
   url: string,
   body: unknown,
   timeoutMs: number,
   authorization?: string,
 ): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      [HOP_HEADER]: '1',
-      ...(authorization !== undefined ? { authorization } : {}),
-    },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
+  const text = JSON.stringify(body);
+  const secure = url.startsWith('https:');
+  const request = secure ? https.request : http.request;
+  const headers: http.OutgoingHttpHeaders = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    [HOP_HEADER]: '1',
+    ...(authorization !== undefined ? { authorization } : {}),
+  };
+  const options = { method: 'POST', headers, agent: secure ? tlsAgent : agent, signal: AbortSignal.timeout(timeoutMs) };
+  return new Promise((resolve, reject) => {
+    const upstream = request(url, options, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.once('error', reject);
+      answer.once('close', () => {
+        if (!answer.complete) return reject(new Error('the answer ended before its body did'));
+        try {
+          resolve({ status: answer.statusCode ?? 502, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    upstream.once('error', reject);
+    upstream.end(text);
   });
-  return { status: response.status, body: await response.json() };
 }
