@@ -60,6 +60,16 @@ export class ManualClock implements Clock {
     return this.#pending.filter((p) => !p.cancelled).length;
   }
 
+  /**
+   * How long until the next timer falls due (0 for one overdue), undefined
+   * with none pending: `advance(nextDueInMs)` fires that timer alone (and
+   * any due with it), for a test that must let I/O run between two timers.
+   */
+  get nextDueInMs(): number | undefined {
+    const next = this.#nextDue(Infinity);
+    return next && Math.max(0, next.at - this.#now);
+  }
+
   /** Moves time forward by `ms`, firing every timer that falls due on the way. */
   async advance(ms: number): Promise<void> {
     const target = this.#now + ms;

@@ -26,6 +26,21 @@ describe('ManualClock', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
+  it('tells how long until the next timer, past cancelled ones, and nothing once none is left', async () => {
+    const clock = new ManualClock(0);
+    clock.setTimeout(() => {}, 5).cancel();
+    clock.setTimeout(() => {}, 30);
+    clock.setTimeout(() => {}, 12);
+    assert.equal(clock.nextDueInMs, 12);
+    await clock.advance(clock.nextDueInMs!);
+    assert.equal(clock.pendingTimers, 1);
+    assert.equal(clock.nextDueInMs, 18);
+    clock.standStill(40);
+    assert.equal(clock.nextDueInMs, 0, 'overdue');
+    await clock.advance(0);
+    assert.equal(clock.nextDueInMs, undefined);
+  });
+
   it('runs timers scheduled by timers within the same advance', async () => {
     const clock = new ManualClock(0);
     const at: number[] = [];
