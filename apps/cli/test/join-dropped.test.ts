@@ -3,31 +3,19 @@
 // server that is no scheduler): a tunnel that came up is not a join. Only a
 // scheduler that took the runtime opens its /watch, so until one has, the
 // command gives up after --wait-seconds as it does at an unreachable URL.
-import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { TUNNEL_UPGRADE } from '@switchyard/tunnel';
-import { runCli } from './support.ts';
+import { acceptUpgradeAndHangUp, runCli } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
-/** RFC 6455 §1.3: what a server's Sec-WebSocket-Accept is made of. */
-const WEBSOCKET_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
 /** Answers every upgrade (the tunnel's own, or WebSocket) with a valid 101, then closes the connection. */
 async function startHangingUp(): Promise<{ url: string; close(): void }> {
   const server = createServer((_req, res) => res.writeHead(404).end());
-  server.on('upgrade', (req, socket) => {
-    const websocket = req.headers.upgrade?.toLowerCase() === 'websocket';
-    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}${WEBSOCKET_GUID}`).digest('base64');
-    const head = websocket
-      ? `Upgrade: websocket\r\nSec-WebSocket-Accept: ${accept}\r\n`
-      : `Upgrade: ${TUNNEL_UPGRADE}\r\n`;
-    socket.on('error', () => {});
-    socket.end(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n${head}\r\n`);
-  });
+  server.on('upgrade', acceptUpgradeAndHangUp);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {

@@ -2,12 +2,16 @@
 // spawn it with this Node (never through npx, whose shell survives a kill),
 // read its output, and walk /proc for every process it started.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire, enableCompileCache } from 'node:module';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
 import { createMetrics } from '@switchyard/service';
+import { TUNNEL_UPGRADE } from '@switchyard/tunnel';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const OUTPUT_CHARS_MAX = 1_000_000;
@@ -191,4 +195,23 @@ export function startOneReplica(
     logger: quiet,
     metrics: createMetrics('scheduler'),
   });
+}
+
+/** RFC 6455 §1.3: what a server's Sec-WebSocket-Accept is made of. */
+const WEBSOCKET_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+
+/**
+ * Answers an upgrade (the tunnel's own, or WebSocket) with a valid 101, then closes the connection: a proxy
+ * that takes the tunnel and passes it nowhere. For a server's `upgrade` event.
+ */
+export function acceptUpgradeAndHangUp(req: IncomingMessage, socket: Duplex): void {
+  const websocket = req.headers.upgrade?.toLowerCase() === 'websocket';
+  const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}${WEBSOCKET_GUID}`).digest('base64');
+  const head = websocket
+    ? `Upgrade: websocket\r\nSec-WebSocket-Accept: ${accept}\r\n`
+    : `Upgrade: ${TUNNEL_UPGRADE}\r\n`;
+  socket.on('error', () => {});
+  socket.end(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n${head}\r\n`);
+  // Whatever the runtime sends is dropped, so its end is read and the connection closes.
+  socket.resume();
 }
