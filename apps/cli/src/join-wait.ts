@@ -7,9 +7,15 @@ const UNREACHABLE = 'scheduler unreachable; dialling again';
 const REFUSED = 'scheduler refused the tunnel';
 /**
  * The refusal the runtime does not follow with its `scheduler unreachable` line (an id another join token
- * holds): shown as the runtime logs it, with its hint. The others that may pass are said with that line.
+ * holds): shown as the runtime logs it, with its hint, by that line's rule. The others that may pass are
+ * said with that line.
  */
 const REFUSED_UNFOLLOWED = 409;
+/**
+ * A failure that repeats at each redial is said at the first and then every tenth, as the runtime says a
+ * scheduler it cannot reach.
+ */
+const SAID_EVERY = 10;
 
 /** A failed dial's reason, with what it most often means to whoever typed the URL. */
 export function dialFailure(reason: unknown): string {
@@ -51,6 +57,8 @@ export class FirstJoinWait {
   #dialAnswer: string | undefined;
   /** The last dial's failure, as the line that ends the command gives it. */
   #failure: string | undefined;
+  /** 409s in a row since the last tunnel came up. */
+  #idHeldRefusals = 0;
   readonly #giveUp: (line: string) => void;
 
   /** `giveUp` is called once with the line that ends the command, if it comes to that. */
@@ -77,6 +85,7 @@ export class FirstJoinWait {
    */
   onTunnel(event: TunnelEvent): void {
     if (event.type === 'dialling') this.#dialAnswer = undefined;
+    if (event.type === 'up') this.#idHeldRefusals = 0;
     if (this.#joined) return;
     switch (event.type) {
       case 'dialling':
@@ -105,7 +114,8 @@ export class FirstJoinWait {
    * The line to show for a log entry about a failed dial, '' for one of
    * those that shows nothing (a refusal that may pass is said with the
    * runtime's `scheduler unreachable` line after it, which comes at the
-   * first failed dial and every tenth), or undefined for any other entry.
+   * first failed dial and every tenth; a 409 by the same rule), or
+   * undefined for any other entry.
    */
   lineFor(entry: LogEntry): string | undefined {
     if (entry.msg === UNREACHABLE) {
@@ -122,7 +132,7 @@ export class FirstJoinWait {
     if (!entry.msg?.startsWith(REFUSED) || entry.status === undefined) return undefined;
     if (entry.status === REFUSED_UNFOLLOWED) {
       if (!this.#joined) this.#dialFailure = lineOf(entry);
-      return undefined;
+      return this.#idHeldRefusals++ % SAID_EVERY === 0 ? lineOf(entry) : '';
     }
     // A refusal that may pass (a proxy's 502, a scheduler at its maxRuntimes): dialled again, within the wait.
     const reason = schedulerReason(entry.body);
