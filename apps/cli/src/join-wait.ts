@@ -11,6 +11,8 @@ const REFUSED = 'scheduler refused the tunnel';
  * said with that line.
  */
 const REFUSED_UNFOLLOWED = 409;
+/** The runtime's lines for its tunnel, which before the join would tell of a tunnel no scheduler used. */
+const TUNNEL_LINES = new Set(['tunnel connected', 'tunnel disconnected']);
 /**
  * A failure that repeats at each redial is said at the first and then every tenth, as the runtime says a
  * scheduler it cannot reach.
@@ -38,9 +40,11 @@ export function dialFailure(reason: unknown): string {
  * within the runtime's connect timeout (a tunnel that came up, within its
  * ping timeout, unless a scheduler uses it), and its failure ends the wait.
  * The join is a scheduler opening the runtime's `/watch` through a tunnel,
- * not the tunnel coming up: a proxy may take the upgrade and drop it. Once
- * joined, a scheduler that went away is dialled again until Ctrl-C, as any
- * runtime does.
+ * not the tunnel coming up: a proxy may take the upgrade and drop it, so
+ * before the join a tunnel coming up is not said, and one dropped is said
+ * as the failed dial it is. Once joined, a scheduler that went away is
+ * dialled again until Ctrl-C, as any runtime does, and the tunnel's coming
+ * and going is said as the runtime logs it.
  */
 export class FirstJoinWait {
   readonly #url: string;
@@ -59,14 +63,21 @@ export class FirstJoinWait {
   #failure: string | undefined;
   /** 409s in a row since the last tunnel came up. */
   #idHeldRefusals = 0;
+  /** Tunnels dropped before the join. */
+  #drops = 0;
+  readonly #say: (line: string) => void;
   readonly #giveUp: (line: string) => void;
 
-  /** `giveUp` is called once with the line that ends the command, if it comes to that. */
-  constructor(url: string, waitMs: number, clock: Clock, giveUp: (line: string) => void) {
+  /**
+   * `say` is called with a line for a dial that failed in a way no log entry tells (a tunnel dropped before
+   * the join); `giveUp` once with the line that ends the command, if it comes to that.
+   */
+  constructor(url: string, waitMs: number, clock: Clock, say: (line: string) => void, giveUp: (line: string) => void) {
     this.#url = url;
     this.#waitMs = waitMs;
     this.#clock = clock;
     this.#deadline = clock.monotonicNow() + waitMs;
+    this.#say = say;
     this.#giveUp = giveUp;
     this.#timer = clock.setTimeout(() => {
       if (!this.#inFlight && this.#failure !== undefined) this.#end();
@@ -86,7 +97,7 @@ export class FirstJoinWait {
   onTunnel(event: TunnelEvent): void {
     if (event.type === 'dialling') this.#dialAnswer = undefined;
     if (event.type === 'up') this.#idHeldRefusals = 0;
-    if (this.#joined) return;
+    if (this.#joined || this.#ended) return;
     switch (event.type) {
       case 'dialling':
         this.#inFlight = true;
@@ -98,9 +109,21 @@ export class FirstJoinWait {
       case 'failed':
         return this.#dialEnded(this.#dialFailure ?? dialFailure(event.reason));
       case 'down':
-        // Whatever answered took the upgrade, but no scheduler used the tunnel: a proxy that passes it nowhere.
-        return this.#dialEnded(`the tunnel was dropped before a scheduler used it (${event.reason})`);
+        return this.#dropped(event.reason);
     }
+  }
+
+  /**
+   * Whatever answered took the upgrade, but no scheduler used the tunnel (a proxy that passes it nowhere):
+   * a failed dial, said as one by the rule for repeated failures.
+   */
+  #dropped(reason: string): void {
+    const failure = `the tunnel was dropped before a scheduler used it (${reason})`;
+    // Past the wait, the line that gives up says it.
+    if (this.#drops++ % SAID_EVERY === 0 && !this.#overdue()) {
+      this.#say(`${this.#url} took the tunnel and dropped it before a scheduler used it (${reason}); ${this.#again()}`);
+    }
+    this.#dialEnded(failure);
   }
 
   /** A dial ended with no join: the wait, if over, ends with its failure. */
@@ -114,8 +137,8 @@ export class FirstJoinWait {
    * The line to show for a log entry about a failed dial, '' for one of
    * those that shows nothing (a refusal that may pass is said with the
    * runtime's `scheduler unreachable` line after it, which comes at the
-   * first failed dial and every tenth; a 409 by the same rule), or
-   * undefined for any other entry.
+   * first failed dial and every tenth; a 409 by the same rule; before the
+   * join, the tunnel's own lines), or undefined for any other entry.
    */
   lineFor(entry: LogEntry): string | undefined {
     if (entry.msg === UNREACHABLE) {
@@ -126,9 +149,10 @@ export class FirstJoinWait {
       this.#dialFailure = failure;
       // The command ends as the runtime tells that this dial ended; no time is left to announce.
       if (this.#overdue()) return '';
-      const leftS = Math.ceil((this.#deadline - this.#clock.monotonicNow()) / 1000);
-      return `${what}; dialling again for up to ${leftS} s (--wait-seconds)`;
+      return `${what}; ${this.#again()}`;
     }
+    // Before the join a tunnel that came up is no news, and one dropped is said as a failed dial (#dropped).
+    if (TUNNEL_LINES.has(entry.msg ?? '')) return this.#joined ? undefined : '';
     if (!entry.msg?.startsWith(REFUSED) || entry.status === undefined) return undefined;
     if (entry.status === REFUSED_UNFOLLOWED) {
       if (!this.#joined) this.#dialFailure = lineOf(entry);
@@ -139,6 +163,12 @@ export class FirstJoinWait {
     this.#dialAnswer = `answered HTTP ${entry.status}${reason === undefined ? '' : ` (${reason})`}`;
     if (!this.#joined) this.#dialFailure = this.#dialAnswer;
     return '';
+  }
+
+  /** How long the command dials on, for a line about a failed dial before the join. */
+  #again(): string {
+    const leftS = Math.ceil((this.#deadline - this.#clock.monotonicNow()) / 1000);
+    return `dialling again for up to ${leftS} s (--wait-seconds)`;
   }
 
   #overdue(): boolean {

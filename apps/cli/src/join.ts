@@ -38,7 +38,10 @@ const KNOWN: Record<JoinClass, () => EngineConfig> = {
 };
 
 const WARN = 40;
-/** What a person at the terminal wants to see of the runtime's log: its tunnel coming and going, and trouble. */
+/**
+ * What a person at the terminal wants to see of the runtime's log: its tunnel coming and going once it has
+ * joined (FirstJoinWait says what comes before), and trouble.
+ */
 const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
 
 /**
@@ -78,7 +81,13 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     if (line !== undefined) say(line);
     end(exitCode);
   };
-  const wait = new FirstJoinWait(options.schedulerUrl, options.waitMs, around.clock, (line) => finish(1, line));
+  const wait = new FirstJoinWait(
+    options.schedulerUrl,
+    options.waitMs,
+    around.clock,
+    (line) => code === undefined && say(line),
+    (line) => finish(1, line),
+  );
   const onEntry = (entry: LogEntry): void => {
     if (code !== undefined) return;
     const refusal = lastingRefusal(entry, options.schedulerUrl, options.tokenSource);

@@ -1,12 +1,13 @@
 // `runtime join` dialling again and again before it has joined: a dial that fails the same way each time
-// is said at the first and every tenth, as an unreachable scheduler is, never at every redial. A TCP front
+// is said at the first and every tenth, as an unreachable scheduler is, never at every redial; the tunnel's
+// own lines (connected, disconnected) are said only once it has joined, when they are news. A TCP front
 // stands between the command and a real scheduler replica, passing each connection through or taking the
 // tunnel's upgrade and hanging up; the command runs in this process on a manual clock, whose redial timers
 // the test fires one at a time, letting each dial's I/O run in between.
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import net from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
@@ -156,5 +157,63 @@ describe('switchyard runtime join, its runtime id held at the scheduler with ano
       /^switchyard: scheduler refused the tunnel: this runtime's id is connected to the scheduler cluster with another join token: .* \(409\)\n$/,
     );
     assert.doesNotMatch(joining.lines.join(''), / joined |gave up/);
+  });
+});
+
+describe('switchyard runtime join, its tunnel taken and dropped before a scheduler used it', () => {
+  let front: Front;
+  let joining: ReturnType<typeof join>;
+
+  beforeEach(async () => {
+    front = await startFront(1);
+    front.mode = 'hang-up';
+    joining = join(front);
+  });
+  afterEach(async () => {
+    await joining.stop();
+    front.close();
+  });
+
+  it('says no tunnel came up or went, but the drop as a failed dial, at the first and every tenth', async () => {
+    await letDial(front, joining.clock, DIALS);
+    const text = joining.lines.join('');
+    assert.doesNotMatch(text, /tunnel connected|tunnel disconnected/, 'no tunnel line before the join');
+    const drops = joining.lines.filter((line) => /took the tunnel/.test(line));
+    assert.equal(drops.length, 2, `dials 1 and 11 of ${DIALS}:\n${text}`);
+    for (const line of drops) {
+      assert.match(
+        line,
+        /^switchyard: http:\/\/127\.0\.0\.1:\d+ took the tunnel and dropped it before a scheduler used it \(.+\); dialling again for up to \d+ s \(--wait-seconds\)\n$/,
+      );
+    }
+    assert.doesNotMatch(text, / joined |gave up/);
+  });
+});
+
+describe('switchyard runtime join, its tunnel going and coming back', () => {
+  let replica: SchedulerReplica;
+  let front: Front;
+  let joining: ReturnType<typeof join>;
+
+  before(async () => {
+    replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
+    front = await startFront(Number(new URL(replica.url).port));
+    joining = join(front);
+  });
+  after(async () => {
+    await joining?.stop();
+    front?.close();
+    await replica?.close();
+  });
+
+  it('says nothing of the tunnel before the join, and says it going and coming back after', async () => {
+    const { lines, clock } = joining;
+    const joined = await until('the joined line', () => lines.findIndex((line) => / joined /.test(line)) + 1);
+    assert.doesNotMatch(lines.slice(0, joined).join(''), /tunnel connected/, 'the join says it');
+    front.cut();
+    await until('the tunnel said gone', () => lines.slice(joined).some((line) => /tunnel disconnected/.test(line)));
+    await untilRedialled('the tunnel said back', clock, () =>
+      lines.slice(joined).some((line) => /tunnel connected/.test(line)),
+    );
   });
 });
