@@ -3,10 +3,11 @@ import { identityValueSchema } from './identity.ts';
 import { listOf } from './list.ts';
 import { clusterOpSchema } from './ops.ts';
 import { runtimeStateSchema } from './runtime.ts';
-import { snapshotSchema } from './snapshot.ts';
+import { SNAPSHOT_RUNTIMES_MAX, snapshotSchema } from './snapshot.ts';
 import { termSchema } from './term.ts';
 
-const epochSchema = z.number().int().min(0);
+/** An epoch number. */
+export const epochSchema = z.number().int().min(0);
 
 /**
  * The highest epoch a peer may name as its latest (`error.latestEpoch`). A
@@ -22,7 +23,7 @@ export const EPOCH_MAX = 2 ** 48;
 
 /** A follower's part: the runtimes whose tunnels it holds, full or as changes since a base. */
 export const partSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('full'), runtimes: listOf(runtimeStateSchema, 100_000) }),
+  z.strictObject({ kind: z.literal('full'), runtimes: listOf(runtimeStateSchema, SNAPSHOT_RUNTIMES_MAX) }),
   z.strictObject({
     kind: z.literal('delta'),
     /** The part version the changes apply to (the follower's own counter). */
@@ -34,8 +35,9 @@ export type Part = z.infer<typeof partSchema>;
 
 /**
  * Header of a leader's answer to the sync upgrade, and of a follower's upgrade request: the optional
- * message fields the sender reads, comma-separated. Messages are validated strictly, so neither sends
- * the other a field it does not list (a follower of an earlier release sends no header: it reads none).
+ * message fields and frames the sender reads, comma-separated. Messages are validated strictly, so neither
+ * sends the other a field or frame it does not list (a follower of an earlier release sends no header: it
+ * reads none).
  */
 export const SYNC_FEATURES_HEADER = 'x-switchyard-sync-features';
 /** The optional fields named in `SYNC_FEATURES_HEADER`. */
@@ -44,6 +46,11 @@ export const SYNC_FEATURES = {
   latestEpoch: 'error.latestEpoch',
   /** A runtime's `tokenFingerprint`, in parts and commits (leaders and followers list it). */
   tokenFingerprint: 'runtime.tokenFingerprint',
+  /**
+   * A commit's snapshot or a full collect part may come as a run of `part` frames closed by a `commit-end` or
+   * `collect-end` (see `syncPartSchema`; leaders and followers list it).
+   */
+  parts: 'parts',
 } as const;
 
 /** Epoch sync messages (`GET /api/sync/:replica`, JSON text frames). */

@@ -81,6 +81,14 @@ export type { EpochInfo, ListedRuntime, RuntimesAnswer, RuntimesTable, ApiError 
 export { EPOCH_MAX, SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
 export {
+  SYNC_PART_LIMITS,
+  syncPartSchema,
+  syncCommitEndSchema,
+  syncCollectEndSchema,
+  syncFrameSchema,
+} from './epoch-parts.ts';
+export type { SyncPart, SyncRunEnd, SyncFrame } from './epoch-parts.ts';
+export {
   WATCH_EVENTS,
   WATCH_FEATURES,
   WATCH_FEATURES_HEADER,

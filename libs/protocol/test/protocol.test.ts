@@ -15,6 +15,8 @@ import {
   snapshotSchema,
   statusOf,
   syncMessageSchema,
+  syncFrameSchema,
+  SYNC_PART_LIMITS,
   WATCH_LIMITS,
   watchDeltaSchema,
   watchSnapshotPartSchema,
@@ -85,6 +87,19 @@ describe('schemas name the offending field', () => {
     assert.match(!error.ok ? error.error : '', /^term: /);
     const snapshot = parseWith(snapshotSchema, { epoch: 1, term: TERM_MAX + 1, runtimes: [] });
     assert.match(!snapshot.ok ? snapshot.error : '', /^term: /);
+  });
+  it('takes a run of parts only as sync frames, never as a whole sync message', () => {
+    const part = { type: 'part', term: 1, epoch: 2, part: 0, runtimes: [] as unknown[] };
+    const end = { type: 'commit-end', term: 1, epoch: 2, parts: 1 };
+    assert.equal(parseWith(syncFrameSchema, part).ok, false, 'a part of no runtime');
+    assert.equal(parseWith(syncFrameSchema, end).ok, true);
+    assert.equal(parseWith(syncMessageSchema, end).ok, false);
+    assert.equal(parseWith(syncFrameSchema, { ...end, parts: 0 }).ok, false);
+    assert.equal(parseWith(syncFrameSchema, { ...end, parts: SYNC_PART_LIMITS.partsMax + 1 }).ok, false);
+    assert.ok(Number.isSafeInteger(SYNC_PART_LIMITS.partsMax));
+    const collectEnd = { type: 'collect-end', term: 1, epoch: 2, replica: 's1', version: 3, parts: 2 };
+    assert.equal(parseWith(syncFrameSchema, collectEnd).ok, true);
+    assert.equal(parseWith(syncFrameSchema, { type: 'announce', term: 1, epoch: 2 }).ok, true);
   });
   it('rejects a latest epoch past EPOCH_MAX, which would leave a leader epoch numbers that cannot rise', () => {
     const error = { type: 'error', term: 1, epoch: 1, reason: 'fenced' };
