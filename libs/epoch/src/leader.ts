@@ -79,9 +79,10 @@ interface Cycle {
  * - a follower silent for `staleAfterMs` has its runtimes committed with
  *   `available: false` (attached or not) until it reports again, and one
  *   detached for `forgetAfterMs` is forgotten, its runtimes with it;
- * - a follower whose connection refuses a message (backpressure) gets no
- *   more deltas and receives a snapshot once its connection accepts again,
- *   before any further announce (which tells it its epoch is current);
+ * - a follower whose connection refuses a message (backpressure, or a
+ *   delta above its frame limit) gets no more deltas and receives a
+ *   snapshot once its connection accepts again, before any further
+ *   announce (which tells it its epoch is current);
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
  *   later cycle also answers the earlier ones, which commit together.
  *

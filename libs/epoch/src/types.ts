@@ -35,8 +35,10 @@ export type ApplyFn = (states: readonly RuntimeState[], ops: readonly ClusterOp[
 export interface SyncConnection {
   /**
    * Queues `msg`. Returns false, without queueing, when the connection is
-   * closed or its send buffer is over its bound (backpressure); the caller
-   * decides what to do instead.
+   * closed or its send buffer is over its bound (backpressure), or (over
+   * WebSocket, to a peer that reads runs of parts) `msg` is a delta commit
+   * above the peer's frame limit; the caller decides what to do instead (a
+   * leader sends a snapshot once the connection accepts one).
    */
   send(msg: SyncMessage): boolean;
   /** Registers the handler of validated inbound messages (one handler; a later call replaces it). */

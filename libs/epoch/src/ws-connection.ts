@@ -1,7 +1,9 @@
 import type { WebSocket } from 'ws';
-import { parseWith, syncMessageSchema } from '@switchyard/protocol';
-import type { SyncMessage } from '@switchyard/protocol';
+import { parseWith, syncFrameSchema } from '@switchyard/protocol';
+import type { SyncFrame, SyncMessage } from '@switchyard/protocol';
 import { encodeMessage } from './encode.ts';
+import { PartsAssembler } from './parts-assembler.ts';
+import { partFrames } from './parts-writer.ts';
 import { withoutTokenFingerprints } from './without-fingerprints.ts';
 import type { SyncConnection } from './types.ts';
 
@@ -23,6 +25,17 @@ export interface WsSyncConnectionOptions {
    */
   readonly peerReadsTokenFingerprint?: boolean;
   /**
+   * Whether the peer reads runs of parts (it advertised `SYNC_FEATURES.parts`). When true, a snapshot commit
+   * or full collect above `partBytes` goes as a run of `part` frames and its end; when false it goes whole,
+   * as to a peer of an earlier release. Default true.
+   */
+  readonly peerReadsParts?: boolean;
+  /**
+   * Largest part of a run, in bytes. Default the smaller of `payloadBytesMax` and 4 MiB: a message of a large
+   * fleet then goes in parts even below the frame limit, so neither side holds it as one string.
+   */
+  readonly partBytes?: number;
+  /**
    * The inbound frame limit the socket was opened with (`maxPayload`). A frame above it closes the
    * connection, reported as 1009 naming the limit (`ws` itself reports a bare 1006). Peers of a cluster share
    * it, so an outbound frame above it is one the peer refuses: `onLargeFrame` hears of it, with its size.
@@ -32,7 +45,12 @@ export interface WsSyncConnectionOptions {
   readonly onLargeFrame?: (bytes: number, payloadBytesMax: number) => void;
 }
 
-export const WS_SYNC_DEFAULTS = { bufferedBytesMax: 8 * 1024 * 1024, pendingMessagesMax: 1024 } as const;
+export const WS_SYNC_DEFAULTS = {
+  bufferedBytesMax: 8 * 1024 * 1024,
+  pendingMessagesMax: 1024,
+  /** Largest part of a run, unless `payloadBytesMax` is smaller. */
+  partBytes: 4 * 1024 * 1024,
+} as const;
 
 /** Close code for a message that breaks the sync protocol (RFC 6455 policy violation). */
 export const CLOSE_POLICY = 1008;
@@ -50,15 +68,22 @@ export function closeReason(reason: string): string {
 
 /**
  * A SyncConnection over an open `ws` WebSocket: JSON text frames, each
- * inbound one validated with `syncMessageSchema`. A frame that is binary,
+ * inbound one validated with `syncFrameSchema`. A frame that is binary,
  * not JSON or not a valid message closes this connection with 1008 and a
  * reason naming the offending field; nothing reaches the handler.
+ * A run of parts reaches the handler as the one message it makes, at its
+ * end, once complete and in order; a run out of order (see `syncPartSchema`)
+ * closes the connection with 1008 like a malformed frame, and a close
+ * mid-run drops its parts. Sent, a run goes out within one `send`, so no
+ * other message comes between its frames.
  * `send` refuses while `ws.bufferedAmount` exceeds `bufferedBytesMax`, so
- * the buffer grows at most by one message past the bound.
+ * the buffer grows at most by one message (or run) past the bound.
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax } = { ...WS_SYNC_DEFAULTS, ...options };
   const { payloadBytesMax, onLargeFrame } = options;
+  const partBytes = options.partBytes ?? Math.min(payloadBytesMax ?? Infinity, WS_SYNC_DEFAULTS.partBytes);
+  const parts = new PartsAssembler();
   const forPeer = (msg: SyncMessage): SyncMessage => {
     const older = options.peerReadsLatestEpoch === false ? withoutLatestEpoch(msg) : msg;
     return options.peerReadsTokenFingerprint === false ? withoutTokenFingerprints(older) : older;
@@ -84,12 +109,34 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     } catch {
       return refuse('message is not JSON');
     }
-    const parsed = parseWith(syncMessageSchema, value);
+    const parsed = parseWith(syncFrameSchema, value);
     if (!parsed.ok) return refuse(`invalid sync message: ${parsed.error}`);
-    if (handler) return handler(parsed.value);
+    const msg = messageOf(parsed.value);
+    if (typeof msg === 'string') return refuse(msg);
+    if (msg === undefined) return;
+    if (handler) return handler(msg);
     if (pending.length >= pendingMessagesMax) return refuse('too many messages before a handler');
-    pending.push(parsed.value);
+    pending.push(msg);
   });
+  /** The message a frame makes, none yet (a part), or why it breaks the run of parts. */
+  const messageOf = (frame: SyncFrame): SyncMessage | string | undefined => {
+    if (frame.type === 'part') {
+      const problem = parts.add(frame);
+      return problem === undefined ? undefined : `run of parts: ${problem}`;
+    }
+    if (frame.type === 'commit-end' || frame.type === 'collect-end') {
+      const run = parts.finish(frame);
+      return run.ok ? run.msg : `run of parts: ${run.error}`;
+    }
+    return parts.pending ? `run of parts: a ${frame.type} within a run of parts` : frame;
+  };
+  // A UTF-8 byte is at most 3 per UTF-16 unit: most frames are told small without counting their bytes.
+  const aboveLimit = (text: string): boolean =>
+    payloadBytesMax !== undefined && text.length * 3 > payloadBytesMax && Buffer.byteLength(text) > payloadBytesMax;
+  const sendText = (text: string): void => {
+    ws.send(text);
+    if (onLargeFrame && aboveLimit(text)) onLargeFrame(Buffer.byteLength(text), payloadBytesMax!);
+  };
   // 'error' is always followed by 'close'; the listener keeps it from throwing.
   ws.on('error', (error: Error & { code?: string }) => {
     if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') refusedTooBig = true;
@@ -101,19 +148,25 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
       ? { code: CLOSE_TOO_BIG, reason: `a frame exceeded the limit of ${payloadBytesMax ?? '?'} bytes` }
       : { code, reason: reason.toString() };
     pending.length = 0;
+    parts.reset();
     closeHandler?.(closed.code, closed.reason);
   });
 
   return {
     send(msg) {
       if (closed || ws.readyState !== ws.OPEN || ws.bufferedAmount > bufferedBytesMax) return false;
-      const text = encodeMessage(forPeer(msg));
-      ws.send(text);
-      // A UTF-8 byte is at most 3 per UTF-16 unit: most frames are told small without counting their bytes.
-      if (onLargeFrame && payloadBytesMax !== undefined && text.length * 3 > payloadBytesMax) {
-        const bytes = Buffer.byteLength(text);
-        if (bytes > payloadBytesMax) onLargeFrame(bytes, payloadBytesMax);
+      const peerMsg = forPeer(msg);
+      const readsParts = options.peerReadsParts !== false;
+      const run = readsParts ? partFrames(peerMsg, partBytes) : undefined;
+      if (run) {
+        for (const text of run) sendText(text);
+        return true;
       }
+      const text = encodeMessage(peerMsg);
+      // Deltas stay whole. One above the peer's limit would close the connection: refused, it makes the leader
+      // send that epoch as a snapshot, in parts. A peer of an earlier release takes neither, and gets it as before.
+      if (readsParts && msg.type === 'commit' && msg.body.kind === 'delta' && aboveLimit(text)) return false;
+      sendText(text);
       return true;
     },
     onMessage(cb) {

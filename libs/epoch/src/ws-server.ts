@@ -6,8 +6,10 @@ import { WS_SYNC_DEFAULTS, wsSyncConnection } from './ws-connection.ts';
 import type { SyncConnection } from './types.ts';
 
 /**
- * Largest inbound frame by default: a full part or snapshot of a large fleet fits (tens of thousands of
- * runtimes, at about a KiB each). Replicas of one cluster must share the limit they are given instead.
+ * Largest inbound frame by default. Between replicas that list `SYNC_FEATURES.parts`, a snapshot or full part
+ * above a part (4 MiB, or this limit if smaller) goes in parts, so it bounds a frame, not the state; to a peer
+ * of an earlier release one goes whole, and must fit (tens of thousands of runtimes, at about a KiB each).
+ * Replicas of one cluster must share the limit they are given instead.
  */
 export const SYNC_PAYLOAD_BYTES_MAX = 64 * 1024 * 1024;
 
@@ -55,7 +57,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: payloadBytesMax });
   const bufferedBytesMax = options.bufferedBytesMax ?? WS_SYNC_DEFAULTS.bufferedBytesMax;
   // Followers send the optional fields a leader lists here, and leave them out for one that lists none.
-  const features = `${SYNC_FEATURES.latestEpoch}, ${SYNC_FEATURES.tokenFingerprint}`;
+  const features = `${SYNC_FEATURES.latestEpoch}, ${SYNC_FEATURES.tokenFingerprint}, ${SYNC_FEATURES.parts}`;
   wss.on('headers', (headers) => headers.push(`${SYNC_FEATURES_HEADER}: ${features}`));
   let closed = false;
   return {
@@ -87,13 +89,13 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         const release = options.watch?.(req, () => ws.close(1008, CLOSE_REASON_WITHDRAWN));
         if (release) ws.once('close', release);
         const onLargeFrame = options.onLargeFrame;
+        // A follower of an earlier release lists no features, and would close on a field or frame it does not know.
+        const listed = listedFeatures(req.headers[SYNC_FEATURES_HEADER]);
         const conn = wsSyncConnection(ws, {
           bufferedBytesMax,
           payloadBytesMax,
-          // A follower of an earlier release lists no features, and would close on a field it does not know.
-          peerReadsTokenFingerprint: listedFeatures(req.headers[SYNC_FEATURES_HEADER]).includes(
-            SYNC_FEATURES.tokenFingerprint,
-          ),
+          peerReadsTokenFingerprint: listed.includes(SYNC_FEATURES.tokenFingerprint),
+          peerReadsParts: listed.includes(SYNC_FEATURES.parts),
           ...(onLargeFrame ? { onLargeFrame: (bytes, max) => onLargeFrame(replica, bytes, max) } : {}),
         });
         options.onConnection(conn, replica);
@@ -141,7 +143,10 @@ export function connectSync(
     maxPayload: payloadBytesMax,
     handshakeTimeout: options.handshakeTimeoutMs ?? 10_000,
     // What this follower reads, for the leader to leave out what it would not.
-    headers: { ...options.headers, [SYNC_FEATURES_HEADER]: SYNC_FEATURES.tokenFingerprint },
+    headers: {
+      ...options.headers,
+      [SYNC_FEATURES_HEADER]: `${SYNC_FEATURES.tokenFingerprint}, ${SYNC_FEATURES.parts}`,
+    },
   });
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -164,7 +169,16 @@ export function connectSync(
       ws.removeAllListeners('unexpected-response');
       const peerReadsLatestEpoch = features.includes(SYNC_FEATURES.latestEpoch);
       const peerReadsTokenFingerprint = features.includes(SYNC_FEATURES.tokenFingerprint);
-      resolve(wsSyncConnection(ws, { ...options, payloadBytesMax, peerReadsLatestEpoch, peerReadsTokenFingerprint }));
+      const peerReadsParts = features.includes(SYNC_FEATURES.parts);
+      resolve(
+        wsSyncConnection(ws, {
+          ...options,
+          payloadBytesMax,
+          peerReadsLatestEpoch,
+          peerReadsTokenFingerprint,
+          peerReadsParts,
+        }),
+      );
     });
   });
 }
