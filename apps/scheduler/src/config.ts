@@ -170,7 +170,7 @@ export const schedulerConfigSchema = z.object({
         .min(64 * 1024)
         .default(64 * 1024 * 1024)
         .describe(
-          "Largest epoch sync frame a replica takes from a peer: a commit's snapshot of the whole cluster, or a follower's full part. A larger one closes the connection, and the follower, unable to follow, logs an error at most once a minute (the leader warns with the frame's size). Raise it for clusters of tens of thousands of runtimes (about 1 KiB each), on every replica alike.",
+          "Largest epoch sync frame a replica takes from a peer, on every replica alike. Replicas of this release send a snapshot of the whole cluster or a follower's full part above it in parts, each within it, so it bounds a frame, not the cluster. A replica of an earlier release sends and takes every message whole: then a snapshot (about 1 KiB a runtime, plus its sessions) or full part above it closes the connection, and the follower, unable to follow, logs an error at most once a minute (the leader warns with the frame's size).",
         ),
     })
     .prefault({})
