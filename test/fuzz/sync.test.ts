@@ -1,9 +1,9 @@
 // Fuzz: WebSocket frames to /api/sync/:replica of the leader and of a
-// follower — sync-shaped messages with mutated fields, arbitrary JSON and
-// arbitrary bytes. Property: every frame is either handled or answered by
-// closing that connection; the process survives, the real follower keeps its
-// sync (epochs keep advancing on both replicas, terms never go down) and the
-// runtime stays available.
+// follower — sync-shaped messages with mutated fields (parts of runs and
+// their ends too), arbitrary JSON and arbitrary bytes. Property: every frame
+// is either handled or answered by closing that connection; the process
+// survives, the real follower keeps its sync (epochs keep advancing on both
+// replicas, terms never go down) and the runtime stays available.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -61,6 +61,23 @@ const message = fc.oneof(
   }),
   fc.record({ type: fc.constant('error'), term: num, epoch: num, reason: fc.string({ maxLength: 40 }) }),
   fc.record({ type: fc.constant('resync'), term: num, what: fc.constantFrom('snapshot', 'part', 'x') }),
+  // Runs of parts: small part numbers, so some follow one another on a pooled connection.
+  fc.record({
+    type: fc.constant('part'),
+    term: num,
+    epoch: num,
+    part: fc.oneof(fc.nat(2), num),
+    runtimes: fc.array(state, { maxLength: 2 }),
+  }),
+  fc.record({ type: fc.constant('commit-end'), term: num, epoch: num, parts: fc.oneof(fc.nat(3), num) }),
+  fc.record({
+    type: fc.constant('collect-end'),
+    term: num,
+    epoch: num,
+    replica: ident,
+    version: num,
+    parts: fc.oneof(fc.nat(3), num),
+  }),
 );
 
 const caseArb: fc.Arbitrary<SyncCase> = fc.record({
