@@ -20,6 +20,7 @@ import { SandboxEventBus } from './listen-bus.ts';
 import type { InFlight } from './in-flight.ts';
 import type { Sandbox, SandboxRegistry } from './registry.ts';
 import type { Session, SessionTable } from './sessions.ts';
+import { countingServer, type ToolCallCounting } from './tool-calls.ts';
 import type { Logger, StateReporter } from './types.ts';
 import { type Answer, settled } from './answer.ts';
 import { errorResponse, readJson, requestIdOf, responseForError } from './wire.ts';
@@ -33,6 +34,8 @@ export interface EndpointDeps {
   readonly defaultClass: string | undefined;
   /** Where POSTs being answered are counted, listen streams aside. */
   readonly inFlight: InFlight;
+  /** Where tool calls are counted; none when undefined. */
+  readonly toolCalls: ToolCallCounting | undefined;
 }
 
 const SERVER_INFO = { name: 'switchyard-sandbox', version: '0.1.0' };
@@ -47,9 +50,18 @@ const SESSION_EVENT_BYTES_MAX = 8 * 1024 * 1024;
 /** Reconnect delay suggested to clients on SSE streams. */
 const SSE_RETRY_MS = 1000;
 
-/** Builds the SDK server one session or one request talks to, with the sandbox's surface installed. */
-export function serverFor(sandbox: Sandbox): { server: McpServer; detach: () => void } {
-  const server = new McpServer(SERVER_INFO, { capabilities: sandbox.instance.capabilities });
+/**
+ * Builds the SDK server one session or one request talks to, with the
+ * sandbox's surface installed and, given `toolCalls`, its tool calls counted.
+ */
+export function serverFor(
+  sandbox: Sandbox,
+  toolCalls: ToolCallCounting | undefined,
+): { server: McpServer; detach: () => void } {
+  const { capabilities } = sandbox.instance;
+  const server = toolCalls
+    ? countingServer(SERVER_INFO, capabilities, sandbox.className, toolCalls)
+    : new McpServer(SERVER_INFO, { capabilities });
   const detach = sandbox.instance.register(server);
   return { server, detach };
 }
@@ -89,7 +101,7 @@ export class McpEndpoint {
         // request's sandbox is the one in the async context.
         const sandbox = this.#current.getStore();
         if (!sandbox) throw new SwitchyardError('internal', 'modern request outside a sandbox context');
-        const { server, detach } = serverFor(sandbox);
+        const { server, detach } = serverFor(sandbox, deps.toolCalls);
         server.server.onclose = detach;
         return server;
       },
@@ -293,7 +305,7 @@ export class McpEndpoint {
 
   /** Builds a session's server on `sandbox` and connects its transport; detaches the server if that fails. */
   async #connect(sandbox: Sandbox, sessionId: string, principal: string | undefined): Promise<Session> {
-    const { server, detach } = serverFor(sandbox);
+    const { server, detach } = serverFor(sandbox, this.#deps.toolCalls);
     try {
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => sessionId,

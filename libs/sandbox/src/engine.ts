@@ -25,7 +25,12 @@ export interface EngineContext {
  * resources and prompts on a server and returns a detach function.
  */
 export interface SandboxInstance {
-  /** Capabilities a server needs before `register` (declared at construction). */
+  /**
+   * Capabilities a server needs before `register` (declared at construction).
+   * One that declares `tools` installs them in `register` (`registerTool`, or
+   * `tools/list` and `tools/call` handlers): where tool calls are counted,
+   * the server's tool handlers are set only then (see tool-calls.ts).
+   */
   readonly capabilities: ServerCapabilities;
   /**
    * Optional: readies a warm-pool member before it waits in the pool, so a

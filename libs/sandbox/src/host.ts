@@ -141,7 +141,8 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     onTrouble,
   });
   const inFlight = new InFlight();
-  const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass, inFlight });
+  const toolCalls = options.onToolCall ? { clock, sink: options.onToolCall } : undefined;
+  const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass, inFlight, toolCalls });
   const nodeOpts = {
     maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,
     writeStallMs: SANDBOX_DEFAULTS.writeStallMs,
@@ -152,7 +153,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   };
   const eventStreams = { open: 0 };
   const mcp = answerWriter(endpoint.handle, { ...nodeOpts, eventStreams });
-  const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass }) }, nodeOpts);
+  const rest = toNodeHandler({ fetch: restFetch({ registry, sessions, defaultClass, toolCalls }) }, nodeOpts);
   let closing: Promise<void> | undefined;
   return {
     async handleMcp(req, res) {

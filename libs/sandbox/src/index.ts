@@ -13,5 +13,7 @@ export type {
   StateReporter,
 } from './types.ts';
 export type { Engine, EngineContext, ExitCause, SandboxInstance } from './engine.ts';
+export { TOOL_CALL_OUTCOMES } from './tool-calls.ts';
+export type { ToolCallOutcome, ToolCallSink } from './tool-calls.ts';
 export { logMeteringSink, noMeteringSink, redisMeteringSink } from './metering.ts';
 export type { RedisMeteringSinkOptions } from './metering.ts';

@@ -4,6 +4,7 @@ import { DEFAULT_CLASS, IDENTITY_HEADERS, SwitchyardError, isIdentityValue, pars
 import type { SandboxRegistry, Sandbox } from './registry.ts';
 import type { SessionTable } from './sessions.ts';
 import { UPSTREAM_TIMEOUT_MS } from './proxy.ts';
+import type { ToolCallCounting } from './tool-calls.ts';
 import { callSandboxTool } from './toolcall.ts';
 import { responseForError, readJson } from './wire.ts';
 
@@ -18,6 +19,8 @@ export interface RestDeps {
   readonly registry: SandboxRegistry;
   readonly sessions: SessionTable;
   readonly defaultClass: string | undefined;
+  /** Where tool calls are counted, as those over MCP are; none when undefined. */
+  readonly toolCalls: ToolCallCounting | undefined;
 }
 
 function describe(sandbox: Sandbox): object {
@@ -93,12 +96,12 @@ async function route(deps: RestDeps, request: Request): Promise<Response> {
     }
     if (parts.length === 3 && parts[2] === 'toolcall' && m === 'POST') {
       const sandbox = registry.get(id) ?? notFound(`sandbox "${id}"`);
-      return toolCall(registry, sandbox, request);
+      return toolCall(deps, sandbox, request);
     }
   }
   if (parts[0] === 'sessions' && parts.length === 3 && parts[2] === 'toolcall' && m === 'POST') {
     const session = sessions.get(parts[1]!) ?? notFound('session');
-    return toolCall(registry, session.sandbox, request);
+    return toolCall(deps, session.sandbox, request);
   }
   throw new SwitchyardError('not_found', `no route for ${m} ${new URL(request.url).pathname}`);
 }
@@ -118,13 +121,14 @@ const CALLER_ERRORS = new Map<number, 'invalid_params' | 'invalid_request' | 'no
   [-32601, 'not_found'],
 ]);
 
-async function toolCall(registry: SandboxRegistry, sandbox: Sandbox, request: Request): Promise<Response> {
+async function toolCall(deps: RestDeps, sandbox: Sandbox, request: Request): Promise<Response> {
+  const { registry } = deps;
   requireJson(request);
   const { name, arguments: args } = await parseBody(request, toolCallSchema);
   // Hold a reference for the call so expiry cannot pull the sandbox away mid-call.
   const held = await registry.acquire(sandbox.className, sandbox.id);
   try {
-    return Response.json(await callSandboxTool(held, name, args, request.signal));
+    return Response.json(await callSandboxTool(held, deps.toolCalls, name, args, request.signal));
   } catch (error) {
     const code = error instanceof ProtocolError ? CALLER_ERRORS.get(error.code) : undefined;
     if (code) throw new SwitchyardError(code, (error as ProtocolError).message, { cause: error });

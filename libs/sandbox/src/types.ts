@@ -1,5 +1,6 @@
 import type { Clock } from '@switchyard/clock';
 import type { Engine } from './engine.ts';
+import type { ToolCallSink } from './tool-calls.ts';
 
 /** Minimal pino-compatible logger: `(fields, message)`. */
 export interface Logger {
@@ -102,6 +103,13 @@ export interface SandboxHostOptions {
   readonly onTrouble?: (trouble: SandboxTrouble, className: string) => void;
   /** Told of each tool call a client cancelled, with its class (`stats()` counts them too). Must not throw. */
   readonly onCancelled?: (className: string) => void;
+  /**
+   * Told once of each `tools/call` a sandbox served, over MCP (either
+   * protocol generation) or REST, whatever its engine: its class, its
+   * outcome (`ok`, `error`, `cancelled`) and its seconds on `clock`.
+   * Default: nothing (and nothing is timed).
+   */
+  readonly onToolCall?: ToolCallSink;
   /**
    * Wait after a warm-pool hand-out before starting its replacement, so the
    * start does not compete with the new session's first calls. Default 250;

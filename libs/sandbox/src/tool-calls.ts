@@ -1,0 +1,80 @@
+import { McpServer, type ServerCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import type { Clock } from '@switchyard/clock';
+
+/**
+ * How a tool call ended: `ok`, a result; `error`, a result with `isError`
+ * (a tool's failure, arguments its schema refused) or a JSON-RPC error (a
+ * tool the sandbox lacks, an upstream's error, its timeout, its connection
+ * lost); `cancelled`, its client cancelled it before it settled.
+ */
+export type ToolCallOutcome = 'ok' | 'error' | 'cancelled';
+
+/** Every {@link ToolCallOutcome}: a fixed set, so a label of them stays bounded. */
+export const TOOL_CALL_OUTCOMES: readonly ToolCallOutcome[] = ['ok', 'error', 'cancelled'];
+
+/**
+ * Told once of each `tools/call` a sandbox served, with its class, its
+ * outcome and its seconds from its handler's start to its settling. Runs on
+ * every call: must not throw, block or allocate more than it must.
+ */
+export type ToolCallSink = (className: string, outcome: ToolCallOutcome, seconds: number) => void;
+
+/** Where and on which clock the calls of a host are counted. */
+export interface ToolCallCounting {
+  readonly clock: Clock;
+  readonly sink: ToolCallSink;
+}
+
+type Handler = (request: unknown, ctx: ServerContext) => unknown;
+
+/**
+ * An SDK server whose tool calls are counted for a sandbox of `className`:
+ * whichever `tools/call` handler is set on it is wrapped, the McpServer's
+ * own (builtin and custom tools, as the first is registered) or a proxy's
+ * forwarding one. The SDK offers no hook around its handlers, and the
+ * servers built here are the one place every engine, both protocol
+ * generations and REST calls go through, so each call is counted once.
+ * Calls the SDK refuses before any handler runs (a malformed `tools/call`)
+ * are not counted. Unlike a plain McpServer's, one whose `tools` no tool or
+ * handler is installed for answers `tools/list` with -32601, not an empty list.
+ */
+export function countingServer(
+  info: { name: string; version: string },
+  capabilities: ServerCapabilities,
+  className: string,
+  counting: ToolCallCounting,
+): McpServer {
+  // Told of tools in its constructor, McpServer sets its handlers there, before any wrapping: told after,
+  // it sets them as the first tool is registered, through the setter wrapped below.
+  const { tools, ...others } = capabilities;
+  const server = new McpServer(info, { capabilities: others });
+  countToolCalls(server, className, counting);
+  if (tools) server.server.registerCapabilities({ tools });
+  return server;
+}
+
+function countToolCalls(server: McpServer, className: string, counting: ToolCallCounting): void {
+  const inner = server.server as unknown as { setRequestHandler: (method: string, ...rest: unknown[]) => void };
+  const set = inner.setRequestHandler.bind(inner);
+  inner.setRequestHandler = (method, ...rest) => {
+    const [handler] = rest;
+    if (method !== 'tools/call' || rest.length !== 1 || typeof handler !== 'function') return set(method, ...rest);
+    return set(method, counted(handler as Handler, className, counting));
+  };
+}
+
+function counted(handler: Handler, className: string, { clock, sink }: ToolCallCounting): Handler {
+  return async (request, ctx) => {
+    const startMs = clock.monotonicNow();
+    let outcome: ToolCallOutcome = 'error';
+    try {
+      const result = await handler(request, ctx);
+      if ((result as { isError?: unknown } | undefined)?.isError !== true) outcome = 'ok';
+      return result;
+    } finally {
+      // Read as the call settles: the signal also fires once a call is over ("Connection closed").
+      if (ctx.mcpReq.signal.aborted) outcome = 'cancelled';
+      sink(className, outcome, (clock.monotonicNow() - startMs) / 1000);
+    }
+  };
+}
