@@ -26,7 +26,7 @@ import {
   type TokenRevocations,
 } from '@switchyard/service';
 import { bearerMatches, dialTunnel } from '@switchyard/tunnel';
-import { cancelledCounter, registerNodeMetrics, troubleCounters } from './metrics.ts';
+import { cancelledCounter, registerNodeMetrics, toolCallMetrics, troubleCounters } from './metrics.ts';
 import type { RuntimeLogger, RuntimeNodeOptions } from './options.ts';
 import { runtimeRouter } from './router.ts';
 
@@ -105,6 +105,7 @@ export async function startRuntimeNode(options: RuntimeNodeOptions): Promise<Run
     ...(options.meter ? { meter: options.meter } : {}),
     onTrouble: troubleCounters(options.metrics, options.classes),
     onCancelled: cancelledCounter(options.metrics, options.classes),
+    onToolCall: toolCallMetrics(options.metrics, options.classes),
   });
   const watch = createWatchHandler(store, { clock });
   const route = runtimeRouter(host, watch, metricsHandler(options.metrics.registry));
