@@ -123,6 +123,8 @@ const CHARTS = [
       'switchyard_runtime_tunnel_connected',
       'switchyard_runtime_sandboxes',
       'switchyard_runtime_sandboxes_died_total',
+      'switchyard_runtime_tool_calls_total',
+      'switchyard_runtime_tool_call_duration_seconds',
       'switchyard_runtime_tool_calls_cancelled_total',
       'switchyard_runtime_connections_open',
       'switchyard_runtime_connections_refused_total',
