@@ -1,6 +1,9 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { SwitchyardError } from '@switchyard/protocol';
+import { RuntimeMirror, watchRuntime } from '../src/index.ts';
+import type { RuntimeWatcher, WatchRuntimeOptions } from '../src/index.ts';
 
 type Http1Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -114,4 +117,37 @@ export class Waiter {
       return false;
     });
   }
+}
+
+/** What `followWatch` gives: the mirror the stream fills, a waiter poked at each callback, and counts. */
+export interface Followed {
+  readonly mirror: RuntimeMirror;
+  readonly waiter: Waiter;
+  readonly seen: { snapshots: number; deltas: number; errors: SwitchyardError[] };
+  readonly watcher: RuntimeWatcher;
+}
+
+/**
+ * Follows the `/watch` stream at `url` with the real watcher over fetch, no reconnect delay, into a
+ * RuntimeMirror; `options` override the watcher's. The watcher is closed by the cleanup it pushes.
+ */
+export function followWatch(
+  url: string,
+  cleanups: (() => void)[],
+  options: Partial<WatchRuntimeOptions> = {},
+): Followed {
+  const mirror = new RuntimeMirror();
+  const waiter = new Waiter();
+  const seen = { snapshots: 0, deltas: 0, errors: [] as SwitchyardError[] };
+  const watcher = watchRuntime({
+    url,
+    fetch,
+    reconnectMs: 0,
+    onSnapshot: (s) => (seen.snapshots++, mirror.applySnapshot(s), waiter.poke()),
+    onOps: (ops) => (seen.deltas++, mirror.applyOps(ops), waiter.poke()),
+    onError: (e) => (seen.errors.push(e), waiter.poke()),
+    ...options,
+  });
+  cleanups.push(() => watcher.close());
+  return { mirror, waiter, seen, watcher };
 }

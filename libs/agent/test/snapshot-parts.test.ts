@@ -12,13 +12,13 @@ import {
   WATCH_FEATURES_HEADER,
   WATCH_LIMITS,
 } from '@switchyard/protocol';
-import type { SwitchyardError, WatchSnapshot } from '@switchyard/protocol';
-import { RuntimeMirror, RuntimeStateStore, createWatchHandler, watchRuntime } from '../src/index.ts';
+import type { WatchSnapshot } from '@switchyard/protocol';
+import { RuntimeStateStore, createWatchHandler } from '../src/index.ts';
 import { SnapshotAssembler } from '../src/snapshot-parts.ts';
 import { snapshotEvent } from '../src/sse.ts';
-import type { RuntimeWatcher, WatchHandler } from '../src/index.ts';
-import { SseReader, Waiter, startServer } from './helpers.ts';
-import type { SseEvent, TestServer } from './helpers.ts';
+import type { WatchHandler, WatchRuntimeOptions } from '../src/index.ts';
+import { SseReader, followWatch, startServer } from './helpers.ts';
+import type { Followed, SseEvent, TestServer } from './helpers.ts';
 
 let server: TestServer;
 const cleanups: (() => void)[] = [];
@@ -44,22 +44,8 @@ function serve(store: RuntimeStateStore): WatchHandler {
   return handler;
 }
 
-function follow(options: Partial<Parameters<typeof watchRuntime>[0]> = {}) {
-  const mirror = new RuntimeMirror();
-  const waiter = new Waiter();
-  const seen = { snapshots: 0, deltas: 0, errors: [] as SwitchyardError[] };
-  const watcher: RuntimeWatcher = watchRuntime({
-    url: `${server.url}/watch`,
-    fetch,
-    reconnectMs: 0,
-    onSnapshot: (s) => (seen.snapshots++, mirror.applySnapshot(s), waiter.poke()),
-    onOps: (ops) => (seen.deltas++, mirror.applyOps(ops), waiter.poke()),
-    onError: (e) => (seen.errors.push(e), waiter.poke()),
-    ...options,
-  });
-  cleanups.push(() => watcher.close());
-  return { mirror, waiter, seen, watcher };
-}
+const follow = (options: Partial<WatchRuntimeOptions> = {}): Followed =>
+  followWatch(`${server.url}/watch`, cleanups, options);
 
 /** A store holding `threads` threads over 100 processes, ids of `idChars` characters. */
 function storeWith(threads: number, idChars = 16): RuntimeStateStore {

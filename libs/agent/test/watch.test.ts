@@ -4,12 +4,12 @@ import { request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ManualClock, within } from '@switchyard/clock/testing';
 import { WATCH_FEATURES_HEADER, WATCH_LIMITS } from '@switchyard/protocol';
-import type { RuntimeOp, SwitchyardError } from '@switchyard/protocol';
-import { RuntimeMirror, RuntimeStateStore, WATCHER_DEFAULTS, createWatchHandler, watchRuntime } from '../src/index.ts';
+import type { RuntimeOp } from '@switchyard/protocol';
+import { RuntimeStateStore, WATCHER_DEFAULTS, createWatchHandler } from '../src/index.ts';
 import { deltaEvent } from '../src/sse.ts';
-import type { RuntimeWatcher, WatchHandler } from '../src/index.ts';
-import { SseReader, Waiter, deferred, startServer } from './helpers.ts';
-import type { TestServer } from './helpers.ts';
+import type { WatchHandler, WatchRuntimeOptions } from '../src/index.ts';
+import { SseReader, deferred, followWatch, startServer } from './helpers.ts';
+import type { Followed, TestServer } from './helpers.ts';
 
 let server: TestServer;
 const cleanups: (() => void)[] = [];
@@ -41,22 +41,8 @@ async function open(headers: Record<string, string> = {}): Promise<SseReader> {
   return reader;
 }
 
-function follow(options: Partial<Parameters<typeof watchRuntime>[0]> = {}) {
-  const mirror = new RuntimeMirror();
-  const waiter = new Waiter();
-  const seen = { snapshots: 0, deltas: 0, errors: [] as SwitchyardError[] };
-  const watcher: RuntimeWatcher = watchRuntime({
-    url: `${server.url}/watch`,
-    fetch,
-    reconnectMs: 0,
-    onSnapshot: (s) => (seen.snapshots++, mirror.applySnapshot(s), waiter.poke()),
-    onOps: (ops) => (seen.deltas++, mirror.applyOps(ops), waiter.poke()),
-    onError: (e) => (seen.errors.push(e), waiter.poke()),
-    ...options,
-  });
-  cleanups.push(() => watcher.close());
-  return { mirror, waiter, seen, watcher };
-}
+const follow = (options: Partial<WatchRuntimeOptions> = {}): Followed =>
+  followWatch(`${server.url}/watch`, cleanups, options);
 
 describe('GET /watch', () => {
   it('starts a fresh stream with a snapshot whose id is the store seq', async () => {
