@@ -3,28 +3,18 @@
 // server that is no scheduler): a tunnel that came up is not a join. Only a
 // scheduler that took the runtime opens its /watch, so until one has, the
 // command gives up after --wait-seconds as it does at an unreachable URL.
-import { once } from 'node:events';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { acceptUpgradeAndHangUp, runCli } from './support.ts';
+import { acceptUpgradeAndHangUp, listening, runCli, type Listening } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
 
 /** Answers every upgrade (the tunnel's own, or WebSocket) with a valid 101, then closes the connection. */
-async function startHangingUp(): Promise<{ url: string; close(): void }> {
+function startHangingUp(): Promise<Listening> {
   const server = createServer((_req, res) => res.writeHead(404).end());
   server.on('upgrade', acceptUpgradeAndHangUp);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
+  return listening(server);
 }
 
 describe('switchyard runtime join, at a URL that takes the tunnel and drops it', () => {

@@ -7,10 +7,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ManualClock } from '@switchyard/clock/testing';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { runJoin } from '../src/join.ts';
-import { startOneReplica, until } from './support.ts';
+import { joinInProcess, startOneReplica, until, type JoinInProcess } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
 const WAIT_MS = 1000;
@@ -65,11 +63,7 @@ async function startFront(port: number): Promise<{
 describe('switchyard runtime join, --wait-seconds run out with a dial in flight', () => {
   let replica: SchedulerReplica;
   let front: Awaited<ReturnType<typeof startFront>>;
-  let clock: ManualClock;
-  let lines: string[];
-  let stop: AbortController;
-  let run: Promise<number>;
-  let code: number | undefined;
+  let joining: JoinInProcess;
 
   before(async () => {
     replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
@@ -78,21 +72,8 @@ describe('switchyard runtime join, --wait-seconds run out with a dial in flight'
 
   beforeEach(async () => {
     front = await startFront(Number(new URL(replica.url).port));
-    clock = new ManualClock();
-    lines = [];
-    stop = new AbortController();
-    code = undefined;
-    const options = {
-      schedulerUrl: front.url,
-      token: JOIN_TOKEN,
-      tokenSource: '--token',
-      id: 'rt-0',
-      classes: ['demo' as const],
-      sandboxesMax: 1,
-      waitMs: WAIT_MS,
-    };
-    run = runJoin(options, { clock, write: (text) => void lines.push(text), stop: stop.signal });
-    void run.then((exitCode) => (code = exitCode));
+    joining = joinInProcess(front.url, JOIN_TOKEN, WAIT_MS);
+    const { clock, lines } = joining;
     // The first dial fails; the redial after it is held, in flight, when the wait runs out.
     await until('the first failed dial said', () => lines.some((line) => /cannot reach/.test(line)));
     front.mode = 'hold';
@@ -101,28 +82,28 @@ describe('switchyard runtime join, --wait-seconds run out with a dial in flight'
     await clock.advance(WAIT_MS);
   });
   afterEach(async () => {
-    stop.abort();
+    const stopped = joining.stop();
     front.dropHeld();
-    // Closing the node waits on its clock for grace periods: time is moved on until it has closed (bounded).
-    for (let i = 0; i < 100 && code === undefined; i++) await clock.advance(1000);
-    await run;
+    await stopped;
     front.close();
   });
 
   it('does not give up, and joins once that dial goes through', async () => {
-    assert.equal(code, undefined, `not ended while a dial is in flight:\n${lines.join('')}`);
+    const { clock, lines } = joining;
+    assert.equal(joining.code, undefined, `not ended while a dial is in flight:\n${lines.join('')}`);
     front.pass();
     await until('the joined line', () => lines.some((line) => /^switchyard: runtime rt-0 joined /.test(line)));
     await clock.advance(WAIT_MS);
-    assert.equal(code, undefined, lines.join(''));
+    assert.equal(joining.code, undefined, lines.join(''));
     assert.doesNotMatch(lines.join(''), /gave up/);
   });
 
   it('gives up once that dial fails, naming its failure', async () => {
-    assert.equal(code, undefined, `not ended while a dial is in flight:\n${lines.join('')}`);
+    const { lines } = joining;
+    assert.equal(joining.code, undefined, `not ended while a dial is in flight:\n${lines.join('')}`);
     front.mode = 'drop';
     front.dropHeld();
-    assert.equal(await run, 1, lines.join(''));
+    assert.equal(await joining.run, 1, lines.join(''));
     assert.match(
       lines.at(-1)!,
       /^switchyard: gave up dialling http:\/\/127\.0\.0\.1:\d+ after 1 s: .*; check <scheduler-url>, or wait longer with --wait-seconds\n$/,

@@ -6,16 +6,15 @@
 // the test fires one at a time, letting each dial's I/O run in between.
 import { once } from 'node:events';
 import { createServer } from 'node:http';
+import type { ManualClock } from '@switchyard/clock/testing';
 import net from 'node:net';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ManualClock } from '@switchyard/clock/testing';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { createMetrics } from '@switchyard/service';
 import { BACKOFF_DEFAULTS } from '@switchyard/tunnel';
-import { runJoin } from '../src/join.ts';
-import { acceptUpgradeAndHangUp, startOneReplica, until } from './support.ts';
+import { acceptUpgradeAndHangUp, joinInProcess, startOneReplica, until, type JoinInProcess } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
 const OTHER_TOKEN = 'other-join-token-0123456789';
@@ -90,39 +89,13 @@ async function letDial(front: Front, clock: ManualClock, dials: number): Promise
 }
 
 /** `runtime join` as `rt-0` with JOIN_TOKEN through `front`, on a manual clock; `stop` ends it. */
-function join(front: Front) {
-  const clock = new ManualClock();
-  const lines: string[] = [];
-  const stop = new AbortController();
-  const options = {
-    schedulerUrl: front.url,
-    token: JOIN_TOKEN,
-    tokenSource: '--token',
-    id: 'rt-0',
-    classes: ['demo' as const],
-    sandboxesMax: 1,
-    waitMs: WAIT_MS,
-  };
-  const run = runJoin(options, { clock, write: (text) => void lines.push(text), stop: stop.signal });
-  let code: number | undefined;
-  void run.then((exitCode) => (code = exitCode));
-  return {
-    clock,
-    lines,
-    /** Stops it as Ctrl-C does; closing the node waits on its clock, so time is moved on until it has ended. */
-    async stop(): Promise<number> {
-      stop.abort();
-      for (let i = 0; i < 100 && code === undefined; i++) await clock.advance(1000);
-      return run;
-    },
-  };
-}
+const join = (front: Front): JoinInProcess => joinInProcess(front.url, JOIN_TOKEN, WAIT_MS);
 
 describe('switchyard runtime join, its runtime id held at the scheduler with another join token', () => {
   let replica: SchedulerReplica;
   let holder: RuntimeNode;
   let front: Front;
-  let joining: ReturnType<typeof join>;
+  let joining: JoinInProcess;
 
   before(async () => {
     replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN, OTHER_TOKEN] });
@@ -162,7 +135,7 @@ describe('switchyard runtime join, its runtime id held at the scheduler with ano
 
 describe('switchyard runtime join, its tunnel taken and dropped before a scheduler used it', () => {
   let front: Front;
-  let joining: ReturnType<typeof join>;
+  let joining: JoinInProcess;
 
   beforeEach(async () => {
     front = await startFront(1);
@@ -193,7 +166,7 @@ describe('switchyard runtime join, its tunnel taken and dropped before a schedul
 describe('switchyard runtime join, its tunnel going and coming back', () => {
   let replica: SchedulerReplica;
   let front: Front;
-  let joining: ReturnType<typeof join>;
+  let joining: JoinInProcess;
 
   before(async () => {
     replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });

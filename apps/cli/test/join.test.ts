@@ -1,13 +1,11 @@
 // `switchyard runtime join` against a scheduler replica in this process (the
 // command as a child): a refusal ends it with exit code 1 and a line that
 // says what the scheduler refused, and why.
-import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SchedulerReplica } from '@switchyard/scheduler';
-import { runCli, startOneReplica } from './support.ts';
+import { listening, runCli, startOneReplica, type Listening } from './support.ts';
 
 const JOIN_TOKEN = 'join-token-0123456789abcdef';
 
@@ -19,21 +17,13 @@ async function startAnswering(
   status: number,
   contentType: string,
   body: string | ((req: IncomingMessage) => string),
-): Promise<{ url: string; close(): void }> {
+): Promise<Listening> {
   const server = createServer((req, res) => {
     req.resume();
     const text = typeof body === 'string' ? body : body(req);
     res.writeHead(status, { 'content-type': contentType, connection: 'close' }).end(text);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
+  return listening(server);
 }
 
 /** startAnswering for the enclosing suite: started before its tests, closed after them; `url` is read in tests. */

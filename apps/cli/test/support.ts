@@ -5,13 +5,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire, enableCompileCache } from 'node:module';
-import type { IncomingMessage } from 'node:http';
+import { once } from 'node:events';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { ManualClock } from '@switchyard/clock/testing';
 import { createMemoryLock, MemoryLeaseStore } from '@switchyard/election';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
 import { createMetrics } from '@switchyard/service';
 import { TUNNEL_UPGRADE } from '@switchyard/tunnel';
+import { runJoin } from '../src/join.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const OUTPUT_CHARS_MAX = 1_000_000;
@@ -214,4 +218,69 @@ export function acceptUpgradeAndHangUp(req: IncomingMessage, socket: Duplex): vo
   socket.end(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n${head}\r\n`);
   // Whatever the runtime sends is dropped, so its end is read and the connection closes.
   socket.resume();
+}
+
+/** A stand-in web server of a test, listening on 127.0.0.1. */
+export interface Listening {
+  readonly url: string;
+  /** Cuts its connections and stops it. */
+  close(): void;
+}
+
+/** Starts `server` on a free port of 127.0.0.1. */
+export async function listening(server: Server): Promise<Listening> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** `runtime join` run in this process by `joinInProcess`. */
+export interface JoinInProcess {
+  readonly clock: ManualClock;
+  /** What it has written so far, line by line. */
+  readonly lines: string[];
+  /** Its exit code, once it has ended. */
+  readonly run: Promise<number>;
+  /** Its exit code, or undefined while it runs. */
+  readonly code: number | undefined;
+  /** Stops it as Ctrl-C does; closing the node waits on its clock, so time is moved on until it has ended. */
+  stop(): Promise<number>;
+}
+
+/** `runtime join` as `rt-0` with `token` at `schedulerUrl`, in this process, on a manual clock. */
+export function joinInProcess(schedulerUrl: string, token: string, waitMs: number): JoinInProcess {
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  const stopping = new AbortController();
+  const options = {
+    schedulerUrl,
+    token,
+    tokenSource: '--token',
+    id: 'rt-0',
+    classes: ['demo' as const],
+    sandboxesMax: 1,
+    waitMs,
+  };
+  const run = runJoin(options, { clock, write: (text) => void lines.push(text), stop: stopping.signal });
+  let code: number | undefined;
+  void run.then((exitCode) => (code = exitCode));
+  return {
+    clock,
+    lines,
+    run,
+    get code() {
+      return code;
+    },
+    async stop() {
+      stopping.abort();
+      for (let i = 0; i < 100 && code === undefined; i++) await clock.advance(1000);
+      return run;
+    },
+  };
 }
