@@ -284,3 +284,15 @@ export function joinInProcess(schedulerUrl: string, token: string, waitMs: numbe
     },
   };
 }
+
+/** The /mcp URL a running `up` prints once its cluster serves, waited for up to `timeoutMs`; throws if it exits first. */
+export function mcpUrlOf(up: Running, timeoutMs: number): Promise<string> {
+  return until(
+    'the /mcp URL on stdout',
+    () => {
+      if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
+      return /^ {2}(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(up.stdout())?.[1];
+    },
+    timeoutMs,
+  );
+}

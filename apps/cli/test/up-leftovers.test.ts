@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { alive, compileCacheEnv, descendants, killGroup, spawnCli, until, type Running } from './support.ts';
+import { alive, compileCacheEnv, descendants, killGroup, mcpUrlOf, spawnCli, until, type Running } from './support.ts';
 
 const temp = mkdtempSync(join(tmpdir(), 'up-leftovers-'));
 const env = { TMPDIR: temp, ...compileCacheEnv() };
@@ -19,14 +19,7 @@ const runDirs = (): string[] => readdirSync(temp).filter((name) => /^switchyard-
 
 async function startUp(...args: string[]): Promise<Running> {
   const up = spawnCli(['up', ...args, '--gateway-port', '0', '--scheduler-port', '0'], env);
-  await until(
-    'the /mcp URL on stdout',
-    () => {
-      if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
-      return /^ {2}http:\/\/127\.0\.0\.1:\d+\/mcp$/m.test(up.stdout()) || undefined;
-    },
-    30_000,
-  );
+  await mcpUrlOf(up, 30_000);
   return up;
 }
 

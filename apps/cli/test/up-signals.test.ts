@@ -6,20 +6,13 @@
 // process group as a shell's foreground job does.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { alive, descendants, killGroup, spawnCli, until, type Descendant, type Running } from './support.ts';
+import { alive, descendants, killGroup, mcpUrlOf, spawnCli, until, type Descendant, type Running } from './support.ts';
 
 const COMPONENTS = ['scheduler-0', 'scheduler-1', 'scheduler-2', 'runtime-0', 'runtime-1', 'gateway'];
 
 async function startUp(): Promise<{ up: Running; components: Descendant[] }> {
   const up = spawnCli(['up', '--processes', '--gateway-port', '0', '--scheduler-port', '0', '--log-level', 'info']);
-  await until(
-    'the /mcp URL on stdout',
-    () => {
-      if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
-      return /^ {2}http:\/\/127\.0\.0\.1:\d+\/mcp$/m.test(up.stdout()) || undefined;
-    },
-    30_000,
-  );
+  await mcpUrlOf(up, 30_000);
   const components = descendants(up.child.pid!).filter((d) => d.depth === 1);
   assert.equal(components.length, COMPONENTS.length, components.map((c) => c.command).join('\n'));
   return { up, components };

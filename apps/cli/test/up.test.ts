@@ -6,7 +6,17 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { INSPECTOR_CLI, alive, descendants, killGroup, runCli, spawnCli, until, type Running } from './support.ts';
+import {
+  INSPECTOR_CLI,
+  alive,
+  descendants,
+  killGroup,
+  mcpUrlOf,
+  runCli,
+  spawnCli,
+  until,
+  type Running,
+} from './support.ts';
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 
@@ -60,14 +70,7 @@ for (const mode of MODES) {
     before(async () => {
       up = spawnCli(['up', ...mode.args, '--gateway-port', '0', '--scheduler-port', '0']);
       const started = performance.now();
-      gatewayUrl = await until(
-        'the /mcp URL on stdout',
-        () => {
-          if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
-          return /^ {2}(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(up.stdout())?.[1];
-        },
-        20_000,
-      );
+      gatewayUrl = await mcpUrlOf(up, 20_000);
       assert.ok(performance.now() - started < 20_000);
       schedulerUrl = /^scheduler\s+scheduler-0\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(up.stdout())![1]!;
     });
@@ -306,14 +309,7 @@ describe('switchyard up --processes in a shell with SWITCHYARD_* variables', () 
   it('starts its components without them', async () => {
     const env = { SWITCHYARD_API_TOKEN: 'api-token-of-another-cluster', SWITCHYARD_LOG_LEVEL: 'debug' };
     up = spawnCli(['up', '--processes', '--gateway-port', '0', '--scheduler-port', '0'], env);
-    await until(
-      'the /mcp URL on stdout',
-      () => {
-        if (up.child.exitCode !== null) throw new Error(`up exited early:\n${up.stderr()}`);
-        return /^ {2}http:\/\/127\.0\.0\.1:\d+\/mcp$/m.test(up.stdout()) || undefined;
-      },
-      20_000,
-    );
+    await mcpUrlOf(up, 20_000);
     const components = descendants(up.child.pid!).filter((d) => d.depth === 1);
     assert.equal(components.length, 6);
     for (const c of components) {
