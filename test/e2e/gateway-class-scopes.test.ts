@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from '../../libs/gateway/test/fixtures/jwks.ts';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import {
-  LEGACY,
+  callInSession,
   MODERN,
   connect,
   counter,
@@ -71,12 +71,8 @@ describe('a gateway whose prod-db class is held to a scope (auth.classScopes)', 
   };
 
   /** A raw `tools/call` of `name` on session `id` through gateway `i`. */
-  const callInSession = (i: number, id: string, name: string, headers: Record<string, string>): Promise<RawReply> =>
-    post(cluster.gatewayUrl(i), toolCallBody(7, name), {
-      ...headers,
-      'mcp-session-id': id,
-      'mcp-protocol-version': LEGACY,
-    });
+  const callThrough = (i: number, id: string, name: string, headers: Record<string, string>): Promise<RawReply> =>
+    callInSession(cluster.gatewayUrl(i), id, name, headers);
 
   it('refuses a token without the scope 403, with the challenge naming it, and opens no session', async () => {
     const refused = await post(cluster.gatewayUrl(), initializeBody(1), { ...plain, ...classed('prod-db') });
@@ -108,13 +104,13 @@ describe('a gateway whose prod-db class is held to a scope (auth.classScopes)', 
     assert.equal(await counter(session), 1);
     for (const i of [0, 1]) {
       for (const named of [{}, classed('demo')]) {
-        const refused = await callInSession(i, id, 'counter', { ...plain, ...named });
+        const refused = await callThrough(i, id, 'counter', { ...plain, ...named });
         assert.equal(refused.status, 403, `gateway ${i}, ${JSON.stringify(named)}`);
         assert.match(refused.headers.get('www-authenticate') ?? '', CHALLENGE);
       }
     }
     assert.equal(await counter(session), 2, 'no refused call reached the sandbox');
-    const taken = await callInSession(1, id, 'whoami', db);
+    const taken = await callThrough(1, id, 'whoami', db);
     assert.equal(taken.status, 200, 'the other replica serves it to a token with the scope');
   });
 
@@ -143,7 +139,7 @@ describe('a gateway whose prod-db class is held to a scope (auth.classScopes)', 
     const session = await connected('v2', 0, { ...plain, ...classed('demo') });
     const id = sessionOf(session);
     for (const i of [0, 1]) {
-      const steered = await callInSession(i, id, 'whoami', { ...plain, ...classed('prod-db') });
+      const steered = await callThrough(i, id, 'whoami', { ...plain, ...classed('prod-db') });
       assert.equal(steered.status, 200, `gateway ${i}`);
       const who = JSON.parse(textOf(rpcResult(steered))) as { class: string };
       assert.equal(who.class, 'demo', `gateway ${i}`);

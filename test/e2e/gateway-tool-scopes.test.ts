@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { AUDIENCE, ISSUER, startJwks, type Jwks } from '../../libs/gateway/test/fixtures/jwks.ts';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import {
-  LEGACY,
+  callInSession,
   connect,
   metric,
   modernHeaders,
@@ -54,12 +54,8 @@ describe('gateways whose counter tool is held to a scope (auth.toolScopes)', () 
   });
 
   /** A raw `tools/call` of `name` on session `id` through gateway `i`. */
-  const callInSession = (i: number, id: string, name: string, headers: Record<string, string>): Promise<RawReply> =>
-    post(cluster.gatewayUrl(i), toolCallBody(7, name), {
-      ...headers,
-      'mcp-session-id': id,
-      'mcp-protocol-version': LEGACY,
-    });
+  const callThrough = (i: number, id: string, name: string, headers: Record<string, string>): Promise<RawReply> =>
+    callInSession(cluster.gatewayUrl(i), id, name, headers);
 
   const countOf = (reply: RawReply): number => Number(textOf(rpcResult(reply)));
 
@@ -72,7 +68,7 @@ describe('gateways whose counter tool is held to a scope (auth.toolScopes)', () 
       reason: 'tool_scope',
     });
     for (const i of [0, 1]) {
-      const refused = await callInSession(i, id, 'counter', plain);
+      const refused = await callThrough(i, id, 'counter', plain);
       assert.equal(refused.status, 403, `gateway ${i}`);
       assert.match(refused.headers.get('www-authenticate') ?? '', CHALLENGE);
       assert.equal(JSON.parse(refused.text).id, 7);
@@ -82,10 +78,10 @@ describe('gateways whose counter tool is held to a scope (auth.toolScopes)', () 
     });
     assert.equal(refusedAfter - refusedBefore, 1, 'the other replica counted its refusal');
     // A token with the scope, on the same session through the other replica: the first count the sandbox gives.
-    const taken = await callInSession(1, id, 'counter', writer);
+    const taken = await callThrough(1, id, 'counter', writer);
     assert.equal(taken.status, 200, taken.text);
     assert.equal(countOf(taken), 1, 'no refused call reached the sandbox');
-    assert.equal((await callInSession(0, id, 'whoami', plain)).status, 200, 'the session serves on');
+    assert.equal((await callThrough(0, id, 'whoami', plain)).status, 200, 'the session serves on');
   });
 
   it('holds a stateless 2026-07-28 call to the scope', async () => {

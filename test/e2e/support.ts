@@ -262,3 +262,13 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   ownChild(server.child);
   return server;
 }
+
+/** A raw legacy `tools/call` of `name` (request id 7) in session `id`, sent to `url` with `headers`. */
+export function callInSession(
+  url: string,
+  id: string,
+  name: string,
+  headers: Record<string, string>,
+): Promise<RawReply> {
+  return post(url, toolCallBody(7, name), { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': LEGACY });
+}
