@@ -10,6 +10,8 @@ interface Run {
   readonly term: number;
   readonly epoch: number;
   parts: number;
+  /** Bytes of the run's frames so far. */
+  bytes: number;
   /** The runtimes so far; the last one's lists may still grow. Owned here: parsed frames are fresh objects. */
   readonly runtimes: RuntimeState[];
   readonly ids: Set<string>;
@@ -17,22 +19,38 @@ interface Run {
 
 /**
  * Gathers the `part` frames of one run on one connection, each already validated, until its end. What it holds
- * is bounded by the state limits a whole message has (`SYNC_PART_LIMITS`: runtimes counted, and processes and
- * threads per runtime), which no single frame shows. A connection takes its own assembler, so parts of two
- * connections never mix, and one cut mid-run takes its parts with it.
+ * is bounded by `runBytesMax` (the run's frames together) and by the state limits a whole message has
+ * (`SYNC_PART_LIMITS`: runtimes counted, and processes and threads per runtime), which no single frame shows.
+ * The state limits alone admit far more than a replica can hold, so the bytes bound is what keeps a peer from
+ * growing this one's memory without end. A connection takes its own assembler, so parts of two connections
+ * never mix, and one cut mid-run takes its parts with it.
  */
 export class PartsAssembler {
+  readonly #runBytesMax: number;
   #run: Run | undefined;
+
+  constructor(runBytesMax: number) {
+    this.#runBytesMax = runBytesMax;
+  }
 
   /** True between a run's first part and its end. */
   get pending(): boolean {
     return this.#run !== undefined;
   }
 
-  /** Takes the next part; returns why it does not follow, dropping the run, worthless then. */
-  add(part: SyncPart): string | undefined {
-    const run = (this.#run ??= { term: part.term, epoch: part.epoch, parts: 0, runtimes: [], ids: new Set() });
-    const problem = problemOf(run, part) ?? this.#take(run, part.runtimes);
+  /** Takes the next part, a frame of `bytes`; returns why it does not follow, dropping the run, worthless then. */
+  add(part: SyncPart, bytes: number): string | undefined {
+    const run = (this.#run ??= {
+      term: part.term,
+      epoch: part.epoch,
+      parts: 0,
+      bytes: 0,
+      runtimes: [],
+      ids: new Set(),
+    });
+    run.bytes += bytes;
+    const tooBig = run.bytes > this.#runBytesMax ? `more than ${this.#runBytesMax} bytes` : undefined;
+    const problem = tooBig ?? problemOf(run, part) ?? this.#take(run, part.runtimes);
     if (problem !== undefined) this.#run = undefined;
     else run.parts++;
     return problem;

@@ -36,6 +36,12 @@ export interface WsSyncConnectionOptions {
    */
   readonly partBytes?: number;
   /**
+   * Largest run of parts taken, in bytes: its frames together. A run above it closes the connection with 1008
+   * before the rest is read, so what a peer makes this side hold for a run it never ends is bounded. Replicas of
+   * one cluster must share it, like `payloadBytesMax`. Default `WS_SYNC_DEFAULTS.runBytesMax`.
+   */
+  readonly runBytesMax?: number;
+  /**
    * The inbound frame limit the socket was opened with (`maxPayload`). A frame above it closes the
    * connection, reported as 1009 naming the limit (`ws` itself reports a bare 1006). Peers of a cluster share
    * it, so an outbound frame above it is one the peer refuses: `onLargeFrame` hears of it, with its size.
@@ -50,6 +56,11 @@ export const WS_SYNC_DEFAULTS = {
   pendingMessagesMax: 1024,
   /** Largest part of a run, unless `payloadBytesMax` is smaller. */
   partBytes: 4 * 1024 * 1024,
+  /**
+   * Largest run taken (512 MiB of frames): eight times the default frame limit, the most a whole message of a
+   * large fleet took before runs, and a state that a replica's heap still holds several times over as objects.
+   */
+  runBytesMax: 512 * 1024 * 1024,
 } as const;
 
 /** Close code for a message that breaks the sync protocol (RFC 6455 policy violation). */
@@ -80,10 +91,10 @@ export function closeReason(reason: string): string {
  * the buffer grows at most by one message (or run) past the bound.
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
-  const { bufferedBytesMax, pendingMessagesMax } = { ...WS_SYNC_DEFAULTS, ...options };
+  const { bufferedBytesMax, pendingMessagesMax, runBytesMax } = { ...WS_SYNC_DEFAULTS, ...options };
   const { payloadBytesMax, onLargeFrame } = options;
   const partBytes = options.partBytes ?? Math.min(payloadBytesMax ?? Infinity, WS_SYNC_DEFAULTS.partBytes);
-  const parts = new PartsAssembler();
+  const parts = new PartsAssembler(runBytesMax);
   const forPeer = (msg: SyncMessage): SyncMessage => {
     const older = options.peerReadsLatestEpoch === false ? withoutLatestEpoch(msg) : msg;
     return options.peerReadsTokenFingerprint === false ? withoutTokenFingerprints(older) : older;
@@ -111,17 +122,17 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     }
     const parsed = parseWith(syncFrameSchema, value);
     if (!parsed.ok) return refuse(`invalid sync message: ${parsed.error}`);
-    const msg = messageOf(parsed.value);
+    const msg = messageOf(parsed.value, Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength);
     if (typeof msg === 'string') return refuse(msg);
     if (msg === undefined) return;
     if (handler) return handler(msg);
     if (pending.length >= pendingMessagesMax) return refuse('too many messages before a handler');
     pending.push(msg);
   });
-  /** The message a frame makes, none yet (a part), or why it breaks the run of parts. */
-  const messageOf = (frame: SyncFrame): SyncMessage | string | undefined => {
+  /** The message a frame of `bytes` makes, none yet (a part), or why it breaks the run of parts. */
+  const messageOf = (frame: SyncFrame, bytes: number): SyncMessage | string | undefined => {
     if (frame.type === 'part') {
-      const problem = parts.add(frame);
+      const problem = parts.add(frame, bytes);
       return problem === undefined ? undefined : `run of parts: ${problem}`;
     }
     if (frame.type === 'commit-end' || frame.type === 'collect-end') {

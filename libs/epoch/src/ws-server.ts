@@ -24,6 +24,8 @@ export interface SyncServerOptions {
   readonly bufferedBytesMax?: number;
   /** Largest frame taken from a follower, and assumed of followers. Default `SYNC_PAYLOAD_BYTES_MAX`. */
   readonly payloadBytesMax?: number;
+  /** Largest run of parts taken from a follower, its frames together. Default `WS_SYNC_DEFAULTS.runBytesMax`. */
+  readonly runBytesMax?: number;
   /** A frame of `bytes` above `payloadBytesMax` went to `replica`, which refuses it if it shares the limit. */
   readonly onLargeFrame?: (replica: string, bytes: number, payloadBytesMax: number) => void;
   /**
@@ -94,6 +96,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         const conn = wsSyncConnection(ws, {
           bufferedBytesMax,
           payloadBytesMax,
+          ...(options.runBytesMax === undefined ? {} : { runBytesMax: options.runBytesMax }),
           peerReadsTokenFingerprint: listed.includes(SYNC_FEATURES.tokenFingerprint),
           peerReadsParts: listed.includes(SYNC_FEATURES.parts),
           ...(onLargeFrame ? { onLargeFrame: (bytes, max) => onLargeFrame(replica, bytes, max) } : {}),
@@ -115,6 +118,8 @@ export interface ConnectSyncOptions {
   readonly bufferedBytesMax?: number;
   /** Largest frame taken from the leader; one above it closes the connection as 1009. Default `SYNC_PAYLOAD_BYTES_MAX`. */
   readonly payloadBytesMax?: number;
+  /** Largest run of parts taken from the leader, its frames together. Default `WS_SYNC_DEFAULTS.runBytesMax`. */
+  readonly runBytesMax?: number;
   /** Default 10 s. */
   readonly handshakeTimeoutMs?: number;
   /** Sent with the upgrade request, e.g. `Authorization: Bearer <token>`. */

@@ -64,14 +64,16 @@ describe('a run of parts', () => {
           return;
         }
         assert.ok(frames.length >= 3, 'two parts at least, and the end');
-        const assembler = new PartsAssembler();
+        // A run of exactly runBytesMax is taken.
+        const partsBytes = frames.slice(0, -1).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+        const assembler = new PartsAssembler(partsBytes);
         let made: SyncMessage | undefined;
         for (const text of frames) {
           assert.ok(Buffer.byteLength(text) <= partBytes, `a frame of ${Buffer.byteLength(text)} bytes`);
           const parsed = parseWith(syncFrameSchema, JSON.parse(text));
           assert.ok(parsed.ok, parsed.ok ? '' : parsed.error);
           const frame: SyncFrame = parsed.value;
-          if (frame.type === 'part') assert.equal(assembler.add(frame), undefined);
+          if (frame.type === 'part') assert.equal(assembler.add(frame, Buffer.byteLength(text)), undefined);
           else if (frame.type === 'commit-end' || frame.type === 'collect-end') {
             const run = assembler.finish(frame);
             assert.ok(run.ok, run.ok ? '' : run.error);
