@@ -23,6 +23,7 @@ const EXPOSED: Record<Chart, Exposed> = {
     gatewayPingIntervalMs: [4000, 'gatewayPingIntervalMs'],
     writeStallTimeoutMs: [30_000, 'writeStallTimeoutMs'],
     'epoch.frameBytesMax': [134217728, 'epoch.frameBytesMax'],
+    'epoch.runBytesMax': [1073741824, 'epoch.runBytesMax'],
   },
   gateway: {
     keepAliveTimeoutMs: [3_700_000, 'keepAliveTimeoutMs'],
@@ -56,6 +57,7 @@ const REFUSED: Record<Chart, [Record<string, unknown>, RegExp][]> = {
     [{ gatewayPingIntervalMs: 50 }, /gatewayPingIntervalMs: Must be greater than or equal to 100/],
     [{ writeStallTimeoutMs: 500 }, /writeStallTimeoutMs: Must be greater than or equal to 1000/],
     [{ 'epoch.frameBytesMax': 1024 }, /epoch\.frameBytesMax: Must be greater than or equal to 65536/],
+    [{ 'epoch.runBytesMax': 1024 }, /epoch\.runBytesMax: Must be greater than or equal to 65536/],
   ],
   gateway: [
     [{ 'identity.process': 'princpal' }, /identity\.process: Does not match pattern/],

@@ -20,6 +20,7 @@ gatewayPingIntervalMs: 10000
 writeStallTimeoutMs: 60000
 epoch:
   frameBytesMax: 67108864
+  runBytesMax: 536870912
 election:
   jitterFactor: 1.2
 apiTokens:

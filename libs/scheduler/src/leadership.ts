@@ -33,6 +33,8 @@ export interface LeadershipOptions {
     readonly forgetAfterMs?: number;
     /** Largest sync frame taken from a peer, and assumed of peers. Default `SYNC_PAYLOAD_BYTES_MAX` (64 MiB). */
     readonly frameBytesMax?: number;
+    /** Largest run of parts taken from a peer, its frames together. Default `WS_SYNC_DEFAULTS.runBytesMax`. */
+    readonly runBytesMax?: number;
   };
   readonly localPart: () => readonly RuntimeState[];
   /**
@@ -109,6 +111,7 @@ export class Leadership {
       authorize: (req) => admits(req.headers.authorization),
       watch: (req, close) => this.#peerRevocations.hold(() => admits(req.headers.authorization), close),
       ...(options.epoch?.frameBytesMax === undefined ? {} : { payloadBytesMax: options.epoch.frameBytesMax }),
+      ...(options.epoch?.runBytesMax === undefined ? {} : { runBytesMax: options.epoch.runBytesMax }),
       onLargeFrame: (replica, bytes, frameBytesMax) => {
         const unlogged = this.#frameLimitLog.pass('sent');
         if (unlogged === undefined) return;
@@ -180,7 +183,11 @@ export class Leadership {
 
   #lead(term: number, signal: AbortSignal): void {
     const { options } = { options: this.#options };
-    const { frameBytesMax: _sharedWithTheSyncServer, ...epochOptions } = options.epoch ?? {};
+    const {
+      frameBytesMax: _frameForTheSyncServer,
+      runBytesMax: _runForTheSyncServer,
+      ...epochOptions
+    } = options.epoch ?? {};
     // Our follower saw this term from another leader (the Lease was deleted and created again below it): leading
     // at it would give followers a second history under one term, which they would take for the first. Lead above.
     if (term <= this.#follower.term) return this.#elector.termExists(this.#follower.term);
@@ -261,6 +268,7 @@ export class Leadership {
     const generation = this.#followGeneration;
     const current = (): boolean => !this.#stopped && generation === this.#followGeneration;
     const frameBytesMax = this.#options.epoch?.frameBytesMax;
+    const runBytesMax = this.#options.epoch?.runBytesMax;
     // Failed attempts since the last sync that worked (attempt also counts one that ended in a close).
     let failures = 0;
     // Where the next attempt is in the token order, which starts at the token the leader took last.
@@ -275,6 +283,7 @@ export class Leadership {
           handshakeTimeoutMs: 2000,
           ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
           ...(frameBytesMax === undefined ? {} : { payloadBytesMax: frameBytesMax }),
+          ...(runBytesMax === undefined ? {} : { runBytesMax }),
         });
         this.#peerTokenTaken = token;
         if (!current()) {

@@ -78,6 +78,11 @@ export interface SchedulerReplicaOptions {
      * the size past which a leader warns it sent one. Give every replica the same. Default 64 MiB.
      */
     readonly frameBytesMax?: number;
+    /**
+     * Largest run of parts (a snapshot or full part sent as frames) a replica takes from a peer, its frames
+     * together: what a peer can make it hold for one run. Give every replica the same. Default 512 MiB.
+     */
+    readonly runBytesMax?: number;
   };
   /**
    * Serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with this PEM key and
