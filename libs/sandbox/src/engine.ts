@@ -28,8 +28,8 @@ export interface SandboxInstance {
   /**
    * Capabilities a server needs before `register` (declared at construction).
    * One that declares `tools` installs them in `register` (`registerTool`, or
-   * `tools/list` and `tools/call` handlers): where tool calls are counted,
-   * the server's tool handlers are set only then (see tool-calls.ts).
+   * `tools/list` and `tools/call` handlers), or none: the server then lists
+   * none, counted or not (see tool-calls.ts).
    */
   readonly capabilities: ServerCapabilities;
   /**

@@ -35,8 +35,8 @@ type Handler = (request: unknown, ctx: ServerContext) => unknown;
  * servers built here are the one place every engine, both protocol
  * generations and REST calls go through, so each call is counted once.
  * Calls the SDK refuses before any handler runs (a malformed `tools/call`)
- * are not counted. Unlike a plain McpServer's, one whose `tools` no tool or
- * handler is installed for answers `tools/list` with -32601, not an empty list.
+ * are not counted. Clients see it as a plain McpServer: one that declares
+ * `tools` answers `tools/list` (empty until a tool is installed) from the start.
  */
 export function countingServer(
   info: { name: string; version: string },
@@ -49,9 +49,17 @@ export function countingServer(
   const { tools, ...others } = capabilities;
   const server = new McpServer(info, { capabilities: others });
   countToolCalls(server, className, counting);
-  if (tools) server.server.registerCapabilities({ tools });
+  if (tools) {
+    server.server.registerCapabilities({ tools });
+    // A server that declares tools answers tools/list before it has any (an empty list, not -32601), as one
+    // told of them in its constructor does: a first tool, at once removed, has the handlers set now.
+    server.registerTool(HANDLERS_SET_BY, {}, () => ({ content: [] })).remove();
+  }
   return server;
 }
+
+/** The name of the tool that only sets the tool handlers of a counting server; never listed (removed at once). */
+const HANDLERS_SET_BY = 'switchyard-tool-handlers';
 
 function countToolCalls(server: McpServer, className: string, counting: ToolCallCounting): void {
   const inner = server.server as unknown as { setRequestHandler: (method: string, ...rest: unknown[]) => void };
