@@ -15,7 +15,16 @@ export function encodeMessage(msg: SyncMessage): string {
   return text;
 }
 
-/** UTF-8 size of `msg` on the wire. */
+/**
+ * UTF-8 size of `msg` on the wire, whole. A snapshot commit is counted runtime by runtime: as one string it may
+ * pass V8's largest (about 512 M characters), and below that it would hold the whole state as one string, which
+ * sending it in parts avoids.
+ */
 export function messageBytes(msg: SyncMessage): number {
-  return Buffer.byteLength(encodeMessage(msg));
+  if (msg.type !== 'commit' || msg.body.kind !== 'snapshot') return Buffer.byteLength(encodeMessage(msg));
+  const { runtimes } = msg.body.snapshot;
+  const empty = { ...msg, body: { ...msg.body, snapshot: { ...msg.body.snapshot, runtimes: [] } } };
+  let bytes = Buffer.byteLength(JSON.stringify(empty)) + Math.max(runtimes.length - 1, 0); // the commas between
+  for (const state of runtimes) bytes += Buffer.byteLength(JSON.stringify(state));
+  return bytes;
 }
