@@ -11,7 +11,13 @@ export { EpochFollower } from './follower.ts';
 export type { EpochFollowerOptions } from './follower.ts';
 export { EPOCH_DEFAULTS } from './options.ts';
 export type { ApplyFn, DiffFn, EpochRef, EpochSink, MergeFn, RejectInfo, SyncConnection } from './types.ts';
-export { wsSyncConnection, WS_SYNC_DEFAULTS, CLOSE_POLICY, CLOSE_TOO_BIG } from './ws-connection.ts';
+export {
+  wsSyncConnection,
+  WS_SYNC_DEFAULTS,
+  CLOSE_POLICY,
+  CLOSE_REASON_RUN_TOO_BIG,
+  CLOSE_TOO_BIG,
+} from './ws-connection.ts';
 export type { WsSyncConnectionOptions } from './ws-connection.ts';
 export { createSyncServer, connectSync, CLOSE_REASON_WITHDRAWN, SYNC_PAYLOAD_BYTES_MAX } from './ws-server.ts';
 export type { SyncServer, SyncServerOptions, ConnectSyncOptions } from './ws-server.ts';

@@ -2,6 +2,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { RUNTIME_LIMITS, SYNC_PART_LIMITS } from '@switchyard/protocol';
 import type { RuntimeState, SyncMessage, SyncPart, SyncRunEnd } from '@switchyard/protocol';
 
+/** Starts the problem of a run whose frames pass `runBytesMax`: the side that refuses it names the limit. */
+export const RUN_TOO_BIG = 'above runBytesMax';
+
 /** The message a run of parts makes, or why the parts do not make one. */
 export type Assembled =
   { readonly ok: true; readonly msg: SyncMessage } | { readonly ok: false; readonly error: string };
@@ -49,7 +52,7 @@ export class PartsAssembler {
       ids: new Set(),
     });
     run.bytes += bytes;
-    const tooBig = run.bytes > this.#runBytesMax ? `more than ${this.#runBytesMax} bytes` : undefined;
+    const tooBig = run.bytes > this.#runBytesMax ? `${RUN_TOO_BIG} (${this.#runBytesMax} bytes)` : undefined;
     const problem = tooBig ?? problemOf(run, part) ?? this.#take(run, part.runtimes);
     if (problem !== undefined) this.#run = undefined;
     else run.parts++;

@@ -2,7 +2,7 @@ import type { WebSocket } from 'ws';
 import { parseWith, syncFrameSchema } from '@switchyard/protocol';
 import type { SyncFrame, SyncMessage } from '@switchyard/protocol';
 import { encodeMessage } from './encode.ts';
-import { PartsAssembler } from './parts-assembler.ts';
+import { PartsAssembler, RUN_TOO_BIG } from './parts-assembler.ts';
 import { partFrames } from './parts-writer.ts';
 import { withoutTokenFingerprints } from './without-fingerprints.ts';
 import type { SyncConnection } from './types.ts';
@@ -67,6 +67,8 @@ export const WS_SYNC_DEFAULTS = {
 export const CLOSE_POLICY = 1008;
 /** Close code for a frame above the receiver's limit (RFC 6455 message too big). */
 export const CLOSE_TOO_BIG = 1009;
+/** Starts the reason of the 1008 that closes a run of parts above `runBytesMax`, on either side. */
+export const CLOSE_REASON_RUN_TOO_BIG = `run of parts: ${RUN_TOO_BIG}`;
 /** RFC 6455 caps a close reason at 123 bytes. */
 const REASON_BYTES_MAX = 123;
 

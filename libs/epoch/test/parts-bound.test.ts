@@ -66,7 +66,7 @@ describe('a run of parts is bounded by runBytesMax', () => {
       'the run was not applied',
     );
     assert.equal(closed?.[0], 1008);
-    assert.match(closed[1], /run of parts: more than 16384 bytes/);
+    assert.match(closed[1], /run of parts: above runBytesMax \(16384 bytes\)/);
   });
 
   it("a leader closes a follower's run past runBytesMax with 1008", async () => {
@@ -99,6 +99,6 @@ describe('a run of parts is bounded by runBytesMax', () => {
       ),
     ]);
     assert.equal(code, 1008, reason);
-    assert.match(reason, /run of parts: more than 16384 bytes/);
+    assert.match(reason, /run of parts: above runBytesMax \(16384 bytes\)/);
   });
 });

@@ -2,11 +2,13 @@ import { Throttle, type Clock } from '@switchyard/clock';
 import { LeaderElector, formatHolder, parseHolder, type ElectionTiming, type LeaseLock } from '@switchyard/election';
 import {
   CLOSE_POLICY,
+  CLOSE_REASON_RUN_TOO_BIG,
   CLOSE_REASON_WITHDRAWN,
   CLOSE_TOO_BIG,
   EpochFollower,
   EpochLeader,
   SYNC_PAYLOAD_BYTES_MAX,
+  WS_SYNC_DEFAULTS,
   connectSync,
   createSyncServer,
   type CommitInfo,
@@ -50,7 +52,10 @@ export interface LeadershipOptions {
 
 /** Reconnect delays of a follower that lost its leader connection, ms. */
 const FOLLOW_RETRY_MS = [100, 250, 500, 1000, 2000] as const;
-/** A frame above the sync limit repeats at every cycle and redial: one line a minute says it, with the count held. */
+/**
+ * A frame or run above the sync limits repeats at every cycle and redial: one line a minute says it, with the
+ * count held.
+ */
 const FRAME_LIMIT_LOG_INTERVAL_MS = 60_000;
 
 /**
@@ -296,10 +301,12 @@ export class Leadership {
         this.#options.logger.info({ leader: leaderUrl }, 'following');
         failures = 0;
         const { code, reason } = await closed;
+        const runTooBig = code === CLOSE_POLICY && reason.startsWith(CLOSE_REASON_RUN_TOO_BIG);
         if (code === CLOSE_TOO_BIG && current()) this.#frameTooBig(leaderUrl, reason);
+        else if (runTooBig && current()) this.#runTooBig(leaderUrl, reason);
         // 1008: one side broke the sync protocol (e.g. replicas of versions that do not speak the same one).
         const level = code === CLOSE_POLICY ? 'warn' : 'info';
-        if (current() && code !== CLOSE_TOO_BIG)
+        if (current() && code !== CLOSE_TOO_BIG && !runTooBig)
           this.#options.logger[level]({ leader: leaderUrl, code, reason }, 'sync connection to the leader closed');
         attempt = 0;
         // The leader no longer takes the token (the last step of a rotation): the next one is likelier to do.
@@ -329,6 +336,17 @@ export class Leadership {
     this.#options.logger.error(
       { leader: leaderUrl, reason, frameBytesMax, unlogged },
       'sync connection to the leader closed on a frame above epoch.frameBytesMax: this replica cannot follow; raise epoch.frameBytesMax on every replica',
+    );
+  }
+
+  /** Like a frame above its limit, a run of parts above `runBytesMax` (either way) comes again at every redial. */
+  #runTooBig(leaderUrl: string, reason: string): void {
+    const unlogged = this.#frameLimitLog.pass('run refused');
+    if (unlogged === undefined) return;
+    const runBytesMax = this.#options.epoch?.runBytesMax ?? WS_SYNC_DEFAULTS.runBytesMax;
+    this.#options.logger.error(
+      { leader: leaderUrl, reason, runBytesMax, unlogged },
+      'sync connection to the leader closed on a run of parts above epoch.runBytesMax: this replica cannot follow; raise epoch.runBytesMax on every replica',
     );
   }
 }
