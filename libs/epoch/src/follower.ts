@@ -48,6 +48,9 @@ type Commit = Extract<SyncMessage, { type: 'commit' }>;
  *   sink's latest epoch of the same term, else a `resync snapshot` is sent
  *   (once per gap) and deltas are dropped until a snapshot arrives.
  *
+ * A delta the connection refuses (one above the leader's frame limit)
+ * goes as the full part instead, which the connection sends in parts.
+ *
  * Not guaranteed: that the part reaches the leader (a refused send is
  * retried at the next announce). Connections stay open until `stop()` or
  * until more than `connectionsMax` are attached (the oldest is closed).
@@ -252,9 +255,18 @@ export class EpochFollower {
       part = { kind: 'delta', base: this.#sent.version, ops };
     }
     const { term, epoch } = announce;
-    if (conn.send({ type: 'collect', term, epoch, replica: this.#o.replicaId, version, part })) {
-      this.#sent = { states, version };
-    }
+    const collect = (body: Part): SyncMessage => ({
+      type: 'collect',
+      term,
+      epoch,
+      replica: this.#o.replicaId,
+      version,
+      part: body,
+    });
+    // A delta refused may be one above the leader's frame limit, which would close the connection: the full part
+    // goes instead, in parts. One refused for backpressure is refused again at once, and the next collect retries.
+    const full = (): boolean => part.kind === 'delta' && conn.send(collect({ kind: 'full', runtimes: [...states] }));
+    if (conn.send(collect(part)) || full()) this.#sent = { states, version };
   }
 
   #reject(conn: SyncConnection, type: SyncMessage['type'], term: number, epoch: number, reason: string): void {

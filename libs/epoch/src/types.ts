@@ -37,8 +37,9 @@ export interface SyncConnection {
    * Queues `msg`. Returns false, without queueing, when the connection is
    * closed or its send buffer is over its bound (backpressure), or (over
    * WebSocket, to a peer that reads runs of parts) `msg` is a delta commit
-   * above the peer's frame limit; the caller decides what to do instead (a
-   * leader sends a snapshot once the connection accepts one).
+   * or collect above the peer's frame limit; the caller decides what to do
+   * instead (a leader sends a snapshot once the connection accepts one, a
+   * follower its full part).
    */
   send(msg: SyncMessage): boolean;
   /** Registers the handler of validated inbound messages (one handler; a later call replaces it). */

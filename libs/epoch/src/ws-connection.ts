@@ -177,8 +177,9 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
       }
       const text = encodeMessage(peerMsg);
       // Deltas stay whole. One above the peer's limit would close the connection: refused, it makes the leader
-      // send that epoch as a snapshot, in parts. A peer of an earlier release takes neither, and gets it as before.
-      if (readsParts && msg.type === 'commit' && msg.body.kind === 'delta' && aboveLimit(text)) return false;
+      // send that epoch as a snapshot, and a follower its full part, in parts. A peer of an earlier release takes
+      // neither, and gets it as before.
+      if (readsParts && isDelta(msg) && aboveLimit(text)) return false;
       sendText(text);
       return true;
     },
@@ -196,6 +197,11 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     },
     peerReadsLatestEpoch: options.peerReadsLatestEpoch !== false,
   };
+}
+
+/** Whether `msg` is a commit or collect delta, which goes whole. */
+function isDelta(msg: SyncMessage): boolean {
+  return (msg.type === 'commit' && msg.body.kind === 'delta') || (msg.type === 'collect' && msg.part.kind === 'delta');
 }
 
 /** `msg` as a peer that predates `error.latestEpoch` accepts it. */

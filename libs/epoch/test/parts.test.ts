@@ -179,6 +179,21 @@ describe('epoch sync messages in parts', () => {
     assert.equal(open, 'open', 'the connection stays open');
   });
 
+  it("a follower's delta above frameBytesMax reaches the leader as its full part, in parts", async () => {
+    const { leader, base } = await leaderOf(() => leaderPart(10));
+    let ownPart = [busyRuntime('f8-r1', 'f8', 10)];
+    const { follower: f } = follower('f8', () => ownPart);
+    const { conn, closed } = observeClose(await connectSync(base, 'f8', { payloadBytesMax: FRAME_BYTES_MAX }));
+    f.attach(conn);
+    await until(() => threadCount(leader.latestStates(), 'f8-r1') === 10, "the follower's first part");
+    // 3,000 sessions open on the follower: some 250 KB of ops.
+    ownPart = [busyRuntime('f8-r1', 'f8', 3000)];
+    f.notifyChange();
+    await until(() => threadCount(leader.latestStates(), 'f8-r1') === 3000, 'the change, committed');
+    const open = await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 0, 'open'))]);
+    assert.equal(open, 'open', 'the connection stays open');
+  });
+
   it('each part frame stays within frameBytesMax, numbered from 0, closed by one commit-end', async () => {
     const { base } = await leaderOf(() => leaderPart());
     const ws = new WebSocket(`${base.replace('http', 'ws')}/api/sync/tap`, {
