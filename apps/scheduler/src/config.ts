@@ -178,7 +178,7 @@ export const schedulerConfigSchema = z.object({
         .min(64 * 1024)
         .default(512 * 1024 * 1024)
         .describe(
-          "Largest run of parts (a snapshot or full part sent in frames) a replica takes from a peer, its frames together, on every replica alike: what a peer can make a replica hold for one run. A run above it closes the connection, and that follower cannot sync until it is raised; raise it (and the replicas' memory) for a cluster whose state is larger.",
+          "Largest run of parts (a snapshot or full part sent in frames) a replica takes from a peer, its frames together, on every replica alike: what a peer can make a replica hold for one run. A run above it closes the connection, and that follower cannot sync until it is raised (it logs an error at most once a minute); raise it (and the replicas' memory) for a cluster whose state is larger.",
         ),
     })
     .prefault({})
