@@ -35,6 +35,23 @@ export const quietLogger = {
   error() {},
 };
 
+/** A line a replica logged through `recordingLogger`. */
+export interface LoggedLine {
+  readonly replica: string;
+  readonly level: string;
+  readonly fields: Record<string, unknown>;
+  readonly msg: string;
+}
+
+/** A logger for replica `replica` that appends each line to `lines`. */
+export function recordingLogger(replica: string, lines: LoggedLine[]): ReplicaLogger {
+  const at =
+    (level: string) =>
+    (fields: object, msg = ''): void =>
+      void lines.push({ replica, level, fields: fields as Record<string, unknown>, msg });
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
 /** Tuned-down timings so elections and epochs settle in well under a second. */
 export const FAST_ELECTION = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 };
 

@@ -7,28 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { RuntimeNode } from '@switchyard/runtime';
-import type { ReplicaLogger, SchedulerReplica } from '@switchyard/scheduler';
-import { getJson, startReplicas, startRuntime, until } from './support.ts';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { getJson, recordingLogger, startReplicas, startRuntime, until, type LoggedLine } from './support.ts';
 
 const FRAME_BYTES_MAX = 200;
 
-interface Line {
-  readonly replica: string;
-  readonly level: string;
-  readonly fields: Record<string, unknown>;
-  readonly msg: string;
-}
-
-function loggerOf(replica: string, lines: Line[]): ReplicaLogger {
-  const at =
-    (level: string) =>
-    (fields: object, msg = ''): void =>
-      void lines.push({ replica, level, fields: fields as Record<string, unknown>, msg });
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
-
 describe('a sync frame above epoch.frameBytesMax', () => {
-  const lines: Line[] = [];
+  const lines: LoggedLine[] = [];
   let replicas: SchedulerReplica[] = [];
   let runtime: RuntimeNode | undefined;
   const store = new MemoryLeaseStore();
@@ -36,7 +21,7 @@ describe('a sync frame above epoch.frameBytesMax', () => {
   before(async () => {
     const epoch = { cycleIntervalMs: 200, frameBytesMax: FRAME_BYTES_MAX };
     const start = async (id: string): Promise<SchedulerReplica> =>
-      (await startReplicas(1, store, loggerOf(id, lines), { replicaId: id, epoch }))[0]!;
+      (await startReplicas(1, store, recordingLogger(id, lines), { replicaId: id, epoch }))[0]!;
     replicas.push(await start('s0'));
     await until('s0 leads', () => replicas[0]!.isLeader || undefined);
     // The follower's first frame is a snapshot of the epoch, this runtime included: above the limit.

@@ -6,8 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryLeaseStore } from '@switchyard/election';
 import type { RuntimeNode } from '@switchyard/runtime';
-import type { ReplicaLogger, SchedulerReplica } from '@switchyard/scheduler';
-import { getJson, startReplicas, startRuntime, until } from './support.ts';
+import type { SchedulerReplica } from '@switchyard/scheduler';
+import { getJson, recordingLogger, startReplicas, startRuntime, until, type LoggedLine } from './support.ts';
 
 /**
  * Room in a part for one runtime of an id this long (some 350 bytes, and 560 the part counts besides) but not
@@ -18,23 +18,8 @@ const LONG = 'x'.repeat(100);
 /** Below one part: the run is refused at its first. */
 const RUN_BYTES_MAX = 300;
 
-interface Line {
-  readonly replica: string;
-  readonly level: string;
-  readonly fields: Record<string, unknown>;
-  readonly msg: string;
-}
-
-function loggerOf(replica: string, lines: Line[]): ReplicaLogger {
-  const at =
-    (level: string) =>
-    (fields: object, msg = ''): void =>
-      void lines.push({ replica, level, fields: fields as Record<string, unknown>, msg });
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
-
 describe('a run of sync parts above epoch.runBytesMax', () => {
-  const lines: Line[] = [];
+  const lines: LoggedLine[] = [];
   let replicas: SchedulerReplica[] = [];
   const runtimes: RuntimeNode[] = [];
   const store = new MemoryLeaseStore();
@@ -42,7 +27,7 @@ describe('a run of sync parts above epoch.runBytesMax', () => {
   before(async () => {
     const epoch = { cycleIntervalMs: 200, frameBytesMax: FRAME_BYTES_MAX, runBytesMax: RUN_BYTES_MAX };
     const start = async (id: string): Promise<SchedulerReplica> =>
-      (await startReplicas(1, store, loggerOf(id, lines), { replicaId: id, epoch }))[0]!;
+      (await startReplicas(1, store, recordingLogger(id, lines), { replicaId: id, epoch }))[0]!;
     replicas.push(await start('s0'));
     await until('s0 leads', () => replicas[0]!.isLeader || undefined);
     for (const id of [`rt-a-${LONG}`, `rt-b-${LONG}`]) runtimes.push(await startRuntime(id, replicas[0]!.url));
@@ -68,7 +53,8 @@ describe('a run of sync parts above epoch.runBytesMax', () => {
     // The follower redials every few hundred ms and is refused each time: the line is throttled, and the
     // refusals say nothing else above debug.
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    const said = (level: string): Line[] => lines.filter((l) => l.replica === follower.replicaId && l.level === level);
+    const said = (level: string): LoggedLine[] =>
+      lines.filter((l) => l.replica === follower.replicaId && l.level === level);
     assert.equal(said('error').length, 1);
     assert.deepEqual(
       said('warn').map((l) => l.msg),
