@@ -12,17 +12,13 @@ import { EpochLeader, connectSync } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { recordingFollower, runtimeState } from './support/cluster.ts';
 import { serveLeader } from './support/serve-leader.ts';
+import { pollUntil } from './support/until.ts';
 
 /** A run's frames may take this many bytes together, in these tests. */
 const RUN_BYTES_MAX = 16 * 1024;
 
-async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+const until = (check: () => boolean, what: string, timeoutMs = 5000): Promise<void> =>
+  pollUntil(check, what, timeoutMs);
 
 /** Parts of epoch `epoch`, each a runtime of 50 sessions (some 3 KB), `count` of them, then their end. */
 function run(epoch: number, count: number, end: (parts: number) => object): string[] {

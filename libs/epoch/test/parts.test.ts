@@ -14,18 +14,13 @@ import type { SyncConnection } from '@switchyard/epoch';
 import { canonicalStates, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { recordingFollower, runtimeState } from './support/cluster.ts';
 import { serveLeader } from './support/serve-leader.ts';
+import { pollUntil } from './support/until.ts';
 
 /** The smallest `epoch.frameBytesMax` a scheduler takes. */
 const FRAME_BYTES_MAX = 64 * 1024;
 
-/** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
-async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+const until = (check: () => boolean, what: string, timeoutMs = 5000): Promise<void> =>
+  pollUntil(check, what, timeoutMs);
 
 /** A runtime hosting `threads` sessions over 40 processes: some 55 bytes of JSON a session. */
 function busyRuntime(id: string, owner: string, threads: number): RuntimeState {

@@ -13,15 +13,10 @@ import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch
 import type { RecordingSink } from './support/cluster.ts';
 import { recordingFollower, runtimeState } from './support/cluster.ts';
 import { serveLeader } from './support/serve-leader.ts';
+import { pollUntil } from './support/until.ts';
 
-/** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
-async function until(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+const until = (check: () => boolean, what: string, timeoutMs = 3000): Promise<void> =>
+  pollUntil(check, what, timeoutMs);
 
 const PEER_TOKEN = 'peer-token-0123456789';
 
