@@ -23,16 +23,19 @@ const DURATIONS = 'switchyard_runtime_tool_call_duration_seconds';
  * Each class's calls: one that succeeds, two that fail (`failing`: arguments its schema refuses, a tool it
  * lacks) and how each fails (an isError result or a JSON-RPC error), one that runs until cancelled.
  */
+/** The builtin demo class's calls (see CLASSES). */
+const DEMO_CALLS = {
+  ok: { name: 'echo', arguments: { text: 'hi' } },
+  failing: [
+    { name: 'sleep', arguments: { ms: -1 } },
+    { name: 'no-such-tool', arguments: {} },
+  ],
+  fails: ['isError', 'rpcError'],
+  long: { name: 'sleep', arguments: { ms: 600_000 } },
+} as const;
+
 const CLASSES = {
-  demo: {
-    ok: { name: 'echo', arguments: { text: 'hi' } },
-    failing: [
-      { name: 'sleep', arguments: { ms: -1 } },
-      { name: 'no-such-tool', arguments: {} },
-    ],
-    fails: ['isError', 'rpcError'],
-    long: { name: 'sleep', arguments: { ms: 600_000 } },
-  },
+  demo: DEMO_CALLS,
   child: {
     ok: { name: 'echo', arguments: { message: 'hi' } },
     failing: [
@@ -42,15 +45,8 @@ const CLASSES = {
     fails: ['isError', 'isError'],
     long: { name: 'trigger-long-running-operation', arguments: { duration: 60, steps: 60 } },
   },
-  remote: {
-    ok: { name: 'echo', arguments: { text: 'hi' } },
-    failing: [
-      { name: 'sleep', arguments: { ms: -1 } },
-      { name: 'no-such-tool', arguments: {} },
-    ],
-    fails: ['isError', 'rpcError'],
-    long: { name: 'sleep', arguments: { ms: 600_000 } },
-  },
+  // An http class in front of another runtime's demo class: the same tools, the same calls.
+  remote: DEMO_CALLS,
 } as const;
 type ClassName = keyof typeof CLASSES;
 
