@@ -5,9 +5,11 @@
 // the table of docs/operations.md lists (test/docs/metrics.test.ts holds that
 // table to what the apps export), on the release's own series only: by the
 // labels its own ServiceMonitor or PodMonitor gives them, so that two
-// releases of a chart in one namespace are watched apart; and each chart has
-// an alert that fires once Prometheus scrapes no process of the release at
-// all (absent()), when every expression on their values returns nothing.
+// releases of a chart in one namespace are watched apart (kube-state-metrics'
+// desired replicas of the release's own workload aside, by its namespace and
+// name: see absent-scaled-to-zero.test.ts); and each chart has an alert that
+// fires once Prometheus scrapes no process of the release at all (absent()),
+// when every expression on their values returns nothing.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -16,7 +18,7 @@ import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitorin
 import { parse } from 'yaml';
 import { chartRenderer, root, type Manifest } from './helm.ts';
 import { absentsOf, aggregationsOf, equalities, resultLabels, selectorsOf } from './promql.ts';
-import { documentedMetrics, releaseMatcher } from './scrape-scope.ts';
+import { desiredReplicasOf, documentedMetrics, kubeStateMetrics, releaseMatcher } from './scrape-scope.ts';
 
 const { skip, render } = chartRenderer('chart PrometheusRule tests');
 
@@ -152,7 +154,7 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
         assert.ok(selectors.length > 0, rule.alert);
         for (const { metric } of selectors) {
           assert.ok(
-            documented.has(metric),
+            documented.has(metric) || kubeStateMetrics.has(metric),
             `${rule.alert}: ${metric || 'a selector without a name'} is not in the table`,
           );
         }
@@ -171,9 +173,15 @@ for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
         const { manifests, rules } = await releaseRules('blue', 'edge', set);
         const own = releaseMatcher(manifests, 'edge');
         assert.ok(own.includes('blue'), `${own} follows the release name`);
+        const workload = desiredReplicasOf(manifests, 'edge');
         for (const rule of rules) {
           for (const { metric, matchers } of selectorsOf(rule.expr)) {
             const where = `${rule.alert} (${set.join(' ') || 'defaults'}): ${metric} {${matchers.join(',')}}`;
+            // kube-state-metrics' series are about the release's objects, not scraped from its pods.
+            if (kubeStateMetrics.has(metric)) {
+              assert.deepEqual({ metric, matchers }, workload, where);
+              continue;
+            }
             assert.ok(matchers.includes('namespace="edge"'), where);
             assert.ok(matchers.includes(own), `${where} lacks ${own}`);
           }

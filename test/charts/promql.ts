@@ -172,3 +172,24 @@ function binaryLabels(expr: string, node: Node, left: Node, right: Node): Set<st
   if (kind === 'Ignoring') return new Set([...l].filter((label) => !named.includes(label)));
   return l;
 }
+
+/** The outermost operation of an expression that is a binary one: its operator as written, on()'s labels, its sides. */
+export type Binary = { operator: string; on?: string[]; left: string; right: string };
+
+/** The outermost binary operation of a PromQL expression (`a unless on() b == 0` is `unless`), or null. */
+export function outermostBinary(expr: string): Binary | null {
+  const top = exprsIn(parser.parse(expr).topNode)[0];
+  if (top?.name !== 'BinaryExpr') return null;
+  const [left, right] = exprsIn(top);
+  const matching = top.getChild('MatchingModifierClause');
+  const on =
+    matching?.firstChild?.name === 'On'
+      ? (matching.getChild('GroupingLabels')?.getChildren('LabelName') ?? []).map((n) => text(expr, n))
+      : undefined;
+  return {
+    operator: text(expr, left!.nextSibling!),
+    ...(on ? { on } : {}),
+    left: text(expr, left!),
+    right: text(expr, right!),
+  };
+}

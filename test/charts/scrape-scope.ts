@@ -36,3 +36,34 @@ export function releaseMatcher(manifests: Manifest[], namespace: string): string
   assert.equal(names.length, 1, `the ServiceMonitor selects ${names.join(', ') || 'no Service'}`);
   return `service="${names[0]}"`;
 }
+
+/**
+ * What kube-state-metrics calls the desired replicas of each kind of workload the charts render that can be
+ * scaled to 0, and the label naming the workload: a DaemonSet has no replica count.
+ */
+const DESIRED_REPLICAS: Readonly<Record<string, { metric: string; label: string }>> = {
+  Deployment: { metric: 'kube_deployment_spec_replicas', label: 'deployment' },
+  StatefulSet: { metric: 'kube_statefulset_replicas', label: 'statefulset' },
+};
+
+/** The metrics of kube-state-metrics the alerts may read beside the documented ones. */
+export const kubeStateMetrics: ReadonlySet<string> = new Set(Object.values(DESIRED_REPLICAS).map((d) => d.metric));
+
+/**
+ * The selector of kube-state-metrics' desired replicas of the one workload rendered in `namespace` (its metric and
+ * matchers as written), or undefined for a DaemonSet.
+ */
+export function desiredReplicasOf(
+  manifests: Manifest[],
+  namespace: string,
+): { metric: string; matchers: string[] } | undefined {
+  const workloads = manifests.filter((m) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(m.kind));
+  assert.equal(workloads.length, 1, `one workload rendered: ${workloads.map((w) => w.kind).join(', ')}`);
+  const workload = workloads[0]!;
+  const desired = DESIRED_REPLICAS[workload.kind];
+  if (!desired) return undefined;
+  return {
+    metric: desired.metric,
+    matchers: [`namespace="${namespace}"`, `${desired.label}="${workload.metadata.name}"`],
+  };
+}

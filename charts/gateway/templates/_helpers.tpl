@@ -144,6 +144,16 @@ holds a comma or an equals sign, so splitting the matchers there is exact.
 {{- end -}}
 
 {{- /*
+What an absent() alert ends with to hold its peace while the release is scaled to 0 outside the chart (kubectl
+scale): kube-state-metrics' desired replicas of this Deployment, 0. The series is missing without kube-state-metrics
+(or where its scrape renames the object's namespace label), and then `unless` drops nothing: the alert fires as
+before. (The chart's replicas take no 0; an HPA leaves a Deployment scaled to 0 alone.)
+*/ -}}
+{{- define "gateway.unlessScaledToZero" -}}
+{{- printf " unless on() kube_deployment_spec_replicas{namespace=%q,deployment=%q} == 0" .Release.Namespace (include "gateway.fullname" .) -}}
+{{- end -}}
+
+{{- /*
 The uid of this release's dashboard: Grafana's limit is 40 characters, which a namespace and a release name may
 pass, so a hash of them. Stable across upgrades (links and stars keep working), distinct per chart and release.
 */ -}}

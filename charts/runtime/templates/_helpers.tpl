@@ -129,6 +129,26 @@ holds a comma or an equals sign, so splitting the matchers there is exact.
 {{- end -}}
 
 {{- /*
+What the absent() alert ends with to hold its peace while the release is scaled to 0 outside the chart (kubectl
+scale): kube-state-metrics' desired replicas of this Deployment, 0. The series is missing without kube-state-metrics
+(or where its scrape renames the object's namespace label), and then `unless` drops nothing: the alert fires as
+before. Empty for a DaemonSet, which has no replica count: one on no node (a nodeSelector matching none) is down.
+*/ -}}
+{{- define "runtime.unlessScaledToZero" -}}
+{{- if eq .Values.kind "Deployment" -}}
+{{- printf " unless on() kube_deployment_spec_replicas{namespace=%q,deployment=%q} == 0" .Release.Namespace (include "runtime.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+"true" when the chart itself runs no runtime (a Deployment of 0 replicas): the absent() alert is then left out,
+as it would fire for as long as the release stays so.
+*/ -}}
+{{- define "runtime.scaledToZero" -}}
+{{- if and (eq .Values.kind "Deployment") (eq (int .Values.replicas) 0) }}true{{ end -}}
+{{- end -}}
+
+{{- /*
 The uid of this release's dashboard: Grafana's limit is 40 characters, which a namespace and a release name may
 pass, so a hash of them. Stable across upgrades (links and stars keep working), distinct per chart and release.
 */ -}}
