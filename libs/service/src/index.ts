@@ -7,7 +7,7 @@ export { REDACTED, redactConfig, printableConfig, helpText, markdownReference } 
 export { createLogger, ALWAYS_REDACTED, LOG_CENSOR, LOG_LEVELS } from './logger.ts';
 export type { Logger, LoggerOptions } from './logger.ts';
 export { createMetrics, metricsHandler } from './metrics.ts';
-export type { AppName, Metrics } from './metrics.ts';
+export type { AppName, GaugeSample, Metrics } from './metrics.ts';
 export { createLifecycle } from './lifecycle.ts';
 export type {
   Lifecycle,

@@ -11,14 +11,26 @@ interface MetricSpec<L extends string> {
   readonly labelNames?: readonly L[];
 }
 
+/** One label set's value, as a labelled gauge's `collect` reads it. */
+export interface GaugeSample<L extends string> {
+  readonly labels: Readonly<Record<L, string>>;
+  readonly value: number;
+}
+
+/** A gauge's reading: a number (unlabelled), or every label set's value (labelled). */
+type GaugeReading<L extends string> = number | readonly GaugeSample<L>[];
+
 export interface Metrics {
   readonly registry: Registry;
   /** `switchyard_<app>_`. */
   readonly prefix: string;
   counter<L extends string = string>(spec: MetricSpec<L>): Counter<L>;
-  /** `collect` runs on every scrape, to set the gauge from a live source (a promise is awaited). */
+  /**
+   * `collect` runs on every scrape, to set the gauge from a live source (a promise is awaited). For a
+   * labelled gauge it gives every label set's value: those it leaves out are dropped from that scrape on.
+   */
   gauge<L extends string = string>(
-    spec: MetricSpec<L> & { readonly collect?: () => number | Promise<number> },
+    spec: MetricSpec<L> & { readonly collect?: () => GaugeReading<L> | Promise<GaugeReading<L>> },
   ): Gauge<L>;
   histogram<L extends string = string>(spec: MetricSpec<L> & { readonly buckets?: readonly number[] }): Histogram<L>;
 }
@@ -65,9 +77,14 @@ export function createMetrics(app: AppName): Metrics {
         ...(read
           ? {
               collect(this: Gauge) {
-                const value = read();
-                if (typeof value === 'number') return void this.set(value);
-                return value.then((v) => this.set(v));
+                const apply = (reading: GaugeReading<string>): void => {
+                  if (typeof reading === 'number') return void this.set(reading);
+                  this.reset();
+                  for (const { labels, value } of reading) this.set(labels, value);
+                };
+                const reading = read();
+                if (reading instanceof Promise) return reading.then(apply);
+                apply(reading);
               },
             }
           : {}),

@@ -73,6 +73,26 @@ describe('createMetrics', () => {
     }
   });
 
+  it('reads a labelled gauge at each scrape, one sample per label set, those left out dropped', async () => {
+    const runtime = createMetrics('runtime');
+    let reading = [
+      { labels: { class: 'demo' }, value: 2 },
+      { labels: { class: 'child' }, value: 0 },
+    ];
+    runtime.gauge({ name: 'by_class', help: 'Read.', labelNames: ['class'], collect: () => reading });
+    runtime.gauge({ name: 'by_class_later', help: 'Awaited.', labelNames: ['class'], collect: async () => reading });
+    for (const name of ['by_class', 'by_class_later']) {
+      const text = await runtime.registry.metrics();
+      assert.match(text, new RegExp(`^switchyard_runtime_${name}\\{class="demo"\\} 2$`, 'm'));
+      assert.match(text, new RegExp(`^switchyard_runtime_${name}\\{class="child"\\} 0$`, 'm'));
+    }
+    reading = [{ labels: { class: 'child' }, value: 1 }];
+    const text = await runtime.registry.metrics();
+    assert.doesNotMatch(text, /class="demo"/);
+    assert.match(text, /^switchyard_runtime_by_class\{class="child"\} 1$/m);
+    assert.match(text, /^switchyard_runtime_by_class_later\{class="child"\} 1$/m);
+  });
+
   const badNames = ['Requests', 'switchyard_gateway_x', 'a-b', ''];
   for (const name of badNames) {
     it(`refuses the metric name '${name}'`, () => {
