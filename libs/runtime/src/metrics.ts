@@ -142,6 +142,14 @@ export function registerNodeMetrics(
     help: 'Sandboxes alive (warm pool excluded)',
     collect: () => host.stats().sandboxes,
   });
+  // A name of its own, not a class label on `sandboxes`: queries on that one's single series keep working.
+  metrics.gauge({
+    name: 'class_sandboxes',
+    help: 'Sandboxes alive by class (warm pool excluded), every configured class from 0',
+    labelNames: ['class'],
+    collect: () =>
+      Object.entries(host.stats().sandboxesByClass).map(([name, value]) => ({ labels: { class: name }, value })),
+  });
   metrics.gauge({ name: 'sessions', help: 'Legacy MCP sessions open', collect: () => host.stats().sessions });
   metrics.gauge({
     name: 'event_streams',

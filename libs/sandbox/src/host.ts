@@ -166,6 +166,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     },
     stats: () => ({
       sandboxes: registry.size,
+      sandboxesByClass: registry.sizeByClass(),
       sessions: sessions.size,
       cancelled,
       warm: pools.reduce((n, p) => n + p.available, 0),

@@ -49,6 +49,8 @@ const TOMBSTONES_MAX = 1024;
 export class SandboxRegistry {
   readonly #opts: RegistryOptions;
   readonly #sandboxes = new Map<string, Sandbox>();
+  /** Live sandboxes of each configured class, kept as they come and go so a scrape need not walk them all. */
+  readonly #byClass = new Map<string, number>();
   readonly #creating = new Map<string, Promise<Sandbox>>();
   readonly #tombstones = new Set<string>();
   /** Instances removed and still being destroyed (a child given its grace to exit). */
@@ -59,11 +61,17 @@ export class SandboxRegistry {
   constructor(opts: RegistryOptions) {
     this.#opts = opts;
     this.#trouble = new ClassTroubleLog(opts.logger, opts.clock);
+    for (const className of opts.classes.keys()) this.#byClass.set(className, 0);
     this.#reportWeight();
   }
 
   get size(): number {
     return this.#sandboxes.size;
+  }
+
+  /** Live sandboxes (those `size` counts) of each configured class, every class present, from 0. */
+  sizeByClass(): Record<string, number> {
+    return Object.fromEntries(this.#byClass);
   }
 
   get(id: string): Sandbox | undefined {
@@ -178,7 +186,11 @@ export class SandboxRegistry {
       await instance.destroy('closed');
       throw new SwitchyardError('not_ready', 'runtime is shutting down');
     }
+    // One that died before its death was heard is replaced here, and never removed: it is counted out now.
+    const replaced = this.#sandboxes.get(id);
+    if (replaced) this.#count(replaced.className, -1);
     this.#sandboxes.set(id, sandbox);
+    this.#count(className, +1);
     this.#opts.reporter.addProcess(id);
     instance.onDead(() => this.#died(sandbox));
     logger.debug({ event: 'sandbox.created', class: className, sandbox: id }, 'sandbox created');
@@ -203,8 +215,13 @@ export class SandboxRegistry {
     sandbox.expiry?.cancel();
     sandbox.expiry = undefined;
     this.#sandboxes.delete(sandbox.id);
+    this.#count(sandbox.className, -1);
     this.#opts.reporter.removeProcess(sandbox.id);
     this.#opts.onRemoved(sandbox);
+  }
+
+  #count(className: string, by: 1 | -1): void {
+    this.#byClass.set(className, (this.#byClass.get(className) ?? 0) + by);
   }
 
   /** Sandboxes counted against `sandboxesMax`: alive, starting, and still being destroyed. */

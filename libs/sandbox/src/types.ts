@@ -122,7 +122,10 @@ export interface SandboxHostOptions {
 
 /** Counters for tests and probes. */
 export interface HostStats {
+  /** Sandboxes alive, warm pool excluded. */
   readonly sandboxes: number;
+  /** The same sandboxes by class: every configured class, from 0; a running count, so cheap to read. */
+  readonly sandboxesByClass: Readonly<Record<string, number>>;
   readonly sessions: number;
   /** Tool calls cancelled by the client while running (builtin, and calls proxied upstream). */
   readonly cancelled: number;

@@ -23,10 +23,18 @@ describe('host close', () => {
     });
     assert.equal(await c.callText('echo', { text: 'x' }), 'x');
     assert.equal(host.stats().sessions, 1);
+    assert.deepEqual(host.stats().sandboxesByClass, { tiny: 1 }, 'the warm pool left out');
 
     await Promise.all([host.close(), host.close()]);
     await host.close();
-    assert.deepEqual(host.stats(), { sandboxes: 0, sessions: 0, cancelled: 0, warm: 0, eventStreams: 0 });
+    assert.deepEqual(host.stats(), {
+      sandboxes: 0,
+      sandboxesByClass: { tiny: 0 },
+      sessions: 0,
+      cancelled: 0,
+      warm: 0,
+      eventStreams: 0,
+    });
     assert.equal(reporter.processes.size, 0);
     assert.equal(reporter.threads.size, 0);
     assert.deepEqual(childPids(), []);
@@ -61,7 +69,14 @@ describe('host close', () => {
     await closed;
     const elapsedMs = performance.now() - started;
     assert.ok(elapsedMs < 2000, `closed ${elapsedMs} ms after close(), once the call ended`);
-    assert.deepEqual(host.stats(), { sandboxes: 0, sessions: 0, cancelled: 0, warm: 0, eventStreams: 0 });
+    assert.deepEqual(host.stats(), {
+      sandboxes: 0,
+      sandboxesByClass: { demo: 0 },
+      sessions: 0,
+      cancelled: 0,
+      warm: 0,
+      eventStreams: 0,
+    });
     await c.close().catch(() => undefined);
     await served.close();
   });

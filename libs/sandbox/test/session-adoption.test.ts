@@ -118,7 +118,14 @@ describe('initialize requests that overlap while their sandbox starts', () => {
     assert.match(answers[1]!.text, /session id already in use/);
     assert.equal(host.stats().sessions, 1);
     await remove('gw-dup');
-    assert.deepEqual(host.stats(), { sandboxes: 0, sessions: 0, cancelled: 0, warm: 0, eventStreams: 0 });
+    assert.deepEqual(host.stats(), {
+      sandboxes: 0,
+      sandboxesByClass: { gated: 0 },
+      sessions: 0,
+      cancelled: 0,
+      warm: 0,
+      eventStreams: 0,
+    });
     assert.equal(gated.counts.destroyed, gated.counts.created, 'every sandbox started was destroyed');
   });
 
@@ -139,7 +146,14 @@ describe('initialize requests that overlap while their sandbox starts', () => {
     assert.match(answers[1]!.text, /session limit reached/);
     assert.equal(host.stats().sessions, 1);
     await remove(answers[0]!.session!);
-    assert.deepEqual(host.stats(), { sandboxes: 0, sessions: 0, cancelled: 0, warm: 0, eventStreams: 0 });
+    assert.deepEqual(host.stats(), {
+      sandboxes: 0,
+      sandboxesByClass: { gated: 0 },
+      sessions: 0,
+      cancelled: 0,
+      warm: 0,
+      eventStreams: 0,
+    });
     assert.equal(gated.counts.destroyed, gated.counts.created, 'every sandbox started was destroyed');
   });
 });
