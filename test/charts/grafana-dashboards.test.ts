@@ -122,6 +122,7 @@ const CHARTS = [
     shows: [
       'switchyard_runtime_tunnel_connected',
       'switchyard_runtime_sandboxes',
+      'switchyard_runtime_class_sandboxes',
       'switchyard_runtime_sandboxes_died_total',
       'switchyard_runtime_tool_calls_total',
       'switchyard_runtime_tool_call_duration_seconds',
