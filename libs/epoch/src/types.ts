@@ -35,7 +35,8 @@ export type ApplyFn = (states: readonly RuntimeState[], ops: readonly ClusterOp[
 export interface SyncConnection {
   /**
    * Queues `msg`. Returns false, without queueing, when the connection is
-   * closed or its send buffer is over its bound (backpressure), or (over
+   * closed or its send buffer is over its bound (backpressure), or a run of
+   * parts sent earlier is still going out (over WebSocket), or (over
    * WebSocket, to a peer that reads runs of parts) `msg` is a delta commit
    * or collect above the peer's frame limit; the caller decides what to do
    * instead (a leader sends a snapshot once the connection accepts one, a

@@ -8,7 +8,10 @@ import { withoutTokenFingerprints } from './without-fingerprints.ts';
 import type { SyncConnection } from './types.ts';
 
 export interface WsSyncConnectionOptions {
-  /** Above this many queued bytes `send` refuses (returns false). Default 8 MiB. */
+  /**
+   * Above this many queued bytes `send` refuses (returns false), and a run of parts waits to write its next
+   * part. Default 8 MiB.
+   */
   readonly bufferedBytesMax?: number;
   /** Messages that may wait for an `onMessage` handler; past it the connection closes (1008). Default 1024. */
   readonly pendingMessagesMax?: number;
@@ -87,10 +90,12 @@ export function closeReason(reason: string): string {
  * A run of parts reaches the handler as the one message it makes, at its
  * end, once complete and in order; a run out of order (see `syncPartSchema`)
  * closes the connection with 1008 like a malformed frame, and a close
- * mid-run drops its parts. Sent, a run goes out within one `send`, so no
- * other message comes between its frames.
+ * mid-run drops its parts. Sent, a run goes out a part at a time, each
+ * once `ws.bufferedAmount` is back within `bufferedBytesMax`, and `send`
+ * refuses every other message until its last frame is written, so none
+ * comes between its frames; a close mid-run drops the rest.
  * `send` refuses while `ws.bufferedAmount` exceeds `bufferedBytesMax`, so
- * the buffer grows at most by one message (or run) past the bound.
+ * the buffer grows at most by one message (or part) past the bound.
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax, runBytesMax } = { ...WS_SYNC_DEFAULTS, ...options };
@@ -106,6 +111,8 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   let closed: { code: number; reason: string } | undefined;
   let refusedTooBig = false;
   const pending: SyncMessage[] = [];
+  /** The run going out: its frames (shared by every connection that sends the message) and the next to write. */
+  let run: { readonly frames: readonly string[]; next: number } | undefined;
 
   const close = (code: number, reason: string): void => {
     if (ws.readyState === ws.CLOSING || ws.readyState === ws.CLOSED) return;
@@ -146,9 +153,18 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   // A UTF-8 byte is at most 3 per UTF-16 unit: most frames are told small without counting their bytes.
   const aboveLimit = (text: string): boolean =>
     payloadBytesMax !== undefined && text.length * 3 > payloadBytesMax && Buffer.byteLength(text) > payloadBytesMax;
-  const sendText = (text: string): void => {
-    ws.send(text);
+  const sendText = (text: string, written?: (error?: Error) => void): void => {
+    ws.send(text, written);
     if (onLargeFrame && aboveLimit(text)) onLargeFrame(Buffer.byteLength(text), payloadBytesMax!);
+  };
+  // Each part written calls back once flushed to the socket: the buffer has room again for the next one. One
+  // queued as a whole would hold the run in this process once per peer that needs it.
+  const pump = (): void => {
+    while (run && !closed && ws.readyState === ws.OPEN && ws.bufferedAmount <= bufferedBytesMax) {
+      const text = run.frames[run.next++]!;
+      if (run.next === run.frames.length) run = undefined;
+      sendText(text, (error) => !error && pump());
+    }
   };
   // 'error' is always followed by 'close'; the listener keeps it from throwing.
   ws.on('error', (error: Error & { code?: string }) => {
@@ -162,17 +178,19 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
       : { code, reason: reason.toString() };
     pending.length = 0;
     parts.reset();
+    run = undefined;
     closeHandler?.(closed.code, closed.reason);
   });
 
   return {
     send(msg) {
-      if (closed || ws.readyState !== ws.OPEN || ws.bufferedAmount > bufferedBytesMax) return false;
+      if (closed || run || ws.readyState !== ws.OPEN || ws.bufferedAmount > bufferedBytesMax) return false;
       const peerMsg = forPeer(msg);
       const readsParts = options.peerReadsParts !== false;
-      const run = readsParts ? partFrames(peerMsg, partBytes) : undefined;
-      if (run) {
-        for (const text of run) sendText(text);
+      const frames = readsParts ? partFrames(peerMsg, partBytes) : undefined;
+      if (frames) {
+        run = { frames, next: 0 };
+        pump();
         return true;
       }
       const text = encodeMessage(peerMsg);
