@@ -170,7 +170,7 @@ export const schedulerConfigSchema = z.object({
         .min(64 * 1024)
         .default(64 * 1024 * 1024)
         .describe(
-          "Largest epoch sync frame a replica takes from a peer, on every replica alike. Replicas of this release send a snapshot of the whole cluster or a follower's full part above it in parts, each within it, so it bounds a frame, not the cluster. A replica of an earlier release sends and takes every message whole: then a snapshot (about 1 KiB a runtime, plus its sessions) or full part above it closes the connection, and the follower, unable to follow, logs an error at most once a minute (the leader warns with the frame's size).",
+          "Largest epoch sync frame a replica takes from a peer, on every replica alike. Replicas of this release send a snapshot of the whole cluster or a follower's full part above it in parts, each within it, so it bounds a frame, not the cluster. A replica of an earlier release sends and takes every message whole: then a snapshot (about 1 KiB a runtime, plus its sessions) or full part above it closes the connection, and the follower, unable to follow, logs an error at most once a minute (the leader warns with the frame's size, and logs an error naming a follower whose frame it refused).",
         ),
       runBytesMax: z
         .number()
@@ -178,7 +178,7 @@ export const schedulerConfigSchema = z.object({
         .min(64 * 1024)
         .default(512 * 1024 * 1024)
         .describe(
-          "Largest run of parts (a snapshot or full part sent in frames) a replica takes from a peer, its frames together, on every replica alike: what a peer can make a replica hold for one run. A run above it closes the connection, and that follower cannot sync until it is raised (it logs an error at most once a minute); raise it (and the replicas' memory) for a cluster whose state is larger.",
+          "Largest run of parts (a snapshot or full part sent in frames) a replica takes from a peer, its frames together, on every replica alike: what a peer can make a replica hold for one run. A run above it closes the connection, and that follower cannot sync until it is raised (the follower, or the leader for a follower's run, logs an error at most once a minute); raise it (and the replicas' memory) for a cluster whose state is larger.",
         ),
     })
     .prefault({})

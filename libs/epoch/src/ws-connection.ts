@@ -52,6 +52,12 @@ export interface WsSyncConnectionOptions {
   readonly payloadBytesMax?: number;
   /** An outbound frame of `bytes` above `payloadBytesMax` was sent (the peer closes on it if it shares the limit). */
   readonly onLargeFrame?: (bytes: number, payloadBytesMax: number) => void;
+  /**
+   * This side closed the connection on what the peer sent: 1008 with the reason whole (a malformed message, a run
+   * of parts out of order or above `runBytesMax`, whose reason starts `CLOSE_REASON_RUN_TOO_BIG`), or 1009 (a
+   * frame above `payloadBytesMax`). Not called for a close the peer or the user started.
+   */
+  readonly onRefuse?: (code: number, reason: string) => void;
 }
 
 export const WS_SYNC_DEFAULTS = {
@@ -99,7 +105,7 @@ export function closeReason(reason: string): string {
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax, runBytesMax } = { ...WS_SYNC_DEFAULTS, ...options };
-  const { payloadBytesMax, onLargeFrame } = options;
+  const { payloadBytesMax, onLargeFrame, onRefuse } = options;
   const partBytes = options.partBytes ?? Math.min(payloadBytesMax ?? Infinity, WS_SYNC_DEFAULTS.partBytes);
   const parts = new PartsAssembler(runBytesMax);
   const forPeer = (msg: SyncMessage): SyncMessage => {
@@ -118,7 +124,10 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     if (ws.readyState === ws.CLOSING || ws.readyState === ws.CLOSED) return;
     ws.close(code, closeReason(reason));
   };
-  const refuse = (reason: string): void => close(CLOSE_POLICY, reason);
+  const refuse = (reason: string): void => {
+    if (ws.readyState === ws.OPEN) onRefuse?.(CLOSE_POLICY, reason);
+    close(CLOSE_POLICY, reason);
+  };
 
   ws.on('message', (data, isBinary) => {
     if (closed || ws.readyState !== ws.OPEN) return;
@@ -179,6 +188,7 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     pending.length = 0;
     parts.reset();
     run = undefined;
+    if (refusedTooBig) onRefuse?.(closed.code, closed.reason);
     closeHandler?.(closed.code, closed.reason);
   });
 

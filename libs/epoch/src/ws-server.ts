@@ -29,6 +29,12 @@ export interface SyncServerOptions {
   /** A frame of `bytes` above `payloadBytesMax` went to `replica`, which refuses it if it shares the limit. */
   readonly onLargeFrame?: (replica: string, bytes: number, payloadBytesMax: number) => void;
   /**
+   * The leader closed `replica`'s connection on what it sent (see `WsSyncConnectionOptions.onRefuse`): 1008 for a
+   * malformed message or a run of parts out of order or above `runBytesMax`, 1009 for a frame above
+   * `payloadBytesMax`. The follower redials and sends it again, so it repeats until fixed.
+   */
+  readonly onRefused?: (replica: string, code: number, reason: string) => void;
+  /**
    * Admits a peer before the upgrade (e.g. checks its bearer token); a
    * refused peer is answered 401 and never reaches `onConnection`. Default:
    * every peer is admitted — only for a network no one else can reach.
@@ -90,7 +96,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
       wss.handleUpgrade(req, socket, head, (ws) => {
         const release = options.watch?.(req, () => ws.close(1008, CLOSE_REASON_WITHDRAWN));
         if (release) ws.once('close', release);
-        const onLargeFrame = options.onLargeFrame;
+        const { onLargeFrame, onRefused } = options;
         // A follower of an earlier release lists no features, and would close on a field or frame it does not know.
         const listed = listedFeatures(req.headers[SYNC_FEATURES_HEADER]);
         const conn = wsSyncConnection(ws, {
@@ -100,6 +106,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
           peerReadsTokenFingerprint: listed.includes(SYNC_FEATURES.tokenFingerprint),
           peerReadsParts: listed.includes(SYNC_FEATURES.parts),
           ...(onLargeFrame ? { onLargeFrame: (bytes, max) => onLargeFrame(replica, bytes, max) } : {}),
+          ...(onRefused ? { onRefuse: (code, reason) => onRefused(replica, code, reason) } : {}),
         });
         options.onConnection(conn, replica);
       });

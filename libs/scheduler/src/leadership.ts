@@ -125,6 +125,7 @@ export class Leadership {
           'sent a sync frame above epoch.frameBytesMax: followers refuse it and cannot follow; raise epoch.frameBytesMax on every replica',
         );
       },
+      onRefused: (replica, code, reason) => this.#followerRefused(replica, code, reason),
       onConnection: (conn, replica) => {
         if (this.#leader) this.#leader.attach(conn, replica);
         else conn.close(1013, 'not the leader');
@@ -337,6 +338,35 @@ export class Leadership {
       { leader: leaderUrl, reason, frameBytesMax, unlogged },
       'sync connection to the leader closed on a frame above epoch.frameBytesMax: this replica cannot follow; raise epoch.frameBytesMax on every replica',
     );
+  }
+
+  /**
+   * This replica, leading, closed a follower's connection on what it sent. The follower redials and sends it
+   * again (its full part, above a limit or from a version that does not speak this protocol), and its runtimes
+   * stay out of the epochs until it is fixed: one line a minute for each cause, naming a follower and the option.
+   */
+  #followerRefused(replica: string, code: number, reason: string): void {
+    const runTooBig = code === CLOSE_POLICY && reason.startsWith(CLOSE_REASON_RUN_TOO_BIG);
+    const kind = runTooBig ? 'run' : code === CLOSE_TOO_BIG ? 'frame' : 'message';
+    const unlogged = this.#frameLimitLog.pass(`follower ${kind} refused`);
+    if (unlogged === undefined) return;
+    const { logger, epoch } = this.#options;
+    if (runTooBig) {
+      const runBytesMax = epoch?.runBytesMax ?? WS_SYNC_DEFAULTS.runBytesMax;
+      logger.error(
+        { replica, reason, runBytesMax, unlogged },
+        "closed a follower's sync connection on a run of parts above epoch.runBytesMax: its runtimes stay out of the epochs; raise epoch.runBytesMax on every replica",
+      );
+    } else if (code === CLOSE_TOO_BIG) {
+      const frameBytesMax = epoch?.frameBytesMax ?? SYNC_PAYLOAD_BYTES_MAX;
+      logger.error(
+        { replica, reason, frameBytesMax, unlogged },
+        "closed a follower's sync connection on a frame above epoch.frameBytesMax: its runtimes stay out of the epochs; raise epoch.frameBytesMax on every replica",
+      );
+    } else {
+      // A run out of order or a malformed message: replicas of versions that do not speak the same protocol.
+      logger.warn({ replica, code, reason, unlogged }, "refused a follower's sync message and closed its connection");
+    }
   }
 
   /** Like a frame above its limit, a run of parts above `runBytesMax` (either way) comes again at every redial. */
