@@ -48,8 +48,9 @@ type Commit = Extract<SyncMessage, { type: 'commit' }>;
  *   sink's latest epoch of the same term, else a `resync snapshot` is sent
  *   (once per gap) and deltas are dropped until a snapshot arrives.
  *
- * A delta the connection refuses (one above the leader's frame limit)
- * goes as the full part instead, which the connection sends in parts.
+ * A delta the connection refuses (one above the leader's frame limit or
+ * of more than `SYNC_OPS_MAX` ops) goes as the full part instead, which
+ * the connection sends in parts.
  *
  * Not guaranteed: that the part reaches the leader (a refused send is
  * retried at the next announce). Connections stay open until `stop()` or
@@ -263,8 +264,8 @@ export class EpochFollower {
       version,
       part: body,
     });
-    // A delta refused may be one above the leader's frame limit, which would close the connection: the full part
-    // goes instead, in parts. One refused for backpressure is refused again at once, and the next collect retries.
+    // A delta refused may be one above the leader's frame limit or SYNC_OPS_MAX ops, which would close the
+    // connection: the full part goes instead, in parts. One refused for backpressure is refused again at once, and the next collect retries.
     const full = (): boolean => part.kind === 'delta' && conn.send(collect({ kind: 'full', runtimes: [...states] }));
     if (conn.send(collect(part)) || full()) this.#sent = { states, version };
   }

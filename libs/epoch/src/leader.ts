@@ -80,7 +80,8 @@ interface Cycle {
  *   `available: false` (attached or not) until it reports again, and one
  *   detached for `forgetAfterMs` is forgotten, its runtimes with it;
  * - a follower whose connection refuses a message (backpressure, or a
- *   delta above its frame limit) gets no more deltas and receives a
+ *   delta above its frame limit or of more than `SYNC_OPS_MAX` ops) gets
+ *   no more deltas and receives a
  *   snapshot once its connection accepts again, before any further
  *   announce (which tells it its epoch is current);
  * - at most `maxInFlight` cycles wait at once; a collect that answers a

@@ -36,9 +36,10 @@ export interface SyncConnection {
   /**
    * Queues `msg`. Returns false, without queueing, when the connection is
    * closed or its send buffer is over its bound (backpressure), or a run of
-   * parts sent earlier is still going out (over WebSocket), or (over
-   * WebSocket, to a peer that reads runs of parts) `msg` is a delta commit
-   * or collect above the peer's frame limit; the caller decides what to do
+   * parts sent earlier is still going out (over WebSocket), or `msg` is a
+   * delta commit or collect of more than `SYNC_OPS_MAX` ops (over
+   * WebSocket) or above the peer's frame limit (over WebSocket, to a peer
+   * that reads runs of parts); the caller decides what to do
    * instead (a leader sends a snapshot once the connection accepts one, a
    * follower its full part).
    */

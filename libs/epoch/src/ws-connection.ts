@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import { parseWith, syncFrameSchema } from '@switchyard/protocol';
+import { SYNC_OPS_MAX, parseWith, syncFrameSchema } from '@switchyard/protocol';
 import type { SyncFrame, SyncMessage } from '@switchyard/protocol';
 import { encodeMessage } from './encode.ts';
 import { PartsAssembler, RUN_TOO_BIG } from './parts-assembler.ts';
@@ -203,11 +203,14 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
         pump();
         return true;
       }
+      // Deltas stay whole. One the peer refuses would close the connection: refused here, it makes the leader
+      // send that epoch as a snapshot, and a follower its full part, in parts. Above SYNC_OPS_MAX ops every peer
+      // refuses it, and is better served whole; above the frame limit a peer of an earlier release takes neither,
+      // and gets it as before.
+      const ops = deltaOps(msg);
+      if (ops !== undefined && ops > SYNC_OPS_MAX) return false;
       const text = encodeMessage(peerMsg);
-      // Deltas stay whole. One above the peer's limit would close the connection: refused, it makes the leader
-      // send that epoch as a snapshot, and a follower its full part, in parts. A peer of an earlier release takes
-      // neither, and gets it as before.
-      if (readsParts && isDelta(msg) && aboveLimit(text)) return false;
+      if (readsParts && ops !== undefined && aboveLimit(text)) return false;
       sendText(text);
       return true;
     },
@@ -227,9 +230,11 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   };
 }
 
-/** Whether `msg` is a commit or collect delta, which goes whole. */
-function isDelta(msg: SyncMessage): boolean {
-  return (msg.type === 'commit' && msg.body.kind === 'delta') || (msg.type === 'collect' && msg.part.kind === 'delta');
+/** How many ops a commit or collect delta carries (it goes whole); undefined for any other message. */
+function deltaOps(msg: SyncMessage): number | undefined {
+  if (msg.type === 'commit' && msg.body.kind === 'delta') return msg.body.ops.length;
+  if (msg.type === 'collect' && msg.part.kind === 'delta') return msg.part.ops.length;
+  return undefined;
 }
 
 /** `msg` as a peer that predates `error.latestEpoch` accepts it. */

@@ -21,6 +21,12 @@ export const epochSchema = z.number().int().min(0);
  */
 export const EPOCH_MAX = 2 ** 48;
 
+/**
+ * Most ops a delta carries (a commit's, or a collect's part). A sender holding more sends the whole state
+ * instead (a snapshot commit, a full part), which goes in parts: a receiver refuses a delta above it as invalid.
+ */
+export const SYNC_OPS_MAX = 1_000_000;
+
 /** A follower's part: the runtimes whose tunnels it holds, full or as changes since a base. */
 export const partSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('full'), runtimes: listOf(runtimeStateSchema, SNAPSHOT_RUNTIMES_MAX) }),
@@ -28,7 +34,7 @@ export const partSchema = z.discriminatedUnion('kind', [
     kind: z.literal('delta'),
     /** The part version the changes apply to (the follower's own counter). */
     base: z.number().int().min(0),
-    ops: listOf(clusterOpSchema, 1_000_000),
+    ops: listOf(clusterOpSchema, SYNC_OPS_MAX),
   }),
 ]);
 export type Part = z.infer<typeof partSchema>;
@@ -74,7 +80,7 @@ export const syncMessageSchema = z.discriminatedUnion('type', [
       z.strictObject({
         kind: z.literal('delta'),
         baseEpoch: epochSchema,
-        ops: listOf(clusterOpSchema, 1_000_000),
+        ops: listOf(clusterOpSchema, SYNC_OPS_MAX),
       }),
     ]),
   }),

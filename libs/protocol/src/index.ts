@@ -78,7 +78,14 @@ export {
   apiErrorSchema,
 } from './scheduler-api.ts';
 export type { EpochInfo, ListedRuntime, RuntimesAnswer, RuntimesTable, ApiError } from './scheduler-api.ts';
-export { EPOCH_MAX, SYNC_FEATURES, SYNC_FEATURES_HEADER, partSchema, syncMessageSchema } from './epoch.ts';
+export {
+  EPOCH_MAX,
+  SYNC_FEATURES,
+  SYNC_FEATURES_HEADER,
+  SYNC_OPS_MAX,
+  partSchema,
+  syncMessageSchema,
+} from './epoch.ts';
 export type { Part, SyncMessage, CommitBody } from './epoch.ts';
 export {
   SYNC_PART_LIMITS,
