@@ -19,8 +19,9 @@ export interface WatchHandlerOptions {
   /**
    * Bytes a slow client may leave unsent, beyond the last snapshot (which is
    * always sent whole, however big the state) or the replay a resumed stream
-   * opened with, before its stream is dropped. A replay larger than this is
-   * not sent: the stream opens with a snapshot instead. Default 1 MiB.
+   * opened with, before its stream is dropped; also the bytes of batches held
+   * behind a snapshot's parts. A replay larger than this is not sent: the
+   * stream opens with a snapshot instead. Default 1 MiB.
    */
   readonly bufferBytesMax?: number;
 }
@@ -60,14 +61,17 @@ interface Settings {
  * comments when idle. Each event's `id` is the store's `seq`. To a client
  * that lists `WATCH_FEATURES.snapshotParts` in `WATCH_FEATURES_HEADER`, a
  * snapshot of more than `WATCH_LIMITS.snapshotPartEntriesMax` processes and
- * threads goes as `snapshot-part` events and a `snapshot-end`, written in one
- * go, so no delta falls between them; other clients get it whole, as one
- * event, however big. A client whose
- * unsent bytes pass `bufferBytesMax` plus the size of the last snapshot (or of
- * the replay it opened with) is
- * disconnected; it resumes from the last event it got (or a snapshot) when
- * it reconnects. Not guaranteed: delivery of events written before a
- * disconnect.
+ * threads goes as `snapshot-part` events and a `snapshot-end`, one part per
+ * event-loop turn and each once the response took the one before, so the
+ * runtime goes on serving while a big state goes out and the response buffers
+ * about one part; batches flushed meanwhile wait and follow the `snapshot-end`
+ * in order, and a periodic snapshot due meanwhile is skipped. Other clients
+ * get a snapshot whole, as one event written at once, however big. A client
+ * whose unsent bytes pass `bufferBytesMax` plus the size of the last snapshot
+ * (or of the replay it opened with), or whose batches held behind a snapshot's
+ * parts pass `bufferBytesMax`, is disconnected; it resumes from the last
+ * event it got (or a snapshot) when it reconnects. Not guaranteed: delivery
+ * of events written before a disconnect.
  */
 export function createWatchHandler(store: RuntimeStateStore, options: WatchHandlerOptions = {}): WatchHandler {
   const settings: Settings = {
@@ -137,6 +141,12 @@ class Watcher {
   #lastWriteMs = 0;
   /** Unsent bytes allowed: `bufferBytesMax` beyond the last snapshot. */
   #unsentBytesMax: number;
+  /** Delta events that wait for the end of the snapshot whose parts are being written; undefined between. */
+  #held: string[] | undefined;
+  /** Bytes of `#held`: they count against `bufferBytesMax`, as if written. */
+  #heldBytes = 0;
+  /** Ends the wait for a 'drain' (see `#drained`). */
+  #wake: (() => void) | undefined;
   #done = false;
 
   constructor(
@@ -213,37 +223,92 @@ class Watcher {
   }
 
   #sendBatch(batch: RuntimeBatch): void {
-    this.#write(deltaEvent(batch.seq, batch.ops));
+    const text = deltaEvent(batch.seq, batch.ops);
+    if (this.#held === undefined) return void this.#write(text);
+    // Between a snapshot's parts no event may come: the batch waits for its end, as the rest of the stream.
+    this.#heldBytes += Buffer.byteLength(text);
+    this.#held.push(text);
+    if (this.#heldBytes > this.#settings.bufferBytesMax) this.#cut();
   }
 
   #sendSnapshot(): void {
+    // A snapshot still on its way is as fresh as a stream needs: a second one would only wait behind it.
+    if (this.#held !== undefined) return;
     // snapshot() flushes first: a pending batch reaches this stream before the snapshot that includes
     // it, and seq, read after it, is the snapshot's.
     const snapshot = this.#store.snapshot();
     const seq = this.#store.seq;
     const partEntriesMax = WATCH_LIMITS.snapshotPartEntriesMax;
-    const inParts = this.#snapshotParts && this.#store.entryCount > partEntriesMax;
-    const texts = inParts ? snapshotPartEvents(seq, snapshot, partEntriesMax) : [snapshotEvent(seq, snapshot)];
+    if (!this.#snapshotParts || this.#store.entryCount <= partEntriesMax) {
+      const text = snapshotEvent(seq, snapshot);
+      this.#allowUnsent(Buffer.byteLength(text));
+      this.#write(text);
+      return;
+    }
+    this.#held = [];
+    this.#heldBytes = 0;
+    this.#writeParts(snapshotPartEvents(seq, snapshot, partEntriesMax)).catch((error: unknown) => this.fail(error));
+  }
+
+  /**
+   * Writes a snapshot's parts one per event-loop turn, each once the response took the one before
+   * (its 'drain'), so that the runtime goes on serving while a big state goes out and the response
+   * buffers about one part; then the batches held meanwhile, in order. Stops when the stream ends.
+   */
+  async #writeParts(texts: Generator<string>): Promise<void> {
     let bytes = 0;
     for (const text of texts) {
       if (this.#done) return;
-      // Counted from the snapshot's end (so far): a state bigger than bufferBytesMax would otherwise
-      // have its stream cut at every opening, and the runtime would never be synced.
       bytes += Buffer.byteLength(text);
-      this.#unsentBytesMax = this.#settings.bufferBytesMax + bytes;
-      this.#write(text);
+      this.#allowUnsent(bytes);
+      const ok = this.#write(text);
+      if (this.#done) return;
+      await (ok ? new Promise((resolve) => setImmediate(resolve)) : this.#drained());
     }
+    if (this.#done) return;
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const text of held) this.#write(text);
   }
 
-  #write(text: string): void {
-    if (this.#done) return;
-    (this.#res as ServerResponse).write(text);
+  /**
+   * Unsent bytes allowed from now on: `bufferBytesMax` beyond the snapshot's `bytes` so far. A state
+   * bigger than bufferBytesMax would otherwise have its stream cut at every opening, and the runtime
+   * would never be synced.
+   */
+  #allowUnsent(bytes: number): void {
+    this.#unsentBytesMax = this.#settings.bufferBytesMax + bytes;
+  }
+
+  /** Settles once the response takes more writes ('drain'), or the stream is done. */
+  #drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        this.#res.off('drain', wake);
+        this.#wake = undefined;
+        resolve();
+      };
+      this.#wake = wake;
+      this.#res.on('drain', wake);
+    });
+  }
+
+  /** Writes `text`; returns false when the response wants a 'drain' before more (or the stream is done). */
+  #write(text: string): boolean {
+    if (this.#done) return false;
+    const ok = (this.#res as ServerResponse).write(text);
     this.#lastWriteMs = this.#settings.clock.monotonicNow();
     if (this.#res.writableLength > this.#unsentBytesMax) {
-      // Buffering without limit would let one stuck client exhaust memory.
-      cutResponse(this.#res, 'watch client too slow');
-      this.#cleanup();
+      this.#cut();
+      return false;
     }
+    return ok;
+  }
+
+  /** Buffering without limit would let one stuck client exhaust memory. */
+  #cut(): void {
+    cutResponse(this.#res, 'watch client too slow');
+    this.#cleanup();
   }
 
   #scheduleSnapshot(): void {
@@ -269,6 +334,8 @@ class Watcher {
     this.#unsubscribe?.();
     this.#snapshotTimer?.cancel();
     this.#pingTimer?.cancel();
+    this.#held = undefined;
+    this.#wake?.();
     this.#onDone();
   }
 }

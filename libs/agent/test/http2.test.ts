@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { RuntimeMirror, RuntimeStateStore, createWatchHandler, watchRuntime } from '../src/index.ts';
 import type { WatchFetch, WatchHandler } from '../src/index.ts';
+import { within } from '@switchyard/clock/testing';
 import { Waiter } from './helpers.ts';
 
 /**
@@ -70,6 +71,55 @@ describe('GET /watch over HTTP/2 compat objects', () => {
       assert.equal(watcher.lastEventId, '2');
       assert.equal(handler.watcherCount, 1);
       assert.deepEqual(errors, []);
+    } finally {
+      watcher.close();
+    }
+  });
+});
+
+describe('GET /watch, a snapshot in parts over HTTP/2 compat objects', () => {
+  let server: Http2Server;
+  let session: ClientHttp2Session;
+  let handler: WatchHandler;
+  const store = new RuntimeStateStore({ seqStart: 0 });
+
+  before(async () => {
+    // Three parts of about 1 MB each, far more than the stream window: each waits for the 'drain' of the last.
+    for (let i = 0; i < 25_000; i++) store.addThread(`p-${i % 100}`, `t-${i}-`.padEnd(100, 't'));
+    store.flush();
+    handler = createWatchHandler(store);
+    server = createServer((req, res) => {
+      handler(req, res);
+      // The handler wrote the first part only: this batch is held until the snapshot's end.
+      store.addThread('late', 'one');
+      store.flush();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    session = connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    handler.close();
+    store.close();
+    session.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('writes every part as the stream drains, then the batch held meanwhile', async () => {
+    const mirror = new RuntimeMirror();
+    const waiter = new Waiter();
+    const errors: unknown[] = [];
+    const watcher = watchRuntime({
+      url: 'http://runtime/watch',
+      fetch: http2Fetch(session),
+      onSnapshot: (s) => (mirror.applySnapshot(s), waiter.poke()),
+      onOps: (ops) => (mirror.applyOps(ops), waiter.poke()),
+      onError: (e) => (errors.push(e), waiter.poke()),
+    });
+    try {
+      const synced = waiter.until(() => mirror.hasThread('late', 'one') || errors.length > 0);
+      await within(synced, 60_000, 'the snapshot and the batch never came');
+      assert.deepEqual(errors, []);
+      assert.deepEqual(mirror.state(), store.snapshot());
     } finally {
       watcher.close();
     }
