@@ -53,7 +53,22 @@ export interface WatchRuntimeOptions {
    * `WATCH_LIMITS.eventCharsMax` (32 Mi characters).
    */
   readonly eventCharsMax?: number;
-  /** Delay before a reconnect after an event over `eventCharsMax`. Default 30,000 ms. */
+  /**
+   * Distinct processes (a thread's process counts) and threads a snapshot sent
+   * in parts may make, as the parts come: past either, the parts gathered are
+   * dropped, the stream closed, reported as `capacity_exhausted`, and asked
+   * again only after `oversizeReconnectMs`. Give the limits `onSnapshot` keeps
+   * to (e.g. RuntimeMirror's): a snapshot it would refuse is not worth
+   * gathering. Default `RUNTIME_LIMITS.processesMax` and `threadsMax`.
+   */
+  readonly processesMax?: number;
+  /** See `processesMax`. */
+  readonly threadsMax?: number;
+  /**
+   * Delay before a reconnect after an event over `eventCharsMax`, or a
+   * snapshot past the limits (here, or thrown by `onSnapshot` as
+   * `capacity_exhausted`). Default 30,000 ms.
+   */
   readonly oversizeReconnectMs?: number;
   /** Resume after this event id (a previous watcher's `lastEventId`) instead of starting with a snapshot. */
   readonly lastEventId?: string;
@@ -87,7 +102,10 @@ export const WATCHER_DEFAULTS = {
  * a disconnect, or `idleTimeoutMs` without a byte, the watcher resumes from
  * the last applied id (the runtime replays or sends a snapshot). A malformed
  * event, an id gap or a throwing callback is reported and answered by a
- * fresh connection without `Last-Event-ID`, i.e. a new snapshot. Not
+ * fresh connection without `Last-Event-ID`, i.e. a new snapshot; a snapshot
+ * past the limits (`processesMax`, `threadsMax`), only after
+ * `oversizeReconnectMs`, as a runtime would send it again. What it gathers
+ * of a snapshot in parts is the state they make, never more. Not
  * guaranteed: that a stream is ever re-established; the watcher retries
  * every `reconnectMs` until closed.
  */
@@ -171,7 +189,11 @@ class Watch implements RuntimeWatcher {
       this.#fail(new SwitchyardError('upstream_unavailable', `watch stream: ${detail}`), false);
     });
     // Per stream: a cut one takes its unfinished parts with it, and the resume starts afresh.
-    const parts = new SnapshotAssembler();
+    const { processesMax, threadsMax } = this.#options;
+    const parts = new SnapshotAssembler({
+      ...(processesMax === undefined ? {} : { processesMax }),
+      ...(threadsMax === undefined ? {} : { threadsMax }),
+    });
     const on = (name: string, listener: (event: MessageEvent) => void): void =>
       source.addEventListener(name, (event) => {
         if (this.#source !== source) return;
@@ -201,8 +223,9 @@ class Watch implements RuntimeWatcher {
     const parsed = parseWith(watchSnapshotPartSchema, parseJson(event.data));
     if (seq === undefined) return this.#fail(malformed('snapshot-part', 'missing or bad id'), true);
     if (!parsed.ok) return this.#fail(malformed('snapshot-part', parsed.error), true);
-    const problem = parts.add(seq, parsed.value);
-    if (problem !== undefined) this.#fail(malformed('snapshot-part', problem), true);
+    const refusal = parts.add(seq, parsed.value);
+    if (refusal?.overLimits) return this.#failOverLimits(`snapshot in parts: ${refusal.reason}`);
+    if (refusal !== undefined) this.#fail(malformed('snapshot-part', refusal.reason), true);
   }
 
   #onSnapshotEnd(event: MessageEvent, parts: SnapshotAssembler): void {
@@ -232,6 +255,9 @@ class Watch implements RuntimeWatcher {
     try {
       callback();
     } catch (error) {
+      if (error instanceof SwitchyardError && error.code === 'capacity_exhausted') {
+        return this.#failOverLimits(error.message);
+      }
       this.#fail(new SwitchyardError('internal', 'watch callback failed', { cause: error }), true);
     }
   }
@@ -253,6 +279,12 @@ class Watch implements RuntimeWatcher {
     const message = `watch event over ${this.#eventCharsMax} characters: stream closed`;
     const delayMs = this.#options.oversizeReconnectMs ?? WATCHER_DEFAULTS.oversizeReconnectMs;
     this.#fail(new SwitchyardError('body_too_large', message), false, delayMs);
+  }
+
+  /** A runtime past the limits sends the same again at once: asking again soon would only repeat the work. */
+  #failOverLimits(message: string): void {
+    const delayMs = this.#options.oversizeReconnectMs ?? WATCHER_DEFAULTS.oversizeReconnectMs;
+    this.#fail(new SwitchyardError('capacity_exhausted', message), true, delayMs);
   }
 
   /** Checks, once the stream may have been silent for `idleTimeoutMs`, whether it was. */

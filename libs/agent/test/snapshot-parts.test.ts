@@ -4,7 +4,7 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ManualClock } from '@switchyard/clock/testing';
+import { ManualClock, within } from '@switchyard/clock/testing';
 import {
   RUNTIME_LIMITS,
   WATCH_EVENTS,
@@ -17,7 +17,7 @@ import { RuntimeStateStore, createWatchHandler } from '../src/index.ts';
 import { SnapshotAssembler } from '../src/snapshot-parts.ts';
 import { snapshotEvent } from '../src/sse.ts';
 import type { WatchHandler, WatchRuntimeOptions } from '../src/index.ts';
-import { SseReader, followWatch, startServer } from './helpers.ts';
+import { SseReader, deferred, followWatch, startServer } from './helpers.ts';
 import type { Followed, SseEvent, TestServer } from './helpers.ts';
 
 let server: TestServer;
@@ -33,6 +33,8 @@ afterEach(() => {
 
 const ASKS_FOR_PARTS = { [WATCH_FEATURES_HEADER]: WATCH_FEATURES.snapshotParts };
 const PART_ENTRIES_MAX = WATCH_LIMITS.snapshotPartEntriesMax;
+/** Bounds every real-time wait, so that a fault fails the test instead of hanging it. */
+const WAIT_MS = 20_000;
 
 function serve(store: RuntimeStateStore): WatchHandler {
   const handler = createWatchHandler(store);
@@ -244,6 +246,37 @@ describe('watchRuntime, snapshots in parts', () => {
     assert.deepEqual(mirror.state(), store.snapshot());
   });
 
+  it('refuses parts past its limits, closes the stream and asks again after oversizeReconnectMs', async () => {
+    const clock = new ManualClock();
+    const streams: ServerResponse[] = [];
+    const second = deferred();
+    const closed = deferred();
+    server.handler = (_req, res) => {
+      if (streams.push(res) > 1) return second.resolve();
+      res.on('close', () => closed.resolve());
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Parts of new threads that never end: more than the watcher takes, and it must not wait for an end.
+      for (let part = 0; part < 3; part++) {
+        const threads = Array.from({ length: PART_ENTRIES_MAX }, (_, i) => ({ process: 'p', thread: `t${part}-${i}` }));
+        res.write(`event: snapshot-part\nid: 5\ndata: ${JSON.stringify({ part, processes: [], threads })}\n\n`);
+      }
+    };
+    const { waiter, seen } = follow({ clock, threadsMax: 15_000, oversizeReconnectMs: 30_000 });
+    await within(
+      waiter.until(() => seen.errors.length > 0),
+      WAIT_MS,
+      'the parts were never refused',
+    );
+    assert.equal(seen.errors[0]!.code, 'capacity_exhausted');
+    assert.match(seen.errors[0]!.message, /more than 15000 threads/);
+    await within(closed.promise, WAIT_MS, 'the stream stayed open');
+    await clock.advance(29_999);
+    assert.equal(streams.length, 1, 'asked again before oversizeReconnectMs');
+    await clock.advance(1);
+    await within(second.promise, WAIT_MS, 'never asked again');
+    assert.equal(seen.snapshots, 0);
+  });
+
   const part = (n: number, id = 5, pid = `p${n}`): string =>
     `event: snapshot-part\nid: ${id}\ndata: ${JSON.stringify({ part: n, processes: [pid], threads: [] })}\n\n`;
   const end = (parts: number, id = 5): string =>
@@ -286,23 +319,54 @@ describe('watchRuntime, snapshots in parts', () => {
 });
 
 describe('SnapshotAssembler', () => {
-  // Each part is valid on its own; only their sum can pass what a whole snapshot may list.
-  const full = Array.from({ length: PART_ENTRIES_MAX }, (_, i) => `p${i}`);
+  const ids = (prefix: string, from: number): string[] =>
+    Array.from({ length: PART_ENTRIES_MAX }, (_, i) => `${prefix}${from + i}`);
+  // Each part is valid on its own; only what they make together can pass the limits.
+  const LIMITS = { processesMax: 25_000, threadsMax: 25_000 };
   const CASES = [
-    { what: 'processes', max: RUNTIME_LIMITS.processesMax, part: { processes: full, threads: [] } },
+    {
+      what: 'processes',
+      part: (n: number) => ({ processes: ids('p', n * PART_ENTRIES_MAX), threads: [] }),
+      reason: 'more than 25000 processes',
+    },
     {
       what: 'threads',
-      max: RUNTIME_LIMITS.threadsMax,
-      part: { processes: [], threads: full.map((process) => ({ process, thread: 't' })) },
+      part: (n: number) => ({
+        processes: [],
+        threads: ids('t', n * PART_ENTRIES_MAX).map((thread) => ({ process: 'p', thread })),
+      }),
+      reason: 'more than 25000 threads',
+    },
+    {
+      what: 'processes its threads name',
+      part: (n: number) => ({
+        processes: [],
+        threads: ids('p', n * PART_ENTRIES_MAX).map((process) => ({ process, thread: 't' })),
+      }),
+      reason: 'more than 25000 processes',
     },
   ];
   for (const c of CASES) {
-    it(`refuses the part that takes a snapshot past the ${c.max} ${c.what} a runtime may report`, () => {
-      const assembler = new SnapshotAssembler();
-      const partsMax = c.max / PART_ENTRIES_MAX;
-      for (let part = 0; part < partsMax; part++) assert.equal(assembler.add(7, { part, ...c.part }), undefined);
-      assert.equal(assembler.add(7, { part: partsMax, ...c.part }), `more than ${c.max} ${c.what}`);
+    it(`refuses the part that takes a snapshot past its limit of ${c.what}`, () => {
+      const assembler = new SnapshotAssembler(LIMITS);
+      for (const part of [0, 1]) assert.equal(assembler.add(7, { part, ...c.part(part) }), undefined);
+      assert.deepEqual(assembler.add(7, { part: 2, ...c.part(2) }), { overLimits: true, reason: c.reason });
       assert.equal(assembler.pending, false, 'what it held is dropped');
     });
   }
+
+  it('holds the state its parts make, not their lists: parts that repeat take no more room', () => {
+    // Past the limits of a whole snapshot as lists, and 10,000 threads as a state.
+    const assembler = new SnapshotAssembler();
+    const threads = ids('t', 0).map((thread) => ({ process: 'p', thread }));
+    const parts = RUNTIME_LIMITS.threadsMax / PART_ENTRIES_MAX + 1;
+    for (let part = 0; part < parts; part++) {
+      const refused = assembler.add(7, { part, processes: [], threads });
+      assert.equal(refused, undefined, `part ${part} refused`);
+    }
+    const assembled = assembler.finish(7, { parts, idleWeight: {}, metadata: {} });
+    assert.ok(assembled.ok);
+    assert.equal(assembled.snapshot.threads.length, PART_ENTRIES_MAX);
+    assert.deepEqual(assembled.snapshot.processes, ['p']);
+  });
 });

@@ -40,7 +40,8 @@ export const WATCH_LIMITS = {
    * allow a snapshot of about 3 G, which no JavaScript string holds: a consumer
    * that lists `WATCH_FEATURES.snapshotParts` takes a bigger one in parts, each
    * an event within this limit. What it gathers for an unfinished run of parts
-   * is bounded by the state limits (processes and threads counted), not here.
+   * is the state they make, bounded by the state limits (distinct processes and
+   * threads counted), not here.
    */
   eventCharsMax: 32 * 1024 * 1024,
   /**

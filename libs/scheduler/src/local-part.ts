@@ -78,12 +78,17 @@ export class LocalPart {
         fetch: tunnel.fetch,
         clock,
         reconnectMs: this.#options.watchReconnectMs ?? 500,
+        // Gathering a snapshot in parts stops at what the mirror would take.
+        ...this.#options.mirror,
         onSnapshot: (snapshot: WatchSnapshot) => mirror.applySnapshot(snapshot),
         onOps: (ops) => mirror.applyOps(ops),
         onError: (error) => {
           const fields = { runtime: tunnel.runtimeId, err: error.message };
           // A runtime that sends more than any valid event takes is broken or hostile: the operator must hear.
           if (error.code === 'body_too_large') logger.warn(fields, 'runtime state event too large');
+          // Past what every replica accepts: its state here stays as it was (unknown, so unschedulable,
+          // before its first snapshot), for as long as the runtime reports that much.
+          else if (error.code === 'capacity_exhausted') logger.error(fields, 'runtime state over the limits');
           else logger.debug(fields, 'watch interrupted');
         },
       }),

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RuntimeStateStore, createWatchHandler } from '@switchyard/agent';
-import { ManualClock } from '@switchyard/clock/testing';
+import { ManualClock, within } from '@switchyard/clock/testing';
 import { WATCH_LIMITS, parseWith, runtimeStateSchema } from '@switchyard/protocol';
 import type { Runtime, RuntimeInfo } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
@@ -320,9 +320,13 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
     const wasRefused = new Promise<void>((resolve) => (refused = resolve));
     const logger = {
       ...quietLogger,
-      debug: (fields: object, msg?: string) => {
-        // The mirror's refusal, thrown from the snapshot callback, is the one callback failure here.
-        if (msg === 'watch interrupted' && (fields as { err?: unknown }).err === 'watch callback failed') refused();
+      error: (fields: object, msg?: string) => {
+        // The mirror's refusal, thrown from the snapshot callback, is logged as a state over the limits.
+        if (
+          msg === 'runtime state over the limits' &&
+          /at most 2 processes/.test(String((fields as { err?: unknown }).err))
+        )
+          refused();
       },
     };
     const part = new LocalPart({
@@ -341,6 +345,45 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
       assert.equal(state!.runtime.available, false, 'not schedulable');
       assert.deepEqual(state!.runtime.idleWeight, r0.tunnel.info.limits, 'the limits it dialled with');
       assert.deepEqual(state!.processes, []);
+    } finally {
+      part.close();
+      served.close();
+      store.close();
+    }
+  });
+});
+
+describe("a replica's part, when its runtime's snapshot in parts passes the limits", () => {
+  it('logs an error naming the limit, takes none of it and keeps the runtime unschedulable', async () => {
+    // 25,000 threads, sent in three parts, to a replica that takes 15,000 of a runtime.
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    for (let i = 0; i < 25_000; i++) store.addThread(`p-${i % 100}`, `t-${i}`);
+    const served = await serveWatch(store);
+    const errors: string[] = [];
+    let logged!: () => void;
+    const wasLogged = new Promise<void>((resolve) => (logged = resolve));
+    const error = (fields: object, msg?: string): void => {
+      errors.push(`${msg} ${JSON.stringify(fields)}`);
+      logged();
+    };
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger: { ...quietLogger, error },
+      onChange: () => {},
+      mirror: { threadsMax: 15_000 },
+    });
+    try {
+      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
+      part.attach(r0.tunnel);
+      await within(wasLogged, 20_000, 'no error logged');
+      assert.deepEqual(errors, [
+        'runtime state over the limits {"runtime":"r0","err":"snapshot in parts: more than 15000 threads"}',
+      ]);
+      const [state] = part.states();
+      assert.equal(state!.runtime.available, false, 'not schedulable');
+      assert.deepEqual(state!.threads, []);
     } finally {
       part.close();
       served.close();
