@@ -31,12 +31,14 @@ type Handler = (request: unknown, ctx: ServerContext) => unknown;
  * An SDK server whose tool calls are counted for a sandbox of `className`:
  * whichever `tools/call` handler is set on it is wrapped, the McpServer's
  * own (builtin and custom tools, as the first is registered) or a proxy's
- * forwarding one. The SDK offers no hook around its handlers, and the
- * servers built here are the one place every engine, both protocol
- * generations and REST calls go through, so each call is counted once.
- * Calls the SDK refuses before any handler runs (a malformed `tools/call`)
- * are not counted. Clients see it as a plain McpServer: one that declares
- * `tools` answers `tools/list` (empty until a tool is installed) from the start.
+ * forwarding one. The servers built here are the one place every engine,
+ * both protocol generations and REST calls go through, so each call is
+ * counted once. The count is taken around the SDK's own checks of the call
+ * (its request, its result against the wire schema), so it tells what the
+ * client is answered: a result the SDK refuses reaches the client as a
+ * JSON-RPC error and is counted `error`, as is a malformed `tools/call`.
+ * Clients see it as a plain McpServer: one that declares `tools` answers
+ * `tools/list` (empty until a tool is installed) from the start.
  */
 export function countingServer(
   info: { name: string; version: string },
@@ -61,13 +63,18 @@ export function countingServer(
 /** The name of the tool that only sets the tool handlers of a counting server; never listed (removed at once). */
 const HANDLERS_SET_BY = 'switchyard-tool-handlers';
 
+/**
+ * Wraps what the SDK server stores for `tools/call`: its `_wrapHandler` hook (which every registration goes
+ * through, whatever its form) checks the request, runs the handler and checks its result; a wrapper around
+ * the handler alone would count as `ok` a result that check then turns into a JSON-RPC error.
+ */
 function countToolCalls(server: McpServer, className: string, counting: ToolCallCounting): void {
-  const inner = server.server as unknown as { setRequestHandler: (method: string, ...rest: unknown[]) => void };
-  const set = inner.setRequestHandler.bind(inner);
-  inner.setRequestHandler = (method, ...rest) => {
-    const [handler] = rest;
-    if (method !== 'tools/call' || rest.length !== 1 || typeof handler !== 'function') return set(method, ...rest);
-    return set(method, counted(handler as Handler, className, counting));
+  const inner = server.server as unknown as { _wrapHandler?: (method: string, handler: Handler) => Handler };
+  const wrap = inner._wrapHandler?.bind(inner);
+  if (!wrap) throw new Error('the SDK server has no _wrapHandler hook: tool calls cannot be counted');
+  inner._wrapHandler = (method, handler) => {
+    const checked = wrap(method, handler);
+    return method === 'tools/call' ? counted(checked, className, counting) : checked;
   };
 }
 

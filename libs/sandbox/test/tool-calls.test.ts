@@ -57,3 +57,54 @@ for (const counted of [false, true]) {
     }
   });
 }
+
+/** A tool whose result the SDK's own check of tools/call results refuses (content must be a list of blocks). */
+const refused: Engine = {
+  async create() {
+    return {
+      capabilities: { tools: {} },
+      dead: false,
+      onDead() {},
+      bind() {},
+      register(server) {
+        const tool = server.registerTool('refused', {}, () => ({ content: 'not a list' }) as never);
+        return () => tool.remove();
+      },
+      async destroy() {},
+    };
+  },
+};
+
+describe('a tool result the SDK refuses', () => {
+  let host: SandboxHost;
+  let served: Served;
+  const calls: string[] = [];
+  const open: TestClient[] = [];
+
+  before(async () => {
+    host = testHost({
+      runtimeId: 'rt-1',
+      classes: { default: { engine: 'custom', name: 'refused' } },
+      engines: { refused },
+      onToolCall: (cls: string, outcome: string) => calls.push(`${cls} ${outcome}`),
+    });
+    served = await serveHttp1(host);
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  for (const flavour of FLAVOURS) {
+    it(`${flavour}: reaches the client as an error and is counted as one`, async () => {
+      const c = await connect(flavour, served.url, served.fetch, { 'x-switchyard-process': `p-${flavour}` });
+      open.push(c);
+      calls.length = 0;
+      await assert.rejects(c.callText('refused'), /Invalid tools\/call result/);
+      assert.deepEqual(calls, ['default error']);
+    });
+  }
+});
