@@ -11,6 +11,7 @@ import { withWarmPool, type WarmPoolEngine } from './warm-pool.ts';
 import { logMeteringSink, withMetering } from './metering.ts';
 import { SandboxRegistry, type ClassRuntime } from './registry.ts';
 import { restFetch } from './rest.ts';
+import { RoundStarts } from './round-starts.ts';
 import { SessionTable } from './sessions.ts';
 import { stdioEngine } from './stdio-engine.ts';
 import type { EngineConfig, HostRequest, HostResponse, HostStats, SandboxHostOptions } from './types.ts';
@@ -141,7 +142,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     onTrouble,
   });
   const inFlight = new InFlight();
-  const toolCalls = options.onToolCall ? { clock, sink: options.onToolCall } : undefined;
+  const toolCalls = options.onToolCall ? { clock, sink: options.onToolCall, rounds: new RoundStarts() } : undefined;
   const endpoint = new McpEndpoint({ registry, sessions, reporter, logger, defaultClass, inFlight, toolCalls });
   const nodeOpts = {
     maxRequestBodySize: SANDBOX_DEFAULTS.bodyBytesMax,

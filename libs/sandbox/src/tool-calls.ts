@@ -1,5 +1,11 @@
-import { McpServer, type ServerCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  isInputRequiredResult,
+  type ServerCapabilities,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import type { Clock } from '@switchyard/clock';
+import type { RoundStarts } from './round-starts.ts';
 
 /**
  * How a tool call ended: `ok`, a result; `error`, a result with `isError`
@@ -14,7 +20,9 @@ export const TOOL_CALL_OUTCOMES: readonly ToolCallOutcome[] = ['ok', 'error', 'c
 
 /**
  * Told once of each `tools/call` a sandbox served, with its class, its
- * outcome and its seconds from its handler's start to its settling. Runs on
+ * outcome and its seconds from its handler's start to its settling. A call
+ * of several rounds (a tool that asks its client for input) is told once,
+ * as its last round settles, timed from its first (see RoundStarts). Runs on
  * every call: must not throw, block or allocate more than it must.
  */
 export type ToolCallSink = (className: string, outcome: ToolCallOutcome, seconds: number) => void;
@@ -23,6 +31,8 @@ export type ToolCallSink = (className: string, outcome: ToolCallOutcome, seconds
 export interface ToolCallCounting {
   readonly clock: Clock;
   readonly sink: ToolCallSink;
+  /** The starts of the 2026-07-28 calls between rounds, host-wide: each round is a request of its own. */
+  readonly rounds: RoundStarts;
 }
 
 type Handler = (request: unknown, ctx: ServerContext) => unknown;
@@ -78,18 +88,25 @@ function countToolCalls(server: McpServer, className: string, counting: ToolCall
   };
 }
 
-function counted(handler: Handler, className: string, { clock, sink }: ToolCallCounting): Handler {
+function counted(handler: Handler, className: string, { clock, sink, rounds }: ToolCallCounting): Handler {
   return async (request, ctx) => {
-    const startMs = clock.monotonicNow();
-    let outcome: ToolCallOutcome = 'error';
+    // The state as its client echoed it (the SDK takes it out of the request's params).
+    const startMs = rounds.resume(className, ctx.mcpReq.requestState()) ?? clock.monotonicNow();
+    let outcome: ToolCallOutcome | undefined = 'error';
     try {
       const result = await handler(request, ctx);
-      if ((result as { isError?: unknown } | undefined)?.isError !== true) outcome = 'ok';
+      if (isInputRequiredResult(result)) {
+        // Not settled: the client retries the call with the input asked for, as a request of its own.
+        outcome = undefined;
+        if (typeof result.requestState === 'string') rounds.pause(className, result.requestState, startMs);
+      } else if ((result as { isError?: unknown } | undefined)?.isError !== true) outcome = 'ok';
       return result;
     } finally {
       // Read as the call settles: the signal also fires once a call is over ("Connection closed").
-      if (ctx.mcpReq.signal.aborted) outcome = 'cancelled';
-      sink(className, outcome, (clock.monotonicNow() - startMs) / 1000);
+      if (outcome !== undefined) {
+        if (ctx.mcpReq.signal.aborted) outcome = 'cancelled';
+        sink(className, outcome, (clock.monotonicNow() - startMs) / 1000);
+      }
     }
   };
 }

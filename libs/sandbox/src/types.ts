@@ -106,7 +106,8 @@ export interface SandboxHostOptions {
   /**
    * Told once of each `tools/call` a sandbox served, over MCP (either
    * protocol generation) or REST, whatever its engine: its class, its
-   * outcome (`ok`, `error`, `cancelled`) and its seconds on `clock`.
+   * outcome (`ok`, `error`, `cancelled`) and its seconds on `clock`; a
+   * call of several rounds once, as its last settles, timed from its first.
    * Default: nothing (and nothing is timed).
    */
   readonly onToolCall?: ToolCallSink;

@@ -3,7 +3,11 @@
 // plain McpServer does, counted or not, even before any tool is installed on it (a list that is empty now).
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
+import { ManualClock } from '@switchyard/clock/testing';
 import type { Engine, SandboxHost } from '@switchyard/sandbox';
+import { z } from 'zod';
 import { FLAVOURS, connect, type TestClient } from './fixtures/clients.ts';
 import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
@@ -105,6 +109,86 @@ describe('a tool result the SDK refuses', () => {
       calls.length = 0;
       await assert.rejects(c.callText('refused'), /Invalid tools\/call result/);
       assert.deepEqual(calls, ['default error']);
+    });
+  }
+});
+
+/**
+ * A tool that asks its client to confirm before it answers: a call of it takes two rounds, the first
+ * answered `input_required` (a 2026-07-28 client retries the call with the answer; toward a legacy
+ * client the SDK asks over the session and calls the tool again within the one request).
+ */
+const confirming: Engine = {
+  async create() {
+    return {
+      capabilities: { tools: {} },
+      dead: false,
+      onDead() {},
+      bind() {},
+      register(server) {
+        const schema = z.object({ confirm: z.boolean() });
+        const tool = server.registerTool('confirmed', {}, (ctx) => {
+          if (acceptedContent(ctx.mcpReq.inputResponses, 'confirm', schema)?.confirm === true) {
+            return { content: [{ type: 'text', text: 'done' }] };
+          }
+          const confirm = inputRequired.elicit({ message: 'Go?', requestedSchema: schema });
+          return inputRequired({ inputRequests: { confirm }, requestState: `asked-${ctx.mcpReq.id}` });
+        });
+        return () => tool.remove();
+      },
+      async destroy() {},
+    };
+  },
+};
+
+describe('a tool call that takes several rounds', () => {
+  const clock = new ManualClock();
+  let host: SandboxHost;
+  let served: Served;
+  const calls: string[] = [];
+  const open: Client[] = [];
+
+  before(async () => {
+    host = testHost({
+      runtimeId: 'rt-1',
+      classes: { default: { engine: 'custom', name: 'confirming' } },
+      engines: { confirming },
+      clock,
+      onToolCall: (cls: string, outcome: string, seconds: number) => calls.push(`${cls} ${outcome} ${seconds}`),
+    });
+    served = await serveHttp1(host);
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  for (const era of ['legacy', 'modern'] as const) {
+    it(`${era}: is counted once, timed from its first round to its last`, async () => {
+      const client = new Client(
+        { name: 'rounds-test', version: '1' },
+        {
+          capabilities: { elicitation: { form: {} } },
+          ...(era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' as const } } } : {}),
+        },
+      );
+      // The client's user takes 5 s on the test's clock to answer.
+      client.setRequestHandler('elicitation/create', async () => {
+        await clock.advance(5000);
+        return { action: 'accept', content: { confirm: true } };
+      });
+      const headers = { 'x-switchyard-process': `p-rounds-${era}` };
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }),
+      );
+      open.push(client);
+      calls.length = 0;
+      const result = await client.callTool({ name: 'confirmed', arguments: {} });
+      assert.deepEqual(result.content, [{ type: 'text', text: 'done' }]);
+      assert.deepEqual(calls, ['default ok 5']);
     });
   }
 });
