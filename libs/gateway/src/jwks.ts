@@ -1,9 +1,10 @@
 import type * as jose from 'jose';
 import type { Clock } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
+import { anyPortFetch } from '@switchyard/service';
 
 /** What of jose this needs, passed in: jose is loaded in auth mode `jwt` only. */
-type Jose = Pick<typeof jose, 'createLocalJWKSet' | 'createRemoteJWKSet'>;
+type Jose = Pick<typeof jose, 'createLocalJWKSet' | 'createRemoteJWKSet' | 'customFetch'>;
 
 export interface KeySetOptions {
   /** Least time between fetches for a `kid` the set lacks (jose's cooldown). */
@@ -40,7 +41,8 @@ function unavailable(cause: unknown): SwitchyardError {
  * times its cache age and cooldown on the system clock (it takes no other).
  */
 export function remoteKeySet(lib: Jose, url: URL, options: KeySetOptions): jose.JWTVerifyGetKey {
-  const remote = lib.createRemoteJWKSet(url, { cooldownDuration: options.cooldownMs });
+  // Fetched with node:http, not fetch, which refuses a JWKS on a port browsers block (6000, 10080, …).
+  const remote = lib.createRemoteJWKSet(url, { cooldownDuration: options.cooldownMs, [lib.customFetch]: anyPortFetch });
   let retryAt = 0;
   let failure: unknown;
   let held: jose.JWTVerifyGetKey | undefined;

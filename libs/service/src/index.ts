@@ -40,6 +40,7 @@ export type { WriteStallOptions } from './write-stalls.ts';
 export { createProbeServer, withProbes } from './probe-server.ts';
 export type { ProbeRoutes, ProbeServerOptions } from './probe-server.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';
+export { anyPortFetch } from './any-port-fetch.ts';
 export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
 export { serveH2c } from './h2c.ts';
 export type { H2cListener, H2cOptions } from './h2c.ts';
