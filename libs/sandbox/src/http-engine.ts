@@ -1,6 +1,7 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Clock } from '@switchyard/clock';
 import { MCP_SESSION_HEADER } from '@switchyard/protocol';
+import { anyPortFetch } from '@switchyard/service';
 import { boundedFetch } from './bounded-fetch.ts';
 import { ClassTroubleLog } from './class-trouble-log.ts';
 import { UPSTREAM_MESSAGE_BYTES_MAX, type Engine } from './engine.ts';
@@ -40,7 +41,8 @@ export function httpEngine(
     async create(ctx) {
       trouble ??= new ClassTroubleLog(ctx.logger, clock);
       const bytesMax = UPSTREAM_MESSAGE_BYTES_MAX;
-      const bounded = boundedFetch(fetch, bytesMax, (kind) => {
+      // Not the global fetch, which refuses a server on a port browsers block (6000, 10080, …).
+      const bounded = boundedFetch(anyPortFetch, bytesMax, (kind) => {
         onTrouble('answer_too_large', ctx.className);
         trouble!.warn(
           { event: 'sandbox.answer_too_large', class: ctx.className, kind, bytesMax },
