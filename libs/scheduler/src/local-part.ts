@@ -4,6 +4,7 @@ import { RuntimeMirror, watchRuntime, type RuntimeMirrorOptions, type RuntimeWat
 import type { Tunnel } from '@switchyard/tunnel';
 import type { ReplicaLogger } from './options.ts';
 import { RedialWaits, type RedialOutcome } from './redial-waits.ts';
+import { RUNTIME_STATE_DEFAULTS } from './runtime-state-limits.ts';
 
 interface Entry {
   readonly tunnel: Tunnel;
@@ -11,6 +12,11 @@ interface Entry {
   readonly watcher: RuntimeWatcher;
   /** False until the first `/watch` snapshot arrived: the runtime is not schedulable before. */
   synced: boolean;
+  /**
+   * True from a state refused past the limits until a snapshot within them is taken: what the mirror
+   * holds meanwhile is older than what the runtime reports, so it is not scheduled on.
+   */
+  overLimits: boolean;
   /** Counts mirror changes, so `state` is rebuilt only when something changed. */
   changes: number;
   /**
@@ -28,7 +34,10 @@ export interface LocalPartOptions {
   /** Called after any change of the part (a runtime joined or left, or its state changed). */
   readonly onChange: () => void;
   readonly watchReconnectMs?: number;
-  /** What one runtime may report (see RuntimeMirror). Default: the runtime-state limits every replica accepts. */
+  /**
+   * What one runtime may report (see RuntimeMirror); a runtime past them is unschedulable until it reports
+   * less. Default RUNTIME_STATE_DEFAULTS: what the reference runtime's own store holds at most.
+   */
   readonly mirror?: Pick<RuntimeMirrorOptions, 'processesMax' | 'threadsMax'>;
   /** Called when the wait for a runtime whose tunnel was lost here ends (not when the part closes). */
   readonly onRedialWaitEnded?: (outcome: RedialOutcome) => void;
@@ -57,12 +66,14 @@ export class LocalPart {
     if (this.#closed) return;
     this.#drop(tunnel.runtimeId);
     const { logger, clock, onChange } = this.#options;
+    const limits = { ...RUNTIME_STATE_DEFAULTS, ...this.#options.mirror };
     const mirror = new RuntimeMirror({
-      ...this.#options.mirror,
-      // Called only once the mirror took a snapshot (the watcher delivers one before any ops): one it
-      // refused, past the limits a runtime may report, leaves the runtime's state unknown, so unschedulable.
+      ...limits,
+      // Called only once the mirror took a snapshot (the watcher delivers one before any ops, and one
+      // after a refusal): one it refused, past the limits, leaves the runtime's state unknown, so unschedulable.
       onChange: () => {
         entry.synced = true;
+        entry.overLimits = false;
         entry.changes++;
         onChange();
       },
@@ -71,6 +82,7 @@ export class LocalPart {
       tunnel,
       mirror,
       synced: false,
+      overLimits: false,
       changes: 0,
       cached: undefined,
       watcher: watchRuntime({
@@ -79,16 +91,14 @@ export class LocalPart {
         clock,
         reconnectMs: this.#options.watchReconnectMs ?? 500,
         // Gathering a snapshot in parts stops at what the mirror would take.
-        ...this.#options.mirror,
+        ...limits,
         onSnapshot: (snapshot: WatchSnapshot) => mirror.applySnapshot(snapshot),
         onOps: (ops) => mirror.applyOps(ops),
         onError: (error) => {
           const fields = { runtime: tunnel.runtimeId, err: error.message };
           // A runtime that sends more than any valid event takes is broken or hostile: the operator must hear.
           if (error.code === 'body_too_large') logger.warn(fields, 'runtime state event too large');
-          // Past what every replica accepts: its state here stays as it was (unknown, so unschedulable,
-          // before its first snapshot), for as long as the runtime reports that much.
-          else if (error.code === 'capacity_exhausted') logger.error(fields, 'runtime state over the limits');
+          else if (error.code === 'capacity_exhausted') this.#overLimits(entry, { ...fields, ...limits });
           else logger.debug(fields, 'watch interrupted');
         },
       }),
@@ -195,6 +205,20 @@ export class LocalPart {
     this.#redials.close();
   }
 
+  /**
+   * A runtime reporting more than this replica takes (broken, or a stolen join token) is unschedulable for as
+   * long as it does: its mirrored state stops at the op refused, so placing by it would be placing blind.
+   */
+  #overLimits(entry: Entry, fields: object): void {
+    entry.overLimits = true;
+    entry.changes++;
+    this.#options.logger.error(
+      fields,
+      'runtime state over the limits: unschedulable until it reports less (asked again every 30 s); raise runtimeState.processesMax or runtimeState.threadsMax on every replica if it is meant to hold that much',
+    );
+    this.#options.onChange();
+  }
+
   #drop(runtimeId: string): void {
     const entry = this.#entries.get(runtimeId);
     if (!entry) return;
@@ -214,7 +238,7 @@ export class LocalPart {
       metadata: entry.synced ? state.metadata : { ...info.metadata },
       version: info.version,
       idleWeight: entry.synced ? state.idleWeight : { ...info.limits },
-      available: entry.synced && !entry.tunnel.closed,
+      available: entry.synced && !entry.overLimits && !entry.tunnel.closed,
       owner: this.#options.replicaId,
       ownerUrl: this.#options.replicaUrl,
       generation,

@@ -156,6 +156,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     replicaUrl: url,
     clock,
     logger,
+    ...(options.runtimeState ? { mirror: options.runtimeState } : {}),
     onChange: () => leadership.notifyChange(),
     onRedialWaitEnded: (outcome) => metrics.redialWaits.inc({ outcome }),
     onSuperseded: () => metrics.tunnelsSuperseded.inc(),
