@@ -24,6 +24,8 @@ const EXPOSED: Record<Chart, Exposed> = {
     writeStallTimeoutMs: [30_000, 'writeStallTimeoutMs'],
     'epoch.frameBytesMax': [134217728, 'epoch.frameBytesMax'],
     'epoch.runBytesMax': [1073741824, 'epoch.runBytesMax'],
+    'runtimeState.processesMax': [20_000, 'runtimeState.processesMax'],
+    'runtimeState.threadsMax': [250_000, 'runtimeState.threadsMax'],
   },
   gateway: {
     keepAliveTimeoutMs: [3_700_000, 'keepAliveTimeoutMs'],
@@ -58,6 +60,9 @@ const REFUSED: Record<Chart, [Record<string, unknown>, RegExp][]> = {
     [{ writeStallTimeoutMs: 500 }, /writeStallTimeoutMs: Must be greater than or equal to 1000/],
     [{ 'epoch.frameBytesMax': 1024 }, /epoch\.frameBytesMax: Must be greater than or equal to 65536/],
     [{ 'epoch.runBytesMax': 1024 }, /epoch\.runBytesMax: Must be greater than or equal to 65536/],
+    [{ 'runtimeState.processesMax': 0 }, /runtimeState\.processesMax: Must be greater than or equal to 1/],
+    [{ 'runtimeState.processesMax': 1_000_001 }, /runtimeState\.processesMax: Must be less than or equal to 1e\+06/],
+    [{ 'runtimeState.threadsMax': 10_000_001 }, /runtimeState\.threadsMax: Must be less than or equal to 1e\+07/],
   ],
   gateway: [
     [{ 'identity.process': 'princpal' }, /identity\.process: Does not match pattern/],

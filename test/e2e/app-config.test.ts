@@ -106,6 +106,33 @@ describe('a scheduler whose advertiseUrl is longer than a runtime state carries'
   });
 });
 
+describe('a scheduler given runtime state limits it cannot hold', () => {
+  it('refuses to start, naming each key and what it may be', async () => {
+    const { code, stderr } = await run('scheduler', [
+      ...['--port', '0', '--runtime-state.processes-max', '0', '--runtime-state.threads-max', '10000001'],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- runtimeState\.processesMax: .*1\b/m);
+    assert.match(stderr, /^ {2}- runtimeState\.threadsMax: .*10000000/m);
+    assert.doesNotMatch(stderr, NO_STACK);
+  });
+
+  it('refuses a count that is not a whole number, and one past the protocol ceiling', async () => {
+    const { code, stderr } = await run('scheduler', [
+      ...['--port', '0', '--runtime-state.processes-max', '1000001', '--runtime-state.threads-max', '2.5'],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- runtimeState\.processesMax: .*1000000/m);
+    assert.match(stderr, /^ {2}- runtimeState\.threadsMax: .*expected int\b/m);
+  });
+
+  it("prints the defaults: the reference runtime's own limits", async () => {
+    const { code, stdout, stderr } = await run('scheduler', ['--port', '0', '--print-config']);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^runtimeState:\n {2}processesMax: 100000\n {2}threadsMax: 1000000$/m);
+  });
+});
+
 describe('a runtime asked to print its config', () => {
   it('redacts the environment of a stdio class, where MCP servers take their API keys', async () => {
     const classes = { gh: { engine: 'stdio', command: 'mcp-github', env: { GITHUB_TOKEN: 'ghp-secret-0123' } } };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RUNTIME_LIMITS } from '@switchyard/protocol';
-import { joinTokenLineProblem } from '@switchyard/scheduler';
+import { RUNTIME_STATE_DEFAULTS, joinTokenLineProblem } from '@switchyard/scheduler';
 import {
   connectionsMaxField,
   hostIdentityField,
@@ -16,6 +16,10 @@ export const TOKEN_LENGTH_MIN = 16;
 
 const positiveMs = (defaultMs: number, text: string) =>
   timerBounded(z.number().int().min(1)).default(defaultMs).describe(text);
+
+/** A count of a runtime's state entries: a whole number from 1 to the protocol's ceiling, which every replica takes. */
+const stateCount = (defaultCount: number, ceiling: number, text: string) =>
+  z.number().int().min(1).max(ceiling).default(defaultCount).describe(text);
 
 const electionSchema = z
   .object({
@@ -136,6 +140,23 @@ export const schedulerConfigSchema = z.object({
     "Most connections the replica's listener holds at once, of every kind (runtime tunnels, gateways' relay, /api/proxy and HTTP/2 connections, peers, connections still sending their headers); one more is closed unread, counted in connections_refused_total and warned of at most once per 10 s. Keep it well above maxRuntimes plus the /api/proxy connections of a burst of calls (one per call in flight).",
   ),
   maxRuntimes: z.number().int().min(1).default(1000).describe('Most runtime tunnels this replica holds at once.'),
+  runtimeState: z
+    .object({
+      processesMax: stateCount(
+        RUNTIME_STATE_DEFAULTS.processesMax,
+        RUNTIME_LIMITS.processesMax,
+        "Most processes (sandboxes) this replica mirrors of one runtime whose tunnel it holds, at most the protocol's 1,000,000. The default is the reference runtime's own limit, which a well-behaved one never passes.",
+      ),
+      threadsMax: stateCount(
+        RUNTIME_STATE_DEFAULTS.threadsMax,
+        RUNTIME_LIMITS.threadsMax,
+        "Most threads (legacy sessions) this replica mirrors of one runtime whose tunnel it holds, at most the protocol's 10,000,000 (about 350 bytes each at the longest ids). The default is the reference runtime's own limit.",
+      ),
+    })
+    .prefault({})
+    .describe(
+      "What a replica holds of one runtime's state, so that a broken runtime, or one whose join token was stolen, cannot run the replica out of memory. A runtime reporting more is unschedulable until it reports less (asked again every 30 s) and an error (`runtime state over the limits`) names it; raise these (and the replicas' memory, on every replica) only for runtimes built to hold more.",
+    ),
   tunnel: z
     .object({
       pingIntervalMs: positiveMs(5000, 'Interval of HTTP/2 pings on each runtime tunnel (liveness).'),

@@ -218,6 +218,7 @@ const replica = await startSchedulerReplica({
   ...(peerTokens ? { peerTokens } : {}),
   ...(apiTokens ? { apiTokens } : {}),
   maxRuntimes: config.maxRuntimes,
+  runtimeState: config.runtimeState,
   connectionsMax: config.connectionsMax,
   tunnelPingIntervalMs: config.tunnel.pingIntervalMs,
   gatewayPingIntervalMs: config.gatewayPingIntervalMs,

@@ -18,6 +18,9 @@ tunnel:
   pingIntervalMs: 5000
 gatewayPingIntervalMs: 10000
 writeStallTimeoutMs: 60000
+runtimeState:
+  processesMax: 100000
+  threadsMax: 1000000
 epoch:
   frameBytesMax: 67108864
   runBytesMax: 536870912

@@ -1,0 +1,58 @@
+// A scheduler replica as an operator runs it with runtimeState limits below
+// what a runtime reports: the option reaches what the replica mirrors of its
+// runtimes, the error names it, and the runtime is not scheduled on. The
+// runtime's sidecar API adds the processes, as code beside a runtime would.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { availableRuntimes, startCluster, type TestCluster } from '../support/cluster.ts';
+import { until } from '../support/processes.ts';
+import { freePort } from './support.ts';
+
+async function scheduleStatus(url: string, processId: string): Promise<number> {
+  const res = await fetch(`${url}/api/schedule`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ class: 'demo', processId }),
+    signal: AbortSignal.timeout(3000),
+  });
+  await res.body?.cancel();
+  return res.status;
+}
+
+describe('a scheduler with runtimeState.processesMax below what a runtime reports', () => {
+  let cluster: TestCluster;
+  before(async () => {
+    cluster = await startCluster({
+      schedulers: 1,
+      runtimes: 0,
+      gateways: 0,
+      schedulerArgs: ['--runtime-state.processes-max', '2'],
+    });
+  });
+  after(() => cluster?.stop());
+
+  it('logs an error naming the option and schedules nothing on the runtime', async () => {
+    const [scheduler] = cluster.schedulers;
+    const url = scheduler!.url!;
+    const port = await freePort();
+    await cluster.startRuntime('r-big', 0, { args: ['--sidecar-port', String(port)] });
+    await until('the runtime is schedulable', async () => (await scheduleStatus(url, 'probe')) === 200 || undefined);
+
+    for (const pid of ['p1', 'p2', 'p3']) {
+      const res = await fetch(`http://127.0.0.1:${port}/processes/${pid}`, {
+        method: 'POST',
+        signal: AbortSignal.timeout(2000),
+      });
+      assert.equal(res.status, 204, pid);
+    }
+    const line = await scheduler!.waitForLog((l) => String(l.msg).startsWith('runtime state over the limits'));
+    assert.equal(line.runtime, 'r-big');
+    assert.equal(line.processesMax, 2);
+    assert.match(String(line.msg), /raise runtimeState\.processesMax or runtimeState\.threadsMax/);
+    await until(
+      'the runtime is out of the epoch',
+      async () => (await availableRuntimes(url)).length === 0 || undefined,
+    );
+    assert.equal(await scheduleStatus(url, 'another'), 503);
+  });
+});
