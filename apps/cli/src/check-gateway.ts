@@ -117,7 +117,7 @@ export async function checkGateway(check: GatewayCheck): Promise<string> {
   if (response.status === 401) {
     const challenge = response.headers.get('www-authenticate') ?? '';
     if (!check.authRequired) {
-      throw new Error(`${where} asks for credentials (401), though the check was told client auth is off`);
+      throw new Error(`${where} asks for credentials (401): its client auth is on; check it with --auth-required`);
     }
     if (!/^Bearer\b/i.test(challenge)) throw new Error(`${where} answered 401 without a Bearer challenge`);
     return `gateway ok: /readyz 200, and ${where} asks for credentials (401, ${printable(challenge.slice(0, 200))})`;

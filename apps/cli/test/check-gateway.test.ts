@@ -76,7 +76,8 @@ describe('switchyard check gateway', () => {
     assert.match(challenged.stdout, /asks for credentials \(401, Bearer realm="switchyard"\)/);
     const unasked = await check();
     assert.equal(unasked.code, 1);
-    assert.match(unasked.stderr, /asks for credentials \(401\), though the check was told client auth is off/);
+    // Said as what to do: a newcomer who ran the check with no flags told it nothing about auth.
+    assert.match(unasked.stderr, /asks for credentials \(401\): its client auth is on; check it with --auth-required/);
     answer = (_req, res) => res.writeHead(401).end();
     const bare = await check('--auth-required');
     assert.equal(bare.code, 1);
