@@ -104,7 +104,11 @@ export class SandboxRegistry {
     if (sandbox && (sandbox.instance.dead || !this.#sandboxes.has(id))) sandbox = undefined;
     if (!sandbox) sandbox = await this.#create(className, cls, id, opts.ephemeral ?? false);
     if (sandbox.className !== className) {
-      throw new SwitchyardError('invalid_request', `sandbox "${id}" is of class "${sandbox.className}"`);
+      // A process id names one sandbox across every class: reusing it for another class is the client's mistake.
+      throw new SwitchyardError(
+        'invalid_request',
+        `sandbox "${id}" is of class "${sandbox.className}", not "${className}": name another process for class "${className}"`,
+      );
     }
     sandbox.refs++;
     sandbox.expiry?.cancel();

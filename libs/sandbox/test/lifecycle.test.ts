@@ -103,6 +103,40 @@ describe('sandbox lifecycle on a manual clock', () => {
     await c.close().catch(() => undefined);
   });
 
+  it('refuses a process id of another class with a 400 that names both classes and what to do', async () => {
+    const c = await connect('v2-legacy', served.url, served.fetch, {
+      'x-switchyard-class': 'demo',
+      'x-switchyard-process': 'taken-by-demo',
+    });
+    try {
+      const res = await fetch(`${served.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'x-switchyard-class': 'tiny-sh',
+          'x-switchyard-process': 'taken-by-demo',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+        }),
+      });
+      assert.equal(res.status, 400);
+      const { error } = (await res.json()) as { error: { message: string } };
+      assert.equal(
+        error.message,
+        'sandbox "taken-by-demo" is of class "demo", not "tiny-sh": name another process for class "tiny-sh"',
+      );
+    } finally {
+      await c.close();
+      await clock.advance(200); // expireSeconds: the sandbox is gone before the next test counts sandboxes
+    }
+    assert.ok(!reporter.processes.has('taken-by-demo'));
+  });
+
   it('answers REST parity calls: create, describe, toolcall, weight, delete', async () => {
     const created = await fetch(`${served.url}/sandboxes/rest-1`, {
       method: 'POST',
