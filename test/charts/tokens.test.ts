@@ -107,6 +107,12 @@ describe('charts: scheduler API and peer tokens', { skip }, () => {
     });
   }
 
+  it('runtime: refuses a join token too short for any scheduler to take', async () => {
+    // A scheduler refuses tokens under 16 characters: a runtime given one would dial in vain for ever.
+    await assert.rejects(render('runtime', undefined, ['joinToken.value=short']), /joinToken\.value/);
+    await render('runtime', undefined, ['joinToken.value=0123456789abcdef']);
+  });
+
   it("gateway: reads its token from the Secret's key, mounted read-only, and sets nothing without one", async () => {
     const pod = workloadOf(await render('gateway', 'test/charts/values-production-gateway.yaml'));
     assert.deepEqual(secretFileOf(pod as SecretPod, 'SWITCHYARD_SCHEDULER_TOKEN_FILE'), {
