@@ -84,6 +84,8 @@ interface Cycle {
  *   no more deltas and receives a
  *   snapshot once its connection accepts again, before any further
  *   announce (which tells it its epoch is current);
+ * - a follower whose connection is `backlogged` (a snapshot still going
+ *   out to it in parts) is announced to, but no cycle waits for its answer;
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
  *   later cycle also answers the earlier ones, which commit together.
  *
@@ -234,7 +236,9 @@ export class EpochLeader {
       // An announce tells a follower it holds every commit sent before it: one that missed some gets the latest
       // epoch first (a connection that refuses it refuses the announce as well).
       this.#sendSnapshot(slot);
-      if (slot.conn?.send(announce)) waiting.add(slot.replica);
+      // One behind a run of parts answers once it has read the run: waiting for it would hold every commit back
+      // for as long as the slowest such follower reads. Its collect still comes, as an unsolicited one.
+      if (slot.conn?.send(announce) && !slot.conn.backlogged) waiting.add(slot.replica);
     }
     const cycle: Cycle = {
       token: this.#token,

@@ -35,13 +35,15 @@ export type ApplyFn = (states: readonly RuntimeState[], ops: readonly ClusterOp[
 export interface SyncConnection {
   /**
    * Queues `msg`. Returns false, without queueing, when the connection is
-   * closed or its send buffer is over its bound (backpressure), or a run of
-   * parts sent earlier is still going out (over WebSocket), or `msg` is a
-   * delta commit or collect of more than `SYNC_OPS_MAX` ops (over
+   * closed or its send buffer is over its bound (backpressure), or `msg` is
+   * a delta commit or collect of more than `SYNC_OPS_MAX` ops (over
    * WebSocket) or above the peer's frame limit (over WebSocket, to a peer
    * that reads runs of parts); the caller decides what to do
    * instead (a leader sends a snapshot once the connection accepts one, a
-   * follower its full part).
+   * follower its full part). While a run of parts goes out (`backlogged`,
+   * over WebSocket) a message waits behind it, within the bound; a snapshot
+   * commit or full collect, or one past the bound, is refused, and so is every later one
+   * until the run is out: none overtakes a refused one.
    */
   send(msg: SyncMessage): boolean;
   /** Registers the handler of validated inbound messages (one handler; a later call replaces it). */
@@ -52,6 +54,11 @@ export interface SyncConnection {
   close(code: number, reason: string): void;
   /** Bytes queued but not yet written to the peer. */
   readonly bufferedBytes: number;
+  /**
+   * A run of parts is still going out: what `send` takes now reaches the peer only after it, however slowly the
+   * peer reads. Undefined counts as false (a connection that sends every message at once).
+   */
+  readonly backlogged?: boolean;
   /**
    * The peer reads an `error`'s `latestEpoch`: a leader of this version, whose next term then numbers its
    * epochs above it. Undefined counts as false (a leader of an earlier version, or not known).

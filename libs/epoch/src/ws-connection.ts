@@ -10,7 +10,7 @@ import type { SyncConnection } from './types.ts';
 export interface WsSyncConnectionOptions {
   /**
    * Above this many queued bytes `send` refuses (returns false), and a run of parts waits to write its next
-   * part. Default 8 MiB.
+   * part; also the most that messages sent during a run may take, waiting behind it. Default 8 MiB.
    */
   readonly bufferedBytesMax?: number;
   /** Messages that may wait for an `onMessage` handler; past it the connection closes (1008). Default 1024. */
@@ -97,11 +97,16 @@ export function closeReason(reason: string): string {
  * end, once complete and in order; a run out of order (see `syncPartSchema`)
  * closes the connection with 1008 like a malformed frame, and a close
  * mid-run drops its parts. Sent, a run goes out a part at a time, each
- * once `ws.bufferedAmount` is back within `bufferedBytesMax`, and `send`
- * refuses every other message until its last frame is written, so none
- * comes between its frames; a close mid-run drops the rest.
+ * once `ws.bufferedAmount` is back within `bufferedBytesMax`; messages sent
+ * meanwhile (`backlogged`) wait behind it, encoded, and follow its last
+ * frame in order, so none comes between its frames. They take at most
+ * `bufferedBytesMax`: past it `send` refuses, and refuses every later one
+ * until the run is out, so none overtakes a refused one. A snapshot commit
+ * or full collect is refused meanwhile. A close mid-run drops the rest,
+ * and what waits behind it.
  * `send` refuses while `ws.bufferedAmount` exceeds `bufferedBytesMax`, so
- * the buffer grows at most by one message (or part) past the bound.
+ * the buffer grows at most by one message (or part, or what waited behind
+ * a run) past the bound.
  */
 export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions = {}): SyncConnection {
   const { bufferedBytesMax, pendingMessagesMax, runBytesMax } = { ...WS_SYNC_DEFAULTS, ...options };
@@ -117,8 +122,11 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   let closed: { code: number; reason: string } | undefined;
   let refusedTooBig = false;
   const pending: SyncMessage[] = [];
-  /** The run going out: its frames (shared by every connection that sends the message) and the next to write. */
-  let run: { readonly frames: readonly string[]; next: number } | undefined;
+  /**
+   * The run going out: its frames (shared by every connection that sends the message), the next to write, and
+   * the messages sent meanwhile (`refused` once one was not taken), which follow its last frame.
+   */
+  let run: { readonly frames: readonly string[]; next: number; behind: Behind } | undefined;
 
   const close = (code: number, reason: string): void => {
     if (ws.readyState === ws.CLOSING || ws.readyState === ws.CLOSED) return;
@@ -170,10 +178,55 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   // queued as a whole would hold the run in this process once per peer that needs it.
   const pump = (): void => {
     while (run && !closed && ws.readyState === ws.OPEN && ws.bufferedAmount <= bufferedBytesMax) {
-      const text = run.frames[run.next++]!;
-      if (run.next === run.frames.length) run = undefined;
-      sendText(text, (error) => !error && pump());
+      const { frames, behind } = run;
+      const text = frames[run.next++]!;
+      if (run.next < frames.length) {
+        sendText(text, (error) => !error && pump());
+        continue;
+      }
+      run = undefined;
+      sendText(text);
+      for (const waited of behind.texts) sendText(waited);
     }
+  };
+  /** Writes `msg` now: a run of parts, or one frame; false for a delta the peer would refuse. */
+  const write = (msg: SyncMessage): boolean => {
+    const encoded = encode(msg);
+    if (encoded === undefined) return false;
+    if (typeof encoded === 'string') sendText(encoded);
+    else {
+      run = { frames: encoded, next: 0, behind: { texts: [], bytes: 0, refused: false } };
+      pump();
+    }
+    return true;
+  };
+  /** Queues `msg` behind the run going out; false for a whole state, a delta the peer would refuse, or past the bound. */
+  const queueBehind = (behind: Behind, msg: SyncMessage): boolean => {
+    // A whole state may make a run, which cannot wait behind another: refused before it is encoded, which for a
+    // large fleet is what a leader would otherwise pay at every cycle a follower waits for a snapshot.
+    if (isWholeState(msg)) return false;
+    const text = encode(msg);
+    if (typeof text !== 'string') return false;
+    const bytes = Buffer.byteLength(text);
+    if (behind.bytes + bytes > bufferedBytesMax) return false;
+    behind.texts.push(text);
+    behind.bytes += bytes;
+    return true;
+  };
+  /** The frames of a run, the one frame `msg` goes in, or undefined for a delta the peer would refuse. */
+  const encode = (msg: SyncMessage): readonly string[] | string | undefined => {
+    const peerMsg = forPeer(msg);
+    const readsParts = options.peerReadsParts !== false;
+    const frames = readsParts ? partFrames(peerMsg, partBytes) : undefined;
+    if (frames) return frames;
+    // Deltas stay whole. One the peer refuses would close the connection: refused here, it makes the leader
+    // send that epoch as a snapshot, and a follower its full part, in parts. Above SYNC_OPS_MAX ops every peer
+    // refuses it, and is better served whole; above the frame limit a peer of an earlier release takes neither,
+    // and gets it as before.
+    const ops = deltaOps(msg);
+    if (ops !== undefined && ops > SYNC_OPS_MAX) return undefined;
+    const text = encodeMessage(peerMsg);
+    return readsParts && ops !== undefined && aboveLimit(text) ? undefined : text;
   };
   // 'error' is always followed by 'close'; the listener keeps it from throwing.
   ws.on('error', (error: Error & { code?: string }) => {
@@ -194,25 +247,14 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
 
   return {
     send(msg) {
-      if (closed || run || ws.readyState !== ws.OPEN || ws.bufferedAmount > bufferedBytesMax) return false;
-      const peerMsg = forPeer(msg);
-      const readsParts = options.peerReadsParts !== false;
-      const frames = readsParts ? partFrames(peerMsg, partBytes) : undefined;
-      if (frames) {
-        run = { frames, next: 0 };
-        pump();
-        return true;
-      }
-      // Deltas stay whole. One the peer refuses would close the connection: refused here, it makes the leader
-      // send that epoch as a snapshot, and a follower its full part, in parts. Above SYNC_OPS_MAX ops every peer
-      // refuses it, and is better served whole; above the frame limit a peer of an earlier release takes neither,
-      // and gets it as before.
-      const ops = deltaOps(msg);
-      if (ops !== undefined && ops > SYNC_OPS_MAX) return false;
-      const text = encodeMessage(peerMsg);
-      if (readsParts && ops !== undefined && aboveLimit(text)) return false;
-      sendText(text);
-      return true;
+      if (closed || ws.readyState !== ws.OPEN) return false;
+      // During a run the buffer is held near the bound by the run itself: what is sent meanwhile waits behind it.
+      if (!run) return ws.bufferedAmount <= bufferedBytesMax && write(msg);
+      const { behind } = run;
+      const taken = !behind.refused && queueBehind(behind, msg);
+      // None may overtake one refused: a leader's announce must not pass the snapshot or delta refused before it.
+      if (!taken) behind.refused = true;
+      return taken;
     },
     onMessage(cb) {
       handler = cb;
@@ -226,8 +268,25 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
     get bufferedBytes() {
       return ws.bufferedAmount;
     },
+    get backlogged() {
+      return run !== undefined;
+    },
     peerReadsLatestEpoch: options.peerReadsLatestEpoch !== false,
   };
+}
+
+/** Messages sent during a run, encoded, with their bytes; `refused` once one was not taken. */
+interface Behind {
+  readonly texts: string[];
+  bytes: number;
+  refused: boolean;
+}
+
+/** A snapshot commit or full collect: what goes as a run of parts when it is large. */
+function isWholeState(msg: SyncMessage): boolean {
+  return (
+    (msg.type === 'commit' && msg.body.kind === 'snapshot') || (msg.type === 'collect' && msg.part.kind === 'full')
+  );
 }
 
 /** How many ops a commit or collect delta carries (it goes whole); undefined for any other message. */

@@ -1,6 +1,6 @@
 // A run of parts was written to the socket in one go, its `bufferedBytesMax` checked only before it: a leader
 // whose followers all needed a snapshot of S bytes held about followers × S in socket buffers at once. A run now
-// goes out a part at a time, each once the buffer is back under the bound, and `send` refuses other messages
+// goes out a part at a time, each once the buffer is back under the bound, and `send` refuses another run
 // until the run is out. Real WebSockets on loopback; the receiving socket is paused, as a slow reader's.
 // States are compared as canonical strings, runs by count: an assertion's diff of a whole fleet takes minutes.
 import { after, describe, it } from 'node:test';
@@ -88,7 +88,7 @@ describe('a run of parts goes out with backpressure', () => {
     const runtimes = fleet(50);
     assert.equal(sender.send(snapshotCommit(1, runtimes)), true);
     await until(() => sender.bufferedBytes > BUFFERED_BYTES_MAX, 'the sender blocked on the paused reader');
-    assert.equal(sender.send({ type: 'announce', term: 1, epoch: 2 }), false, 'refused within the run');
+    assert.equal(sender.send(snapshotCommit(2, runtimes)), false, 'a second run is refused within the run');
     client.resume();
     await until(() => got.length > 0, 'the run, whole');
     assert.ok(sampled.frames > 100, `${sampled.frames} frames`);
@@ -147,7 +147,8 @@ describe('a run of parts goes out with backpressure', () => {
     await until(() => leader.latest() !== undefined, 'the first epoch');
     leader.attach(leaderSide, 'slow');
     await until(() => leaderSide.bufferedBytes > BUFFERED_BYTES_MAX, 'the snapshot run blocked on the follower');
-    // Commits meanwhile are refused on that connection: the follower gets a snapshot of a later epoch after the run.
+    // A delta meanwhile (a runtime of 220 KB) passes what may wait behind the run: refused, it makes the follower get
+    // a snapshot of a later epoch after the run.
     const blocked = leader.latest()!.epoch;
     part = fleet(51);
     leader.notifyChange();

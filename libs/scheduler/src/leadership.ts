@@ -420,6 +420,9 @@ function observeClose(conn: SyncConnection): {
     get bufferedBytes() {
       return conn.bufferedBytes;
     },
+    get backlogged() {
+      return conn.backlogged;
+    },
     ...(conn.peerReadsLatestEpoch === undefined ? {} : { peerReadsLatestEpoch: conn.peerReadsLatestEpoch }),
   };
   return { connection, closed };
