@@ -7,14 +7,14 @@
 // Real WebSockets on loopback; the follower's socket is paused, as a slow reader's, while the run starts.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { RuntimeState, SyncMessage } from '@switchyard/protocol';
+import type { SyncMessage } from '@switchyard/protocol';
 import { EpochLeader, wsSyncConnection } from '@switchyard/epoch';
 import type { SyncConnection } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { recordingFollower, runtimeState } from './support/cluster.ts';
+import { fleet, pausedSocketPair, snapshotCommit } from './support/runs.ts';
 import { pollUntil } from './support/until.ts';
 
 const BUFFERED_BYTES_MAX = 256 * 1024;
@@ -23,50 +23,17 @@ const PART_BYTES = 64 * 1024;
 const until = (check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> =>
   pollUntil(check, what, timeoutMs);
 
-/** `count` runtimes of 4,000 sessions each: some 220 KB of JSON a runtime. */
-const fleet = (count: number): RuntimeState[] =>
-  Array.from({ length: count }, (_, r) =>
-    runtimeState(
-      `leader-r${r}`,
-      'leader',
-      Array.from({ length: 4000 }, (_, i) => `proc-${i % 40}/session-${String(i).padStart(8, '0')}`),
-    ),
-  );
-
-const snapshotCommit = (epoch: number, runtimes: RuntimeState[]): SyncMessage => ({
-  type: 'commit',
-  term: 1,
-  epoch,
-  body: { kind: 'snapshot', snapshot: { epoch, term: 1, runtimes } },
-});
-
 describe('messages sent while a run of parts goes out', () => {
   const closers: Array<() => unknown> = [];
   after(async () => {
     for (const close of closers.reverse()) await close();
   });
 
-  /** A server socket and a client socket on loopback, the client paused before it reads anything. */
-  async function socketPair(): Promise<{ server: WebSocket; client: WebSocket }> {
-    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
-    closers.push(() => {
-      for (const ws of wss.clients) ws.terminate();
-      return new Promise((resolve) => wss.close(resolve));
-    });
-    await new Promise((resolve) => wss.once('listening', resolve));
-    const accepted = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
-    const client = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, { perMessageDeflate: false });
-    closers.push(() => client.terminate());
-    await new Promise((resolve, reject) => client.once('open', resolve).once('error', reject));
-    client.pause();
-    return { server: await accepted, client };
-  }
-
   const connection = (ws: WebSocket): SyncConnection =>
     wsSyncConnection(ws, { bufferedBytesMax: BUFFERED_BYTES_MAX, partBytes: PART_BYTES });
 
   it('wait behind it and follow it in order, up to bufferedBytesMax of them', async () => {
-    const { server, client } = await socketPair();
+    const { server, client } = await pausedSocketPair(closers);
     const sender = connection(server);
     const got: SyncMessage[] = [];
     connection(client).onMessage((msg) => got.push(msg));
@@ -106,7 +73,7 @@ describe('messages sent while a run of parts goes out', () => {
     closers.push(() => leader.stop());
     await clock.advance(1000);
     assert.ok(leader.latest(), 'the first epoch');
-    const { server, client } = await socketPair();
+    const { server, client } = await pausedSocketPair(closers);
     const leaderSide = connection(server);
     const { follower, sink } = recordingFollower('slow', () => [runtimeState('slow-r1', 'slow', ['p1/t1'])]);
     closers.push(() => follower.stop());

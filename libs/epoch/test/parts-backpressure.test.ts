@@ -5,14 +5,14 @@
 // States are compared as canonical strings, runs by count: an assertion's diff of a whole fleet takes minutes.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
 import { systemClock } from '@switchyard/clock';
-import type { RuntimeState, SyncMessage } from '@switchyard/protocol';
+import type { SyncMessage } from '@switchyard/protocol';
 import { EpochLeader, wsSyncConnection } from '@switchyard/epoch';
 import type { SyncConnection } from '@switchyard/epoch';
 import { canonicalStates, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
-import { recordingFollower, runtimeState } from './support/cluster.ts';
+import { recordingFollower } from './support/cluster.ts';
+import { fleet, pausedSocketPair, snapshotCommit } from './support/runs.ts';
 import { pollUntil } from './support/until.ts';
 
 const BUFFERED_BYTES_MAX = 256 * 1024;
@@ -23,44 +23,11 @@ const FRAME_SLACK_BYTES = 1024;
 const until = (check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> =>
   pollUntil(check, what, timeoutMs);
 
-/** `count` runtimes of 4,000 sessions each: some 220 KB of JSON a runtime. */
-const fleet = (count: number, owner = 'leader'): RuntimeState[] =>
-  Array.from({ length: count }, (_, r) =>
-    runtimeState(
-      `${owner}-r${r}`,
-      owner,
-      Array.from({ length: 4000 }, (_, i) => `proc-${i % 40}/session-${String(i).padStart(8, '0')}`),
-    ),
-  );
-
-const snapshotCommit = (epoch: number, runtimes: RuntimeState[]): SyncMessage => ({
-  type: 'commit',
-  term: 1,
-  epoch,
-  body: { kind: 'snapshot', snapshot: { epoch, term: 1, runtimes } },
-});
-
 describe('a run of parts goes out with backpressure', () => {
   const closers: Array<() => unknown> = [];
   after(async () => {
     for (const close of closers.reverse()) await close();
   });
-
-  /** A server socket and a client socket on loopback, the client paused before it reads anything. */
-  async function socketPair(): Promise<{ server: WebSocket; client: WebSocket }> {
-    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
-    closers.push(() => {
-      for (const ws of wss.clients) ws.terminate();
-      return new Promise((resolve) => wss.close(resolve));
-    });
-    await new Promise((resolve) => wss.once('listening', resolve));
-    const accepted = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
-    const client = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, { perMessageDeflate: false });
-    closers.push(() => client.terminate());
-    await new Promise((resolve, reject) => client.once('open', resolve).once('error', reject));
-    client.pause();
-    return { server: await accepted, client };
-  }
 
   /** `ws.bufferedAmount` right after each frame `ws.send` writes: its highest values. */
   function sampleBuffered(ws: WebSocket): { readonly max: number; readonly frames: number } {
@@ -78,7 +45,7 @@ describe('a run of parts goes out with backpressure', () => {
     wsSyncConnection(ws, { bufferedBytesMax: BUFFERED_BYTES_MAX, partBytes: PART_BYTES });
 
   it('holds at most bufferedBytesMax and a part buffered, and a slow reader gets the whole run', async () => {
-    const { server, client } = await socketPair();
+    const { server, client } = await pausedSocketPair(closers);
     const sampled = sampleBuffered(server);
     const sender = connection(server);
     const receiver = connection(client);
@@ -108,7 +75,7 @@ describe('a run of parts goes out with backpressure', () => {
   });
 
   it('a close mid-run drops the rest of it', async () => {
-    const { server, client } = await socketPair();
+    const { server, client } = await pausedSocketPair(closers);
     const sampled = sampleBuffered(server);
     const sender = connection(server);
     const receiver = connection(client);
@@ -139,7 +106,7 @@ describe('a run of parts goes out with backpressure', () => {
       debounceMs: 5,
     });
     closers.push(() => leader.stop());
-    const { server, client } = await socketPair();
+    const { server, client } = await pausedSocketPair(closers);
     const leaderSide = connection(server);
     const { follower, sink } = recordingFollower('slow', () => []);
     closers.push(() => follower.stop());
