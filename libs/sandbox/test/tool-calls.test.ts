@@ -8,7 +8,7 @@ import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { Engine, SandboxHost } from '@switchyard/sandbox';
 import { z } from 'zod';
-import { FLAVOURS, connect, type TestClient } from './fixtures/clients.ts';
+import { FLAVOURS, connect } from './fixtures/clients.ts';
 import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
 /** Declares `tools` and installs none: a custom engine whose tools come and go (none now). */
@@ -25,33 +25,57 @@ const toolless: Engine = {
   },
 };
 
+/**
+ * For the enclosing suite: a host serving `engine` as class `default` over HTTP/1.1, recording its
+ * onToolCall (as `record` words it, none without `record`) in `calls`, and closing the clients put in `open`
+ * after each test.
+ */
+function servedEngine(
+  name: string,
+  engine: Engine,
+  options: { record?: (cls: string, outcome: string, seconds: number) => string; clock?: ManualClock } = {},
+): { readonly served: Served; readonly calls: string[]; readonly open: Array<{ close(): Promise<unknown> }> } {
+  let host: SandboxHost | undefined;
+  let served: Served | undefined;
+  const calls: string[] = [];
+  const open: Array<{ close(): Promise<unknown> }> = [];
+  const { record, clock } = options;
+  before(async () => {
+    host = testHost({
+      runtimeId: 'rt-1',
+      classes: { default: { engine: 'custom', name } },
+      engines: { [name]: engine },
+      ...(clock ? { clock } : {}),
+      ...(record ? { onToolCall: (...args: [string, string, number]) => calls.push(record(...args)) } : {}),
+    });
+    served = await serveHttp1(host);
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  after(async () => {
+    await served?.close();
+    await host?.close();
+  });
+  return {
+    get served() {
+      return served!;
+    },
+    calls,
+    open,
+  };
+}
+
 for (const counted of [false, true]) {
   describe(`a sandbox that declares tools and has none yet, ${counted ? 'with' : 'without'} onToolCall`, () => {
-    let host: SandboxHost;
-    let served: Served;
-    const calls: string[] = [];
-    const open: TestClient[] = [];
-
-    before(async () => {
-      host = testHost({
-        runtimeId: 'rt-1',
-        classes: { default: { engine: 'custom', name: 'toolless' } },
-        engines: { toolless },
-        ...(counted ? { onToolCall: (cls: string, outcome: string) => calls.push(`${cls} ${outcome}`) } : {}),
-      });
-      served = await serveHttp1(host);
-    });
-    afterEach(async () => {
-      await Promise.all(open.splice(0).map((c) => c.close()));
-    });
-    after(async () => {
-      await served.close();
-      await host.close();
-    });
+    const suite = servedEngine('toolless', toolless, counted ? { record: (cls, outcome) => `${cls} ${outcome}` } : {});
+    const { calls, open } = suite;
 
     for (const flavour of FLAVOURS) {
       it(`${flavour}: lists no tools, and a call of one is an error told once`, async () => {
-        const c = await connect(flavour, served.url, served.fetch, { 'x-switchyard-process': `p-${flavour}` });
+        const c = await connect(flavour, suite.served.url, suite.served.fetch, {
+          'x-switchyard-process': `p-${flavour}`,
+        });
         open.push(c);
         assert.deepEqual(await c.listToolNames(), []);
         calls.length = 0;
@@ -80,31 +104,14 @@ const refused: Engine = {
 };
 
 describe('a tool result the SDK refuses', () => {
-  let host: SandboxHost;
-  let served: Served;
-  const calls: string[] = [];
-  const open: TestClient[] = [];
-
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-1',
-      classes: { default: { engine: 'custom', name: 'refused' } },
-      engines: { refused },
-      onToolCall: (cls: string, outcome: string) => calls.push(`${cls} ${outcome}`),
-    });
-    served = await serveHttp1(host);
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close()));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-  });
+  const suite = servedEngine('refused', refused, { record: (cls, outcome) => `${cls} ${outcome}` });
+  const { calls, open } = suite;
 
   for (const flavour of FLAVOURS) {
     it(`${flavour}: reaches the client as an error and is counted as one`, async () => {
-      const c = await connect(flavour, served.url, served.fetch, { 'x-switchyard-process': `p-${flavour}` });
+      const c = await connect(flavour, suite.served.url, suite.served.fetch, {
+        'x-switchyard-process': `p-${flavour}`,
+      });
       open.push(c);
       calls.length = 0;
       await assert.rejects(c.callText('refused'), /Invalid tools\/call result/);
@@ -143,28 +150,11 @@ const confirming: Engine = {
 
 describe('a tool call that takes several rounds', () => {
   const clock = new ManualClock();
-  let host: SandboxHost;
-  let served: Served;
-  const calls: string[] = [];
-  const open: Client[] = [];
-
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-1',
-      classes: { default: { engine: 'custom', name: 'confirming' } },
-      engines: { confirming },
-      clock,
-      onToolCall: (cls: string, outcome: string, seconds: number) => calls.push(`${cls} ${outcome} ${seconds}`),
-    });
-    served = await serveHttp1(host);
+  const suite = servedEngine('confirming', confirming, {
+    clock,
+    record: (cls, outcome, seconds) => `${cls} ${outcome} ${seconds}`,
   });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close()));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-  });
+  const { calls, open } = suite;
 
   for (const era of ['legacy', 'modern'] as const) {
     it(`${era}: is counted once, timed from its first round to its last`, async () => {
@@ -182,7 +172,7 @@ describe('a tool call that takes several rounds', () => {
       });
       const headers = { 'x-switchyard-process': `p-rounds-${era}` };
       await client.connect(
-        new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }),
+        new StreamableHTTPClientTransport(new URL('/mcp', suite.served.url), { requestInit: { headers } }),
       );
       open.push(client);
       calls.length = 0;
