@@ -8,24 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { SchedulerTarget } from './inspect.ts';
+import { commandHelp, OVERVIEW } from './help.ts';
 import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
-
-const USAGE = `usage:
-  switchyard up [--processes] [--gateway-port 8080] [--scheduler-port 7070] [--log-level warn]
-  switchyard status [--scheduler http://127.0.0.1:7070] [--token <api token> | --token-file <file>]
-  switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token> | --token-file <file>]
-  switchyard runtime join <scheduler-url> (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100] [--wait-seconds 30]
-  switchyard check scheduler [--scheduler <url>] [--replica <url>]... [--token <api token> | --token-file <file>] [--wait-seconds 30]
-  switchyard check gateway [--gateway http://127.0.0.1:8080/mcp] [--auth-required]
-
-status, explain and check scheduler: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens,
-when it sets any; --token-file reads the first of a file's tokens (one per line, as the chart's Secret holds them);
-runtime join: --token (or SWITCHYARD_JOIN_TOKEN, out of sight of ps and shell history) is a join token, and
---token-file reads the first of a file's tokens as above; --wait-seconds bounds how long it dials before a
-scheduler takes it (opens its /watch; a dial still in flight then is waited for); once joined, a scheduler
-that goes away is dialled until Ctrl-C.
-check: exits 0 when the replicas agree on a leader, term and epoch (scheduler), or /readyz and an MCP
-initialize answer (gateway: 200, or 401 with a Bearer challenge under --auth-required); else 1, saying why.`;
 
 function port(value: string | undefined, fallback: number, flag: string): number {
   if (value === undefined) return fallback;
@@ -195,9 +179,9 @@ async function check(argv: readonly string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  // Help wherever it is asked for: `switchyard -h`, `switchyard status --help`.
+  // Help wherever it is asked for: `switchyard -h`, `switchyard status --help` (that command's own).
   if (argv.some((arg) => arg === '--help' || arg === '-h')) {
-    await print(process.stdout, USAGE);
+    await print(process.stdout, commandHelp(argv.slice(0, 2)) ?? OVERVIEW);
     return 0;
   }
   switch (command) {
@@ -303,8 +287,7 @@ async function main(argv: string[]): Promise<number> {
       return check(rest);
     case undefined:
     case 'help':
-    case '--help':
-      await print(process.stdout, USAGE);
+      await print(process.stdout, commandHelp(rest.slice(0, 2)) ?? OVERVIEW);
       return 0;
     default:
       throw new UsageError(`unknown command: ${command}`);
@@ -316,7 +299,7 @@ main(process.argv.slice(2)).then(
   async (error: unknown) => {
     // Every mistake parseArgs finds (an unknown option, a missing value, a value given to a flag) is bad usage.
     if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
-      await print(process.stderr, `switchyard: ${(error as Error).message}\n${USAGE}`);
+      await print(process.stderr, `switchyard: ${(error as Error).message}\n${OVERVIEW}`);
       process.exit(2);
     }
     await print(process.stderr, `switchyard: ${(error as Error).message}`);

@@ -1,0 +1,79 @@
+// `switchyard <command> --help` prints that command's own help (its synopsis,
+// its flags and an example) on stdout and exits 0; `switchyard --help` prints
+// the overview of every command.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { runCli } from './support.ts';
+
+const COMMANDS = [
+  { args: ['up', '--help'], command: 'up', flag: '--processes', example: 'switchyard up --gateway-port 0' },
+  { args: ['status', '-h'], command: 'status', flag: '--token-file <file>', example: 'switchyard status --scheduler' },
+  {
+    args: ['explain', '--help'],
+    command: 'explain',
+    flag: '--thread <id>',
+    example: 'switchyard explain --class demo',
+  },
+  {
+    args: ['runtime', 'join', '--help'],
+    command: 'runtime join',
+    flag: '--sandboxes <n>',
+    example: 'switchyard runtime join http://127.0.0.1:7070 --token-file',
+  },
+  {
+    args: ['check', 'scheduler', '--help'],
+    command: 'check scheduler',
+    flag: '--replica <url>',
+    example: 'switchyard check scheduler --scheduler',
+  },
+  {
+    args: ['check', 'gateway', '--scheduler', 'x', '-h'],
+    command: 'check gateway',
+    flag: '--auth-required',
+    example: 'switchyard check gateway --gateway',
+  },
+];
+
+/** The commands whose synopsis a help text holds under its `usage:` headings, in its order. */
+const synopses = (text: string): string[] =>
+  [...text.matchAll(/^usage:\n((?: {2}.*\n?)+)/gm)].flatMap((block) =>
+    [...block[1]!.matchAll(/^ {2}switchyard ((?:[a-z]+ ?)+?)(?= [[<(-]|$)/gm)].map((m) => m[1]!.trim()),
+  );
+
+describe('switchyard help', { concurrency: true }, () => {
+  for (const c of COMMANDS) {
+    it(`prints the help of ${c.command} alone, with its flags and an example, for ${c.args.join(' ')}`, async () => {
+      const { code, stdout, stderr } = await runCli(c.args);
+      assert.equal(code, 0, stderr);
+      assert.match(stdout, new RegExp(`^usage:\\n {2}switchyard ${c.command} `));
+      assert.ok(stdout.includes(`\n  ${c.flag} `), stdout);
+      assert.ok(stdout.includes(`example:\n  ${c.example}`), stdout);
+      assert.deepEqual(synopses(stdout), [c.command]);
+    });
+  }
+
+  it('prints both checks for check --help, and runtime join for runtime --help', async () => {
+    const check = await runCli(['check', '--help']);
+    assert.equal(check.code, 0);
+    assert.deepEqual(synopses(check.stdout), ['check scheduler', 'check gateway']);
+    const runtime = await runCli(['runtime', '-h']);
+    assert.equal(runtime.code, 0);
+    assert.match(runtime.stdout, /^usage:\n {2}switchyard runtime join </);
+  });
+
+  for (const args of [['--help'], ['-h'], ['help']]) {
+    it(`prints the overview of every command for ${args.join(' ')}, and how to get one's own`, async () => {
+      const { code, stdout } = await runCli(args);
+      assert.equal(code, 0);
+      assert.deepEqual(synopses(stdout), [
+        'up',
+        'status',
+        'explain',
+        'runtime join',
+        'check scheduler',
+        'check gateway',
+      ]);
+      assert.match(stdout, /switchyard <command> --help describes one command/);
+    });
+  }
+});
