@@ -286,6 +286,8 @@ async function main(argv: string[]): Promise<number> {
     case 'check':
       return check(rest);
     case undefined:
+      // Bad usage like an unknown command: a script that lost its command must not pass for one that ran.
+      throw new UsageError('no command given; switchyard --help lists them');
     case 'help':
       await print(process.stdout, commandHelp(rest.slice(0, 2)) ?? OVERVIEW);
       return 0;

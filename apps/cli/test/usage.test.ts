@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { runCli } from './support.ts';
 
 const BAD_USAGE = [
+  { name: 'no command', args: [], says: /^switchyard: no command given; switchyard --help lists them$/m },
   { name: 'an unknown command', args: ['launch'], says: /unknown command: launch/ },
   { name: 'an unknown option', args: ['up', '--turbo'], says: /Unknown option '--turbo'/ },
   {
