@@ -86,6 +86,10 @@ function messageOf(text: string, contentType: string): unknown {
   }
 }
 
+function isJsonRpc(message: unknown): boolean {
+  return (message as { jsonrpc?: unknown } | undefined)?.jsonrpc === '2.0';
+}
+
 /** A short printable account of an answer that is not the one wanted: its JSON-RPC or API error, else its start. */
 function described(response: Response, text: string): string {
   const message = messageOf(text, response.headers.get('content-type') ?? '') as
@@ -121,6 +125,13 @@ export async function checkGateway(check: GatewayCheck): Promise<string> {
     }
     if (!/^Bearer\b/i.test(challenge)) throw new Error(`${where} answered 401 without a Bearer challenge`);
     return `gateway ok: /readyz 200, and ${where} asks for credentials (401, ${printable(challenge.slice(0, 200))})`;
+  }
+  if (response.status === 404 && !isJsonRpc(messageOf(text, response.headers.get('content-type') ?? ''))) {
+    // A gateway answers every 404 of its MCP endpoint with a JSON-RPC error; one without is from something else.
+    throw new Error(
+      `${where} answered 404 for ${printable(url.pathname)}: is this a gateway's MCP endpoint? ` +
+        "(a scheduler's address goes to check scheduler --scheduler)",
+    );
   }
   if (response.status !== 200) throw new Error(`initialize at ${where} answered ${described(response, text)}`);
   if (check.authRequired) {

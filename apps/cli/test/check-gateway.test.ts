@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runCli } from './support.ts';
+import { runCli, startOneReplica } from './support.ts';
 
 const RESULT = { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'stand-in' } } };
 
@@ -69,6 +69,16 @@ describe('switchyard check gateway', () => {
     assert.match(stderr, /initialize at .* answered HTTP 503: no runtime serves class demo/);
   });
 
+  it("reports a gateway's own 404 by its reason: the endpoint is one, the request went wrong", async () => {
+    answer = (_req, res) =>
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Not found: a reason' } }));
+    const { code, stderr } = await check();
+    assert.equal(code, 1);
+    assert.match(stderr, /initialize at .* answered HTTP 404: Not found: a reason/);
+  });
+
   it('with --auth-required, passes on a Bearer challenge and fails a 401 without one', async () => {
     answer = (_req, res) => res.writeHead(401, { 'www-authenticate': 'Bearer realm="switchyard"' }).end();
     const challenged = await check('--auth-required');
@@ -90,5 +100,22 @@ describe('switchyard check gateway', () => {
     ready = 200;
     assert.equal(code, 1);
     assert.match(stderr, /\/readyz answered HTTP 503: draining/);
+  });
+});
+
+describe('switchyard check gateway given a scheduler', () => {
+  it("says the address may be no gateway's MCP endpoint, and where a scheduler's goes", async () => {
+    const replica = await startOneReplica({ joinTokens: () => ['join-token-for-this-test'] });
+    try {
+      const { code, stdout, stderr } = await runCli(['check', 'gateway', '--gateway', `${replica.url}/mcp`]);
+      assert.equal(code, 1);
+      assert.equal(stdout, '');
+      assert.match(
+        stderr,
+        /answered 404 for \/mcp: is this a gateway's MCP endpoint\? \(a scheduler's address goes to check scheduler --scheduler\)/,
+      );
+    } finally {
+      await replica.close();
+    }
   });
 });
