@@ -17,7 +17,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { EventStreamUpstream } from './event-streams.ts';
 import { GATEWAY_DEFAULTS, resolveOptions } from './options.ts';
 import type { GatewayOptions } from './options.ts';
-import { matchTarget } from './request-target.ts';
+import { matchTarget, notFoundMessage } from './request-target.ts';
 import type { RequestTarget } from './request-target.ts';
 import { RelayConnections } from './relay-connections.ts';
 import { createProtectedResource } from './protected-resource.ts';
@@ -435,7 +435,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     if (!target) {
-      sendError(res, 'not_found', 'Not found: the MCP endpoint is /mcp, or /mcp/<class>/<process>');
+      sendError(res, 'not_found', notFoundMessage(req.url));
       return;
     }
     handle(req, res, target).catch((error: unknown) => fail(req, res, error));

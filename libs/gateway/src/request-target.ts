@@ -32,6 +32,19 @@ function decodeSegment(segment: string): string {
  * router cost more per request than the rest of the gateway's own work.
  */
 export function matchTarget(url: string | undefined): RequestTarget | undefined {
+  const split = splitTarget(url);
+  if (!split) return undefined;
+  const { path, search } = split;
+  if (path.length < MCP.length || path.slice(0, MCP.length).toLowerCase() !== MCP) return undefined;
+  if (path.length === MCP.length) return { params: NO_PARAMS, search };
+  if (path.charCodeAt(MCP.length) !== 47) return undefined;
+  const rest = path.slice(MCP.length + 1).split('/');
+  if (rest.length !== 2 || rest[0] === '' || rest[1] === '') return undefined;
+  return { params: { class: decodeSegment(rest[0]!), process: decodeSegment(rest[1]!) }, search };
+}
+
+/** A request target's path (one trailing slash dropped) and its raw query; undefined for an unparsable one. */
+function splitTarget(url: string | undefined): { path: string; search: string } | undefined {
   let raw = url ?? '/';
   // Absolute-form request targets (`POST http://host/mcp`) are legal HTTP/1.1.
   if (raw.charCodeAt(0) !== 47 /* '/' */) {
@@ -43,12 +56,20 @@ export function matchTarget(url: string | undefined): RequestTarget | undefined 
   let path = q === -1 ? raw : raw.slice(0, q);
   const search = q === -1 ? '' : raw.slice(q + 1);
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-  if (path.length < MCP.length || path.slice(0, MCP.length).toLowerCase() !== MCP) return undefined;
-  if (path.length === MCP.length) return { params: NO_PARAMS, search };
-  if (path.charCodeAt(MCP.length) !== 47) return undefined;
-  const rest = path.slice(MCP.length + 1).split('/');
-  if (rest.length !== 2 || rest[0] === '' || rest[1] === '') return undefined;
-  return { params: { class: decodeSegment(rest[0]!), process: decodeSegment(rest[1]!) }, search };
+  return { path, search };
+}
+
+/**
+ * What the 404 for a target matchTarget refused says. The path form short of
+ * its process (`/mcp/<class>`) is most likely half of a sandbox's URL: its
+ * message names the missing part rather than listing both forms.
+ */
+export function notFoundMessage(url: string | undefined): string {
+  const path = splitTarget(url)?.path;
+  if (path !== undefined && /^\/mcp\/[^/]+$/i.test(path)) {
+    return 'Not found: the process part is missing; the path form is /mcp/<class>/<process>, or use /mcp';
+  }
+  return 'Not found: the MCP endpoint is /mcp, or /mcp/<class>/<process>';
 }
 
 /** The query as `node:querystring` reads it (repeated keys become arrays), parsed only when asked for. */

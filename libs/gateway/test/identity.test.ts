@@ -79,14 +79,38 @@ describe('identity strategies', () => {
       await h.close();
     }
   });
-  it('answers a path of neither form 404, naming both, so a client given /mcp/<class> learns the other half', async () => {
+  it('answers a path of neither form 404, naming both', async () => {
     const h = await startHarness(1);
     try {
-      for (const path of ['/mcp/demo', '/mcp/demo/box-1/more', '/']) {
+      for (const path of ['/mcp/demo/box-1/more', '/', '/mcp/']) {
         const res = await post(h.url.replace(/\/mcp$/, path), INITIALIZE);
+        if (path === '/mcp/') {
+          assert.equal(res.status, 200, 'one trailing slash is /mcp');
+          continue;
+        }
         assert.equal(res.status, 404, path);
         const { error } = res.json as { error: { message: string } };
         assert.equal(error.message, 'Not found: the MCP endpoint is /mcp, or /mcp/<class>/<process>', path);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('answers /mcp/<class> 404 saying its process part is missing, so its client learns the other half', async () => {
+    const h = await startHarness(1);
+    try {
+      for (const path of ['/mcp/demo', '/MCP/demo/']) {
+        const res = await post(h.url.replace(/\/mcp$/, path), INITIALIZE);
+        assert.equal(res.status, 404, path);
+        const { jsonrpc, error } = res.json as { jsonrpc: string; error: { code: number; message: string } };
+        assert.equal(jsonrpc, '2.0');
+        assert.equal(typeof error.code, 'number');
+        assert.equal(
+          error.message,
+          'Not found: the process part is missing; the path form is /mcp/<class>/<process>, or use /mcp',
+          path,
+        );
       }
     } finally {
       await h.close();
