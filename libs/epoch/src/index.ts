@@ -10,7 +10,17 @@ export type { EpochLeaderOptions, CommitInfo } from './leader.ts';
 export { EpochFollower } from './follower.ts';
 export type { EpochFollowerOptions } from './follower.ts';
 export { EPOCH_DEFAULTS } from './options.ts';
-export type { ApplyFn, DiffFn, EpochRef, EpochSink, MergeFn, RejectInfo, SyncConnection } from './types.ts';
+export type {
+  ApplyFn,
+  DiffFn,
+  EpochRef,
+  EpochSink,
+  MergeFn,
+  RejectInfo,
+  SnapshotInfo,
+  SnapshotReason,
+  SyncConnection,
+} from './types.ts';
 export {
   wsSyncConnection,
   WS_SYNC_DEFAULTS,

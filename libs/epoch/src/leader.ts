@@ -5,7 +5,7 @@ import { EpochHistory } from './history.ts';
 import { EPOCH_DEFAULTS, checkInt } from './options.ts';
 import { effectivePart, makeRoom, newSlot } from './slots.ts';
 import type { FollowerSlot } from './slots.ts';
-import type { ApplyFn, DiffFn, EpochRef, EpochSink, MergeFn, SyncConnection } from './types.ts';
+import type { ApplyFn, DiffFn, EpochRef, EpochSink, MergeFn, SnapshotInfo, SyncConnection } from './types.ts';
 
 /** Reported after each new epoch. `bytes` is the size of the delta commit (the snapshot for the first epoch). */
 export interface CommitInfo {
@@ -48,6 +48,8 @@ export interface EpochLeaderOptions {
    */
   readonly seedParts?: ReadonlyMap<string, readonly RuntimeState[]>;
   readonly onCommit?: (info: CommitInfo) => void;
+  /** A follower's connection took a snapshot (the latest epoch, whole), with why it needed one. */
+  readonly onSnapshotSent?: (info: SnapshotInfo) => void;
   /**
    * A follower sent `error` (e.g. it fenced this leader off: `term` above ours). `latestEpoch` is the
    * follower's latest epoch when it says (followers before this field do not).
@@ -84,6 +86,9 @@ interface Cycle {
  *   no more deltas and receives a
  *   snapshot once its connection accepts again, before any further
  *   announce (which tells it its epoch is current);
+ * - every snapshot a follower's connection takes is reported to
+ *   `onSnapshotSent` with why it needed one, and for one that refused a
+ *   delta, how many such it got since it last took a delta;
  * - a follower whose connection is `backlogged` (a snapshot still going
  *   out to it in parts) is announced to, but no cycle waits for its answer;
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
@@ -95,7 +100,10 @@ interface Cycle {
  */
 export class EpochLeader {
   readonly #o: Required<
-    Omit<EpochLeaderOptions, 'sink' | 'onCommit' | 'onFollowerError' | 'onFollowerForgotten' | 'seedParts'>
+    Omit<
+      EpochLeaderOptions,
+      'sink' | 'onCommit' | 'onSnapshotSent' | 'onFollowerError' | 'onFollowerForgotten' | 'seedParts'
+    >
   > &
     EpochLeaderOptions;
   readonly #history: EpochHistory;
@@ -167,7 +175,13 @@ export class EpochLeader {
       this.#slots.set(replica, slot);
     }
     const previous = slot.conn;
-    Object.assign(slot, { conn, partVersion: undefined, detachedAtMs: undefined, needsSnapshot: true });
+    Object.assign(slot, {
+      conn,
+      partVersion: undefined,
+      detachedAtMs: undefined,
+      needsSnapshot: 'attached',
+      behindInARow: 0,
+    });
     const attached = slot;
     conn.onMessage((msg) => {
       if (attached.conn === conn && !this.#stopped) this.#handle(attached, conn, msg);
@@ -269,7 +283,7 @@ export class EpochLeader {
       }
       case 'resync':
         if (msg.what === 'snapshot') {
-          slot.needsSnapshot = true;
+          slot.needsSnapshot ??= 'asked';
           this.#sendSnapshot(slot);
         }
         return;
@@ -336,7 +350,9 @@ export class EpochLeader {
       this.#o.sink?.delta(epoch, term, base.epoch, ops);
       const delta: SyncMessage = { type: 'commit', term, epoch, body: { kind: 'delta', baseEpoch: base.epoch, ops } };
       for (const slot of this.#slots.values()) {
-        if (slot.conn && !slot.needsSnapshot && !slot.conn.send(delta)) slot.needsSnapshot = true;
+        if (!slot.conn || slot.needsSnapshot) continue;
+        if (slot.conn.send(delta)) slot.behindInARow = 0;
+        else slot.needsSnapshot = 'behind';
       }
       this.#o.onCommit?.({ epoch, term, bytes: messageBytes(delta), durationMs: clock.monotonicNow() - startedMs });
     } else {
@@ -372,8 +388,13 @@ export class EpochLeader {
   /** Sends the latest epoch as a snapshot if the slot waits for one and its connection accepts it. */
   #sendSnapshot(slot: FollowerSlot): void {
     const latest = this.#history.latest();
-    if (!slot.needsSnapshot || !slot.conn || !latest) return;
-    if (slot.conn.send(this.#latestSnapshot(latest))) slot.needsSnapshot = false;
+    const reason = slot.needsSnapshot;
+    if (!reason || !slot.conn || !latest) return;
+    if (!slot.conn.send(this.#latestSnapshot(latest))) return;
+    slot.needsSnapshot = undefined;
+    if (reason === 'behind') slot.behindInARow++;
+    const behindInARow = reason === 'behind' ? slot.behindInARow : 0;
+    this.#o.onSnapshotSent?.({ replica: slot.replica, reason, epoch: latest.epoch, behindInARow });
   }
 
   /** The snapshot commit of the latest epoch, built once and shared by every follower that needs it. */

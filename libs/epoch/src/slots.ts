@@ -1,5 +1,5 @@
 import type { RuntimeState } from '@switchyard/protocol';
-import type { SyncConnection } from './types.ts';
+import type { SnapshotReason, SyncConnection } from './types.ts';
 
 /** What the leader knows of one follower replica. Times are `Clock.monotonicNow()` readings. */
 export interface FollowerSlot {
@@ -11,8 +11,10 @@ export interface FollowerSlot {
   partVersion: number | undefined;
   lastCollectMs: number;
   detachedAtMs: number | undefined;
-  /** Deltas are useless to it until it has a snapshot (new, gap, or backpressure). */
-  needsSnapshot: boolean;
+  /** Why it waits for a snapshot, if it does: deltas are useless to it until it has one. */
+  needsSnapshot: SnapshotReason | undefined;
+  /** Snapshots it got for refusing a delta since it last took one (on this connection). */
+  behindInARow: number;
   /** Memo of the part marked unavailable, so an unchanged stale part keeps its identity. */
   stale: { readonly of: readonly RuntimeState[]; readonly states: readonly RuntimeState[] } | undefined;
 }
@@ -25,7 +27,8 @@ export function newSlot(replica: string, nowMs: number): FollowerSlot {
     partVersion: undefined,
     lastCollectMs: nowMs,
     detachedAtMs: undefined,
-    needsSnapshot: true,
+    needsSnapshot: 'attached',
+    behindInARow: 0,
     stale: undefined,
   };
 }

@@ -66,6 +66,26 @@ export interface SyncConnection {
   readonly peerReadsLatestEpoch?: boolean;
 }
 
+/**
+ * Why the leader sends a follower a snapshot: it `attached` (a new connection), it `asked` (it saw a gap), or
+ * it fell `behind` (its connection refused a delta: backpressure, a run of parts ahead of it, or a delta above
+ * its limits).
+ */
+export type SnapshotReason = 'attached' | 'asked' | 'behind';
+
+/** A snapshot the leader's connection to a follower took. */
+export interface SnapshotInfo {
+  readonly replica: string;
+  readonly reason: SnapshotReason;
+  readonly epoch: number;
+  /**
+   * Snapshots sent to it for `behind` since it last took a delta on this connection, this one included (0 for
+   * another reason). Each costs the whole cluster's state: a count that keeps growing is a follower that reads
+   * slower than the cluster changes.
+   */
+  readonly behindInARow: number;
+}
+
 /** What a follower reports through `onReject` when it fences off a message. */
 export interface RejectInfo {
   readonly type: SyncMessage['type'];

@@ -12,6 +12,7 @@ import {
   connectSync,
   createSyncServer,
   type CommitInfo,
+  type SnapshotReason,
   type SyncConnection,
   type SyncServer,
 } from '@switchyard/epoch';
@@ -20,6 +21,7 @@ import { applyOps as apply, diffStates, mergeParts } from '@switchyard/schedulin
 import { watchTokenRevocations, type TokenRevocations } from '@switchyard/service';
 import { bearerMatches } from '@switchyard/tunnel';
 import type { ClusterView } from './cluster-view.ts';
+import { FollowerSnapshots } from './follower-snapshots.ts';
 import type { ReplicaLogger } from './options.ts';
 
 export interface LeadershipOptions {
@@ -47,6 +49,8 @@ export interface LeadershipOptions {
   readonly view: ClusterView;
   readonly logger: ReplicaLogger;
   readonly onLeaderCommit?: (info: CommitInfo) => void;
+  /** Leading, this replica sent a follower a snapshot of the latest epoch, for `reason`. */
+  readonly onLeaderSnapshot?: (reason: SnapshotReason) => void;
   readonly onRoleChange?: () => void;
 }
 
@@ -95,11 +99,15 @@ export class Leadership {
   #followGeneration = 0;
   #stopped = false;
   readonly #frameLimitLog: Throttle;
+  readonly #followerSnapshots: FollowerSnapshots;
 
   constructor(options: LeadershipOptions) {
     this.#options = options;
     const { replicaId, replicaUrl, clock, view, localPart } = options;
     this.#frameLimitLog = new Throttle(clock, FRAME_LIMIT_LOG_INTERVAL_MS);
+    this.#followerSnapshots = new FollowerSnapshots(options.logger, clock, (reason) =>
+      options.onLeaderSnapshot?.(reason),
+    );
     this.#follower = new EpochFollower({
       replicaId,
       clock,
@@ -211,6 +219,7 @@ export class Leadership {
       seedParts: partsByOwner(options.view.states(), this.#takeOverFrom()),
       ...epochOptions,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
+      onSnapshotSent: (info) => this.#followerSnapshots.sent(info),
       onFollowerError: (replica, followerTerm, reason, latestEpoch) => {
         options.logger.warn({ replica, term: followerTerm, latestEpoch, reason }, 'follower reported an error');
         this.#toldEpoch = Math.max(this.#toldEpoch, latestEpoch ?? 0);

@@ -12,6 +12,7 @@ export interface ReplicaMetrics {
   readonly epochLagSeconds: Gauge;
   readonly cycleSeconds: Histogram;
   readonly commitBytes: Histogram;
+  readonly snapshotsSent: Counter<'reason'>;
   readonly runtimes: Gauge<'state'>;
   readonly scheduleRequests: Counter<'outcome'>;
   readonly scheduleSeconds: Histogram;
@@ -53,6 +54,11 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
       name: 'epoch_commit_bytes',
       help: 'Leader: size of a commit message',
       buckets: [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304],
+    }),
+    snapshotsSent: metrics.counter({
+      name: 'epoch_snapshots_sent_total',
+      help: 'Leader: snapshots of the latest epoch sent to followers, by reason: attached (a new connection), asked (the follower saw a gap), behind (its connection refused a delta)',
+      labelNames: ['reason'],
     }),
     runtimes: metrics.gauge({ name: 'runtimes', help: 'Runtimes in the latest epoch by state', labelNames: ['state'] }),
     scheduleRequests: metrics.counter({

@@ -189,6 +189,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       metrics.cycleSeconds.observe(info.durationMs / 1000);
       metrics.commitBytes.observe(info.bytes);
     },
+    onLeaderSnapshot: (reason) => metrics.snapshotsSent.inc({ reason }),
     onRoleChange: () => {
       metrics.isLeader.set(leadership.isLeader ? 1 : 0);
       ui.notify();

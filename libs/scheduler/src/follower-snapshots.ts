@@ -1,0 +1,43 @@
+import { Throttle, type Clock } from '@switchyard/clock';
+import type { SnapshotInfo, SnapshotReason } from '@switchyard/epoch';
+import type { ReplicaLogger } from './options.ts';
+
+/**
+ * Snapshots in a row, each sent because the follower's connection refused a delta, that make it a follower
+ * that cannot keep up. One or two follow a burst of changes or a slow moment; three mean its every epoch
+ * goes out whole, and that costs the whole cluster's state each time.
+ */
+export const BEHIND_IN_A_ROW_WARN = 3;
+
+/** Such a follower stays so for as long as the cluster changes faster than it reads: one line a minute says it. */
+export const FOLLOWER_BEHIND_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * The leader's view of the snapshots it sends followers: each is counted by reason (`count`), and a follower
+ * sent `BEHIND_IN_A_ROW_WARN` or more in a row for refusing deltas is warned of, naming it, at most once per
+ * `FOLLOWER_BEHIND_LOG_INTERVAL_MS` (whichever follower it is), with `unlogged` counting those held back.
+ */
+export class FollowerSnapshots {
+  readonly #logger: ReplicaLogger;
+  readonly #throttle: Throttle;
+  readonly #count: (reason: SnapshotReason) => void;
+
+  constructor(logger: ReplicaLogger, clock: Clock, count: (reason: SnapshotReason) => void) {
+    this.#logger = logger;
+    this.#throttle = new Throttle(clock, FOLLOWER_BEHIND_LOG_INTERVAL_MS);
+    this.#count = count;
+  }
+
+  sent(info: SnapshotInfo): void {
+    this.#count(info.reason);
+    if (info.behindInARow < BEHIND_IN_A_ROW_WARN) return;
+    const unlogged = this.#throttle.pass('behind');
+    if (unlogged === undefined) return;
+    this.#logger.warn(
+      { replica: info.replica, snapshots: info.behindInARow, epoch: info.epoch, unlogged },
+      'a follower refuses the deltas between the snapshots it gets, and gets the whole cluster state each epoch: ' +
+        'it reads slower than the cluster changes (its CPU, the network between the replicas, or a state too large ' +
+        'to read between two commits); give its pod more CPU or check that network',
+    );
+  }
+}

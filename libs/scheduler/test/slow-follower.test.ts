@@ -1,0 +1,154 @@
+// A follower whose connection refuses a delta gets the latest epoch whole at the next cycle. One that reads slower
+// than the cluster changes refuses the delta after each such snapshot, and gets snapshot after snapshot: it
+// converges, but each costs the whole cluster's state, and nothing said so (its epoch lag at most). The leader now
+// counts every snapshot it sends by reason, and warns, naming the follower, of one sent three or more in a row
+// for refusing deltas, at most once a minute.
+// A real leader and real followers on in-memory links; the slow follower's link has a small send buffer that
+// fills with what the leader sends and empties only when the test lets that follower read.
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '@switchyard/clock/testing';
+import { EpochFollower, EpochLeader, type EpochSink } from '@switchyard/epoch';
+import { MemoryLink, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import type { RuntimeState } from '@switchyard/protocol';
+import { createMetrics } from '@switchyard/service';
+import { FOLLOWER_BEHIND_LOG_INTERVAL_MS, FollowerSnapshots } from '../src/follower-snapshots.ts';
+import { createReplicaMetrics } from '../src/metrics.ts';
+import { recordingLogger, type LoggedLine } from './support.ts';
+
+const CYCLE_MS = 1000;
+const SLOW_BUFFER_BYTES_MAX = 512;
+
+function runtimeState(id: string, owner: string, threads: number): RuntimeState {
+  const refs = Array.from({ length: threads }, (_, i) => ({ process: 'p1', thread: `thread-${i}` }));
+  return {
+    runtime: {
+      id,
+      classes: ['default'],
+      metadata: {},
+      version: '1.0.0',
+      idleWeight: { sandboxes: 4 },
+      available: true,
+      owner,
+      generation: 1,
+    },
+    processes: ['p1'],
+    threads: refs,
+  };
+}
+
+/** A follower whose sink keeps only the epoch it holds. */
+function follower(replica: string, clock: ManualClock): { follower: EpochFollower; epoch: () => number } {
+  let held = 0;
+  const sink: EpochSink = { snapshot: (epoch) => (held = epoch), delta: (epoch) => (held = epoch) };
+  const part = [runtimeState(`${replica}-r1`, replica, 1)];
+  const f = new EpochFollower({
+    replicaId: replica,
+    clock,
+    localPart: () => part,
+    diff: referenceDiff,
+    apply: referenceApply,
+    sink,
+  });
+  return { follower: f, epoch: () => held };
+}
+
+describe('a follower that reads slower than the cluster changes', () => {
+  const stops: Array<() => void> = [];
+  afterEach(() => {
+    for (const stop of stops.splice(0).reverse()) stop();
+  });
+
+  function start() {
+    const clock = new ManualClock();
+    const lines: LoggedLine[] = [];
+    const logger = recordingLogger('leader', lines);
+    const metrics = createReplicaMetrics(createMetrics('scheduler'), {
+      busiestTunnelStreams: () => 0,
+      epochLagSeconds: () => 0,
+    });
+    const snapshots = new FollowerSnapshots(logger, clock, (reason) => metrics.snapshotsSent.inc({ reason }));
+    let leaderPart: RuntimeState[] = [runtimeState('leader-r1', 'leader', 1)];
+    const leader = new EpochLeader({
+      replicaId: 'leader',
+      term: 1,
+      clock,
+      cycleIntervalMs: CYCLE_MS,
+      localPart: () => leaderPart,
+      merge: referenceMerge,
+      diff: referenceDiff,
+      apply: referenceApply,
+      onSnapshotSent: (info) => snapshots.sent(info),
+    });
+    stops.push(() => leader.stop());
+    const fast = follower('fast', clock);
+    const slow = follower('slow', clock);
+    stops.push(
+      () => fast.follower.stop(),
+      () => slow.follower.stop(),
+    );
+    const fastLink = new MemoryLink();
+    const slowLink = new MemoryLink();
+    // What the leader sends the slow follower stays in its buffer until it reads.
+    slowLink.a.bufferedBytesMax = SLOW_BUFFER_BYTES_MAX;
+    slowLink.drop = (msg, from) => {
+      if (from === 'a') slowLink.a.bufferedBytes += JSON.stringify(msg).length;
+      return false;
+    };
+    fast.follower.attach(fastLink.b);
+    slow.follower.attach(slowLink.b);
+    leader.attach(fastLink.a, 'fast');
+    leader.attach(slowLink.a, 'slow');
+    let changes = 0;
+    return {
+      clock,
+      lines,
+      leader,
+      fast,
+      slow,
+      /** One cycle, the slow follower reading all it was sent first if `reads`, in which the cluster changes if `changes`. */
+      async cycle(reads: boolean, change = true): Promise<void> {
+        if (reads) slowLink.a.bufferedBytes = 0;
+        if (change) {
+          leaderPart = [...leaderPart, runtimeState(`leader-extra-${changes++}`, 'leader', 20)];
+          leader.notifyChange();
+        }
+        await clock.advance(CYCLE_MS);
+      },
+      async sent(): Promise<Record<string, number>> {
+        const { values } = await metrics.snapshotsSent.get();
+        return Object.fromEntries(values.map((v) => [String(v.labels.reason), v.value]));
+      },
+      warnings: () => lines.filter((l) => l.level === 'warn'),
+    };
+  }
+
+  it('is counted by reason, warned of once a minute by name, and converges once it keeps up', async () => {
+    const c = start();
+    await c.clock.advance(CYCLE_MS);
+    assert.equal(c.slow.epoch(), c.leader.latest()?.epoch, 'the first epoch reached both');
+    // It reads once every two changes: each snapshot it gets fills its buffer, and the next delta is refused.
+    for (let i = 0; i < 12; i++) await c.cycle(i % 2 === 0);
+    const sent = await c.sent();
+    assert.equal(sent.attached, 2, 'each follower got a snapshot when it attached');
+    assert.ok((sent.behind ?? 0) >= 4, `snapshots for refused deltas: ${JSON.stringify(sent)}`);
+    assert.equal(c.fast.epoch(), c.leader.latest()?.epoch, 'the fast follower took every delta');
+    const warnings = c.warnings();
+    assert.equal(warnings.length, 1, 'one warning within the minute');
+    assert.equal(warnings[0]!.fields.replica, 'slow');
+    assert.ok(Number(warnings[0]!.fields.snapshots) >= 3);
+    assert.match(warnings[0]!.msg, /reads slower than the cluster changes/);
+
+    // It keeps up from now on: a delta taken ends its run of snapshots, and once the cluster is quiet it holds
+    // the latest epoch.
+    for (let i = 0; i < 3; i++) await c.cycle(true);
+    for (let i = 0; i < 3; i++) await c.cycle(true, false);
+    assert.equal(c.slow.epoch(), c.leader.latest()?.epoch, 'the slow follower converged');
+    const behindBefore = (await c.sent()).behind;
+    // A minute on, it falls behind for two snapshots only: below the three in a row, no warning.
+    await c.clock.advance(FOLLOWER_BEHIND_LOG_INTERVAL_MS);
+    for (let i = 0; i < 4; i++) await c.cycle(i % 2 === 0);
+    assert.equal((await c.sent()).behind, behindBefore! + 2);
+    assert.equal(c.warnings().length, 1, 'no warning for two snapshots after a delta taken');
+  });
+});
