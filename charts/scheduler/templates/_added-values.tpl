@@ -67,6 +67,11 @@ prometheusRule:
       for: 1m
       severity: warning
       threshold: 5
+    followerBehind:
+      enabled: true
+      for: 10m
+      severity: warning
+      threshold: 0.1
     noRuntimeAvailable:
       enabled: true
       for: 5m
