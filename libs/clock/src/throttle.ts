@@ -5,8 +5,9 @@ import type { Clock } from './index.ts';
  * `intervalMs`, counting those it holds back. For log lines that trouble
  * repeats (an upstream down, a flood of refused connects): one line per
  * key and interval, saying how many it stands for. At most `keysMax` keys
- * are remembered; past that the memory starts over (a backstop: keys are
- * a few fixed texts or upstream addresses).
+ * are remembered; past that the key that passed longest ago is forgotten
+ * (its next event passes at once): a flood of new keys (peers, upstream
+ * addresses) cannot grow the memory, nor unmute the keys that passed lately.
  */
 export class Throttle {
   readonly #clock: Clock;
@@ -28,7 +29,9 @@ export class Throttle {
       seen.held++;
       return undefined;
     }
-    if (!seen && this.#seen.size >= this.#keysMax) this.#seen.clear();
+    // Set anew, the key moves to the end: the map's first key is the one that passed longest ago.
+    this.#seen.delete(key);
+    if (this.#seen.size >= this.#keysMax) this.#seen.delete(this.#seen.keys().next().value!);
     this.#seen.set(key, { passedAt: now, held: 0 });
     return seen?.held ?? 0;
   }

@@ -40,12 +40,29 @@ describe('Throttle', () => {
     assert.deepEqual(throttle.flush(), []);
   });
 
-  it('starts over past keysMax keys', () => {
-    const throttle = new Throttle(new ManualClock(), 10_000, 2);
-    throttle.pass('a');
-    throttle.pass('b');
-    assert.equal(throttle.pass('a'), undefined);
+  it('past keysMax keys forgets the one that passed longest ago, and still holds the others', async () => {
+    const clock = new ManualClock();
+    const throttle = new Throttle(clock, 10_000, 2);
+    assert.equal(throttle.pass('a'), 0);
+    await clock.advance(1);
+    assert.equal(throttle.pass('b'), 0);
+    await clock.advance(1);
     assert.equal(throttle.pass('c'), 0, 'a third key');
-    assert.equal(throttle.pass('a'), 0, 'a was forgotten with b when c came');
+    assert.equal(throttle.pass('b'), undefined, 'b is still held');
+    assert.equal(throttle.pass('c'), undefined, 'c is still held');
+    assert.equal(throttle.pass('a'), 0, 'a, the oldest, was forgotten when c came');
+    assert.equal(throttle.pass('b'), 0, 'and b, then the oldest, when a came back');
+  });
+
+  it('orders keys by when they last passed, not when they were first seen', async () => {
+    const clock = new ManualClock();
+    const throttle = new Throttle(clock, 10_000, 2);
+    throttle.pass('a');
+    await clock.advance(1);
+    throttle.pass('b');
+    await clock.advance(10_000);
+    assert.equal(throttle.pass('a'), 0, 'a passes again, an interval on');
+    assert.equal(throttle.pass('c'), 0);
+    assert.equal(throttle.pass('a'), undefined, 'a, passed last but one, is still held');
   });
 });

@@ -8,7 +8,7 @@ import type { GatewayLogger } from './options.ts';
  * log (thousands a second under load, more with retries over replicas).
  */
 export const THROTTLED_LOG_INTERVAL_MS = 10_000;
-/** Upstream and message pairs remembered (runtime URLs in direct mode come and go); past it the memory starts over. */
+/** Upstream and message pairs remembered (runtime URLs in direct mode come and go); past it the oldest is dropped. */
 const KEYS_MAX = 1024;
 
 /**
