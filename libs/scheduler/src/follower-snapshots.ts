@@ -13,9 +13,16 @@ export const BEHIND_IN_A_ROW_WARN = 3;
 export const FOLLOWER_BEHIND_LOG_INTERVAL_MS = 60_000;
 
 /**
+ * Followers whose lines the leader throttles apart, at most; past it the one logged longest ago is forgotten. A
+ * cluster has a few replicas: this bounds the memory against a flood of follower names, not the usual case.
+ */
+export const FOLLOWERS_LOGGED_MAX = 64;
+
+/**
  * The leader's view of the snapshots it sends followers: each is counted by reason (`count`), and a follower
  * sent `BEHIND_IN_A_ROW_WARN` or more in a row for refusing deltas is warned of, naming it, at most once per
- * `FOLLOWER_BEHIND_LOG_INTERVAL_MS` (whichever follower it is), with `unlogged` counting those held back.
+ * `FOLLOWER_BEHIND_LOG_INTERVAL_MS` for each follower (a second one behind is named while the first still is),
+ * with `unlogged` counting that follower's snapshots held back.
  */
 export class FollowerSnapshots {
   readonly #logger: ReplicaLogger;
@@ -24,14 +31,14 @@ export class FollowerSnapshots {
 
   constructor(logger: ReplicaLogger, clock: Clock, count: (reason: SnapshotReason) => void) {
     this.#logger = logger;
-    this.#throttle = new Throttle(clock, FOLLOWER_BEHIND_LOG_INTERVAL_MS);
+    this.#throttle = new Throttle(clock, FOLLOWER_BEHIND_LOG_INTERVAL_MS, FOLLOWERS_LOGGED_MAX);
     this.#count = count;
   }
 
   sent(info: SnapshotInfo): void {
     this.#count(info.reason);
     if (info.behindInARow < BEHIND_IN_A_ROW_WARN) return;
-    const unlogged = this.#throttle.pass('behind');
+    const unlogged = this.#throttle.pass(info.replica);
     if (unlogged === undefined) return;
     this.#logger.warn(
       { replica: info.replica, snapshots: info.behindInARow, epoch: info.epoch, unlogged },

@@ -21,7 +21,7 @@ import { applyOps as apply, diffStates, mergeParts } from '@switchyard/schedulin
 import { watchTokenRevocations, type TokenRevocations } from '@switchyard/service';
 import { bearerMatches } from '@switchyard/tunnel';
 import type { ClusterView } from './cluster-view.ts';
-import { FollowerSnapshots } from './follower-snapshots.ts';
+import { FOLLOWERS_LOGGED_MAX, FollowerSnapshots } from './follower-snapshots.ts';
 import type { ReplicaLogger } from './options.ts';
 
 export interface LeadershipOptions {
@@ -99,12 +99,15 @@ export class Leadership {
   #followGeneration = 0;
   #stopped = false;
   readonly #frameLimitLog: Throttle;
+  /** Followers refused, by cause and follower: a second one is named while the first is still refused. */
+  readonly #followerRefusedLog: Throttle;
   readonly #followerSnapshots: FollowerSnapshots;
 
   constructor(options: LeadershipOptions) {
     this.#options = options;
     const { replicaId, replicaUrl, clock, view, localPart } = options;
     this.#frameLimitLog = new Throttle(clock, FRAME_LIMIT_LOG_INTERVAL_MS);
+    this.#followerRefusedLog = new Throttle(clock, FRAME_LIMIT_LOG_INTERVAL_MS, FOLLOWERS_LOGGED_MAX);
     this.#followerSnapshots = new FollowerSnapshots(options.logger, clock, (reason) =>
       options.onLeaderSnapshot?.(reason),
     );
@@ -352,12 +355,12 @@ export class Leadership {
   /**
    * This replica, leading, closed a follower's connection on what it sent. The follower redials and sends it
    * again (its full part, above a limit or from a version that does not speak this protocol), and its runtimes
-   * stay out of the epochs until it is fixed: one line a minute for each cause, naming a follower and the option.
+   * stay out of the epochs until it is fixed: one line a minute for each cause and follower, naming the option.
    */
   #followerRefused(replica: string, code: number, reason: string): void {
     const runTooBig = code === CLOSE_POLICY && reason.startsWith(CLOSE_REASON_RUN_TOO_BIG);
     const kind = runTooBig ? 'run' : code === CLOSE_TOO_BIG ? 'frame' : 'message';
-    const unlogged = this.#frameLimitLog.pass(`follower ${kind} refused`);
+    const unlogged = this.#followerRefusedLog.pass(`${kind}\n${replica}`);
     if (unlogged === undefined) return;
     const { logger, epoch } = this.#options;
     if (runTooBig) {

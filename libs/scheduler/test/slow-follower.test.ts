@@ -151,4 +151,25 @@ describe('a follower that reads slower than the cluster changes', () => {
     assert.equal((await c.sent()).behind, behindBefore! + 2);
     assert.equal(c.warnings().length, 1, 'no warning for two snapshots after a delta taken');
   });
+
+  it('warns of a second follower behind while the first still is, each by name once a minute', async () => {
+    const clock = new ManualClock();
+    const lines: LoggedLine[] = [];
+    const snapshots = new FollowerSnapshots(recordingLogger('leader', lines), clock, () => {});
+    const warned = (replica: string): number =>
+      lines.filter((l) => l.level === 'warn' && l.fields.replica === replica).length;
+    // Both fall behind, in turn, snapshot after snapshot, within the minute.
+    for (let epoch = 1; epoch <= 6; epoch++) {
+      for (const replica of ['slow-a', 'slow-b'])
+        snapshots.sent({ replica, reason: 'behind', epoch, behindInARow: 2 + epoch });
+      await clock.advance(CYCLE_MS);
+    }
+    assert.equal(warned('slow-a'), 1, 'the first warned of once');
+    assert.equal(warned('slow-b'), 1, 'the second warned of too, once');
+    await clock.advance(FOLLOWER_BEHIND_LOG_INTERVAL_MS);
+    snapshots.sent({ replica: 'slow-b', reason: 'behind', epoch: 7, behindInARow: 9 });
+    const again = lines.filter((l) => l.level === 'warn').at(-1)!;
+    assert.equal(again.fields.replica, 'slow-b');
+    assert.equal(again.fields.unlogged, 5, 'the snapshots held back for that follower alone');
+  });
 });

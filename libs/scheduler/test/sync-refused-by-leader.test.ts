@@ -47,9 +47,9 @@ describe("a follower's sync frames the leader refuses", () => {
     await leader?.close();
   });
 
-  /** Sends `frames` as follower `f-raw` of this release; resolves with how the leader closed the connection. */
-  async function refusedWith(frames: string[]): Promise<{ code: number; reason: string }> {
-    const ws = new WebSocket(`ws://127.0.0.1:${leader!.port}/api/sync/f-raw`, {
+  /** Sends `frames` as follower `replica` of this release; resolves with how the leader closed the connection. */
+  async function refusedWith(frames: string[], replica = 'f-raw'): Promise<{ code: number; reason: string }> {
+    const ws = new WebSocket(`ws://127.0.0.1:${leader!.port}/api/sync/${replica}`, {
       perMessageDeflate: false,
       headers: { authorization: `Bearer ${TOKEN}`, [SYNC_FEATURES_HEADER]: SYNC_FEATURES.parts },
     });
@@ -106,5 +106,20 @@ describe("a follower's sync frames the leader refuses", () => {
     assert.equal(said.length, 1, 'throttled');
     assert.equal(said[0]!.fields.replica, 'f-raw');
     assert.match(String(said[0]!.fields.reason), /part 1 where part 0 was due/);
+  });
+
+  it('a second follower refused for the same cause while the first still is is named too, each once a minute', async () => {
+    // f-raw was named for its run above the limit by the first test, within this minute; f-second joins it.
+    for (let i = 0; i < 2; i++) {
+      for (const replica of ['f-raw', 'f-second']) {
+        const { reason } = await refusedWith([partFrame(0, 20), partFrame(1, 20)], replica);
+        assert.match(reason, /above runBytesMax/);
+      }
+    }
+    const named = (replica: string): number =>
+      leaderSaid('error', /epoch\.runBytesMax/).filter((l) => l.fields.replica === replica).length;
+    await until('the leader names the second follower', () => named('f-second') || undefined);
+    assert.equal(named('f-second'), 1, 'the second, once');
+    assert.equal(named('f-raw'), 1, 'the first, still once');
   });
 });
