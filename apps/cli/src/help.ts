@@ -103,13 +103,15 @@ function isCommand(name: string): name is Command {
 /**
  * The help for the command `words` name (`['status']`, `['check', 'gateway']`):
  * its synopsis, flags and an example. For `check` or `runtime` alone, every
- * command under it. Undefined for no command or one that is not known.
+ * command under it. Undefined for no command or one that is not known (a
+ * word after `check` or `runtime` that names none under it, too).
  */
 export function commandHelp(words: readonly string[]): string | undefined {
   const [first, second] = words;
   if (first === undefined) return undefined;
   const named = [first, `${first} ${second}`].filter(isCommand);
   const group = Object.keys(SYNOPSES).filter((name): name is Command => name.startsWith(`${first} `));
+  if (named.length === 0 && second !== undefined && !second.startsWith('-')) return undefined;
   const commands = named.length > 0 ? named.slice(-1) : group;
   if (commands.length === 0) return undefined;
   return commands.map((name) => `usage:\n  ${SYNOPSES[name]}\n\n${DETAILS[name]}`).join('\n\n');

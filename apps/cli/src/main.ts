@@ -179,10 +179,14 @@ async function check(argv: readonly string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  // Help wherever it is asked for: `switchyard -h`, `switchyard status --help` (that command's own).
+  // Help wherever it is asked for: `switchyard -h`, `switchyard status --help` (that command's own). Asked of a
+  // command that does not exist, it is that bad usage, as without --help: the switch below says so.
   if (argv.some((arg) => arg === '--help' || arg === '-h')) {
-    await print(process.stdout, commandHelp(argv.slice(0, 2)) ?? OVERVIEW);
-    return 0;
+    const help = commandHelp(argv.slice(0, 2));
+    if (help !== undefined || command!.startsWith('-')) {
+      await print(process.stdout, help ?? OVERVIEW);
+      return 0;
+    }
   }
   switch (command) {
     case 'up': {
@@ -288,9 +292,13 @@ async function main(argv: string[]): Promise<number> {
     case undefined:
       // Bad usage like an unknown command: a script that lost its command must not pass for one that ran.
       throw new UsageError('no command given; switchyard --help lists them');
-    case 'help':
-      await print(process.stdout, commandHelp(rest.slice(0, 2)) ?? OVERVIEW);
+    case 'help': {
+      const words = rest.filter((arg) => !arg.startsWith('-')).slice(0, 2);
+      const help = words.length === 0 ? OVERVIEW : commandHelp(words);
+      if (help === undefined) throw new UsageError(`unknown command: ${words.join(' ')}`);
+      await print(process.stdout, help);
       return 0;
+    }
     default:
       throw new UsageError(`unknown command: ${command}`);
   }

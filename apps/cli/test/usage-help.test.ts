@@ -56,12 +56,15 @@ describe('switchyard help', { concurrency: true }, () => {
     const check = await runCli(['check', '--help']);
     assert.equal(check.code, 0);
     assert.deepEqual(synopses(check.stdout), ['check scheduler', 'check gateway']);
+    const help = await runCli(['help', 'check', 'gateway', '-h']);
+    assert.equal(help.code, 0);
+    assert.deepEqual(synopses(help.stdout), ['check gateway']);
     const runtime = await runCli(['runtime', '-h']);
     assert.equal(runtime.code, 0);
     assert.match(runtime.stdout, /^usage:\n {2}switchyard runtime join </);
   });
 
-  for (const args of [['--help'], ['-h'], ['help']]) {
+  for (const args of [['--help'], ['-h'], ['help'], ['help', '--help']]) {
     it(`prints the overview of every command for ${args.join(' ')}, and how to get one's own`, async () => {
       const { code, stdout } = await runCli(args);
       assert.equal(code, 0);

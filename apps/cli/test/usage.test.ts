@@ -9,6 +9,16 @@ import { runCli } from './support.ts';
 const BAD_USAGE = [
   { name: 'no command', args: [], says: /^switchyard: no command given; switchyard --help lists them$/m },
   { name: 'an unknown command', args: ['launch'], says: /unknown command: launch/ },
+  // Help asked of a command that does not exist is the same mistake, not a request for the overview.
+  { name: 'an unknown command with --help', args: ['launch', '--help'], says: /unknown command: launch/ },
+  { name: 'an unknown command with -h', args: ['launch', '--fast', '-h'], says: /unknown command: launch/ },
+  { name: 'help for an unknown command', args: ['help', 'launch'], says: /unknown command: launch/ },
+  {
+    name: 'an unknown runtime subcommand with --help',
+    args: ['runtime', 'leave', '--help'],
+    says: /unknown runtime command: leave/,
+  },
+  { name: 'an unknown check with --help', args: ['check', 'runtime', '--help'], says: /unknown check: runtime/ },
   { name: 'an unknown option', args: ['up', '--turbo'], says: /Unknown option '--turbo'/ },
   {
     name: 'a port that is not a number',
