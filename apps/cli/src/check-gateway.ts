@@ -5,8 +5,11 @@
  * runtime serving the gateway's default class: scheduling and the tunnel are
  * on its way) and the session it opened is ended at once, or, where the
  * caller says client auth is on, 401 with a Bearer challenge (the gateway
- * serves; nothing behind it is reached). Each request is bounded by a timeout.
+ * serves; nothing behind it is reached). A scheduler's address is told apart
+ * (its 404, or its API tokens' 401 of its own realm) and said to be no
+ * gateway's. Each request is bounded by a timeout.
  */
+import { SCHEDULER_API_REALM } from '@switchyard/protocol';
 import { printable } from './log-lines.ts';
 import { httpRequest, type HttpInit } from './http-request.ts';
 import { unreachableReason } from './inspect.ts';
@@ -24,6 +27,7 @@ const ANSWER_BYTES_MAX = 64 * 1024;
 /** A version every legacy-session gateway takes, and that keeps the check a plain request and answer. */
 const PROTOCOL_VERSION = '2025-06-18';
 const REFUSED_HINT = 'nothing listens there';
+const SCHEDULER_HINT = "(a scheduler's address goes to check scheduler --scheduler)";
 
 const INITIALIZE = JSON.stringify({
   jsonrpc: '2.0',
@@ -120,6 +124,14 @@ export async function checkGateway(check: GatewayCheck): Promise<string> {
   const where = printable(url.href);
   if (response.status === 401) {
     const challenge = response.headers.get('www-authenticate') ?? '';
+    // A scheduler with API tokens refuses its /mcp (no route of its) before routing, with a Bearer challenge of
+    // its own realm (a gateway's is realm="switchyard"): neither "client auth is on" nor a pass for auth.
+    if (challengeRealm(challenge) === SCHEDULER_API_REALM) {
+      throw new Error(
+        `${where} answered 401 with a scheduler's challenge (realm ${SCHEDULER_API_REALM}): ` +
+          `it is no gateway's MCP endpoint ${SCHEDULER_HINT}`,
+      );
+    }
     if (!check.authRequired) {
       throw new Error(`${where} asks for credentials (401): its client auth is on; check it with --auth-required`);
     }
@@ -129,8 +141,7 @@ export async function checkGateway(check: GatewayCheck): Promise<string> {
   if (response.status === 404 && !isJsonRpc(messageOf(text, response.headers.get('content-type') ?? ''))) {
     // A gateway answers every 404 of its MCP endpoint with a JSON-RPC error; one without is from something else.
     throw new Error(
-      `${where} answered 404 for ${printable(url.pathname)}: is this a gateway's MCP endpoint? ` +
-        "(a scheduler's address goes to check scheduler --scheduler)",
+      `${where} answered 404 for ${printable(url.pathname)}: is this a gateway's MCP endpoint? ${SCHEDULER_HINT}`,
     );
   }
   if (response.status !== 200) throw new Error(`initialize at ${where} answered ${described(response, text)}`);
@@ -147,6 +158,11 @@ export async function checkGateway(check: GatewayCheck): Promise<string> {
   return printable(
     `gateway ok: /readyz 200, initialize 200 at ${url.href} (${server}protocol ${result.protocolVersion})`,
   );
+}
+
+/** The realm a `WWW-Authenticate` challenge names (quoted or not), lowercased; undefined for none. */
+function challengeRealm(challenge: string): string | undefined {
+  return /\brealm="?([^",\s]*)/i.exec(challenge)?.[1]?.toLowerCase();
 }
 
 /** Ends the session initialize opened, so that every check does not hold a sandbox until it idles out. */

@@ -119,3 +119,30 @@ describe('switchyard check gateway given a scheduler', () => {
     }
   });
 });
+
+describe('switchyard check gateway given a scheduler with API tokens', () => {
+  // Its /mcp is no route, but its API tokens refuse every request first: 401 with its own challenge.
+  it("says it is no gateway's MCP endpoint, with or without --auth-required", async () => {
+    const replica = await startOneReplica({ joinTokens: () => [], apiTokens: () => ['api-token-for-this-test'] });
+    try {
+      for (const flags of [[], ['--auth-required']]) {
+        const { code, stdout, stderr } = await runCli([
+          'check',
+          'gateway',
+          '--gateway',
+          `${replica.url}/mcp`,
+          ...flags,
+        ]);
+        assert.equal(code, 1, `${flags.join(' ')}: ${stdout}`);
+        assert.equal(stdout, '');
+        assert.doesNotMatch(stderr, /check it with --auth-required/);
+        assert.match(
+          stderr,
+          /answered 401 with a scheduler's challenge \(realm switchyard-scheduler\): it is no gateway's MCP endpoint \(a scheduler's address goes to check scheduler --scheduler\)/,
+        );
+      }
+    } finally {
+      await replica.close();
+    }
+  });
+});
