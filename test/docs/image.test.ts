@@ -35,3 +35,26 @@ it("the Helm install says how to build the image the charts run, with the charts
   }
   assert.match(section, /--set image\.repository=/, 'how to point the charts at the pushed image');
 });
+
+it('the image the Helm install loads into kind is one it built, under the name the charts run', () => {
+  const section = installSection();
+  const loaded = [...section.matchAll(/kind load docker-image ([\w./:-]+)/g)].map((m) => m[1]!);
+  assert.ok(loaded.length > 0, 'says how to load the image into a kind cluster');
+  // Images the section makes: built (`docker build -t`) or named again (`docker tag <from> <to>`).
+  const made = [
+    ...[...section.matchAll(/docker build -t ([\w./:-]+) \./g)].map((m) => m[1]!),
+    ...[...section.matchAll(/docker tag [\w./:-]+ ([\w./:-]+)/g)].map((m) => m[1]!),
+  ];
+  for (const chart of CHARTS) {
+    const { appVersion } = parse(text(`charts/${chart}/Chart.yaml`)) as { appVersion: string };
+    const { image } = parse(text(`charts/${chart}/values.yaml`)) as { image: { repository: string } };
+    // kind runs what it was given under that very name: the charts' default repository, with no --set.
+    for (const name of loaded) {
+      assert.ok(
+        made.includes(name),
+        `kind loads ${name}, which the section never builds (it makes ${made.join(', ')})`,
+      );
+      assert.equal(name, `${image.repository}:${appVersion}`, `${chart}: kind loads the image the chart runs`);
+    }
+  }
+});
