@@ -1,6 +1,6 @@
 // A scheduler replica as an operator runs it with runtimeState limits below
 // what a runtime reports: the option reaches what the replica mirrors of its
-// runtimes, the error names it, and the runtime is not scheduled on. The
+// runtimes, the error names it, and the runtime takes no new sandbox. The
 // runtime's sidecar API adds the processes, as code beside a runtime would.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -31,7 +31,7 @@ describe('a scheduler with runtimeState.processesMax below what a runtime report
   });
   after(() => cluster?.stop());
 
-  it('logs an error naming the option and schedules nothing on the runtime', async () => {
+  it('logs an error naming the option and places no new sandbox on the runtime, while what it holds goes on', async () => {
     const [scheduler] = cluster.schedulers;
     const url = scheduler!.url!;
     const port = await freePort();
@@ -49,10 +49,14 @@ describe('a scheduler with runtimeState.processesMax below what a runtime report
     assert.equal(line.runtime, 'r-big');
     assert.equal(line.processesMax, 2);
     assert.match(String(line.msg), /raise runtimeState\.processesMax or runtimeState\.threadsMax/);
+    // A fresh process each time: a replica pins where it placed a process until the runtime reports it.
+    let asked = 0;
     await until(
-      'the runtime is out of the epoch',
-      async () => (await availableRuntimes(url)).length === 0 || undefined,
+      'no new sandbox goes to the runtime',
+      async () => (await scheduleStatus(url, `another-${++asked}`)) === 503 || undefined,
     );
-    assert.equal(await scheduleStatus(url, 'another'), 503);
+    // It serves on: a sandbox it held still goes there, and it stays live (its id claimed by its token).
+    assert.equal(await scheduleStatus(url, 'p1'), 200);
+    assert.deepEqual(await availableRuntimes(url), ['r-big']);
   });
 });

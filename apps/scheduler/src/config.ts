@@ -155,7 +155,7 @@ export const schedulerConfigSchema = z.object({
     })
     .prefault({})
     .describe(
-      "What a replica holds of one runtime's state, so that a broken runtime, or one whose join token was stolen, cannot run the replica out of memory. A runtime reporting more is unschedulable until it reports less (asked again every 30 s) and an error (`runtime state over the limits`) names it; raise these (and the replicas' memory, on every replica) only for runtimes built to hold more.",
+      "What a replica holds of one runtime's state, so that a broken runtime, or one whose join token was stolen, cannot run the replica out of memory. A runtime reporting more takes no new sandbox until it reports less (asked again every 30 s; its sessions and sandboxes go on there) and an error (`runtime state over the limits`) names it; raise these (and the replicas' memory, on every replica) only for runtimes built to hold more.",
     ),
   tunnel: z
     .object({

@@ -14,7 +14,9 @@ interface Entry {
   synced: boolean;
   /**
    * True from a state refused past the limits until a snapshot within them is taken: what the mirror
-   * holds meanwhile is older than what the runtime reports, so it is not scheduled on.
+   * holds meanwhile is older than what the runtime reports, so no new sandbox is placed by it. The runtime
+   * is reported full (no idle weight), not gone: it still serves, so what it holds goes on there, and it
+   * stays live, so its id stays claimed by its join token at the other replicas.
    */
   overLimits: boolean;
   /** Counts mirror changes, so `state` is rebuilt only when something changed. */
@@ -35,8 +37,9 @@ export interface LocalPartOptions {
   readonly onChange: () => void;
   readonly watchReconnectMs?: number;
   /**
-   * What one runtime may report (see RuntimeMirror); a runtime past them is unschedulable until it reports
-   * less. Default RUNTIME_STATE_DEFAULTS: what the reference runtime's own store holds at most.
+   * What one runtime may report (see RuntimeMirror); a runtime past them takes no new sandbox until it
+   * reports less (what it holds goes on there). Default RUNTIME_STATE_DEFAULTS: what the reference
+   * runtime's own store holds at most.
    */
   readonly mirror?: Pick<RuntimeMirrorOptions, 'processesMax' | 'threadsMax'>;
   /** Called when the wait for a runtime whose tunnel was lost here ends (not when the part closes). */
@@ -206,15 +209,15 @@ export class LocalPart {
   }
 
   /**
-   * A runtime reporting more than this replica takes (broken, or a stolen join token) is unschedulable for as
-   * long as it does: its mirrored state stops at the op refused, so placing by it would be placing blind.
+   * A runtime reporting more than this replica takes (broken, or a stolen join token) takes no new sandbox for
+   * as long as it does: its mirrored state stops at the op refused, so placing by it would be placing blind.
    */
   #overLimits(entry: Entry, fields: object): void {
     entry.overLimits = true;
     entry.changes++;
     this.#options.logger.error(
       fields,
-      'runtime state over the limits: unschedulable until it reports less (asked again every 30 s); raise runtimeState.processesMax or runtimeState.threadsMax on every replica if it is meant to hold that much',
+      'runtime state over the limits: no new sandbox goes there until it reports less (asked again every 30 s); raise runtimeState.processesMax or runtimeState.threadsMax on every replica if it is meant to hold that much',
     );
     this.#options.onChange();
   }
@@ -237,8 +240,13 @@ export class LocalPart {
       // together could pass the 64 entries every replica allows, failing the part's collect.
       metadata: entry.synced ? state.metadata : { ...info.metadata },
       version: info.version,
-      idleWeight: entry.synced ? state.idleWeight : { ...info.limits },
-      available: entry.synced && !entry.overLimits && !entry.tunnel.closed,
+      // Before its first snapshot it is unavailable anyway, and shows what it dialled with.
+      idleWeight: !entry.synced
+        ? { ...info.limits }
+        : entry.overLimits
+          ? noIdleWeight(state.idleWeight)
+          : state.idleWeight,
+      available: entry.synced && !entry.tunnel.closed,
       owner: this.#options.replicaId,
       ownerUrl: this.#options.replicaUrl,
       generation,
@@ -248,4 +256,10 @@ export class LocalPart {
     };
     return { runtime, processes: state.processes, threads: state.threads };
   }
+}
+
+/** Every dimension of `weight` at 0, as a full runtime reports it: with none, one (as the reference store does). */
+function noIdleWeight(weight: Readonly<Record<string, number>>): Record<string, number> {
+  const keys = Object.keys(weight);
+  return Object.fromEntries((keys.length > 0 ? keys : ['sandboxes']).map((key) => [key, 0]));
 }

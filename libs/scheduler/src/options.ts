@@ -70,8 +70,9 @@ export interface SchedulerReplicaOptions {
   readonly writeStallTimeoutMs?: number;
   /**
    * What this replica mirrors of one runtime's state, each at most the protocol's `RUNTIME_LIMITS`. A runtime
-   * reporting more is unschedulable until it reports less, with an error logged naming these. Default
-   * RUNTIME_STATE_DEFAULTS (100,000 processes, 1,000,000 threads: the reference runtime's own limits).
+   * reporting more takes no new sandbox until it reports less (its sessions and sandboxes go on), with an
+   * error logged naming these. Default RUNTIME_STATE_DEFAULTS (100,000 processes, 1,000,000 threads: the
+   * reference runtime's own limits).
    */
   readonly runtimeState?: { readonly processesMax?: number; readonly threadsMax?: number };
   readonly epoch?: {

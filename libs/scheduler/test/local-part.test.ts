@@ -12,7 +12,8 @@ import { ManualClock, within } from '@switchyard/clock/testing';
 import { WATCH_LIMITS, parseWith, runtimeStateSchema } from '@switchyard/protocol';
 import type { Runtime, RuntimeInfo } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
-import { REDIAL_WAIT_MS } from '@switchyard/scheduler';
+import { REDIAL_WAIT_MS, parseScheduleRequest } from '@switchyard/scheduler';
+import { ClusterIndex, schedule } from '@switchyard/scheduling';
 import { LocalPart } from '../src/local-part.ts';
 import type { RedialOutcome } from '../src/redial-waits.ts';
 import { quietLogger } from './support.ts';
@@ -354,10 +355,10 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
 });
 
 describe("a replica's part, when its runtime's state grows past the limits after it synced", () => {
-  it('takes the runtime out of scheduling until a snapshot within them comes, naming the options to raise', async () => {
+  it('places no new sandbox there until a snapshot within them comes, naming the options to raise', async () => {
     const clock = new ManualClock(1_000_000);
     const store = new RuntimeStateStore({ seqStart: 0 });
-    store.addProcess('a');
+    store.addThread('a', 't1');
     store.addProcess('b');
     const served = await serveWatch(store);
     const errors: string[] = [];
@@ -376,36 +377,48 @@ describe("a replica's part, when its runtime's state grows past the limits after
       onChange: () => changed(),
       mirror: { processesMax: 2, threadsMax: 10 },
     });
-    const available = (): boolean | undefined => part.states()[0]?.runtime.available;
-    // Resolves once the part, at one of its changes, has the runtime available as `wanted`.
-    const availableBecomes = (wanted: boolean): Promise<void> =>
+    // Where the part's runtimes place a request, as every replica's pipeline would from an epoch of them.
+    const placed = (request: object): string | undefined => {
+      const parsed = parseScheduleRequest({ class: 'demo', ...request });
+      assert.ok(parsed.ok);
+      const decision = schedule(ClusterIndex.from(part.states()), parsed.value);
+      return decision.ok ? decision.runtime : undefined;
+    };
+    const takesNew = (): boolean => placed({ processId: 'new' }) === 'r0';
+    // Resolves once the part, at one of its changes, places a new sandbox on the runtime as `wanted`.
+    const takesNewBecomes = (wanted: boolean): Promise<void> =>
       within(
         new Promise<void>((resolve) => {
-          changed = () => void (available() === wanted && resolve());
+          changed = () => void (takesNew() === wanted && resolve());
           changed();
         }),
         10_000,
-        `runtime never ${wanted ? 'available' : 'unavailable'}`,
+        `runtime never ${wanted ? 'takes' : 'refuses'} a new sandbox`,
       );
     try {
       const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
       part.attach(r0.tunnel);
-      await availableBecomes(true);
+      await takesNewBecomes(true);
 
       store.addProcess('c');
       await within(wasLogged, 10_000, 'no error logged');
-      assert.equal(available(), false, 'still schedulable');
+      assert.equal(takesNew(), false, 'a new sandbox still goes there');
       assert.equal(errors.length, 1, errors.join('\n'));
       assert.match(
         errors[0]!,
         /^runtime state over the limits: .*raise runtimeState\.processesMax or runtimeState\.threadsMax/,
       );
       assert.match(errors[0]!, /"runtime":"r0".*"processesMax":2,"threadsMax":10/);
+      // The runtime serves on: what it holds goes on there (a 404 would end a live session), and it stays live,
+      // so its id stays claimed by its join token at every other replica.
+      assert.equal(placed({ processId: 'a', threadId: 't1' }), 'r0', 'its session is sent elsewhere');
+      assert.equal(placed({ processId: 'b' }), 'r0', 'its sandbox is sent elsewhere');
+      assert.equal(part.states()[0]!.runtime.available, true, 'taken for a runtime gone');
 
-      // Back within the limits, it is schedulable again once the replica asks again (30 s later).
+      // Back within the limits, it takes new sandboxes again once the replica asks again (30 s later).
       store.removeProcess('c');
       await clock.advance(30_000);
-      await availableBecomes(true);
+      await takesNewBecomes(true);
       assert.deepEqual(part.states()[0]!.processes, ['a', 'b']);
     } finally {
       part.close();
