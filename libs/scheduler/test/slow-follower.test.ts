@@ -9,7 +9,7 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
 import { EpochFollower, EpochLeader, type EpochSink } from '@switchyard/epoch';
-import { MemoryLink, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import { MemoryLink, referenceApply, referenceDiff, referenceMerge, runtimeState } from '@switchyard/epoch/testing';
 import type { RuntimeState } from '@switchyard/protocol';
 import { createMetrics } from '@switchyard/service';
 import { FOLLOWER_BEHIND_LOG_INTERVAL_MS, FollowerSnapshots } from '../src/follower-snapshots.ts';
@@ -19,29 +19,19 @@ import { recordingLogger, type LoggedLine } from './support.ts';
 const CYCLE_MS = 1000;
 const SLOW_BUFFER_BYTES_MAX = 512;
 
-function runtimeState(id: string, owner: string, threads: number): RuntimeState {
-  const refs = Array.from({ length: threads }, (_, i) => ({ process: 'p1', thread: `thread-${i}` }));
-  return {
-    runtime: {
-      id,
-      classes: ['default'],
-      metadata: {},
-      version: '1.0.0',
-      idleWeight: { sandboxes: 4 },
-      available: true,
-      owner,
-      generation: 1,
-    },
-    processes: ['p1'],
-    threads: refs,
-  };
-}
+/** A runtime of `owner` with `threads` sessions of one sandbox. */
+const runtimeWith = (id: string, owner: string, threads: number): RuntimeState =>
+  runtimeState(
+    id,
+    owner,
+    Array.from({ length: threads }, (_, i) => `p1/thread-${i}`),
+  );
 
 /** A follower whose sink keeps only the epoch it holds. */
 function follower(replica: string, clock: ManualClock): { follower: EpochFollower; epoch: () => number } {
   let held = 0;
   const sink: EpochSink = { snapshot: (epoch) => (held = epoch), delta: (epoch) => (held = epoch) };
-  const part = [runtimeState(`${replica}-r1`, replica, 1)];
+  const part = [runtimeWith(`${replica}-r1`, replica, 1)];
   const f = new EpochFollower({
     replicaId: replica,
     clock,
@@ -68,7 +58,7 @@ describe('a follower that reads slower than the cluster changes', () => {
       epochLagSeconds: () => 0,
     });
     const snapshots = new FollowerSnapshots(logger, clock, (reason) => metrics.snapshotsSent.inc({ reason }));
-    let leaderPart: RuntimeState[] = [runtimeState('leader-r1', 'leader', 1)];
+    let leaderPart: RuntimeState[] = [runtimeWith('leader-r1', 'leader', 1)];
     const leader = new EpochLeader({
       replicaId: 'leader',
       term: 1,
@@ -110,7 +100,7 @@ describe('a follower that reads slower than the cluster changes', () => {
       async cycle(reads: boolean, change = true): Promise<void> {
         if (reads) slowLink.a.bufferedBytes = 0;
         if (change) {
-          leaderPart = [...leaderPart, runtimeState(`leader-extra-${changes++}`, 'leader', 20)];
+          leaderPart = [...leaderPart, runtimeWith(`leader-extra-${changes++}`, 'leader', 20)];
           leader.notifyChange();
         }
         await clock.advance(CYCLE_MS);

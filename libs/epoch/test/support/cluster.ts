@@ -3,29 +3,16 @@ import { ManualClock } from '@switchyard/clock/testing';
 import type { ClusterOp, RuntimeState } from '@switchyard/protocol';
 import { EpochFollower, EpochLeader } from '@switchyard/epoch';
 import type { EpochFollowerOptions, EpochLeaderOptions, EpochSink, RejectInfo } from '@switchyard/epoch';
-import { MemoryLink, canonicalStates, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import {
+  MemoryLink,
+  canonicalStates,
+  referenceApply,
+  referenceDiff,
+  referenceMerge,
+  runtimeState,
+} from '@switchyard/epoch/testing';
 
-/** A runtime state owned by `owner` with the given `process/thread` pairs. */
-export function runtimeState(id: string, owner: string, threads: readonly string[] = [], generation = 1): RuntimeState {
-  const refs = threads.map((t) => {
-    const [process, thread] = t.split('/') as [string, string];
-    return { process, thread };
-  });
-  return {
-    runtime: {
-      id,
-      classes: ['default'],
-      metadata: {},
-      version: '1.0.0',
-      idleWeight: { sandboxes: 4 },
-      available: true,
-      owner,
-      generation,
-    },
-    processes: [...new Set(refs.map((r) => r.process))],
-    threads: refs,
-  };
-}
+export { runtimeState };
 
 export interface Applied {
   readonly epoch: number;
