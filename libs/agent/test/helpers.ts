@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { after, afterEach, before } from 'node:test';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SwitchyardError } from '@switchyard/protocol';
@@ -14,6 +15,36 @@ export interface TestServer {
   /** Cuts every open connection, as a network failure would. */
   dropConnections(): void;
   close(): Promise<void>;
+}
+
+/**
+ * For the test file that calls it, at its top level: a server started before its tests and closed after
+ * them, answering nothing until a test sets its `handler`, and `cleanups` run after each test.
+ */
+export function fileServer(): TestServer & { readonly cleanups: (() => void)[] } {
+  let started: TestServer | undefined;
+  const cleanups: (() => void)[] = [];
+  before(async () => {
+    started = await startServer((_req, res) => res.end());
+  });
+  after(() => started?.close());
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+  return {
+    cleanups,
+    get url() {
+      return started!.url;
+    },
+    get handler() {
+      return started!.handler;
+    },
+    set handler(handler: Http1Handler) {
+      started!.handler = handler;
+    },
+    dropConnections: () => started!.dropConnections(),
+    close: () => started!.close(),
+  };
 }
 
 export async function startServer(handler: Http1Handler): Promise<TestServer> {

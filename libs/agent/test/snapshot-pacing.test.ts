@@ -1,26 +1,17 @@
 // A big snapshot in parts is written part by part, as the consumer takes them: the runtime's event loop
 // stays free for other requests, the response buffers about one part, and deltas that happen meanwhile
 // follow the snapshot's end in order.
-import { after, afterEach, before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ManualClock, within } from '@switchyard/clock/testing';
 import { WATCH_EVENTS, WATCH_FEATURES, WATCH_FEATURES_HEADER, WATCH_LIMITS } from '@switchyard/protocol';
 import { RuntimeStateStore, createWatchHandler, WATCH_DEFAULTS } from '../src/index.ts';
 import type { WatchFetch, WatchHandler } from '../src/index.ts';
-import { SseReader, Waiter, deferred, followWatch, startServer } from './helpers.ts';
-import type { TestServer } from './helpers.ts';
+import { SseReader, Waiter, deferred, followWatch, fileServer } from './helpers.ts';
 
-let server: TestServer;
-const cleanups: (() => void)[] = [];
-
-before(async () => {
-  server = await startServer((_req, res) => res.end());
-});
-after(() => server.close());
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
+const server = fileServer();
+const { cleanups } = server;
 
 const ASKS_FOR_PARTS = { [WATCH_FEATURES_HEADER]: WATCH_FEATURES.snapshotParts };
 /** 130,000 threads named by 128-character ids: a snapshot of about 36.8 M characters, 14 parts. */

@@ -1,7 +1,7 @@
 // Snapshots in parts: a runtime whose state is bigger than one /watch event
 // (WATCH_LIMITS.eventCharsMax) syncs to a consumer that asks for parts, and
 // consumers and runtimes of either kind keep working with each other.
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ManualClock, within } from '@switchyard/clock/testing';
@@ -17,19 +17,11 @@ import { RuntimeStateStore, createWatchHandler } from '../src/index.ts';
 import { SnapshotAssembler } from '../src/snapshot-parts.ts';
 import { snapshotEvent } from '../src/sse.ts';
 import type { WatchHandler, WatchRuntimeOptions } from '../src/index.ts';
-import { SseReader, deferred, followWatch, startServer } from './helpers.ts';
-import type { Followed, SseEvent, TestServer } from './helpers.ts';
+import { SseReader, deferred, followWatch, fileServer } from './helpers.ts';
+import type { Followed, SseEvent } from './helpers.ts';
 
-let server: TestServer;
-const cleanups: (() => void)[] = [];
-
-before(async () => {
-  server = await startServer((_req, res) => res.end());
-});
-after(() => server.close());
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
+const server = fileServer();
+const { cleanups } = server;
 
 const ASKS_FOR_PARTS = { [WATCH_FEATURES_HEADER]: WATCH_FEATURES.snapshotParts };
 const PART_ENTRIES_MAX = WATCH_LIMITS.snapshotPartEntriesMax;

@@ -1,4 +1,4 @@
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,19 +8,11 @@ import type { RuntimeOp } from '@switchyard/protocol';
 import { RuntimeStateStore, WATCHER_DEFAULTS, createWatchHandler } from '../src/index.ts';
 import { deltaEvent } from '../src/sse.ts';
 import type { WatchHandler, WatchRuntimeOptions } from '../src/index.ts';
-import { SseReader, deferred, followWatch, startServer } from './helpers.ts';
-import type { Followed, TestServer } from './helpers.ts';
+import { SseReader, deferred, followWatch, fileServer } from './helpers.ts';
+import type { Followed } from './helpers.ts';
 
-let server: TestServer;
-const cleanups: (() => void)[] = [];
-
-before(async () => {
-  server = await startServer((_req, res) => res.end());
-});
-after(() => server.close());
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
+const server = fileServer();
+const { cleanups } = server;
 
 function serve(store: RuntimeStateStore, options: Parameters<typeof createWatchHandler>[1] = {}): WatchHandler {
   const handler = createWatchHandler(store, options);
