@@ -25,19 +25,34 @@ const threadKey = (thread: string): string => `thread:${thread}`;
 const processKey = (cls: string, process: string): string => `process:${cls}/${process}`;
 const isUnschedulable = (error: unknown): boolean => error instanceof SwitchyardError && error.code === 'unschedulable';
 
-function source(r: Routed, sessionId?: string): IdentitySource {
-  let query: Readonly<Record<string, unknown>> | undefined;
-  return {
-    headers: r.req.headers,
-    // Parsed on first use: the default strategies never read the query.
-    get query() {
-      return (query ??= parseSearch(r.target.search));
-    },
-    params: r.target.params,
-    ...(sessionId !== undefined ? { sessionId } : {}),
-    ...(r.principal !== undefined ? { principal: r.principal } : {}),
-  };
+/**
+ * What the identity strategies read from one request. A class rather than
+ * an object literal: a literal with a getter and spread-in parts is built
+ * in V8's slow dictionary mode, on every request.
+ */
+class RequestSource implements IdentitySource {
+  readonly headers: IdentitySource['headers'];
+  readonly params: IdentitySource['params'];
+  readonly sessionId: string | undefined;
+  readonly principal: string | undefined;
+  readonly #search: string;
+  #query: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(r: Routed, sessionId: string | undefined) {
+    this.headers = r.req.headers;
+    this.params = r.target.params;
+    this.sessionId = sessionId;
+    this.principal = r.principal;
+    this.#search = r.target.search;
+  }
+
+  /** Parsed on first use: the default strategies never read the query. */
+  get query(): Readonly<Record<string, unknown>> {
+    return (this.#query ??= parseSearch(this.#search));
+  }
 }
+
+const source = (r: Routed, sessionId?: string): IdentitySource => new RequestSource(r, sessionId);
 
 function routeOf(ctx: RoutingContext, p: Placement, principal?: string): Route {
   const direct = ctx.upstreamMode === 'direct' && p.address !== undefined;
