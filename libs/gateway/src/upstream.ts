@@ -69,10 +69,14 @@ export function isTlsFailure(error: unknown): boolean {
 
 const NOTHING_LISTED: ReadonlySet<string> = new Set();
 
-/** Header names a `Connection` header lists (hop-by-hop by declaration). */
+/**
+ * Header names a `Connection` header lists (hop-by-hop by declaration). The
+ * value nearly every request and answer carries, `keep-alive`, names only a
+ * header dropped anyway (HOP_BY_HOP): no set is built for it.
+ */
 function connectionListed(headers: IncomingHttpHeaders): ReadonlySet<string> {
   const value = headers.connection;
-  if (typeof value !== 'string') return NOTHING_LISTED;
+  if (typeof value !== 'string' || value === 'keep-alive') return NOTHING_LISTED;
   const listed = new Set<string>();
   for (const t of value.split(',')) listed.add(t.trim().toLowerCase());
   return listed;
