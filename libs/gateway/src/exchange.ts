@@ -242,15 +242,17 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, Standing
     res.writeHead(this.statusCode, downstreamHeaders(this.headers, sse, res.getHeader('vary')));
     // Copied: an open event stream need not hold them.
     this.headers = COPIED;
-    if (!sse) {
-      // One timer per response, pushed back by each chunk.
+    // Whatever is buffered already is parsed and written now, in one write.
+    this.#cork(res);
+    this.#controller?.resume();
+    // One timer per response still arriving, pushed back by each chunk. Started
+    // once the buffered part is written: most JSON answers came whole with
+    // their head and have ended by now, and need none.
+    if (!sse && this.#mode === 'relay') {
       const timer = setTimeout(() => this.#controller?.abort(new Error('upstream idle timeout')), idleTimeoutMs);
       timer.unref();
       this.#idle = timer;
     }
-    // Whatever is buffered already is parsed and written now, in one write.
-    this.#cork(res);
-    this.#controller?.resume();
     // A silent stream (a GET stream, a long tool call) still gets its
     // headers once this turn of the loop is over; flushing at once would
     // cost a write of its own when the first event is about to follow.

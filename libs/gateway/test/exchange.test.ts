@@ -2,7 +2,8 @@
 // as it may, a client that stops reading; the upstream must be held to
 // about what socket buffers hold, and every byte must still arrive. Heads:
 // what of the upstream's response head the client sees, for an event stream
-// that stays silent and for a whole answer.
+// that stays silent and for a whole answer. Idle: an answer that stops part
+// way is cut.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -18,7 +19,10 @@ const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 const portOf = (server: http.Server): number => (server.address() as AddressInfo).port;
 
 /** An upstream server answering with `handler`, and in front of it a server relaying each request there through `exchange`. */
-async function relayPair(handler: http.RequestListener): Promise<{ origin: string; close(): Promise<void> }> {
+async function relayPair(
+  handler: http.RequestListener,
+  idleTimeoutMs = 60_000,
+): Promise<{ origin: string; close(): Promise<void> }> {
   const upstream = http.createServer(handler);
   upstream.listen(0, '127.0.0.1');
   await once(upstream, 'listening');
@@ -27,7 +31,7 @@ async function relayPair(handler: http.RequestListener): Promise<{ origin: strin
   const front = http.createServer((req, res) => {
     const call = { url: `${base}${req.url}`, method: 'GET' as const, headers: {}, idleTimeoutMs: 60_000 };
     void exchange(agent, { ...call, signal: new AbortController().signal }, res).then((answer) =>
-      answer.relay(res, 60_000, () => {}),
+      answer.relay(res, idleTimeoutMs, () => {}),
     );
   });
   front.listen(0, '127.0.0.1');
@@ -123,5 +127,32 @@ describe('exchange relay heads', () => {
     assert.equal(res.headers['mcp-session-id'], 's-1');
     assert.equal(res.headers['x-hop'], undefined);
     assert.deepEqual(await res.body.json(), { ok: true });
+  });
+});
+
+describe('exchange relay idle timeout', () => {
+  let pair: Awaited<ReturnType<typeof relayPair>>;
+  const stalled: http.ServerResponse[] = [];
+
+  before(async () => {
+    pair = await relayPair((_req, res) => {
+      // The head and the first bytes leave in one write; the rest never comes.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"partial":');
+      stalled.push(res);
+    }, 200);
+  });
+  after(async () => {
+    for (const res of stalled) res.destroy();
+    await pair.close();
+  });
+
+  it('cuts an answer whose body stops part way, once it was idle that long', async () => {
+    const res = await request(`${pair.origin}/stalls`, { signal: AbortSignal.timeout(10_000) });
+    assert.equal(res.statusCode, 200);
+    await assert.rejects(
+      res.body.text(),
+      (error: Error) => error.name !== 'AbortError' && error.name !== 'TimeoutError',
+    );
   });
 });
