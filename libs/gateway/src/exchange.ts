@@ -362,7 +362,8 @@ export function exchange(dispatcher: Dispatch, call: UpstreamCall, res: ServerRe
           path,
           method: call.method,
           headers: call.headers,
-          ...(call.body ? { body: call.body } : {}),
+          // Undefined for none, which undici takes as none.
+          body: call.body,
           headersTimeout: call.idleTimeoutMs,
           // Event streams may be silent for as long as a tool runs; the idle
           // timers of relay and discard cover every other body.

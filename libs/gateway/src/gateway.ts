@@ -40,6 +40,7 @@ import {
   sendError,
   sendFailure,
 } from './wire.ts';
+import type { MessageInfo } from './wire.ts';
 
 /** Counters since start; cheap to read, for probes and tests. */
 export interface GatewayStats {
@@ -106,6 +107,34 @@ interface Held extends CloseWatch {
 function headerValue(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * One request as routing reads it. Every field is set, absent ones as
+ * undefined (which every reader takes as absent), so that each request's
+ * object has one shape, built at once.
+ */
+function routed(
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget,
+  held: Held,
+  signal: AbortSignal,
+  credential: Credential | undefined,
+  body: Buffer | undefined,
+  info: MessageInfo | undefined,
+): Routed {
+  return {
+    req,
+    res,
+    target,
+    principal: credential?.principal,
+    scopes: credential?.scopes,
+    body,
+    info,
+    signal,
+    closeWatch: held,
+  };
 }
 
 /**
@@ -314,21 +343,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     // What a credential let in ends with it (a token removed, a JWT expired).
     if (credential) held.release = authenticator!.hold(credential, () => endAdmitted(held, res));
     const abort = (held.abort = new AbortController());
-    const base = {
-      req,
-      res,
-      target,
-      signal: abort.signal,
-      closeWatch: held,
-      ...(principal ? { principal } : {}),
-      ...(credential?.scopes ? { scopes: credential.scopes } : {}),
-    };
     const sessionId = sessionIdOf(req);
     if (req.method !== 'POST') {
       if (sessionId === undefined)
         throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
-      await routeSession(ctx, base, sessionId);
-      return routingDone(held, isStanding(base));
+      const r = routed(req, res, target, held, abort.signal, credential, undefined, undefined);
+      await routeSession(ctx, r, sessionId);
+      return routingDone(held, isStanding(r));
     }
     // Held, bounded: routing needs the JSON-RPC method and id, and a rescheduled
     // `initialize` must be resent. Response bodies stream.
@@ -336,7 +357,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // A deadline: the slot is held while the body arrives, and a client may trickle it for ever.
     const body = await readBody(req, { bytesMax: o.bodyBytesMax, timeoutMs: o.bodyTimeoutMs });
     const info = inspectBody(body, toolScopes !== undefined);
-    const r: Routed = { ...base, body, info };
+    const r = routed(req, res, target, held, abort.signal, credential, body, info);
     try {
       if (info.claimedVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(info.claimedVersion)) {
         throw new UnsupportedVersionError('Unsupported protocol version', info.claimedVersion);

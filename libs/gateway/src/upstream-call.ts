@@ -10,7 +10,7 @@ import {
 import { attempt } from './forward.ts';
 import type { Attempt } from './forward.ts';
 import { isUpstreamFailure } from './exchange.ts';
-import type { RelayEnd, UpstreamResponse } from './exchange.ts';
+import type { RelayEnd, UpstreamCall, UpstreamResponse } from './exchange.ts';
 import type { Dispatch } from './http2-streams.ts';
 import type { Route } from './route-cache.ts';
 import type { Routed, RoutingContext } from './routing-context.ts';
@@ -192,21 +192,22 @@ async function send(
   // The client's own Authorization was stripped above; this one is the gateway's.
   const direct = route.direct ? ctx.upstreamAuthorization?.() : undefined;
   if (direct !== undefined) headers.authorization = direct;
-  const upstream = {
+  // Absent parts as undefined, which exchange takes as absent: one shape for every request.
+  const upstream: UpstreamCall = {
     url: route.url,
     method,
     headers,
-    ...(r.body ? { body: r.body } : {}),
+    body: r.body,
     signal: r.signal,
     idleTimeoutMs: ctx.idleTimeoutMs,
-    ...(r.closeWatch ? { closeWatch: r.closeWatch } : {}),
+    closeWatch: r.closeWatch,
   };
-  const via = (dispatcher: Dispatch, call = upstream): Promise<Attempt> =>
-    attempt(dispatcher, ctx.clock, call, r.res, gone);
   if (route.direct) {
     refuseOversizedHeaders(method, route.url, headers);
-    return via(ctx.dispatcher);
+    return attempt(ctx.dispatcher, ctx.clock, upstream, r.res, gone);
   }
+  const via = (dispatcher: Dispatch, call = upstream): Promise<Attempt> =>
+    attempt(dispatcher, ctx.clock, call, r.res, gone);
   // Through a scheduler: event streams as HTTP/2 streams, the rest on relay
   // connections; either, refused before the request left, falls back to
   // plain HTTP/1.1 through `/api/proxy`. The scheduler's API token rides
