@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { childPids } from './fixtures/children.ts';
 import { connect } from './fixtures/clients.ts';
-import { RecordingReporter, serveHttp1, testHost } from './fixtures/harness.ts';
+import { emptyStats, RecordingReporter, serveHttp1, testHost } from './fixtures/harness.ts';
 
 const tinyServer = new URL('./fixtures/tiny-stdio-server.ts', import.meta.url).pathname;
 
@@ -27,14 +27,7 @@ describe('host close', () => {
 
     await Promise.all([host.close(), host.close()]);
     await host.close();
-    assert.deepEqual(host.stats(), {
-      sandboxes: 0,
-      sandboxesByClass: { tiny: 0 },
-      sessions: 0,
-      cancelled: 0,
-      warm: 0,
-      eventStreams: 0,
-    });
+    assert.deepEqual(host.stats(), emptyStats('tiny'));
     assert.equal(reporter.processes.size, 0);
     assert.equal(reporter.threads.size, 0);
     assert.deepEqual(childPids(), []);
@@ -69,14 +62,7 @@ describe('host close', () => {
     await closed;
     const elapsedMs = performance.now() - started;
     assert.ok(elapsedMs < 2000, `closed ${elapsedMs} ms after close(), once the call ended`);
-    assert.deepEqual(host.stats(), {
-      sandboxes: 0,
-      sandboxesByClass: { demo: 0 },
-      sessions: 0,
-      cancelled: 0,
-      warm: 0,
-      eventStreams: 0,
-    });
+    assert.deepEqual(host.stats(), emptyStats('demo'));
     await c.close().catch(() => undefined);
     await served.close();
   });

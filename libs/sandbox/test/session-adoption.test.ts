@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { McpServer } from '@modelcontextprotocol/server';
 import type { Engine, SandboxInstance } from '@switchyard/sandbox';
-import { serveHttp1, testHost } from './fixtures/harness.ts';
+import { emptyStats, serveHttp1, testHost } from './fixtures/harness.ts';
 
 /** An engine whose sandboxes start when `open()` is called, counting starts and destroys. */
 function gatedEngine() {
@@ -118,14 +118,7 @@ describe('initialize requests that overlap while their sandbox starts', () => {
     assert.match(answers[1]!.text, /session id already in use/);
     assert.equal(host.stats().sessions, 1);
     await remove('gw-dup');
-    assert.deepEqual(host.stats(), {
-      sandboxes: 0,
-      sandboxesByClass: { gated: 0 },
-      sessions: 0,
-      cancelled: 0,
-      warm: 0,
-      eventStreams: 0,
-    });
+    assert.deepEqual(host.stats(), emptyStats('gated'));
     assert.equal(gated.counts.destroyed, gated.counts.created, 'every sandbox started was destroyed');
   });
 
@@ -146,14 +139,7 @@ describe('initialize requests that overlap while their sandbox starts', () => {
     assert.match(answers[1]!.text, /session limit reached/);
     assert.equal(host.stats().sessions, 1);
     await remove(answers[0]!.session!);
-    assert.deepEqual(host.stats(), {
-      sandboxes: 0,
-      sandboxesByClass: { gated: 0 },
-      sessions: 0,
-      cancelled: 0,
-      warm: 0,
-      eventStreams: 0,
-    });
+    assert.deepEqual(host.stats(), emptyStats('gated'));
     assert.equal(gated.counts.destroyed, gated.counts.created, 'every sandbox started was destroyed');
   });
 });
