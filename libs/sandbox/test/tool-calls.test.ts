@@ -6,24 +6,25 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { Engine, SandboxHost } from '@switchyard/sandbox';
+import type { Engine, SandboxHost, SandboxInstance } from '@switchyard/sandbox';
 import { z } from 'zod';
 import { FLAVOURS, connect } from './fixtures/clients.ts';
 import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
 
+/** A custom engine whose sandboxes declare `capabilities` and install on each server what `register` does. */
+function engineOf(
+  register: SandboxInstance['register'],
+  capabilities: SandboxInstance['capabilities'] = { tools: {} },
+): Engine {
+  return {
+    async create() {
+      return { capabilities, dead: false, onDead() {}, bind() {}, register, async destroy() {} };
+    },
+  };
+}
+
 /** Declares `tools` and installs none: a custom engine whose tools come and go (none now). */
-const toolless: Engine = {
-  async create() {
-    return {
-      capabilities: { tools: { listChanged: true } },
-      dead: false,
-      onDead() {},
-      bind() {},
-      register: () => () => undefined,
-      async destroy() {},
-    };
-  },
-};
+const toolless = engineOf(() => () => undefined, { tools: { listChanged: true } });
 
 /**
  * For the enclosing suite: a host serving `engine` as class `default` over HTTP/1.1, recording its
@@ -87,21 +88,10 @@ for (const counted of [false, true]) {
 }
 
 /** A tool whose result the SDK's own check of tools/call results refuses (content must be a list of blocks). */
-const refused: Engine = {
-  async create() {
-    return {
-      capabilities: { tools: {} },
-      dead: false,
-      onDead() {},
-      bind() {},
-      register(server) {
-        const tool = server.registerTool('refused', {}, () => ({ content: 'not a list' }) as never);
-        return () => tool.remove();
-      },
-      async destroy() {},
-    };
-  },
-};
+const refused = engineOf((server) => {
+  const tool = server.registerTool('refused', {}, () => ({ content: 'not a list' }) as never);
+  return () => tool.remove();
+});
 
 describe('a tool result the SDK refuses', () => {
   const suite = servedEngine('refused', refused, { record: (cls, outcome) => `${cls} ${outcome}` });
@@ -125,28 +115,17 @@ describe('a tool result the SDK refuses', () => {
  * answered `input_required` (a 2026-07-28 client retries the call with the answer; toward a legacy
  * client the SDK asks over the session and calls the tool again within the one request).
  */
-const confirming: Engine = {
-  async create() {
-    return {
-      capabilities: { tools: {} },
-      dead: false,
-      onDead() {},
-      bind() {},
-      register(server) {
-        const schema = z.object({ confirm: z.boolean() });
-        const tool = server.registerTool('confirmed', {}, (ctx) => {
-          if (acceptedContent(ctx.mcpReq.inputResponses, 'confirm', schema)?.confirm === true) {
-            return { content: [{ type: 'text', text: 'done' }] };
-          }
-          const confirm = inputRequired.elicit({ message: 'Go?', requestedSchema: schema });
-          return inputRequired({ inputRequests: { confirm }, requestState: `asked-${ctx.mcpReq.id}` });
-        });
-        return () => tool.remove();
-      },
-      async destroy() {},
-    };
-  },
-};
+const confirming = engineOf((server) => {
+  const schema = z.object({ confirm: z.boolean() });
+  const tool = server.registerTool('confirmed', {}, (ctx) => {
+    if (acceptedContent(ctx.mcpReq.inputResponses, 'confirm', schema)?.confirm === true) {
+      return { content: [{ type: 'text', text: 'done' }] };
+    }
+    const confirm = inputRequired.elicit({ message: 'Go?', requestedSchema: schema });
+    return inputRequired({ inputRequests: { confirm }, requestState: `asked-${ctx.mcpReq.id}` });
+  });
+  return () => tool.remove();
+});
 
 describe('a tool call that takes several rounds', () => {
   const clock = new ManualClock();
