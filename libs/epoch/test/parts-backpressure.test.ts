@@ -44,13 +44,19 @@ describe('a run of parts goes out with backpressure', () => {
   const connection = (ws: WebSocket): SyncConnection =>
     wsSyncConnection(ws, { bufferedBytesMax: BUFFERED_BYTES_MAX, partBytes: PART_BYTES });
 
-  it('holds at most bufferedBytesMax and a part buffered, and a slow reader gets the whole run', async () => {
+  /** A sync connection on a paused reader, its buffer sampled at each frame, and what the reader receives. */
+  async function sampledLink() {
     const { server, client } = await pausedSocketPair(closers);
     const sampled = sampleBuffered(server);
     const sender = connection(server);
     const receiver = connection(client);
     const got: SyncMessage[] = [];
     receiver.onMessage((msg) => got.push(msg));
+    return { client, sampled, sender, receiver, got };
+  }
+
+  it('holds at most bufferedBytesMax and a part buffered, and a slow reader gets the whole run', async () => {
+    const { client, sampled, sender, got } = await sampledLink();
     // Some 11 MB: far above the bound, and above what loopback's socket buffers take from a reader that is paused.
     const runtimes = fleet(50);
     assert.equal(sender.send(snapshotCommit(1, runtimes)), true);
@@ -75,12 +81,7 @@ describe('a run of parts goes out with backpressure', () => {
   });
 
   it('a close mid-run drops the rest of it', async () => {
-    const { server, client } = await pausedSocketPair(closers);
-    const sampled = sampleBuffered(server);
-    const sender = connection(server);
-    const receiver = connection(client);
-    const got: SyncMessage[] = [];
-    receiver.onMessage((msg) => got.push(msg));
+    const { client, sampled, sender, receiver, got } = await sampledLink();
     const closed = new Promise<number>((resolve) => receiver.onClose((code) => resolve(code)));
     assert.equal(sender.send(snapshotCommit(1, fleet(50))), true);
     await until(() => sender.bufferedBytes > BUFFERED_BYTES_MAX, 'the sender blocked on the paused reader');
