@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { Agent, IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 
 // Not `import http from 'node:http'`: a namespace import reads every export, and three (WebSocket, CloseEvent,
@@ -15,6 +15,16 @@ const REDIRECTS_MAX = 20;
 /** Not sent on to another origin, as fetch does not send them. */
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
+/** fetch's init, and the agent (a pool of connections) each exchange goes through. */
+export interface AnyPortInit extends RequestInit {
+  /**
+   * The node:http(s) agent for an exchange with `url` (the first, or a
+   * redirect's), of that URL's protocol: e.g. the keep-alive pool a caller
+   * holds for a peer. Undefined, or this left out: Node's global agent.
+   */
+  readonly agent?: (url: URL) => Agent | undefined;
+}
+
 /**
  * fetch() as the MCP SDK's transports and jose call it, made with node:http(s):
  * Node's fetch refuses the ports browsers block (6000, 6665-6669, 10080, …)
@@ -29,7 +39,7 @@ const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
  * a body that is neither a string nor bytes, decompression (none is asked
  * for), cookies, caches, CORS.
  */
-export async function anyPortFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+export async function anyPortFetch(input: string | URL | Request, init: AnyPortInit = {}): Promise<Response> {
   if (input instanceof Request) throw new TypeError('anyPortFetch takes a URL, not a Request');
   let url = new URL(input);
   let method = (init.method ?? 'GET').toUpperCase();
@@ -37,7 +47,7 @@ export async function anyPortFetch(input: string | URL | Request, init: RequestI
   const headers = new Headers(init.headers);
   const signal = init.signal ?? undefined;
   for (let redirects = 0; ; redirects++) {
-    const response = await exchange(url, method, headers, body, signal);
+    const response = await exchange(url, { method, headers, agent: init.agent?.(url) }, body, signal);
     const location = response.headers.get('location');
     if (!REDIRECT_STATUSES.has(response.status) || location === null || init.redirect === 'manual') return response;
     await response.body?.cancel();
@@ -65,10 +75,15 @@ function failed(cause: unknown): TypeError {
   return new TypeError('fetch failed', { cause });
 }
 
+interface Sent {
+  readonly method: string;
+  readonly headers: Headers;
+  readonly agent: Agent | undefined;
+}
+
 function exchange(
   url: URL,
-  method: string,
-  headers: Headers,
+  { method, headers, agent }: Sent,
   body: string | Uint8Array | undefined,
   signal: AbortSignal | undefined,
 ): Promise<Response> {
@@ -79,7 +94,7 @@ function exchange(
   return new Promise((resolve, reject) => {
     const sent: Record<string, string> = Object.fromEntries(headers);
     if (body !== undefined) sent['content-length'] = String(Buffer.byteLength(body));
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers: sent });
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers: sent, agent });
     let res: IncomingMessage | undefined;
     const onAbort = (): void => {
       req.destroy();

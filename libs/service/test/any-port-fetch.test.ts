@@ -1,9 +1,9 @@
 // anyPortFetch answers as fetch does where Switchyard relies on it — statuses, headers, a streamed body,
-// redirects, failures ("fetch failed" with the socket's error as cause), an abort's reason — and reaches a
-// port fetch refuses. Against real servers on loopback.
+// redirects, failures ("fetch failed" with the socket's error as cause), an abort's reason — reaches a
+// port fetch refuses, and goes through the agent a caller keeps for a peer. Against real servers on loopback.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { anyPortFetch } from '@switchyard/service';
 import { FETCH_BLOCKED_PORTS, onBlockedPort } from '@switchyard/service/testing';
@@ -16,6 +16,7 @@ function serve(port = 0): Promise<Server> {
       if (req.url === '/moved') return void res.writeHead(307, { location: '/echo' }).end();
       if (req.url === '/seen') return void res.writeHead(303, { location: '/echo' }).end();
       if (req.url === '/hang') return void res.writeHead(200).write('first ');
+      if (req.url?.startsWith('/away?to=')) return void res.writeHead(307, { location: req.url.slice(9) }).end();
       const answer = {
         method: req.method,
         url: req.url,
@@ -35,6 +36,15 @@ async function close(server: Server | undefined): Promise<void> {
   if (!server) return;
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
+}
+
+/** An agent that counts the connections it made. */
+class CountingAgent extends Agent {
+  connections = 0;
+  override createConnection(...args: Parameters<Agent['createConnection']>): ReturnType<Agent['createConnection']> {
+    this.connections++;
+    return super.createConnection(...args);
+  }
 }
 
 describe('anyPortFetch', () => {
@@ -87,6 +97,26 @@ describe('anyPortFetch', () => {
     const reading = res.text();
     late.abort(new Error('late'));
     await assert.rejects(reading, /late/);
+  });
+
+  it("goes through the agent given for each URL, a redirect's to another origin included", async (t) => {
+    const other = await serve();
+    const otherBase = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    const agents = new Map([base, otherBase].map((origin) => [origin, new CountingAgent()]));
+    t.after(async () => {
+      for (const agent of agents.values()) agent.destroy();
+      await close(other);
+    });
+    const asked: string[] = [];
+    const agent = (url: URL): Agent | undefined => (asked.push(url.href), agents.get(url.origin));
+    const res = await anyPortFetch(`${base}/away?to=${otherBase}/echo`, { agent });
+    assert.equal(res.status, 201);
+    await res.text();
+    assert.deepEqual(asked, [`${base}/away?to=${otherBase}/echo`, `${otherBase}/echo`]);
+    assert.deepEqual(
+      [...agents.values()].map((one) => one.connections),
+      [1, 1],
+    );
   });
 
   it('reaches a server on a port that fetch refuses', async (t) => {
