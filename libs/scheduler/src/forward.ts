@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { FORWARDED_HEADER, HOP_BY_HOP_HEADERS as HOP_BY_HOP } from '@switchyard/protocol';
+import { anyPortFetch } from '@switchyard/service';
 import { sendJson } from './http-util.ts';
 
 /** Marks a request already forwarded once between replicas, so forwarding never loops. */
@@ -103,46 +104,36 @@ function filterHeaders(headers: http.IncomingHttpHeaders, dropped?: ReadonlySet<
   return out;
 }
 
+/** The agents above, for a URL of either protocol. */
+function agentFor(url: URL): http.Agent {
+  return url.protocol === 'https:' ? tlsAgent : agent;
+}
+
 /**
  * POSTs JSON to another replica (with the caller's API token, if any) and
- * returns status and parsed body. Made with node:http, as the forward
- * above, not fetch: fetch refuses the ports browsers block (6000,
- * 6665-6669, 10080, …) before it dials, and a leader served on one is a
- * legitimate deployment. `timeoutMs` bounds the whole exchange, body
- * included; a failure to connect, a timeout, an answer cut short and a
- * body that is not JSON all reject.
+ * returns status and parsed body. Made with anyPortFetch on the agents of
+ * the forward above, not fetch: fetch refuses the ports browsers block
+ * (6000, 6665-6669, 10080, …) before it dials, and a leader served on one
+ * is a legitimate deployment. A redirect is answered, not followed.
+ * `timeoutMs` bounds the whole exchange, body included; a failure to
+ * connect, a timeout, an answer cut short and a body that is not JSON all
+ * reject.
  */
-export function postJson(
+export async function postJson(
   url: string,
   body: unknown,
   timeoutMs: number,
   authorization?: string,
 ): Promise<{ status: number; body: unknown }> {
-  const text = JSON.stringify(body);
-  const secure = url.startsWith('https:');
-  const request = secure ? https.request : http.request;
-  const headers: http.OutgoingHttpHeaders = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    [HOP_HEADER]: '1',
-    ...(authorization !== undefined ? { authorization } : {}),
-  };
-  const options = { method: 'POST', headers, agent: secure ? tlsAgent : agent, signal: AbortSignal.timeout(timeoutMs) };
-  return new Promise((resolve, reject) => {
-    const upstream = request(url, options, (answer) => {
-      const chunks: Buffer[] = [];
-      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-      answer.once('error', reject);
-      answer.once('close', () => {
-        if (!answer.complete) return reject(new Error('the answer ended before its body did'));
-        try {
-          resolve({ status: answer.statusCode ?? 502, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-        } catch (error) {
-          reject(error);
-        }
-      });
-    });
-    upstream.once('error', reject);
-    upstream.end(text);
+  const headers: Record<string, string> = { 'content-type': 'application/json', [HOP_HEADER]: '1' };
+  if (authorization !== undefined) headers.authorization = authorization;
+  const answer = await anyPortFetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    redirect: 'manual',
+    signal: AbortSignal.timeout(timeoutMs),
+    agent: agentFor,
   });
+  return { status: answer.status, body: await answer.json() };
 }
