@@ -1,7 +1,8 @@
 // A scheduler replica as an operator runs it with runtimeState limits below
 // what a runtime reports: the option reaches what the replica mirrors of its
-// runtimes, the error names it, and the runtime takes no new sandbox. The
-// runtime's sidecar API adds the processes, as code beside a runtime would.
+// runtimes, the error names it, the runtime takes no new sandbox, and the
+// replica's metrics count it. The runtime's sidecar API adds the processes,
+// as code beside a runtime would.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { availableRuntimes, startCluster, type TestCluster } from '../support/cluster.ts';
@@ -17,6 +18,12 @@ async function scheduleStatus(url: string, processId: string): Promise<number> {
   });
   await res.body?.cancel();
   return res.status;
+}
+
+async function metricsOf(url: string): Promise<string> {
+  const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(3000) });
+  assert.equal(res.status, 200);
+  return res.text();
 }
 
 describe('a scheduler with runtimeState.processesMax below what a runtime reports', () => {
@@ -37,6 +44,7 @@ describe('a scheduler with runtimeState.processesMax below what a runtime report
     const port = await freePort();
     await cluster.startRuntime('r-big', 0, { args: ['--sidecar-port', String(port)] });
     await until('the runtime is schedulable', async () => (await scheduleStatus(url, 'probe')) === 200 || undefined);
+    assert.match(await metricsOf(url), /^switchyard_scheduler_runtimes_over_state_limit 0$/m);
 
     for (const pid of ['p1', 'p2', 'p3']) {
       const res = await fetch(`http://127.0.0.1:${port}/processes/${pid}`, {
@@ -49,6 +57,8 @@ describe('a scheduler with runtimeState.processesMax below what a runtime report
     assert.equal(line.runtime, 'r-big');
     assert.equal(line.processesMax, 2);
     assert.match(String(line.msg), /raise runtimeState\.processesMax or runtimeState\.threadsMax/);
+    // Monitoring sees it too, for as long as it lasts.
+    assert.match(await metricsOf(url), /^switchyard_scheduler_runtimes_over_state_limit 1$/m);
     // A fresh process each time: a replica pins where it placed a process until the runtime reports it.
     let asked = 0;
     await until(

@@ -90,6 +90,10 @@ prometheusRule:
       enabled: true
       for: 1m
       severity: warning
+    runtimesOverStateLimit:
+      enabled: true
+      for: 5m
+      severity: warning
 grafanaDashboard:
   enabled: false
   labels:

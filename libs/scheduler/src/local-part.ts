@@ -75,6 +75,12 @@ export class LocalPart {
       // Called only once the mirror took a snapshot (the watcher delivers one before any ops, and one
       // after a refusal): one it refused, past the limits, leaves the runtime's state unknown, so unschedulable.
       onChange: () => {
+        if (entry.overLimits) {
+          logger.info(
+            { runtime: tunnel.runtimeId },
+            'runtime state back within the limits: new sandboxes go there again',
+          );
+        }
         entry.synced = true;
         entry.overLimits = false;
         entry.changes++;
@@ -180,6 +186,13 @@ export class LocalPart {
     return this.#entries.size;
   }
 
+  /** Runtimes held here whose state is past the limits: no new sandbox goes to them until they report less. */
+  get runtimesOverStateLimit(): number {
+    let over = 0;
+    for (const entry of this.#entries.values()) if (entry.overLimits) over++;
+    return over;
+  }
+
   /** Streams open on the busiest tunnel held here (0 with none). */
   busiestTunnelStreams(): number {
     let most = 0;
@@ -213,11 +226,14 @@ export class LocalPart {
    * as long as it does: its mirrored state stops at the op refused, so placing by it would be placing blind.
    */
   #overLimits(entry: Entry, fields: object): void {
+    // Asked again every 30 s, a runtime that stays over is refused each time: the operator hears of it once (and
+    // once when it is back), and sees it meanwhile in runtimesOverStateLimit.
+    if (entry.overLimits) return this.#options.logger.debug(fields, 'runtime state still over the limits');
     entry.overLimits = true;
     entry.changes++;
     this.#options.logger.error(
       fields,
-      'runtime state over the limits: no new sandbox goes there until it reports less (asked again every 30 s); raise runtimeState.processesMax or runtimeState.threadsMax on every replica if it is meant to hold that much',
+      'runtime state over the limits: no new sandbox goes there until it reports less (asked again every 30 s; a line says when it is back); raise runtimeState.processesMax or runtimeState.threadsMax on every replica if it is meant to hold that much',
     );
     this.#options.onChange();
   }

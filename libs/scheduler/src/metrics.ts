@@ -20,6 +20,7 @@ export interface ReplicaMetrics {
   readonly relayConnections: Counter;
   readonly apiUnauthorized: Counter;
   readonly busiestTunnelStreams: Gauge;
+  readonly runtimesOverStateLimit: Gauge;
   readonly redialWaits: Counter<'outcome'>;
   readonly tunnelsSuperseded: Counter;
   readonly gatewayConnectionsUnanswered: Counter;
@@ -29,6 +30,8 @@ export interface ReplicaMetrics {
 export interface LiveSources {
   /** Streams open on the busiest runtime tunnel this replica holds. */
   busiestTunnelStreams(): number;
+  /** Runtimes whose tunnels this replica holds whose state is past runtimeState's limits. */
+  runtimesOverStateLimit(): number;
   /** Seconds since the replica last knew its view current (0 before its first epoch). */
   epochLagSeconds(): number;
 }
@@ -97,6 +100,11 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
       name: 'tunnel_streams_busiest',
       help: `Streams open on the busiest runtime tunnel held here; at ${TRAFFIC_STREAMS_MAX} new requests to it get 503`,
       collect: () => live.busiestTunnelStreams(),
+    }),
+    runtimesOverStateLimit: metrics.gauge({
+      name: 'runtimes_over_state_limit',
+      help: 'Runtimes whose tunnels this replica holds that report more processes or threads than runtimeState allows: no new sandbox goes to them until they report less',
+      collect: () => live.runtimesOverStateLimit(),
     }),
   };
 }

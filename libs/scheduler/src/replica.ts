@@ -65,6 +65,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   // Read on scrapes only, once `part` (below) holds tunnels.
   const metrics = createReplicaMetrics(options.metrics, {
     busiestTunnelStreams: () => part.busiestTunnelStreams(),
+    runtimesOverStateLimit: () => part.runtimesOverStateLimit,
     epochLagSeconds: () => (epochAgeMs() ?? 0) / 1000,
   });
   let ready = false;

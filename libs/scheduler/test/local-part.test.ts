@@ -428,6 +428,70 @@ describe("a replica's part, when its runtime's state grows past the limits after
   });
 });
 
+describe("a replica's part, while its runtime stays past the limits", () => {
+  it('says so once when it goes over and once when it is back, however often it asks meanwhile, and counts it', async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = new RuntimeStateStore({ seqStart: 0 });
+    store.addProcess('a');
+    store.addProcess('b');
+    const served = await serveWatch(store);
+    const lines: { level: string; msg: string }[] = [];
+    let logged: () => void = () => {};
+    const line = (level: string) => (fields: object, msg?: string) => {
+      // Every line about this runtime's state past the limits names the refusal.
+      if (!/at most 2 processes/.test(String((fields as { err?: unknown }).err)) && !msg?.includes('limits')) return;
+      lines.push({ level, msg: msg ?? '' });
+      logged();
+    };
+    /** Resolves once `count` lines were logged about the limits. */
+    const linesReach = (count: number): Promise<void> =>
+      within(
+        new Promise<void>((resolve) => {
+          logged = () => void (lines.length >= count && resolve());
+          logged();
+        }),
+        10_000,
+        `only ${lines.length} of ${count} lines about the limits`,
+      );
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock,
+      logger: { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') },
+      onChange: () => {},
+      mirror: { processesMax: 2 },
+    });
+    const loud = (): string[] => lines.filter((l) => l.level !== 'debug').map((l) => `${l.level} ${l.msg}`);
+    try {
+      const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
+      part.attach(r0.tunnel);
+      assert.equal(part.runtimesOverStateLimit, 0);
+      store.addProcess('c');
+      await linesReach(1);
+      assert.equal(part.runtimesOverStateLimit, 1, 'counted while over');
+      // The replica asks again every 30 s, and is refused each time, for as long as the runtime stays over.
+      for (let asked = 1; asked <= 3; asked++) {
+        await clock.advance(30_000);
+        await linesReach(1 + asked);
+      }
+      assert.equal(part.runtimesOverStateLimit, 1, 'still counted');
+      assert.equal(loud().length, 1, loud().join('\n'));
+      assert.match(loud()[0]!, /^error runtime state over the limits: /);
+
+      store.removeProcess('c');
+      await clock.advance(30_000);
+      await linesReach(5);
+      assert.equal(part.runtimesOverStateLimit, 0, 'no longer counted once back within them');
+      assert.equal(loud().length, 2, loud().join('\n'));
+      assert.match(loud()[1]!, /^info runtime state back within the limits/);
+    } finally {
+      part.close();
+      served.close();
+      store.close();
+    }
+  });
+});
+
 describe("a replica's part, when its runtime's snapshot in parts passes the limits", () => {
   it('logs an error naming the limit, takes none of it and keeps the runtime unschedulable', async () => {
     // 25,000 threads, sent in three parts, to a replica that takes 15,000 of a runtime.

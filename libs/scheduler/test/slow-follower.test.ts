@@ -55,6 +55,7 @@ describe('a follower that reads slower than the cluster changes', () => {
     const logger = recordingLogger('leader', lines);
     const metrics = createReplicaMetrics(createMetrics('scheduler'), {
       busiestTunnelStreams: () => 0,
+      runtimesOverStateLimit: () => 0,
       epochLagSeconds: () => 0,
     });
     const snapshots = new FollowerSnapshots(logger, clock, (reason) => metrics.snapshotsSent.inc({ reason }));
