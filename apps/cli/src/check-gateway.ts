@@ -6,10 +6,11 @@
  * on its way) and the session it opened is ended at once, or, where the
  * caller says client auth is on, 401 with a Bearer challenge (the gateway
  * serves; nothing behind it is reached). A scheduler's address is told apart
- * (its 404, or its API tokens' 401 of its own realm) and said to be no
- * gateway's. Each request is bounded by a timeout.
+ * (its 404, or its API tokens' 401 of its own realm), and so is a runtime's
+ * direct listener (its tokens' 401 of its own realm), and each is said to be
+ * no gateway's. Each request is bounded by a timeout.
  */
-import { SCHEDULER_API_REALM } from '@switchyard/protocol';
+import { RUNTIME_DIRECT_REALM, SCHEDULER_API_REALM } from '@switchyard/protocol';
 import { printable } from './log-lines.ts';
 import { httpRequest, type HttpInit } from './http-request.ts';
 import { unreachableReason } from './inspect.ts';
@@ -28,6 +29,7 @@ const ANSWER_BYTES_MAX = 64 * 1024;
 const PROTOCOL_VERSION = '2025-06-18';
 const REFUSED_HINT = 'nothing listens there';
 const SCHEDULER_HINT = "(a scheduler's address goes to check scheduler --scheduler)";
+const RUNTIME_HINT = '(runtimes are seen through a scheduler: status --scheduler)';
 
 const INITIALIZE = JSON.stringify({
   jsonrpc: '2.0',
@@ -104,10 +106,33 @@ function described(response: Response, text: string): string {
   return printable(`HTTP ${response.status}${short ? `: ${short}` : ''}`);
 }
 
+/**
+ * Says so when `response` is a 401 with the challenge of a scheduler's API tokens or of a runtime's direct
+ * listener (a gateway's is realm="switchyard"): neither is a gateway refusing a client, nor a credential missing.
+ */
+function refuseOtherListener(response: Response, where: string): void {
+  if (response.status !== 401) return;
+  const realm = challengeRealm(response.headers.get('www-authenticate') ?? '');
+  if (realm === SCHEDULER_API_REALM) {
+    throw new Error(
+      `${where} answered 401 with a scheduler's challenge (realm ${SCHEDULER_API_REALM}): ` +
+        `it is no gateway's MCP endpoint ${SCHEDULER_HINT}`,
+    );
+  }
+  if (realm === RUNTIME_DIRECT_REALM) {
+    throw new Error(
+      `${where} answered 401 with a runtime's challenge (realm ${RUNTIME_DIRECT_REALM}): ` +
+        `it is a runtime's direct listener, no gateway's MCP endpoint ${RUNTIME_HINT}`,
+    );
+  }
+}
+
 async function checkReady(url: URL): Promise<void> {
   const readyz = new URL('/readyz', url);
   const response = await request(readyz);
   const text = await answerText(response);
+  // A runtime's direct listener asks for its token before any route, /readyz too.
+  refuseOtherListener(response, printable(readyz.href));
   if (response.status !== 200) throw new Error(`${readyz.href} answered ${described(response, text)}`);
 }
 
@@ -125,13 +150,8 @@ export async function checkGateway(check: GatewayCheck): Promise<string> {
   if (response.status === 401) {
     const challenge = response.headers.get('www-authenticate') ?? '';
     // A scheduler with API tokens refuses its /mcp (no route of its) before routing, with a Bearer challenge of
-    // its own realm (a gateway's is realm="switchyard"): neither "client auth is on" nor a pass for auth.
-    if (challengeRealm(challenge) === SCHEDULER_API_REALM) {
-      throw new Error(
-        `${where} answered 401 with a scheduler's challenge (realm ${SCHEDULER_API_REALM}): ` +
-          `it is no gateway's MCP endpoint ${SCHEDULER_HINT}`,
-      );
-    }
+    // its own realm: neither "client auth is on" nor a pass for auth.
+    refuseOtherListener(response, where);
     if (!check.authRequired) {
       throw new Error(`${where} asks for credentials (401): its client auth is on; check it with --auth-required`);
     }

@@ -1,11 +1,14 @@
 // `switchyard check gateway` against stand-ins on loopback answering as a
 // gateway might: it passes only on /readyz 200 and an initialize result (in
 // JSON or in an SSE event), or on a Bearer challenge where auth is expected,
-// ends the session it opened, and says what else it got.
+// ends the session it opened, and says what else it got. A scheduler's and a
+// runtime's direct listener are told apart from a gateway by their answers.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startRuntimeNode } from '@switchyard/runtime';
+import { createMetrics } from '@switchyard/service';
 import { runCli, startOneReplica } from './support.ts';
 
 const RESULT = { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'stand-in' } } };
@@ -143,6 +146,46 @@ describe('switchyard check gateway given a scheduler with API tokens', () => {
       }
     } finally {
       await replica.close();
+    }
+  });
+});
+
+describe("switchyard check gateway given a runtime's direct listener", () => {
+  // It serves /mcp itself, but only to gateways in direct mode: every request without one of its tokens, /readyz
+  // first, gets 401 with its own challenge. That is no gateway refusing a client, and no missing credential.
+  it("says it is a runtime's, no gateway's MCP endpoint, with or without --auth-required", async () => {
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    const node = await startRuntimeNode({
+      runtimeId: 'rt-direct',
+      // Never reached: the direct listener serves whether the tunnel is up or not.
+      schedulerUrl: 'http://127.0.0.1:1',
+      joinToken: 'join-token-for-this-test',
+      classes: { demo: { engine: 'builtin' } },
+      sandboxesMax: 4,
+      sessionIdleMs: 60_000,
+      direct: { host: '127.0.0.1', port: 0, tokens: ['direct-token-for-this-test'] },
+      logger: quiet,
+      metrics: createMetrics('runtime'),
+    });
+    try {
+      for (const flags of [[], ['--auth-required']]) {
+        const { code, stdout, stderr } = await runCli([
+          'check',
+          'gateway',
+          '--gateway',
+          `${node.directUrl}/mcp`,
+          ...flags,
+        ]);
+        assert.equal(code, 1, `${flags.join(' ')}: ${stdout}`);
+        assert.equal(stdout, '');
+        assert.doesNotMatch(stderr, /bearer token is required|check it with --auth-required/);
+        assert.match(
+          stderr,
+          /answered 401 with a runtime's challenge \(realm switchyard-runtime\): it is a runtime's direct listener, no gateway's MCP endpoint/,
+        );
+      }
+    } finally {
+      await node.close();
     }
   });
 });
