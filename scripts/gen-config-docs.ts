@@ -34,8 +34,10 @@ flags), and every problem is listed in one error, unknown keys and invalid value
 file that cannot be read or parsed is reported on its own): the app prints \`<program>: invalid configuration:\`
 and one problem per line on stderr, and exits 2 before it starts anything. Keys that depend on each other are checked
 then too (the scheduler's \`election.leaseFile\` with the file backend, \`election.kubeconfig\` with the
-kubernetes backend outside a pod). Times are at most ${TIMER_DELAY_MS_MAX} ms (24.8 days; \`expireSeconds\` ${Math.floor(TIMER_DELAY_MS_MAX / 1000)} s),
-the longest a Node.js timer holds: a longer one would fire at once. \`--print-config\` prints the effective
+kubernetes backend outside a pod; its \`election.retryPeriodMs\` at most \`renewDeadlineMs\`). Times are at most
+${TIMER_DELAY_MS_MAX} ms (24.8 days; \`expireSeconds\` ${Math.floor(TIMER_DELAY_MS_MAX / 1000)} s), the longest a Node.js timer holds: a
+longer one would fire at once; so are the longest waits made of them (a scheduler candidate's
+\`retryPeriodMs × (1 + jitterFactor)\`; a runtime's dial, twice its \`tunnel.pingIntervalMs\`). \`--print-config\` prints the effective
 config as YAML with secrets redacted, and URLs (such as an http class's \`url\`) with their user info and query
 values redacted, where URLs carry credentials; it exits 0. \`--help\` lists every option with its default and env
 name.

@@ -106,6 +106,21 @@ describe('a scheduler whose advertiseUrl is longer than a runtime state carries'
   });
 });
 
+describe('a scheduler given election timing its elector refuses', () => {
+  it('says which keys, instead of crashing at start naming a setting it has none of', async () => {
+    // Within leaseDurationMs > renewDeadlineMs > retryPeriodMs × jitterFactor, but a lease attempt may take a
+    // retry period, which a leader must finish within its renew deadline.
+    const { code, stderr } = await run('scheduler', [
+      ...['--port', '0', '--election.lease-duration-ms', '15000', '--election.renew-deadline-ms', '2500'],
+      ...['--election.retry-period-ms', '3000', '--election.jitter-factor', '0.5'],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- election\.retryPeriodMs: at most renewDeadlineMs \(2500\)/m);
+    assert.doesNotMatch(stderr, /attemptTimeoutMs/);
+    assert.doesNotMatch(stderr, NO_STACK);
+  });
+});
+
 describe('a scheduler given runtime state limits it cannot hold', () => {
   it('refuses to start, naming each key and what it may be', async () => {
     const { code, stderr } = await run('scheduler', [
@@ -385,6 +400,29 @@ describe('apps given a time longer than a timer holds', () => {
       }
     });
   }
+
+  it('switchyard-scheduler refuses a retry period that jitter stretches past what a timer holds', async () => {
+    // Within leaseDurationMs > renewDeadlineMs > retryPeriodMs × jitterFactor, yet a candidate waits up to
+    // retryPeriodMs × (1 + jitterFactor): 3.3e9 ms here, which Node.js would run after 1 ms.
+    const { code, stderr } = await run('scheduler', [
+      ...['--port', '0', '--election.lease-duration-ms', '2100000000'],
+      ...['--election.renew-deadline-ms', '2000000000', '--election.retry-period-ms', '1500000000'],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- election\.retryPeriodMs: .*retryPeriodMs × \(1 \+ jitterFactor\).*2147483647/m);
+    assert.doesNotMatch(stderr, NO_STACK);
+  });
+
+  it('switchyard-runtime refuses a tunnel ping interval whose dial timeout (twice it) a timer cannot hold', async () => {
+    // A dial waits a ping interval and a ping timeout (as long again) for the scheduler: past 2^31 - 1 ms
+    // together, every dial would time out after 1 ms and the runtime would never join.
+    const { code, stderr } = await run('runtime', [
+      ...['--scheduler-url', 'http://127.0.0.1:1', '--join-token', 'a-join-token-0123456789abcdef'],
+      ...['--tunnel.ping-interval-ms', String(2 ** 30)],
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^ {2}- tunnel\.pingIntervalMs: .*1073741823/m);
+  });
 
   it('switchyard-runtime refuses a class whose sandboxes would expire at once', async () => {
     const { code, stderr } = await run('runtime', [

@@ -13,6 +13,7 @@ import {
   processConfigFields,
   redisUrlField,
   timerBounded,
+  TIMER_DELAY_MS_MAX,
   WRITE_STALL_TIMEOUT_MS_DEFAULT,
 } from '@switchyard/service';
 
@@ -20,6 +21,9 @@ import {
 // its own state store; the same limits here refuse at start what would otherwise fail each
 // dial with a 400, or crash the start with a stack.
 const { classesMax, versionLengthMax, addressLengthMax, weightValueMax } = RUNTIME_LIMITS;
+
+/** Longest tunnel ping interval: a dial is given an interval and a timeout (as long again), in one timer. */
+const TUNNEL_PING_INTERVAL_MS_MAX = Math.floor(TIMER_DELAY_MS_MAX / 2);
 
 /** RFC 9110 `token`: what an HTTP header name may be. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -192,7 +196,15 @@ export const runtimeConfigSchema = z.object({
     .describe('Metering.'),
   tunnel: z
     .object({
-      pingIntervalMs: timerBounded(z.number().int().min(1))
+      pingIntervalMs: z
+        .number()
+        .int()
+        .min(1)
+        // A dial waits a ping interval and a ping timeout (as long again) for the scheduler, in one timer.
+        .max(
+          TUNNEL_PING_INTERVAL_MS_MAX,
+          `at most ${TUNNEL_PING_INTERVAL_MS_MAX}: a dial waits twice this for the scheduler to answer, and Node.js runs a timer over ${TIMER_DELAY_MS_MAX} ms after 1 ms, so every dial would fail`,
+        )
         .default(5000)
         .describe(
           'Interval of tunnel liveness pings; one unanswered for as long again ends the tunnel, which is then dialled again. Announced to the scheduler, which holds requests for a runtime whose connection went silent until the runtime must have found out too.',

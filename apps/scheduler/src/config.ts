@@ -7,6 +7,7 @@ import {
   httpUrl,
   processConfigFields,
   timerBounded,
+  TIMER_DELAY_MS_MAX,
   WRITE_STALL_TIMEOUT_MS_DEFAULT,
   tlsFilesField,
 } from '@switchyard/service';
@@ -60,6 +61,22 @@ const electionSchema = z
       ctx.addIssue({
         code: 'custom',
         message: 'needs leaseDurationMs > renewDeadlineMs > retryPeriodMs × jitterFactor',
+      });
+    }
+    // One lease attempt may take a retry period, and a leader must be done renewing within its deadline.
+    if (e.retryPeriodMs > e.renewDeadlineMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['retryPeriodMs'],
+        message: `at most renewDeadlineMs (${e.renewDeadlineMs}): a lease attempt may take a retry period, and a leader that has not renewed within renewDeadlineMs steps down`,
+      });
+    }
+    // A candidate waits up to this; Node.js would run a longer timer after 1 ms, and try again at once.
+    if (e.retryPeriodMs * (1 + e.jitterFactor) > TIMER_DELAY_MS_MAX) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['retryPeriodMs'],
+        message: `retryPeriodMs × (1 + jitterFactor), a candidate's longest wait between attempts, must be at most ${TIMER_DELAY_MS_MAX} (24.8 days): a longer timer would fire at once`,
       });
     }
   });

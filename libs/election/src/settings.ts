@@ -14,6 +14,9 @@ export interface ElectionTiming {
   readonly attemptTimeoutMs: number;
 }
 
+/** Longest delay a Node.js timer keeps (2^31 - 1 ms, 24.8 days): a longer one runs after 1 ms. */
+const TIMER_DELAY_MS_MAX = 2_147_483_647;
+
 /** client-go's defaults (design brief §6). `attemptTimeoutMs` defaults to `retryPeriodMs`. */
 export const ELECTION_DEFAULTS = {
   leaseDurationMs: 15_000, // 15 s
@@ -25,7 +28,9 @@ export const ELECTION_DEFAULTS = {
 /**
  * Fills defaults and checks the settings together, as client-go does:
  * every value finite and > 0, `leaseDurationMs > renewDeadlineMs >
- * retryPeriodMs × jitterFactor`, `attemptTimeoutMs ≤ renewDeadlineMs`.
+ * retryPeriodMs × jitterFactor`, `attemptTimeoutMs ≤ renewDeadlineMs`; and
+ * a candidate's longest wait, `retryPeriodMs × (1 + jitterFactor)`, within
+ * what a timer holds.
  * Throws `SwitchyardError(invalid_request)` naming the broken rule.
  */
 export function resolveTiming(input: Partial<ElectionTiming>): ElectionTiming {
@@ -48,6 +53,11 @@ export function resolveTiming(input: Partial<ElectionTiming>): ElectionTiming {
   if (renewDeadlineMs <= retryPeriodMs * jitterFactor) {
     fail(
       `renewDeadlineMs (${renewDeadlineMs}) must be greater than retryPeriodMs × jitterFactor (${retryPeriodMs} × ${jitterFactor})`,
+    );
+  }
+  if (retryPeriodMs * (1 + jitterFactor) > TIMER_DELAY_MS_MAX) {
+    fail(
+      `retryPeriodMs × (1 + jitterFactor) (${retryPeriodMs} × ${1 + jitterFactor}) must be at most ${TIMER_DELAY_MS_MAX}: a candidate's longer wait would end at once`,
     );
   }
   if (attemptTimeoutMs > renewDeadlineMs) {

@@ -43,6 +43,12 @@ const rejected: Array<{ name: string; input: Partial<ElectionTiming>; message: R
   },
   { name: 'rejects NaN', input: { leaseDurationMs: Number.NaN }, message: /leaseDurationMs must be a finite number/ },
   {
+    // Node.js runs a longer timer after 1 ms: a candidate would try again at once, not after a retry period.
+    name: 'rejects a jittered retry period longer than a timer holds',
+    input: { leaseDurationMs: 2_100_000_000, renewDeadlineMs: 2_000_000_000, retryPeriodMs: 1_500_000_000 },
+    message: /retryPeriodMs × \(1 \+ jitterFactor\) \(1500000000 × 2\.2\) must be at most 2147483647/,
+  },
+  {
     name: 'rejects an attempt timeout longer than the renew deadline',
     input: { attemptTimeoutMs: 10_001 },
     message: /attemptTimeoutMs \(10001\) must not exceed renewDeadlineMs/,
