@@ -28,6 +28,16 @@ export interface RouteCacheConfig {
 
 /** Default key prefix in Redis; replicas of one deployment share it, deployments sharing a Redis each need their own. */
 export const REDIS_ROUTE_PREFIX = 'switchyard:route:';
+/**
+ * How long a command may go unanswered; a connection that then brought no
+ * byte for as long is dropped and dialled again (ioredis' socketTimeout). A
+ * Redis that stopped answering on a connection still open (stopped,
+ * overloaded, its host gone without a reset, a failover's old primary)
+ * would otherwise hold each lookup and write for this long, for as long as
+ * the kernel keeps the connection: some 15 minutes after a host is lost.
+ * A new connection is not ready before Redis answers, and until then every
+ * command fails at once (no offline queue).
+ */
 const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** How stale the time that ages entries may be; nothing against TTLs of minutes. */
 const TTL_RESOLUTION_MS = 1000;
@@ -39,16 +49,6 @@ const TTL_RESOLUTION_MS = 1000;
  * share of the TTL before this replica's copy does.
  */
 const REDIS_RENEW_AFTER_TTL_SHARE = 0.25;
-
-/**
- * How long Redis is left alone after a command timed out: a Redis that keeps
- * its connection but answers nothing (stopped, overloaded, behind a lost
- * route) would otherwise hold each lookup and write for the command timeout,
- * for as long as it hangs. One request per this long pays that timeout.
- */
-const REDIS_PAUSE_AFTER_TIMEOUT_MS = 5000;
-/** How ioredis rejects a command that had no answer within `commandTimeout`. */
-const REDIS_TIMEOUT_MESSAGE = 'Command timed out';
 
 /** How long the first requests wait for the first connection to Redis; later ones never wait for one. */
 const REDIS_FIRST_CONNECT_WAIT_MS = 1000;
@@ -84,7 +84,10 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
       lazyConnect: false,
       maxRetriesPerRequest: 1,
       commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+      socketTimeout: REDIS_COMMAND_TIMEOUT_MS,
       enableOfflineQueue: false,
+      // Unanswered when their connection went, they failed already: sent late, a write could undo a later delete.
+      autoResendUnfulfilledCommands: false,
       reconnectOnError: reconnectsOnError,
     });
     // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
@@ -180,8 +183,6 @@ export class RouteCache {
   readonly #config: RouteCacheConfig;
   #redisLabel = '';
   #closed = false;
-  /** Until when (`performance.now()` ms) Redis is not asked: see REDIS_PAUSE_AFTER_TIMEOUT_MS. */
-  #redisPausedUntilMs = 0;
 
   constructor(config: RouteCacheConfig) {
     this.#config = config;
@@ -236,16 +237,16 @@ export class RouteCache {
       .catch((error: unknown) => this.#failed('renew', error));
   }
 
-  /** The Redis client to ask now; undefined without Redis, once closed, or while paused. */
+  /** The Redis client to ask now; undefined without Redis or once closed. */
   #client(): Promise<Redis | undefined> | undefined {
-    if (this.#closed || !this.#redis || performance.now() < this.#redisPausedUntilMs) return undefined;
+    if (this.#closed || !this.#redis) return undefined;
     return this.#redis;
   }
 
   #failed(what: string, error: unknown): void {
-    const err = (error as Error)?.message;
-    if (err === REDIS_TIMEOUT_MESSAGE) this.#redisPausedUntilMs = performance.now() + REDIS_PAUSE_AFTER_TIMEOUT_MS;
-    this.#config.upstreamLog.warn(this.#redisLabel, `route cache redis ${what} failed`, { err });
+    this.#config.upstreamLog.warn(this.#redisLabel, `route cache redis ${what} failed`, {
+      err: (error as Error)?.message,
+    });
   }
 
   /** The route from Redis (then kept in memory too), for a key `local` missed; undefined without Redis. */

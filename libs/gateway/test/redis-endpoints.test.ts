@@ -20,11 +20,20 @@ import { skip, startRedis } from './fixtures/redis.ts';
  * `target` (a failover moves it); connections open stay with the server
  * they reached, as they do when a DNS name moves.
  */
-async function startEndpoint(target: number): Promise<{ port: number; target: number; close(): Promise<void> }> {
+async function startEndpoint(
+  target: number,
+): Promise<{ port: number; target: number; freeze(): void; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const endpoint = {
     port: 0,
     target,
+    /** The open connections' server is gone without a word (powered off, cut off): they carry nothing more. */
+    freeze: () => {
+      for (const socket of sockets) {
+        socket.unpipe();
+        socket.pause();
+      }
+    },
     close: () => {
       for (const socket of sockets) socket.destroy();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -86,6 +95,47 @@ describe('route cache across a failover behind one endpoint', { skip }, () => {
     }
     for (let deadline = performance.now() + 5_000; !(await stored(promoted.url)); await sleep(50)) {
       assert.ok(performance.now() < deadline, 'routes reach the new primary within 5 s');
+    }
+  });
+});
+
+describe('route cache across a failover that takes the old primary with it', { skip }, () => {
+  let primary: { url: string; child: ChildProcess };
+  let promoted: { url: string; child: ChildProcess };
+  let endpoint: Awaited<ReturnType<typeof startEndpoint>>;
+  let h: Harness;
+  before(async () => {
+    primary = await startRedis();
+    promoted = await startRedis();
+    endpoint = await startEndpoint(Number(new URL(primary.url).port));
+    h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${endpoint.port}` } });
+  });
+  after(async () => {
+    await h?.close();
+    await endpoint?.close();
+    primary?.child.kill('SIGTERM');
+    promoted?.child.kill('SIGTERM');
+  });
+
+  it('leaves a connection that no longer answers for the endpoint, which reaches the new primary', async () => {
+    const stored = async (redisUrl: string): Promise<boolean> => {
+      const init = await post(h.url, INITIALIZE);
+      assert.equal(init.status, 200);
+      const client = new Redis(redisUrl);
+      try {
+        return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
+      } finally {
+        client.disconnect();
+      }
+    };
+    assert.equal(await stored(primary.url), true, 'routes reach the primary');
+    // Its host powered off: no reset, no FIN, the connection open on the gateway's
+    // side for as long as the kernel retransmits (some 15 minutes); the endpoint's
+    // name already points to the promoted replica.
+    endpoint.freeze();
+    endpoint.target = Number(new URL(promoted.url).port);
+    for (let deadline = performance.now() + 10_000; !(await stored(promoted.url)); await sleep(100)) {
+      assert.ok(performance.now() < deadline, 'routes reach the new primary within 10 s');
     }
   });
 });

@@ -273,7 +273,7 @@ describe('route cache while redis hangs', { skip }, () => {
     const median = took.sort((a, b) => a - b)[took.length >> 1]!;
     assert.ok(median < 200, `a new session and one call on another replica took ${median.toFixed(0)} ms at the median`);
 
-    // Left alone for a while only: once it answers again, routes are shared again.
+    // Once it answers again (on a new connection), routes are shared again.
     redis.child.kill('SIGCONT');
     const client = new Redis(redis.url);
     try {
