@@ -234,6 +234,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     redisKeyPrefix: o.routeCache.redisKeyPrefix,
     upstreamLog,
     onLookup: (result, tier) => metrics.routeLookup(result, tier),
+    onRedisFailure: (op) => metrics.routeCacheRedisFailed(op),
   });
   const scheduler = new SchedulerClient({
     schedulers: o.schedulers,

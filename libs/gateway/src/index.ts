@@ -19,5 +19,5 @@ export type { IdentityStrategy } from './identity.ts';
 export { SUPPORTED_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION } from './wire.ts';
 export { REDIS_ROUTE_PREFIX } from './route-cache.ts';
 export { relayConnector } from './relay-connections.ts';
-export { REFUSAL_REASONS, UPSTREAM_ERROR_REASONS } from './metrics.ts';
+export { REFUSAL_REASONS, ROUTE_CACHE_REDIS_OPS, UPSTREAM_ERROR_REASONS } from './metrics.ts';
 export type { RelayConnector } from './relay-connections.ts';

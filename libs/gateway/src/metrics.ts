@@ -7,6 +7,8 @@ export interface GatewayMetrics {
   upstreamError(reason: UpstreamErrorReason): void;
   scheduleLatency(seconds: number, outcome: 'ok' | 'unschedulable' | 'error'): void;
   routeLookup(result: 'hit' | 'miss', tier: 'memory' | 'redis'): void;
+  /** A route cache command Redis failed or that could not be sent to it; the request went on without. */
+  routeCacheRedisFailed(op: RouteCacheRedisOp): void;
   sseOpened(): void;
   sseClosed(): void;
   /** A scheduler refused a relay connection (its requests then go through `/api/proxy` for a while). */
@@ -76,12 +78,22 @@ export const REFUSAL_REASONS = [
 
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
+/**
+ * What the route cache asks of Redis (`route_cache_redis_failures_total{op}`):
+ * a lookup, a route written, one renewed on use, one deleted. Each exported
+ * from 0, so that an alert on their rate has a series before the first failure.
+ */
+export const ROUTE_CACHE_REDIS_OPS = ['read', 'write', 'renew', 'delete'] as const;
+
+export type RouteCacheRedisOp = (typeof ROUTE_CACHE_REDIS_OPS)[number];
+
 const noop = (): void => {};
 export const noMetrics: GatewayMetrics = {
   request: noop,
   upstreamError: noop,
   scheduleLatency: noop,
   routeLookup: noop,
+  routeCacheRedisFailed: noop,
   sseOpened: noop,
   sseClosed: noop,
   relayRefused: noop,
@@ -127,17 +139,19 @@ function memo<T>(make: (key: string) => T, max = Infinity): (key: string) => T {
 }
 
 /**
- * The children of a counter labelled by reason, one per reason of a fixed
- * set, each exported from 0: a series exists before its first increment.
+ * The children of a counter with one label (`label`), one per value of a
+ * fixed set, each exported from 0: a series exists before its first increment.
  */
 function childrenFromZero<R extends string>(
-  counter: Counter<'reason'>,
-  reasons: readonly R[],
+  counter: Counter<string>,
+  label: string,
+  values: readonly R[],
 ): Record<R, { inc(): void }> {
   return Object.fromEntries(
-    reasons.map((reason) => {
-      counter.inc({ reason }, 0);
-      return [reason, counter.labels({ reason })];
+    values.map((value) => {
+      const labels = { [label]: value };
+      counter.inc(labels, 0);
+      return [value, counter.labels(labels)];
     }),
   ) as Record<R, { inc(): void }>;
 }
@@ -170,6 +184,12 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     labelNames: ['result', 'tier'],
     registers,
   });
+  const redisFailures = new Counter({
+    name: `${prefix}route_cache_redis_failures_total`,
+    help: 'Route cache commands Redis failed, timed out, or could not be sent while it was away, by operation (read, write, renew, delete); the requests went on without Redis',
+    labelNames: ['op'],
+    registers,
+  });
   const sse = new Gauge({ name: `${prefix}sse_streams_open`, help: 'Open SSE response streams', registers });
   const relayRefusals = new Counter({
     name: `${prefix}relay_refusals_total`,
@@ -197,8 +217,9 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     labelNames: ['reason'],
     registers,
   });
-  const refusalChild = childrenFromZero(refusals, REFUSAL_REASONS);
-  const errorChild = childrenFromZero(upstreamErrors, UPSTREAM_ERROR_REASONS);
+  const refusalChild = childrenFromZero(refusals, 'reason', REFUSAL_REASONS);
+  const errorChild = childrenFromZero(upstreamErrors, 'reason', UPSTREAM_ERROR_REASONS);
+  const redisFailureChild = childrenFromZero(redisFailures, 'op', ROUTE_CACHE_REDIS_OPS);
   const requestChild = memo((key) => {
     const space = key.indexOf(' ');
     return requests.labels({ method: key.slice(0, space), code: key.slice(space + 1) });
@@ -214,6 +235,7 @@ export function createMetrics(registry: Registry, prefix: string): GatewayMetric
     upstreamError: (reason) => errorChild[reason].inc(),
     scheduleLatency: (seconds, outcome) => scheduleChild(outcome).observe(seconds),
     routeLookup: (result, tier) => lookupChild(`${result} ${tier}`).inc(),
+    routeCacheRedisFailed: (op) => redisFailureChild[op].inc(),
     sseOpened: () => sse.inc(),
     sseClosed: () => sse.dec(),
     relayRefused: () => relayRefusals.inc(),

@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
 import { isIdentityValue } from '@switchyard/protocol';
 import { redisTlsOptions } from '@switchyard/service';
+import type { RouteCacheRedisOp } from './metrics.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
 /** Where a thread (legacy session) or a named process is served. */
@@ -24,6 +25,8 @@ export interface RouteCacheConfig {
   /** Where Redis trouble is reported: throttled, since while Redis is away every lookup fails alike. */
   readonly upstreamLog: ThrottledLog;
   readonly onLookup?: (result: 'hit' | 'miss', tier: 'memory' | 'redis') => void;
+  /** A command Redis failed, or that could not be sent to it: the lookup missed, the change was dropped. */
+  readonly onRedisFailure?: (op: RouteCacheRedisOp) => void;
 }
 
 /** Default key prefix in Redis; replicas of one deployment share it, deployments sharing a Redis each need their own. */
@@ -243,7 +246,8 @@ export class RouteCache {
     return this.#redis;
   }
 
-  #failed(what: string, error: unknown): void {
+  #failed(what: RouteCacheRedisOp, error: unknown): void {
+    this.#config.onRedisFailure?.(what);
     this.#config.upstreamLog.warn(this.#redisLabel, `route cache redis ${what} failed`, {
       err: (error as Error)?.message,
     });
