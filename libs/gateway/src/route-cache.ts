@@ -93,11 +93,15 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
       autoResendUnfulfilledCommands: false,
       reconnectOnError: reconnectsOnError,
     });
-    // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
-    redis.on('error', (error: Error) => log.warn(label, 'route cache redis error', { err: error.message }));
-    // Its return is said too, or the warnings above would just stop; `lostAtMs` is when a ready connection went.
+    // Its return is said too, or the warnings below would just stop; `lostAtMs` is when a ready connection
+    // went, or when the first one failed (a gateway started while its Redis was away).
     let ready = false;
     let lostAtMs: number | undefined;
+    // ioredis reconnects by itself; an unhandled 'error' event would crash the process.
+    redis.on('error', (error: Error) => {
+      if (!ready) lostAtMs ??= performance.now();
+      log.warn(label, 'route cache redis error', { err: error.message });
+    });
     redis.on('close', () => {
       if (ready) lostAtMs ??= performance.now();
       ready = false;

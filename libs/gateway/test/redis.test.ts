@@ -10,6 +10,7 @@ import type { Gateway } from '@switchyard/gateway';
 import { INITIALIZE, connectV2, listen, post, startHarness, stopServer, textOf } from './harness.ts';
 import type { Harness } from './harness.ts';
 import { skip, startRedis } from './fixtures/redis.ts';
+import type { RedisServer } from '@switchyard/service/testing';
 
 if (skip) console.log(`# skipping redis route cache tests: ${skip}`);
 
@@ -193,6 +194,49 @@ describe('route cache while redis is away', { skip }, () => {
       client.disconnect();
     }
     // Its return said once too (not at the first connection), or the warnings would just stop.
+    const back = lines.filter((l) => l.msg === 'route cache redis connected again');
+    assert.deepEqual(back, [{ level: 'info', msg: 'route cache redis connected again' }]);
+  });
+});
+
+describe('route cache of a gateway started while redis is away', { skip }, () => {
+  let redis: RedisServer;
+  let h: Harness;
+  const lines: { level: string; msg: string }[] = [];
+  const at =
+    (level: string) =>
+    (_obj: object, msg?: string): void =>
+      void lines.push({ level, msg: msg ?? '' });
+  before(async () => {
+    // Its port, to start it there once the gateway runs without it.
+    redis = await startRedis();
+    await redis.stop();
+    h = await startHarness(1, {
+      routeCache: { redisUrl: redis.url },
+      logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    });
+  });
+  after(async () => {
+    await h?.close();
+    await redis?.stop();
+  });
+
+  it('serves sessions without it, and says so when it comes', async () => {
+    assert.equal((await post(h.url, INITIALIZE)).status, 200, 'served without redis');
+    assert.ok(lines.some((l) => l.msg === 'route cache redis error'));
+    redis = await startRedis(redis.port);
+    const client = new Redis(redis.url);
+    try {
+      for (let deadline = performance.now() + 10_000; ; await sleep(50)) {
+        assert.ok(performance.now() < deadline, 'routes reach redis within 10 s');
+        const init = await post(h.url, INITIALIZE);
+        const session = init.headers.get('mcp-session-id')!;
+        if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
+      }
+    } finally {
+      client.disconnect();
+    }
+    // Its warnings just stopping would tell an operator nothing.
     const back = lines.filter((l) => l.msg === 'route cache redis connected again');
     assert.deepEqual(back, [{ level: 'info', msg: 'route cache redis connected again' }]);
   });
