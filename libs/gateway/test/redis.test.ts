@@ -376,3 +376,44 @@ describe('route cache in a redis shared by two deployments', { skip }, () => {
     }
   });
 });
+
+describe('route cache in redis with bearer auth', { skip }, () => {
+  const ALICE = 'alice-token-0123456789';
+  const BOB = 'bob-token-9876543210';
+  const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+  let redis: RedisServer;
+  const gateways: Harness[] = [];
+  before(async () => {
+    redis = await startRedis();
+    const options = { auth: { mode: 'bearer' as const, tokens: [ALICE, BOB] }, routeCache: { redisUrl: redis.url } };
+    const first = await startHarness(1, options);
+    gateways.push(first, await startHarness(0, options, first.scheduler));
+  });
+  after(async () => {
+    for (const h of gateways.reverse()) await h.close();
+    await redis?.stop();
+  });
+
+  it("keeps a session shared through redis to its principal: another's request is 404, its own is served", async () => {
+    const [first, second] = gateways as [Harness, Harness];
+    const init = await post(first.url, INITIALIZE, auth(ALICE));
+    assert.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id')!;
+    const client = new Redis(redis.url);
+    try {
+      const stored = JSON.parse((await client.get(`${REDIS_ROUTE_PREFIX}thread:${session}`))!) as {
+        principal?: string;
+      };
+      assert.match(stored.principal ?? '', /^token:/, 'the shared route names its principal');
+    } finally {
+      client.disconnect();
+    }
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+    const schedules = first.scheduler.calls.length;
+    const bob = await post(second.url, list, { ...auth(BOB), 'mcp-session-id': session });
+    assert.equal(bob.status, 404, JSON.stringify(bob.json));
+    const alice = await post(second.url, list, { ...auth(ALICE), 'mcp-session-id': session });
+    assert.equal(alice.status, 200, JSON.stringify(alice.json));
+    assert.equal(first.scheduler.calls.length, schedules, 'both answered from the shared route');
+  });
+});
