@@ -1,11 +1,20 @@
 import type { Clock, Timer } from '@switchyard/clock';
-import type { RuntimeState, SyncMessage } from '@switchyard/protocol';
+import type { ClusterOp, RuntimeState, SyncMessage } from '@switchyard/protocol';
 import { messageBytes } from './encode.ts';
 import { EpochHistory } from './history.ts';
 import { EPOCH_DEFAULTS, checkInt } from './options.ts';
 import { effectivePart, makeRoom, newSlot } from './slots.ts';
 import type { FollowerSlot } from './slots.ts';
-import type { ApplyFn, DiffFn, EpochRef, EpochSink, MergeFn, SnapshotInfo, SyncConnection } from './types.ts';
+import type {
+  ApplyFn,
+  DiffFn,
+  EpochRef,
+  EpochSink,
+  MergeFn,
+  SnapshotInfo,
+  SnapshotReason,
+  SyncConnection,
+} from './types.ts';
 
 /** Reported after each new epoch. `bytes` is the size of the delta commit (the snapshot for the first epoch). */
 export interface CommitInfo {
@@ -74,21 +83,28 @@ interface Cycle {
  * Guarantees:
  * - epochs are numbered `startEpoch + 1, +2, …` without holes; every
  *   follower gets, for one epoch number, either the same delta against the
- *   previous epoch or a snapshot equal to that epoch's state;
+ *   previous epoch, a delta against the epoch it took last (catching up),
+ *   or a snapshot equal to that epoch's state;
  * - a cycle whose merge equals the previous epoch commits nothing (no new
  *   number for no change); followers waiting for a snapshot get the latest
  *   epoch's instead;
  * - a follower silent for `staleAfterMs` has its runtimes committed with
  *   `available: false` (attached or not) until it reports again, and one
  *   detached for `forgetAfterMs` is forgotten, its runtimes with it;
- * - a follower whose connection refuses a message (backpressure, or a
- *   delta above its frame limit or of more than `SYNC_OPS_MAX` ops) gets
- *   no more deltas and receives a
- *   snapshot once its connection accepts again, before any further
- *   announce (which tells it its epoch is current);
+ * - a follower whose connection refuses a delta but takes the snapshot
+ *   (the delta is above its frame limit or of more than `SYNC_OPS_MAX`
+ *   ops) gets that snapshot at once (`oversized`);
+ * - a follower whose connection refuses both (backpressure) gets nothing
+ *   more until it takes messages again, then, before any further announce
+ *   (which tells it its epoch is current), one delta from the epoch it took
+ *   last to the latest. It gets a snapshot instead (`behind`) when the
+ *   last `keepEpochs` epochs no longer hold that epoch, or when the delta
+ *   has as many ops as the latest state has entries (runtimes, processes
+ *   and threads: each op carries about what an entry does), and
+ *   (`oversized`) when its connection refuses that delta for its size;
  * - every snapshot a follower's connection takes is reported to
- *   `onSnapshotSent` with why it needed one, and for one that refused a
- *   delta, how many such it got since it last took a delta;
+ *   `onSnapshotSent` with why it needed one, and for `behind`, how many
+ *   such it got since it last took a delta;
  * - a follower whose connection is `backlogged` (a snapshot still going
  *   out to it in parts) is announced to, but no cycle waits for its answer;
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
@@ -114,7 +130,11 @@ export class EpochLeader {
   #debounce: Timer | undefined;
   #promptPending = false;
   #stopped = false;
-  #snapshotMsg: Extract<SyncMessage, { type: 'commit' }> | undefined;
+  #snapshotMsg: Commit | undefined;
+  /** The latest epoch's delta commit against the one before it, when it was committed as one. */
+  #lastDelta: { readonly msg: Commit; readonly baseEpoch: number; readonly ops: ClusterOp[] } | undefined;
+  /** Deltas to the latest epoch by the epoch they start from (undefined: none worth sending), built once each. */
+  #catchUps: { readonly epoch: number; readonly byBase: Map<number, Commit | undefined> } | undefined;
 
   constructor(options: EpochLeaderOptions) {
     this.#o = { ...EPOCH_DEFAULTS, startEpoch: 0, ...options };
@@ -180,6 +200,7 @@ export class EpochLeader {
       partVersion: undefined,
       detachedAtMs: undefined,
       needsSnapshot: 'attached',
+      sentEpoch: undefined,
       behindInARow: 0,
     });
     const attached = slot;
@@ -190,7 +211,7 @@ export class EpochLeader {
       if (attached.conn === conn) this.#detach(attached);
     });
     previous?.close(1000, 'replaced by a new connection');
-    this.#sendSnapshot(slot);
+    this.#catchUp(slot);
     this.notifyChange();
   }
 
@@ -249,7 +270,7 @@ export class EpochLeader {
     for (const slot of this.#slots.values()) {
       // An announce tells a follower it holds every commit sent before it: one that missed some gets the latest
       // epoch first (a connection that refuses it refuses the announce as well).
-      this.#sendSnapshot(slot);
+      this.#catchUp(slot);
       // One behind a run of parts answers once it has read the run: waiting for it would hold every commit back
       // for as long as the slowest such follower reads. Its collect still comes, as an unsolicited one.
       if (slot.conn?.send(announce) && !slot.conn.backlogged) waiting.add(slot.replica);
@@ -284,7 +305,7 @@ export class EpochLeader {
       case 'resync':
         if (msg.what === 'snapshot') {
           slot.needsSnapshot ??= 'asked';
-          this.#sendSnapshot(slot);
+          this.#catchUp(slot);
         }
         return;
       case 'error':
@@ -348,17 +369,19 @@ export class EpochLeader {
       this.#history.record({ epoch, term }, next);
       this.#snapshotMsg = undefined;
       this.#o.sink?.delta(epoch, term, base.epoch, ops);
-      const delta: SyncMessage = { type: 'commit', term, epoch, body: { kind: 'delta', baseEpoch: base.epoch, ops } };
+      const delta: Commit = { type: 'commit', term, epoch, body: { kind: 'delta', baseEpoch: base.epoch, ops } };
+      this.#lastDelta = { msg: delta, baseEpoch: base.epoch, ops };
       for (const slot of this.#slots.values()) {
-        if (!slot.conn || slot.needsSnapshot) continue;
-        if (slot.conn.send(delta)) slot.behindInARow = 0;
-        else slot.needsSnapshot = 'behind';
+        if (!slot.conn || slot.needsSnapshot || slot.sentEpoch !== base.epoch) continue;
+        if (slot.conn.send(delta)) this.#tookDelta(slot, epoch);
+        // Refused, and the snapshot taken: the delta was above the connection's limits, not behind a full buffer.
+        else this.#sendSnapshot(slot, 'oversized');
       }
       this.#o.onCommit?.({ epoch, term, bytes: messageBytes(delta), durationMs: clock.monotonicNow() - startedMs });
     } else {
       this.#o.sink?.current?.(base.epoch, term);
     }
-    for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
+    for (const slot of this.#slots.values()) this.#catchUp(slot);
   }
 
   /**
@@ -380,18 +403,61 @@ export class EpochLeader {
     const { term } = this.#o;
     this.#history.record({ epoch, term }, states);
     this.#o.sink?.snapshot(epoch, term, states);
-    for (const slot of this.#slots.values()) this.#sendSnapshot(slot);
+    for (const slot of this.#slots.values()) this.#catchUp(slot);
     const bytes = messageBytes(this.#latestSnapshot({ epoch, term }));
     this.#o.onCommit?.({ epoch, term, bytes, durationMs: this.#o.clock.monotonicNow() - startedMs });
   }
 
-  /** Sends the latest epoch as a snapshot if the slot waits for one and its connection accepts it. */
-  #sendSnapshot(slot: FollowerSlot): void {
+  /**
+   * Brings a follower that does not hold the latest epoch up to it, if its connection takes a message: the snapshot
+   * it waits for, else one delta from the epoch it took last, else (none worth sending, or refused for its size)
+   * a snapshot. A connection with a full buffer refuses both; the next cycle or commit tries again.
+   */
+  #catchUp(slot: FollowerSlot): void {
     const latest = this.#history.latest();
-    const reason = slot.needsSnapshot;
-    if (!reason || !slot.conn || !latest) return;
+    if (!slot.conn || !latest) return;
+    if (slot.needsSnapshot) return this.#sendSnapshot(slot, slot.needsSnapshot);
+    if (slot.sentEpoch === latest.epoch) return;
+    const delta = this.#deltaSince(slot.sentEpoch, latest);
+    if (delta && slot.conn.send(delta)) return this.#tookDelta(slot, latest.epoch);
+    this.#sendSnapshot(slot, delta ? 'oversized' : 'behind');
+  }
+
+  #tookDelta(slot: FollowerSlot, epoch: number): void {
+    slot.sentEpoch = epoch;
+    slot.behindInARow = 0;
+  }
+
+  /**
+   * The delta from `from` to the latest epoch, built once for all followers that took `from` last. Undefined when
+   * the history no longer holds `from`, or when the delta has at least as many ops as the latest state has entries:
+   * each op carries about what an entry does, so the snapshot is no larger, and the follower builds it no slower.
+   */
+  #deltaSince(from: number | undefined, latest: EpochRef): Commit | undefined {
+    const prev = from === undefined ? undefined : this.#history.at(from);
+    if (from === undefined || prev === undefined) return undefined;
+    if (this.#catchUps?.epoch !== latest.epoch) this.#catchUps = { epoch: latest.epoch, byBase: new Map() };
+    const { byBase } = this.#catchUps;
+    if (!byBase.has(from)) {
+      const next = this.#history.latestStates()!;
+      // The committed delta itself when it starts there: one message object, encoded once for every follower.
+      const last = this.#lastDelta;
+      const committed = last?.msg.epoch === latest.epoch && last.baseEpoch === from ? last : undefined;
+      const ops = committed?.ops ?? this.#o.diff(prev, next);
+      const { epoch, term } = latest;
+      const delta = committed?.msg ?? { type: 'commit', term, epoch, body: { kind: 'delta', baseEpoch: from, ops } };
+      byBase.set(from, ops.length < entries(next) ? delta : undefined);
+    }
+    return byBase.get(from);
+  }
+
+  /** Sends the latest epoch as a snapshot, if the slot's connection accepts it, and reports why. */
+  #sendSnapshot(slot: FollowerSlot, reason: SnapshotReason): void {
+    const latest = this.#history.latest();
+    if (!slot.conn || !latest) return;
     if (!slot.conn.send(this.#latestSnapshot(latest))) return;
     slot.needsSnapshot = undefined;
+    slot.sentEpoch = latest.epoch;
     if (reason === 'behind') slot.behindInARow++;
     const behindInARow = reason === 'behind' ? slot.behindInARow : 0;
     this.#o.onSnapshotSent?.({ replica: slot.replica, reason, epoch: latest.epoch, behindInARow });
@@ -411,4 +477,13 @@ export class EpochLeader {
     }
     return this.#snapshotMsg;
   }
+}
+
+type Commit = Extract<SyncMessage, { type: 'commit' }>;
+
+/** Runtimes, processes and threads of `states`: what a snapshot of them lists. */
+function entries(states: readonly RuntimeState[]): number {
+  let count = 0;
+  for (const s of states) count += 1 + s.processes.length + s.threads.length;
+  return count;
 }

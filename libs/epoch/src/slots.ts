@@ -12,8 +12,13 @@ export interface FollowerSlot {
   lastCollectMs: number;
   detachedAtMs: number | undefined;
   /** Why it waits for a snapshot, if it does: deltas are useless to it until it has one. */
-  needsSnapshot: SnapshotReason | undefined;
-  /** Snapshots it got for refusing a delta since it last took one (on this connection). */
+  needsSnapshot: Extract<SnapshotReason, 'attached' | 'asked'> | undefined;
+  /**
+   * The latest epoch its connection took, as a snapshot or a delta; undefined until one (on this connection).
+   * Messages arrive in order, so it is the base of the next delta the follower can apply.
+   */
+  sentEpoch: number | undefined;
+  /** Snapshots it got for being `behind` since it last took a delta (on this connection). */
   behindInARow: number;
   /** Memo of the part marked unavailable, so an unchanged stale part keeps its identity. */
   stale: { readonly of: readonly RuntimeState[]; readonly states: readonly RuntimeState[] } | undefined;
@@ -28,6 +33,7 @@ export function newSlot(replica: string, nowMs: number): FollowerSlot {
     lastCollectMs: nowMs,
     detachedAtMs: undefined,
     needsSnapshot: 'attached',
+    sentEpoch: undefined,
     behindInARow: 0,
     stale: undefined,
   };

@@ -67,11 +67,12 @@ export interface SyncConnection {
 }
 
 /**
- * Why the leader sends a follower a snapshot: it `attached` (a new connection), it `asked` (it saw a gap), or
- * it fell `behind` (its connection refused a delta: backpressure, a run of parts ahead of it, or a delta above
- * its limits).
+ * Why the leader sends a follower a snapshot: it `attached` (a new connection), it `asked` (it saw a gap), it
+ * fell `behind` (it missed epochs while its connection was busy, and no one delta catches it up: the leader no
+ * longer keeps the epoch it took last, or what changed since is as large as the state), or the delta it was due
+ * was `oversized` (above its connection's frame limit or `SYNC_OPS_MAX` ops).
  */
-export type SnapshotReason = 'attached' | 'asked' | 'behind';
+export type SnapshotReason = 'attached' | 'asked' | 'behind' | 'oversized';
 
 /** A snapshot the leader's connection to a follower took. */
 export interface SnapshotInfo {

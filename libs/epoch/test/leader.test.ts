@@ -242,7 +242,7 @@ describe('EpochLeader transcripts', () => {
     assertConverged(cluster);
   });
 
-  it('a follower whose connection refuses gets no deltas, then a snapshot once it drains', async () => {
+  it('a follower whose connection refuses gets no deltas, then one delta from the epoch it took once it drains', async () => {
     cluster = startCluster(['f1', 'f2']);
     await cluster.clock.advance(20);
     const f2 = cluster.nodes.get('f2')!;
@@ -257,8 +257,10 @@ describe('EpochLeader transcripts', () => {
     await cluster.clock.advance(1000);
     assert.deepEqual(
       f2.sink.applied.map((a) => `${a.epoch}:${a.kind}`),
-      ['1:snapshot', '3:snapshot'],
+      ['1:snapshot', '3:delta'],
     );
+    const last = commits(cluster, 'f2').at(-1)!;
+    assert.equal(last.body.kind === 'delta' && last.body.baseEpoch, 1, 'the delta starts at the epoch it took');
     assertConverged(cluster);
   });
 
