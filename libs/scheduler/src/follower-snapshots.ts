@@ -3,9 +3,10 @@ import type { SnapshotInfo, SnapshotReason } from '@switchyard/epoch';
 import type { ReplicaLogger } from './options.ts';
 
 /**
- * Snapshots in a row, each sent because the follower's connection refused a delta, that make it a follower
- * that cannot keep up. One or two follow a burst of changes or a slow moment; three mean its every epoch
- * goes out whole, and that costs the whole cluster's state each time.
+ * Snapshots in a row, each sent because the follower was `behind` (its connection stayed busy for more epochs
+ * than the leader keeps, so no one delta could catch it up), that make it a follower that cannot keep up. One
+ * or two follow a burst of changes or a slow moment; three mean it gets the whole cluster's state each time it
+ * reads.
  */
 export const BEHIND_IN_A_ROW_WARN = 3;
 
@@ -20,7 +21,7 @@ export const FOLLOWERS_LOGGED_MAX = 64;
 
 /**
  * The leader's view of the snapshots it sends followers: each is counted by reason (`count`), and a follower
- * sent `BEHIND_IN_A_ROW_WARN` or more in a row for refusing deltas is warned of, naming it, at most once per
+ * sent `BEHIND_IN_A_ROW_WARN` or more in a row for being `behind` is warned of, naming it, at most once per
  * `FOLLOWER_BEHIND_LOG_INTERVAL_MS` for each follower (a second one behind is named while the first still is),
  * with `unlogged` counting that follower's snapshots held back.
  */
@@ -42,8 +43,8 @@ export class FollowerSnapshots {
     if (unlogged === undefined) return;
     this.#logger.warn(
       { replica: info.replica, snapshots: info.behindInARow, epoch: info.epoch, unlogged },
-      'a follower refuses the deltas between the snapshots it gets, and gets the whole cluster state each epoch: ' +
-        'it reads slower than the cluster changes (its CPU, the network between the replicas, or a state too large ' +
+      'a follower misses more epochs between its reads than the leader keeps, and gets the whole cluster state ' +
+        'each time: it reads slower than the cluster changes (its CPU, the network between the replicas, or a state too large ' +
         'to read between two commits); give its pod more CPU or check that network',
     );
   }

@@ -60,7 +60,7 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
     }),
     snapshotsSent: metrics.counter({
       name: 'epoch_snapshots_sent_total',
-      help: 'Leader: snapshots of the latest epoch sent to followers, by reason: attached (a new connection), asked (the follower saw a gap), behind (its connection refused a delta)',
+      help: 'Leader: snapshots of the latest epoch sent to followers, by reason: attached (a new connection), asked (the follower saw a gap), behind (it missed more epochs than the leader keeps, or changes as large as the state), oversized (the delta was above its connection limits)',
       labelNames: ['reason'],
     }),
     runtimes: metrics.gauge({ name: 'runtimes', help: 'Runtimes in the latest epoch by state', labelNames: ['state'] }),
