@@ -10,7 +10,7 @@ const SYNOPSES = {
   explain:
     'switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token> | --token-file <file>]',
   'runtime join':
-    'switchyard runtime join <scheduler-url> (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100] [--wait-seconds 30]',
+    'switchyard runtime join <scheduler-url>... (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100] [--wait-seconds 30]',
   'check scheduler':
     'switchyard check scheduler [--scheduler <url>] [--replica <url>]... [--token <api token> | --token-file <file>] [--wait-seconds 30]',
   'check gateway': 'switchyard check gateway [--gateway http://127.0.0.1:8080/mcp] [--auth-required]',
@@ -67,10 +67,13 @@ example:
   switchyard explain --class demo --process my-sandbox`,
   'runtime join': `Joins this machine to a cluster as a runtime: dials the scheduler at <scheduler-url> (no inbound
 port needed) and serves sandboxes until Ctrl-C; a scheduler that goes away once joined is dialled again.
+Give a scheduler Service's URL, or, where no Service is in front of the replicas, each replica's URL: a dial
+that fails moves on to the next, so a runtime whose replica goes away joins another.
 
   --token <join token>       one of the scheduler's joinTokens (else SWITCHYARD_JOIN_TOKEN, out of sight of ps)
   --token-file <file>        reads the first token of a file of one per line
-  --id <id>                  the runtime's id (default: this machine's host name)
+  --id <id>                  the runtime's id, unique in the cluster (default: this machine's host name):
+                             joining with the id of a runtime that runs takes its place, ending its sessions
   --class <class>            a class to serve, demo or everything; repeat for both (default demo)
   --sandboxes <n>            how many sandboxes it holds at once (default 100)
   --wait-seconds <s>         how long it dials before a scheduler takes it, then exits 1 (default 30)

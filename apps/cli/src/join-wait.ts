@@ -1,6 +1,7 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import type { TunnelEvent } from '@switchyard/runtime';
 import { schedulerReason } from './join-refusals.ts';
+import type { JoinUrls } from './join-urls.ts';
 import { lineOf, type LogEntry } from './log-lines.ts';
 
 const UNREACHABLE = 'scheduler unreachable; dialling again';
@@ -47,7 +48,7 @@ export function dialFailure(reason: unknown): string {
  * and going is said as the runtime logs it.
  */
 export class FirstJoinWait {
-  readonly #url: string;
+  readonly #urls: JoinUrls;
   readonly #waitMs: number;
   readonly #clock: Clock;
   readonly #deadline: number;
@@ -57,10 +58,13 @@ export class FirstJoinWait {
   #inFlight = false;
   /** What the log said of the dial in flight (the runtime logs only some of them), once it said it. */
   #dialFailure: string | undefined;
+  /** The URL given that the dial in flight went to, once the log named it. */
+  #dialUrl: string | undefined;
   /** What answered the dial in flight, if it answered and refused it (`answered HTTP 503 (…)`). */
   #dialAnswer: string | undefined;
-  /** The last dial's failure, as the line that ends the command gives it. */
+  /** The last dial's failure, as the line that ends the command gives it, with its URL where known. */
   #failure: string | undefined;
+  #failureUrl: string | undefined;
   /** 409s in a row since the last tunnel came up. */
   #idHeldRefusals = 0;
   /** Tunnels dropped before the join. */
@@ -72,8 +76,14 @@ export class FirstJoinWait {
    * `say` is called with a line for a dial that failed in a way no log entry tells (a tunnel dropped before
    * the join); `giveUp` once with the line that ends the command, if it comes to that.
    */
-  constructor(url: string, waitMs: number, clock: Clock, say: (line: string) => void, giveUp: (line: string) => void) {
-    this.#url = url;
+  constructor(
+    urls: JoinUrls,
+    waitMs: number,
+    clock: Clock,
+    say: (line: string) => void,
+    giveUp: (line: string) => void,
+  ) {
+    this.#urls = urls;
     this.#waitMs = waitMs;
     this.#clock = clock;
     this.#deadline = clock.monotonicNow() + waitMs;
@@ -102,6 +112,7 @@ export class FirstJoinWait {
       case 'dialling':
         this.#inFlight = true;
         this.#dialFailure = undefined;
+        this.#dialUrl = undefined;
         return;
       case 'watched':
         this.#joined = true;
@@ -121,7 +132,9 @@ export class FirstJoinWait {
     const failure = `the tunnel was dropped before a scheduler used it (${reason})`;
     // Past the wait, the line that gives up says it.
     if (this.#drops++ % SAID_EVERY === 0 && !this.#overdue()) {
-      this.#say(`${this.#url} took the tunnel and dropped it before a scheduler used it (${reason}); ${this.#again()}`);
+      this.#say(
+        `${this.#urls.label} took the tunnel and dropped it before a scheduler used it (${reason}); ${this.#again()}`,
+      );
     }
     this.#dialEnded(failure);
   }
@@ -130,6 +143,7 @@ export class FirstJoinWait {
   #dialEnded(failure: string): void {
     this.#inFlight = false;
     this.#failure = failure;
+    this.#failureUrl = this.#dialUrl;
     if (this.#overdue()) this.#end();
   }
 
@@ -144,9 +158,11 @@ export class FirstJoinWait {
     if (entry.msg === UNREACHABLE) {
       // A dial whose refusal may pass is logged as unreachable too, by the same rule: said as what answered.
       const failure = this.#dialAnswer ?? dialFailure(entry.reason);
-      const what = this.#dialAnswer ? `${this.#url} ${failure}` : `cannot reach ${this.#url}: ${failure}`;
+      const url = this.#urls.given(entry.url);
+      const what = this.#dialAnswer ? `${url} ${failure}` : `cannot reach ${url}: ${failure}`;
       if (this.#joined) return `${what}; dialling again (Ctrl-C to stop)`;
       this.#dialFailure = failure;
+      this.#dialUrl = url;
       // The command ends as the runtime tells that this dial ended; no time is left to announce.
       if (this.#overdue()) return '';
       return `${what}; ${this.#again()}`;
@@ -179,8 +195,10 @@ export class FirstJoinWait {
     if (this.#ended) return;
     this.#ended = true;
     this.close();
+    // Given more than one URL, the line names the one that failed last, where the log said which.
+    const at = this.#urls.all.length > 1 && this.#failureUrl !== undefined ? `${this.#failureUrl}: ` : '';
     this.#giveUp(
-      `gave up dialling ${this.#url} after ${this.#waitMs / 1000} s: ${this.#failure}; ` +
+      `gave up dialling ${this.#urls.label} after ${this.#waitMs / 1000} s: ${at}${this.#failure}; ` +
         'check <scheduler-url>, or wait longer with --wait-seconds',
     );
   }

@@ -6,11 +6,14 @@ import { createLogger, createMetrics } from '@switchyard/service';
 import type { JoinClass } from './join-classes.ts';
 import { lastingRefusal } from './join-refusals.ts';
 import { FirstJoinWait } from './join-wait.ts';
+import { JoinUrls } from './join-urls.ts';
 import { everythingEngine } from './local-cluster.ts';
 import { lineOf, parseEntry, printable, type LogEntry } from './log-lines.ts';
 
 export interface JoinOptions {
   readonly schedulerUrl: string;
+  /** More replicas, dialled in turn when a dial fails (a cluster with no Service in front of its replicas). */
+  readonly fallbackSchedulerUrls?: readonly string[];
   readonly token: string;
   /** Where the token came from (`--token`, `--token-file <file>`, an environment variable), for messages. */
   readonly tokenSource: string;
@@ -81,16 +84,20 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     if (line !== undefined) say(line);
     end(exitCode);
   };
+  const urls = new JoinUrls([options.schedulerUrl, ...(options.fallbackSchedulerUrls ?? [])]);
   const wait = new FirstJoinWait(
-    options.schedulerUrl,
+    urls,
     options.waitMs,
     around.clock,
     (line) => code === undefined && say(line),
     (line) => finish(1, line),
   );
+  /** The URL given whose replica holds the tunnel, as its `tunnel connected` line names it. */
+  let upAt = urls.label;
   const onEntry = (entry: LogEntry): void => {
+    if (entry.msg === 'tunnel connected') upAt = urls.given(entry.url);
     if (code !== undefined) return;
-    const refusal = lastingRefusal(entry, options.schedulerUrl, options.tokenSource);
+    const refusal = lastingRefusal(entry, urls.given(entry.url), options.tokenSource);
     if (refusal !== undefined) return finish(1, refusal);
     const failed = wait.lineFor(entry);
     if (failed !== undefined) return void (failed && say(failed));
@@ -103,10 +110,11 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
   });
   const runtimeId = options.id ?? hostname();
   let joined = false;
-  say(`runtime ${runtimeId} dialling ${options.schedulerUrl} (Ctrl-C to stop)`);
+  say(`runtime ${runtimeId} dialling ${urls.label} (Ctrl-C to stop)`);
   const node = await startRuntimeNode({
     runtimeId,
     schedulerUrl: options.schedulerUrl,
+    fallbackSchedulerUrls: options.fallbackSchedulerUrls ?? [],
     joinToken: options.token,
     classes,
     sandboxesMax: options.sandboxesMax,
@@ -119,7 +127,7 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
       // A tunnel coming up is no join (a proxy may take the upgrade and drop it): a scheduler watching it is.
       if (event.type === 'watched' && !joined && code === undefined) {
         joined = true;
-        say(`runtime ${runtimeId} joined ${options.schedulerUrl}`);
+        say(`runtime ${runtimeId} joined ${upAt}`);
       }
     },
   });

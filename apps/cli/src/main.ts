@@ -272,11 +272,13 @@ async function main(argv: string[]): Promise<number> {
         },
       });
       const given = await givenToken(values, 'SWITCHYARD_JOIN_TOKEN');
-      if (positionals.length !== 1 || !given) {
+      if (positionals.length === 0 || !given) {
         throw new UsageError('runtime join needs <scheduler-url> and --token, --token-file or SWITCHYARD_JOIN_TOKEN');
       }
+      const [first, ...fallbacks] = positionals.map((url) => schedulerUrl(url, '<scheduler-url>'));
       const options = {
-        schedulerUrl: schedulerUrl(positionals[0]!, '<scheduler-url>'),
+        schedulerUrl: first!,
+        fallbackSchedulerUrls: fallbacks,
         token: given.token,
         tokenSource: given.source,
         ...(values.id ? { id: values.id } : {}),
