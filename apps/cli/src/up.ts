@@ -53,7 +53,8 @@ export async function up(options: UpOptions): Promise<void> {
       JSON.stringify(clientConfig, null, 2),
       '',
       `Try: npx @modelcontextprotocol/inspector --cli ${cluster.gatewayUrl} --method tools/list`,
-      `Join another runtime: npm run switchyard -- runtime join ${cluster.schedulerUrls[0]} --token ${cluster.joinToken}`,
+      // Every replica: no Service spreads the dials here, and a runtime given one replica waits for it alone.
+      `Join another runtime: npm run switchyard -- runtime join ${cluster.schedulerUrls.join(' ')} --token ${cluster.joinToken}`,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),

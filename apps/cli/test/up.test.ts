@@ -88,6 +88,13 @@ for (const mode of MODES) {
       assert.doesNotMatch(up.stdout(), /every scheduler sees every runtime/);
     });
 
+    it('prints a runtime join command naming every scheduler replica, so the runtime outlives any one', () => {
+      const replicas = [...up.stdout().matchAll(/^scheduler\s+scheduler-\d\s+(http:\/\/\S+)/gm)].map((m) => m[1]);
+      assert.equal(replicas.length, 3);
+      const join = /^Join another runtime: npm run switchyard -- runtime join (.+) --token \S+$/m.exec(up.stdout());
+      assert.equal(join?.[1], replicas.join(' '), up.stdout());
+    });
+
     it('serves the demo tools to the inspector CLI', async () => {
       const { code, stdout } = await inspectorToolsList(gatewayUrl);
       assert.equal(code, 0);
