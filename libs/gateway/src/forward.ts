@@ -25,8 +25,13 @@ export type Attempt =
    * The runtime or its tunnel is gone (404 from the runtime, 502 from the
    * proxy); body discarded. `notConnected`: the scheduler replica asked
    * holds no tunnel of the runtime (which may have moved to another).
+   * `said`: the message of the runtime's own JSON-RPC error, when the
+   * runtime answered (`sandbox "p1" could not start`), not a proxy.
    */
-  | { readonly kind: 'gone'; readonly status: number; readonly notConnected?: true };
+  | { readonly kind: 'gone'; readonly status: number; readonly notConnected?: true; readonly said?: string };
+
+/** What of a runtime's error message the client is told, at most. */
+const SAID_CHARS_MAX = 200;
 
 /**
  * Dials the runtime, once more after GATEWAY_DEFAULTS.dialRetryDelayMs when
@@ -52,7 +57,14 @@ export async function attempt(
         if (upstream.statusCode === 502 && proxyErrorOf(body) === PROXY_ERRORS.streamFailed) {
           throw upstreamFailure(new Error('the runtime reset the stream behind the scheduler proxy'));
         }
-        return { kind: 'gone', status: upstream.statusCode, ...(notConnected ? { notConnected } : {}) };
+        // A proxy marks its own refusals, and strips the mark from what runtimes answer.
+        const said = upstream.headers[PROXY_ERROR_HEADER] === undefined ? rpcErrorOf(body) : undefined;
+        return {
+          kind: 'gone',
+          status: upstream.statusCode,
+          ...(notConnected ? { notConnected } : {}),
+          ...(said ? { said } : {}),
+        };
       }
       return { kind: 'response', upstream };
     } catch (error) {
@@ -60,6 +72,16 @@ export async function attempt(
       if (dial >= 1) return { kind: 'unreachable', error };
       await sleep(clock, GATEWAY_DEFAULTS.dialRetryDelayMs, call.signal);
     }
+  }
+}
+
+/** The message of a JSON-RPC error body, cut to SAID_CHARS_MAX, if that is what it is. */
+function rpcErrorOf(body: Buffer): string | undefined {
+  try {
+    const { error } = (JSON.parse(body.toString('utf8')) as { error?: { message?: unknown } } | null) ?? {};
+    return typeof error?.message === 'string' ? error.message.slice(0, SAID_CHARS_MAX) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -82,23 +82,35 @@ function withClassSource(ctx: RoutingContext, src: IdentitySource, error: unknow
 }
 
 /**
- * Places `request`; once a runtime was found full (`full`), no runtime left
- * to place it on is that 503, not "unschedulable": the class has runtimes,
- * busy ones.
+ * Places `request`; once a runtime was found full or refused the request
+ * itself (`instead`), no runtime left to place it on is that (a 503 for
+ * busy runtimes, or what a runtime said), not "unschedulable": the class
+ * has runtimes, and the scheduler's reason would name only the ones this
+ * gateway excluded, of which the client knows nothing. Runtimes that could
+ * not be reached stay "unschedulable", retried after a second.
  */
 async function scheduleUnlessFull(
   ctx: RoutingContext,
   src: IdentitySource,
   request: ScheduleRequestInput,
   signal: AbortSignal,
-  full: StreamsFullError | undefined,
+  instead: SwitchyardError | undefined,
 ): Promise<Placement> {
   try {
     return await ctx.scheduler.schedule(request, signal);
   } catch (error) {
-    if (full && isUnschedulable(error)) throw full;
+    if (instead && isUnschedulable(error)) throw instead;
     throw withClassSource(ctx, src, error);
   }
+}
+
+/**
+ * The client's answer for a request no runtime took, when a runtime answered it with its own error (its
+ * sandbox could not start): that error, as a 502. Undefined for a runtime that is gone or unreachable.
+ */
+function refusalOf(result: Exclude<Attempt, { kind: 'response' }>): SwitchyardError | undefined {
+  const said = result.kind === 'gone' ? result.said : undefined;
+  return said ? new SwitchyardError('upstream_unavailable', `Bad gateway: ${said}`) : undefined;
 }
 
 /**
@@ -310,6 +322,7 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
 export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<void> {
   const exclude: string[] = [];
   let full: StreamsFullError | undefined;
+  let failed: SwitchyardError | undefined;
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
     // A fresh session id per round: the failed runtime may already hold the
     // previous one as a process, and stickiness would pin the retry to it.
@@ -330,7 +343,7 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
       src,
       { class: cls, processId: process, threadId: sessionId, sticky: true, ...(exclude.length ? { exclude } : {}) },
       r.signal,
-      full,
+      full ?? failed,
     );
     const route = routeOf(ctx, placement, r.principal);
     const result = await callUnlessFull(ctx, r, route, asserted, LEGACY_GONE);
@@ -352,9 +365,10 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
       outcome: result.kind,
       ...detailOf(result),
     });
+    failed = refusalOf(result) ?? failed;
     exclude.push(placement.runtime);
   }
-  throw full ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
+  throw full ?? failed ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
 }
 
 /**
@@ -378,11 +392,12 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const exclude: string[] = [];
   let found: Route | undefined;
   let full: StreamsFullError | undefined;
+  let failed: SwitchyardError | undefined;
   for (let round = 0; round <= GATEWAY_DEFAULTS.rescheduleMax; round++) {
     let route = found ?? (key && round === 0 ? (ctx.cache.local(key) ?? (await ctx.cache.remote(key))) : undefined);
     if (!route) {
       const scheduled = { ...request, ...(exclude.length ? { exclude } : {}) };
-      route = routeOf(ctx, await scheduleUnlessFull(ctx, src, scheduled, r.signal, full));
+      route = routeOf(ctx, await scheduleUnlessFull(ctx, src, scheduled, r.signal, full ?? failed));
       if (key) await ctx.cache.set(key, route);
     }
     const result = await callUnlessFull(ctx, r, route, asserted, STATELESS_GONE);
@@ -399,6 +414,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
     }
     if (key) await ctx.cache.delete(key);
     ctx.metrics.upstreamError(result.kind === 'gone' ? 'gone' : 'connect');
+    failed = refusalOf(result) ?? failed;
     // A 502 may have come after the proxy read the body: a tool call is never sent twice.
     if (result.kind === 'gone' && r.info?.method === 'tools/call') break;
     // A named process behind a replica that cannot be dialled: its sandbox may live on behind another.
@@ -406,7 +422,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
     if (found) await ctx.cache.set(key!, found);
     else exclude.push(route.runtime);
   }
-  throw full ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
+  throw full ?? failed ?? new SwitchyardError('upstream_unavailable', 'No runtime could be reached');
 }
 
 /** The session header, if any (first value when repeated). */
