@@ -110,6 +110,7 @@ const CHARTS = [
       'switchyard_gateway_refusals_total',
       'switchyard_gateway_schedule_duration_seconds',
       'switchyard_gateway_route_cache_lookups_total',
+      'switchyard_gateway_route_cache_redis_failures_total',
       'switchyard_gateway_sse_streams_open',
       'switchyard_gateway_connections_open',
       'switchyard_gateway_connections_refused_total',

@@ -79,7 +79,9 @@ it('the expression check refuses broken PromQL and reads metric names (its passi
 
 /**
  * Per chart: a key of prometheusRule.alerts whose threshold the tuning test sets, and a threshold it may take;
- * what turns its monitor on; and the values under which its monitor scrapes a Service of another name.
+ * what turns its monitor on; the values under which its monitor scrapes a Service of another name; and the
+ * features every alert of values.yaml watches (the gateway's Redis alert is rendered only with a Redis: see
+ * gateway-redis-alert.test.ts).
  */
 const CHARTS = [
   {
@@ -88,6 +90,7 @@ const CHARTS = [
     threshold: 30,
     monitor: 'serviceMonitor.enabled=true',
     scrapes: [[], ['metricsPort=null']],
+    features: [],
   },
   {
     chart: 'gateway',
@@ -95,17 +98,25 @@ const CHARTS = [
     threshold: 0.2,
     monitor: 'serviceMonitor.enabled=true',
     scrapes: [[], ['metricsPort=null']],
+    features: ['redis.existingSecret=switchyard-redis'],
   },
-  { chart: 'runtime', tuned: 'connectionsHigh', threshold: 0.5, monitor: 'podMonitor.enabled=true', scrapes: [[]] },
+  {
+    chart: 'runtime',
+    tuned: 'connectionsHigh',
+    threshold: 0.5,
+    monitor: 'podMonitor.enabled=true',
+    scrapes: [[]],
+    features: [],
+  },
 ] as const;
 
-for (const { chart, tuned, threshold, monitor, scrapes } of CHARTS) {
+for (const { chart, tuned, threshold, monitor, scrapes, features } of CHARTS) {
   describe(`charts/${chart}: prometheusRule`, { skip }, () => {
     const values = parse(readFileSync(join(root, `charts/${chart}/values.yaml`), 'utf8')) as {
       prometheusRule?: { alerts?: Record<string, unknown> };
     };
     const keys = Object.keys(values.prometheusRule?.alerts ?? {});
-    const on = ['prometheusRule.enabled=true', 'prometheusRule.labels.release=prometheus', monitor];
+    const on = ['prometheusRule.enabled=true', 'prometheusRule.labels.release=prometheus', monitor, ...features];
     const rendered = async (set: readonly string[] = []): Promise<Rule[]> => {
       const rules = rulesOf(await render(chart, undefined, [...on, ...set]));
       assert.equal(rules.length, 1);

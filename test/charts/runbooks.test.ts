@@ -60,13 +60,14 @@ it('reads GitHub anchors as GitHub writes them (the checks below compare the rig
   );
 });
 
-for (const { chart, monitor } of [
-  { chart: 'scheduler', monitor: 'serviceMonitor.enabled=true' },
-  { chart: 'gateway', monitor: 'serviceMonitor.enabled=true' },
-  { chart: 'runtime', monitor: 'podMonitor.enabled=true' },
+// With the features every alert watches: the gateway's Redis alert is rendered only with a Redis.
+for (const { chart, monitor, features } of [
+  { chart: 'scheduler', monitor: 'serviceMonitor.enabled=true', features: [] },
+  { chart: 'gateway', monitor: 'serviceMonitor.enabled=true', features: ['redis.existingSecret=switchyard-redis'] },
+  { chart: 'runtime', monitor: 'podMonitor.enabled=true', features: [] },
 ]) {
   describe(`charts/${chart}: runbooks`, { skip }, () => {
-    const on = ['prometheusRule.enabled=true', monitor];
+    const on = ['prometheusRule.enabled=true', monitor, ...features];
     const rules = async (set: readonly string[]): Promise<Rule[]> =>
       (await render(chart, undefined, [...on, ...set]))
         .filter((m): m is RuleManifest => m.kind === 'PrometheusRule')

@@ -100,6 +100,10 @@ prometheusRule:
       enabled: true
       for: 1m
       severity: critical
+    routeCacheRedisFailing:
+      enabled: true
+      for: 10m
+      severity: warning
 grafanaDashboard:
   enabled: false
   labels:

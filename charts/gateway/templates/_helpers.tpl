@@ -43,6 +43,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{- /*
+"true" when the release hands its gateways a Redis URL for the route cache: redis.existingSecret, or the URL's
+variable set through extraEnv; empty otherwise. A gateway without Redis never counts a Redis failure, so the
+alert on them would watch a counter that stays at 0.
+*/ -}}
+{{- define "gateway.hasRedis" -}}
+{{- $viaEnv := false -}}
+{{- range .Values.extraEnv -}}
+{{- if and (eq .name "SWITCHYARD_ROUTE_CACHE_REDIS_URL") (or .valueFrom .value) -}}
+{{- $viaEnv = true -}}
+{{- end -}}
+{{- end -}}
+{{- if or .Values.redis.existingSecret $viaEnv -}}true{{- end -}}
+{{- end -}}
+
 {{- /* An alert's `for` and severity label, from its entry in prometheusRule.alerts. */ -}}
 {{- define "gateway.alertFor" -}}
 for: {{ .for }}
