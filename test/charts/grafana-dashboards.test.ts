@@ -92,6 +92,8 @@ const CHARTS = [
       'switchyard_scheduler_term',
       'switchyard_scheduler_epoch',
       'switchyard_scheduler_epoch_lag_seconds',
+      'switchyard_scheduler_epoch_snapshots_sent_total',
+      'switchyard_scheduler_epoch_catch_up_deltas_total',
       'switchyard_scheduler_runtimes',
       'switchyard_scheduler_schedule_requests_total',
       'switchyard_scheduler_schedule_duration_seconds',

@@ -12,6 +12,7 @@ export type { EpochFollowerOptions } from './follower.ts';
 export { EPOCH_DEFAULTS } from './options.ts';
 export type {
   ApplyFn,
+  CatchUpInfo,
   DiffFn,
   EpochRef,
   EpochSink,

@@ -7,6 +7,7 @@ import { effectivePart, makeRoom, newSlot } from './slots.ts';
 import type { FollowerSlot } from './slots.ts';
 import type {
   ApplyFn,
+  CatchUpInfo,
   DiffFn,
   EpochRef,
   EpochSink,
@@ -60,6 +61,12 @@ export interface EpochLeaderOptions {
   /** A follower's connection took a snapshot (the latest epoch, whole), with why it needed one. */
   readonly onSnapshotSent?: (info: SnapshotInfo) => void;
   /**
+   * A follower's connection took one delta from the epoch it took last to the latest, after it missed epochs while
+   * it was busy (a snapshot instead goes to `onSnapshotSent` as `behind` or `oversized`). Not called for the delta
+   * of each commit, which every follower that holds the epoch before it gets.
+   */
+  readonly onCatchUpSent?: (info: CatchUpInfo) => void;
+  /**
    * A follower sent `error` (e.g. it fenced this leader off: `term` above ours). `latestEpoch` is the
    * follower's latest epoch when it says (followers before this field do not).
    */
@@ -104,7 +111,8 @@ interface Cycle {
  *   (`oversized`) when its connection refuses that delta for its size;
  * - every snapshot a follower's connection takes is reported to
  *   `onSnapshotSent` with why it needed one, and for `behind`, how many
- *   such it got since it last took a delta;
+ *   such it got since it last took a delta; every catch-up delta it takes,
+ *   to `onCatchUpSent`, and no other delta;
  * - a follower whose connection is `backlogged` (a snapshot still going
  *   out to it in parts) is announced to, but no cycle waits for its answer;
  * - at most `maxInFlight` cycles wait at once; a collect that answers a
@@ -118,7 +126,7 @@ export class EpochLeader {
   readonly #o: Required<
     Omit<
       EpochLeaderOptions,
-      'sink' | 'onCommit' | 'onSnapshotSent' | 'onFollowerError' | 'onFollowerForgotten' | 'seedParts'
+      'sink' | 'onCommit' | 'onSnapshotSent' | 'onCatchUpSent' | 'onFollowerError' | 'onFollowerForgotten' | 'seedParts'
     >
   > &
     EpochLeaderOptions;
@@ -418,8 +426,12 @@ export class EpochLeader {
     if (!slot.conn || !latest) return;
     if (slot.needsSnapshot) return this.#sendSnapshot(slot, slot.needsSnapshot);
     if (slot.sentEpoch === latest.epoch) return;
-    const delta = this.#deltaSince(slot.sentEpoch, latest);
-    if (delta && slot.conn.send(delta)) return this.#tookDelta(slot, latest.epoch);
+    const from = slot.sentEpoch;
+    const delta = this.#deltaSince(from, latest);
+    if (delta && slot.conn.send(delta)) {
+      this.#tookDelta(slot, latest.epoch);
+      return this.#o.onCatchUpSent?.({ replica: slot.replica, baseEpoch: from!, epoch: latest.epoch });
+    }
     this.#sendSnapshot(slot, delta ? 'oversized' : 'behind');
   }
 

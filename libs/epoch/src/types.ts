@@ -87,6 +87,13 @@ export interface SnapshotInfo {
   readonly behindInARow: number;
 }
 
+/** A catch-up delta the leader's connection to a follower took: from `baseEpoch`, the epoch it took last, to `epoch`. */
+export interface CatchUpInfo {
+  readonly replica: string;
+  readonly baseEpoch: number;
+  readonly epoch: number;
+}
+
 /** What a follower reports through `onReject` when it fences off a message. */
 export interface RejectInfo {
   readonly type: SyncMessage['type'];

@@ -2,7 +2,9 @@
 // snapshot, far bigger than the deltas it missed, filled its buffer again, so it refused the next delta too:
 // snapshot after snapshot. Once its connection takes messages again, such a follower now gets one delta from the
 // epoch it last took to the latest, and a snapshot only when the leader no longer keeps that epoch or the delta
-// would be as large as the state. A delta refused for its size still goes as a snapshot, counted apart.
+// would be as large as the state. A delta refused for its size still goes as a snapshot, counted apart. Each
+// catch-up delta is reported (onCatchUpSent), the deltas every follower gets as epochs commit are not: once no
+// snapshot marks a follower that fell behind, that report is what shows it.
 // Real WebSockets on loopback, the follower's socket paused as a slow reader's; the leader on a manual clock.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +12,7 @@ import type { WebSocket } from 'ws';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { RuntimeState } from '@switchyard/protocol';
 import { EpochLeader, wsSyncConnection } from '@switchyard/epoch';
-import type { EpochLeaderOptions, SnapshotReason, WsSyncConnectionOptions } from '@switchyard/epoch';
+import type { CatchUpInfo, EpochLeaderOptions, SnapshotReason, WsSyncConnectionOptions } from '@switchyard/epoch';
 import { canonicalStates, referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
 import { recordingFollower, runtimeState } from './support/cluster.ts';
 import { fleet, pausedSocketPair } from './support/runs.ts';
@@ -39,7 +41,7 @@ describe('a follower whose connection was busy', () => {
 
   /**
    * A leader holding `initial`, and a follower attached to it over a paused socket; `snapshots` records the
-   * reasons of the snapshots the leader sent.
+   * reasons of the snapshots the leader sent, `catchUps` the catch-up deltas.
    */
   async function start(
     initial: RuntimeState[],
@@ -48,6 +50,7 @@ describe('a follower whose connection was busy', () => {
   ) {
     const clock = new ManualClock();
     const snapshots: SnapshotReason[] = [];
+    const catchUps: CatchUpInfo[] = [];
     let part = initial;
     const leader = new EpochLeader({
       replicaId: 'leader',
@@ -61,6 +64,7 @@ describe('a follower whose connection was busy', () => {
       diff: referenceDiff,
       apply: referenceApply,
       onSnapshotSent: (info) => snapshots.push(info.reason),
+      onCatchUpSent: (info) => catchUps.push(info),
       ...leaderOptions,
     });
     closers.push(() => leader.stop());
@@ -80,6 +84,7 @@ describe('a follower whose connection was busy', () => {
       client,
       sink,
       snapshots,
+      catchUps,
       /** Gives the leader a new part and lets a cycle commit it. */
       async change(next: RuntimeState[]): Promise<void> {
         const before = leader.latest()!.epoch;
@@ -113,7 +118,7 @@ describe('a follower whose connection was busy', () => {
       await until(() => c.sink.last?.epoch === attachedAt && c.leaderSide.bufferedBytes === 0, 'the snapshot read');
       await c.clock.advance(CYCLE_MS);
     };
-    return { ...c, attachedAt, drain };
+    return { ...c, attachedAt, drain, lastPart: part };
   }
 
   it('gets one delta from the epoch it took to the latest, not a snapshot, once it drains', async () => {
@@ -126,6 +131,12 @@ describe('a follower whose connection was busy', () => {
     );
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached']);
+    assert.deepEqual(c.catchUps, [{ replica: 'slow', baseEpoch: c.attachedAt, epoch: c.attachedAt + MISSED }]);
+    // Caught up, it takes the next epoch as every follower does: no catch-up reported for it.
+    await c.change([...c.lastPart, extra(MISSED, 1)]);
+    await until(() => c.sink.last?.epoch === c.leader.latest()!.epoch, 'the next epoch');
+    assert.equal(c.sink.last!.kind, 'delta');
+    assert.equal(c.catchUps.length, 1, JSON.stringify(c.catchUps));
   });
 
   it('gets a snapshot once the epoch it took has left the history', async () => {
@@ -138,6 +149,7 @@ describe('a follower whose connection was busy', () => {
     );
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached', 'behind']);
+    assert.deepEqual(c.catchUps, []);
   });
 
   it('gets a snapshot when what changed meanwhile is as large as the state', async () => {
@@ -159,6 +171,7 @@ describe('a follower whose connection was busy', () => {
     assert.equal(c.sink.last!.kind, 'snapshot');
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached', 'behind']);
+    assert.deepEqual(c.catchUps, []);
   });
 
   it('gets a snapshot, counted as oversized, for a delta above its frame limit', async () => {
@@ -170,5 +183,6 @@ describe('a follower whose connection was busy', () => {
     assert.equal(c.sink.last!.kind, 'snapshot');
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached', 'oversized']);
+    assert.deepEqual(c.catchUps, []);
   });
 });

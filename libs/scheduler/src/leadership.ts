@@ -51,6 +51,8 @@ export interface LeadershipOptions {
   readonly onLeaderCommit?: (info: CommitInfo) => void;
   /** Leading, this replica sent a follower a snapshot of the latest epoch, for `reason`. */
   readonly onLeaderSnapshot?: (reason: SnapshotReason) => void;
+  /** Leading, this replica sent a follower that missed epochs one delta to the latest, in place of a snapshot. */
+  readonly onLeaderCatchUp?: () => void;
   readonly onRoleChange?: () => void;
 }
 
@@ -223,6 +225,7 @@ export class Leadership {
       ...epochOptions,
       ...(options.onLeaderCommit ? { onCommit: options.onLeaderCommit } : {}),
       onSnapshotSent: (info) => this.#followerSnapshots.sent(info),
+      ...(options.onLeaderCatchUp ? { onCatchUpSent: options.onLeaderCatchUp } : {}),
       onFollowerError: (replica, followerTerm, reason, latestEpoch) => {
         options.logger.warn({ replica, term: followerTerm, latestEpoch, reason }, 'follower reported an error');
         this.#toldEpoch = Math.max(this.#toldEpoch, latestEpoch ?? 0);

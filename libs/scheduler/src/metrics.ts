@@ -13,6 +13,7 @@ export interface ReplicaMetrics {
   readonly cycleSeconds: Histogram;
   readonly commitBytes: Histogram;
   readonly snapshotsSent: Counter<'reason'>;
+  readonly catchUpDeltas: Counter;
   readonly runtimes: Gauge<'state'>;
   readonly scheduleRequests: Counter<'outcome'>;
   readonly scheduleSeconds: Histogram;
@@ -62,6 +63,10 @@ export function createReplicaMetrics(metrics: Metrics, live: LiveSources): Repli
       name: 'epoch_snapshots_sent_total',
       help: 'Leader: snapshots of the latest epoch sent to followers, by reason: attached (a new connection), asked (the follower saw a gap), behind (it missed more epochs than the leader keeps, or changes as large as the state), oversized (the delta was above its connection limits)',
       labelNames: ['reason'],
+    }),
+    catchUpDeltas: metrics.counter({
+      name: 'epoch_catch_up_deltas_total',
+      help: 'Leader: deltas sent to followers that missed epochs while their connection was busy, each from the epoch the follower took last to the latest, in place of a snapshot',
     }),
     runtimes: metrics.gauge({ name: 'runtimes', help: 'Runtimes in the latest epoch by state', labelNames: ['state'] }),
     scheduleRequests: metrics.counter({

@@ -191,6 +191,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
       metrics.commitBytes.observe(info.bytes);
     },
     onLeaderSnapshot: (reason) => metrics.snapshotsSent.inc({ reason }),
+    onLeaderCatchUp: () => metrics.catchUpDeltas.inc(),
     onRoleChange: () => {
       metrics.isLeader.set(leadership.isLeader ? 1 : 0);
       ui.notify();

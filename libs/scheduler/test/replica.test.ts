@@ -144,6 +144,16 @@ describe('three replicas in one process with a memory lease', () => {
     await until('the stream to be closed on the tunnel', async () => (await busiest()) === before || undefined);
   });
 
+  it("exports the leader's catch-up deltas on every replica", async () => {
+    // A follower that missed epochs on a busy connection gets one delta instead of a snapshot (libs/epoch
+    // catch-up.test.ts): the only sign of it in /metrics. Each replica exports it, whichever leads next.
+    for (const replica of replicas) {
+      const text = await (await fetch(`${replica.url}/metrics`)).text();
+      assert.match(text, /^# TYPE switchyard_scheduler_epoch_catch_up_deltas_total counter$/m, replica.replicaId);
+      assert.match(text, /^switchyard_scheduler_epoch_catch_up_deltas_total \d+$/m, replica.replicaId);
+    }
+  });
+
   it('serves the API to an HTTP/1.1 request that offers an h2c upgrade, ignoring the offer', async () => {
     // What `curl --http2` and Java's HttpClient send on an http: URL (RFC 9113 §3.2 lets a server ignore it).
     const request = (path: string): Promise<string> =>

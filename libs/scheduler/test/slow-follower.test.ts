@@ -4,7 +4,8 @@
 // counts every snapshot it sends by reason, and warns, naming the follower, of one sent three or more in a row
 // for refusing deltas, at most once a minute.
 // Such a follower now gets one delta from the epoch it took last, while the leader keeps that epoch: the snapshots
-// and the warning are left for one that misses more epochs than the leader keeps (here it keeps one).
+// and the warning are left for one that misses more epochs than the leader keeps (here it keeps one). Those deltas
+// are counted apart (epoch_catch_up_deltas_total), the only sign of a follower that falls behind and catches up.
 // A real leader and real followers on in-memory links; the slow follower's link has a small send buffer that
 // fills with what the leader sends and empties only when the test lets that follower read.
 import { afterEach, describe, it } from 'node:test';
@@ -73,6 +74,7 @@ describe('a follower that reads slower than the cluster changes', () => {
       diff: referenceDiff,
       apply: referenceApply,
       onSnapshotSent: (info) => snapshots.sent(info),
+      onCatchUpSent: () => metrics.catchUpDeltas.inc(),
       keepEpochs,
     });
     stops.push(() => leader.stop());
@@ -114,15 +116,20 @@ describe('a follower that reads slower than the cluster changes', () => {
         const { values } = await metrics.snapshotsSent.get();
         return Object.fromEntries(values.map((v) => [String(v.labels.reason), v.value]));
       },
+      catchUps: async (): Promise<number> => (await metrics.catchUpDeltas.get()).values[0]?.value ?? 0,
       warnings: () => lines.filter((l) => l.level === 'warn'),
     };
   }
 
-  it('gets one delta per read while the leader keeps the epoch it took: no snapshot, no warning', async () => {
+  it('gets one delta per read while the leader keeps the epoch it took, counted: no snapshot, no warning', async () => {
     const c = start(5);
     await c.clock.advance(CYCLE_MS);
+    assert.equal(await c.catchUps(), 0, 'none while both take every delta');
     for (let i = 0; i < 12; i++) await c.cycle(i % 2 === 0);
     assert.deepEqual(await c.sent(), { attached: 2 });
+    // Each read but the first follows a delta its full buffer refused: one catch-up each, the slow follower's alone
+    // (the fast one took every delta as it was committed).
+    assert.equal(await c.catchUps(), 5);
     assert.equal(c.warnings().length, 0);
     await c.cycle(true, false);
     assert.equal(c.slow.epoch(), c.leader.latest()?.epoch, 'the slow follower converged');
