@@ -2,8 +2,14 @@ import type http from 'node:http';
 import http2 from 'node:http2';
 import { Heartbeat, systemClock } from '@switchyard/clock';
 import type { Clock, Timer } from '@switchyard/clock';
-import { HTTP2_HEADER_FIELDS_MAX, RUNTIME_INFO_HEADER, RUNTIME_LIVENESS_HEADER } from '@switchyard/protocol';
+import {
+  HTTP2_HEADER_FIELDS_MAX,
+  RUNTIME_INFO_HEADER,
+  RUNTIME_LIVENESS_HEADER,
+  SwitchyardError,
+} from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
+import { TIMER_DELAY_MS_MAX } from '@switchyard/service';
 import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
@@ -42,7 +48,10 @@ export interface DialTunnelOptions {
    * Without it a CONNECT stream is refused (405) and gateways use `/api/proxy`.
    */
   readonly relayHandler?: http.RequestListener;
-  /** Liveness probe period. Default 5000 ms. */
+  /**
+   * Liveness probe period. Default 5000 ms. With `pingTimeoutMs`, at most
+   * 2^31 - 1 ms together: a dial waits both in one timer.
+   */
   readonly pingIntervalMs?: number;
   /** Default = pingIntervalMs. */
   readonly pingTimeoutMs?: number;
@@ -103,6 +112,8 @@ export interface TunnelDialer {
  * at once: the two would take the id from each other for as long as both run. Not guaranteed: that
  * requests in flight survive a reconnect (they fail; the scheduler decides
  * about retries).
+ * Throws `SwitchyardError(invalid_request)` when `pingIntervalMs +
+ * pingTimeoutMs` is past 2^31 - 1 ms, before it dials.
  */
 export function dialTunnel(options: DialTunnelOptions): TunnelDialer {
   return new Dialer(options);
@@ -191,6 +202,7 @@ class Dialer implements TunnelDialer {
 
   constructor(o: DialTunnelOptions) {
     this.#o = o;
+    checkDialWait(this.#liveness());
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? silentLogger;
     this.#log = new FlapLog(this.#logger, this.#clock);
@@ -450,4 +462,17 @@ function connectUrl(base: string): URL {
   url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'https:' : 'http:';
   url.pathname = url.pathname.replace(/\/$/, '') + CONNECT_PATH;
   return url;
+}
+
+/**
+ * A dial waits the ping interval and the ping timeout for the scheduler in one timer, which Node.js runs after
+ * 1 ms when set past TIMER_DELAY_MS_MAX: every dial would fail at once and the runtime never join, while each
+ * value alone looks valid.
+ */
+function checkDialWait({ pingIntervalMs, pingTimeoutMs }: Liveness): void {
+  if (pingIntervalMs + pingTimeoutMs <= TIMER_DELAY_MS_MAX) return;
+  throw new SwitchyardError(
+    'invalid_request',
+    `pingIntervalMs + pingTimeoutMs (${pingIntervalMs} + ${pingTimeoutMs}) must be at most ${TIMER_DELAY_MS_MAX} (24.8 days): a dial waits both in one timer, which Node.js runs after 1 ms past that, so every dial would fail`,
+  );
 }
