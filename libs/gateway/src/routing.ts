@@ -258,7 +258,8 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
   const src = source(r, sessionId);
   // Known for a class held to scopes (its id says it), and then what the scheduler and runtime are told.
   const cls = sessionClass ?? classOf(ctx, src);
-  const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
+  const named = resolvePart('process', ctx.chains.process, src);
+  const process = named ?? sessionId;
   const key = threadKey(sessionId);
   const request = { class: cls, processId: process, threadId: sessionId, sticky: true };
   const cached = ctx.cache.local(key) ?? (await ctx.cache.remote(key));
@@ -274,7 +275,7 @@ export async function routeSession(ctx: RoutingContext, r: Routed, sessionId: st
     return;
   }
   let route = placed;
-  const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
+  const asserted = { class: cls, process: named, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
   let result: Attempt;
   try {
     result = await call(ctx, r, route, asserted, LEGACY_GONE);
@@ -336,8 +337,9 @@ export async function routeInitialize(ctx: RoutingContext, r: Routed): Promise<v
       sessionId = ctx.classScopes.sessionId(minted, cls);
       src = source(r, sessionId);
     }
-    const process = resolvePart('process', ctx.chains.process, src) ?? sessionId;
-    const asserted = { class: cls, process, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
+    const named = resolvePart('process', ctx.chains.process, src);
+    const process = named ?? sessionId;
+    const asserted = { class: cls, process: named, sessionId, ...(r.principal ? { principal: r.principal } : {}) };
     const placement = await scheduleUnlessFull(
       ctx,
       src,
@@ -387,7 +389,7 @@ export async function routeStateless(ctx: RoutingContext, r: Routed): Promise<vo
   const named = resolvePart('process', ctx.chains.process, src);
   const process = named ?? thread;
   const key = named ? processKey(cls, named) : undefined;
-  const asserted = { class: cls, process, ...(r.principal ? { principal: r.principal } : {}) };
+  const asserted = { class: cls, process: named, ...(r.principal ? { principal: r.principal } : {}) };
   const request = { class: cls, processId: process, threadId: thread, sticky: true };
   const exclude: string[] = [];
   let found: Route | undefined;

@@ -85,7 +85,14 @@ function connectionListed(headers: IncomingHttpHeaders): ReadonlySet<string> {
 /** What the gateway asserts to the runtime (design brief §10). */
 export interface AssertedHeaders {
   readonly class: string;
-  readonly process: string;
+  /**
+   * The process the request named, undefined when it named none: the
+   * runtime then gives it a sandbox of its own (the session's, or the
+   * stateless request's), which it destroys as soon as that ends. Asserted
+   * as the thread, which nobody names again, it would be held for its class's
+   * expireSeconds, filling the runtime with sandboxes nobody can reach.
+   */
+  readonly process: string | undefined;
   readonly sessionId?: string;
   readonly principal?: string;
 }
@@ -105,7 +112,7 @@ export function upstreamHeaders(headers: IncomingHttpHeaders, asserted: Asserted
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   out[IDENTITY_HEADERS.class] = asserted.class;
-  out[IDENTITY_HEADERS.process] = asserted.process;
+  if (asserted.process !== undefined) out[IDENTITY_HEADERS.process] = asserted.process;
   if (asserted.sessionId !== undefined) out[IDENTITY_HEADERS.sessionId] = asserted.sessionId;
   if (asserted.principal !== undefined) out[IDENTITY_HEADERS.principal] = asserted.principal;
   return out;
