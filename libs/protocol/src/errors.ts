@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   runtime_not_found: { status: 404, rpc: -32001 },
   not_found: { status: 404, rpc: -32601 },
   method_not_allowed: { status: 405, rpc: -32000 },
+  // Accept without the media types the answer comes in (MCP Streamable HTTP wants JSON and SSE).
+  not_acceptable: { status: 406, rpc: -32000 },
   // A request body still arriving at the deadline (a client trickling it).
   request_timeout: { status: 408, rpc: -32000 },
   conflict: { status: 409, rpc: -32000 },

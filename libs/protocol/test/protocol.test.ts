@@ -337,6 +337,7 @@ describe('error registry', () => {
     ['runtime_not_found', 404, -32001],
     ['not_found', 404, -32601],
     ['method_not_allowed', 405, -32000],
+    ['not_acceptable', 406, -32000],
     ['request_timeout', 408, -32000],
     ['conflict', 409, -32000],
     ['body_too_large', 413, -32000],

@@ -5,6 +5,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
   createMcpHandler,
   isInitializeRequest,
+  isJsonContentType,
   isLegacyRequest,
   type McpHttpHandler,
 } from '@modelcontextprotocol/server';
@@ -155,6 +156,8 @@ export class McpEndpoint {
   }
 
   async #modernFetch({ request, body }: Posted): Promise<Answer> {
+    const refused = refusedForHeaders(request, 'modern');
+    if (refused) return settled(refused);
     const className = this.#className(request);
     const named = identityHeader(request, IDENTITY_HEADERS.process);
     const { registry } = this.#deps;
@@ -221,6 +224,8 @@ export class McpEndpoint {
     if (requestIdOf(body) === null) {
       return settled(errorResponse('invalid_request', 'initialize is a request: it needs an id'));
     }
+    const refused = refusedForHeaders(request, 'legacy');
+    if (refused) return settled(refused);
     return this.#initialize(request, body);
   }
 
@@ -341,6 +346,28 @@ function notAllowed(message: string, allow: string): Response {
   const response = errorResponse('method_not_allowed', message);
   response.headers.set('allow', allow);
   return response;
+}
+
+/**
+ * What the SDK refuses a POST for by its headers alone (a legacy transport:
+ * an Accept without both media types, then a Content-Type that is not JSON;
+ * the 2026-07-28 handler: the Content-Type), answered as the SDK does but
+ * before a sandbox is started for it: started first, it costs a stdio class
+ * a child process per refusal, and a named sandbox is then kept for its
+ * class's expireSeconds though no session or request holds it.
+ */
+function refusedForHeaders(request: Request, era: 'legacy' | 'modern'): Response | undefined {
+  const accept = request.headers.get('accept') ?? '';
+  if (era === 'legacy' && !(accept.includes('application/json') && accept.includes('text/event-stream'))) {
+    return errorResponse(
+      'not_acceptable',
+      'Not Acceptable: Client must accept both application/json and text/event-stream',
+    );
+  }
+  if (!isJsonContentType(request.headers.get('content-type'))) {
+    return errorResponse('unsupported_media_type', 'Unsupported Media Type: Content-Type must be application/json');
+  }
+  return undefined;
 }
 
 /** A 2026-07-28 `subscriptions/listen` request, whose stream lasts as long as its client. */

@@ -150,3 +150,86 @@ describe('an initialize sent as a notification (no id)', () => {
     );
   });
 });
+
+describe('a request the SDK transport refuses for its headers', () => {
+  let host: SandboxHost;
+  let served: Served;
+  let created = 0;
+
+  before(async () => {
+    const counted = {
+      create: async (): Promise<SandboxInstance> => {
+        created++;
+        return engineWith(() => () => {}).create();
+      },
+    };
+    host = testHost({
+      runtimeId: 'rt-refusing',
+      classes: { demo: { engine: 'custom', name: 'counted' } },
+      engines: { counted },
+    });
+    served = await serveHttp1(host);
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+  });
+
+  const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: PARAMS });
+  const MODERN_CALL = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'tools/list',
+    params: {
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' },
+        'io.modelcontextprotocol/clientCapabilities': {},
+      },
+    },
+  });
+  const BOTH = 'application/json, text/event-stream';
+  // A named process, as a gateway asserts it: a sandbox started for it would be kept for expireSeconds.
+  const cases = [
+    {
+      what: 'an initialize that does not accept event streams',
+      body: INITIALIZE,
+      accept: 'application/json',
+      type: 'application/json',
+      status: 406,
+    },
+    { what: 'an initialize that is not sent as JSON', body: INITIALIZE, accept: BOTH, type: 'text/plain', status: 415 },
+    {
+      what: 'a 2026-07-28 request that is not sent as JSON',
+      body: MODERN_CALL,
+      accept: BOTH,
+      type: 'text/plain',
+      status: 415,
+      modern: true,
+    },
+  ];
+  for (const [i, c] of cases.entries()) {
+    it(`answers ${c.what} ${c.status} before any sandbox is started`, async () => {
+      const createdBefore = created;
+      const response = await fetch(`${served.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': c.type,
+          accept: c.accept,
+          'x-switchyard-class': 'demo',
+          'x-switchyard-process': `named-by-gateway-${i}`,
+          ...(c.modern ? { 'mcp-protocol-version': '2026-07-28' } : {}),
+        },
+        body: c.body,
+      });
+      assert.equal(response.status, c.status);
+      const body = (await response.json()) as { error?: { message?: string } };
+      assert.match(body.error?.message ?? '', c.status === 406 ? /Not Acceptable/ : /Unsupported Media Type/);
+      assert.equal(created - createdBefore, 0, 'no sandbox was started for it');
+      assert.deepEqual(
+        { sessions: host.stats().sessions, sandboxes: host.stats().sandboxes },
+        { sessions: 0, sandboxes: 0 },
+      );
+    });
+  }
+});
