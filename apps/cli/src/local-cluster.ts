@@ -154,6 +154,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       registry: gatewayMetrics.registry,
     });
     const gatewayServer = http.createServer(probed);
+    // As the gateway app does: what Node's parser refuses (headers past 16 KiB) gets a JSON-RPC body, not a bare status.
+    gatewayServer.on('clientError', gateway.clientError);
     const bound = await listen(gatewayServer, { host: '127.0.0.1', port: options.gatewayPort });
     lifecycle.addServer(gatewayServer);
     const started = gateway;

@@ -132,6 +132,20 @@ for (const mode of MODES) {
       assert.match(await metrics.text(), /^switchyard_gateway_\w+/m);
     });
 
+    // Node's parser refuses it before the gateway sees it; a bare 431 leaves an MCP client nothing to show.
+    it('answers headers past 16 KiB 431 with a JSON-RPC error, as the deployed gateway does', async () => {
+      const res = await fetch(gatewayUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-padding': 'p'.repeat(20_000) },
+        body: '{}',
+        signal: AbortSignal.timeout(5000),
+      });
+      assert.equal(res.status, 431);
+      const body = (await res.json()) as { error?: { message?: string; data?: { reason?: string } } };
+      assert.equal(body.error?.data?.reason, 'header_too_large');
+      assert.match(body.error?.message ?? '', /headers too large/i);
+    });
+
     it('serves browser pages of this machine (any port) and answers any other Origin 403', async () => {
       const initialize = (origin: string) =>
         fetch(gatewayUrl, {
