@@ -346,8 +346,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     const abort = (held.abort = new AbortController());
     const sessionId = sessionIdOf(req);
     if (req.method !== 'POST') {
-      if (sessionId === undefined)
-        throw new SwitchyardError('method_not_allowed', 'Method not allowed without a session');
+      if (sessionId === undefined) {
+        // A 2026-07-28 client, or a legacy one that skipped initialize: say what the method needs.
+        const needs = `${req.method} /mcp needs the Mcp-Session-Id of a session that initialize opened`;
+        throw new SwitchyardError('method_not_allowed', `${needs}; without one, only POST is served`);
+      }
       const r = routed(req, res, target, held, abort.signal, credential, undefined, undefined);
       await routeSession(ctx, r, sessionId);
       return routingDone(held, isStanding(r));

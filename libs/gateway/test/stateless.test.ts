@@ -66,12 +66,17 @@ describe('stateless 2026-07-28 requests through the gateway', () => {
     }
   });
 
-  it('answers 405 to GET and DELETE without a session', async () => {
+  it('answers 405 to GET and DELETE without a session, saying what they need', async () => {
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(h.url, { method, headers: { 'mcp-protocol-version': '2026-07-28' } });
       assert.equal(res.status, 405, method);
       assert.equal(res.headers.get('allow'), 'POST');
-      assert.equal(((await res.json()) as { error: { code: number } }).error.code, -32000);
+      const { error } = (await res.json()) as { error: { code: number; message: string } };
+      assert.equal(error.code, -32000);
+      assert.equal(
+        error.message,
+        `${method} /mcp needs the Mcp-Session-Id of a session that initialize opened; without one, only POST is served`,
+      );
     }
   });
 });
