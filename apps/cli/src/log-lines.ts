@@ -12,6 +12,8 @@ export interface LogEntry {
   readonly body?: string;
   /** The URL a dial went to (`scheduler refused the tunnel`, `scheduler unreachable; dialling again`). */
   readonly url?: string;
+  /** A line a sandbox's server wrote to its stderr (`stderr`): the entry says nothing without it. */
+  readonly line?: string;
 }
 
 /** C0 and C1 controls, DEL and the JSON line separators: what could end a terminal line or steer the terminal. */
@@ -30,7 +32,7 @@ export function printable(text: string): string {
 
 /** A log entry as one short line: the message, and the one detail that explains it. */
 export function lineOf(entry: LogEntry): string {
-  const detail = entry.status ?? entry.reason ?? entry.err;
+  const detail = entry.status ?? entry.reason ?? entry.err ?? entry.line;
   return printable(`${entry.msg ?? ''}${detail !== undefined ? ` (${detailText(detail)})` : ''}`);
 }
 

@@ -34,6 +34,11 @@ describe('lineOf', () => {
     assert.equal(lineOf(parseEntry(JSON.stringify(failed))), 'lease attempt failed (connect ECONNREFUSED)');
   });
 
+  it("shows the line a sandbox's server wrote to stderr, which is all such an entry is about", () => {
+    const logged = { level: 30, msg: 'stderr', event: 'sandbox.stderr', class: 'everything', line: 'Server started' };
+    assert.equal(lineOf(parseEntry(JSON.stringify(logged))), 'stderr (Server started)');
+  });
+
   it('writes a logged object without a message as JSON, not as [object Object]', () => {
     assert.equal(lineOf(parseEntry('{"msg":"refused","reason":{"code":"x"}}')), 'refused ({"code":"x"})');
   });
