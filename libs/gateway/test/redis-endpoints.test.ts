@@ -53,35 +53,48 @@ async function startEndpoint(
   return endpoint;
 }
 
-describe('route cache across a failover behind one endpoint', { skip }, () => {
-  let primary: { url: string; child: ChildProcess };
-  let promoted: { url: string; child: ChildProcess };
-  let endpoint: Awaited<ReturnType<typeof startEndpoint>>;
-  let h: Harness;
+/**
+ * For the calling describe: a primary and the replica a failover promotes, an endpoint pointing at the primary,
+ * and a one-runtime gateway caching routes through that endpoint, started before its tests and stopped after.
+ * `stored(redisUrl)` opens a session and says whether its route reached the Redis at `redisUrl`.
+ */
+function failoverBehindEndpoint() {
+  const suite = {} as {
+    primary: { url: string; child: ChildProcess };
+    promoted: { url: string; child: ChildProcess };
+    endpoint: Awaited<ReturnType<typeof startEndpoint>>;
+    h: Harness;
+  };
   before(async () => {
-    primary = await startRedis();
-    promoted = await startRedis();
-    endpoint = await startEndpoint(Number(new URL(primary.url).port));
-    h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${endpoint.port}` } });
+    suite.primary = await startRedis();
+    suite.promoted = await startRedis();
+    suite.endpoint = await startEndpoint(Number(new URL(suite.primary.url).port));
+    suite.h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${suite.endpoint.port}` } });
   });
   after(async () => {
-    await h?.close();
-    await endpoint?.close();
-    primary?.child.kill('SIGTERM');
-    promoted?.child.kill('SIGTERM');
+    await suite.h?.close();
+    await suite.endpoint?.close();
+    suite.primary?.child.kill('SIGTERM');
+    suite.promoted?.child.kill('SIGTERM');
   });
+  const stored = async (redisUrl: string): Promise<boolean> => {
+    const init = await post(suite.h.url, INITIALIZE);
+    assert.equal(init.status, 200);
+    const client = new Redis(redisUrl);
+    try {
+      return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
+    } finally {
+      client.disconnect();
+    }
+  };
+  return Object.assign(suite, { stored });
+}
+
+describe('route cache across a failover behind one endpoint', { skip }, () => {
+  const failover = failoverBehindEndpoint();
 
   it('follows the endpoint to the new primary instead of writing to the demoted one for ever', async () => {
-    const stored = async (redisUrl: string): Promise<boolean> => {
-      const init = await post(h.url, INITIALIZE);
-      assert.equal(init.status, 200);
-      const client = new Redis(redisUrl);
-      try {
-        return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
-      } finally {
-        client.disconnect();
-      }
-    };
+    const { primary, promoted, endpoint, stored } = failover;
     assert.equal(await stored(primary.url), true, 'routes reach the primary');
     // The failover: the old primary becomes a replica of the new one, and
     // stays up, answering each write on the gateway's connection with READONLY.
@@ -100,34 +113,10 @@ describe('route cache across a failover behind one endpoint', { skip }, () => {
 });
 
 describe('route cache across a failover that takes the old primary with it', { skip }, () => {
-  let primary: { url: string; child: ChildProcess };
-  let promoted: { url: string; child: ChildProcess };
-  let endpoint: Awaited<ReturnType<typeof startEndpoint>>;
-  let h: Harness;
-  before(async () => {
-    primary = await startRedis();
-    promoted = await startRedis();
-    endpoint = await startEndpoint(Number(new URL(primary.url).port));
-    h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${endpoint.port}` } });
-  });
-  after(async () => {
-    await h?.close();
-    await endpoint?.close();
-    primary?.child.kill('SIGTERM');
-    promoted?.child.kill('SIGTERM');
-  });
+  const failover = failoverBehindEndpoint();
 
   it('leaves a connection that no longer answers for the endpoint, which reaches the new primary', async () => {
-    const stored = async (redisUrl: string): Promise<boolean> => {
-      const init = await post(h.url, INITIALIZE);
-      assert.equal(init.status, 200);
-      const client = new Redis(redisUrl);
-      try {
-        return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
-      } finally {
-        client.disconnect();
-      }
-    };
+    const { primary, promoted, endpoint, stored } = failover;
     assert.equal(await stored(primary.url), true, 'routes reach the primary');
     // Its host powered off: no reset, no FIN, the connection open on the gateway's
     // side for as long as the kernel retransmits (some 15 minutes); the endpoint's
