@@ -54,6 +54,29 @@ async function startSharedRedis(): Promise<{
   };
 }
 
+/**
+ * Opens sessions on `h` every `everyMs` until the route of one is in the redis at `redisUrl`; fails with `what`
+ * once `withinMs` have passed.
+ */
+async function untilRoutesReach(
+  h: Harness,
+  redisUrl: string,
+  { withinMs, everyMs }: { withinMs: number; everyMs: number },
+  what: string,
+): Promise<void> {
+  const client = new Redis(redisUrl);
+  try {
+    for (let deadline = performance.now() + withinMs; ; await sleep(everyMs)) {
+      assert.ok(performance.now() < deadline, what);
+      const init = await post(h.url, INITIALIZE);
+      const session = init.headers.get('mcp-session-id')!;
+      if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) return;
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
 describe('route cache shared through redis', { skip }, () => {
   let redis: { url: string; child: ChildProcess };
   let h: Harness;
@@ -182,17 +205,7 @@ describe('route cache while redis is away', { skip }, () => {
     assert.equal(writeFailures.length, 1, 'ten failed writes, one line');
 
     redis = await startRedis(Number(new URL(redis.url).port));
-    const client = new Redis(redis.url);
-    try {
-      for (let deadline = performance.now() + 10_000; ; await sleep(50)) {
-        assert.ok(performance.now() < deadline, 'routes reach redis again within 10 s');
-        const init = await post(h.url, INITIALIZE);
-        const session = init.headers.get('mcp-session-id')!;
-        if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
-      }
-    } finally {
-      client.disconnect();
-    }
+    await untilRoutesReach(h, redis.url, { withinMs: 10_000, everyMs: 50 }, 'routes reach redis again within 10 s');
     // Its return said once too (not at the first connection), or the warnings would just stop.
     const back = lines.filter((l) => l.msg === 'route cache redis connected again');
     assert.deepEqual(back, [{ level: 'info', msg: 'route cache redis connected again' }]);
@@ -225,17 +238,7 @@ describe('route cache of a gateway started while redis is away', { skip }, () =>
     assert.equal((await post(h.url, INITIALIZE)).status, 200, 'served without redis');
     assert.ok(lines.some((l) => l.msg === 'route cache redis error'));
     redis = await startRedis(redis.port);
-    const client = new Redis(redis.url);
-    try {
-      for (let deadline = performance.now() + 10_000; ; await sleep(50)) {
-        assert.ok(performance.now() < deadline, 'routes reach redis within 10 s');
-        const init = await post(h.url, INITIALIZE);
-        const session = init.headers.get('mcp-session-id')!;
-        if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
-      }
-    } finally {
-      client.disconnect();
-    }
+    await untilRoutesReach(h, redis.url, { withinMs: 10_000, everyMs: 50 }, 'routes reach redis within 10 s');
     // Its warnings just stopping would tell an operator nothing.
     const back = lines.filter((l) => l.msg === 'route cache redis connected again');
     assert.deepEqual(back, [{ level: 'info', msg: 'route cache redis connected again' }]);
@@ -319,17 +322,7 @@ describe('route cache while redis hangs', { skip }, () => {
 
     // Once it answers again (on a new connection), routes are shared again.
     redis.child.kill('SIGCONT');
-    const client = new Redis(redis.url);
-    try {
-      for (let deadline = performance.now() + 15_000; ; await sleep(100)) {
-        assert.ok(performance.now() < deadline, 'routes reach redis again within 15 s');
-        const init = await post(h.url, INITIALIZE);
-        const session = init.headers.get('mcp-session-id')!;
-        if ((await client.exists(`${REDIS_ROUTE_PREFIX}thread:${session}`)) === 1) break;
-      }
-    } finally {
-      client.disconnect();
-    }
+    await untilRoutesReach(h, redis.url, { withinMs: 15_000, everyMs: 100 }, 'routes reach redis again within 15 s');
   });
 });
 
