@@ -38,20 +38,37 @@ async function untilWriteFails(h: Harness, registry: Registry): Promise<number> 
   }
 }
 
-describe('route cache redis failures in metrics, redis gone', { skip }, () => {
-  const registry = new Registry();
-  let redis: RedisServer;
-  let h: Harness;
+interface MeteredGateway {
+  registry: Registry;
+  redis: RedisServer;
+  h: Harness;
+}
+
+/**
+ * For the calling describe: a redis-server and a one-runtime gateway caching routes in it, with its metrics in
+ * `registry`, started before its tests; after them the gateway closes and redis is stopped with `stopSignal`.
+ */
+function meteredGatewayOnRedis(stopSignal?: NodeJS.Signals): MeteredGateway {
+  const suite = { registry: new Registry() } as MeteredGateway;
   before(async () => {
-    redis = await startRedis();
-    h = await startHarness(1, { routeCache: { redisUrl: redis.url }, metrics: { registry, prefix: PREFIX } });
+    suite.redis = await startRedis();
+    suite.h = await startHarness(1, {
+      routeCache: { redisUrl: suite.redis.url },
+      metrics: { registry: suite.registry, prefix: PREFIX },
+    });
   });
   after(async () => {
-    await h?.close();
-    await redis?.stop('SIGKILL');
+    await suite.h?.close();
+    await suite.redis?.stop(stopSignal);
   });
+  return suite;
+}
+
+describe('route cache redis failures in metrics, redis gone', { skip }, () => {
+  const suite = meteredGatewayOnRedis('SIGKILL');
 
   it('exports each operation from 0, and counts the writes of sessions opened while redis is gone', async () => {
+    const { registry, redis, h } = suite;
     assert.equal((await post(h.url, INITIALIZE)).status, 200);
     assert.deepEqual(await failuresByOp(registry), Object.fromEntries(OPS.map((op) => [op, 0])));
     await redis.stop('SIGKILL');
@@ -60,19 +77,10 @@ describe('route cache redis failures in metrics, redis gone', { skip }, () => {
 });
 
 describe('route cache redis failures in metrics, redis full', { skip }, () => {
-  const registry = new Registry();
-  let redis: RedisServer;
-  let h: Harness;
-  before(async () => {
-    redis = await startRedis();
-    h = await startHarness(1, { routeCache: { redisUrl: redis.url }, metrics: { registry, prefix: PREFIX } });
-  });
-  after(async () => {
-    await h?.close();
-    await redis?.stop();
-  });
+  const suite = meteredGatewayOnRedis();
 
   it('counts the writes a full redis refuses while it is up and answering', async () => {
+    const { registry, redis, h } = suite;
     assert.equal((await post(h.url, INITIALIZE)).status, 200);
     const client = new Redis(redis.url);
     try {
