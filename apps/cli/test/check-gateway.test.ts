@@ -15,6 +15,9 @@ const RESULT = { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18',
 
 type Answer = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** `switchyard check gateway` of the MCP endpoint `url`, with `flags`. */
+const checkGateway = (url: string, ...flags: string[]) => runCli(['check', 'gateway', '--gateway', url, ...flags]);
+
 describe('switchyard check gateway', () => {
   let server: Server;
   let url: string;
@@ -36,7 +39,7 @@ describe('switchyard check gateway', () => {
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const check = (...flags: string[]) => runCli(['check', 'gateway', '--gateway', url, ...flags]);
+  const check = (...flags: string[]) => checkGateway(url, ...flags);
 
   it('passes on an initialize result in an SSE event, and ends the session it opened', async () => {
     ready = 200;
@@ -110,7 +113,7 @@ describe('switchyard check gateway given a scheduler', () => {
   it("says the address may be no gateway's MCP endpoint, and where a scheduler's goes", async () => {
     const replica = await startOneReplica({ joinTokens: () => ['join-token-for-this-test'] });
     try {
-      const { code, stdout, stderr } = await runCli(['check', 'gateway', '--gateway', `${replica.url}/mcp`]);
+      const { code, stdout, stderr } = await checkGateway(`${replica.url}/mcp`);
       assert.equal(code, 1);
       assert.equal(stdout, '');
       assert.match(
@@ -129,13 +132,7 @@ describe('switchyard check gateway given a scheduler with API tokens', () => {
     const replica = await startOneReplica({ joinTokens: () => [], apiTokens: () => ['api-token-for-this-test'] });
     try {
       for (const flags of [[], ['--auth-required']]) {
-        const { code, stdout, stderr } = await runCli([
-          'check',
-          'gateway',
-          '--gateway',
-          `${replica.url}/mcp`,
-          ...flags,
-        ]);
+        const { code, stdout, stderr } = await checkGateway(`${replica.url}/mcp`, ...flags);
         assert.equal(code, 1, `${flags.join(' ')}: ${stdout}`);
         assert.equal(stdout, '');
         assert.doesNotMatch(stderr, /check it with --auth-required/);
@@ -169,13 +166,7 @@ describe("switchyard check gateway given a runtime's direct listener", () => {
     });
     try {
       for (const flags of [[], ['--auth-required']]) {
-        const { code, stdout, stderr } = await runCli([
-          'check',
-          'gateway',
-          '--gateway',
-          `${node.directUrl}/mcp`,
-          ...flags,
-        ]);
+        const { code, stdout, stderr } = await checkGateway(`${node.directUrl}/mcp`, ...flags);
         assert.equal(code, 1, `${flags.join(' ')}: ${stdout}`);
         assert.equal(stdout, '');
         assert.doesNotMatch(stderr, /bearer token is required|check it with --auth-required/);
