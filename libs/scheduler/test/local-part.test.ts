@@ -14,7 +14,7 @@ import type { Runtime, RuntimeInfo } from '@switchyard/protocol';
 import type { Tunnel } from '@switchyard/tunnel';
 import { REDIAL_WAIT_MS, parseScheduleRequest } from '@switchyard/scheduler';
 import { ClusterIndex, schedule } from '@switchyard/scheduling';
-import { LocalPart } from '../src/local-part.ts';
+import { LocalPart, type LocalPartOptions } from '../src/local-part.ts';
 import type { RedialOutcome } from '../src/redial-waits.ts';
 import { quietLogger } from './support.ts';
 
@@ -60,16 +60,32 @@ function standIn(
   };
 }
 
+/** A part of replica s0: on a manual clock, logging nothing, told of no change, unless `options` say otherwise. */
+function newPart(options: Partial<LocalPartOptions> = {}): LocalPart {
+  return new LocalPart({
+    replicaId: 's0',
+    replicaUrl: 'http://s0',
+    clock: new ManualClock(1_000_000),
+    logger: quietLogger,
+    onChange: () => {},
+    ...options,
+  });
+}
+
+/** A logger whose every level goes to `line(level)`. */
+const byLevel = <T>(line: (level: string) => T) => ({
+  debug: line('debug'),
+  info: line('info'),
+  warn: line('warn'),
+  error: line('error'),
+});
+
 function setup() {
   const clock = new ManualClock(1_000_000);
   const outcomes: RedialOutcome[] = [];
   let superseded = 0;
-  const part = new LocalPart({
-    replicaId: 's0',
-    replicaUrl: 'http://s0',
+  const part = newPart({
     clock,
-    logger: quietLogger,
-    onChange: () => {},
     onRedialWaitEnded: (outcome) => outcomes.push(outcome),
     onSuperseded: () => superseded++,
   });
@@ -257,11 +273,7 @@ describe("a replica's part in wire form", () => {
     const served = await serveWatch(store);
     let synced!: () => void;
     const wasSynced = new Promise<void>((resolve) => (synced = resolve));
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock: new ManualClock(1_000_000),
-      logger: quietLogger,
+    const part = newPart({
       onChange: () => {
         if (part.states()[0]?.runtime.available) synced();
       },
@@ -287,13 +299,7 @@ describe("a replica's part in wire form", () => {
 
 describe("a replica's part, published with its tunnels' join tokens", () => {
   it('carries with each runtime the fingerprint of the token its tunnel came with, for other replicas to check', () => {
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock: new ManualClock(1_000_000),
-      logger: quietLogger,
-      onChange: () => {},
-    });
+    const part = newPart();
     try {
       const r0 = standIn('r0', 1);
       Object.assign(r0.tunnel, { tokenFingerprint: 'AAAAAAAAAAAAAAAA' });
@@ -330,14 +336,7 @@ describe("a replica's part, when its runtime's first snapshot is refused", () =>
           refused();
       },
     };
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock: new ManualClock(1_000_000),
-      logger,
-      onChange: () => {},
-      mirror: { processesMax: 2 },
-    });
+    const part = newPart({ logger, mirror: { processesMax: 2 } });
     try {
       const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
       part.attach(r0.tunnel);
@@ -369,9 +368,7 @@ describe("a replica's part, when its runtime's state grows past the limits after
       logged();
     };
     let changed: () => void = () => {};
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
+    const part = newPart({
       clock,
       logger: { ...quietLogger, error },
       onChange: () => changed(),
@@ -453,14 +450,7 @@ describe("a replica's part, while its runtime stays past the limits", () => {
         10_000,
         `only ${lines.length} of ${count} lines about the limits`,
       );
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock,
-      logger: { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') },
-      onChange: () => {},
-      mirror: { processesMax: 2 },
-    });
+    const part = newPart({ clock, logger: byLevel(line), mirror: { processesMax: 2 } });
     const loud = (): string[] => lines.filter((l) => l.level !== 'debug').map((l) => `${l.level} ${l.msg}`);
     try {
       const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
@@ -505,14 +495,7 @@ describe("a replica's part, when its runtime's snapshot in parts passes the limi
       errors.push(`${msg} ${JSON.stringify(fields)}`);
       logged();
     };
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock: new ManualClock(1_000_000),
-      logger: { ...quietLogger, error },
-      onChange: () => {},
-      mirror: { threadsMax: 15_000 },
-    });
+    const part = newPart({ logger: { ...quietLogger, error }, mirror: { threadsMax: 15_000 } });
     try {
       const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${served.base}/watch`, init) });
       part.attach(r0.tunnel);
@@ -545,10 +528,7 @@ describe("a replica's part, when its runtime's snapshot is bigger than one /watc
     const wasSynced = new Promise<void>((resolve, reject) => ((synced = resolve), (refused = reject)));
     // A refused snapshot is asked for again only 30 s later, on a clock that stands still here: fail at once.
     const warn = (fields: object, msg?: string): void => refused(new Error(`${msg} ${JSON.stringify(fields)}`));
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock: new ManualClock(1_000_000),
+    const part = newPart({
       logger: { ...quietLogger, warn },
       onChange: () => {
         if (part.states()[0]?.runtime.available) synced();
@@ -577,13 +557,7 @@ describe("a replica's part, logging a runtime", () => {
     const lines: string[] = [];
     const line = (level: string) => (obj: object, msg?: string) =>
       void lines.push(`${level} ${(obj as { runtime?: string }).runtime} ${msg}`);
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock,
-      logger: { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') },
-      onChange: () => {},
-    });
+    const part = newPart({ clock, logger: byLevel(line) });
     const loud = standIn('r-said', 1);
     const quiet = standIn('r-held', 2);
     Object.assign(quiet.tunnel, { quiet: true });
@@ -621,13 +595,7 @@ describe("a replica's part, when its runtime streams an event that never ends", 
       ...quietLogger,
       warn: (fields: object, msg?: string) => void (msg === 'runtime state event too large' && warned(fields)),
     };
-    const part = new LocalPart({
-      replicaId: 's0',
-      replicaUrl: 'http://s0',
-      clock: new ManualClock(1_000_000),
-      logger,
-      onChange: () => {},
-    });
+    const part = newPart({ logger });
     try {
       const r0 = standIn('r0', 1, true, undefined, { fetch: (_url, init) => fetch(`${endless.base}/watch`, init) });
       part.attach(r0.tunnel);
