@@ -92,7 +92,6 @@ function setup() {
   return { clock, part, outcomes, superseded: () => superseded };
 }
 
-/** Calls back through `afterRedial` and reports whether it has run yet. */
 /** `store`'s state stream on a loopback port, as a runtime serves it: `base` is its origin. */
 async function serveWatch(store: RuntimeStateStore): Promise<{ base: string; close(): void }> {
   const watch = createWatchHandler(store);
@@ -109,6 +108,7 @@ async function serveWatch(store: RuntimeStateStore): Promise<{ base: string; clo
   };
 }
 
+/** Calls back through `afterRedial` and reports whether it has run yet. */
 function waiter(part: LocalPart, runtimeId: string): () => boolean {
   let ran = false;
   part.afterRedial(runtimeId, () => (ran = true));
