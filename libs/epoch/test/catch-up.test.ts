@@ -93,6 +93,11 @@ describe('a follower whose connection was busy', () => {
         await clock.advance(CYCLE_MS);
         assert.equal(leader.latest()!.epoch, before + 1, 'the change committed');
       },
+      /** Waits until the follower holds the leader's latest epoch. */
+      untilLatest: (): Promise<void> =>
+        until(() => sink.last?.epoch === leader.latest()!.epoch, "the leader's latest epoch"),
+      /** The epochs the follower applied, as `epoch:kind`. */
+      applied: (): string[] => sink.applied.map((a) => `${a.epoch}:${a.kind}`),
       /** Whether the follower holds the leader's latest epoch and state. */
       converged: (): boolean =>
         sink.last?.epoch === leader.latest()!.epoch &&
@@ -112,23 +117,20 @@ describe('a follower whose connection was busy', () => {
     let part = initial;
     for (let n = 0; n < MISSED; n++) await c.change((part = [...part, extra(n, 20)]));
     assert.equal(c.leader.latest()!.epoch, attachedAt + MISSED, 'a commit per change');
-    /** Lets the follower read all it was sent, then a cycle run. */
-    const drain = async (): Promise<void> => {
+    /** Lets the follower read all it was sent, then a cycle run, and waits until it holds the latest epoch. */
+    const drainToLatest = async (): Promise<void> => {
       c.client.resume();
       await until(() => c.sink.last?.epoch === attachedAt && c.leaderSide.bufferedBytes === 0, 'the snapshot read');
       await c.clock.advance(CYCLE_MS);
+      await c.untilLatest();
     };
-    return { ...c, attachedAt, drain, lastPart: part };
+    return { ...c, attachedAt, drainToLatest, lastPart: part };
   }
 
   it('gets one delta from the epoch it took to the latest, not a snapshot, once it drains', async () => {
     const c = await startBusy();
-    await c.drain();
-    await until(() => c.sink.last?.epoch === c.leader.latest()!.epoch, "the leader's latest epoch");
-    assert.deepEqual(
-      c.sink.applied.map((a) => `${a.epoch}:${a.kind}`),
-      [`${c.attachedAt}:snapshot`, `${c.attachedAt + MISSED}:delta`],
-    );
+    await c.drainToLatest();
+    assert.deepEqual(c.applied(), [`${c.attachedAt}:snapshot`, `${c.attachedAt + MISSED}:delta`]);
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached']);
     assert.deepEqual(c.catchUps, [{ replica: 'slow', baseEpoch: c.attachedAt, epoch: c.attachedAt + MISSED }]);
@@ -141,12 +143,8 @@ describe('a follower whose connection was busy', () => {
 
   it('gets a snapshot once the epoch it took has left the history', async () => {
     const c = await startBusy({ keepEpochs: MISSED });
-    await c.drain();
-    await until(() => c.sink.last?.epoch === c.leader.latest()!.epoch, "the leader's latest epoch");
-    assert.deepEqual(
-      c.sink.applied.map((a) => `${a.epoch}:${a.kind}`),
-      [`${c.attachedAt}:snapshot`, `${c.attachedAt + MISSED}:snapshot`],
-    );
+    await c.drainToLatest();
+    assert.deepEqual(c.applied(), [`${c.attachedAt}:snapshot`, `${c.attachedAt + MISSED}:snapshot`]);
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached', 'behind']);
     assert.deepEqual(c.catchUps, []);
@@ -167,7 +165,7 @@ describe('a follower whose connection was busy', () => {
     c.client.resume();
     await until(() => c.sink.last?.epoch === took && c.leaderSide.bufferedBytes === 0, 'what it took, read');
     await c.clock.advance(CYCLE_MS);
-    await until(() => c.sink.last?.epoch === c.leader.latest()!.epoch, "the leader's latest epoch");
+    await c.untilLatest();
     assert.equal(c.sink.last!.kind, 'snapshot');
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached', 'behind']);
@@ -179,7 +177,7 @@ describe('a follower whose connection was busy', () => {
     c.client.resume();
     await until(() => c.sink.applied.length === 1, 'the attach snapshot');
     await c.change([extra(0, 1), extra(1, 1000)]);
-    await until(() => c.sink.last?.epoch === c.leader.latest()!.epoch, "the leader's latest epoch");
+    await c.untilLatest();
     assert.equal(c.sink.last!.kind, 'snapshot');
     assert.ok(c.converged(), "the leader's state");
     assert.deepEqual(c.snapshots, ['attached', 'oversized']);
