@@ -1,7 +1,6 @@
-import http from 'node:http';
 import { createRequire } from 'node:module';
 import { MemoryLeaseStore, createMemoryLock } from '@switchyard/election';
-import { createGateway, type Gateway } from '@switchyard/gateway';
+import { createGateway, createGatewayServer, type Gateway } from '@switchyard/gateway';
 import { startRuntimeNode, type RuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
 import { startSchedulerReplica, type SchedulerReplica } from '@switchyard/scheduler';
@@ -136,26 +135,30 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       options.progress(`runtime-${i} joined through ${replicas[i % replicas.length]!.replicaId}`);
     }
     const gatewayMetrics = createMetrics('gateway');
+    const gatewayLogger = child(logger, 'gateway');
     gateway = createGateway({
       schedulers: replicas.map((r) => r.url),
       // Clients that name no class get the demo tools.
       defaultClass: 'demo',
       identity: LOCAL_IDENTITY,
       allowedOrigins: LOCAL_ORIGINS,
-      logger: child(logger, 'gateway'),
+      logger: gatewayLogger,
       metrics: { registry: gatewayMetrics.registry },
     });
     // The deployed gateway's probes and metrics beside /mcp (docs/operations.md), and its stop:
     // unready, stop accepting, end the event streams, close.
-    const lifecycle = createLifecycle({ drainDelayMs: 0, shutdownTimeoutMs: 1000, logger: child(logger, 'gateway') });
+    const lifecycle = createLifecycle({ drainDelayMs: 0, shutdownTimeoutMs: 1000, logger: gatewayLogger });
     const probed = withProbes(gateway.app, {
       healthz: lifecycle.healthzHandler,
       readyz: lifecycle.readyzHandler,
       registry: gatewayMetrics.registry,
     });
-    const gatewayServer = http.createServer(probed);
-    // As the gateway app does: what Node's parser refuses (headers past 16 KiB) gets a JSON-RPC body, not a bare status.
-    gatewayServer.on('clientError', gateway.clientError);
+    // Built as the gateway app builds its own, with its defaults: clients here are held to the deadlines
+    // and limits of a deployed gateway (headers, bodies, idle connections, connection cap, stalled writes).
+    const gatewayServer = createGatewayServer(gateway, probed, {
+      metrics: gatewayMetrics,
+      logger: gatewayLogger,
+    });
     const bound = await listen(gatewayServer, { host: '127.0.0.1', port: options.gatewayPort });
     lifecycle.addServer(gatewayServer);
     const started = gateway;

@@ -210,7 +210,7 @@ export const gatewayConfigSchema = z.object({
       'A listener of its own for /metrics, plain HTTP on host (0 picks a free port, named on the ready line), which the /mcp port then no longer serves: /metrics asks for no credentials, and a Service or front that publishes the /mcp port publishes it too. It answers /healthz as well, for a liveness probe that a /mcp port full of connections (connectionsMax) does not fail. Unset: /metrics is on the /mcp port.',
     ),
   keepAliveTimeoutMs: timerBounded(z.number().int().min(1000))
-    .default(75_000)
+    .default(D.keepAliveTimeoutMs)
     .describe(
       'How long an idle client connection stays open for its next request. Keep it above the idle timeout of a load balancer or ingress in front (60 s on ingress-nginx and AWS ALB), so the balancer closes first: one that sends a request on a connection the gateway is closing answers it 502 and does not retry a POST. Clients are told 5 s in Keep-Alive, so those that read it (MCP SDKs) close theirs sooner and hold no idle connection per session at the gateway.',
     ),
@@ -338,7 +338,7 @@ export const gatewayConfigSchema = z.object({
       "How long a request body may take to arrive once its headers are in; past it the request is answered 408 and its connection closed. The request holds one of its principal's principalConcurrencyMax slots meanwhile, so a client trickling its body byte by byte would otherwise hold it for ever.",
     ),
   headersTimeoutMs: timerBounded(z.number().int().min(1000))
-    .default(30_000)
+    .default(D.headersTimeoutMs)
     .describe(
       'How long a client may take to send its request headers once connected (and, over TLS, its handshake before them); past it the connection is closed (408 if a request had begun). Checked every second.',
     ),

@@ -2,10 +2,8 @@
 // switchyard-gateway: the /mcp front door. Parses config, builds the gateway
 // from @switchyard/gateway and serves it with probes and metrics.
 import v8 from 'node:v8';
-import { createGateway, type TokenOption } from '@switchyard/gateway';
+import { createGateway, createGatewayServer, type TokenOption } from '@switchyard/gateway';
 import {
-  capConnections,
-  closeStalledWrites,
   createLifecycle,
   createLogger,
   exitOnListenError,
@@ -17,22 +15,8 @@ import {
   secretSource,
   appTls,
   urlHost,
-  tcpKeepAliveOptions,
-  SERVER_TIMEOUT_CHECK_INTERVAL_MS,
-  LINGER_DEFAULTS,
 } from '@switchyard/service';
 import { AUTH_TOKEN_LENGTH_MIN, checkTokenSources, gatewayConfigSchema } from './config.ts';
-
-// Not `import http from 'node:http'`: Node builds that ESM namespace by
-// reading every export, and three of them (WebSocket, CloseEvent,
-// MessageEvent) are getters that load Node's bundled fetch implementation,
-// which this process never uses: about 2 MB of a gateway holding 10,000
-// idle streams (13 MB in a bare process). getBuiltinModule hands over the
-// module object as it is.
-const http = process.getBuiltinModule('node:http');
-
-/** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs below. */
-const ANNOUNCED_KEEP_ALIVE_MS = 5_000;
 
 // Memory per idle stream: V8 lets the old generation grow to a multiple of
 // what survived the last full collection before collecting again; a gateway
@@ -170,50 +154,17 @@ const metricsServer =
     ? undefined
     : createProbeServer({ registry: metrics.registry, healthz: lifecycle.healthzHandler });
 const tls = appTls('switchyard-gateway', config.tls, logger);
-// Node's parser refuses a header block past its own limit (16 KiB by default) before the gateway
-// sees it, so a headerBytesMax above that would never be reached: the parser takes as much. (It
-// counts names, values and the request target; the gateway names and values, 4 bytes more a field.)
-// Never less than Node's default: under it the gateway refuses a block itself, with a JSON-RPC body.
-const maxHeaderSize = Math.max(config.headerBytesMax, http.maxHeaderSize);
-// The gateway writes nothing of its own on an idle event stream: TCP keepalive
-// finds a client whose host vanished without closing its connection.
-const accepted = {
-  ...tcpKeepAliveOptions(),
-  connectionsCheckingInterval: SERVER_TIMEOUT_CHECK_INTERVAL_MS,
-  maxHeaderSize,
-};
-// Node's default handshake timeout, 120 s, would let a client that never completes TLS hold its
-// connection four times as long as one that never sends its headers.
-const secure =
-  tls &&
-  process
-    .getBuiltinModule('node:https')
-    .createServer(
-      { ...tls.pair, ALPNProtocols: ['http/1.1'], ...accepted, handshakeTimeout: config.headersTimeoutMs },
-      handler,
-    );
-const server = secure || http.createServer(accepted, handler);
-// What Node's parser refuses (a header block past maxHeaderSize among them) is answered with a JSON-RPC body too.
-server.on('clientError', gateway.clientError);
-// Deadlines on receiving a request, not on answering it: an SSE stream
-// answering a complete request stays open for hours. The gateway answers a
-// POST body still arriving at bodyTimeoutMs with a 408 itself; Node's
-// requestTimeout (checked every second) is the backstop for bodies the gateway
-// never reads (a GET or DELETE sent with one), a linger later.
-server.headersTimeout = config.headersTimeoutMs;
-server.requestTimeout = config.headersTimeoutMs + config.bodyTimeoutMs + LINGER_DEFAULTS.lingerMs;
-// Clients that read `Keep-Alive` (MCP SDKs on fetch) close an idle
-// connection before the 5 s announced, so the gateway holds no idle socket per
-// session for long. A load balancer in front reads no such header and keeps
-// its own for up to a minute: the socket stays open keepAliveTimeoutMs in
-// all, so the balancer closes first.
-server.keepAliveTimeout = Math.min(config.keepAliveTimeoutMs, ANNOUNCED_KEEP_ALIVE_MS);
-server.keepAliveTimeoutBuffer = config.keepAliveTimeoutMs - server.keepAliveTimeout;
-// A flood of connections must not take the memory the open event streams live on (see capConnections).
-capConnections(server, { connectionsMax: config.connectionsMax, metrics, logger });
-// HTTP/1.1 has no ping: a client whose host vanished while a stream writes to it is found once the writes back
-// up, and its stream cancelled upstream, not after the kernel's retransmission timeout.
-closeStalledWrites(server, { stallTimeoutMs: config.writeStallTimeoutMs, metrics, logger });
+const server = createGatewayServer(gateway, handler, {
+  headerBytesMax: config.headerBytesMax,
+  bodyTimeoutMs: config.bodyTimeoutMs,
+  headersTimeoutMs: config.headersTimeoutMs,
+  keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+  connectionsMax: config.connectionsMax,
+  writeStallTimeoutMs: config.writeStallTimeoutMs,
+  ...(tls ? { tls: tls.pair } : {}),
+  metrics,
+  logger,
+});
 const address = await listen(server, { host: config.host, port: config.port }).catch((error: unknown) =>
   exitOnListenError('switchyard-gateway', error),
 );
@@ -227,7 +178,7 @@ if (metricsServer) lifecycle.addServer(metricsServer);
 // Event streams never end by themselves: their clients open them again on another replica.
 lifecycle.onServersClosing(() => gateway.endEventStreams());
 lifecycle.onShutdown(() => gateway.close());
-if (tls && secure) lifecycle.onShutdown(tls.watch((pair) => secure.setSecureContext(pair)));
+if (tls && 'setSecureContext' in server) lifecycle.onShutdown(tls.watch((pair) => server.setSecureContext(pair)));
 lifecycle.markReady();
 lifecycle.installSignalHandlers();
 logger.info(

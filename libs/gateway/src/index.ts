@@ -1,5 +1,7 @@
 export { createGateway } from './gateway.ts';
 export { answerClientError } from './client-error.ts';
+export { createGatewayServer } from './server.ts';
+export type { GatewayServerOptions } from './server.ts';
 export type { Gateway, GatewayHandler, GatewayStats } from './gateway.ts';
 export { GATEWAY_DEFAULTS, REDIS_KEY_PREFIX_PATTERN } from './options.ts';
 export type {

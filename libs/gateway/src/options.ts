@@ -313,6 +313,13 @@ export const GATEWAY_DEFAULTS = {
   /** Distinct principals tracked at once by the concurrency limiter. */
   principalsTrackedMax: 100_000,
   idleTimeoutMs: 10 * 60_000,
+  /** A client's request headers (and, over TLS, its handshake), from its connection's start. */
+  headersTimeoutMs: 30_000,
+  /**
+   * An idle client connection kept for its next request: above the 60 s a load
+   * balancer or ingress in front keeps its own (ingress-nginx, AWS ALB), so it closes first.
+   */
+  keepAliveTimeoutMs: 75_000,
   metricsPrefix: 'switchyard_gateway_',
   /** Scheduler failover: rounds over every replica, backoff between rounds. */
   scheduleRoundsMax: 4,
