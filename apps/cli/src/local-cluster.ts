@@ -72,6 +72,22 @@ export function localClasses(): Record<string, EngineConfig> {
 }
 
 /**
+ * What each local runtime serves and holds, in either mode (`up --processes`
+ * writes it to their config file). A session nobody ends (no DELETE: a
+ * Ctrl-C'd client, most CLI runs) holds its sandbox until it has been idle
+ * sessionIdleMs: with the runtime app's 30 min, a hundred of them filled the
+ * cluster's sandboxes and every new client got 503 until they expired. A
+ * running SDK client keeps its GET stream open, which keeps its session; one
+ * that holds none and sends nothing for 5 min is answered 404 and opens a
+ * new session.
+ * More sandboxes would not do instead: every `everything` one is a Node
+ * process of about 80 MB.
+ */
+export function localRuntimeSettings() {
+  return { classes: localClasses(), sandboxesMax: 50, sessionIdleMs: 5 * 60_000 };
+}
+
+/**
  * Everything of a cluster in this one process, on loopback, with an
  * in-memory lease: `schedulers` replicas, two runtimes and one gateway.
  * Resolves once every replica's epoch shows both runtimes.
@@ -124,9 +140,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           i,
         ),
         joinToken: token,
-        classes: localClasses(),
-        sandboxesMax: 50,
-        sessionIdleMs: 30 * 60_000,
+        ...localRuntimeSettings(),
         logger: child(logger, `runtime-${i}`),
         metrics: createMetrics('runtime'),
       });

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import {
   LOCAL_IDENTITY,
   LOCAL_ORIGINS,
-  localClasses,
+  localRuntimeSettings,
   othersAfter,
   waitForEpochs,
   type Component,
@@ -130,6 +130,13 @@ async function stop(started: readonly Started[]): Promise<void> {
   for (const kind of STOP_ORDER) await Promise.all(started.filter((s) => kindOf(s.name) === kind).map(stopOne));
 }
 
+/** Writes the config file of the local runtimes into `dir`, and returns its path. */
+export function writeRuntimeConfig(dir: string): string {
+  const file = join(dir, 'runtime.json');
+  writeFileSync(file, JSON.stringify(localRuntimeSettings()));
+  return file;
+}
+
 /**
  * The local cluster as separate OS processes (`switchyard up --processes`):
  * the replicas elect through a lease file, so they behave as in a real
@@ -174,8 +181,7 @@ export async function startProcessCluster(options: LocalClusterOptions): Promise
       schedulerUrls.push(s.ready.url!);
       options.progress(`scheduler-${i} (pid ${s.child.pid}) listening on ${s.ready.url}`);
     }
-    const config = join(dir, 'runtime.json');
-    writeFileSync(config, JSON.stringify({ classes: localClasses(), sandboxesMax: 50 }));
+    const config = writeRuntimeConfig(dir);
     for (let i = 0; i < 2; i++) {
       const r = await startApp(
         `runtime-${i}`,
