@@ -25,7 +25,6 @@ import { GATEWAY_DEFAULTS } from './options.ts';
 // streams (13 MB in a bare process). getBuiltinModule hands over the module
 // object as it is.
 const http = process.getBuiltinModule('node:http');
-const https = process.getBuiltinModule('node:https');
 
 /** The idle timeout announced to clients in `Keep-Alive` (Node's default); see keepAliveTimeoutMs. */
 const ANNOUNCED_KEEP_ALIVE_MS = 5_000;
@@ -87,10 +86,13 @@ export function createGatewayServer(
   // Node's default handshake timeout, 120 s, would let a client that never completes TLS hold its
   // connection four times as long as one that never sends its headers.
   const server = options.tls
-    ? https.createServer(
-        { ...options.tls, ALPNProtocols: ['http/1.1'], ...accepted, handshakeTimeout: headersTimeoutMs },
-        handler,
-      )
+    ? // Loaded only when served over TLS: a plain gateway never holds node:https.
+      process
+        .getBuiltinModule('node:https')
+        .createServer(
+          { ...options.tls, ALPNProtocols: ['http/1.1'], ...accepted, handshakeTimeout: headersTimeoutMs },
+          handler,
+        )
     : http.createServer(accepted, handler);
   // What Node's parser refuses (a header block past maxHeaderSize among them) is answered with a JSON-RPC body too.
   server.on('clientError', gateway.clientError);
