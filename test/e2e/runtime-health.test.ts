@@ -1,10 +1,12 @@
 // A runtime's health listener, as kubelet and Prometheus meet it, with
 // processes on loopback: /healthz answers while the process does, /readyz
 // only while its tunnel is up (a rollout waits for each new runtime to
-// join; a runtime whose id another took stays unready), /metrics is the
+// join; a runtime whose id another took stays unready, one that dials with the id of a runtime that runs
+// is refused), /metrics is the
 // runtime's own registry, reached without a scheduler.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { dialTunnel } from '@switchyard/tunnel';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
 
@@ -47,22 +49,46 @@ describe('a runtime health listener', () => {
     await until('the runtime ready again', async () => (await probe('/readyz')).status === 200 || undefined, 15_000);
   });
 
-  it('turns unready, and stays off its id for minutes, once another runtime connects with the same id', async () => {
-    const newer = await cluster.startRuntime('probed', 0);
-    await until('the runtime unready', async () => (await probe('/readyz')).status === 503 || undefined);
-    assert.deepEqual(await probe('/readyz'), {
-      status: 503,
-      body: '{"status":"replaced by another runtime with this id"}',
+  it('stays ready, and keeps its id, when another runtime dials with the same id and token', async () => {
+    const first = cluster.runtimes[0]!;
+    const drops = (): number => first.logs.filter((l) => l.msg === 'tunnel disconnected').length;
+    const dropsBefore = drops();
+    const second = await cluster.startRuntime('probed', 0);
+    const refused = (l: Record<string, unknown>): boolean =>
+      String(l.msg).startsWith('scheduler refused the tunnel') && l.status === 409;
+    await until('the second runtime refused', () => second.logs.some(refused) || undefined);
+    assert.match(String(JSON.parse(String(second.logs.find(refused)!.body)).error), /held by another live runtime/);
+    assert.deepEqual(await probe('/readyz'), { status: 200, body: '{"status":"ready"}' });
+    await second.stop();
+    assert.equal(drops(), dropsBefore, 'the first one kept its tunnel');
+  });
+
+  it('turns unready, and stays off its id for minutes, once a runtime of an earlier release takes its id', async () => {
+    // Such a runtime names no instance, and takes a live runtime's id as every runtime once did.
+    const older = dialTunnel({
+      url: cluster.schedulers[0]!.url!,
+      token: cluster.token,
+      info: { id: 'probed', classes: ['demo'], metadata: {}, version: '1.0.0', limits: {} },
+      instance: null,
+      handler: (_req, res) => void res.writeHead(404).end(),
     });
-    assert.equal((await probe('/healthz')).status, 200, 'a restart would take the id back');
-    const said = cluster.runtimes[0]!.logs.find((l) =>
-      String(l.msg).startsWith('another runtime connected with this runtime id'),
-    );
-    assert.equal(said?.level, 50, 'logged at error level');
-    // Long enough for several redials had it tried again (ping interval and backoff are short here).
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    assert.equal((await probe('/readyz')).status, 503);
-    assert.equal(newer.logs.filter((l) => l.msg === 'tunnel disconnected').length, 0, 'the newer one keeps the id');
-    await cluster.waitForRuntimes(['probed']);
+    try {
+      await until('the runtime unready', async () => (await probe('/readyz')).status === 503 || undefined);
+      assert.deepEqual(await probe('/readyz'), {
+        status: 503,
+        body: '{"status":"replaced by another runtime with this id"}',
+      });
+      assert.equal((await probe('/healthz')).status, 200, 'a restart would take the id back');
+      const said = cluster.runtimes[0]!.logs.find((l) =>
+        String(l.msg).startsWith('another runtime connected with this runtime id'),
+      );
+      assert.equal(said?.level, 50, 'logged at error level');
+      // Long enough for several redials had it tried again (ping interval and backoff are short here).
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.equal((await probe('/readyz')).status, 503);
+      assert.equal(older.connected, true, 'the newer one keeps the id');
+    } finally {
+      await older.close();
+    }
   });
 });

@@ -25,6 +25,17 @@ export const RUNTIME_INFO_HEADER = 'x-runtime-info';
  */
 export const RUNTIME_LIVENESS_HEADER = 'x-runtime-liveness';
 
+/**
+ * Header carrying a runtime process's instance id on `/api/runtime/connect`: drawn at random when the
+ * process starts and sent on every dial, so that a replica tells the same runtime dialling again from
+ * another one with its id. Optional (runtimes of earlier releases send none); a header of its own, not
+ * a field of `X-Runtime-Info`, which replicas of earlier releases validate strictly.
+ */
+export const RUNTIME_INSTANCE_HEADER = 'x-runtime-instance';
+
+/** A runtime instance id: 16–64 characters from `[A-Za-z0-9_-]`. */
+export const RUNTIME_INSTANCE_PATTERN = /^[A-Za-z0-9_-]{16,64}$/;
+
 /** MCP session header (legacy protocol generation). */
 export const MCP_SESSION_HEADER = 'mcp-session-id';
 

@@ -5,6 +5,7 @@ import type { Clock, Timer } from '@switchyard/clock';
 import {
   HTTP2_HEADER_FIELDS_MAX,
   RUNTIME_INFO_HEADER,
+  RUNTIME_INSTANCE_HEADER,
   RUNTIME_LIVENESS_HEADER,
   SwitchyardError,
 } from '@switchyard/protocol';
@@ -16,6 +17,7 @@ import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, 
 import type { TunnelLogger } from './defaults.ts';
 import { AutoTransport, HTTP2_RETRY_MS } from './auto-transport.ts';
 import { FlapLog, GOOD_AFTER_PINGS } from './flap-log.ts';
+import { newInstanceId } from './instance.ts';
 import { livenessHeaderValue, type Liveness } from './liveness.ts';
 import { LengthDeclaringResponse } from './response.ts';
 import type { Carrier, CarrierTransport, TunnelTransport } from './carrier.ts';
@@ -40,6 +42,13 @@ export interface DialTunnelOptions {
    */
   readonly token: string | (() => string);
   readonly info: RuntimeInfo;
+  /**
+   * This runtime process's instance id, sent on every dial (`X-Runtime-Instance`): a replica lets it take
+   * over its own earlier tunnel at once, and refuses (409) another process with the same id while that
+   * one's tunnel is live. Default: drawn at random by this dialer; give one dialer per process. `null`
+   * names none, as runtimes of earlier releases (tests of mixed releases).
+   */
+  readonly instance?: string | null;
   /** Serves every stream the scheduler opens, on http2 compat objects (not express). */
   readonly handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
   /**
@@ -109,7 +118,9 @@ export interface TunnelDialer {
  * is retried at once should the token (given as a function) change first. A
  * tunnel that the scheduler closed because another runtime connected with
  * the same id (GOAWAY_REPLACED) is dialled again only after 5 minutes, not
- * at once: the two would take the id from each other for as long as both run. Not guaranteed: that
+ * at once: the two would take the id from each other for as long as both run. Every dial names this
+ * runtime's instance (see `instance`), so a replica refuses it (409) while another runtime that runs
+ * holds the id, and lets it take its own earlier tunnel over at once. Not guaranteed: that
  * requests in flight survive a reconnect (they fail; the scheduler decides
  * about retries).
  * Throws `SwitchyardError(invalid_request)` when `pingIntervalMs +
@@ -135,6 +146,26 @@ const REFUSAL_HINTS = new Map([
     "this runtime's id is connected to the scheduler cluster with another join token: another runtime uses the same id (give each its own), or this runtime's earlier tunnel, opened with its previous token, is not yet found dead (it joins once it is)",
   ],
 ]);
+/** The 409 body's `error` for an id that another runtime process holds with the same token. */
+const HELD_BY_LIVE_RUNTIME = 'runtime id held by another live runtime';
+const HELD_BY_LIVE_RUNTIME_HINT =
+  "another runtime that runs holds this runtime's id: give each runtime its own id (this one joins once that one's tunnel closes, as when a restarted runtime's earlier tunnel is found dead)";
+
+/** What a refusal asks of the operator, from its status and, for a 409, which one its body says it is. */
+function refusalHint(status: number, body: string): string | undefined {
+  if (status === 409 && refusalError(body) === HELD_BY_LIVE_RUNTIME) return HELD_BY_LIVE_RUNTIME_HINT;
+  return REFUSAL_HINTS.get(status);
+}
+
+/** The `error` of a scheduler's JSON refusal body; undefined for any other body. */
+function refusalError(body: string): string | undefined {
+  try {
+    const { error } = JSON.parse(body) as { error?: unknown };
+    return typeof error === 'string' ? error : undefined;
+  } catch {
+    return undefined;
+  }
+}
 /** Refusals that will not heal by themselves soon: retried at the maximum delay (401 and 403 sooner on a new token). */
 const LASTING_REFUSALS = new Set([400, 401, 403]);
 
@@ -177,6 +208,7 @@ class Dialer implements TunnelDialer {
   >;
   /** Where to dial: `url`, then the fallbacks; `#at` is the one dialled now. */
   readonly #urls: readonly URL[];
+  readonly #instance: string | undefined;
   #at = 0;
   #attempt = 0;
   /**
@@ -208,6 +240,7 @@ class Dialer implements TunnelDialer {
     this.#log = new FlapLog(this.#logger, this.#clock);
     if ((o.transport ?? 'auto') === 'auto') this.#auto = new AutoTransport(this.#clock);
     this.#urls = [o.url, ...(o.fallbackUrls ?? [])].map(connectUrl);
+    this.#instance = o.instance === null ? undefined : (o.instance ?? newInstanceId());
     this.#server = http2.createServer(
       {
         settings: h2Settings('runtime'),
@@ -269,6 +302,7 @@ class Dialer implements TunnelDialer {
       authorization: `Bearer ${link.token}`,
       [RUNTIME_INFO_HEADER]: Buffer.from(JSON.stringify(this.#o.info)).toString('base64url'),
       [RUNTIME_LIVENESS_HEADER]: livenessHeaderValue(this.#liveness()),
+      ...(this.#instance !== undefined ? { [RUNTIME_INSTANCE_HEADER]: this.#instance } : {}),
     };
     const url = this.#url.toString();
     // A connect attempt gets as long as a silent tunnel does.
@@ -283,7 +317,7 @@ class Dialer implements TunnelDialer {
           onRefused: (status, body) => {
             if (fallback && !REFUSALS_OF_ANY_TRANSPORT.has(status))
               return this.#fallBack(link, `answered ${status}`, attempt);
-            const hint = REFUSAL_HINTS.get(status);
+            const hint = refusalHint(status, body);
             const why = hint ? `scheduler refused the tunnel: ${hint}` : 'scheduler refused the tunnel';
             this.#logger.error({ status, body, url, transport: t }, why);
             // A 409 lasts until the tunnel holding the id closes: this runtime's own, not yet found dead.

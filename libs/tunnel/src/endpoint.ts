@@ -5,13 +5,14 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
-import { RUNTIME_LIVENESS_HEADER, SwitchyardError } from '@switchyard/protocol';
+import { RUNTIME_INSTANCE_HEADER, RUNTIME_LIVENESS_HEADER, SwitchyardError } from '@switchyard/protocol';
 import { watchTokenRevocations, type TokenRevocations } from '@switchyard/service';
 import { admit, joinTokenScope, writeRefusal } from './admission.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
 import { GOAWAY_REPLACED, TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
+import { heldByAnotherLiveRuntime, parseInstance } from './instance.ts';
 import { parseLiveness, type Liveness } from './liveness.ts';
 import { RefusalLog } from './refusal-log.ts';
 import { SHARED_ID_WINDOW_MS, SharedIds } from './shared-ids.ts';
@@ -79,7 +80,10 @@ export interface TunnelEndpoint {
  * `Upgrade` other than the two transports), 403 an id the token's pattern does
  * not admit, 409 an id whose tunnel here came with another token (until that
  * tunnel closes: a runtime's own token rotated meets it only while its old
- * tunnel is not yet found dead), 431 headers too large, 503 full or closing.
+ * tunnel is not yet found dead), 409 too an id whose tunnel here belongs to
+ * another runtime process (`X-Runtime-Instance`) that still pings on it (a
+ * runtime restarted over a connection gone silent joins once its old pings
+ * are overdue, see `Tunnel.peerQuiet`), 431 headers too large, 503 full or closing.
  * The 409 also covers an id that `claimedElsewhere` shows held at another
  * replica with another token. Not guaranteed: two connects for one id with
  * different tokens at two replicas, before any view shows either, are both
@@ -101,6 +105,8 @@ interface Peer {
   readonly tokenFingerprint: string;
   /** Its liveness timing, when it announced one (`X-Runtime-Liveness`). */
   readonly liveness: Liveness | undefined;
+  /** Its process's instance id, when it named one (`X-Runtime-Instance`). */
+  readonly instance: string | undefined;
 }
 
 class Endpoint implements TunnelEndpoint {
@@ -169,6 +175,20 @@ class Endpoint implements TunnelEndpoint {
       });
       return writeRefusal(socket, refusal);
     }
+    const instance = parseInstance(req.headers[RUNTIME_INSTANCE_HEADER]);
+    if (this.#heldByAnotherLiveRuntime(info.id, instance)) {
+      const refusal = {
+        status: 409,
+        body: { error: 'runtime id held by another live runtime', runtime: info.id },
+      } as const;
+      this.#refusals.warn('runtime connect refused: id held by another live runtime', {
+        remote,
+        runtime: info.id,
+        status: refusal.status,
+        error: refusal.body.error,
+      });
+      return writeRefusal(socket, refusal);
+    }
     const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
     if (others >= this.#o.maxRuntimes) {
       const refusal = { status: 503, body: { error: 'runtime capacity reached' } } as const;
@@ -183,7 +203,7 @@ class Endpoint implements TunnelEndpoint {
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
     const liveness = parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]);
-    const peer: Peer = { info, tokenDigest, tokenFingerprint, liveness };
+    const peer: Peer = { info, tokenDigest, tokenFingerprint, liveness, instance };
     if (upgrade === TUNNEL_UPGRADE) return this.#acceptUpgrade(socket, head, peer);
     if (upgrade === 'websocket') {
       return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(webSocketCarrier(ws), peer));
@@ -251,9 +271,26 @@ class Endpoint implements TunnelEndpoint {
     return claimed !== undefined && !sameFingerprint(claimed, fingerprint) ? 'elsewhere' : undefined;
   }
 
-  #accept(carrier: Carrier, { info, tokenDigest, tokenFingerprint, liveness }: Peer): void {
-    // Checked again: another token's connect for the id may have been accepted during this one's upgrade.
-    if (this.#closed || this.#heldByOtherToken(info.id, tokenDigest, tokenFingerprint)) return carrier.destroy();
+  /**
+   * Whether the tunnel open here for `runtimeId` belongs to another runtime process than `instance`, one
+   * that still pings on it (see `heldByAnotherLiveRuntime`): a second runtime with the id must not take
+   * the place, and the sessions, of one that runs. Its own redial, or a successor once its pings stopped,
+   * takes the tunnel over.
+   */
+  #heldByAnotherLiveRuntime(runtimeId: string, instance: string | undefined): boolean {
+    const live = this.#tunnels.get(runtimeId);
+    return live !== undefined && heldByAnotherLiveRuntime(live, instance);
+  }
+
+  #accept(carrier: Carrier, { info, tokenDigest, tokenFingerprint, liveness, instance }: Peer): void {
+    // Checked again: another connect for the id may have been accepted during this one's upgrade.
+    if (
+      this.#closed ||
+      this.#heldByOtherToken(info.id, tokenDigest, tokenFingerprint) ||
+      this.#heldByAnotherLiveRuntime(info.id, instance)
+    ) {
+      return carrier.destroy();
+    }
     // Wall clock: generations are compared across replicas and restarts, which no monotonic reading spans.
     this.#generation = Math.max(this.#generation + 1, this.#clock.now() * 1000);
     const life = this.#lines.opened(info.id, { generation: this.#generation, transport: carrier.transport });
@@ -264,6 +301,7 @@ class Endpoint implements TunnelEndpoint {
       info,
       generation: this.#generation,
       tokenFingerprint,
+      ...(instance !== undefined ? { instance } : {}),
       clock: this.#clock,
       pingIntervalMs: this.#pingIntervalMs,
       pingTimeoutMs: this.#pingTimeoutMs,
@@ -273,7 +311,9 @@ class Endpoint implements TunnelEndpoint {
     this.#tunnels.set(info.id, tunnel);
     this.#tokenDigests.set(tunnel, tokenDigest);
     previous?.close('replaced by a newer connection', GOAWAY_REPLACED);
-    if (previous && this.#sharedIds.replaced(info.id, this.#clock.monotonicNow())) {
+    // The same runtime taking its own tunnel over (a redial after a break) is no sign of a shared id.
+    const sameRuntime = instance !== undefined && previous?.instance === instance;
+    if (previous && !sameRuntime && this.#sharedIds.replaced(info.id, this.#clock.monotonicNow())) {
       this.#logger.warn(
         { runtime: info.id, withinMs: SHARED_ID_WINDOW_MS },
         'runtime id used by more than one runtime (its tunnel keeps being replaced): give each runtime its own id',

@@ -32,6 +32,11 @@ export interface Tunnel {
    * replica publishes so that others refuse the id to another token; undefined when opened without one.
    */
   readonly tokenFingerprint: string | undefined;
+  /**
+   * The instance id its runtime process dialled with (`RUNTIME_INSTANCE_HEADER`), which the replica
+   * publishes so that others refuse the id to another live runtime; undefined for a runtime that sent none.
+   */
+  readonly instance: string | undefined;
   /** Wall-clock time (ms since the epoch) the tunnel was accepted: a timestamp for people, not for durations. */
   readonly connectedAt: number;
   /** How its HTTP/2 travels: straight on the upgraded connection or in WebSocket messages. */
@@ -110,6 +115,8 @@ export interface ClientTunnelOptions {
   readonly generation: number;
   /** See `Tunnel.tokenFingerprint`. */
   readonly tokenFingerprint?: string;
+  /** See `Tunnel.instance`. */
+  readonly instance?: string;
   readonly clock: Clock;
   readonly pingIntervalMs: number;
   readonly pingTimeoutMs: number;
@@ -131,6 +138,7 @@ class ClientTunnel implements Tunnel {
   readonly info: RuntimeInfo;
   readonly generation: number;
   readonly tokenFingerprint: string | undefined;
+  readonly instance: string | undefined;
   readonly connectedAt: number;
   readonly transport: CarrierTransport;
   readonly session: http2.ClientHttp2Session;
@@ -158,6 +166,7 @@ class ClientTunnel implements Tunnel {
     this.info = o.info;
     this.generation = o.generation;
     this.tokenFingerprint = o.tokenFingerprint;
+    this.instance = o.instance;
     this.connectedAt = o.clock.now();
     this.#lastPeerPingAt = o.clock.monotonicNow();
     this.#peerLiveness = o.peerLiveness;

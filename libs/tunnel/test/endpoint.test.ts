@@ -285,13 +285,15 @@ describe('tunnel endpoint admission', () => {
     assert.equal(again.status, 101);
   });
 
-  it('replaces the first tunnel when the same runtime id connects again', async () => {
-    const first = await startRuntime(scheduler, 'rt-dup', hello);
+  it('replaces the first tunnel when the same runtime connects again', async () => {
+    // One runtime process: both dials name its instance.
+    const instance = 'rt-dup-instance-0123';
+    const first = await startRuntime(scheduler, 'rt-dup', hello, { instance });
     dialers.push(first.dialer);
     const closed = new Promise<string>((resolve) =>
       scheduler.events.on('closed', (t, reason: string) => t === first.tunnel && resolve(reason)),
     );
-    const second = await startRuntime(scheduler, 'rt-dup', hello);
+    const second = await startRuntime(scheduler, 'rt-dup', hello, { instance });
     dialers.push(second.dialer);
     assert.match(await closed, /replaced/);
     assert.equal(first.tunnel.closed, true);
@@ -314,11 +316,12 @@ describe('tunnel endpoint admission', () => {
       warn: (_o: object, msg: string) => said.push({ level: 'warn', msg }),
       error: (_o: object, msg: string) => said.push({ level: 'error', msg }),
     };
-    // Each would redial 20 ms after losing its tunnel.
+    // Each would redial 20 ms after losing its tunnel. The newer names no instance, as runtimes of earlier
+    // releases, which still take a live runtime's id (a runtime of this release is refused 409 instead).
     const fast = { backoff: { initialMs: 20, maxMs: 20 }, random: () => 0, logger };
     const first = await startRuntime(scheduler, shared, hello, fast);
     dialers.push(first.dialer);
-    const second = await startRuntime(scheduler, shared, hello, fast);
+    const second = await startRuntime(scheduler, shared, hello, { ...fast, instance: null });
     dialers.push(second.dialer);
     assert.match(await first.tunnel.whenClosed, /replaced/);
     await new Promise((r) => setTimeout(r, 300));
@@ -341,7 +344,7 @@ describe('tunnel endpoint admission', () => {
     const warning = (l: { msg: string }) => l.msg.startsWith('runtime id used by more than one runtime');
     // Each connect replaces the one before, as two runtimes that redial when replaced would.
     for (let n = 0; n < 4; n++) {
-      dialers.push((await startRuntime(scheduler, shared, hello)).dialer);
+      dialers.push((await startRuntime(scheduler, shared, hello, { instance: null })).dialer);
       if (n < 2) assert.equal(scheduler.logs.filter(warning).length, 0, `not suspect after ${n} replacements`);
     }
     const said = scheduler.logs.filter(warning);

@@ -157,11 +157,13 @@ describe('a runtime id and the join token it connected with', () => {
   it('lets the same token take over a tunnel that went silent, before the endpoint found it dead', async () => {
     const front = await freezableFront(scheduler.port);
     try {
-      const old = await startRuntime(scheduler, 'rt-blip', hello, { url: front.url, transport: 'http2' });
+      // The runtime redials past the frozen front: one process, so both dials name its instance.
+      const instance = 'rt-blip-instance-0123';
+      const old = await startRuntime(scheduler, 'rt-blip', hello, { url: front.url, transport: 'http2', instance });
       dialers.push(old.dialer);
       front.freeze();
       assert.equal((await connect(scheduler, OTHER, 'rt-blip')).status, 409, 'still held for another token');
-      const back = await startRuntime(scheduler, 'rt-blip', hello);
+      const back = await startRuntime(scheduler, 'rt-blip', hello, { instance });
       dialers.push(back.dialer);
       assert.match(await old.tunnel.whenClosed, /replaced/);
       assert.equal(scheduler.endpoint.get('rt-blip'), back.tunnel);

@@ -1,0 +1,124 @@
+// Two runtimes dialling with one id and one join token: the one that runs keeps the id while its pings
+// come, and the other is refused 409; the same runtime dialling again (its instance) takes its own tunnel
+// over at once, as does a new one once the old tunnel's pings have stopped.
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type http2 from 'node:http2';
+import { ManualClock } from '@switchyard/clock/testing';
+import { dialTunnel } from '../src/index.ts';
+import type { DialTunnelOptions, TunnelDialer } from '../src/index.ts';
+import {
+  TOKEN,
+  encodeInfo,
+  rawConnect,
+  readStream,
+  runtimeInfo,
+  startRuntime,
+  startScheduler,
+  until,
+} from './helpers.ts';
+import type { Scheduler } from './helpers.ts';
+
+const answer =
+  (name: string) =>
+  (_req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void =>
+    void res.end(`served by ${name}`);
+
+/** The dialer's log lines of level error, with their fields. */
+function errors(): { logger: NonNullable<DialTunnelOptions['logger']>; said: { obj: object; msg: string }[] } {
+  const said: { obj: object; msg: string }[] = [];
+  const logger = { info() {}, warn() {}, error: (obj: object, msg: string) => void said.push({ obj, msg }) };
+  return { logger, said };
+}
+
+describe('a runtime id held by a live runtime', () => {
+  let scheduler: Scheduler;
+  const dialers: TunnelDialer[] = [];
+  afterEach(async () => {
+    await Promise.all(dialers.splice(0).map((d) => d.close()));
+    await scheduler?.close();
+  });
+
+  it('refuses a second runtime with the same id and token 409, and the first keeps serving', async () => {
+    scheduler = await startScheduler();
+    const first = await startRuntime(scheduler, 'rt-1', answer('first'));
+    dialers.push(first.dialer);
+    const { logger, said } = errors();
+    const second = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-1'),
+      handler: answer('second'),
+      logger,
+    });
+    dialers.push(second);
+    await until(() => said.length > 0 || first.tunnel.closed);
+    assert.equal(first.tunnel.closed, false, 'the first runtime keeps its tunnel');
+    assert.equal(scheduler.endpoint.get('rt-1'), first.tunnel);
+    assert.equal(
+      (await readStream(first.tunnel.request({ ':path': '/' }, { endStream: true }))).body,
+      'served by first',
+    );
+    assert.equal(second.connected, false);
+    const refusal = said[0]!;
+    assert.match(refusal.msg, /^scheduler refused the tunnel: another runtime that runs holds this runtime's id/);
+    assert.equal((refusal.obj as { status: number }).status, 409);
+    assert.deepEqual(JSON.parse((refusal.obj as { body: string }).body), {
+      error: 'runtime id held by another live runtime',
+      runtime: 'rt-1',
+    });
+    const warned = scheduler.logs.find((l) => l.msg === 'runtime connect refused: id held by another live runtime');
+    assert.ok(warned, JSON.stringify(scheduler.logs));
+  });
+
+  it('lets the same runtime (its instance) dial again and take its own tunnel over at once', async () => {
+    scheduler = await startScheduler();
+    const instance = 'instance-0123456789ab';
+    const first = await startRuntime(scheduler, 'rt-2', answer('old link'), { instance });
+    dialers.push(first.dialer);
+    const again = await startRuntime(scheduler, 'rt-2', answer('new link'), { instance });
+    dialers.push(again.dialer);
+    assert.match(await first.tunnel.whenClosed, /replaced/);
+    assert.equal(scheduler.endpoint.get('rt-2'), again.tunnel);
+    // A runtime whose link keeps breaking takes its own tunnel over again and again: no shared id to report.
+    for (let n = 0; n < 3; n++)
+      dialers.push((await startRuntime(scheduler, 'rt-2', answer('flap'), { instance })).dialer);
+    assert.ok(!scheduler.logs.some((l) => l.msg.startsWith('runtime id used by more than one runtime')));
+  });
+
+  it("lets a new runtime take the id once the old tunnel's pings stopped coming", async () => {
+    const clock = new ManualClock();
+    // The scheduler's own pings are far apart: only the runtime's silence tells here.
+    scheduler = await startScheduler({ clock, pingIntervalMs: 600_000 });
+    // Its clock never moves: it announced pings every second and sends none.
+    const silent = await startRuntime(scheduler, 'rt-3', answer('silent'), {
+      clock: new ManualClock(),
+      pingIntervalMs: 1_000,
+    });
+    dialers.push(silent.dialer);
+    const refused = await rawConnect(scheduler, {
+      authorization: `Bearer ${TOKEN}`,
+      'x-runtime-info': encodeInfo(runtimeInfo('rt-3')),
+      'x-runtime-instance': 'instance-new-0123456789',
+    });
+    assert.equal(refused.status, 409, 'refused while its pings may still come');
+    await clock.advance(2_001);
+    assert.equal(silent.tunnel.peerQuiet, true);
+    const restarted = await startRuntime(scheduler, 'rt-3', answer('restarted'));
+    dialers.push(restarted.dialer);
+    assert.match(await silent.tunnel.whenClosed, /replaced/);
+    assert.equal(scheduler.endpoint.get('rt-3'), restarted.tunnel);
+  });
+
+  it('lets a runtime that names no instance (an earlier release) take the id over, as before', async () => {
+    scheduler = await startScheduler();
+    const first = await startRuntime(scheduler, 'rt-4', answer('first'));
+    dialers.push(first.dialer);
+    const older = await rawConnect(scheduler, {
+      authorization: `Bearer ${TOKEN}`,
+      'x-runtime-info': encodeInfo(runtimeInfo('rt-4')),
+    });
+    assert.equal(older.status, 101);
+    assert.match(await first.tunnel.whenClosed, /replaced/);
+  });
+});
