@@ -32,6 +32,23 @@ function refusedId(body: string | undefined): string | undefined {
   }
 }
 
+/** The 409 body's `error` for an id that another runtime that runs holds (docs/protocol.md §1). */
+const HELD_BY_LIVE_RUNTIME = 'runtime id held by another live runtime';
+
+/**
+ * The runtime id a refusal entry says another runtime that runs holds (a 409 whose body says so), or
+ * undefined for any other entry.
+ */
+export function idHeldByLiveRuntime(entry: LogEntry): string | undefined {
+  if (entry.status !== 409) return undefined;
+  try {
+    const { error, runtime } = JSON.parse(entry.body ?? '') as { error?: unknown; runtime?: unknown };
+    return error === HELD_BY_LIVE_RUNTIME && typeof runtime === 'string' ? runtime : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Answers to the connect request that a scheduler never gives: whatever
  * answered (a gateway, a scheduler's page, any web server) will never take

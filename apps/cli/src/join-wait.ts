@@ -1,6 +1,6 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import type { TunnelEvent } from '@switchyard/runtime';
-import { schedulerReason } from './join-refusals.ts';
+import { idHeldByLiveRuntime, schedulerReason } from './join-refusals.ts';
 import type { JoinUrls } from './join-urls.ts';
 import { lineOf, type LogEntry } from './log-lines.ts';
 
@@ -12,6 +12,8 @@ const REFUSED = 'scheduler refused the tunnel';
  * said with that line.
  */
 const REFUSED_UNFOLLOWED = 409;
+/** What ends the line for an id another runtime that runs holds: no scheduler URL to check, another id. */
+const PICK_ANOTHER_ID = 'pick another --id';
 /** The runtime's lines for its tunnel, which before the join would tell of a tunnel no scheduler used. */
 const TUNNEL_LINES = new Set(['tunnel connected', 'tunnel disconnected']);
 /**
@@ -170,6 +172,8 @@ export class FirstJoinWait {
     // Before the join a tunnel that came up is no news, and one dropped is said as a failed dial (#dropped).
     if (TUNNEL_LINES.has(entry.msg ?? '')) return this.#joined ? undefined : '';
     if (!entry.msg?.startsWith(REFUSED) || entry.status === undefined) return undefined;
+    const held = idHeldByLiveRuntime(entry);
+    if (held !== undefined) return this.#heldByLiveRuntime(held, this.#urls.given(entry.url));
     if (entry.status === REFUSED_UNFOLLOWED) {
       if (!this.#joined) this.#dialFailure = lineOf(entry);
       return this.#idHeldRefusals++ % SAID_EVERY === 0 ? lineOf(entry) : '';
@@ -179,6 +183,18 @@ export class FirstJoinWait {
     this.#dialAnswer = `answered HTTP ${entry.status}${reason === undefined ? '' : ` (${reason})`}`;
     if (!this.#joined) this.#dialFailure = this.#dialAnswer;
     return '';
+  }
+
+  /**
+   * A runtime that runs holds the id: said at the first refusal and every tenth, and dialled on (within
+   * the wait, before the join): this runtime's own earlier run, whose connection broke, holds it only
+   * until the replica finds its pings overdue.
+   */
+  #heldByLiveRuntime(id: string, url: string): string {
+    const why = `the id ${id} is held by another live runtime; ${PICK_ANOTHER_ID}`;
+    if (!this.#joined) this.#dialFailure = why;
+    if (this.#idHeldRefusals++ % SAID_EVERY !== 0 || (!this.#joined && this.#overdue())) return '';
+    return `${url} refused the tunnel: ${why}; ${this.#joined ? 'dialling again (Ctrl-C to stop)' : this.#again()}`;
   }
 
   /** How long the command dials on, for a line about a failed dial before the join. */
@@ -197,9 +213,10 @@ export class FirstJoinWait {
     this.close();
     // Given more than one URL, the line names the one that failed last, where the log said which.
     const at = this.#urls.all.length > 1 && this.#failureUrl !== undefined ? `${this.#failureUrl}: ` : '';
-    this.#giveUp(
-      `gave up dialling ${this.#urls.label} after ${this.#waitMs / 1000} s: ${at}${this.#failure}; ` +
-        'check <scheduler-url>, or wait longer with --wait-seconds',
-    );
+    // An id held elsewhere is no URL to check, and waiting longer would not help.
+    const advice = this.#failure?.endsWith(PICK_ANOTHER_ID)
+      ? ''
+      : '; check <scheduler-url>, or wait longer with --wait-seconds';
+    this.#giveUp(`gave up dialling ${this.#urls.label} after ${this.#waitMs / 1000} s: ${at}${this.#failure}${advice}`);
   }
 }
