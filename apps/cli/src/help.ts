@@ -73,7 +73,8 @@ that fails moves on to the next, so a runtime whose replica goes away joins anot
   --token <join token>       one of the scheduler's joinTokens (else SWITCHYARD_JOIN_TOKEN, out of sight of ps)
   --token-file <file>        reads the first token of a file of one per line
   --id <id>                  the runtime's id, unique in the cluster (default: this machine's host name):
-                             joining with the id of a runtime that runs takes its place, ending its sessions
+                             the replica holding a runtime that runs with that id refuses it (pick another
+                             --id); another replica lets it take that one's place, ending its sessions
   --class <class>            a class to serve, demo or everything; repeat for both (default demo)
   --sandboxes <n>            how many sandboxes it holds at once (default 100)
   --wait-seconds <s>         how long it dials before a scheduler takes it, then exits 1 (default 30)
