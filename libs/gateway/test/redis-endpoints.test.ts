@@ -2,8 +2,8 @@
 // whose target moves in a failover, and a TLS one that routes by server
 // name. Real redis-servers, a real TCP forwarder and TLS front on loopback.
 import type { ChildProcess } from 'node:child_process';
-import { connect, createServer } from 'node:net';
-import type { AddressInfo, Server, Socket } from 'node:net';
+import { connect } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,81 +14,7 @@ import { REDIS_ROUTE_PREFIX } from '@switchyard/gateway';
 import { INITIALIZE, post, startHarness } from './harness.ts';
 import type { Harness } from './harness.ts';
 import { skip, startRedis } from './fixtures/redis.ts';
-
-/**
- * A managed Redis's endpoint: a TCP forwarder whose new connections go to
- * `target` (a failover moves it); connections open stay with the server
- * they reached, as they do when a DNS name moves.
- */
-async function startEndpoint(
-  target: number,
-): Promise<{ port: number; target: number; freeze(): void; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const endpoint = {
-    port: 0,
-    target,
-    /** The open connections' server is gone without a word (powered off, cut off): they carry nothing more. */
-    freeze: () => {
-      for (const socket of sockets) {
-        socket.unpipe();
-        socket.pause();
-      }
-    },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-  const server: Server = createServer((client) => {
-    const upstream = connect(endpoint.target, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.once('close', () => (sockets.delete(socket), client.destroy(), upstream.destroy()));
-      socket.on('error', () => {});
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  endpoint.port = (server.address() as AddressInfo).port;
-  return endpoint;
-}
-
-/**
- * For the calling describe: a primary and the replica a failover promotes, an endpoint pointing at the primary,
- * and a one-runtime gateway caching routes through that endpoint, started before its tests and stopped after.
- * `stored(redisUrl)` opens a session and says whether its route reached the Redis at `redisUrl`.
- */
-function failoverBehindEndpoint() {
-  const suite = {} as {
-    primary: { url: string; child: ChildProcess };
-    promoted: { url: string; child: ChildProcess };
-    endpoint: Awaited<ReturnType<typeof startEndpoint>>;
-    h: Harness;
-  };
-  before(async () => {
-    suite.primary = await startRedis();
-    suite.promoted = await startRedis();
-    suite.endpoint = await startEndpoint(Number(new URL(suite.primary.url).port));
-    suite.h = await startHarness(1, { routeCache: { redisUrl: `redis://127.0.0.1:${suite.endpoint.port}` } });
-  });
-  after(async () => {
-    await suite.h?.close();
-    await suite.endpoint?.close();
-    suite.primary?.child.kill('SIGTERM');
-    suite.promoted?.child.kill('SIGTERM');
-  });
-  const stored = async (redisUrl: string): Promise<boolean> => {
-    const init = await post(suite.h.url, INITIALIZE);
-    assert.equal(init.status, 200);
-    const client = new Redis(redisUrl);
-    try {
-      return (await client.exists(`${REDIS_ROUTE_PREFIX}thread:${init.headers.get('mcp-session-id')!}`)) === 1;
-    } finally {
-      client.disconnect();
-    }
-  };
-  return Object.assign(suite, { stored });
-}
+import { failoverBehindEndpoint } from './fixtures/redis-endpoint.ts';
 
 describe('route cache across a failover behind one endpoint', { skip }, () => {
   const failover = failoverBehindEndpoint();
@@ -100,9 +26,8 @@ describe('route cache across a failover behind one endpoint', { skip }, () => {
     // stays up, answering each write on the gateway's connection with READONLY.
     const admin = new Redis(primary.url);
     try {
-      const promotedPort = Number(new URL(promoted.url).port);
-      await admin.replicaof('127.0.0.1', promotedPort);
-      endpoint.target = promotedPort;
+      await admin.replicaof('127.0.0.1', promoted.port);
+      endpoint.target = promoted.port;
     } finally {
       admin.disconnect();
     }
@@ -122,7 +47,7 @@ describe('route cache across a failover that takes the old primary with it', { s
     // side for as long as the kernel retransmits (some 15 minutes); the endpoint's
     // name already points to the promoted replica.
     endpoint.freeze();
-    endpoint.target = Number(new URL(promoted.url).port);
+    endpoint.target = promoted.port;
     for (let deadline = performance.now() + 10_000; !(await stored(promoted.url)); await sleep(100)) {
       assert.ok(performance.now() < deadline, 'routes reach the new primary within 10 s');
     }
