@@ -1,7 +1,9 @@
 import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
 import { isIdentityValue } from '@switchyard/protocol';
+import { systemClock } from '@switchyard/clock';
 import { redisTlsOptions } from '@switchyard/service';
+import { RedisBackoff } from './redis-backoff.ts';
 import type { RouteCacheRedisOp } from './metrics.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 
@@ -77,11 +79,15 @@ function reconnectsOnError(error: Error): 1 | false {
  * Resolves once connected, or after REDIS_FIRST_CONNECT_WAIT_MS without.
  * No offline queue: while Redis is away a command fails at once (a miss,
  * a dropped write) instead of holding its request for the command timeout.
+ * Redials back off (RedisBackoff): a Redis that will not serve is dialled
+ * at a pace that slows to a dial every second or so (a random pause of up
+ * to 2 s each), spread among the gateways.
  */
 async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | undefined> {
   const label = redisLabel(url);
   try {
     const { Redis } = await import('ioredis');
+    const backoff = new RedisBackoff(systemClock);
     const redis = new Redis(url, {
       ...redisTlsOptions(url),
       lazyConnect: false,
@@ -92,6 +98,7 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
       // Unanswered when their connection went, they failed already: sent late, a write could undo a later delete.
       autoResendUnfulfilledCommands: false,
       reconnectOnError: reconnectsOnError,
+      retryStrategy: () => backoff.nextDelayMs(),
     });
     // Its return is said too, or the warnings below would just stop; `lostAtMs` is when a ready connection
     // went, or when the first one failed (a gateway started while its Redis was away).
@@ -108,6 +115,7 @@ async function connectRedis(url: string, log: ThrottledLog): Promise<Redis | und
     });
     redis.on('ready', () => {
       ready = true;
+      backoff.ready();
       if (lostAtMs === undefined) return;
       log.info(label, 'route cache redis connected again', { awayMs: Math.round(performance.now() - lostAtMs) });
       lostAtMs = undefined;
