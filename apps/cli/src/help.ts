@@ -1,7 +1,8 @@
 // The `switchyard` command's help: the overview of every command (`switchyard
-// --help`, and what bad usage prints), and each command's own (`switchyard
-// status --help`), with its flags and an example. One synopsis line per
-// command serves both, so the two cannot drift apart.
+// --help`), each command's own (`switchyard status --help`), with its flags
+// and an example, and what bad usage prints (the synopsis of the command it
+// was given). One synopsis line per command serves all three, so they cannot
+// drift apart.
 
 /** Each command's synopsis, in the order the overview lists them. */
 const SYNOPSES = {
@@ -18,10 +19,15 @@ const SYNOPSES = {
 
 type Command = keyof typeof SYNOPSES;
 
-export const OVERVIEW = `usage:
-${Object.values(SYNOPSES)
-  .map((line) => `  ${line}`)
-  .join('\n')}
+/** A `usage:` heading over the synopses of `commands`. */
+function usageLines(commands: readonly Command[]): string {
+  return `usage:\n${commands.map((name) => `  ${SYNOPSES[name]}`).join('\n')}`;
+}
+
+const ALL = Object.keys(SYNOPSES) as Command[];
+const ONE_COMMAND = 'switchyard <command> --help describes one command.';
+
+export const OVERVIEW = `${usageLines(ALL)}
 
 status, explain and check scheduler: --token (or SWITCHYARD_API_TOKEN) is one of the scheduler's apiTokens,
 when it sets any; --token-file reads the first of a file's tokens (one per line, as the chart's Secret holds them);
@@ -31,7 +37,7 @@ scheduler takes it (opens its /watch; a dial still in flight then is waited for)
 that goes away is dialled until Ctrl-C.
 check: exits 0 when the replicas agree on a leader, term and epoch (scheduler), or /readyz and an MCP
 initialize answer (gateway: 200, or 401 with a Bearer challenge under --auth-required); else 1, saying why.
-switchyard <command> --help describes one command.`;
+${ONE_COMMAND}`;
 
 const SCHEDULER_FLAGS = `  --scheduler <url>          a scheduler replica (default http://127.0.0.1:7070)
   --token <api token>        one of the scheduler's apiTokens, when it sets any (else SWITCHYARD_API_TOKEN)
@@ -119,4 +125,20 @@ export function commandHelp(words: readonly string[]): string | undefined {
   const commands = named.length > 0 ? named.slice(-1) : group;
   if (commands.length === 0) return undefined;
   return commands.map((name) => `usage:\n  ${SYNOPSES[name]}\n\n${DETAILS[name]}`).join('\n\n');
+}
+
+/**
+ * What bad usage prints under the line saying what is wrong: the synopsis of
+ * the command `words` (the command line) name, or of every command under
+ * `check` or `runtime` when the word after names none, and where its flags
+ * are described. The overview's notes would bury the line that matters; for
+ * no command it knows, every synopsis, which is the list of commands.
+ */
+export function usageOf(words: readonly string[]): string {
+  const [first = '', second] = words;
+  const named = [first, `${first} ${second}`].filter(isCommand).slice(-1);
+  const commands = named.length > 0 ? named : ALL.filter((name) => name.startsWith(`${first} `));
+  if (commands.length === 0) return `${usageLines(ALL)}\n${ONE_COMMAND}`;
+  const asked = commands.length === 1 ? commands[0] : first;
+  return `${usageLines(commands)}\nswitchyard ${asked} --help describes each flag.`;
 }

@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { SchedulerTarget } from './inspect.ts';
-import { commandHelp, OVERVIEW } from './help.ts';
+import { commandHelp, OVERVIEW, usageOf } from './help.ts';
 import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
 
 function port(value: string | undefined, fallback: number, flag: string): number {
@@ -311,7 +311,7 @@ main(process.argv.slice(2)).then(
   async (error: unknown) => {
     // Every mistake parseArgs finds (an unknown option, a missing value, a value given to a flag) is bad usage.
     if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
-      await print(process.stderr, `switchyard: ${(error as Error).message}\n${OVERVIEW}`);
+      await print(process.stderr, `switchyard: ${(error as Error).message}\n${usageOf(process.argv.slice(2))}`);
       process.exit(2);
     }
     await print(process.stderr, `switchyard: ${(error as Error).message}`);

@@ -50,6 +50,12 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
+/** The commands whose synopsis a help or usage text holds under its `usage:` headings, in its order. */
+export const synopses = (text: string): string[] =>
+  [...text.matchAll(/^usage:\n((?: {2}.*\n?)+)/gm)].flatMap((block) =>
+    [...block[1]!.matchAll(/^ {2}switchyard ((?:[a-z]+ ?)+?)(?= [[<(-]|$)/gm)].map((m) => m[1]!.trim()),
+  );
+
 let cacheDirectory: string | undefined;
 /** NODE_COMPILE_CACHE for a command run here; none where the cache cannot be written. */
 export function compileCacheEnv(): Record<string, string> {

@@ -3,7 +3,7 @@
 // the overview of every command.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { runCli } from './support.ts';
+import { runCli, synopses } from './support.ts';
 
 const COMMANDS = [
   { args: ['up', '--help'], command: 'up', flag: '--processes', example: 'switchyard up --gateway-port 0' },
@@ -33,12 +33,6 @@ const COMMANDS = [
     example: 'switchyard check gateway --gateway',
   },
 ];
-
-/** The commands whose synopsis a help text holds under its `usage:` headings, in its order. */
-const synopses = (text: string): string[] =>
-  [...text.matchAll(/^usage:\n((?: {2}.*\n?)+)/gm)].flatMap((block) =>
-    [...block[1]!.matchAll(/^ {2}switchyard ((?:[a-z]+ ?)+?)(?= [[<(-]|$)/gm)].map((m) => m[1]!.trim()),
-  );
 
 describe('switchyard help', { concurrency: true }, () => {
   for (const c of COMMANDS) {
