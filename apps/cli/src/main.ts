@@ -143,6 +143,21 @@ async function schedulerTarget(values: TokenFlags & { scheduler?: string | undef
   return { url, ...(given ? { token: given.token } : {}) };
 }
 
+/**
+ * Refuses the value of any of `flags` that is no identity value, as a
+ * scheduler would: its refusal names a request field or header, not the
+ * flag. The protocol lib loads with the command's own modules anyway.
+ */
+async function checkIdentities(values: Readonly<Record<string, unknown>>, flags: readonly string[]): Promise<void> {
+  const { isIdentityValue } = await import('@switchyard/protocol');
+  for (const flag of flags) {
+    const value = values[flag];
+    if (value !== undefined && !isIdentityValue(value)) {
+      throw new UsageError(`--${flag} must be 1-128 characters from [A-Za-z0-9._:@-], got ${JSON.stringify(value)}`);
+    }
+  }
+}
+
 /** `check scheduler` and `check gateway`: 0 when what they check answers as it should; a failure throws, saying why. */
 async function check(argv: readonly string[]): Promise<number> {
   const [what, ...args] = argv;
@@ -237,16 +252,7 @@ async function main(argv: string[]): Promise<number> {
       });
       if (!values.class || !values.process) throw new UsageError('explain needs --class and --process');
       const target = await schedulerTarget(values);
-      // Checked here, as the scheduler would (its 400 is no usage message); the protocol loads with inspect anyway.
-      const { isIdentityValue } = await import('@switchyard/protocol');
-      for (const flag of ['class', 'process', 'thread'] as const) {
-        const value = values[flag];
-        if (value !== undefined && !isIdentityValue(value)) {
-          throw new UsageError(
-            `--${flag} must be 1-128 characters from [A-Za-z0-9._:@-], got ${JSON.stringify(value)}`,
-          );
-        }
-      }
+      await checkIdentities(values, ['class', 'process', 'thread']);
       const { explain } = await import('./inspect.ts');
       const result = await explain(target, {
         class: values.class,
@@ -276,12 +282,13 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError('runtime join needs <scheduler-url> and --token, --token-file or SWITCHYARD_JOIN_TOKEN');
       }
       const [first, ...fallbacks] = positionals.map((url) => schedulerUrl(url, '<scheduler-url>'));
+      await checkIdentities(values, ['id']);
       const options = {
         schedulerUrl: first!,
         fallbackSchedulerUrls: fallbacks,
         token: given.token,
         tokenSource: given.source,
-        ...(values.id ? { id: values.id } : {}),
+        ...(values.id !== undefined ? { id: values.id } : {}),
         classes: joinClasses(values.class),
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
         waitMs: 1000 * seconds(values['wait-seconds'], 30, '--wait-seconds'),

@@ -40,19 +40,35 @@ function answering(...args: Parameters<typeof startAnswering>): { readonly url: 
   };
 }
 
-describe('switchyard runtime join, refused', () => {
+describe('switchyard runtime join, an --id that is no identity value', () => {
   let replica: SchedulerReplica;
   before(async () => {
     replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
   });
   after(() => replica?.close());
 
-  it('names the field the scheduler refused and the rule it broke, and exits 1', async () => {
+  it('names --id and the rule, and exits 2 before dialling (the scheduler would name a header)', async () => {
     const { code, stderr } = await runCli(['runtime', 'join', replica.url, '--token', JOIN_TOKEN, '--id', 'two words']);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^switchyard: --id must be 1-128 characters from \[A-Za-z0-9\._:@-\], got "two words"$/m);
+    assert.doesNotMatch(stderr, /dialling|X-Runtime-Info/);
+  });
+});
+
+describe('switchyard runtime join, refused by a scheduler for what it says of itself', () => {
+  // A scheduler's 400 (docs/protocol.md §1), from a release whose rules this command does not check first.
+  const server = answering(
+    400,
+    'application/json',
+    '{"error":"invalid X-Runtime-Info","field":"X-Runtime-Info.version","detail":"version: not semver"}',
+  );
+
+  it('names the field the scheduler refused and the rule it broke, and exits 1', async () => {
+    const { code, stderr } = await runCli(['runtime', 'join', server.url, '--token', JOIN_TOKEN, '--id', 'rt-0']);
     assert.equal(code, 1, stderr);
     assert.match(
       stderr,
-      /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused this runtime: invalid X-Runtime-Info \(id: must be 1-128 characters from \[A-Za-z0-9\._:@-\]\)$/m,
+      /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused this runtime: invalid X-Runtime-Info \(version: not semver\)$/m,
     );
   });
 });

@@ -160,6 +160,20 @@ const BAD_USAGE = [
     help: 'runtime join',
   },
   {
+    name: 'an empty runtime id',
+    args: ['runtime', 'join', 'http://x', '--token', 't', '--id', ''],
+    says: /^switchyard: --id must be 1-128 characters from \[A-Za-z0-9\._:@-\], got ""$/m,
+    usage: ['runtime join'],
+    help: 'runtime join',
+  },
+  {
+    name: 'a runtime id longer than 128 characters',
+    args: ['runtime', 'join', 'http://x', '--token', 't', '--id', 'r'.repeat(129)],
+    says: /--id must be 1-128 characters from \[A-Za-z0-9\._:@-\], got "r{129}"/,
+    usage: ['runtime join'],
+    help: 'runtime join',
+  },
+  {
     name: 'a sandbox count that is not a number',
     args: ['runtime', 'join', 'http://x', '--token', 't', '--sandboxes', 'abc'],
     says: /--sandboxes must be a positive integer, got abc/,
