@@ -101,6 +101,8 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     if (refusal !== undefined) return finish(1, refusal);
     const failed = wait.lineFor(entry);
     if (failed !== undefined) return void (failed && say(failed));
+    // Given several URLs, a redial may have gone to a fallback: named as the join line names its URL.
+    if (entry.msg === 'tunnel connected') return say(`tunnel connected to ${upAt}`);
     if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));
   };
   const logger = createLogger({

@@ -179,7 +179,7 @@ describe('switchyard runtime join, its tunnel going and coming back', () => {
     await replica?.close();
   });
 
-  it('says nothing of the tunnel before the join, and says it going and coming back after', async () => {
+  it('says nothing of the tunnel before the join, and says it going and coming back after, and where to', async () => {
     const { lines, clock } = joining;
     const joined = await until('the joined line', () => lines.findIndex((line) => / joined /.test(line)) + 1);
     assert.doesNotMatch(lines.slice(0, joined).join(''), /tunnel connected/, 'the join says it');
@@ -188,5 +188,7 @@ describe('switchyard runtime join, its tunnel going and coming back', () => {
     await untilRedialled('the tunnel said back', clock, () =>
       lines.slice(joined).some((line) => /tunnel connected/.test(line)),
     );
+    const back = lines.slice(joined).find((line) => /tunnel connected/.test(line));
+    assert.equal(back, `switchyard: tunnel connected to ${front.url}\n`);
   });
 });
