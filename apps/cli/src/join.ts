@@ -1,4 +1,4 @@
-import { hostname } from 'node:os';
+import { constants, hostname } from 'node:os';
 import { systemClock, type Clock } from '@switchyard/clock';
 import { startRuntimeNode } from '@switchyard/runtime';
 import type { EngineConfig } from '@switchyard/sandbox';
@@ -31,7 +31,10 @@ export interface JoinSurroundings {
   readonly clock: Clock;
   /** Where its lines go, each ending in a newline. */
   write(text: string): void;
-  /** Ends it with exit code 0, as Ctrl-C does. */
+  /**
+   * Ends it, as Ctrl-C does: with exit code 0 once it has joined (it served), else with 128 + the number
+   * of the signal its reason names (`SIGTERM`: 143), 130 (SIGINT's) for any other reason.
+   */
   readonly stop: AbortSignal;
 }
 
@@ -52,13 +55,14 @@ const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
  * scheduler, until Ctrl-C. Its log comes out as short lines, not JSON; a
  * scheduler that refuses the join token (or this runtime's description), or
  * a URL where no scheduler answers, ends it with exit code 1, since retrying
- * would not help; so does a scheduler not reached within `waitMs`. The
- * join token is never printed, even where what answered echoes it back.
+ * would not help; so does a scheduler not reached within `waitMs`. Ctrl-C
+ * ends it with 0 once it has joined, else 130 (SIGTERM: 143). The join
+ * token is never printed, even where what answered echoes it back.
  */
 export function joinRuntime(options: JoinOptions): Promise<number> {
   const stopping = new AbortController();
-  process.once('SIGINT', () => stopping.abort());
-  process.once('SIGTERM', () => stopping.abort());
+  process.once('SIGINT', () => stopping.abort('SIGINT'));
+  process.once('SIGTERM', () => stopping.abort('SIGTERM'));
   return runJoin(options, {
     clock: systemClock,
     write: (text) => void process.stderr.write(text),
@@ -133,11 +137,25 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
       }
     },
   });
-  if (around.stop.aborted) finish(0);
-  around.stop.addEventListener('abort', () => finish(0), { once: true });
+  // Stopped before it joined, it did not do what it was run for: a script or supervisor must not take
+  // that for success, and a shell reports a command a signal ended as 128 + the signal's number.
+  let stopped = false;
+  const stop = (): void => {
+    if (code !== undefined) return;
+    stopped = true;
+    finish(joined ? 0 : 128 + (signalNumber(around.stop.reason) ?? constants.signals.SIGINT));
+  };
+  if (around.stop.aborted) stop();
+  around.stop.addEventListener('abort', stop, { once: true });
   const exitCode = await ended;
   wait.close();
   await node.close();
-  if (exitCode === 0) say(`runtime ${node.runtimeId} stopped`);
+  if (stopped) say(`runtime ${node.runtimeId} stopped${joined ? '' : ' before it joined'}`);
   return exitCode;
+}
+
+/** The number of the signal `name` names (`SIGTERM`: 15), if it names one. */
+function signalNumber(name: unknown): number | undefined {
+  const signals: Record<string, number> = constants.signals;
+  return typeof name === 'string' && Object.hasOwn(signals, name) ? signals[name] : undefined;
 }

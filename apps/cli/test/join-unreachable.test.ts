@@ -1,8 +1,8 @@
 // `switchyard runtime join` and a scheduler it cannot reach: before its first
 // tunnel it says so, that it dials again and for how long, and gives up
 // after --wait-seconds (exit 1) naming what to check; once joined, a
-// scheduler that goes away is dialled again until Ctrl-C. 127.0.0.1:1 is
-// the address where nothing listens.
+// scheduler that goes away is dialled again until Ctrl-C (exit 0: it served;
+// before the join, 130). 127.0.0.1:1 is the address where nothing listens.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialFailure } from '../src/join-wait.ts';
@@ -63,6 +63,27 @@ describe('switchyard runtime join, a scheduler it cannot reach', () => {
     assert.equal(code, 2, stderr);
     assert.match(stderr, /^switchyard: --wait-seconds must be 0 to 3600 seconds, got 3601$/m);
   });
+
+  // A runtime that never joined did not do what it was run for; once joined, 0 (the test below).
+  for (const [signal, exitCode] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
+    it(`exits ${exitCode} at ${signal} before it has joined, as a shell reports a command interrupted`, async () => {
+      const args = ['runtime', 'join', NOWHERE, '--token', JOIN_TOKEN, '--id', 'rt-0', '--wait-seconds', '600'];
+      const run = spawnCli(args);
+      try {
+        await until('the first failed dial said', () => / cannot reach /.test(run.stderr()));
+        run.child.kill(signal);
+        const { code } = await run.exited;
+        assert.equal(code, exitCode, run.stderr());
+        assert.match(run.stderr(), /^switchyard: runtime rt-0 stopped before it joined$/m);
+        assert.doesNotMatch(run.stderr(), /gave up/);
+      } finally {
+        killGroup(run.child);
+      }
+    });
+  }
 
   it('once joined, dials a scheduler that went away again until Ctrl-C, saying so', async () => {
     const replica = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
