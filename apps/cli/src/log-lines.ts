@@ -8,6 +8,10 @@ export interface LogEntry {
   readonly reason?: unknown;
   /** Text, or an object: pino writes an Error as `{type, message, stack}`. */
   readonly err?: unknown;
+  /** What a refusal's answer said was wrong, with `status` (`runtime connect refused`). */
+  readonly error?: unknown;
+  /** The request field `error` is about, if one (`X-Runtime-Info.id`). */
+  readonly field?: unknown;
   /** A refusal's body as it came, normally JSON text (`scheduler refused the tunnel`). */
   readonly body?: string;
   /** The URL a dial went to (`scheduler refused the tunnel`, `scheduler unreachable; dialling again`). */
@@ -32,8 +36,14 @@ export function printable(text: string): string {
 
 /** A log entry as one short line: the message, and the one detail that explains it. */
 export function lineOf(entry: LogEntry): string {
-  const detail = entry.status ?? entry.reason ?? entry.err ?? entry.line;
+  const detail = refusal(entry) ?? entry.status ?? entry.reason ?? entry.err ?? entry.line;
   return printable(`${entry.msg ?? ''}${detail !== undefined ? ` (${detailText(detail)})` : ''}`);
+}
+
+/** A refusal's status with what its answer said was wrong (a status alone says little), if the entry has both. */
+function refusal({ status, error, field }: LogEntry): string | undefined {
+  if (status === undefined || typeof error !== 'string') return undefined;
+  return `HTTP ${status}: ${error}${typeof field === 'string' ? `, field ${field}` : ''}`;
 }
 
 /** An object's own `message` where it has one, else its JSON: never `[object Object]`. */

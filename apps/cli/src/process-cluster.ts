@@ -15,6 +15,7 @@ import {
   type LocalClusterOptions,
 } from './local-cluster.ts';
 import { newJoinToken } from './join-token.ts';
+import { lineOf, type LogEntry } from './log-lines.ts';
 import { createRunDir } from './run-dir.ts';
 
 const APPS = fileURLToPath(new URL('../../', import.meta.url));
@@ -74,13 +75,14 @@ function startApp(name: string, app: string, args: string[], echoLevel: number):
     const timer = setTimeout(() => reject(new Error(`${name} did not become ready within 20 s`)), 20_000);
     child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready`)));
     lines.on('line', (line) => {
-      let entry: { level?: number; msg?: string; port?: number; url?: string };
+      let entry: LogEntry & { port?: number };
       try {
         entry = JSON.parse(line) as typeof entry;
       } catch {
         return echo(line);
       }
-      if ((entry.level ?? 0) >= echoLevel) echo(`${entry.msg ?? line}`);
+      // As the in-process cluster echoes its entries: with the detail that explains a warning.
+      if ((entry.level ?? 0) >= echoLevel) echo(entry.msg === undefined ? line : lineOf(entry));
       if (entry.msg === 'ready') {
         clearTimeout(timer);
         resolve({

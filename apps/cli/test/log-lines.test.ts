@@ -39,6 +39,23 @@ describe('lineOf', () => {
     assert.equal(lineOf(parseEntry(JSON.stringify(logged))), 'stderr (Server started)');
   });
 
+  it("gives a refusal's status with its reason: a scheduler refusing a runtime logs both", () => {
+    const refused = {
+      level: 40,
+      component: 'tunnel',
+      msg: 'runtime connect refused',
+      remote: '127.0.0.1',
+      status: 401,
+      error: 'invalid or missing join token',
+    };
+    assert.equal(
+      lineOf(parseEntry(JSON.stringify(refused))),
+      'runtime connect refused (HTTP 401: invalid or missing join token)',
+    );
+    const bad = { ...refused, status: 400, error: 'invalid X-Runtime-Info', field: 'X-Runtime-Info.id' };
+    assert.equal(lineOf(bad), 'runtime connect refused (HTTP 400: invalid X-Runtime-Info, field X-Runtime-Info.id)');
+  });
+
   it('writes a logged object without a message as JSON, not as [object Object]', () => {
     assert.equal(lineOf(parseEntry('{"msg":"refused","reason":{"code":"x"}}')), 'refused ({"code":"x"})');
   });

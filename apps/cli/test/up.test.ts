@@ -215,7 +215,7 @@ for (const mode of MODES) {
       assert.match(last, /^→ unschedulable at (\w+): (?!\1:)/);
     });
 
-    it('runtime join with a token the scheduler refuses exits 1 and says why, in a line, not JSON', async () => {
+    it('runtime join with a token the scheduler refuses exits 1 and says why, in a line, not JSON, as up does', async () => {
       const { code, stderr } = await runCli([
         'runtime',
         'join',
@@ -228,6 +228,12 @@ for (const mode of MODES) {
       assert.equal(code, 1, stderr);
       assert.match(stderr, /^switchyard: http:\/\/127\.0\.0\.1:\d+ refused the join token \(check --token\)$/m);
       assert.doesNotMatch(stderr, /^\{/m);
+      // `up` echoes the replica's warning with its reason, which its operator needs as much.
+      await until('the refusal echoed by up', () => / runtime connect refused/.test(up.stderr()));
+      assert.match(
+        up.stderr(),
+        /^ {2}\[[\w-]+\] runtime connect refused \(HTTP 401: invalid or missing join token\)$/m,
+      );
     });
 
     it('explain ends with the runtime that POST /api/schedule chooses for the same request', async () => {
