@@ -112,68 +112,66 @@ describe('an initialize that fails inside the runtime', () => {
   });
 });
 
-describe('an initialize sent as a notification (no id)', () => {
-  let host: SandboxHost;
-  let served: Served;
-  let created = 0;
+/** A host serving class demo on an engine that counts the sandboxes it creates, on HTTP/1.1. */
+interface CountingHost {
+  readonly host: SandboxHost;
+  readonly served: Served;
+  /** Sandboxes created so far. */
+  readonly created: number;
+  close(): Promise<void>;
+}
 
+async function countingHost(runtimeId: string): Promise<CountingHost> {
+  let created = 0;
+  const counted = {
+    create: async (): Promise<SandboxInstance> => {
+      created++;
+      return engineWith(() => () => {}).create();
+    },
+  };
+  const host = testHost({ runtimeId, classes: { demo: { engine: 'custom', name: 'counted' } }, engines: { counted } });
+  const served = await serveHttp1(host);
+  return {
+    host,
+    served,
+    get created() {
+      return created;
+    },
+    close: async () => {
+      await served.close();
+      await host.close();
+    },
+  };
+}
+
+describe('an initialize sent as a notification (no id)', () => {
+  let counting: CountingHost;
   before(async () => {
-    const counted = {
-      create: async (): Promise<SandboxInstance> => {
-        created++;
-        return engineWith(() => () => {}).create();
-      },
-    };
-    host = testHost({
-      runtimeId: 'rt-notified',
-      classes: { demo: { engine: 'custom', name: 'counted' } },
-      engines: { counted },
-    });
-    served = await serveHttp1(host);
+    counting = await countingHost('rt-notified');
   });
-  after(async () => {
-    await served.close();
-    await host.close();
-  });
+  after(() => counting.close());
 
   // Taken, the transport would name a session for it and answer 202 without the name: nobody could reach it.
   it('is refused 400 before any sandbox is started', async () => {
-    const response = await post(served.url, 'demo', { jsonrpc: '2.0', method: 'initialize', params: PARAMS });
+    const response = await post(counting.served.url, 'demo', { jsonrpc: '2.0', method: 'initialize', params: PARAMS });
     assert.equal(response.status, 400);
     const body = (await response.json()) as { error?: { message?: string } };
     assert.match(body.error?.message ?? '', /initialize is a request: it needs an id/);
     assert.equal(response.headers.get('mcp-session-id'), null);
-    assert.equal(created, 0, 'no sandbox was started for it');
+    assert.equal(counting.created, 0, 'no sandbox was started for it');
     assert.deepEqual(
-      { sessions: host.stats().sessions, sandboxes: host.stats().sandboxes },
+      { sessions: counting.host.stats().sessions, sandboxes: counting.host.stats().sandboxes },
       { sessions: 0, sandboxes: 0 },
     );
   });
 });
 
 describe('a request the SDK transport refuses for its headers', () => {
-  let host: SandboxHost;
-  let served: Served;
-  let created = 0;
-
+  let counting: CountingHost;
   before(async () => {
-    const counted = {
-      create: async (): Promise<SandboxInstance> => {
-        created++;
-        return engineWith(() => () => {}).create();
-      },
-    };
-    host = testHost({
-      runtimeId: 'rt-refusing',
-      classes: { demo: { engine: 'custom', name: 'counted' } },
-      engines: { counted },
-    });
-    served = await serveHttp1(host);
+    counting = await countingHost('rt-refusing');
   });
-  after(async () => {
-    await served.close();
-    await host.close();
-  });
+  after(() => counting.close());
 
   const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: PARAMS });
   const MODERN_CALL = JSON.stringify({
@@ -210,8 +208,8 @@ describe('a request the SDK transport refuses for its headers', () => {
   ];
   for (const [i, c] of cases.entries()) {
     it(`answers ${c.what} ${c.status} before any sandbox is started`, async () => {
-      const createdBefore = created;
-      const response = await fetch(`${served.url}/mcp`, {
+      const createdBefore = counting.created;
+      const response = await fetch(`${counting.served.url}/mcp`, {
         method: 'POST',
         headers: {
           'content-type': c.type,
@@ -225,9 +223,9 @@ describe('a request the SDK transport refuses for its headers', () => {
       assert.equal(response.status, c.status);
       const body = (await response.json()) as { error?: { message?: string } };
       assert.match(body.error?.message ?? '', c.status === 406 ? /Not Acceptable/ : /Unsupported Media Type/);
-      assert.equal(created - createdBefore, 0, 'no sandbox was started for it');
+      assert.equal(counting.created - createdBefore, 0, 'no sandbox was started for it');
       assert.deepEqual(
-        { sessions: host.stats().sessions, sandboxes: host.stats().sandboxes },
+        { sessions: counting.host.stats().sessions, sandboxes: counting.host.stats().sandboxes },
         { sessions: 0, sandboxes: 0 },
       );
     });
