@@ -13,7 +13,7 @@ import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { startReplicas, startRuntime } from '../support/inprocess.ts';
 import { until } from '../support/processes.ts';
-import { connect, counter, whoami, type AnyClient } from './support.ts';
+import { connect, counter, untilSchedulable, whoami, type AnyClient } from './support.ts';
 
 describe('sandboxes of requests that name no process', () => {
   let replicas: SchedulerReplica[] = [];
@@ -26,15 +26,7 @@ describe('sandboxes of requests that name no process', () => {
   before(async () => {
     replicas = await startReplicas(1);
     runtime = await startRuntime('rt-0', replicas[0]!.url);
-    await until('the runtime is schedulable', async () => {
-      const res = await fetch(`${replicas[0]!.url}/api/schedule`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ class: 'demo', processId: 'probe' }),
-      });
-      await res.body?.cancel();
-      return res.status === 200 || undefined;
-    });
+    await untilSchedulable(replicas[0]!.url, 'the runtime is schedulable');
     gateway = createGateway({ schedulers: [replicas[0]!.url], defaultClass: 'demo' });
     server = createServer(gateway.app);
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));

@@ -20,7 +20,7 @@ import { freezableRelay } from '@switchyard/service/testing';
 import { dialTunnel, type TunnelDialer } from '@switchyard/tunnel';
 import { IN_PROCESS_TOKEN, startReplicas } from '../support/inprocess.ts';
 import { spawnApp, until, type AppProcess } from '../support/processes.ts';
-import { MODERN } from './support.ts';
+import { MODERN, untilSchedulable } from './support.ts';
 
 /** Short, for a test in real time; far above what a loopback reader that is there takes to make room. */
 const WRITE_STALL_TIMEOUT_MS = 1000;
@@ -58,15 +58,7 @@ describe('a client that vanishes while the gateway streams an SSE answer to it',
       handler,
       relayHandler: handler,
     });
-    await until('the stand-in runtime is schedulable', async () => {
-      const res = await fetch(`${replicas[0]!.url}/api/schedule`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ class: 'demo', processId: 'probe' }),
-      });
-      await res.body?.cancel();
-      return res.status === 200 || undefined;
-    });
+    await untilSchedulable(replicas[0]!.url, 'the stand-in runtime is schedulable');
     gateway = await spawnApp('gateway', 'gw-vanished-client', [
       ...['--host', '127.0.0.1', '--port', '0', '--default-class', 'demo', '--drain-delay-ms', '0'],
       ...['--schedulers', replicas[0]!.url, '--write-stall-timeout-ms', String(WRITE_STALL_TIMEOUT_MS)],

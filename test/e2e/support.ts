@@ -225,6 +225,19 @@ export async function countOnBothRuntimes(base: string, clients: AnyClient[]): P
   );
 }
 
+/** Waits until the scheduler at `schedulerUrl` places a process of class `demo`: a runtime of it is in its view. */
+export async function untilSchedulable(schedulerUrl: string, what: string): Promise<void> {
+  await until(what, async () => {
+    const res = await fetch(`${schedulerUrl}/api/schedule`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ class: 'demo', processId: 'probe' }),
+    });
+    await res.body?.cancel();
+    return res.status === 200 || undefined;
+  });
+}
+
 /** A port the kernel says is free right now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
