@@ -13,7 +13,7 @@ import type { RuntimeNode } from '@switchyard/runtime';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { startReplicas, startRuntime } from '../support/inprocess.ts';
 import { until } from '../support/processes.ts';
-import { connect, counter, untilSchedulable, whoami, type AnyClient } from './support.ts';
+import { connect, counter, sessionOf, untilSchedulable, whoami, type AnyClient, type Generation } from './support.ts';
 
 describe('sandboxes of requests that name no process', () => {
   let replicas: SchedulerReplica[] = [];
@@ -63,6 +63,19 @@ describe('sandboxes of requests that name no process', () => {
     }
   });
 
+  it("keeps a session's own sandbox out of reach of a client naming the session's id as its process", async () => {
+    const owner = await connect('v2', url);
+    try {
+      assert.equal(await counter(owner), 1);
+      const naming = { 'X-Switchyard-Process': sessionOf(owner) };
+      await assert.rejects(countOnce('v2-modern', url, naming), 'a stateless request naming it is refused');
+      await assert.rejects(countOnce('v2', url, naming), /is taken: name another process/, 'as is a session naming it');
+      assert.equal(await counter(owner), 2, "the session's sandbox counted its own calls only");
+    } finally {
+      await endSession(owner);
+    }
+  });
+
   it('frees the sandbox of each stateless request as soon as it is answered', async () => {
     const held = sandboxes();
     const client = await connect('v2-modern', url);
@@ -75,6 +88,16 @@ describe('sandboxes of requests that name no process', () => {
     }
   });
 });
+
+/** Connects a client of `generation`, calls counter once and closes it. */
+async function countOnce(generation: Generation, url: string, headers: Record<string, string>): Promise<number> {
+  const client = await connect(generation, url, headers);
+  try {
+    return await counter(client);
+  } finally {
+    await client.close();
+  }
+}
 
 /** Ends a legacy session with DELETE, as a client that is done with it does, then closes the client. */
 async function endSession(client: AnyClient): Promise<void> {

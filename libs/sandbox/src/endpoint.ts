@@ -163,7 +163,10 @@ export class McpEndpoint {
     const { registry } = this.#deps;
     let sandbox: Sandbox;
     try {
-      sandbox = await registry.acquire(className, named ?? randomUUID(), { ephemeral: named === undefined });
+      sandbox = await registry.acquire(className, named ?? randomUUID(), {
+        ephemeral: named === undefined,
+        named: named !== undefined,
+      });
     } catch (error) {
       return settled(responseForError(error, requestIdOf(body ?? (await readJson(request).catch(() => null)))));
     }
@@ -293,6 +296,7 @@ export class McpEndpoint {
     const { sessions, registry, reporter } = this.#deps;
     const sandbox = await registry.acquire(className, named ?? sessionId, {
       ephemeral: named === undefined,
+      named: named !== undefined,
       forgiveDeath: true,
     });
     // Until the session is added, the sandbox reference is ours to give back, whatever fails.

@@ -91,9 +91,16 @@ export class SandboxRegistry {
    * Takes a reference on sandbox `id` of `className`, creating it if needed.
    * Throws `not_found` for an unknown class, `capacity_exhausted` at the
    * limit, `upstream_unavailable` once for a sandbox that died (unless
-   * `forgiveDeath`), and a class mismatch as `invalid_request`.
+   * `forgiveDeath`), and a class mismatch as `invalid_request`. With
+   * `named` (a client named `id`), a sandbox that is a request's or session's
+   * own (ephemeral) is refused as `invalid_request` too: a session's has its
+   * id, which the session alone may reach it by.
    */
-  async acquire(className: string, id: string, opts: { ephemeral?: boolean; forgiveDeath?: boolean } = {}) {
+  async acquire(
+    className: string,
+    id: string,
+    opts: { ephemeral?: boolean; forgiveDeath?: boolean; named?: boolean } = {},
+  ) {
     if (this.#closed) throw new SwitchyardError('not_ready', 'runtime is shutting down');
     const cls = this.#opts.classes.get(className);
     if (!cls) throw new SwitchyardError('not_found', `unknown sandbox class "${className}"`);
@@ -103,6 +110,9 @@ export class SandboxRegistry {
     let sandbox = this.#sandboxes.get(id) ?? (await this.#creating.get(id));
     if (sandbox && (sandbox.instance.dead || !this.#sandboxes.has(id))) sandbox = undefined;
     if (!sandbox) sandbox = await this.#create(className, cls, id, opts.ephemeral ?? false);
+    if (opts.named && sandbox.ephemeral) {
+      throw new SwitchyardError('invalid_request', `process "${id}" is taken: name another process`);
+    }
     if (sandbox.className !== className) {
       // A process id names one sandbox across every class: reusing it for another class is the client's mistake.
       throw new SwitchyardError(
