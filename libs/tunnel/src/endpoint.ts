@@ -87,7 +87,9 @@ export interface TunnelEndpoint {
  * The 409 also covers an id that `claimedElsewhere` shows held at another
  * replica with another token. Not guaranteed: two connects for one id with
  * different tokens at two replicas, before any view shows either, are both
- * taken (the newer connection wins the epoch).
+ * taken (the newer connection wins the epoch); nor is the 409 for another
+ * live runtime: only this replica knows a tunnel's instance, and a runtime
+ * with the id of one held at another replica is taken here.
  */
 export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndpoint {
   if (!Number.isInteger(options.maxRuntimes) || options.maxRuntimes < 1) {
