@@ -65,19 +65,25 @@ describe('StandingStreams', () => {
 
   it('takes no memory of its own per stream listed', () => {
     const n = 5000;
-    const all = streams(n);
-    const list = new StandingStreams();
     /** V8 heap bytes in use after a full collection (queryObjects makes one). */
     const heapInUse = (): number => {
       v8.queryObjects(Stream, { format: 'count' });
       return v8.getHeapStatistics().used_heap_size;
     };
-    const before = heapInUse();
-    for (const s of all) list.add(s);
-    const added = heapInUse() - before;
-    // A Set of them and a WeakMap to them, as before, took 300 KB for these 5,000.
+    /** Heap bytes that listing `all` took, the streams themselves made before. */
+    const listing = (all: readonly Stream[]): number => {
+      const list = new StandingStreams();
+      const before = heapInUse();
+      for (const s of all) list.add(s);
+      const added = heapInUse() - before;
+      list.endAll();
+      assert.ok(all.every((s) => s.ended === 1));
+      return added;
+    };
+    // V8 may compile `add` while a round runs, and its code counts in the heap (some 170 KB, seen in about one
+    // run in six): the fewest bytes of three rounds is what listing takes. A Set of them and a WeakMap to them,
+    // as before, took 300 KB for these 5,000 in every round.
+    const added = Math.min(...[0, 1, 2].map(() => listing(streams(n))));
     assert.ok(added < n * 4, `${added} bytes to list ${n} streams`);
-    list.endAll();
-    assert.ok(all.every((s) => s.ended === 1));
   });
 });
