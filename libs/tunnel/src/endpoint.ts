@@ -7,7 +7,7 @@ import { systemClock } from '@switchyard/clock';
 import type { Clock } from '@switchyard/clock';
 import { RUNTIME_INSTANCE_HEADER, RUNTIME_LIVENESS_HEADER, SwitchyardError } from '@switchyard/protocol';
 import { watchTokenRevocations, type TokenRevocations } from '@switchyard/service';
-import { admit, joinTokenScope, writeRefusal } from './admission.ts';
+import { admit, joinTokenScope, writeRefusal, type Refusal } from './admission.ts';
 import { TUNNEL_UPGRADE, socketCarrier, webSocketCarrier } from './carrier.ts';
 import type { Carrier } from './carrier.ts';
 import { GOAWAY_REPLACED, TUNNEL_DEFAULTS, silentLogger } from './defaults.ts';
@@ -163,45 +163,22 @@ class Endpoint implements TunnelEndpoint {
     const { info, tokenDigest } = admission;
     const tokenFingerprint = fingerprintOfDigest(tokenDigest);
     const holder = this.#heldByOtherToken(info.id, tokenDigest, tokenFingerprint);
+    /** Refuses the connect of `info.id` with `status` and `error`, said (throttled) as `why`, with `fields`. */
+    const refuse = (why: string, status: Refusal['status'], error: string, fields: object = {}): void => {
+      this.#refusals.warn(`runtime connect refused: ${why}`, { remote, runtime: info.id, ...fields, status, error });
+      writeRefusal(socket, { status, body: status === 409 ? { error, runtime: info.id } : { error } });
+    };
     if (holder) {
-      const refusal = {
-        status: 409,
-        body: { error: 'runtime id connected with another join token', runtime: info.id },
-      } as const;
-      this.#refusals.warn('runtime connect refused: id held by another join token', {
-        remote,
-        runtime: info.id,
-        status: refusal.status,
-        error: refusal.body.error,
-        ...(holder === 'elsewhere' ? { elsewhere: true } : {}),
-      });
-      return writeRefusal(socket, refusal);
+      const where = holder === 'elsewhere' ? { elsewhere: true } : {};
+      return refuse('id held by another join token', 409, 'runtime id connected with another join token', where);
     }
     const instance = parseInstance(req.headers[RUNTIME_INSTANCE_HEADER]);
     if (this.#heldByAnotherLiveRuntime(info.id, instance)) {
-      const refusal = {
-        status: 409,
-        body: { error: 'runtime id held by another live runtime', runtime: info.id },
-      } as const;
-      this.#refusals.warn('runtime connect refused: id held by another live runtime', {
-        remote,
-        runtime: info.id,
-        status: refusal.status,
-        error: refusal.body.error,
-      });
-      return writeRefusal(socket, refusal);
+      return refuse('id held by another live runtime', 409, 'runtime id held by another live runtime');
     }
     const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
     if (others >= this.#o.maxRuntimes) {
-      const refusal = { status: 503, body: { error: 'runtime capacity reached' } } as const;
-      this.#refusals.warn('runtime connect refused: full', {
-        remote,
-        runtime: info.id,
-        maxRuntimes: this.#o.maxRuntimes,
-        status: refusal.status,
-        error: refusal.body.error,
-      });
-      return writeRefusal(socket, refusal);
+      return refuse('full', 503, 'runtime capacity reached', { maxRuntimes: this.#o.maxRuntimes });
     }
     const upgrade = req.headers.upgrade?.toLowerCase();
     const liveness = parseLiveness(req.headers[RUNTIME_LIVENESS_HEADER]);
