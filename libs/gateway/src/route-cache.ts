@@ -2,8 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Redis } from 'ioredis';
 import { isIdentityValue } from '@switchyard/protocol';
 import { systemClock } from '@switchyard/clock';
-import { redisTlsOptions } from '@switchyard/service';
-import { RedisBackoff } from './redis-backoff.ts';
+import { RedisBackoff, redisTlsOptions } from '@switchyard/service';
 import type { RouteCacheRedisOp } from './metrics.ts';
 import type { ThrottledLog } from './throttled-log.ts';
 

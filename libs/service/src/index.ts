@@ -42,6 +42,7 @@ export type { ProbeRoutes, ProbeServerOptions } from './probe-server.ts';
 export { urlHost, WILDCARD_HOSTS } from './url-host.ts';
 export { anyPortFetch } from './any-port-fetch.ts';
 export { redisUrlProblem, redisTlsOptions } from './redis-url.ts';
+export { RedisBackoff, REDIS_HEALTHY_AFTER_MS, REDIS_REDIAL_FIRST_MS, REDIS_REDIAL_MAX_MS } from './redis-backoff.ts';
 export { serveH2c } from './h2c.ts';
 export type { H2cListener, H2cOptions } from './h2c.ts';
 export { secretSource } from './secrets.ts';

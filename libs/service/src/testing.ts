@@ -134,4 +134,5 @@ export {
   type RedisServer,
   type RedisServerOptions,
 } from './testing-redis.ts';
+export { startRedisEndpoint, type RedisEndpoint } from './testing-redis-endpoint.ts';
 export { FETCH_BLOCKED_PORTS, onBlockedPort } from './testing-blocked-ports.ts';

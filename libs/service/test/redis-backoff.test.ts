@@ -1,6 +1,7 @@
-// The pauses between a gateway's dials to its Redis, on a manual clock and a
-// chosen random draw. How they pace a real gateway against a real Redis is
-// in redis-reconnects.test.ts.
+// The pauses between an ioredis client's dials to its Redis, on a manual
+// clock and a chosen random draw. How they pace a real gateway and a real
+// metering sink against a real Redis is in the gateway's
+// redis-reconnects.test.ts and the sandbox's metering-redis-failover.test.ts.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '@switchyard/clock/testing';
