@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import { Throttle, systemClock, type Clock, type Timer } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
-import { redisTlsOptions, redisUrlProblem } from '@switchyard/service';
+import { RedisBackoff, redisTlsOptions, redisUrlProblem } from '@switchyard/service';
 import type { Engine, SandboxInstance } from './engine.ts';
 import type { Logger, MeteringEvent, MeteringSink } from './types.ts';
 
@@ -63,11 +63,38 @@ const METERING_WRITTEN_MARK_MS = 10 * 60_000;
 const METERING_CLOSE_WAIT_MS = 2_000;
 
 /**
+ * How long a write may go unanswered before its connection, which brought
+ * no byte for as long, is dropped and Redis dialled again (ioredis'
+ * socketTimeout); the writes unanswered are sent again on the next
+ * connection (see XADD_ONCE). A Redis whose host is gone without a reset
+ * (a failover's old primary powered off) would otherwise hold every write
+ * for as long as the kernel keeps the connection, some 15 minutes, while
+ * the endpoint already leads to the new primary. Far above a Redis's answer
+ * time, and no shorter than the backoff's longest pause, so a Redis that
+ * answers the handshake and then stalls is not dialled faster than that.
+ */
+const METERING_ANSWER_TIMEOUT_MS = 2_000;
+
+/**
+ * A primary demoted by a failover stays up, keeps its connections, and
+ * answers every write with READONLY; a managed Redis moves its endpoint to
+ * the new primary, which only a new connection reaches. Reconnect then
+ * (paced by RedisBackoff), the write failing as any other.
+ */
+function reconnectsOnError(error: Error): 1 | false {
+  return error.message.startsWith('READONLY') ? 1 : false;
+}
+
+/**
  * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`),
  * each once, though the client may send a write again (see XADD_ONCE): a
  * key `<stream>:written:<uuid>` per event marks it written for 10 min.
  * Fire-and-forget: a failed write is logged, never thrown; ioredis queues
- * writes while it reconnects (bounded by its offline queue). Connection
+ * writes while it reconnects (bounded by its offline queue). Redials are
+ * paced by RedisBackoff (a random pause under 50 ms doubling to 2 s), also
+ * from a Redis that is ready for a moment only: a demoted primary, left at
+ * its first READONLY, or one that leaves a write unanswered for
+ * METERING_ANSWER_TIMEOUT_MS. Connection
  * errors and failed writes are each warned of at once, then at most once per
  * METERING_WARN_INTERVAL_MS with how many were not logged meanwhile
  * (`unlogged`; for writes, events lost); those still uncounted when Redis is
@@ -81,14 +108,24 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   if (problem) throw new SwitchyardError('invalid_request', `metering redisUrl ${problem}`);
   // Required here, not imported above: runtimes that log their metering never load the client.
   const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
-  const redis = new Redis(opts.url, { ...redisTlsOptions(opts.url), lazyConnect: false, maxRetriesPerRequest: 2 });
-  const lengthMax = opts.streamLengthMax ?? 100_000;
   const clock = opts.clock ?? systemClock;
+  // On the system clock, as ioredis' own timers: `clock` paces the warnings only.
+  const backoff = new RedisBackoff(systemClock);
+  const redis = new Redis(opts.url, {
+    ...redisTlsOptions(opts.url),
+    lazyConnect: false,
+    maxRetriesPerRequest: 2,
+    socketTimeout: METERING_ANSWER_TIMEOUT_MS,
+    reconnectOnError: reconnectsOnError,
+    retryStrategy: () => backoff.nextDelayMs(),
+  });
+  const lengthMax = opts.streamLengthMax ?? 100_000;
   const warn = throttledWarn(opts.logger, clock);
   redis.on('error', (error: Error) => warn('metering.redis_error', error.message, 'redis'));
   let ready = false;
   redis.on('ready', () => {
     ready = true;
+    backoff.ready();
     warn.flush(() => ready);
   });
   redis.on('close', () => (ready = false));
