@@ -43,12 +43,11 @@ const KNOWN: Record<JoinClass, () => EngineConfig> = {
   everything: everythingEngine,
 };
 
-const WARN = 40;
 /**
- * What a person at the terminal wants to see of the runtime's log: its tunnel coming and going once it has
- * joined (FirstJoinWait says what comes before), and trouble.
+ * From this pino level on, an entry of the runtime's log is trouble, shown at the terminal with the tunnel
+ * coming and going once it has joined (FirstJoinWait says what comes before).
  */
-const SHOWN = new Set(['tunnel connected', 'tunnel disconnected']);
+const WARN = 40;
 
 /**
  * `switchyard runtime join`: a runtime on this machine, joined to a
@@ -96,7 +95,7 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     (line) => code === undefined && say(line),
     (line) => finish(1, line),
   );
-  /** The URL given whose replica holds the tunnel, as its `tunnel connected` line names it. */
+  /** The URL given whose replica holds (or last held) the tunnel, as its `tunnel connected` line names it. */
   let upAt = urls.label;
   const onEntry = (entry: LogEntry): void => {
     if (entry.msg === 'tunnel connected') upAt = urls.given(entry.url);
@@ -107,7 +106,9 @@ export async function runJoin(options: JoinOptions, around: JoinSurroundings): P
     if (failed !== undefined) return void (failed && say(failed));
     // Given several URLs, a redial may have gone to a fallback: named as the join line names its URL.
     if (entry.msg === 'tunnel connected') return say(`tunnel connected to ${upAt}`);
-    if (SHOWN.has(entry.msg ?? '') || (entry.level ?? 0) >= WARN) say(lineOf(entry));
+    // The runtime's line names no URL: the tunnel lost is the one its last connect line named.
+    if (entry.msg === 'tunnel disconnected') return say(lineOf({ ...entry, msg: `tunnel disconnected from ${upAt}` }));
+    if ((entry.level ?? 0) >= WARN) say(lineOf(entry));
   };
   const logger = createLogger({
     name: 'runtime',

@@ -47,13 +47,17 @@ describe('switchyard runtime join, given several scheduler replicas', () => {
     assert.equal((await join.exited).code, 0, join.stderr());
   });
 
-  it('moves to another replica when the one it joined goes away, naming the one it is connected to', async () => {
+  it('moves to another replica when the one it joined goes away, naming the one it left and the one it is connected to', async () => {
     first = await startOneReplica({ joinTokens: () => [JOIN_TOKEN] });
     join = spawnCli(['runtime', 'join', first.url, second.url, '--token', JOIN_TOKEN, '--id', 'rt-1']);
     await until('the joined line', () => joinedAt(join!, 'rt-1', first!.url));
     await first.close();
     await until('the second replica listing the runtime', () => lists(second, 'rt-1'));
     await until('the tunnel said up again', () => /^switchyard: tunnel connected/m.test(join!.stderr()));
+    assert.match(
+      join.stderr(),
+      new RegExp(`^switchyard: tunnel disconnected from ${first.url.replaceAll('.', '\\.')} \\(.+\\)$`, 'm'),
+    );
     assert.match(
       join.stderr(),
       new RegExp(`^switchyard: tunnel connected to ${second.url.replaceAll('.', '\\.')}$`, 'm'),

@@ -179,12 +179,17 @@ describe('switchyard runtime join, its tunnel going and coming back', () => {
     await replica?.close();
   });
 
-  it('says nothing of the tunnel before the join, and says it going and coming back after, and where to', async () => {
+  it('says nothing of the tunnel before the join, then its going and coming back, naming the URL each time', async () => {
     const { lines, clock } = joining;
     const joined = await until('the joined line', () => lines.findIndex((line) => / joined /.test(line)) + 1);
     assert.doesNotMatch(lines.slice(0, joined).join(''), /tunnel connected/, 'the join says it');
     front.cut();
     await until('the tunnel said gone', () => lines.slice(joined).some((line) => /tunnel disconnected/.test(line)));
+    const gone = lines.slice(joined).find((line) => /tunnel disconnected/.test(line));
+    assert.match(
+      gone!,
+      new RegExp(`^switchyard: tunnel disconnected from ${front.url.replaceAll('.', '\\.')} \\(.+\\)\n$`),
+    );
     await untilRedialled('the tunnel said back', clock, () =>
       lines.slice(joined).some((line) => /tunnel connected/.test(line)),
     );
