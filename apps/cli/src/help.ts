@@ -19,6 +19,13 @@ const SYNOPSES = {
 
 type Command = keyof typeof SYNOPSES;
 
+/**
+ * What an id given by flag must be, as the help and a refusal of a bad one
+ * say it: the protocol's identity rule, which the command checks (with the
+ * protocol lib, loaded only when a command runs) before any scheduler does.
+ */
+export const IDENTITY_RULE = '1-128 characters from [A-Za-z0-9._:@-]';
+
 /** A `usage:` heading over the synopses of `commands`. */
 function usageLines(commands: readonly Command[]): string {
   return `usage:\n${commands.map((name) => `  ${SYNOPSES[name]}`).join('\n')}`;
@@ -78,9 +85,10 @@ that fails moves on to the next, so a runtime whose replica goes away joins anot
 
   --token <join token>       one of the scheduler's joinTokens (else SWITCHYARD_JOIN_TOKEN, out of sight of ps)
   --token-file <file>        reads the first token of a file of one per line
-  --id <id>                  the runtime's id, unique in the cluster (default: this machine's host name):
-                             the replica holding a runtime that runs with that id refuses it (pick another
-                             --id); another replica lets it take that one's place, ending its sessions
+  --id <id>                  the runtime's id, ${IDENTITY_RULE} (default: this machine's
+                             host name), unique in the cluster: the replica holding a runtime that runs with
+                             that id refuses it (pick another --id); another replica lets it take that one's
+                             place, ending its sessions
   --class <class>            a class to serve, demo or everything; repeat for both (default demo)
   --sandboxes <n>            how many sandboxes it holds at once (default 100)
   --wait-seconds <s>         how long it dials before a scheduler takes it, then exits 1 (default 30)

@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { SchedulerTarget } from './inspect.ts';
-import { commandHelp, OVERVIEW, usageOf } from './help.ts';
+import { commandHelp, IDENTITY_RULE, OVERVIEW, usageOf } from './help.ts';
 import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
 
 function port(value: string | undefined, fallback: number, flag: string): number {
@@ -153,7 +153,7 @@ async function checkIdentities(values: Readonly<Record<string, unknown>>, flags:
   for (const flag of flags) {
     const value = values[flag];
     if (value !== undefined && !isIdentityValue(value)) {
-      throw new UsageError(`--${flag} must be 1-128 characters from [A-Za-z0-9._:@-], got ${JSON.stringify(value)}`);
+      throw new UsageError(`--${flag} must be ${IDENTITY_RULE}, got ${JSON.stringify(value)}`);
     }
   }
 }

@@ -3,6 +3,7 @@
 // the overview of every command.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { identityValueSchema } from '@switchyard/protocol';
 import { runCli, synopses } from './support.ts';
 
 const COMMANDS = [
@@ -56,6 +57,18 @@ describe('switchyard help', { concurrency: true }, () => {
     const runtime = await runCli(['runtime', '-h']);
     assert.equal(runtime.code, 0);
     assert.match(runtime.stdout, /^usage:\n {2}switchyard runtime join </);
+  });
+
+  it('states the rule --id must follow in runtime join --help, as the refusal of a bad --id does', async () => {
+    const refused = await runCli(['runtime', 'join', 'http://x', '--token', 't', '--id', 'a/b']);
+    assert.equal(refused.code, 2, refused.stderr);
+    const rule = /--id must be (.+), got "a\/b"/.exec(refused.stderr)?.[1];
+    assert.ok(rule, refused.stderr);
+    // The scheduler's own rule, so neither says another.
+    assert.equal(`must be ${rule}`, identityValueSchema.safeParse('a/b').error?.issues[0]?.message);
+    const help = await runCli(['runtime', 'join', '--help']);
+    const idFlag = /\n {2}--id <id> +([^]*?)\n {2}--/.exec(help.stdout)?.[1]?.replace(/\s+/g, ' ');
+    assert.ok(idFlag?.includes(rule), `--id's help: ${idFlag}`);
   });
 
   for (const args of [['--help'], ['-h'], ['help'], ['help', '--help']]) {
