@@ -13,6 +13,8 @@ export interface Refusal {
     readonly field?: string;
     readonly detail?: string;
     readonly runtime?: string;
+    /** A 409 for an id another live runtime holds: when the id is free should that runtime stay silent. */
+    readonly droppedIfSilentInMs?: number;
   };
   /** Headers besides the standard ones (a proxy refusal's `Retry-After` and error header). */
   readonly headers?: Readonly<Record<string, string>>;

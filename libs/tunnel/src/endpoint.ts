@@ -163,10 +163,13 @@ class Endpoint implements TunnelEndpoint {
     const { info, tokenDigest } = admission;
     const tokenFingerprint = fingerprintOfDigest(tokenDigest);
     const holder = this.#heldByOtherToken(info.id, tokenDigest, tokenFingerprint);
-    /** Refuses the connect of `info.id` with `status` and `error`, said (throttled) as `why`, with `fields`. */
-    const refuse = (why: string, status: Refusal['status'], error: string, fields: object = {}): void => {
+    /**
+     * Refuses the connect of `info.id` with `status` and `error` (and a 409's `more` of its body), said
+     * (throttled) as `why`, with `fields`.
+     */
+    const refuse = (why: string, status: Refusal['status'], error: string, fields: object = {}, more = {}): void => {
       this.#refusals.warn(`runtime connect refused: ${why}`, { remote, runtime: info.id, ...fields, status, error });
-      writeRefusal(socket, { status, body: status === 409 ? { error, runtime: info.id } : { error } });
+      writeRefusal(socket, { status, body: status === 409 ? { error, runtime: info.id, ...more } : { error } });
     };
     if (holder) {
       const where = holder === 'elsewhere' ? { elsewhere: true } : {};
@@ -174,7 +177,10 @@ class Endpoint implements TunnelEndpoint {
     }
     const instance = parseInstance(req.headers[RUNTIME_INSTANCE_HEADER]);
     if (this.#heldByAnotherLiveRuntime(info.id, instance)) {
-      return refuse('id held by another live runtime', 409, 'runtime id held by another live runtime');
+      // A runtime restarted over a dead connection need only wait: says for how long at most.
+      const droppedIfSilentInMs = this.#tunnels.get(info.id)?.peerQuietInMs;
+      const when = droppedIfSilentInMs === undefined ? {} : { droppedIfSilentInMs };
+      return refuse('id held by another live runtime', 409, 'runtime id held by another live runtime', {}, when);
     }
     const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
     if (others >= this.#o.maxRuntimes) {

@@ -81,6 +81,13 @@ export interface Tunnel {
    */
   readonly peerQuiet: boolean;
   /**
+   * How long (whole ms, rounded up), should no ping of the runtime come
+   * meanwhile, until `peerQuiet` turns true (0 once it has): undefined when the runtime announced no
+   * liveness timing. A ping that comes puts it back to the full interval and
+   * timeout.
+   */
+  readonly peerQuietInMs: number | undefined;
+  /**
    * True while the scheduler holds back this tunnel's log lines: its runtime's
    * tunnels keep closing soon after they open (see `TunnelLog`). Lines about
    * it elsewhere may then go to debug; false once it has stayed up, its
@@ -220,6 +227,13 @@ class ClientTunnel implements Tunnel {
     const liveness = this.#peerLiveness;
     if (!liveness) return false;
     return this.#clock.monotonicNow() - this.#lastPeerPingAt > liveness.pingIntervalMs + liveness.pingTimeoutMs;
+  }
+
+  get peerQuietInMs(): number | undefined {
+    const liveness = this.#peerLiveness;
+    if (!liveness) return undefined;
+    const quietAt = this.#lastPeerPingAt + liveness.pingIntervalMs + liveness.pingTimeoutMs;
+    return Math.max(0, Math.ceil(quietAt - this.#clock.monotonicNow()));
   }
 
   get streams(): number {

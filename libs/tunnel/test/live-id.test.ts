@@ -63,10 +63,12 @@ describe('a runtime id held by a live runtime', () => {
     const refusal = said[0]!;
     assert.match(refusal.msg, /^scheduler refused the tunnel: another runtime that runs holds this runtime's id/);
     assert.equal((refusal.obj as { status: number }).status, 409);
-    assert.deepEqual(JSON.parse((refusal.obj as { body: string }).body), {
-      error: 'runtime id held by another live runtime',
-      runtime: 'rt-1',
-    });
+    const { droppedIfSilentInMs, ...body } = JSON.parse((refusal.obj as { body: string }).body) as {
+      droppedIfSilentInMs: number;
+    };
+    assert.deepEqual(body, { error: 'runtime id held by another live runtime', runtime: 'rt-1' });
+    // The default ping interval and timeout (5 s each) from the first runtime's last ping, which just came.
+    assert.ok(Number.isInteger(droppedIfSilentInMs) && droppedIfSilentInMs > 0 && droppedIfSilentInMs <= 10_000);
     const warned = scheduler.logs.find((l) => l.msg === 'runtime connect refused: id held by another live runtime');
     assert.ok(warned, JSON.stringify(scheduler.logs));
   });
@@ -86,7 +88,7 @@ describe('a runtime id held by a live runtime', () => {
     assert.ok(!scheduler.logs.some((l) => l.msg.startsWith('runtime id used by more than one runtime')));
   });
 
-  it("lets a new runtime take the id once the old tunnel's pings stopped coming", async () => {
+  it("tells a new runtime when the id is free should the old tunnel's pings stop, and lets it in then", async () => {
     const clock = new ManualClock();
     // The scheduler's own pings are far apart: only the runtime's silence tells here.
     scheduler = await startScheduler({ clock, pingIntervalMs: 600_000 });
@@ -96,13 +98,25 @@ describe('a runtime id held by a live runtime', () => {
       pingIntervalMs: 1_000,
     });
     dialers.push(silent.dialer);
-    const refused = await rawConnect(scheduler, {
-      authorization: `Bearer ${TOKEN}`,
-      'x-runtime-info': encodeInfo(runtimeInfo('rt-3')),
-      'x-runtime-instance': 'instance-new-0123456789',
-    });
+    const newcomer = () =>
+      rawConnect(scheduler, {
+        authorization: `Bearer ${TOKEN}`,
+        'x-runtime-info': encodeInfo(runtimeInfo('rt-3')),
+        'x-runtime-instance': 'instance-new-0123456789',
+      });
+    const refused = await newcomer();
     assert.equal(refused.status, 409, 'refused while its pings may still come');
-    await clock.advance(2_001);
+    // When the id is free should that runtime stay silent: its announced ping interval and timeout, 1 s each.
+    assert.deepEqual(JSON.parse(refused.body), {
+      error: 'runtime id held by another live runtime',
+      runtime: 'rt-3',
+      droppedIfSilentInMs: 2_000,
+    });
+    await clock.advance(1_500);
+    const later = await newcomer();
+    assert.equal(later.status, 409);
+    assert.equal((JSON.parse(later.body) as { droppedIfSilentInMs: number }).droppedIfSilentInMs, 500);
+    await clock.advance(501);
     assert.equal(silent.tunnel.peerQuiet, true);
     const restarted = await startRuntime(scheduler, 'rt-3', answer('restarted'));
     dialers.push(restarted.dialer);
