@@ -35,15 +35,29 @@ function refusedId(body: string | undefined): string | undefined {
 /** The 409 body's `error` for an id that another runtime that runs holds (docs/protocol.md §1). */
 const HELD_BY_LIVE_RUNTIME = 'runtime id held by another live runtime';
 
+/** An id another runtime that runs holds, as a 409 says it. */
+export interface HeldId {
+  readonly id: string;
+  /** How soon the holder's tunnel is dropped should that runtime stay silent (gone), if the scheduler says. */
+  readonly droppedIfSilentInMs?: number;
+}
+
 /**
- * The runtime id a refusal entry says another runtime that runs holds (a 409 whose body says so), or
- * undefined for any other entry.
+ * What a refusal entry says of the runtime id another runtime that runs holds (a 409 whose body says so),
+ * or undefined for any other entry.
  */
-export function idHeldByLiveRuntime(entry: LogEntry): string | undefined {
+export function idHeldByLiveRuntime(entry: LogEntry): HeldId | undefined {
   if (entry.status !== 409) return undefined;
   try {
-    const { error, runtime } = JSON.parse(entry.body ?? '') as { error?: unknown; runtime?: unknown };
-    return error === HELD_BY_LIVE_RUNTIME && typeof runtime === 'string' ? runtime : undefined;
+    const { error, runtime, droppedIfSilentInMs } = JSON.parse(entry.body ?? '') as {
+      error?: unknown;
+      runtime?: unknown;
+      droppedIfSilentInMs?: unknown;
+    };
+    if (error !== HELD_BY_LIVE_RUNTIME || typeof runtime !== 'string') return undefined;
+    // A scheduler of an earlier release, or one holding the id's tunnel elsewhere, may not say.
+    const known = typeof droppedIfSilentInMs === 'number' && Number.isFinite(droppedIfSilentInMs);
+    return { id: runtime, ...(known && droppedIfSilentInMs >= 0 ? { droppedIfSilentInMs } : {}) };
   } catch {
     return undefined;
   }

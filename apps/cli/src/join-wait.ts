@@ -1,6 +1,6 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import type { TunnelEvent } from '@switchyard/runtime';
-import { idHeldByLiveRuntime, schedulerReason } from './join-refusals.ts';
+import { idHeldByLiveRuntime, schedulerReason, type HeldId } from './join-refusals.ts';
 import type { JoinUrls } from './join-urls.ts';
 import { lineOf, type LogEntry } from './log-lines.ts';
 
@@ -188,13 +188,19 @@ export class FirstJoinWait {
   /**
    * A runtime that runs holds the id: said at the first refusal and every tenth, and dialled on (within
    * the wait, before the join): this runtime's own earlier run, whose connection broke, holds it only
-   * until the replica finds its pings overdue.
+   * until the replica finds its pings overdue, which the line says when the scheduler tells. The line
+   * that gives up does not: at the default wait, longer than that, the holder pinged all along it.
    */
-  #heldByLiveRuntime(id: string, url: string): string {
-    const why = `the id ${id} is held by another live runtime; ${PICK_ANOTHER_ID}`;
-    if (!this.#joined) this.#dialFailure = why;
+  #heldByLiveRuntime({ id, droppedIfSilentInMs }: HeldId, url: string): string {
+    const held = `the id ${id} is held by another live runtime`;
+    if (!this.#joined) this.#dialFailure = `${held}; ${PICK_ANOTHER_ID}`;
     if (this.#idHeldRefusals++ % SAID_EVERY !== 0 || (!this.#joined && this.#overdue())) return '';
-    return `${url} refused the tunnel: ${why}; ${this.#joined ? 'dialling again (Ctrl-C to stop)' : this.#again()}`;
+    const gone =
+      droppedIfSilentInMs === undefined
+        ? ''
+        : ` (if that runtime is gone, its tunnel is dropped within ${Math.ceil(droppedIfSilentInMs / 1000)} s)`;
+    const again = this.#joined ? 'dialling again (Ctrl-C to stop)' : this.#again();
+    return `${url} refused the tunnel: ${held}${gone}; ${PICK_ANOTHER_ID}; ${again}`;
   }
 
   /** How long the command dials on, for a line about a failed dial before the join. */
