@@ -4,7 +4,7 @@ import type { SyncFrame, SyncMessage } from '@switchyard/protocol';
 import { encodeMessage } from './encode.ts';
 import { PartsAssembler, RUN_TOO_BIG } from './parts-assembler.ts';
 import { partFrames } from './parts-writer.ts';
-import { withoutTokenFingerprints } from './without-fingerprints.ts';
+import { withoutRuntimeFields, type PeerRuntimeField } from './without-runtime-fields.ts';
 import type { SyncConnection } from './types.ts';
 
 export interface WsSyncConnectionOptions {
@@ -27,6 +27,12 @@ export interface WsSyncConnectionOptions {
    * strictly and would close on it. Default true.
    */
   readonly peerReadsTokenFingerprint?: boolean;
+  /**
+   * Whether the peer reads a runtime's `instance` (it advertised `SYNC_FEATURES.instance`). When false the
+   * field is left out of every part and commit sent: a peer of an older version (one that reads fingerprints
+   * included) validates strictly and would close on it. Default true.
+   */
+  readonly peerReadsInstance?: boolean;
   /**
    * Whether the peer reads runs of parts (it advertised `SYNC_FEATURES.parts`). When true, a snapshot commit
    * or full collect above `partBytes` goes as a run of `part` frames and its end; when false it goes whole,
@@ -113,9 +119,12 @@ export function wsSyncConnection(ws: WebSocket, options: WsSyncConnectionOptions
   const { payloadBytesMax, onLargeFrame, onRefuse } = options;
   const partBytes = options.partBytes ?? Math.min(payloadBytesMax ?? Infinity, WS_SYNC_DEFAULTS.partBytes);
   const parts = new PartsAssembler(runBytesMax);
+  const unread: PeerRuntimeField[] = [];
+  if (options.peerReadsTokenFingerprint === false) unread.push('tokenFingerprint');
+  if (options.peerReadsInstance === false) unread.push('instance');
   const forPeer = (msg: SyncMessage): SyncMessage => {
     const older = options.peerReadsLatestEpoch === false ? withoutLatestEpoch(msg) : msg;
-    return options.peerReadsTokenFingerprint === false ? withoutTokenFingerprints(older) : older;
+    return withoutRuntimeFields(older, unread);
   };
   let handler: ((msg: SyncMessage) => void) | undefined;
   let closeHandler: ((code: number, reason: string) => void) | undefined;

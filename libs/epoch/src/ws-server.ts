@@ -65,7 +65,12 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: payloadBytesMax });
   const bufferedBytesMax = options.bufferedBytesMax ?? WS_SYNC_DEFAULTS.bufferedBytesMax;
   // Followers send the optional fields a leader lists here, and leave them out for one that lists none.
-  const features = `${SYNC_FEATURES.latestEpoch}, ${SYNC_FEATURES.tokenFingerprint}, ${SYNC_FEATURES.parts}`;
+  const features = [
+    SYNC_FEATURES.latestEpoch,
+    SYNC_FEATURES.tokenFingerprint,
+    SYNC_FEATURES.instance,
+    SYNC_FEATURES.parts,
+  ].join(', ');
   wss.on('headers', (headers) => headers.push(`${SYNC_FEATURES_HEADER}: ${features}`));
   let closed = false;
   return {
@@ -104,6 +109,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
           payloadBytesMax,
           ...(options.runBytesMax === undefined ? {} : { runBytesMax: options.runBytesMax }),
           peerReadsTokenFingerprint: listed.includes(SYNC_FEATURES.tokenFingerprint),
+          peerReadsInstance: listed.includes(SYNC_FEATURES.instance),
           peerReadsParts: listed.includes(SYNC_FEATURES.parts),
           ...(onLargeFrame ? { onLargeFrame: (bytes, max) => onLargeFrame(replica, bytes, max) } : {}),
           ...(onRefused ? { onRefuse: (code, reason) => onRefused(replica, code, reason) } : {}),
@@ -157,7 +163,7 @@ export function connectSync(
     // What this follower reads, for the leader to leave out what it would not.
     headers: {
       ...options.headers,
-      [SYNC_FEATURES_HEADER]: `${SYNC_FEATURES.tokenFingerprint}, ${SYNC_FEATURES.parts}`,
+      [SYNC_FEATURES_HEADER]: [SYNC_FEATURES.tokenFingerprint, SYNC_FEATURES.instance, SYNC_FEATURES.parts].join(', '),
     },
   });
   return new Promise((resolve, reject) => {
@@ -181,6 +187,7 @@ export function connectSync(
       ws.removeAllListeners('unexpected-response');
       const peerReadsLatestEpoch = features.includes(SYNC_FEATURES.latestEpoch);
       const peerReadsTokenFingerprint = features.includes(SYNC_FEATURES.tokenFingerprint);
+      const peerReadsInstance = features.includes(SYNC_FEATURES.instance);
       const peerReadsParts = features.includes(SYNC_FEATURES.parts);
       resolve(
         wsSyncConnection(ws, {
@@ -188,6 +195,7 @@ export function connectSync(
           payloadBytesMax,
           peerReadsLatestEpoch,
           peerReadsTokenFingerprint,
+          peerReadsInstance,
           peerReadsParts,
         }),
       );

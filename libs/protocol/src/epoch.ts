@@ -52,6 +52,8 @@ export const SYNC_FEATURES = {
   latestEpoch: 'error.latestEpoch',
   /** A runtime's `tokenFingerprint`, in parts and commits (leaders and followers list it). */
   tokenFingerprint: 'runtime.tokenFingerprint',
+  /** A runtime's `instance`, in parts and commits (leaders and followers list it). */
+  instance: 'runtime.instance',
   /**
    * A commit's snapshot or a full collect part may come as a run of `part` frames closed by a `commit-end` or
    * `collect-end` (see `syncPartSchema`; leaders and followers list it).

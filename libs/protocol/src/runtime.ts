@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { identityValueSchema } from './identity.ts';
+import { RUNTIME_INSTANCE_PATTERN, identityValueSchema } from './identity.ts';
 import { listOf } from './list.ts';
 import { mapOf, mapProblems } from './map.ts';
 import type { MapProblem, MapRules } from './map.ts';
@@ -108,6 +108,13 @@ export const runtimeSchema = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9_-]{16,64}$/)
     .optional(),
+  /**
+   * The instance id the runtime process dialled with (`RUNTIME_INSTANCE_HEADER`): another replica refuses
+   * the id to a connect naming another instance while this entry is live. Absent for a runtime that named
+   * none, and from replicas of earlier releases (not checked then); only sent to peers that read it
+   * (`SYNC_FEATURES.instance`): they validate strictly. Replicas leave it out of their API answers.
+   */
+  instance: z.string().regex(RUNTIME_INSTANCE_PATTERN).optional(),
 });
 export type Runtime = z.infer<typeof runtimeSchema>;
 

@@ -48,11 +48,11 @@ export type ListedRuntime = z.infer<typeof listedRuntimeSchema>;
 
 // The scheduler spreads a Runtime into each summary, where the compiler sees no excess field: a field
 // added to Runtime would reach the answer unlisted here. This fails to compile until the two agree.
-// `tokenFingerprint` is for peers only: the scheduler leaves it out of its answers.
+// `tokenFingerprint` and `instance` are for peers only: the scheduler leaves them out of its answers.
 type SameKeys<A, B> = [Exclude<A, B> | Exclude<B, A>] extends [never] ? true : never;
 const listedKeysMatchRuntime: SameKeys<
   keyof ListedRuntime,
-  Exclude<keyof Runtime, 'tokenFingerprint'> | 'processes' | 'threads'
+  Exclude<keyof Runtime, 'tokenFingerprint' | 'instance'> | 'processes' | 'threads'
 > = true;
 void listedKeysMatchRuntime;
 

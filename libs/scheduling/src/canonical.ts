@@ -55,6 +55,7 @@ export function canonicalRuntime(runtime: Runtime): Runtime {
   if (runtime.ownerUrl !== undefined) out.ownerUrl = runtime.ownerUrl;
   if (runtime.address !== undefined) out.address = runtime.address;
   if (runtime.tokenFingerprint !== undefined) out.tokenFingerprint = runtime.tokenFingerprint;
+  if (runtime.instance !== undefined) out.instance = runtime.instance;
   canonicalRecords.add(Object.freeze(out));
   return out;
 }
@@ -69,6 +70,7 @@ export function sameIdentity(a: Runtime, b: Runtime): boolean {
     a.generation === b.generation &&
     a.address === b.address &&
     a.tokenFingerprint === b.tokenFingerprint &&
+    a.instance === b.instance &&
     a.classes.length === b.classes.length &&
     a.classes.every((c, i) => c === b.classes[i])
   );

@@ -195,6 +195,16 @@ describe('mergeParts', () => {
     assert.deepEqual(ops, [{ op: 'runtime.upsert', runtime: redialled.runtime }]);
   });
 
+  it("keeps each runtime's instance through merge, index and diff (replicas refuse its id to another on it)", () => {
+    const held = state(runtime('r1', { generation: 3, instance: 'instance-AAAAAAAAAAAA' }), ['p']);
+    const merged = mergeParts([[held], [old]]);
+    assert.equal(merged[0]!.runtime.instance, 'instance-AAAAAAAAAAAA');
+    assert.equal(ClusterIndex.from(merged).runtime('r1')?.instance, 'instance-AAAAAAAAAAAA');
+    const restarted = state(runtime('r1', { generation: 3, instance: 'instance-BBBBBBBBBBBB' }), ['p']);
+    const ops = diffStates(merged, [restarted]);
+    assert.deepEqual(ops, [{ op: 'runtime.upsert', runtime: restarted.runtime }]);
+  });
+
   it('an empty list of parts merges to an empty snapshot', () => {
     assert.deepEqual(mergeParts([]), []);
     assert.deepEqual(mergeParts([[], []]), []);
