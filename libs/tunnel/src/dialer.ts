@@ -44,8 +44,8 @@ export interface DialTunnelOptions {
   readonly info: RuntimeInfo;
   /**
    * This runtime process's instance id, sent on every dial (`X-Runtime-Instance`): a replica lets it take
-   * over its own earlier tunnel at once, and refuses (409) another process with the same id while that
-   * one's tunnel is live. Default: drawn at random by this dialer; give one dialer per process. `null`
+   * over its own earlier tunnel at once (there or at another replica), and refuses (409) another process
+   * with the same id while that one's tunnel is live (there, or at another replica as its view shows). Default: drawn at random by this dialer; give one dialer per process. `null`
    * names none, as runtimes of earlier releases (tests of mixed releases).
    */
   readonly instance?: string | null;
@@ -120,7 +120,8 @@ export interface TunnelDialer {
  * the same id (GOAWAY_REPLACED) is dialled again only after 5 minutes, not
  * at once: the two would take the id from each other for as long as both run. Every dial names this
  * runtime's instance (see `instance`), so a replica refuses it (409) while another runtime that runs
- * holds the id, and lets it take its own earlier tunnel over at once. Not guaranteed: that
+ * holds the id (at that replica or, as its view shows, at another), and lets it take its own earlier tunnel
+ * over at once. Not guaranteed: that
  * requests in flight survive a reconnect (they fail; the scheduler decides
  * about retries).
  * Throws `SwitchyardError(invalid_request)` when `pingIntervalMs +

@@ -49,6 +49,15 @@ export interface TunnelEndpointOptions {
    * tunnel held here. Called once or twice per connect: a map lookup, no I/O. Default: none known.
    */
   readonly claimedElsewhere?: (runtimeId: string) => string | undefined;
+  /**
+   * The instance id (`X-Runtime-Instance`) of the runtime process whose live tunnel of `runtimeId` is held
+   * at another scheduler replica, as this replica's latest view of the cluster shows; undefined for none, or
+   * for one reported without an instance (a runtime or replica of an earlier release: not checked). A
+   * connect for the id naming another instance is refused 409, as for a live tunnel held here; one naming
+   * the same instance (the runtime redialling) or none is not. Called once or twice per connect: a map
+   * lookup, no I/O. Default: none known.
+   */
+  readonly instanceElsewhere?: (runtimeId: string) => string | undefined;
   /** Called when a tunnel is accepted (after a replaced one was told to close). */
   readonly onTunnel?: (tunnel: Tunnel) => void;
   /** Called once per tunnel when it closes, with the reason. */
@@ -85,11 +94,10 @@ export interface TunnelEndpoint {
  * runtime restarted over a connection gone silent joins once its old pings
  * are overdue, see `Tunnel.peerQuiet`), 431 headers too large, 503 full or closing.
  * The 409 also covers an id that `claimedElsewhere` shows held at another
- * replica with another token. Not guaranteed: two connects for one id with
- * different tokens at two replicas, before any view shows either, are both
- * taken (the newer connection wins the epoch); nor is the 409 for another
- * live runtime: only this replica knows a tunnel's instance, and a runtime
- * with the id of one held at another replica is taken here.
+ * replica with another token, and one that `instanceElsewhere` shows held
+ * there by another runtime process. Not guaranteed: two connects for one id
+ * with different tokens or instances at two replicas, before any view shows
+ * either, are both taken (the newer connection wins the epoch).
  */
 export function createTunnelEndpoint(options: TunnelEndpointOptions): TunnelEndpoint {
   if (!Number.isInteger(options.maxRuntimes) || options.maxRuntimes < 1) {
@@ -176,11 +184,13 @@ class Endpoint implements TunnelEndpoint {
       return refuse('id held by another join token', 409, 'runtime id connected with another join token', where);
     }
     const instance = parseInstance(req.headers[RUNTIME_INSTANCE_HEADER]);
-    if (this.#heldByAnotherLiveRuntime(info.id, instance)) {
-      // A runtime restarted over a dead connection need only wait: says for how long at most.
-      const droppedIfSilentInMs = this.#tunnels.get(info.id)?.peerQuietInMs;
+    const live = this.#heldByAnotherLiveRuntime(info.id, instance);
+    if (live) {
+      const where = live === 'elsewhere' ? { elsewhere: true } : {};
+      // A runtime restarted over a dead connection held here need only wait: says for how long at most.
+      const droppedIfSilentInMs = live === 'here' ? this.#tunnels.get(info.id)?.peerQuietInMs : undefined;
       const when = droppedIfSilentInMs === undefined ? {} : { droppedIfSilentInMs };
-      return refuse('id held by another live runtime', 409, 'runtime id held by another live runtime', {}, when);
+      return refuse('id held by another live runtime', 409, 'runtime id held by another live runtime', where, when);
     }
     const others = this.#tunnels.size - (this.#tunnels.has(info.id) ? 1 : 0);
     if (others >= this.#o.maxRuntimes) {
@@ -257,14 +267,20 @@ class Endpoint implements TunnelEndpoint {
   }
 
   /**
-   * Whether the tunnel open here for `runtimeId` belongs to another runtime process than `instance`, one
-   * that still pings on it (see `heldByAnotherLiveRuntime`): a second runtime with the id must not take
-   * the place, and the sessions, of one that runs. Its own redial, or a successor once its pings stopped,
-   * takes the tunnel over.
+   * Where a live tunnel of `runtimeId` belongs to another runtime process than `instance`: here, when the
+   * tunnel open here is another's that still pings on it (see `heldByAnotherLiveRuntime`), or at another
+   * replica (as `instanceElsewhere` tells); undefined when nowhere known. A second runtime with the id must
+   * not take the place, and the sessions, of one that runs. Its own redial, or a successor once its pings
+   * stopped here or its entry is no longer live in the view, takes the id over. Unlike a token, a tunnel
+   * open here does not decide alone: a view showing another instance live elsewhere shows the runtime
+   * that the epoch (the higher generation) sends the id's traffic to.
    */
-  #heldByAnotherLiveRuntime(runtimeId: string, instance: string | undefined): boolean {
+  #heldByAnotherLiveRuntime(runtimeId: string, instance: string | undefined): 'here' | 'elsewhere' | undefined {
     const live = this.#tunnels.get(runtimeId);
-    return live !== undefined && heldByAnotherLiveRuntime(live, instance);
+    if (live !== undefined && heldByAnotherLiveRuntime(live, instance)) return 'here';
+    if (instance === undefined) return undefined;
+    const elsewhere = this.#o.instanceElsewhere?.(runtimeId);
+    return elsewhere !== undefined && elsewhere !== instance ? 'elsewhere' : undefined;
   }
 
   #accept(carrier: Carrier, { info, tokenDigest, tokenFingerprint, liveness, instance }: Peer): void {

@@ -34,8 +34,8 @@ export interface Tunnel {
   readonly tokenFingerprint: string | undefined;
   /**
    * The instance id its runtime process dialled with (`RUNTIME_INSTANCE_HEADER`), by which this replica
-   * refuses the id to another live runtime; undefined for a runtime that sent none. Not published: other
-   * replicas do not know it, and take another runtime with the id (see `createTunnelEndpoint`).
+   * refuses the id to another live runtime, and which it publishes so that others refuse it too (see
+   * `instanceElsewhere`); undefined for a runtime that sent none.
    */
   readonly instance: string | undefined;
   /** Wall-clock time (ms since the epoch) the tunnel was accepted: a timestamp for people, not for durations. */
