@@ -83,8 +83,17 @@ export class ClusterView implements EpochSink {
    * earlier release (no fingerprint). A map lookup: called on every connect.
    */
   claimElsewhere(id: string, self: string): string | undefined {
-    const runtime = this.#index.runtime(id);
-    return runtime && runtime.owner !== self && runtime.available ? runtime.tokenFingerprint : undefined;
+    return this.#liveElsewhere(id, self)?.tokenFingerprint;
+  }
+
+  /**
+   * The instance of the runtime process on `id`'s tunnel when the latest epoch shows it live (available) at
+   * a replica other than `self`: a connect for the id naming another instance is refused there. Undefined
+   * as for `claimElsewhere`, and for one reported without an instance (a runtime or replica of an earlier
+   * release). A map lookup: called on every connect.
+   */
+  instanceElsewhere(id: string, self: string): string | undefined {
+    return this.#liveElsewhere(id, self)?.instance;
   }
 
   runtimes(): readonly Runtime[] {
@@ -116,6 +125,11 @@ export class ClusterView implements EpochSink {
     if (decision.ok && decision.source === 'pipeline' && request.explain !== true)
       this.#remember(request.processId, decision.runtime);
     return decision;
+  }
+
+  #liveElsewhere(id: string, self: string): Runtime | undefined {
+    const runtime = this.#index.runtime(id);
+    return runtime && runtime.owner !== self && runtime.available ? runtime : undefined;
   }
 
   #expirePending(): void {

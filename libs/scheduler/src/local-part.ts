@@ -269,6 +269,8 @@ export class LocalPart {
       ...(info.address !== undefined ? { address: info.address } : {}),
       // Which join token the tunnel came with, so that other replicas refuse the id to another one.
       ...(entry.tunnel.tokenFingerprint !== undefined ? { tokenFingerprint: entry.tunnel.tokenFingerprint } : {}),
+      // Which runtime process holds the tunnel, so that other replicas refuse the id to another one.
+      ...(entry.tunnel.instance !== undefined ? { instance: entry.tunnel.instance } : {}),
     };
     return { runtime, processes: state.processes, threads: state.threads };
   }

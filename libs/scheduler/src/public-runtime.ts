@@ -1,13 +1,14 @@
 import type { Runtime, RuntimeState } from '@switchyard/protocol';
 
 /**
- * `runtime` as API answers show it: without its join token fingerprint, which replicas share with
- * their peers only. Whoever reads the API (open to whoever reaches the port where no API tokens are
- * set) could test guesses of a weak token against it offline.
+ * `runtime` as API answers show it: without its join token fingerprint and its instance, which replicas
+ * share with their peers only. Whoever reads the API (open to whoever reaches the port where no API
+ * tokens are set) could test guesses of a weak token against the fingerprint offline, and, holding the
+ * runtime's join token, dial with its instance and take its id over as if it were the runtime redialling.
  */
 export function publicRuntime(runtime: Runtime): Runtime {
-  if (runtime.tokenFingerprint === undefined) return runtime;
-  const { tokenFingerprint: _peersOnly, ...shown } = runtime;
+  if (runtime.tokenFingerprint === undefined && runtime.instance === undefined) return runtime;
+  const { tokenFingerprint: _peersOnly, instance: _peersOnlyToo, ...shown } = runtime;
   return shown;
 }
 

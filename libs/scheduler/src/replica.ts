@@ -170,6 +170,8 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     clock,
     // A runtime id live at another replica is not taken here by a connect with another join token.
     claimedElsewhere: (runtimeId) => view.claimElsewhere(runtimeId, replicaId),
+    // Nor by another runtime process started with the id (a join command copied to a second machine).
+    instanceElsewhere: (runtimeId) => view.instanceElsewhere(runtimeId, replicaId),
     onTunnel: (tunnel) => part.attach(tunnel),
     onTunnelClosed: (tunnel, reason) => part.detach(tunnel, reason),
   });

@@ -98,3 +98,45 @@ describe("a replica's view of runtime id claims at other replicas", () => {
     });
   }
 });
+
+describe("a replica's view of the runtime processes holding ids at other replicas", () => {
+  const INSTANCE = 'instance-0123456789ab';
+  const held = (extra: Partial<Runtime>): RuntimeState => {
+    const state = runtime('r', 4);
+    return { ...state, runtime: { ...state.runtime, ...extra } };
+  };
+  const cases: { name: string; state: RuntimeState; self: string; instance: string | undefined }[] = [
+    {
+      name: 'names the instance of a live tunnel at another replica',
+      state: held({ instance: INSTANCE }),
+      self: 's1',
+      instance: INSTANCE,
+    },
+    {
+      name: 'names none for a tunnel the replica holds itself',
+      state: held({ instance: INSTANCE }),
+      self: 's0',
+      instance: undefined,
+    },
+    {
+      name: 'names none for a runtime no longer live (its replica silent or found it gone: a successor may join)',
+      state: held({ instance: INSTANCE, available: false }),
+      self: 's1',
+      instance: undefined,
+    },
+    {
+      name: 'names none for a runtime reported without one (a runtime or replica of an earlier release)',
+      state: held({}),
+      self: 's1',
+      instance: undefined,
+    },
+  ];
+  for (const t of cases) {
+    it(t.name, () => {
+      const view = new ClusterView({ clock: new ManualClock(0) });
+      view.snapshot(1, 1, [t.state]);
+      assert.equal(view.instanceElsewhere('r', t.self), t.instance);
+      assert.equal(view.instanceElsewhere('unknown', t.self), undefined);
+    });
+  }
+});

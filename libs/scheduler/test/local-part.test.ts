@@ -316,6 +316,31 @@ describe("a replica's part, published with its tunnels' join tokens", () => {
   });
 });
 
+describe("a replica's part, published with its tunnels' runtime instances", () => {
+  it('carries with each runtime the instance its process dialled with, for other replicas to check', () => {
+    const part = new LocalPart({
+      replicaId: 's0',
+      replicaUrl: 'http://s0',
+      clock: new ManualClock(1_000_000),
+      logger: quietLogger,
+      onChange: () => {},
+    });
+    try {
+      const r0 = standIn('r0', 1);
+      Object.assign(r0.tunnel, { instance: 'instance-0123456789ab' });
+      part.attach(r0.tunnel);
+      part.attach(standIn('r1', 2).tunnel);
+      const [first, second] = part.states();
+      assert.equal(first!.runtime.instance, 'instance-0123456789ab');
+      assert.ok(!('instance' in second!.runtime), 'none for a runtime that named none');
+      const checked = parseWith(runtimeStateSchema, first);
+      assert.ok(checked.ok, checked.ok ? '' : checked.error);
+    } finally {
+      part.close();
+    }
+  });
+});
+
 describe("a replica's part, when its runtime's first snapshot is refused", () => {
   it('keeps the runtime unschedulable with its dialled limits, not available with an empty state', async () => {
     // A snapshot whose threads name more processes than a runtime may report: the mirror refuses it, and

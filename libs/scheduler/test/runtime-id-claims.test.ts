@@ -106,13 +106,15 @@ describe('a runtime id claimed with another join token at another replica', () =
     }
   });
 
-  it('keeps the join token fingerprints out of every API answer (they are for peers only)', async () => {
+  it('keeps the join token fingerprints and instances out of every API answer (they are for peers only)', async () => {
     let snapshots = 0;
     for (const replica of replicas) {
       const one = (await getJson(`${replica.url}/api/runtime/rt-y`)).body;
       assert.ok(!('tokenFingerprint' in one.runtime), JSON.stringify(one.runtime));
+      assert.ok(!('instance' in one.runtime), JSON.stringify(one.runtime));
       const list = (await getJson(`${replica.url}/api/runtimes`)).body;
       assert.ok(!('tokenFingerprint' in list.runtimes[0]), JSON.stringify(list.runtimes[0]));
+      assert.ok(!('instance' in list.runtimes[0]), JSON.stringify(list.runtimes[0]));
       const epoch = (await getJson(`${replica.url}/api/epoch`)).body.epoch as number;
       // Epochs are kept by the replica that led when they were committed.
       const kept = await getJson(`${replica.url}/api/epoch/${epoch}/snapshot`);
@@ -120,6 +122,7 @@ describe('a runtime id claimed with another join token at another replica', () =
       snapshots++;
       assert.equal(kept.body.runtimes[0].runtime.id, 'rt-y');
       assert.ok(!JSON.stringify(kept.body).includes('tokenFingerprint'));
+      assert.ok(!JSON.stringify(kept.body).includes('"instance"'));
     }
     assert.ok(snapshots > 0, 'the leader answered its snapshot');
   });
