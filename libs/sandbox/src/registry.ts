@@ -2,6 +2,7 @@ import { SwitchyardError } from '@switchyard/protocol';
 import type { Clock, Timer } from '@switchyard/clock';
 import { ClassTroubleLog } from './class-trouble-log.ts';
 import { describeExit, exitFields, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
+import { errorText } from './error-text.ts';
 import type { Logger, SandboxTrouble, StateReporter } from './types.ts';
 
 /** One live sandbox and who holds it. */
@@ -189,7 +190,7 @@ export class SandboxRegistry {
       instance = await cls.engine.create(ctx);
     } catch (error) {
       this.#trouble.warn(
-        { event: 'sandbox.start_failed', class: className, sandbox: id, err: String(error), ...exitFields(error) },
+        { event: 'sandbox.start_failed', class: className, sandbox: id, err: errorText(error), ...exitFields(error) },
         'start failed',
       );
       throw new SwitchyardError('upstream_unavailable', `sandbox "${id}" could not start`, { cause: error });

@@ -1,5 +1,6 @@
 import type { Clock, Timer } from '@switchyard/clock';
 import { exitFields, type Engine, type EngineContext, type SandboxInstance } from './engine.ts';
+import { errorText } from './error-text.ts';
 
 /**
  * Decorates an engine with `size` pre-started instances, each primed (see
@@ -111,7 +112,13 @@ export function withWarmPool(engine: Engine, opts: WarmPoolOptions, ctx: EngineC
               refillTimer = clock.setTimeout(refill, retryInMs);
             }
             ctx.logger.warn(
-              { event: 'pool.start_failed', class: ctx.className, err: String(error), retryInMs, ...exitFields(error) },
+              {
+                event: 'pool.start_failed',
+                class: ctx.className,
+                err: errorText(error),
+                retryInMs,
+                ...exitFields(error),
+              },
               'warm start failed',
             );
           },
