@@ -65,7 +65,8 @@ classes:
     headers: { Authorization: 'Bearer …' }
 \`\`\`
 
-In env and flags the whole map is one JSON object (\`SWITCHYARD_CLASSES\`, \`--classes\`).
+In env and flags the whole map is one JSON object (\`SWITCHYARD_CLASSES\`, \`--classes\`). A setting of another engine
+than the class's (a \`url\` on a stdio class, \`env\` on an http one) is refused at start, as an unknown key is.
 `;
 
 const APPS = [

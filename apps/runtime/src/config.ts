@@ -34,6 +34,15 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
+/** The settings of a class that only one engine uses, and that engine. */
+const ENGINE_OF_KEY = {
+  command: 'stdio',
+  args: 'stdio',
+  env: 'stdio',
+  url: 'http',
+  headers: 'http',
+} as const;
+
 /** One sandbox class of `classes` (documented on its own in docs/configuration.md). */
 export const runtimeClassSchema = z
   .object({
@@ -68,6 +77,15 @@ export const runtimeClassSchema = z
   .superRefine((c, ctx) => {
     if (c.engine === 'stdio' && !c.command) ctx.addIssue({ code: 'custom', message: 'engine stdio needs command' });
     if (c.engine === 'http' && !c.url) ctx.addIssue({ code: 'custom', message: 'engine http needs url' });
+    // The runtime would ignore them: a key left from another engine, or an API key put where it is never sent.
+    for (const [key, engine] of Object.entries(ENGINE_OF_KEY)) {
+      if (c[key as keyof typeof ENGINE_OF_KEY] === undefined || c.engine === engine) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `engine ${c.engine} does not use ${key} (engine ${engine})`,
+      });
+    }
   });
 
 /** Options of a runtime (`switchyard-runtime`). */

@@ -247,6 +247,62 @@ describe('runtime config: how long a class may take to start', () => {
     refuses({ SWITCHYARD_CLASSES: stdio({ startTimeoutSeconds: 0 }) }, /classes\.tool\.startTimeoutSeconds/, /1/));
 });
 
+// A setting of another engine than the class's is a mistake (an engine
+// changed and its settings left, an API key put in env of an http class),
+// which the runtime would otherwise ignore without a word.
+describe('runtime config: settings of another engine', () => {
+  const one = (c: Record<string, unknown>) => JSON.stringify({ mine: c });
+
+  const refused: { name: string; cls: Record<string, unknown>; key: string; why: RegExp }[] = [
+    {
+      name: 'a url of a stdio class',
+      cls: { engine: 'stdio', command: 'mcp-server', url: 'http://127.0.0.1:9/mcp' },
+      key: 'url',
+      why: /engine stdio does not use url \(engine http\)/,
+    },
+    {
+      name: 'headers of a stdio class',
+      cls: { engine: 'stdio', command: 'mcp-server', headers: { 'x-api-key': 'k' } },
+      key: 'headers',
+      why: /engine stdio does not use headers \(engine http\)/,
+    },
+    {
+      name: 'an env of an http class',
+      cls: { engine: 'http', url: 'http://127.0.0.1:9/mcp', env: { API_KEY: 'k' } },
+      key: 'env',
+      why: /engine http does not use env \(engine stdio\)/,
+    },
+    {
+      name: 'a command of an http class',
+      cls: { engine: 'http', url: 'http://127.0.0.1:9/mcp', command: 'mcp-server' },
+      key: 'command',
+      why: /engine http does not use command/,
+    },
+    {
+      name: 'args of a builtin class',
+      cls: { engine: 'builtin', args: ['--verbose'] },
+      key: 'args',
+      why: /engine builtin does not use args \(engine stdio\)/,
+    },
+  ];
+  for (const c of refused) {
+    it(`refuses at start ${c.name}, naming it`, () => {
+      refuses({ SWITCHYARD_CLASSES: one(c.cls) }, new RegExp(`classes\\.mine\\.${c.key}`), c.why);
+    });
+  }
+
+  it("takes each engine's own settings", () => {
+    const config = load({
+      SWITCHYARD_CLASSES: JSON.stringify({
+        local: { engine: 'stdio', command: 'mcp-server', args: ['-v'], env: { K: 'v' } },
+        remote: { engine: 'http', url: 'http://127.0.0.1:9/mcp', headers: { 'x-api-key': 'k' } },
+        demo: { engine: 'builtin', warmPool: 1 },
+      }),
+    });
+    assert.deepEqual(Object.keys(config.classes), ['local', 'remote', 'demo']);
+  });
+});
+
 // The runtime chart writes `classes` into this config file, and its values
 // schema refuses keys it does not list: a class setting added here and not
 // there could be set in a config file but not through the chart.
