@@ -324,6 +324,36 @@ describe('rejected configs', () => {
   }
 });
 
+// A map in an env var or a flag is JSON typed by hand, where a trailing
+// comma or a missing quote is the usual mistake; it often holds secrets
+// (a class's env or headers), which the message must not repeat.
+describe('a map in env or a flag that is not a JSON object', () => {
+  function problem(argv: string[], env: Record<string, string> = {}): string {
+    try {
+      load(argv, env);
+    } catch (error) {
+      assert.ok(error instanceof ConfigError, String(error));
+      return error.message;
+    }
+    assert.fail('the config was taken');
+  }
+
+  it('says a syntax error is one, and where', () => {
+    const message = problem(['--classes', '{"x":{"engine":"a",}}']);
+    assert.match(message, /--classes: not valid JSON .*line 1 column 20/);
+  });
+
+  it('says where a syntax error is without repeating the text, which may hold a secret', () => {
+    const message = problem([], { SWITCHYARD_CLASSES: '{"x":{"engine":"a","headers":{"k": s3cret}}}' });
+    assert.match(message, /SWITCHYARD_CLASSES: not valid JSON/);
+    assert.doesNotMatch(message, /s3cret/);
+  });
+
+  it('says what a JSON value that is no object is', () => {
+    assert.match(problem(['--classes', '["x"]']), /--classes: expects a JSON object, not an array/);
+  });
+});
+
 describe('a required key nothing sets', () => {
   const needs = z.object({
     schedulerUrl: z.string().describe('Where to dial.'),

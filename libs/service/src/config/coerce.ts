@@ -23,16 +23,30 @@ function scalar(kind: FieldKind, raw: string, enumValues: readonly string[] | un
         ? { ok: true, value: raw }
         : { ok: false, error: `'${raw}' is not one of ${enumValues?.join(', ')}` };
     case 'record':
-      try {
-        const value: unknown = JSON.parse(raw);
-        if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { ok: true, value };
-      } catch {
-        // fall through to the shared message
-      }
-      return { ok: false, error: 'expects a JSON object' };
+      return jsonObject(raw);
     default:
       return { ok: true, value: raw };
   }
+}
+
+/**
+ * A map's JSON. A syntax error is told with where it is (from V8's `… in JSON
+ * at position 37 (line 1 column 38)`), never with the text around it, which
+ * V8's `Unexpected token` message quotes: maps hold secrets (a class's env
+ * and headers), and the problem goes to stderr, a pod's log.
+ */
+function jsonObject(raw: string): Coerced {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    const at = /at position (\d+)(?: \(line (\d+) column (\d+)\))?/.exec((error as Error).message);
+    const where = !at ? '' : at[2] ? ` at line ${at[2]} column ${at[3]}` : ` at position ${at[1]}`;
+    return { ok: false, error: `not valid JSON${where}: expects a JSON object` };
+  }
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { ok: true, value };
+  const what = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
+  return { ok: false, error: `expects a JSON object, not ${what}` };
 }
 
 /**
