@@ -41,6 +41,8 @@ export interface ChildOptions {
   readonly stderr: (stream: Readable, pid: number) => void;
   /** Told of each message refused and of a stall, with the bytes waiting on stdin; must not throw. */
   readonly stdinTrouble: (trouble: StdinTrouble, backlogBytes: number, pid: number) => void;
+  /** Told of each stdout line that is no JSON-RPC message, which is skipped; must not throw. */
+  readonly skipped?: (line: string, pid: number) => void;
   /** Times a stdin stall (STDIN_STALL_MS). */
   readonly clock: Clock;
 }
@@ -59,8 +61,8 @@ export interface ChildOptions {
  * child has exited. A child that exits on its own takes what is left of its
  * group with it. `onclose` comes once the child has exited and its stdout is
  * read to the end, or EXIT_GRACE_MS after its exit at the latest (a process
- * outside its group may hold its pipes). A stdout line that is not JSON is
- * skipped; one longer than STDOUT_LINE_BYTES_MAX stops the child at once
+ * outside its group may hold its pipes). A stdout line that is no JSON-RPC
+ * message is skipped (and told to `skipped`); one longer than STDOUT_LINE_BYTES_MAX stops the child at once
  * (SIGTERM, then as close()).
  *
  * A message sent while more than STDIN_BACKLOG_BYTES_MAX bytes wait for the
@@ -194,6 +196,7 @@ export class ChildTransport implements Transport {
     } catch (error) {
       // Not JSON (a banner, a stray print) is skipped, as the SDK's transport does; JSON that is no JSON-RPC message is reported.
       if (!(error instanceof SyntaxError)) this.onerror?.(error as Error);
+      this.#opts.skipped?.(line, this.#child!.pid!);
       return;
     }
     this.onmessage?.(message);

@@ -9,9 +9,14 @@ import type { EngineConfig, SandboxTrouble } from './types.ts';
 
 type StdioConfig = Extract<EngineConfig, { engine: 'stdio' }>;
 
+/** How much of a skipped stdout line is logged, characters: enough to tell what wrote it. */
+const SKIPPED_LINE_CHARS_MAX = 512;
+
 /**
  * Spawns the configured stdio MCP server per sandbox and re-exposes it.
- * stderr lines go to the log, rate-limited per class (see StderrBudget). When the
+ * stderr lines go to the log, rate-limited per class (see StderrBudget); a
+ * stdout line that is no JSON-RPC message is skipped and warned of as a
+ * class's other trouble is (ClassTroubleLog). When the
  * child exits on its own the instance is dead, and its exit code or signal
  * and last stderr lines are its `exitCause`; a child that exits before it
  * is ready fails the start with them (ExitedError), as does one that does not
@@ -53,6 +58,12 @@ export function stdioEngine(
         stderr: (stream, pid) =>
           (tail = logStderr(stream, { className: ctx.className, pid }, ctx.logger, stderrBudget)),
         stdinTrouble,
+        // Its logs written to stdout instead of stderr, most often: they would otherwise vanish without a word.
+        skipped: (line, pid) =>
+          trouble!.warn(
+            { event: 'sandbox.stdout_skipped', class: ctx.className, pid, line: line.slice(0, SKIPPED_LINE_CHARS_MAX) },
+            'stdio server wrote a line that is no JSON-RPC message on stdout: skipped (logs belong on stderr)',
+          ),
         clock,
       });
       const exitCause = (): ExitCause | undefined => {

@@ -178,6 +178,15 @@ describe('stdio servers that misbehave', () => {
     assert.equal(await c.callText('echo', { text: 'still fine' }), 'still fine');
   });
 
+  // A server that logs to stdout (a common mistake) would otherwise have its lines vanish without a word.
+  it('a skipped stdout line is warned of once, with the class and what the server wrote', () => {
+    const skipped = logger.lines.filter((l) => l.obj.event === 'sandbox.stdout_skipped' && l.obj.class === 'garbage');
+    const warned = skipped.filter((l) => l.level === 'warn');
+    assert.equal(warned.length, 1, JSON.stringify(skipped));
+    assert.equal(warned[0]!.obj.line, 'not json at all');
+    assert.equal(typeof warned[0]!.obj.pid, 'number');
+  });
+
   it('a stdout line past 10 MiB ends the sandbox: the call gets a JSON-RPC error at once, and the client starts over', async () => {
     const c = await connect('v2-legacy', served.url, served.fetch, headers('huge', 'huge-1'));
     open.push(c);
