@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   DRAINING_METADATA_KEY,
+  IDENTITY_VALUE_PATTERN,
   RUNTIME_LIMITS,
   RUNTIME_VERSION_MESSAGE,
   isRuntimeVersion,
@@ -106,7 +107,15 @@ export const runtimeConfigSchema = z.object({
       'File holding the join token (a mounted Secret); read again before each dial when it changed, so a rotated token needs no restart.',
     ),
   classes: z
-    .record(z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/), runtimeClassSchema)
+    .record(
+      z
+        .string()
+        .regex(
+          IDENTITY_VALUE_PATTERN,
+          'a class name: 1-128 characters from [A-Za-z0-9._:@-], as clients name it (X-Switchyard-Class)',
+        ),
+      runtimeClassSchema,
+    )
     .refine((c) => Object.keys(c).length >= 1, 'needs at least 1 class')
     .refine((c) => Object.keys(c).length <= classesMax, `at most ${classesMax} classes`)
     .prefault({ demo: { engine: 'builtin' } })

@@ -247,6 +247,17 @@ describe('runtime config: how long a class may take to start', () => {
     refuses({ SWITCHYARD_CLASSES: stdio({ startTimeoutSeconds: 0 }) }, /classes\.tool\.startTimeoutSeconds/, /1/));
 });
 
+// A class name is what clients send in X-Switchyard-Class: one the gateway
+// would refuse (400) is refused at start, saying what a name may be.
+describe('runtime config: class names', () => {
+  it('refuses a name with a character a client could not send, saying which may be used', () =>
+    refuses(
+      { SWITCHYARD_CLASSES: JSON.stringify({ 'my class!': { engine: 'builtin' } }) },
+      /classes\.my class!/,
+      /class name: 1-128 characters from \[A-Za-z0-9\._:@-\]/,
+    ));
+});
+
 // A setting of another engine than the class's is a mistake (an engine
 // changed and its settings left, an API key put in env of an http class),
 // which the runtime would otherwise ignore without a word.
