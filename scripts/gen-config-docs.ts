@@ -56,13 +56,13 @@ classes:
     engine: stdio
     command: npx
     args: [-y, '@modelcontextprotocol/server-github']
-    env: { GITHUB_PERSONAL_ACCESS_TOKEN: '…' }
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: '<your token>' }
     startTimeoutSeconds: 120
     warmPool: 2
   search:
     engine: http
     url: https://mcp.example.com/mcp
-    headers: { Authorization: 'Bearer …' }
+    headers: { Authorization: 'Bearer <your token>' }
 \`\`\`
 
 In env and flags the whole map is one JSON object (\`SWITCHYARD_CLASSES\`, \`--classes\`). A setting of another engine

@@ -48,13 +48,23 @@ const ENGINE_OF_KEY = {
 export const runtimeClassSchema = z
   .object({
     engine: z.enum(['builtin', 'stdio', 'http']).describe('How sandboxes of this class run.'),
-    command: z.string().optional().describe('Executable to spawn per sandbox (engine stdio).'),
-    args: z.array(z.string()).optional().describe('Arguments of command (engine stdio).'),
+    command: z
+      .string()
+      .optional()
+      .describe(
+        "Executable to spawn per sandbox (engine stdio): a name is looked up on PATH, a relative path is taken from the runtime's working directory, where the server runs too; an absolute path does not depend on either. Looked up when a sandbox starts: one the node lacks fails every start (spawn … ENOENT in sandbox.start_failed).",
+      ),
+    args: z
+      .array(z.string())
+      .optional()
+      .describe('Arguments of command (engine stdio); shown by --print-config: keep API keys in env.'),
     env: z
       .record(z.string(), z.string())
       .optional()
       .meta({ secret: true })
-      .describe('Extra environment of command (engine stdio), where MCP servers take their API keys.'),
+      .describe(
+        "Extra environment of command (engine stdio), where MCP servers take their API keys. Of the runtime's own environment the server gets only HOME, LOGNAME, PATH, SHELL, TERM and USER (not the runtime's tokens, nor proxy or CA settings such as HTTPS_PROXY or NODE_EXTRA_CA_CERTS): set here what else it needs; a PATH here is where command is looked up.",
+      ),
     url: httpUrl().optional().describe('Remote MCP server URL (engine http).'),
     // Checked here: fetch refuses a bad name or value when each sandbox starts, failing every session of the class.
     headers: z
