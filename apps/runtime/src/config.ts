@@ -52,7 +52,7 @@ export const runtimeClassSchema = z
       .string()
       .optional()
       .describe(
-        "Executable to spawn per sandbox (engine stdio): a name is looked up on PATH, a relative path is taken from the runtime's working directory, where the server runs too; an absolute path does not depend on either. Looked up when a sandbox starts: one the node lacks fails every start (spawn … ENOENT in sandbox.start_failed).",
+        "Executable to spawn per sandbox (engine stdio): a name is looked up on PATH, a relative path is taken from the runtime's working directory, where the server runs too; an absolute path does not depend on either. One the node lacks is warned of when the runtime starts (sandbox.command_not_found, naming the class), and fails every start of the class (spawn … ENOENT in sandbox.start_failed); the runtime's other classes serve on.",
       ),
     args: z
       .array(z.string())

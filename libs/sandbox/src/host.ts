@@ -1,3 +1,4 @@
+import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { systemClock, type Clock } from '@switchyard/clock';
 import { DEFAULT_CLASS, ERROR_CODES, MCP_SESSION_HEADER, SwitchyardError, jsonRpcError } from '@switchyard/protocol';
@@ -14,6 +15,7 @@ import { restFetch } from './rest.ts';
 import { RoundStarts } from './round-starts.ts';
 import { SessionTable } from './sessions.ts';
 import { stdioEngine } from './stdio-engine.ts';
+import { commandProblem } from './command-check.ts';
 import type { EngineConfig, HostRequest, HostResponse, HostStats, SandboxHostOptions } from './types.ts';
 
 /** Defaults of {@link SandboxHostOptions} and {@link EngineConfig}. */
@@ -79,6 +81,27 @@ function baseEngine(
 }
 
 /**
+ * A command this node lacks fails every start of its class, each told to
+ * one client at a time: said once here, before any client is refused. Not
+ * refused: the runtime's other classes serve on, and the gateway tries the
+ * class's other runtimes.
+ */
+function warnIfCommandMissing(
+  className: string,
+  config: Extract<EngineConfig, { engine: 'stdio' }>,
+  logger: SandboxHostOptions['logger'],
+): void {
+  // The PATH the server gets, where spawn looks (see stdioEngine).
+  const path = config.env?.PATH ?? getDefaultEnvironment().PATH;
+  const problem = commandProblem(config.command, path, process.cwd());
+  if (problem === undefined) return;
+  logger.warn(
+    { event: 'sandbox.command_not_found', class: className, command: config.command },
+    `stdio class ${className}: ${problem}; each of its sandboxes will fail to start`,
+  );
+}
+
+/**
  * Creates a sandbox host. Guarantees: each legacy session and each stateless
  * request runs against exactly one sandbox; the reporter sees every process
  * and thread added before it is removed; the idle weight `{sandboxes:
@@ -105,6 +128,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       logger,
       onCancelled: () => onCancelled(className),
     };
+    if (config.engine === 'stdio') warnIfCommandMissing(className, config, logger);
     let engine = baseEngine(config, clock, options.engines, onTrouble);
     if ((config.warmPool ?? 0) > 0) {
       const refillDelayMs = options.warmPoolRefillDelayMs ?? SANDBOX_DEFAULTS.warmPoolRefillDelayMs;
