@@ -5,29 +5,26 @@
 // alone. Real WebSockets on loopback.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { systemClock } from '@switchyard/clock';
 import { SYNC_FEATURES, SYNC_FEATURES_HEADER } from '@switchyard/protocol';
 import type { RuntimeState } from '@switchyard/protocol';
-import { EpochFollower, EpochLeader, connectSync, createSyncServer, wsSyncConnection } from '@switchyard/epoch';
+import type { EpochFollower } from '@switchyard/epoch';
+import { EpochLeader, connectSync, wsSyncConnection } from '@switchyard/epoch';
 import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
-import { RecordingSink, runtimeState } from './support/cluster.ts';
+import type { RecordingSink } from './support/cluster.ts';
+import { recordingFollower, runtimeState } from './support/cluster.ts';
+import { serveLeader } from './support/serve-leader.ts';
+import { pollUntil } from './support/until.ts';
 
 const FP = 'AAAAAAAAAAAAAAAA';
 const INSTANCE = 'instance-0123456789ab';
 /** What a replica of the release before this one lists: fingerprints and parts, no instances. */
 const PREVIOUS_FEATURES = [SYNC_FEATURES.latestEpoch, SYNC_FEATURES.tokenFingerprint, SYNC_FEATURES.parts].join(', ');
 
-/** Polls `check` on real time (these tests do real I/O) until it holds or `timeoutMs` passes. */
-async function until(check: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+const until = (check: () => boolean, what: string, timeoutMs = 3000): Promise<void> =>
+  pollUntil(check, what, timeoutMs);
 
 /** A runtime held by `owner`, with a fingerprint and, unless held by a replica of the release before, an instance. */
 function held(id: string, owner: string, withInstance = true): RuntimeState {
@@ -45,17 +42,9 @@ describe('runtime instances in epoch sync, across releases', () => {
   });
 
   function follower(replica: string, withInstance = true): { follower: EpochFollower; sink: RecordingSink } {
-    const sink = new RecordingSink();
-    const f = new EpochFollower({
-      replicaId: replica,
-      clock: systemClock,
-      localPart: () => [held(`${replica}-r1`, replica, withInstance)],
-      diff: referenceDiff,
-      apply: referenceApply,
-      sink,
-    });
-    closers.push(() => f.stop());
-    return { follower: f, sink };
+    const made = recordingFollower(replica, () => [held(`${replica}-r1`, replica, withInstance)]);
+    closers.push(() => made.follower.stop());
+    return made;
   }
 
   /** A leader of this release whose own runtime carries an instance; its base URL. */
@@ -71,16 +60,7 @@ describe('runtime instances in epoch sync, across releases', () => {
       cycleIntervalMs: 50,
       debounceMs: 5,
     });
-    const sync = createSyncServer({ onConnection: (conn, replica) => leader.attach(conn, replica) });
-    const http = createServer((_req, res) => res.writeHead(404).end());
-    http.on('upgrade', (req, socket, head) => void sync.handleUpgrade(req, socket, head));
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    closers.push(
-      () => new Promise((resolve) => http.close(resolve)),
-      () => sync.close(),
-      () => leader.stop(),
-    );
-    return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    return serveLeader(leader, closers);
   }
 
   it('a follower of this release gets them from a leader of this release, and sends its own', async () => {
