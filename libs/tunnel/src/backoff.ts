@@ -17,3 +17,13 @@ export function backoffDelayMs(attempt: number, options: BackoffOptions, random:
   const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
   return Math.round(base * (1 - jitter * random()));
 }
+
+/**
+ * Delay before a retry due once `afterMs` have passed (a refusal that said when it will end): that, capped
+ * at `maxMs`, jittered upwards rather than downwards, as a retry any sooner would be refused again.
+ */
+export function delayAfterMs(afterMs: number, options: BackoffOptions, random: () => number): number {
+  const maxMs = options.maxMs ?? BACKOFF_DEFAULTS.maxMs;
+  const jitter = Math.min(1, Math.max(0, options.jitter ?? BACKOFF_DEFAULTS.jitter));
+  return Math.min(maxMs, Math.round(afterMs * (1 + jitter * random())));
+}

@@ -11,7 +11,7 @@ import {
 } from '@switchyard/protocol';
 import type { RuntimeInfo } from '@switchyard/protocol';
 import { TIMER_DELAY_MS_MAX } from '@switchyard/service';
-import { BACKOFF_DEFAULTS, backoffDelayMs } from './backoff.ts';
+import { BACKOFF_DEFAULTS, backoffDelayMs, delayAfterMs } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { CONNECT_PATH, GOAWAY_REPLACED, H2_TUNING, TUNNEL_DEFAULTS, h2Settings, silentLogger } from './defaults.ts';
 import type { TunnelLogger } from './defaults.ts';
@@ -80,6 +80,12 @@ export interface DialTunnelOptions {
 /** How long a runtime whose id another runtime took waits before dialling again. */
 const REPLACED_REDIAL_MS = 5 * 60_000;
 
+/**
+ * How long after the time a 409 names for a held id to be free (`droppedIfSilentInMs`) the dialer dials
+ * again: the replica drops the holder's tunnel only once that time has passed, and the dial takes a moment.
+ */
+export const HELD_ID_REDIAL_MARGIN_MS = 250;
+
 /** While refused with 401, how often a token given as a function is asked whether it changed. */
 const TOKEN_RECHECK_MS = 1_000;
 
@@ -121,7 +127,9 @@ export interface TunnelDialer {
  * at once: the two would take the id from each other for as long as both run. Every dial names this
  * runtime's instance (see `instance`), so a replica refuses it (409) while another runtime that runs
  * holds the id (at that replica or, as its view shows, at another), and lets it take its own earlier tunnel
- * over at once. Not guaranteed: that
+ * over at once; a 409 that says when the holder's tunnel is dropped should it stay silent
+ * (`droppedIfSilentInMs`) is dialled again HELD_ID_REDIAL_MARGIN_MS after that (jittered later, at most the
+ * maximum delay), as a runtime restarted over its silent earlier tunnel joins then. Not guaranteed: that
  * requests in flight survive a reconnect (they fail; the scheduler decides
  * about retries).
  * Throws `SwitchyardError(invalid_request)` when `pingIntervalMs +
@@ -160,9 +168,25 @@ function refusalHint(status: number, body: string): string | undefined {
 
 /** The `error` of a scheduler's JSON refusal body; undefined for any other body. */
 function refusalError(body: string): string | undefined {
+  return refusalBody(body)?.error;
+}
+
+/**
+ * For a 409 of an id held by another live runtime: how soon the replica drops the holder's tunnel should
+ * it stay silent (`droppedIfSilentInMs`); undefined for any other refusal, or one that names no sane time.
+ */
+function heldIdFreeInMs(status: number, body: string): number | undefined {
+  if (status !== 409) return undefined;
+  const refusal = refusalBody(body);
+  if (refusal?.error !== HELD_BY_LIVE_RUNTIME) return undefined;
+  const inMs = refusal.droppedIfSilentInMs;
+  return typeof inMs === 'number' && Number.isFinite(inMs) && inMs >= 0 ? inMs : undefined;
+}
+
+function refusalBody(body: string): { error?: string; droppedIfSilentInMs?: unknown } | undefined {
   try {
-    const { error } = JSON.parse(body) as { error?: unknown };
-    return typeof error === 'string' ? error : undefined;
+    const { error, droppedIfSilentInMs } = JSON.parse(body) as { error?: unknown; droppedIfSilentInMs?: unknown };
+    return { ...(typeof error === 'string' ? { error } : {}), droppedIfSilentInMs };
   } catch {
     return undefined;
   }
@@ -321,8 +345,11 @@ class Dialer implements TunnelDialer {
             const hint = refusalHint(status, body);
             const why = hint ? `scheduler refused the tunnel: ${hint}` : 'scheduler refused the tunnel';
             this.#logger.error({ status, body, url, transport: t }, why);
-            // A 409 lasts until the tunnel holding the id closes: this runtime's own, not yet found dead.
-            this.#down(link, `refused with ${status}`, LASTING_REFUSALS.has(status) ? 'lasting' : status === 409);
+            // A 409 lasts until the tunnel holding the id closes: this runtime's own, not yet found dead, or
+            // (a live runtime's) at the time the replica names, when the holder's pings stay overdue.
+            const freeInMs = heldIdFreeInMs(status, body);
+            const refused = LASTING_REFUSALS.has(status) ? 'lasting' : (freeInMs ?? status === 409);
+            this.#down(link, `refused with ${status}`, refused);
             if (status === 401 || status === 403) this.#redialOnNewToken(link);
           },
           // Only a peer that was reached can have refused the upgrade; an unreachable one is retried later as is.
@@ -429,15 +456,28 @@ class Dialer implements TunnelDialer {
     );
   }
 
+  /** How long after a failed dial or a lost tunnel (see `#down`'s `refused`) the next dial comes. */
+  #redialDelayMs(refused: boolean | 'lasting' | number): number {
+    const random = this.#o.random ?? Math.random;
+    const backoff = this.#o.backoff ?? {};
+    if (refused === 'lasting') {
+      return backoffDelayMs(0, { ...backoff, initialMs: backoff.maxMs ?? BACKOFF_DEFAULTS.maxMs }, random);
+    }
+    const attempt = this.#attempt++;
+    if (typeof refused === 'number') return delayAfterMs(refused + HELD_ID_REDIAL_MARGIN_MS, backoff, random);
+    return backoffDelayMs(attempt, backoff, random);
+  }
+
   #upFields(carrier: Carrier): object {
     return { url: this.#url.toString(), runtime: this.#o.info.id, transport: carrier.transport };
   }
 
   /**
    * Tears one link down (once) and schedules the next dial unless closed. `refused`: by the scheduler,
-   * `lasting` (dialled again at the maximum delay) or passing (`true`: at the next backoff step).
+   * `lasting` (dialled again at the maximum delay), passing (`true`: at the next backoff step) or passing
+   * in so many ms (dialled again a little after that, within the maximum delay).
    */
-  #down(link: Link, reason: string, refused: boolean | 'lasting' = false): void {
+  #down(link: Link, reason: string, refused: boolean | 'lasting' | number = false): void {
     if (link.down) return;
     link.down = true;
     link.onDown?.();
@@ -468,18 +508,13 @@ class Dialer implements TunnelDialer {
       this.#retry = this.#clock.setTimeout(() => this.#connect(), REPLACED_REDIAL_MS);
       return;
     }
-    const random = this.#o.random ?? Math.random;
-    const maxMs = this.#o.backoff?.maxMs ?? BACKOFF_DEFAULTS.maxMs;
     const dialled = this.#url.toString();
     // A dial that failed goes to the next replica; a tunnel that was up is redialled where it was.
     if (!wasConnected) this.#at = (this.#at + 1) % this.#urls.length;
-    const delayMs =
-      refused === 'lasting'
-        ? backoffDelayMs(0, { ...this.#o.backoff, initialMs: maxMs }, random)
-        : backoffDelayMs(this.#attempt++, this.#o.backoff ?? {}, random);
+    const delayMs = this.#redialDelayMs(refused);
     // A scheduler that cannot be reached (a wrong URL, a firewall, an outage) is said so at the first
     // failed dial and every tenth after: a runtime that never joins must not be silent about it.
-    if (!refused && !wasConnected && this.#failedDials++ % UNREACHABLE_LOGGED_EVERY === 0) {
+    if (refused === false && !wasConnected && this.#failedDials++ % UNREACHABLE_LOGGED_EVERY === 0) {
       this.#logger.warn(
         { url: dialled, runtime: this.#o.info.id, reason, attempt: this.#failedDials, retryInMs: delayMs },
         'scheduler unreachable; dialling again',

@@ -5,7 +5,9 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type http2 from 'node:http2';
 import { ManualClock } from '@switchyard/clock/testing';
+import type { Duplex } from 'node:stream';
 import { dialTunnel } from '../src/index.ts';
+import { HELD_ID_REDIAL_MARGIN_MS } from '../src/dialer.ts';
 import type { DialTunnelOptions, TunnelDialer } from '../src/index.ts';
 import {
   TOKEN,
@@ -123,6 +125,117 @@ describe('a runtime id held by a live runtime', () => {
     assert.match(await silent.tunnel.whenClosed, /replaced/);
     assert.equal(scheduler.endpoint.get('rt-3'), restarted.tunnel);
   });
+
+  it('dials again just after the old tunnel would be dropped, not at its next backoff step', async () => {
+    const clock = new ManualClock();
+    scheduler = await startScheduler({ clock, pingIntervalMs: 600_000 });
+    const silent = await startRuntime(scheduler, 'rt-5', answer('silent'), {
+      clock: new ManualClock(),
+      pingIntervalMs: 1_000,
+    });
+    dialers.push(silent.dialer);
+    const dialerClock = new ManualClock();
+    const { logger, said } = errors();
+    const restarted = dialTunnel({
+      url: scheduler.url,
+      token: TOKEN,
+      info: runtimeInfo('rt-5'),
+      handler: answer('restarted'),
+      clock: dialerClock,
+      logger,
+      random: () => 0,
+      pingIntervalMs: 600_000,
+    });
+    dialers.push(restarted);
+    await until(() => said.length > 0 && dialerClock.pendingTimers === 1);
+    // Told 2 s (the silent runtime's ping interval and timeout): a little after that, not at 250 ms.
+    assert.equal(dialerClock.nextDueInMs, 2_000 + HELD_ID_REDIAL_MARGIN_MS);
+    const accepted = scheduler.nextTunnel('rt-5');
+    await clock.advance(2_000 + HELD_ID_REDIAL_MARGIN_MS);
+    await dialerClock.advance(2_000 + HELD_ID_REDIAL_MARGIN_MS);
+    assert.equal(await accepted, scheduler.endpoint.get('rt-5'));
+    await until(() => restarted.connected);
+    assert.equal(said.length, 1, 'joined at its second dial');
+  });
+
+  // A scheduler's 409 bodies, as the dialer may meet them: its timing applies within the dialer's own bounds.
+  const held = (more: object): object => ({
+    error: 'runtime id held by another live runtime',
+    runtime: 'rt-6',
+    ...more,
+  });
+  const heldCases = [
+    {
+      name: 'at the time it names, jittered later',
+      body: held({ droppedIfSilentInMs: 3_000 }),
+      random: 1,
+      dueMs: Math.round((3_000 + HELD_ID_REDIAL_MARGIN_MS) * 1.2),
+    },
+    {
+      name: 'at the maximum backoff when it names more',
+      body: held({ droppedIfSilentInMs: 1e12 }),
+      random: 0,
+      dueMs: 5_000,
+    },
+    {
+      name: 'just after when it names no time left',
+      body: held({ droppedIfSilentInMs: 0 }),
+      random: 0,
+      dueMs: HELD_ID_REDIAL_MARGIN_MS,
+    },
+    {
+      name: 'at its backoff step when it names a negative time',
+      body: held({ droppedIfSilentInMs: -1 }),
+      random: 0,
+      dueMs: 100,
+    },
+    {
+      name: 'at its backoff step when it names no number',
+      body: held({ droppedIfSilentInMs: '3000' }),
+      random: 0,
+      dueMs: 100,
+    },
+    {
+      name: 'at its backoff step when it names none (held elsewhere)',
+      body: held({ elsewhere: true }),
+      random: 0,
+      dueMs: 100,
+    },
+    {
+      name: 'at its backoff step for another 409',
+      body: { error: 'runtime id connected with another join token', runtime: 'rt-6', droppedIfSilentInMs: 3_000 },
+      random: 0,
+      dueMs: 100,
+    },
+  ];
+  for (const c of heldCases) {
+    it(`dials again after a 409 of a held id ${c.name}`, async () => {
+      scheduler = await startScheduler();
+      scheduler.server.removeAllListeners('upgrade');
+      scheduler.server.on('upgrade', (_req, socket: Duplex) => {
+        const body = JSON.stringify(c.body);
+        socket.end(
+          `HTTP/1.1 409 Conflict\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+      });
+      const clock = new ManualClock();
+      const { logger, said } = errors();
+      const dialer = dialTunnel({
+        url: scheduler.url,
+        token: TOKEN,
+        info: runtimeInfo('rt-6'),
+        handler: answer('refused'),
+        clock,
+        logger,
+        random: () => c.random,
+        backoff: { initialMs: 100, maxMs: 5_000 },
+      });
+      dialers.push(dialer);
+      await until(() => said.length > 0 && clock.pendingTimers === 1);
+      assert.equal(clock.nextDueInMs, c.dueMs);
+    });
+  }
 
   it('lets a runtime that names no instance (an earlier release) take the id over, as before', async () => {
     scheduler = await startScheduler();
