@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SchedulerReplica } from '@switchyard/scheduler';
 import { MemoryLeaseStore } from '@switchyard/election';
-import { startReplicas, until } from './support.ts';
+import type { RuntimeNode } from '@switchyard/runtime';
+import { startReplicas, startRuntime, until } from './support.ts';
 
 const REQUESTS = 20;
 
@@ -82,5 +83,41 @@ describe(`${REQUESTS} unschedulable requests, each of a class no runtime serves`
     assert.equal(warned[0]!.obj.class, 'nobody-0');
     assert.equal((warned[0]!.obj.reason as { code?: string }).code, 'no_runtime_for_class');
     assert.equal(lines.filter((l) => l.level === 'debug').length, REQUESTS - 1);
+  });
+});
+
+// A gateway that could not start a sandbox on the only runtime of a class asks again excluding it: that
+// every candidate is excluded is the gateway's own doing (it warns of the failed start), no cluster problem.
+describe('unschedulable requests whose every candidate the request itself excludes', () => {
+  const { logged, start } = replicaLogging();
+  let replica: SchedulerReplica;
+  let runtime: RuntimeNode;
+  before(async () => {
+    replica = await start();
+    runtime = await startRuntime('rt-only', replica.url);
+    await until('an epoch listing rt-only as available', async () => {
+      const res = await fetch(`${replica.url}/api/runtimes`);
+      const { runtimes } = (await res.json()) as { runtimes: { id: string; available: boolean }[] };
+      return runtimes.some((r) => r.id === 'rt-only' && r.available) || undefined;
+    });
+  });
+  after(async () => {
+    await runtime?.close();
+    await replica?.close();
+  });
+
+  it('are logged at debug only, while a class with no runtime is still warned of', async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await schedule(replica, { class: 'demo', exclude: ['rt-only'] });
+      assert.equal(res.status, 503);
+      const { unschedulable: reason } = (await res.json()) as { unschedulable: { code: string } };
+      assert.equal(reason.code, 'all_excluded');
+    }
+    assert.deepEqual(
+      unschedulable(logged).map((l) => l.level),
+      ['debug', 'debug', 'debug'],
+    );
+    assert.equal((await schedule(replica, { class: 'nope' })).status, 503);
+    assert.equal(unschedulable(logged).at(-1)!.level, 'warn');
   });
 });
