@@ -74,6 +74,7 @@ candidates before and after each filter (a dry run; nothing is placed). Exits 1 
   --class <class>            the request's class (required)
   --process <id>             its process id (required)
   --thread <id>              its thread id (an MCP session), for the thread fast path
+                             (each ${IDENTITY_RULE}, as every identity value is)
 ${SCHEDULER_FLAGS}
 
 example:

@@ -71,6 +71,20 @@ describe('switchyard help', { concurrency: true }, () => {
     assert.ok(idFlag?.includes(rule), `--id's help: ${idFlag}`);
   });
 
+  it('states the rule --class, --process and --thread must follow in explain --help, as their refusals do', async () => {
+    const help = await runCli(['explain', '--help']);
+    assert.equal(help.code, 0, help.stderr);
+    for (const flag of ['class', 'process', 'thread']) {
+      const args = ['explain', '--class', 'demo', '--process', 'p', '--thread', 't', `--${flag}`, 'a/b'];
+      const refused = await runCli(args);
+      assert.equal(refused.code, 2, refused.stderr);
+      const rule = new RegExp(`--${flag} must be (.+), got "a/b"`).exec(refused.stderr)?.[1];
+      assert.ok(rule, refused.stderr);
+      const flags = /\n {2}--class <class>[^]*?\n(?= {2}--scheduler)/.exec(help.stdout)?.[0]?.replace(/\s+/g, ' ');
+      assert.ok(flags?.includes(rule), `explain's identity flags: ${flags}`);
+    }
+  });
+
   for (const args of [['--help'], ['-h'], ['help'], ['help', '--help']]) {
     it(`prints the overview of every command for ${args.join(' ')}, and how to get one's own`, async () => {
       const { code, stdout } = await runCli(args);
