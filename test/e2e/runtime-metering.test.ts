@@ -43,7 +43,8 @@ describe('a runtime metering sink', () => {
       metering.map((l) => [l.lifecycle, l.class, l.reason, l.level]),
       [
         ['start', 'demo', 'created', 30],
-        ['recycle', 'demo', 'expired', 30],
+        // The session named no process: the sandbox was its own, and ended with it as the runtime stopped.
+        ['recycle', 'demo', 'ended', 30],
       ],
     );
   });

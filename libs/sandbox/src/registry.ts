@@ -127,11 +127,18 @@ export class SandboxRegistry {
     return sandbox;
   }
 
-  /** Drops a reference; the last one starts the expiry timer. */
+  /**
+   * Drops a reference; the last one starts the expiry timer, or ends a session's or request's own
+   * (ephemeral) sandbox at once: `ended`, not `expired`, as no expiry passed for it.
+   */
   release(sandbox: Sandbox): void {
     if (sandbox.refs > 0) sandbox.refs--;
     if (sandbox.refs > 0 || this.#sandboxes.get(sandbox.id) !== sandbox) return;
-    const expireMs = sandbox.ephemeral ? 0 : (this.#opts.classes.get(sandbox.className)?.expireMs ?? 0);
+    if (sandbox.ephemeral) {
+      void this.destroy(sandbox.id, 'ended');
+      return;
+    }
+    const expireMs = this.#opts.classes.get(sandbox.className)?.expireMs ?? 0;
     if (expireMs === 0) {
       void this.destroy(sandbox.id, 'expired');
       return;

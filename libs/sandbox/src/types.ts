@@ -28,7 +28,10 @@ export interface MeteringEvent {
   readonly event: 'start' | 'recycle';
   readonly class: string;
   readonly process: string;
-  /** Why: `created`/`warm` for start; `expired`, `dead`, `deleted`, `closed` for recycle. */
+  /**
+   * Why: `created`/`warm` for start; for recycle `expired` (expireSeconds after its last session left),
+   * `ended` (the session or request whose own sandbox it was ended), `dead`, `deleted`, `closed`.
+   */
   readonly reason: string;
   /** start: time to make the sandbox ready; recycle: its lifetime. */
   readonly durationMs: number;

@@ -83,6 +83,24 @@ describe('sandbox lifecycle on a manual clock', () => {
     }
   });
 
+  // A session or stateless request that names no process gets a sandbox of its own, destroyed as it ends:
+  // no expiry (expireSeconds) passed, and billing or audit must tell that from one.
+  for (const flavour of ['v2-legacy', 'v2-modern'] as const) {
+    it(`meters the sandbox of a ${flavour} client that names no process as ended with it, not expired`, async () => {
+      const before = new Set(metered.map((e) => e.process));
+      const c = await connect(flavour, served.url, served.fetch, { 'x-switchyard-class': 'demo' });
+      assert.equal(await c.callText('echo', { text: 'hi' }), 'hi');
+      await c.close();
+      await waitFor('its recycle', () => metered.some((e) => e.event === 'recycle' && !before.has(e.process)));
+      const own = metered.filter((e) => !before.has(e.process));
+      assert.ok(own.length >= 2, JSON.stringify(own));
+      assert.ok(
+        own.every((e) => e.reason === (e.event === 'start' ? 'created' : 'ended')),
+        JSON.stringify(own),
+      );
+    });
+  }
+
   it('closes an idle legacy session, which then answers 404', async () => {
     const c = await connect('v2-legacy', served.url, served.fetch, { 'x-switchyard-class': 'demo' });
     const sid = c.sessionId!;
