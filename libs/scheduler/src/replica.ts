@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '@switchyard/clock';
+import { EPOCH_DEFAULTS } from '@switchyard/epoch';
 import {
   CONNECTIONS_MAX_DEFAULT,
   SERVER_KEEP_ALIVE_MS,
@@ -73,6 +74,7 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
   /** When the view was last known to hold the newest epoch: a commit applied, or a cycle that changed nothing. */
   let viewCurrentAtMs = clock.monotonicNow();
   const epochAgeMs = (): number | null => (view.hasEpoch ? clock.monotonicNow() - viewCurrentAtMs : null);
+  const instanceViewFreshMs = options.epoch?.staleAfterMs ?? EPOCH_DEFAULTS.staleAfterMs;
 
   // Over TLS, HTTP/2 goes to clients that ask for nothing else (a gateway's event streams): HTTP/2 serves
   // only /api/proxy (see handleApiStream), which browsers, curl and probes offering both would miss.
@@ -170,8 +172,12 @@ export async function startSchedulerReplica(options: SchedulerReplicaOptions): P
     clock,
     // A runtime id live at another replica is not taken here by a connect with another join token.
     claimedElsewhere: (runtimeId) => view.claimElsewhere(runtimeId, replicaId),
-    // Nor by another runtime process started with the id (a join command copied to a second machine).
-    instanceElsewhere: (runtimeId) => view.instanceElsewhere(runtimeId, replicaId),
+    // Nor by another runtime process started with the id (a join command copied to a second machine), while
+    // a leader still confirms the epoch that shows it live. An epoch unconfirmed for as long as a leader trusts
+    // a silent replica's report vouches no more (no leader, or cut off from it): a runtime restarted here must
+    // not be locked out until one commits again; a duplicate process is the lesser harm.
+    instanceElsewhere: (runtimeId) =>
+      (epochAgeMs() ?? 0) <= instanceViewFreshMs ? view.instanceElsewhere(runtimeId, replicaId) : undefined,
     onTunnel: (tunnel) => part.attach(tunnel),
     onTunnelClosed: (tunnel, reason) => part.detach(tunnel, reason),
   });
