@@ -5,14 +5,12 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
-import { systemClock } from '@switchyard/clock';
 import type { RuntimeState } from '@switchyard/protocol';
 import type { EpochFollower } from '@switchyard/epoch';
-import { EpochLeader, connectSync, wsSyncConnection } from '@switchyard/epoch';
-import { referenceApply, referenceDiff, referenceMerge } from '@switchyard/epoch/testing';
+import { connectSync, wsSyncConnection } from '@switchyard/epoch';
 import type { RecordingSink } from './support/cluster.ts';
 import { recordingFollower, runtimeState } from './support/cluster.ts';
-import { serveLeader } from './support/serve-leader.ts';
+import { serveReferenceLeader } from './support/serve-leader.ts';
 import { pollUntil } from './support/until.ts';
 
 const FP = 'AAAAAAAAAAAAAAAA';
@@ -37,20 +35,9 @@ describe('join token fingerprints in epoch sync, across releases', () => {
     return made;
   }
 
-  /** A leader of this release whose own runtime carries a fingerprint; its base URL, and the parts it took. */
-  async function leader(): Promise<string> {
-    const leader = new EpochLeader({
-      replicaId: 'leader',
-      term: 1,
-      clock: systemClock,
-      localPart: () => [claimed('leader-r1', 'leader')],
-      merge: referenceMerge,
-      diff: referenceDiff,
-      apply: referenceApply,
-      cycleIntervalMs: 50,
-      debounceMs: 5,
-    });
-    return serveLeader(leader, closers);
+  /** A leader of this release whose own runtime carries a fingerprint; its base URL. */
+  function leader(): Promise<string> {
+    return serveReferenceLeader(() => [claimed('leader-r1', 'leader')], closers);
   }
 
   it('a follower of this release gets them from a leader of this release, and sends its own', async () => {
