@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { systemClock, type Clock } from '@switchyard/clock';
@@ -93,7 +94,8 @@ function warnIfCommandMissing(
 ): void {
   // The PATH the server gets, where spawn looks (see stdioEngine).
   const path = config.env?.PATH ?? getDefaultEnvironment().PATH;
-  const problem = commandProblem(config.command, path, process.cwd());
+  // spawn runs the server in the class's cwd, where a relative command (and a relative PATH entry) is looked up.
+  const problem = commandProblem(config.command, path, resolve(config.cwd ?? '.'));
   if (problem === undefined) return;
   logger.warn(
     { event: 'sandbox.command_not_found', class: className, command: config.command },

@@ -71,6 +71,7 @@ export type EngineConfig = EngineCommon &
         readonly command: string;
         readonly args?: readonly string[];
         readonly env?: Readonly<Record<string, string>>;
+        /** Directory the server runs in, where a relative command is taken from. Default: the runtime's. */
         readonly cwd?: string;
       }
     | { readonly engine: 'http'; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
