@@ -123,6 +123,28 @@ describe('loadConfig layering', () => {
   }
 });
 
+describe('the keys a config file sets', () => {
+  const keysOf = (argv: string[]): (readonly string[])[] => {
+    const told: (readonly string[])[] = [];
+    try {
+      load(argv, {}, { onFileKeys: (keys) => told.push(keys) });
+    } catch {
+      // Told before the values are checked: a file whose values are refused has its keys told too.
+    }
+    return told;
+  };
+
+  it('are told once, top level only, whatever they are set to', () => {
+    assert.deepEqual(keysOf(['--config', 'base.yaml']), [['port', 'name', 'election']]);
+    assert.deepEqual(keysOf(['--config', 'unknown-top.yaml']), [['port', 'bogus']]);
+  });
+
+  it('are not told without a file, nor for one that cannot be read', () => {
+    assert.deepEqual(keysOf([]), []);
+    assert.deepEqual(keysOf(['--config', 'missing.yaml']), []);
+  });
+});
+
 describe('option naming', () => {
   const names = [
     { path: ['port'], env: 'SWITCHYARD_PORT', flag: '--port' },

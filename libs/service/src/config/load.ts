@@ -22,6 +22,11 @@ export interface LoadConfigOptions {
   readonly print?: (text: string) => void;
   /** Ends the process after `--help`/`--print-config`. Default: `process.exit`. */
   readonly exit?: (code: number) => never;
+  /**
+   * Told the top-level keys the config file sets, once it is read and parsed (before any check of them),
+   * for a command that takes only some of an app's options from it. Not called without a file.
+   */
+  readonly onFileKeys?: (keys: readonly string[]) => void;
 }
 
 /** Options of loadConfig with a hook that fills values computed from other values. */
@@ -152,6 +157,7 @@ export function loadConfig<S extends z.ZodObject>(schema: S, options: LoadConfig
       listsOfOne(fields, file.values);
       problems.push(...file.problems);
       fileUnread = file.problems.length > 0;
+      if (!fileUnread) options.onFileKeys?.(Object.keys(file.values));
       problems.push(...strayKeyProblems(schema, file, () => `in config file ${filePath}`));
       layers.push(file);
     }
