@@ -40,6 +40,7 @@ const ENGINE_OF_KEY = {
   command: 'stdio',
   args: 'stdio',
   env: 'stdio',
+  cwd: 'stdio',
   url: 'http',
   headers: 'http',
 } as const;
@@ -52,7 +53,7 @@ export const runtimeClassSchema = z
       .string()
       .optional()
       .describe(
-        "Executable to spawn per sandbox (engine stdio): a name is looked up on PATH, a relative path is taken from the runtime's working directory, where the server runs too; an absolute path does not depend on either. One the node lacks is warned of when the runtime starts (sandbox.command_not_found, naming the class), and fails every start of the class (spawn … ENOENT in sandbox.start_failed); the runtime's other classes serve on.",
+        "Executable to spawn per sandbox (engine stdio): a name is looked up on PATH, a relative path is taken from the directory the server runs in (cwd, else the runtime's working directory); an absolute path does not depend on either. One the node lacks is warned of when the runtime starts (sandbox.command_not_found, naming the class), and fails every start of the class (spawn … ENOENT in sandbox.start_failed); the runtime's other classes serve on.",
       ),
     args: z
       .array(z.string())
@@ -64,6 +65,14 @@ export const runtimeClassSchema = z
       .meta({ secret: true })
       .describe(
         "Extra environment of command (engine stdio), where MCP servers take their API keys. Of the runtime's own environment the server gets only HOME, LOGNAME, PATH, SHELL, TERM and USER (not the runtime's tokens, nor proxy or CA settings such as HTTPS_PROXY or NODE_EXTRA_CA_CERTS): set here what else it needs; a PATH here is where command is looked up.",
+      ),
+    cwd: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ defaultText: "the runtime's working directory" })
+      .describe(
+        "Directory the server runs in (engine stdio), for servers that read files relative to their own folder; a relative path is taken from the runtime's working directory when it starts. One that is not a directory stops the runtime at start.",
       ),
     url: httpUrl().optional().describe('Remote MCP server URL (engine http).'),
     // Checked here: fetch refuses a bad name or value when each sandbox starts, failing every session of the class.

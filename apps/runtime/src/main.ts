@@ -2,13 +2,7 @@
 // switchyard-runtime: one runtime node. Parses config and hands it to
 // @switchyard/runtime; the tunnel to the scheduler is dialled from here.
 import { startRuntimeNode } from '@switchyard/runtime';
-import {
-  logMeteringSink,
-  noMeteringSink,
-  redisMeteringSink,
-  type EngineConfig,
-  type MeteringSink,
-} from '@switchyard/sandbox';
+import { logMeteringSink, noMeteringSink, redisMeteringSink, type MeteringSink } from '@switchyard/sandbox';
 import {
   createLifecycle,
   createLogger,
@@ -21,12 +15,14 @@ import {
   urlHost,
   WILDCARD_HOSTS,
 } from '@switchyard/service';
+import { engineConfigs, withClassDirs } from './classes.ts';
 import { healthListenerOn, runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 
 const config = loadAppConfig(runtimeConfigSchema, {
   argv: process.argv.slice(2),
   env: process.env,
   program: 'switchyard-runtime',
+  derive: (c) => withClassDirs(c, process.cwd()),
 });
 const logger = createLogger({ name: 'runtime', level: config.logLevel });
 
@@ -52,26 +48,6 @@ function joinTokenSource(c: RuntimeConfig): () => string {
     process.exit(1);
   }
   return () => (token = read()[0] ?? token!);
-}
-
-function engines(classes: RuntimeConfig['classes']): Record<string, EngineConfig> {
-  const out: Record<string, EngineConfig> = {};
-  for (const [name, c] of Object.entries(classes)) {
-    const common = { expireSeconds: c.expireSeconds, warmPool: c.warmPool, startTimeoutSeconds: c.startTimeoutSeconds };
-    if (c.engine === 'builtin') out[name] = { engine: 'builtin', ...common };
-    else if (c.engine === 'stdio' && c.command) {
-      out[name] = { engine: 'stdio', command: c.command, args: c.args ?? [], env: c.env ?? {}, ...common };
-    } else if (c.engine === 'http' && c.url)
-      out[name] = { engine: 'http', url: c.url, headers: c.headers ?? {}, ...common };
-    else {
-      logger.fatal(
-        { class: name },
-        `class ${name}: engine ${c.engine} needs ${c.engine === 'stdio' ? 'command' : 'url'}`,
-      );
-      process.exit(1);
-    }
-  }
-  return out;
 }
 
 /** The sink `metering.sink` names; unset, Redis when a URL is given, else the log. */
@@ -140,7 +116,7 @@ const node = await startRuntimeNode({
   schedulerUrl: config.schedulerUrl,
   fallbackSchedulerUrls: config.fallbackSchedulerUrls,
   joinToken: joinTokenSource(config),
-  classes: engines(config.classes),
+  classes: engineConfigs(config.classes),
   sandboxesMax: config.sandboxesMax,
   sessionIdleMs: config.sessionIdleMs,
   warmPoolRefillDelayMs: config.warmPoolRefillDelayMs,

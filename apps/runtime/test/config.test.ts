@@ -290,6 +290,18 @@ describe('runtime config: settings of another engine', () => {
       why: /engine http does not use command/,
     },
     {
+      name: 'a cwd of an http class',
+      cls: { engine: 'http', url: 'http://127.0.0.1:9/mcp', cwd: '/srv/tools' },
+      key: 'cwd',
+      why: /engine http does not use cwd \(engine stdio\)/,
+    },
+    {
+      name: 'a cwd of a builtin class',
+      cls: { engine: 'builtin', cwd: '/srv/tools' },
+      key: 'cwd',
+      why: /engine builtin does not use cwd \(engine stdio\)/,
+    },
+    {
       name: 'args of a builtin class',
       cls: { engine: 'builtin', args: ['--verbose'] },
       key: 'args',
@@ -305,12 +317,13 @@ describe('runtime config: settings of another engine', () => {
   it("takes each engine's own settings", () => {
     const config = load({
       SWITCHYARD_CLASSES: JSON.stringify({
-        local: { engine: 'stdio', command: 'mcp-server', args: ['-v'], env: { K: 'v' } },
+        local: { engine: 'stdio', command: 'mcp-server', args: ['-v'], env: { K: 'v' }, cwd: '/srv/tools' },
         remote: { engine: 'http', url: 'http://127.0.0.1:9/mcp', headers: { 'x-api-key': 'k' } },
         demo: { engine: 'builtin', warmPool: 1 },
       }),
     });
     assert.deepEqual(Object.keys(config.classes), ['local', 'remote', 'demo']);
+    assert.equal(config.classes.local?.cwd, '/srv/tools');
   });
 });
 
