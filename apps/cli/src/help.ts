@@ -11,7 +11,7 @@ const SYNOPSES = {
   explain:
     'switchyard explain --class <class> --process <id> [--thread <id>] [--scheduler <url>] [--token <api token> | --token-file <file>]',
   'runtime join':
-    'switchyard runtime join <scheduler-url>... (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--sandboxes 100] [--wait-seconds 30]',
+    'switchyard runtime join <scheduler-url>... (--token <join token> | --token-file <file>) [--id <id>] [--class demo|everything]... [--config <file>] [--sandboxes 100] [--wait-seconds 30]',
   'check scheduler':
     'switchyard check scheduler [--scheduler <url>] [--replica <url>]... [--token <api token> | --token-file <file>] [--wait-seconds 30]',
   'check gateway': 'switchyard check gateway [--gateway http://127.0.0.1:8080/mcp] [--auth-required]',
@@ -90,12 +90,16 @@ that fails moves on to the next, so a runtime whose replica goes away joins anot
                              host name), unique in the cluster: the replica holding a runtime that runs with
                              that id refuses it (pick another --id); another replica lets it take that one's
                              place, ending its sessions
-  --class <class>            a class to serve, demo or everything; repeat for both (default demo)
+  --class <class>            a class to serve, demo or everything; repeat for both (default demo, unless --config)
+  --config <file>            serves the classes of a runtime config file (YAML or JSON), your own MCP servers,
+                             beside those of --class: the file sets classes alone, checked as the runtime app
+                             checks its file; a relative cwd is taken from join's directory
   --sandboxes <n>            how many sandboxes it holds at once (default 100)
   --wait-seconds <s>         how long it dials before a scheduler takes it, then exits 1 (default 30)
 
 example:
-  switchyard runtime join http://127.0.0.1:7070 --token-file join-token --class demo --class everything`,
+  switchyard runtime join http://127.0.0.1:7070 --token-file join-token --class demo --class everything
+  switchyard runtime join http://127.0.0.1:7070 --token-file join-token --config my-classes.yaml`,
   'check scheduler': `Checks that a cluster's scheduler replicas answer and agree on one leader, term and epoch, as a
 chart's helm test does. Exits 0 when they agree, else 1 saying why; disagreement is read again a while.
 

@@ -18,8 +18,10 @@ export interface JoinOptions {
   /** Where the token came from (`--token`, `--token-file <file>`, an environment variable), for messages. */
   readonly tokenSource: string;
   readonly id?: string;
-  /** `demo` (builtin tools) and `everything` (the reference server); use switchyard-runtime for more. */
+  /** `demo` (builtin tools) and `everything` (the reference server). */
   readonly classes: readonly JoinClass[];
+  /** More classes, of a runtime config file (`--config`), none named as one of `classes`. */
+  readonly configClasses?: Readonly<Record<string, EngineConfig>>;
   readonly sandboxesMax: number;
   /** How long a scheduler not reached yet is dialled before the command gives up (exit 1). */
   readonly waitMs: number;
@@ -73,6 +75,7 @@ export function joinRuntime(options: JoinOptions): Promise<number> {
 export async function runJoin(options: JoinOptions, around: JoinSurroundings): Promise<number> {
   const classes: Record<string, EngineConfig> = {};
   for (const name of options.classes) classes[name] = KNOWN[name]();
+  Object.assign(classes, options.configClasses);
   // Whatever answered the URL may echo the request (a 400 page with its headers), and its body is shown.
   const masked = (line: string): string => line.replaceAll(options.token, '(the join token)');
   const say = (line: string): void => around.write(`switchyard: ${printable(masked(line))}\n`);

@@ -7,6 +7,7 @@
 // code is a second of compiling, which help and bad usage should not wait for.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import type { EngineConfig } from '@switchyard/sandbox';
 import type { SchedulerTarget } from './inspect.ts';
 import { commandHelp, IDENTITY_RULE, OVERVIEW, usageOf } from './help.ts';
 import { JOIN_CLASSES, isJoinClass, type JoinClass } from './join-classes.ts';
@@ -58,13 +59,41 @@ function seconds(value: string | undefined, fallback: number, flag: string): num
   return n;
 }
 
-/** The classes given to `runtime join`, each one it can serve. */
-function joinClasses(names: readonly string[] = ['demo']): JoinClass[] {
+/** The classes given to `runtime join` by --class, each one it can serve. */
+function joinClasses(names: readonly string[]): JoinClass[] {
   const unknown = names.filter((name) => !isJoinClass(name));
   if (unknown.length > 0) {
-    throw new UsageError(`unknown class ${unknown.join(', ')}: runtime join serves ${JOIN_CLASSES.join(', ')}`);
+    throw new UsageError(
+      `unknown class ${unknown.join(', ')}: runtime join serves ${JOIN_CLASSES.join(', ')}, and those of a --config file`,
+    );
   }
   return names.filter(isJoinClass);
+}
+
+/**
+ * The classes of `runtime join --config <file>`, beside the `known` ones
+ * --class gives. Only classes: what else a runtime config sets, join sets
+ * from its own flags (or does not offer), and an operator who wrote it
+ * expects it to happen, so such a file is refused rather than half taken.
+ */
+async function joinConfigClasses(file: string, known: readonly JoinClass[]): Promise<Record<string, EngineConfig>> {
+  await mustRead(file, '--config');
+  const { joinConfig } = await import('./join-config.ts');
+  const { classes, otherKeys } = joinConfig(file, process.cwd());
+  if (otherKeys.length > 0) {
+    throw new UsageError(
+      `--config ${file} sets ${otherKeys.join(', ')}: runtime join takes only classes from a config file (its ` +
+        'command line gives the scheduler URLs, token, id and sandboxes; the rest it does not offer); remove them, ' +
+        'or run the runtime app (apps/runtime/src/main.ts) with this file, which takes them all',
+    );
+  }
+  const clash = known.find((name) => Object.hasOwn(classes, name));
+  if (clash !== undefined) {
+    throw new UsageError(
+      `class ${clash} is given by --class and by --config ${file}: rename the file's, or drop --class`,
+    );
+  }
+  return { ...classes };
 }
 
 /** The flags that give a token: at most one of them. */
@@ -115,6 +144,16 @@ const UNREADABLE = new Map([
   ['EISDIR', 'a directory, not a file'],
 ]);
 
+/** Refuses, as bad usage, a file given to `flag` that cannot be read, saying why in words. */
+async function mustRead(file: string, flag: string): Promise<void> {
+  try {
+    await readFile(file);
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code);
+    throw new UsageError(`${flag} ${file} cannot be read (${UNREADABLE.get(code) ?? (error as Error).message})`);
+  }
+}
+
 /**
  * The first token of a file of one per line (blank lines and `#` comments
  * skipped), as schedulers read theirs. Read once first on its own: the
@@ -122,12 +161,7 @@ const UNREADABLE = new Map([
  * the operator needs to know which it is.
  */
 async function tokenFromFile(file: string): Promise<string> {
-  try {
-    await readFile(file);
-  } catch (error) {
-    const code = String((error as { code?: unknown }).code);
-    throw new UsageError(`--token-file ${file} cannot be read (${UNREADABLE.get(code) ?? (error as Error).message})`);
-  }
+  await mustRead(file, '--token-file');
   // Loaded here, not at the top: the service lib is most of a second to compile, which help should not wait for.
   const { secretSource } = await import('@switchyard/service');
   const [first] = secretSource([], file)();
@@ -273,6 +307,7 @@ async function main(argv: string[]): Promise<number> {
           'token-file': { type: 'string' },
           id: { type: 'string' },
           class: { type: 'string', multiple: true },
+          config: { type: 'string' },
           sandboxes: { type: 'string' },
           'wait-seconds': { type: 'string' },
         },
@@ -283,13 +318,17 @@ async function main(argv: string[]): Promise<number> {
       }
       const [first, ...fallbacks] = positionals.map((url) => schedulerUrl(url, '<scheduler-url>'));
       await checkIdentities(values, ['id']);
+      // --config serves the file's classes in place of the default demo, or beside those --class names.
+      const classes = joinClasses(values.class ?? (values.config === undefined ? ['demo'] : []));
+      const configClasses = values.config === undefined ? {} : await joinConfigClasses(values.config, classes);
       const options = {
         schedulerUrl: first!,
         fallbackSchedulerUrls: fallbacks,
         token: given.token,
         tokenSource: given.source,
         ...(values.id !== undefined ? { id: values.id } : {}),
-        classes: joinClasses(values.class),
+        classes,
+        configClasses,
         sandboxesMax: positiveInteger(values.sandboxes, 100, '--sandboxes'),
         waitMs: 1000 * seconds(values['wait-seconds'], 30, '--wait-seconds'),
       };
@@ -319,6 +358,12 @@ main(process.argv.slice(2)).then(
     // Every mistake parseArgs finds (an unknown option, a missing value, a value given to a flag) is bad usage.
     if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
       await print(process.stderr, `switchyard: ${(error as Error).message}\n${usageOf(process.argv.slice(2))}`);
+      process.exit(2);
+    }
+    // A config file it cannot use (runtime join --config), told as the app it is shared with tells it: the problems
+    // are the whole story, and exit code 2, as for a refused config.
+    if ((error as Error).name === 'ConfigError') {
+      await print(process.stderr, `switchyard: ${(error as Error).message}`);
       process.exit(2);
     }
     await print(process.stderr, `switchyard: ${(error as Error).message}`);

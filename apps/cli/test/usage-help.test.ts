@@ -59,6 +59,14 @@ describe('switchyard help', { concurrency: true }, () => {
     assert.match(runtime.stdout, /^usage:\n {2}switchyard runtime join </);
   });
 
+  it('describes --config in runtime join --help and lists it in its synopsis, beside --class', async () => {
+    const help = await runCli(['runtime', 'join', '--help']);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^ {2}switchyard runtime join .*\[--class demo\|everything\]\.\.\. \[--config <file>\]/m);
+    const flag = /\n {2}--config <file> +([^]*?)\n {2}--/.exec(help.stdout)?.[1]?.replace(/\s+/g, ' ');
+    assert.match(flag ?? '', /classes of a runtime config file/, help.stdout);
+  });
+
   it('states the rule --id must follow in runtime join --help, as the refusal of a bad --id does', async () => {
     const refused = await runCli(['runtime', 'join', 'http://x', '--token', 't', '--id', 'a/b']);
     assert.equal(refused.code, 2, refused.stderr);

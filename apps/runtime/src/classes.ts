@@ -4,8 +4,8 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { EngineConfig } from '@switchyard/sandbox';
-import { ConfigError } from '@switchyard/service';
-import type { RuntimeConfig } from './config.ts';
+import { ConfigError, loadConfig } from '@switchyard/service';
+import { runtimeConfigSchema, type RuntimeConfig } from './config.ts';
 
 type Classes = RuntimeConfig['classes'];
 
@@ -54,4 +54,34 @@ export function engineConfigs(classes: Classes): Record<string, EngineConfig> {
     } else throw new ConfigError('invalid configuration', [`classes.${name}: engine ${c.engine} is not configured`]);
   }
   return out;
+}
+
+/** What a runtime config file gives a command that takes only its classes. */
+export interface ClassesOfFile {
+  /** The engine of each class the file names, cwd made absolute against the base given. */
+  readonly classes: Record<string, EngineConfig>;
+  /** The file's other top-level keys, which such a command does not take (its own flags set what they set). */
+  readonly otherKeys: readonly string[];
+}
+
+/**
+ * The classes of runtime config file `file`, read and checked as the runtime
+ * app reads it (the whole file: every key it sets must be one the app
+ * takes, with a value it takes; `schedulerUrl` not required), a relative cwd
+ * taken from `base`. Throws a ConfigError with the app's problems, and one
+ * for a file that names no classes (the app's default, `demo`, is not one
+ * the file names).
+ */
+export function classesOfFile(file: string, base: string): ClassesOfFile {
+  let keys: readonly string[] = [];
+  const config = loadConfig(runtimeConfigSchema.partial(), {
+    argv: [`--config=${file}`],
+    env: {},
+    onFileKeys: (told) => (keys = told),
+    derive: (c) => withClassDirs({ ...c, classes: c.classes ?? {} }, base),
+  });
+  if (!keys.includes('classes')) {
+    throw new ConfigError('invalid configuration', [`config file ${file} names no classes`]);
+  }
+  return { classes: engineConfigs(config.classes ?? {}), otherKeys: keys.filter((key) => key !== 'classes') };
 }
