@@ -67,6 +67,7 @@ classes:
 
 In env and flags the whole map is one JSON object (\`SWITCHYARD_CLASSES\`, \`--classes\`). A setting of another engine
 than the class's (a \`url\` on a stdio class, \`env\` on an http one) is refused at start, as an unknown key is.
+\`switchyard runtime join --config <file>\` serves the classes of such a file, checked the same way, from any machine.
 `;
 
 const APPS = [
