@@ -127,6 +127,50 @@ export async function freezableRelay(port: number): Promise<FreezableRelay> {
   };
 }
 
+export interface CuttableRelay {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** Connections `cut` has destroyed so far. */
+  readonly cuts: number;
+  /**
+   * Destroys every connection open now, both ways, as a network that drops
+   * them would; the relay goes on taking new ones.
+   */
+  cut(): void;
+  close(): void;
+}
+
+/** A TCP relay on 127.0.0.1 to `port`, whose open connections `cut` drops while it keeps listening. */
+export async function cuttableRelay(port: number): Promise<CuttableRelay> {
+  const open = new Set<net.Socket>();
+  let cuts = 0;
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(port, '127.0.0.1');
+    for (const socket of [inbound, outbound]) {
+      open.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => open.delete(socket));
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const cut = (): void => {
+    cuts += open.size;
+    for (const socket of open) socket.destroy();
+  };
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    get cuts() {
+      return cuts;
+    },
+    cut,
+    close: () => {
+      cut();
+      server.close();
+    },
+  };
+}
+
 export {
   REDIS_SERVER_BINARY,
   redisServerMissing,

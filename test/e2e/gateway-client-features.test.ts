@@ -1,0 +1,218 @@
+// Acceptance at the process level: what MCP clients use beyond tools/call,
+// walked through the gateway by real SDK clients against the reference
+// server (class `everything`) and the builtin demo tools: server→client
+// requests answered by the client, progress, and resumption of a dropped
+// stream with Last-Event-ID.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { cuttableRelay } from '@switchyard/service/testing';
+import { startCluster, type TestCluster } from '../support/cluster.ts';
+import { LEGACY, callWith, connect, initializeBody, post, textOf, type AnyClient } from './support.ts';
+
+const EVERYTHING = { 'x-switchyard-class': 'everything' };
+
+/** What a client's sampling handler answers: the text names who answered and what was asked. */
+const sampled = (who: string, asked: string): string => `${who} read: ${asked}`;
+
+/**
+ * A legacy SDK client (v1 or v2) at `url` that answers sampling with
+ * `sampled(who, …)` and elicitation by accepting `{ name: who }`.
+ */
+async function answeringClient(generation: 'v1' | 'v2', url: string, who: string): Promise<AnyClient> {
+  const capabilities = { sampling: {}, elicitation: {} };
+  const asked = (params: { messages: Array<{ content: unknown }> }): string =>
+    (params.messages[0]!.content as { text: string }).text;
+  const answer = (text: string) => ({
+    role: 'assistant' as const,
+    model: 'test',
+    content: { type: 'text' as const, text },
+  });
+  if (generation === 'v1') {
+    const client = new ClientV1({ name: who, version: '1.0.0' }, { capabilities });
+    client.setRequestHandler(CreateMessageRequestSchema, (req) => answer(sampled(who, asked(req.params))));
+    client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { name: who } }));
+    await client.connect(new TransportV1(new URL(url), { requestInit: { headers: EVERYTHING } }));
+    return client as unknown as AnyClient;
+  }
+  const client = new Client({ name: who, version: '1.0.0' }, { capabilities });
+  client.setRequestHandler('sampling/createMessage', (req) => answer(sampled(who, asked(req.params))));
+  client.setRequestHandler('elicitation/create', () => ({ action: 'accept', content: { name: who } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: EVERYTHING } }));
+  return client as unknown as AnyClient;
+}
+
+/** Ends a legacy session with DELETE, then closes the client. */
+async function closeSession(client: AnyClient): Promise<void> {
+  const transport = (client as unknown as { transport?: { terminateSession?(): Promise<void> } }).transport;
+  await transport?.terminateSession?.().catch(() => undefined);
+  await client.close();
+}
+
+/** The events of an SSE body, each as its `id` and parsed `data` (events without data are skipped). */
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: string; data: unknown }> {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of body) {
+    buffered += decoder.decode(chunk, { stream: true });
+    for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+      const fields = new Map<string, string>();
+      for (const line of buffered.slice(0, end).split('\n')) {
+        const colon = line.indexOf(':');
+        if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
+      }
+      buffered = buffered.slice(end + 2);
+      const data = fields.get('data');
+      if (data) yield { ...(fields.has('id') ? { id: fields.get('id')! } : {}), data: JSON.parse(data) as unknown };
+    }
+  }
+}
+
+type Rpc = { method?: string; params?: { progress?: number }; result?: unknown };
+
+describe('MCP client features through the gateway', () => {
+  let cluster: TestCluster;
+  before(async () => {
+    // Runtimes log at debug: a cancelled call is logged at debug once another was told at info.
+    cluster = await startCluster({ schedulers: 1, everything: true, runtimeArgs: ['--log-level', 'debug'] });
+  });
+  after(() => cluster?.stop());
+
+  for (const generation of ['v1', 'v2'] as const) {
+    it(`carries the everything server's sampling and elicitation requests to each SDK ${generation} client that asked, and its answers back`, async () => {
+      const clients: AnyClient[] = [];
+      try {
+        // Several sessions at once, on both runtimes: each answer must reach the sandbox whose call asked.
+        const whos = Array.from({ length: 6 }, (_, i) => `${generation}-client-${i}`);
+        for (const who of whos) clients.push(await answeringClient(generation, cluster.gatewayUrl(), who));
+        const results = await Promise.all(
+          clients.map(async (client, i) => ({
+            sampling: textOf(
+              await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: `p${i}`, maxTokens: 5 } }),
+            ),
+            elicitation: textOf(await client.callTool({ name: 'trigger-elicitation-request', arguments: {} })),
+          })),
+        );
+        results.forEach(({ sampling, elicitation }, i) => {
+          const text = sampled(whos[i]!, `Resource trigger-sampling-request context: p${i}`);
+          assert.ok(sampling.includes(JSON.stringify(text)), `session ${i} got its own sampling answer: ${sampling}`);
+          assert.match(elicitation, new RegExp(`Name: ${whos[i]}\\b`), `session ${i}: ${elicitation}`);
+        });
+      } finally {
+        await Promise.all(clients.map(closeSession));
+      }
+    });
+  }
+
+  const progressions = [
+    { generation: 'v1', headers: EVERYTHING },
+    { generation: 'v2', headers: EVERYTHING },
+    { generation: 'v2-modern', headers: { ...EVERYTHING, 'x-switchyard-process': 'progressing' } },
+  ] as const;
+  for (const { generation, headers } of progressions) {
+    it(`relays every progress notification of a long-running operation to an SDK ${generation} client, in order`, async () => {
+      const client = await connect(generation, cluster.gatewayUrl(), headers);
+      try {
+        const seen: Array<{ progress: number; total?: number }> = [];
+        const result = await callWith(
+          generation,
+          client,
+          { name: 'trigger-long-running-operation', arguments: { duration: 0.4, steps: 4 } },
+          { onprogress: (p) => seen.push(p as { progress: number; total?: number }) },
+        );
+        assert.deepEqual(
+          seen.map((p) => [p.progress, p.total]),
+          [1, 2, 3, 4].map((n) => [n, 4]),
+        );
+        assert.match(textOf(result), /^Long running operation completed\. Duration: 0\.4 seconds, Steps: 4\.$/);
+      } finally {
+        await closeSession(client);
+      }
+    });
+  }
+
+  it('resumes a tool call whose POST stream was dropped, from Last-Event-ID, with the events it missed and its result', async () => {
+    const url = cluster.gatewayUrl();
+    const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+    assert.equal(init.status, 200, init.text);
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
+    assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).status, 202);
+    try {
+      const dropped = new AbortController();
+      const call = await fetch(url, {
+        method: 'POST',
+        headers: { ...session, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'sleep', arguments: { ms: 1000 }, _meta: { progressToken: 'resumed' } },
+        }),
+        signal: dropped.signal,
+      });
+      assert.equal(call.status, 200);
+      let lastEventId: string | undefined;
+      for await (const event of sseEvents(call.body!)) {
+        lastEventId = event.id;
+        if ((event.data as Rpc).method === 'notifications/progress') break;
+      }
+      dropped.abort();
+      assert.ok(lastEventId, 'the events of a tool call carry ids');
+
+      const resumed = await fetch(url, {
+        headers: { ...session, accept: 'text/event-stream', 'last-event-id': lastEventId },
+        signal: AbortSignal.timeout(10_000),
+      });
+      assert.equal(resumed.status, 200);
+      const progress: number[] = [];
+      let result: unknown;
+      for await (const event of sseEvents(resumed.body!)) {
+        const message = event.data as Rpc;
+        if (message.method === 'notifications/progress') progress.push(message.params!.progress!);
+        if ('result' in message) result = message.result;
+      }
+      assert.deepEqual(
+        progress,
+        [200, 300, 400, 500, 600, 700, 800, 900, 1000],
+        'every progress after the last one seen',
+      );
+      assert.equal(textOf(result), 'slept 1000');
+    } finally {
+      await fetch(url, { method: 'DELETE', headers: session });
+    }
+  });
+
+  for (const generation of ['v1', 'v2'] as const) {
+    it(`has an SDK ${generation} client whose connection drops mid-call resume it through the gateway and get its result`, async () => {
+      const relay = await cuttableRelay(Number(new URL(cluster.gatewayUrl()).port));
+      const url = `${relay.url}/mcp`;
+      const client = await connect(generation, url);
+      try {
+        const seen: number[] = [];
+        const result = await callWith(
+          generation,
+          client,
+          { name: 'sleep', arguments: { ms: 1000 } },
+          {
+            onprogress: (p) => {
+              // Every connection of the client, its POST stream's included, is cut at the first progress.
+              if (seen.push((p as { progress: number }).progress) === 1) relay.cut();
+            },
+          },
+        );
+        assert.equal(textOf(result), 'slept 1000');
+        assert.deepEqual(
+          seen,
+          Array.from({ length: 10 }, (_, i) => (i + 1) * 100),
+        );
+        assert.ok(relay.cuts > 0, 'the relay cut a connection');
+      } finally {
+        await closeSession(client);
+        relay.close();
+      }
+    });
+  }
+});
