@@ -1,8 +1,9 @@
 // Acceptance at the process level: what MCP clients use beyond tools/call,
 // walked through the gateway by real SDK clients against the reference
 // server (class `everything`) and the builtin demo tools: server→client
-// requests answered by the client, progress, and resumption of a dropped
-// stream with Last-Event-ID.
+// requests answered by the client, progress, resumption of a dropped stream
+// with Last-Event-ID, and a client's answers and cancellations while its
+// principal's concurrency limit is full of the calls they concern.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -11,7 +12,8 @@ import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextproto
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { cuttableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
-import { LEGACY, callWith, connect, initializeBody, post, textOf, type AnyClient } from './support.ts';
+import { until } from '../support/processes.ts';
+import { LEGACY, callWith, connect, initializeBody, metric, post, textOf, type AnyClient } from './support.ts';
 
 const EVERYTHING = { 'x-switchyard-class': 'everything' };
 
@@ -215,4 +217,113 @@ describe('MCP client features through the gateway', () => {
       }
     });
   }
+
+  describe('with a principal whose concurrency limit its calls fill', () => {
+    let gatewayUrl: string;
+    before(async () => {
+      const gateway = await cluster.addGateway(undefined, { args: ['--principal-concurrency-max', '1'] });
+      gatewayUrl = `http://127.0.0.1:${gateway.port}/mcp`;
+    });
+
+    /**
+     * Waits until `count` GET streams are open through the gateway: while one
+     * is routed, it holds the one slot too, and a stream of the test before
+     * may still be closing.
+     */
+    const streamsOpen = (count: number): Promise<unknown> =>
+      until(
+        `${count} GET streams open through the gateway`,
+        async () =>
+          (await metric(gatewayUrl.replace(/\/mcp$/, ''), 'switchyard_gateway_sse_streams_open')) === count ||
+          undefined,
+      );
+
+    for (const generation of ['v1', 'v2'] as const) {
+      it(`carries the answer of an SDK ${generation} client to a sampling request of its only call`, async () => {
+        await streamsOpen(0);
+        const client = await answeringClient(generation, gatewayUrl, `limited-${generation}`);
+        try {
+          await streamsOpen(1);
+          const result = await callWith(
+            generation,
+            client,
+            { name: 'trigger-sampling-request', arguments: { prompt: 'limited', maxTokens: 5 } },
+            { timeout: 10_000 },
+          );
+          const text = sampled(`limited-${generation}`, 'Resource trigger-sampling-request context: limited');
+          assert.ok(textOf(result).includes(JSON.stringify(text)), textOf(result));
+        } finally {
+          await closeSession(client);
+        }
+      });
+    }
+
+    it('carries the notifications/cancelled of an SDK v1 client to its only call, which the runtime cancels', async () => {
+      const process = 'cancelled-at-limit';
+      await streamsOpen(0);
+      const client = await connect('v1', gatewayUrl, { 'x-switchyard-process': process });
+      try {
+        await streamsOpen(1);
+        const controller = new AbortController();
+        let progressed!: () => void;
+        const running = new Promise<void>((resolve) => (progressed = resolve));
+        const call = callWith(
+          'v1',
+          client,
+          { name: 'sleep', arguments: { ms: 30_000 } },
+          { signal: controller.signal, onprogress: () => progressed() },
+        );
+        call.catch(() => undefined);
+        await running;
+        controller.abort();
+        await assert.rejects(call, /abort/i);
+        const line = await Promise.any(
+          cluster.runtimes.map((r) => r.waitForLog((l) => l.event === 'tool.cancelled' && l.sandbox === process, 5000)),
+        );
+        assert.equal(line.tool, 'sleep');
+      } finally {
+        await closeSession(client);
+      }
+    });
+
+    it('still refuses a request, alone or in a batch with a notification, while a call holds the one slot: 429', async () => {
+      const init = await post(gatewayUrl, initializeBody(), { 'mcp-protocol-version': LEGACY });
+      assert.equal(init.status, 200, init.text);
+      const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
+      try {
+        const call = await fetch(gatewayUrl, {
+          method: 'POST',
+          headers: { ...session, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 2,
+            method: 'tools/call',
+            params: { name: 'sleep', arguments: { ms: 1000 }, _meta: { progressToken: 'holds' } },
+          }),
+          signal: AbortSignal.timeout(10_000),
+        });
+        assert.equal(call.status, 200);
+        const events = sseEvents(call.body!);
+        // Its first progress: the call is in flight, holding the slot. (Read by next(): leaving a for-await
+        // loop would cancel the body.)
+        let first = await events.next();
+        while (!first.done && (first.value.data as Rpc).method !== 'notifications/progress')
+          first = await events.next();
+        const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+        for (const body of [
+          { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+          [initialized, { jsonrpc: '2.0', id: 4, method: 'tools/list' }],
+        ]) {
+          const refused = await post(gatewayUrl, body, session);
+          assert.equal(refused.status, 429, refused.text);
+          assert.match(refused.text, /Too many concurrent requests/);
+        }
+        let result: unknown;
+        for await (const event of events) if ('result' in (event.data as Rpc)) result = (event.data as Rpc).result;
+        assert.equal(textOf(result), 'slept 1000');
+      } finally {
+        await fetch(gatewayUrl, { method: 'DELETE', headers: session });
+      }
+    });
+  });
 });

@@ -12,12 +12,18 @@ const BODY_TIMEOUT_MS = 1_000;
 const TRICKLE_BYTES_MAX = 100;
 const TRICKLE_MS = 50;
 
-/** A POST with a body that is not JSON: answered 400 past the concurrency limit, without a scheduler. */
-async function postGarbage(port: number): Promise<number> {
+/**
+ * A request without a session: 429 while its principal is at the concurrency
+ * limit, else 400 (it needs a session), without a scheduler. A request, not
+ * a body that is no JSON: past the limit, the gateway reads a body to see if
+ * it asks anything (a client's answers are carried), and a body that is no
+ * JSON is answered 400 then.
+ */
+async function postSessionless(port: number): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${port}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: 'not json',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
   });
   await res.arrayBuffer();
   return res.status;
@@ -56,7 +62,7 @@ describe('the gateway binary and a trickled request body', () => {
     }, TRICKLE_MS);
     try {
       // Its slot is held while the body trickles.
-      assert.equal(await postGarbage(port), 429);
+      assert.equal(await postSessionless(port), 429);
       await until('an answer to the trickled request', () => answer.includes('\r\n\r\n'), 5_000);
       assert.match(answer, /^HTTP\/1\.1 408 /);
       await Promise.race([
@@ -67,6 +73,6 @@ describe('the gateway binary and a trickled request body', () => {
       clearInterval(trickle);
       socket.destroy();
     }
-    assert.equal(await postGarbage(port), 400);
+    assert.equal(await postSessionless(port), 400);
   });
 });

@@ -52,6 +52,8 @@ export async function connect(
 export interface CallOptions {
   readonly signal?: AbortSignal;
   readonly onprogress?: (progress: unknown) => void;
+  /** The SDK's request timeout in ms (its default: 60 s). */
+  readonly timeout?: number;
 }
 
 /** `tools/call` with request options, which SDK v1 takes third (after a result schema) and v2 second. */

@@ -56,6 +56,14 @@ export interface GatewayStats {
   readonly routesFollowed: number;
 }
 
+/**
+ * The key a principal's POSTs past its limit are counted under until their
+ * bodies show they ask nothing (a space: no principal key has one).
+ */
+const answersOf = (principal: string): string => `answers ${principal}`;
+
+const tooManyRequests = (): SwitchyardError => new SwitchyardError('too_many_requests', 'Too many concurrent requests');
+
 /** A `node:http` request listener. */
 export type GatewayHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -337,10 +345,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const principal = credential?.principal;
     const slot = principal ?? `ip:${addressBlock(o.trustedProxies.clientOf(req), o.clientIpv6PrefixLength)}`;
-    if (!limiter.acquire(slot)) throw new SwitchyardError('too_many_requests', 'Too many concurrent requests');
+    const taken = takeSlot(slot, req.method === 'POST');
     // The client left while authentication ran: give the slot back, send nothing.
-    if (held.gone) return limiter.release(slot);
-    held.slot = slot;
+    if (held.gone) return limiter.release(taken);
+    held.slot = taken;
     // What a credential let in ends with it (a token removed, a JWT expired).
     if (credential) held.release = authenticator!.hold(credential, () => endAdmitted(held, res));
     const abort = (held.abort = new AbortController());
@@ -363,6 +371,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const info = inspectBody(body, toolScopes !== undefined);
     const r = routed(req, res, target, held, abort.signal, credential, body, info);
     try {
+      if (taken !== slot && info.asks) throw tooManyRequests();
       if (info.claimedVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.has(info.claimedVersion)) {
         throw new UnsupportedVersionError('Unsupported protocol version', info.claimedVersion);
       }
@@ -380,6 +389,21 @@ export function createGateway(options: GatewayOptions): Gateway {
       throw error;
     }
     routingDone(held, isStanding(r));
+  }
+
+  /**
+   * Takes one of `principal`'s slots, or throws 429. A POST past the limit
+   * takes one of as many kept for its answers (`answersOf`) instead, and
+   * keeps it only if its body asks nothing (handle checks `info.asks`): a
+   * client's answer to a sampling or elicitation request, or its
+   * `notifications/cancelled`, concerns calls that may hold every one of
+   * the principal's slots, which would otherwise wait for it until they
+   * time out, uncancellable.
+   */
+  function takeSlot(principal: string, post: boolean): string {
+    if (limiter.acquire(principal)) return principal;
+    if (post && limiter.acquire(answersOf(principal))) return answersOf(principal);
+    throw tooManyRequests();
   }
 
   /**

@@ -265,7 +265,12 @@ export interface GatewayOptions {
   readonly bodyTimeoutMs?: number;
   /** Largest total of request header names and values. Default 16 KiB. */
   readonly headerBytesMax?: number;
-  /** In-flight requests per principal; an event stream (GET, `subscriptions/listen`) counts until it is open. Default 256. */
+  /**
+   * In-flight requests per principal; an event stream (GET, `subscriptions/listen`)
+   * counts until it is open. Past it, a POST of answers and notifications only
+   * (which the calls in flight may be waiting for) is still carried, within as
+   * many again. Default 256.
+   */
   readonly principalConcurrencyMax?: number;
   /**
    * Proxies (IP addresses, CIDR blocks) whose `X-Forwarded-For` names the

@@ -48,6 +48,12 @@ export interface MessageInfo {
   /** Method of a single message, or of the first request of a batch. */
   readonly method?: string;
   readonly isInitialize: boolean;
+  /**
+   * Some message of it is a request (a method and an id): false for a body of
+   * answers and notifications only, such as a client's answer to a sampling
+   * request or a `notifications/cancelled`.
+   */
+  readonly asks: boolean;
   /** Protocol version claimed inside the body (`params._meta`), if any. */
   readonly claimedVersion?: string;
   /** The tools its `tools/call` messages name (`params.name`), every one of a batch; read only when asked. */
@@ -61,11 +67,18 @@ function asId(value: unknown): JsonRpcId {
 interface Message {
   id: JsonRpcId;
   method: string | undefined;
+  asks: boolean;
   claimed: string | undefined;
   tool: string | undefined;
 }
 
-const NO_MESSAGE: Message = Object.freeze({ id: null, method: undefined, claimed: undefined, tool: undefined });
+const NO_MESSAGE: Message = Object.freeze({
+  id: null,
+  method: undefined,
+  asks: false,
+  claimed: undefined,
+  tool: undefined,
+});
 
 function recordOf(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
@@ -82,6 +95,8 @@ function messageOf(value: unknown, withTool: boolean): Message {
     // A response's id is the other side's request id: an error naming it would answer a request it never sent.
     id: method !== undefined ? asId(m.id) : null,
     method,
+    // Any id, even one the SDK will refuse: only a body that asks nothing is let past the concurrency limit.
+    asks: method !== undefined && m.id !== undefined,
     claimed: typeof claimed === 'string' ? claimed : undefined,
     // A name that is no string calls no tool: a runtime's SDK refuses the call.
     tool: withTool && method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
@@ -118,6 +133,7 @@ export function inspectBody(body: Buffer, withToolNames = false): MessageInfo {
       id: null,
       method: first?.method,
       isInitialize: false,
+      asks: messages.some((m) => m.asks),
       claimedVersion: first?.claimed,
       toolNames: withToolNames ? toolNamesOf(messages) : undefined,
     };
@@ -130,6 +146,7 @@ export function inspectBody(body: Buffer, withToolNames = false): MessageInfo {
     id: m.id,
     method: m.method,
     isInitialize: m.method === 'initialize',
+    asks: m.asks,
     claimedVersion: m.claimed,
     toolNames: withToolNames ? toolNamesOf([m]) : undefined,
   };
