@@ -27,6 +27,8 @@ export function netnsUnavailable(): string | undefined {
 export interface Partition {
   /** Prefix that runs a command inside the namespace. */
   readonly wrapper: readonly string[];
+  /** The host's end of the pair, which a process in the namespace dials to reach a host listener bound to it (or to all addresses). */
+  readonly hostAddress: string;
   /** How the cut is made: `nftables` or `link-down`. */
   readonly method: 'nftables' | 'link-down';
   /** A URL reachable from inside the namespace that forwards to `target` (host:port on loopback). */
@@ -91,6 +93,7 @@ export function createPartition(): Partition {
   const method = nft ? 'nftables' : 'link-down';
   return {
     wrapper: [ip, 'netns', 'exec', ns],
+    hostAddress: HOST_ADDRESS,
     method,
     forward(targetPort) {
       const server = createServer((inbound) => {
