@@ -282,7 +282,7 @@ export const gatewayConfigSchema = z.object({
   writeStallTimeoutMs: timerBounded(z.number().int().min(1000))
     .default(WRITE_STALL_TIMEOUT_MS_DEFAULT)
     .describe(
-      "How long a client connection's writes may wait with no byte taken by the client before the connection is closed, ending its streams (GET event streams, SSE answers) and cancelling what is behind them upstream (the scheduler's and the runtime's streams, a stateless call): HTTP/1.1 has no ping, so a client whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
+      "How long a client connection's writes may wait with no byte taken by the client before the connection is closed, ending its streams (GET event streams, SSE answers) and cancelling what is behind them upstream (the scheduler's and the runtime's streams, a stateless call): HTTP/1.1 has no ping, so a client whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. On Linux, a connection the kernel has retransmitted to for as long with no acknowledgement (a stream that writes only keep-alive comments, which never backs up) is closed too.",
     ),
   identity: z
     .object({

@@ -211,7 +211,7 @@ export const runtimeConfigSchema = z.object({
       writeStallTimeoutMs: timerBounded(z.number().int().min(1000))
         .default(WRITE_STALL_TIMEOUT_MS_DEFAULT)
         .describe(
-          "How long a connection's writes may wait with no byte taken by its peer before the direct listener closes it, ending the answer or event stream on it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
+          "How long a connection's writes may wait with no byte taken by its peer before the direct listener closes it, ending the answer or event stream on it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. On Linux, a connection the kernel has retransmitted to for as long with no acknowledgement (a stream that writes only keep-alive comments, which never backs up) is closed too.",
         ),
     })
     .prefault({})

@@ -188,7 +188,7 @@ export const schedulerConfigSchema = z.object({
   writeStallTimeoutMs: timerBounded(z.number().int().min(1000))
     .default(WRITE_STALL_TIMEOUT_MS_DEFAULT)
     .describe(
-      "How long a connection's writes may wait with no byte taken by its peer before the connection is closed (HTTP/1.1 ones: /api/proxy requests, relay connections), ending its stream and the runtime's stream behind it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. A stream that writes only keep-alive comments never backs up, and is not covered.",
+      "How long a connection's writes may wait with no byte taken by its peer before the connection is closed (HTTP/1.1 ones: /api/proxy requests, relay connections), ending its stream and the runtime's stream behind it: HTTP/1.1 has no ping, so a gateway whose host vanished without a reset would hold a stream that keeps writing until the kernel's retransmission timeout, about 15 minutes. A reader that keeps taking bytes is kept. On Linux, a connection the kernel has retransmitted to for as long with no acknowledgement (a stream that writes only keep-alive comments, which never backs up) is closed too.",
     ),
   epoch: z
     .object({

@@ -1,5 +1,6 @@
 import type { Server, Socket } from 'node:net';
 import { Throttle, systemClock, type Clock } from '@switchyard/clock';
+import { connectionKey, readRetransmitting, type UnackedState } from './kernel-tcp.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -25,6 +26,11 @@ export interface WriteStallOptions {
   readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
   /** Default: the system clock. */
   readonly clock?: Clock;
+  /**
+   * The connections the kernel is retransmitting to, by connectionKey, or
+   * undefined where it cannot tell. Default: read from /proc/self/net/tcp{,6}.
+   */
+  readonly retransmitting?: () => Promise<ReadonlyMap<string, UnackedState> | undefined>;
 }
 
 /** Where a connection's writes stood at the sweep that last saw them move. */
@@ -33,6 +39,12 @@ interface Progress {
   readonly completed: number;
   /** Bytes of the writes in flight the kernel has not taken yet. */
   readonly queued: number;
+  readonly sinceMs: number;
+}
+
+/** Where the kernel's retransmissions to a connection stood when the sweeps first saw them. */
+interface Retransmitting {
+  readonly retransmits: number;
   readonly sinceMs: number;
 }
 
@@ -67,13 +79,20 @@ type WithHandle = Socket & QueueHandle & { _parent?: QueueHandle | null };
  * request: one timer per server sweeps its connections, every quarter of
  * the bound (at most every 5 s), reading counters each holds.
  *
- * Not covered: a stream whose writes fit in the kernel's send buffer (tens
- * of KiB and more; a stream that carries only keep-alive comments, 14 bytes
- * every 15 s, takes hours to fill it): it is still ended by the kernel's
- * retransmission timeout. Node offers no TCP_USER_TIMEOUT. The kernel
- * reports room in its send buffer in steps (when about a third of it has
- * drained), so "progress" is seen at that grain: a reader draining less
- * than a third of the send buffer within the bound looks stalled.
+ * A stream whose writes fit in the kernel's send buffer (a stream that
+ * carries only keep-alive comments, 14 bytes every 15 s, takes hours to fill
+ * it) never waits in the process. Node offers no TCP_USER_TIMEOUT, so on
+ * Linux the sweeps also read /proc/self/net/tcp and tcp6 (asynchronously,
+ * once per sweep, while connections are open) for connections whose
+ * retransmission timer runs: one seen retransmitting at every sweep for the
+ * bound, its count never falling back (it does at the peer's first
+ * acknowledgement), is closed the same way. Where /proc cannot be read,
+ * such a stream is still ended by the kernel's retransmission timeout.
+ *
+ * Not covered: the kernel reports room in its send buffer in steps (when
+ * about a third of it has drained), so "progress" is seen at that grain: a
+ * reader draining less than a third of the send buffer within the bound
+ * looks stalled.
  */
 export function closeStalledWrites(server: Server, options: WriteStallOptions): void {
   const { stallTimeoutMs, logger } = options;
@@ -86,10 +105,13 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
   const throttle = new Throttle(clock, STALL_LOG_INTERVAL_MS, 1);
   /** Every open connection; a Progress for those whose writes wait. */
   const open = new Map<Socket, Progress | undefined>();
+  /** Connections seen retransmitting with nothing waiting in the process, since when. */
+  const unacked = new Map<Socket, Retransmitting>();
   const sweepMs = Math.min(SWEEP_INTERVAL_MS_MAX, Math.max(1, Math.floor(stallTimeoutMs / 4)));
 
   function forget(this: Socket): void {
     open.delete(this);
+    unacked.delete(this);
   }
   // An HTTPS server hands HTTP/1.1 the decrypted connection, once the handshake is done.
   server.on('addContext' in server ? 'secureConnection' : 'connection', (socket: Socket) => {
@@ -98,41 +120,88 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
     socket.on('close', forget);
   });
 
-  const sweep = (): void => {
+  const retransmittingNow = options.retransmitting ?? readRetransmitting;
+
+  const close = (socket: Socket, why: string): void => {
+    open.delete(socket);
+    unacked.delete(socket);
+    closed.inc();
+    const unlogged = throttle.pass('stalled');
+    if (unlogged !== undefined) {
+      logger.warn(
+        {
+          stallTimeoutMs,
+          remote: socket.remoteAddress,
+          waiting: socket.writableLength,
+          why,
+          ...(unlogged ? { unlogged } : {}),
+        },
+        'closed a connection whose peer took no byte written to it for the write stall timeout',
+      );
+    }
+    socket.destroy();
+  };
+
+  /** Bytes the kernel holds unacknowledged: a connection seen retransmitting them at every sweep for the bound. */
+  const sweepUnacked = (socket: Socket, kernel: ReadonlyMap<string, UnackedState>, now: number): void => {
+    const { localPort, remoteAddress, remotePort } = socket;
+    const seen =
+      localPort && remoteAddress && remotePort
+        ? kernel.get(connectionKey(localPort, remoteAddress, remotePort))
+        : undefined;
+    const last = unacked.get(socket);
+    if (!seen) return void (last && unacked.delete(socket));
+    if (!last || seen.retransmits < last.retransmits) {
+      unacked.set(socket, { retransmits: seen.retransmits, sinceMs: now });
+      return;
+    }
+    if (now - last.sinceMs >= stallTimeoutMs) close(socket, 'unacknowledged');
+  };
+
+  const sweep = (kernel: ReadonlyMap<string, UnackedState> | undefined): void => {
     const now = clock.monotonicNow();
     for (const [socket, last] of open) {
-      if (socket.writableLength === 0 || socket.destroyed) {
+      if (socket.destroyed) continue;
+      if (socket.writableLength === 0) {
         if (last) open.set(socket, undefined);
+        if (kernel) sweepUnacked(socket, kernel, now);
         continue;
       }
+      unacked.delete(socket);
       const seen = progressOf(socket as WithHandle, now);
       if (!last || seen.completed !== last.completed || seen.queued < last.queued) {
         open.set(socket, seen);
         continue;
       }
-      if (now - last.sinceMs < stallTimeoutMs) continue;
-      open.delete(socket);
-      closed.inc();
-      const unlogged = throttle.pass('stalled');
-      if (unlogged !== undefined) {
-        logger.warn(
-          {
-            stallTimeoutMs,
-            remote: socket.remoteAddress,
-            waiting: socket.writableLength,
-            ...(unlogged ? { unlogged } : {}),
-          },
-          'closed a connection whose peer took no byte written to it for the write stall timeout',
-        );
-      }
-      socket.destroy();
+      if (now - last.sinceMs >= stallTimeoutMs) close(socket, 'waiting');
     }
   };
+  /** The kernel's latest answer, read between sweeps so a sweep never waits; each is used once. */
+  let kernel: ReadonlyMap<string, UnackedState> | undefined;
+  let reading = false;
+  let stopped = false;
+  const read = (): void => {
+    if (reading || open.size === 0) return;
+    reading = true;
+    retransmittingNow().then(
+      (found) => {
+        reading = false;
+        if (!stopped) kernel = found;
+      },
+      () => void (reading = false),
+    );
+  };
   let timer = clock.setTimeout(function tick() {
-    sweep();
+    const seen = kernel;
+    kernel = undefined;
+    sweep(seen);
+    read();
     timer = clock.setTimeout(tick, sweepMs);
   }, sweepMs);
-  server.once('close', () => timer.cancel());
+  server.once('close', () => {
+    stopped = true;
+    timer.cancel();
+  });
 }
 
 function progressOf(socket: WithHandle, sinceMs: number): Progress {

@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { ManualClock } from '@switchyard/clock/testing';
 import { closeStalledWrites, createMetrics } from '../src/index.ts';
+import { connectionKey, type UnackedState } from '../src/kernel-tcp.ts';
 import { certificateFor127 } from '../src/testing.ts';
 
 const STALL_TIMEOUT_MS = 10_000;
@@ -162,3 +163,88 @@ for (const secure of [false, true]) {
     },
   );
 }
+
+// A stream whose few bytes fit in the kernel's send buffer (keep-alive comments) never waits in the process:
+// its vanished peer shows only in the kernel, as a connection it retransmits to. What the kernel says is
+// given here, for the served end of a real connection.
+describe('closeStalledWrites on connections the kernel retransmits to', () => {
+  const clock = new ManualClock();
+  const metrics = createMetrics('gateway');
+  const warnings: Record<string, unknown>[] = [];
+  const served: Socket[] = [];
+  /** What the kernel says of each served connection, by its remote port; unlisted ones are acknowledged. */
+  const kernel = new Map<number, UnackedState>();
+  let server: http.Server;
+  let port: number;
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      served.push(res.socket!);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': keepalive\n\n');
+    });
+    closeStalledWrites(server, {
+      stallTimeoutMs: STALL_TIMEOUT_MS,
+      metrics,
+      clock,
+      logger: { warn: (fields) => void warnings.push(fields) },
+      retransmitting: async () => {
+        const found = new Map<string, UnackedState>();
+        for (const s of served) {
+          const state = s.destroyed ? undefined : kernel.get(s.remotePort!);
+          if (state) found.set(connectionKey(s.localPort!, s.remoteAddress!, s.remotePort!), state);
+        }
+        return found;
+      },
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    port = (server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    assert.equal(clock.pendingTimers, 0, 'the sweep stops with the server');
+  });
+
+  const openStream = async (): Promise<{ client: net.Socket; socket: Socket }> => {
+    const client = net.connect(port, '127.0.0.1');
+    client.on('error', () => {});
+    client.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+    await once(client, 'data');
+    return { client, socket: served[served.length - 1]! };
+  };
+  /** Sweeps (2.5 s apart for a 10 s bound) with the kernel's answers read between them. */
+  const sweeps = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      await clock.advance(2_500);
+      await settle();
+    }
+  };
+
+  it('closes one retransmitted to at every sweep for the bound, counts it and warns', async () => {
+    const { client, socket } = await openStream();
+    kernel.set(client.localPort!, { unackedBytes: 13, retransmits: 1 });
+    await sweeps(3);
+    kernel.set(client.localPort!, { unackedBytes: 13, retransmits: 5 });
+    await sweeps(2);
+    assert.equal(socket.destroyed, false, 'open before the bound');
+    await sweeps(3);
+    assert.equal(socket.destroyed, true, 'closed within a sweep or two past the bound');
+    assert.equal(warnings.at(-1)!['why'], 'unacknowledged');
+    client.destroy();
+  });
+
+  it('keeps one whose peer acknowledged in between (its retransmissions counted from 0 again)', async () => {
+    const { client, socket } = await openStream();
+    kernel.set(client.localPort!, { unackedBytes: 13, retransmits: 4 });
+    await sweeps(3);
+    kernel.set(client.localPort!, { unackedBytes: 13, retransmits: 1 });
+    await sweeps(3);
+    assert.equal(socket.destroyed, false);
+    kernel.delete(client.localPort!);
+    await sweeps(8);
+    assert.equal(socket.destroyed, false, 'acknowledged: kept however long');
+    client.destroy();
+  });
+});
