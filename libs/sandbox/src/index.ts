@@ -15,5 +15,6 @@ export type {
 export type { Engine, EngineContext, ExitCause, SandboxInstance } from './engine.ts';
 export { TOOL_CALL_OUTCOMES } from './tool-calls.ts';
 export type { ToolCallOutcome, ToolCallSink } from './tool-calls.ts';
-export { logMeteringSink, noMeteringSink, redisMeteringSink } from './metering.ts';
-export type { RedisMeteringSinkOptions } from './metering.ts';
+export { logMeteringSink, noMeteringSink } from './metering.ts';
+export { redisMeteringSink } from './metering-redis.ts';
+export type { RedisMeteringSinkOptions } from './metering-redis.ts';
