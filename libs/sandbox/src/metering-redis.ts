@@ -17,7 +17,7 @@ export interface RedisMeteringSinkOptions {
   /** Approximate stream length kept (`MAXLEN ~`). Default 100 000. */
   readonly streamLengthMax?: number;
   readonly logger?: Logger;
-  /** Paces the warnings of a Redis that is down. Default: the system clock. */
+  /** Stamps each event's `atMs` and paces the warnings of a Redis that is down. Default: the system clock. */
   readonly clock?: Clock;
 }
 
@@ -73,7 +73,8 @@ function reconnectsOnError(error: Error): 1 | false {
 
 /**
  * Appends events to a Redis stream (XADD, trimmed to `streamLengthMax`),
- * each once, though the client may send a write again (see XADD_ONCE): a
+ * the fields of each MeteringEvent (durationMs rounded) and `atMs`, the
+ * time it was recorded (ms since the epoch, on `clock`), each once, though the client may send a write again (see XADD_ONCE): a
  * key `<stream>:written:<uuid>` per event marks it written for 10 min.
  * Fire-and-forget: a failed write is logged, never thrown; ioredis queues
  * writes while it reconnects (bounded by its offline queue). Redials are
@@ -95,7 +96,7 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   // Required here, not imported above: runtimes that log their metering never load the client.
   const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
   const clock = opts.clock ?? systemClock;
-  // On the system clock, as ioredis' own timers: `clock` paces the warnings only.
+  // On the system clock, as ioredis' own timers: `clock` stamps events and paces the warnings only.
   const backoff = new RedisBackoff(systemClock);
   const redis = new Redis(opts.url, {
     ...redisTlsOptions(opts.url),
@@ -125,8 +126,22 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
       pending++;
       const mark = `${opts.stream}:written:${randomUUID()}`;
       const durationMs = String(Math.round(e.durationMs));
+      // A write that waited has the stream id of the time Redis took it: the event says when it happened.
+      const atMs = String(clock.now());
       redis
-        .eval(XADD_ONCE, 2, opts.stream, mark, METERING_WRITTEN_MARK_MS, lengthMax, ...fields, 'durationMs', durationMs)
+        .eval(
+          XADD_ONCE,
+          2,
+          opts.stream,
+          mark,
+          METERING_WRITTEN_MARK_MS,
+          lengthMax,
+          ...fields,
+          'durationMs',
+          durationMs,
+          'atMs',
+          atMs,
+        )
         .catch((error: unknown) => warn('metering.write_failed', String(error), 'xadd'))
         .finally(() => pending--);
     },

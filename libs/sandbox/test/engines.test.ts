@@ -286,8 +286,12 @@ describe('redis metering sink', () => {
         return false;
       }
     });
-    const sink = redisMeteringSink({ url, stream: 'switchyard:metering' });
+    const clock = new ManualClock();
+    const sink = redisMeteringSink({ url, stream: 'switchyard:metering', clock });
     sink.record({ event: 'start', class: 'demo', process: 'p-1', reason: 'created', durationMs: 12.4 });
+    const startedAtMs = clock.now();
+    // A late write's stream id is the time Redis wrote it: each event carries the time it happened.
+    clock.stepWall(5_000);
     sink.record({ event: 'recycle', class: 'demo', process: 'p-1', reason: 'expired', durationMs: 5000 });
     await waitFor('both entries', async () => (await reader.xlen('switchyard:metering')) === 2);
     const entries = await reader.xrange('switchyard:metering', '-', '+');
@@ -302,8 +306,11 @@ describe('redis metering sink', () => {
       'created',
       'durationMs',
       '12',
+      'atMs',
+      String(startedAtMs),
     ]);
     assert.equal(entries[1]![1][1], 'recycle');
+    assert.deepEqual(entries[1]![1].slice(-2), ['atMs', String(startedAtMs + 5_000)]);
     await sink.close();
     await sink.close();
     reader.disconnect();
@@ -469,7 +476,13 @@ describe('redis metering sink', () => {
         // Written after the reconnection, so after whatever the client sends again on it.
         sink.record({ event: 'start', class: 'demo', process: 'once-2', reason: 'created', durationMs: 1 });
         const written = async () =>
-          (await reader.xrange(stream, '-', '+')).map(([, fields]) => fields.filter((_, i) => i % 2 === 1).join(' '));
+          (await reader.xrange(stream, '-', '+')).map(([, fields]) =>
+            // Up to durationMs: atMs, last, differs from run to run.
+            fields
+              .slice(0, 10)
+              .filter((_, i) => i % 2 === 1)
+              .join(' '),
+          );
         await waitFor('the event after the cut', async () => (await written()).some((e) => e.includes('once-2')));
         assert.deepEqual(await written(), [
           'start demo once-1 created 1',
