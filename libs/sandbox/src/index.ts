@@ -16,5 +16,5 @@ export type { Engine, EngineContext, ExitCause, SandboxInstance } from './engine
 export { TOOL_CALL_OUTCOMES } from './tool-calls.ts';
 export type { ToolCallOutcome, ToolCallSink } from './tool-calls.ts';
 export { logMeteringSink, noMeteringSink } from './metering.ts';
-export { redisMeteringSink } from './metering-redis.ts';
+export { METERING_QUEUE_LENGTH_MAX_DEFAULT, redisMeteringSink } from './metering-redis.ts';
 export type { RedisMeteringSinkOptions } from './metering-redis.ts';

@@ -89,7 +89,9 @@ describe('redis metering sink through an endpoint a failover moves', { skip: red
         admin.disconnect();
       }
       const dialled = endpoint.dials;
+      const demoted: string[] = [];
       for (let i = 0, deadline = performance.now() + AWAY_MS; performance.now() < deadline; i++) {
+        demoted.push(`demoted-${i}`);
         sink.record(started(`demoted-${i}`));
         await sleep(EVENT_EVERY_MS);
       }
@@ -98,6 +100,14 @@ describe('redis metering sink through an endpoint a failover moves', { skip: red
       assert.ok(dials <= 20, `${dials} dials in ${AWAY_MS} ms`);
       endpoint.target = promoted.port;
       await untilWritten(sink, promoted.url, FOLLOW_WITHIN_MS, 'promoted');
+      // Refused by the demoted primary, they waited for the new one: none is lost, and they come before
+      // the events recorded after them.
+      const written = await processesAt(promoted.url);
+      assert.deepEqual(
+        written.filter((p) => p.startsWith('demoted-')),
+        demoted,
+      );
+      assert.ok(written.indexOf(demoted.at(-1)!) < written.findIndex((p) => p.startsWith('promoted-')));
     } finally {
       await closeSink();
       const admin = new Redis(primary.url);
