@@ -1,6 +1,7 @@
 // A runtime's metering sink, as an operator picks it: by default (no Redis)
 // each sandbox start and recycle is an info line (event: metering);
-// metering.sink none drops them. Runtime processes whose scheduler is never
+// metering.sink none drops them; with a Redis URL they wait for Redis, up to
+// metering.queueLengthMax. Runtime processes whose scheduler is never
 // reached; a session opened on the direct listener starts a sandbox, and the
 // runtime's shutdown recycles it.
 import assert from 'node:assert/strict';
@@ -57,6 +58,26 @@ describe('a runtime metering sink', () => {
     assert.deepEqual(
       logs.filter((l) => l.event === 'metering' || String(l.msg).startsWith('sandbox ')),
       [],
+    );
+  });
+
+  it('holds at most metering.queueLengthMax events for a Redis away, and counts what it drops and leaves', async () => {
+    const logs = await sessionThenStop(
+      'queued',
+      ['--metering.redis-url', 'redis://127.0.0.1:1', '--metering.queue-length-max', '1'],
+      started,
+    );
+    // The start waited for Redis; the recycle made room for itself by dropping it.
+    const dropped = logs.filter((l) => l.event === 'metering.queue_full');
+    assert.deepEqual(
+      dropped.map((l) => l.dropped),
+      [1],
+    );
+    // Shutdown waited its 2 s for Redis, then left the recycle unwritten.
+    const abandoned = logs.filter((l) => l.event === 'metering.close_abandoned');
+    assert.deepEqual(
+      abandoned.map((l) => l.unwritten),
+      [1],
     );
   });
 });

@@ -7,6 +7,7 @@ import {
   isRuntimeVersion,
   metadataProblems,
 } from '@switchyard/protocol';
+import { METERING_QUEUE_LENGTH_MAX_DEFAULT } from '@switchyard/sandbox';
 import {
   connectionsMaxField,
   hostIdentityField,
@@ -227,6 +228,16 @@ export const runtimeConfigSchema = z.object({
         ),
       redisUrl: redisUrlField('Redis URL receiving sandbox lifecycle events (sink redis)'),
       stream: z.string().min(1).default('switchyard:metering').describe('Redis stream name of metering events.'),
+      queueLengthMax: z
+        .number()
+        .int()
+        .min(1)
+        // About 1 KB an event: a bound no runtime's memory limit should be asked to hold.
+        .max(1_000_000)
+        .default(METERING_QUEUE_LENGTH_MAX_DEFAULT)
+        .describe(
+          'Most metering events a runtime holds (sink redis) while its Redis is unreachable or refuses writes for a passing reason (out of memory, loading, a failover): they are written once it takes them again, in the order they happened, each once. Past it the oldest are dropped, warned of as metering.queue_full (at once, then at most once per 10 s, with dropped counting them all). About 1 KB an event; events held by a runtime that is killed are lost.',
+        ),
     })
     // A URL that the sink named would not write to is a config the operator did not mean: refused, not ignored.
     .superRefine((m, ctx) => {

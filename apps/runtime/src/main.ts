@@ -54,7 +54,9 @@ function joinTokenSource(c: RuntimeConfig): () => string {
 function meteringSink(m: RuntimeConfig['metering']): MeteringSink {
   if (m.sink === 'none') return noMeteringSink();
   // The config refuses a URL beside sink log or none, and sink redis without one.
-  if (m.redisUrl) return redisMeteringSink({ url: m.redisUrl, stream: m.stream, logger });
+  if (m.redisUrl) {
+    return redisMeteringSink({ url: m.redisUrl, stream: m.stream, queueLengthMax: m.queueLengthMax, logger });
+  }
   return logMeteringSink(logger);
 }
 

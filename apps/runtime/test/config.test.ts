@@ -231,6 +231,19 @@ describe('runtime config: metering.sink', () => {
     refuses({ SWITCHYARD_METERING_SINK: 'off' }, /SWITCHYARD_METERING_SINK/, /one of log, redis, none/));
 });
 
+// Events held while the metering Redis is away: a bound, so a long outage costs memory up to it only.
+describe('runtime config: metering.queueLengthMax', () => {
+  it('holds 10,000 events by default, and takes another bound', () => {
+    assert.equal(load({}).metering.queueLengthMax, 10_000);
+    assert.equal(load({ SWITCHYARD_METERING_QUEUE_LENGTH_MAX: '500' }).metering.queueLengthMax, 500);
+  });
+
+  it('refuses no room at all, and more than a million events', () => {
+    refuses({ SWITCHYARD_METERING_QUEUE_LENGTH_MAX: '0' }, /metering\.queueLengthMax/, />=1/);
+    refuses({ SWITCHYARD_METERING_QUEUE_LENGTH_MAX: '1000001' }, /metering\.queueLengthMax/, /<=1000000/);
+  });
+});
+
 describe('runtime config: how long a class may take to start', () => {
   const stdio = (extra: Record<string, unknown>) =>
     JSON.stringify({ tool: { engine: 'stdio', command: 'mcp-server', ...extra } });
