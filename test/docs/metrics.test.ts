@@ -86,7 +86,9 @@ describe('metrics named in the docs', () => {
       '--direct-listen.port',
       '0',
     ];
-    const runtimeArgs = [...direct, '--direct-listen.token', 'a-direct-token-0123456789abcdef'];
+    // A metering Redis that never answers, for the metering_* metrics only the Redis sink brings.
+    const metering = ['--metering.redis-url', 'redis://127.0.0.1:1'];
+    const runtimeArgs = [...direct, '--direct-listen.token', 'a-direct-token-0123456789abcdef', ...metering];
     cluster = await startCluster({ schedulers: 1, runtimes: 1, gateways: 1, runtimeArgs });
     const scheduler = cluster.schedulerUrls()[0]!;
     const gateway = cluster.gatewayUrl().replace(/\/mcp$/, '');

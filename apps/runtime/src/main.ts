@@ -55,7 +55,7 @@ function meteringSink(m: RuntimeConfig['metering']): MeteringSink {
   if (m.sink === 'none') return noMeteringSink();
   // The config refuses a URL beside sink log or none, and sink redis without one.
   if (m.redisUrl) {
-    return redisMeteringSink({ url: m.redisUrl, stream: m.stream, queueLengthMax: m.queueLengthMax, logger });
+    return redisMeteringSink({ url: m.redisUrl, stream: m.stream, queueLengthMax: m.queueLengthMax, logger, metrics });
   }
   return logMeteringSink(logger);
 }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import { systemClock, type Clock, type Timer } from '@switchyard/clock';
 import { SwitchyardError } from '@switchyard/protocol';
-import { RedisBackoff, redisTlsOptions, redisUrlProblem } from '@switchyard/service';
+import { RedisBackoff, redisTlsOptions, redisUrlProblem, type Metrics } from '@switchyard/service';
 import { WriteBacklog } from './metering-backlog.ts';
 import { throttledWarn } from './metering-warn.ts';
 import type { Logger, MeteringEvent, MeteringSink } from './types.ts';
@@ -26,6 +26,12 @@ export interface RedisMeteringSinkOptions {
    */
   readonly queueLengthMax?: number;
   readonly logger?: Logger;
+  /**
+   * Where `metering_events_waiting` (events not yet written) and
+   * `metering_events_dropped_total{reason}` (`queue_full`, `refused`) are
+   * registered: the warnings are throttled, these count every event.
+   */
+  readonly metrics?: Metrics;
   /** Stamps each event's `atMs` and paces the warnings of a Redis that is down. Default: the system clock. */
   readonly clock?: Clock;
 }
@@ -188,6 +194,12 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
   });
   const lengthMax = opts.streamLengthMax ?? 100_000;
   const warn = throttledWarn(opts.logger, clock);
+  const dropped = opts.metrics?.counter({
+    name: 'metering_events_dropped_total',
+    help: 'Metering events given up: the oldest waiting, past metering.queueLengthMax (queue_full), or refused for good by Redis (refused)',
+    labelNames: ['reason'],
+  });
+  for (const reason of ['queue_full', 'refused']) dropped?.inc({ reason }, 0);
   const queue = new WriteBacklog<Entry>({
     lengthMax: opts.queueLengthMax ?? METERING_QUEUE_LENGTH_MAX_DEFAULT,
     batchMax: METERING_BATCH_MAX,
@@ -208,14 +220,25 @@ export function redisMeteringSink(opts: RedisMeteringSinkOptions): MeteringSink 
       );
     },
     refusedForGood,
-    onDropped: (dropped) => warn('metering.queue_full', undefined, 'metering event dropped: queue full', { dropped }),
-    onRefused: (error) => warn('metering.write_failed', String(error), 'metering event dropped: Redis refused it'),
+    onDropped: (all) => {
+      dropped?.inc({ reason: 'queue_full' });
+      warn('metering.queue_full', undefined, 'metering event dropped: queue full', { dropped: all });
+    },
+    onRefused: (error) => {
+      dropped?.inc({ reason: 'refused' });
+      warn('metering.write_failed', String(error), 'metering event dropped: Redis refused it');
+    },
     // A connection lost is warned of as such (metering.redis_error).
     onDeferred: (error) => {
       if (isRefusal(error)) warn('metering.write_deferred', String(error), 'metering events kept: Redis refused them');
     },
     retryPauseMs: METERING_RETRY_PAUSE_MS,
     clock: systemClock,
+  });
+  opts.metrics?.gauge({
+    name: 'metering_events_waiting',
+    help: 'Metering events recorded and not yet written to Redis (waiting, or sent and not answered)',
+    collect: () => queue.size,
   });
   redis.on('error', (error: Error) => warn('metering.redis_error', error.message, 'redis'));
   let ready = false;

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { ManualClock } from '@switchyard/clock/testing';
 import { redisMeteringSink, type MeteringEvent } from '@switchyard/sandbox';
+import { createMetrics, type Metrics } from '@switchyard/service';
 import { redisServerMissing, startRedisServer, type RedisServer } from '@switchyard/service/testing';
 import { captureLogger } from './fixtures/harness.ts';
 
@@ -46,6 +47,18 @@ async function entriesAt(url: string, stream = STREAM): Promise<Record<string, s
 }
 
 /** Runs `command` on the Redis at `url` and hangs up. */
+/** A metric's value in `metrics`, for the label set given (or the unlabelled one). */
+async function valueOf(
+  metrics: Metrics,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  const metric = metrics.registry.getSingleMetric(`switchyard_runtime_${name}`);
+  const { values } = await metric!.get();
+  const same = (l: Record<string, unknown>): boolean => Object.entries(labels).every(([k, v]) => l[k] === v);
+  return values.find((v) => same(v.labels))?.value;
+}
+
 async function admin<T>(url: string, command: (redis: Redis) => Promise<T>): Promise<T> {
   const redis = new Redis(url);
   try {
@@ -124,12 +137,16 @@ describe('redis metering sink while Redis is away', { skip: redisServerMissing }
     const logger = captureLogger();
     const clock = new ManualClock();
     const url = `redis://127.0.0.1:${front.port}`;
-    const sink = redisMeteringSink({ url, stream, logger, clock, queueLengthMax: 3 });
+    const metrics = createMetrics('runtime');
+    const sink = redisMeteringSink({ url, stream, logger, clock, queueLengthMax: 3, metrics });
     const lines = () => logger.lines.filter((l) => l.obj.event === 'metering.queue_full');
     try {
       for (let i = 0; i < 10; i++) sink.record(started(`q-${i}`));
       assert.equal(lines().length, 1, 'the first event dropped is warned of at once');
       assert.equal(lines()[0]!.obj.dropped, 1);
+      assert.equal(await valueOf(metrics, 'metering_events_waiting'), 3);
+      assert.equal(await valueOf(metrics, 'metering_events_dropped_total', { reason: 'queue_full' }), 7);
+      assert.equal(await valueOf(metrics, 'metering_events_dropped_total', { reason: 'refused' }), 0);
       front.away = false;
       // The rest are counted when Redis is back, no sooner than 10 s after the last warning (connection
       // errors met meanwhile are warned of again, each resetting those 10 s).
@@ -144,6 +161,7 @@ describe('redis metering sink while Redis is away', { skip: redisServerMissing }
         (await entriesAt(redis.url, stream)).map((e) => e.process),
         ['q-7', 'q-8', 'q-9'],
       );
+      await waitFor('none waiting', async () => (await valueOf(metrics, 'metering_events_waiting')) === 0);
     } finally {
       await sink.close();
       front.server.close();
@@ -177,7 +195,8 @@ describe('redis metering sink while Redis is away', { skip: redisServerMissing }
     const stream = 'switchyard:metering:wrongtype';
     const logger = captureLogger();
     const clock = new ManualClock();
-    const sink = redisMeteringSink({ url: redis.url, stream, logger, clock });
+    const metrics = createMetrics('runtime');
+    const sink = redisMeteringSink({ url: redis.url, stream, logger, clock, metrics });
     const failed = () => logger.lines.filter((l) => l.obj.event === 'metering.write_failed');
     try {
       await admin(redis.url, (r) => r.set(stream, 'not a stream'));
@@ -195,6 +214,8 @@ describe('redis metering sink while Redis is away', { skip: redisServerMissing }
         (await entriesAt(redis.url, stream)).map((e) => e.process),
         ['right-2'],
       );
+      assert.equal(await valueOf(metrics, 'metering_events_dropped_total', { reason: 'refused' }), 2);
+      assert.equal(await valueOf(metrics, 'metering_events_dropped_total', { reason: 'queue_full' }), 0);
     } finally {
       await sink.close();
     }
