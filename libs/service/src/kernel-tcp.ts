@@ -16,12 +16,17 @@ export function connectionKey(localPort: number, remoteAddress: string, remotePo
   return `${localPort} ${canonicalAddress(remoteAddress)} ${remotePort}`;
 }
 
-/** Node's dotted IPv4 and IPv4-mapped IPv6 reduced to dotted; other IPv6 to the URL parser's compressed form. */
+/**
+ * Node's dotted IPv4 and IPv4-mapped IPv6 reduced to dotted; other IPv6 to the URL parser's compressed form,
+ * without the zone Node appends to a link-local address (`fe80::1%eth0`): /proc does not write it, and the URL
+ * parser throws on it.
+ */
 function canonicalAddress(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return mapped[1]!;
   if (!address.includes(':')) return address;
-  return new URL(`http://[${address}]`).hostname.slice(1, -1);
+  const zone = address.indexOf('%');
+  return new URL(`http://[${zone === -1 ? address : address.slice(0, zone)}]`).hostname.slice(1, -1);
 }
 
 /** An address as /proc/net/tcp{,6} writes it: 32-bit words in host (little-endian) byte order. */

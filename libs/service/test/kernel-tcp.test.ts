@@ -48,6 +48,18 @@ describe('parseRetransmitting', () => {
       { unackedBytes: 14, retransmits: 1 },
     ],
     [
+      'a link-local IPv6 peer, which Node names with its zone (%eth0)',
+      line(
+        '000080FE00000000FF00FC00020000FE:1F90',
+        '000080FE00000000FF00FC00010000FE:C350',
+        '0000000E:00000000',
+        '01:00000010',
+        '00000001',
+      ),
+      [8080, 'fe80::fc:ff:fe00:1%eth0', 50000],
+      { unackedBytes: 14, retransmits: 1 },
+    ],
+    [
       'a connection with no timer running (nothing unacknowledged)',
       line('0100007F:1F90', '01D5FEA9:C350', '00000000:00000000', '00:00000000', '00000000'),
       [8080, '169.254.213.1', 50000],

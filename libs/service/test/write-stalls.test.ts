@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import os from 'node:os';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
@@ -248,3 +249,60 @@ describe('closeStalledWrites on connections the kernel retransmits to', () => {
     client.destroy();
   });
 });
+
+/** A link-local IPv6 address of this host and its interface, which Node names a peer by with its zone (`%eth0`). */
+function linkLocal(): { address: string; zone: string } | undefined {
+  for (const [zone, addresses] of Object.entries(os.networkInterfaces())) {
+    const found = addresses?.find((a) => a.family === 'IPv6' && a.address.toLowerCase().startsWith('fe80:'));
+    if (found) return { address: found.address, zone };
+  }
+  return undefined;
+}
+
+// A peer on the same link may connect from its link-local address; the sweep reads the kernel's real answer.
+describe(
+  'closeStalledWrites on a link-local IPv6 connection',
+  { skip: !linkLocal() && 'no link-local IPv6 address' },
+  () => {
+    const clock = new ManualClock();
+    const served: Socket[] = [];
+    let server: http.Server;
+    let client: net.Socket;
+
+    before(async () => {
+      server = http.createServer((req, res) => {
+        served.push(res.socket!);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': keepalive\n\n');
+      });
+      closeStalledWrites(server, {
+        stallTimeoutMs: STALL_TIMEOUT_MS,
+        metrics: createMetrics('gateway'),
+        clock,
+        logger: { warn: () => {} },
+      });
+      server.listen(0, '::');
+      await once(server, 'listening');
+    });
+    after(async () => {
+      client?.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    it('sweeps past it, and keeps it while its peer acknowledges', async () => {
+      const { address, zone } = linkLocal()!;
+      client = net.connect({ host: `${address}%${zone}`, port: (server.address() as AddressInfo).port });
+      client.on('error', () => {});
+      client.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+      await once(client, 'data');
+      assert.match(served[0]!.remoteAddress!, /%/, 'Node names the peer with its zone');
+      for (let i = 0; i < 6; i++) {
+        await clock.advance(2_500);
+        await settle();
+      }
+      assert.equal(served[0]!.destroyed, false);
+      assert.equal(clock.pendingTimers, 1, 'the sweep goes on');
+    });
+  },
+);
