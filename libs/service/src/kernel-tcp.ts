@@ -11,9 +11,18 @@ export interface UnackedState {
 /** `tr` of a connection whose retransmission timer runs (ICSK_TIME_RETRANS). */
 const RETRANSMIT_TIMER = '01';
 
-/** The key of a connection, the same from a socket and from a line of /proc/net/tcp{,6}. */
-export function connectionKey(localPort: number, remoteAddress: string, remotePort: number): string {
-  return `${localPort} ${canonicalAddress(remoteAddress)} ${remotePort}`;
+/**
+ * The key of a connection, the same from a socket and from a line of /proc/net/tcp{,6}. Both ends, local address
+ * included: those files list every connection of the network namespace (other listeners', other processes'),
+ * and a listener on one port at another local address may hold a connection from the same remote address and port.
+ */
+export function connectionKey(
+  localAddress: string,
+  localPort: number,
+  remoteAddress: string,
+  remotePort: number,
+): string {
+  return `${canonicalAddress(localAddress)} ${localPort} ${canonicalAddress(remoteAddress)} ${remotePort}`;
 }
 
 /**
@@ -64,10 +73,13 @@ export function parseRetransmitting(text: string, into: Map<string, UnackedState
     const [localHex, localPortHex] = fields[1]!.split(':') as [string, string];
     const [remoteHex, remotePortHex] = fields[2]!.split(':') as [string, string];
     if (!localHex || !remoteHex) continue;
-    into.set(connectionKey(parseInt(localPortHex, 16), procAddress(remoteHex), parseInt(remotePortHex, 16)), {
-      unackedBytes,
-      retransmits,
-    });
+    const key = connectionKey(
+      procAddress(localHex),
+      parseInt(localPortHex, 16),
+      procAddress(remoteHex),
+      parseInt(remotePortHex, 16),
+    );
+    into.set(key, { unackedBytes, retransmits });
   }
 }
 

@@ -144,10 +144,10 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
 
   /** Bytes the kernel holds unacknowledged: a connection seen retransmitting them at every sweep for the bound. */
   const sweepUnacked = (socket: Socket, kernel: ReadonlyMap<string, UnackedState>, now: number): void => {
-    const { localPort, remoteAddress, remotePort } = socket;
+    const { localAddress, localPort, remoteAddress, remotePort } = socket;
     const seen =
-      localPort && remoteAddress && remotePort
-        ? kernel.get(connectionKey(localPort, remoteAddress, remotePort))
+      localAddress && localPort && remoteAddress && remotePort
+        ? kernel.get(connectionKey(localAddress, localPort, remoteAddress, remotePort))
         : undefined;
     const last = unacked.get(socket);
     if (!seen) return void (last && unacked.delete(socket));

@@ -10,17 +10,17 @@ const line = (local: string, remote: string, txRx: string, timer: string, retran
   `   0: ${local} ${remote} 01 ${txRx} ${timer} ${retransmits}     0        0 16591892 2 0000000000000000 20 4 30 10 -1`;
 
 describe('parseRetransmitting', () => {
-  const cases: Array<[string, string, [number, string, number] | undefined, UnackedState | undefined]> = [
+  const cases: Array<[string, string, [string, number, string, number] | undefined, UnackedState | undefined]> = [
     [
       'an IPv4 connection retransmitting 14 bytes a 6th time',
       line('0100007F:1F90', '01D5FEA9:C350', '0000000E:00000000', '01:00000C8A', '00000006'),
-      [8080, '169.254.213.1', 50000],
+      ['127.0.0.1', 8080, '169.254.213.1', 50000],
       { unackedBytes: 14, retransmits: 6 },
     ],
     [
       'an IPv4 client of a dual-stack listener, as Node names it (::ffff:)',
       line('0100007F:1F90', '01D5FEA9:C350', '0000000E:00000000', '01:00000C8A', '00000002'),
-      [8080, '::ffff:169.254.213.1', 50000],
+      ['::ffff:127.0.0.1', 8080, '::ffff:169.254.213.1', 50000],
       { unackedBytes: 14, retransmits: 2 },
     ],
     [
@@ -32,7 +32,7 @@ describe('parseRetransmitting', () => {
         '01:00000010',
         '00000003',
       ),
-      [8080, '::1', 50000],
+      ['::1', 8080, '::1', 50000],
       { unackedBytes: 16, retransmits: 3 },
     ],
     [
@@ -44,7 +44,7 @@ describe('parseRetransmitting', () => {
         '01:00000010',
         '00000001',
       ),
-      [8080, '169.254.213.1', 50000],
+      ['127.0.0.1', 8080, '169.254.213.1', 50000],
       { unackedBytes: 14, retransmits: 1 },
     ],
     [
@@ -56,25 +56,25 @@ describe('parseRetransmitting', () => {
         '01:00000010',
         '00000001',
       ),
-      [8080, 'fe80::fc:ff:fe00:1%eth0', 50000],
+      ['fe80::fc:ff:fe00:2%eth0', 8080, 'fe80::fc:ff:fe00:1%eth0', 50000],
       { unackedBytes: 14, retransmits: 1 },
     ],
     [
       'a connection with no timer running (nothing unacknowledged)',
       line('0100007F:1F90', '01D5FEA9:C350', '00000000:00000000', '00:00000000', '00000000'),
-      [8080, '169.254.213.1', 50000],
+      ['127.0.0.1', 8080, '169.254.213.1', 50000],
       undefined,
     ],
     [
       'a connection whose keepalive timer runs',
       line('0100007F:1F90', '01D5FEA9:C350', '00000000:00000000', '02:00000C8A', '00000000'),
-      [8080, '169.254.213.1', 50000],
+      ['127.0.0.1', 8080, '169.254.213.1', 50000],
       undefined,
     ],
     [
       'a connection sent to just now, not retransmitted yet',
       line('0100007F:1F90', '01D5FEA9:C350', '0000000E:00000000', '01:00000014', '00000000'),
-      [8080, '169.254.213.1', 50000],
+      ['127.0.0.1', 8080, '169.254.213.1', 50000],
       undefined,
     ],
   ];

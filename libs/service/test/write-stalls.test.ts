@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { ManualClock } from '@switchyard/clock/testing';
 import { closeStalledWrites, createMetrics } from '../src/index.ts';
-import { connectionKey, type UnackedState } from '../src/kernel-tcp.ts';
+import { connectionKey, parseRetransmitting, type UnackedState } from '../src/kernel-tcp.ts';
 import { certificateFor127 } from '../src/testing.ts';
 
 const STALL_TIMEOUT_MS = 10_000;
@@ -193,7 +193,7 @@ describe('closeStalledWrites on connections the kernel retransmits to', () => {
         const found = new Map<string, UnackedState>();
         for (const s of served) {
           const state = s.destroyed ? undefined : kernel.get(s.remotePort!);
-          if (state) found.set(connectionKey(s.localPort!, s.remoteAddress!, s.remotePort!), state);
+          if (state) found.set(connectionKey(s.localAddress!, s.localPort!, s.remoteAddress!, s.remotePort!), state);
         }
         return found;
       },
@@ -306,3 +306,70 @@ describe(
     });
   },
 );
+
+// /proc/net/tcp lists every connection of the network namespace, other listeners' and other processes' too:
+// two listeners on one port at two local addresses, each with a client from the same address and port (a NAT,
+// a proxy in front), are told apart only by their local address.
+describe('closeStalledWrites with listeners on one port at two local addresses', () => {
+  const clock = new ManualClock();
+  const servers: http.Server[] = [];
+  const served = new Map<string, Socket>();
+  const clients: net.Socket[] = [];
+  const hex = (n: number): string => n.toString(16).toUpperCase().padStart(4, '0');
+  /** What the kernel says: the connection to 127.0.0.2 is retransmitted to (its client vanished); the other is not. */
+  let procText = '';
+
+  before(async () => {
+    for (const address of ['127.0.0.1', '127.0.0.2']) {
+      const server = http.createServer((req, res) => {
+        served.set(address, res.socket!);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': keepalive\n\n');
+      });
+      closeStalledWrites(server, {
+        stallTimeoutMs: STALL_TIMEOUT_MS,
+        metrics: createMetrics('gateway'),
+        clock,
+        logger: { warn: () => {} },
+        retransmitting: async () => {
+          const found = new Map<string, UnackedState>();
+          parseRetransmitting(procText, found);
+          return found;
+        },
+      });
+      server.listen(servers[0] ? (servers[0].address() as AddressInfo).port : 0, address);
+      await once(server, 'listening');
+      servers.push(server);
+    }
+  });
+  after(async () => {
+    for (const client of clients) client.destroy();
+    for (const server of servers) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("closes the one retransmitted to, and keeps the other's live connection", async () => {
+    const port = (servers[0]!.address() as AddressInfo).port;
+    for (const host of ['127.0.0.1', '127.0.0.2']) {
+      // libuv binds with SO_REUSEADDR: the second client takes the first one's port, towards another address.
+      const client = net.connect({ host, port, localAddress: '127.0.0.3', localPort: clients[0]?.localPort });
+      clients.push(client);
+      client.on('error', () => {});
+      client.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+      await once(client, 'data');
+    }
+    assert.equal(clients[0]!.localPort, clients[1]!.localPort);
+    const remotePort = hex(clients[1]!.localPort!);
+    procText =
+      '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n' +
+      `   0: 0200007F:${hex(port)} 0300007F:${remotePort} 01 0000000D:00000000 01:00000C8A 00000003     0        0 1 2 0000000000000000 20 4 30 10 -1\n`;
+    for (let i = 0; i < 8; i++) {
+      await clock.advance(2_500);
+      await settle();
+    }
+    assert.equal(served.get('127.0.0.2')!.destroyed, true, 'the one retransmitted to');
+    assert.equal(served.get('127.0.0.1')!.destroyed, false, 'the live one at the other address');
+  });
+});
