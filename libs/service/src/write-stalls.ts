@@ -42,9 +42,14 @@ interface Progress {
   readonly sinceMs: number;
 }
 
-/** Where the kernel's retransmissions to a connection stood when the sweeps first saw them. */
-interface Retransmitting {
-  readonly retransmits: number;
+/** What the kernel said of a connection it retransmits to, and how much the process had handed it by then. */
+interface Sighting extends UnackedState {
+  /** Bytes whose writes completed when the kernel's answer came: the kernel took them. */
+  readonly handedBytes: number;
+}
+
+/** The last sighting of a connection the kernel retransmits to, and since when no acknowledgement was seen. */
+interface Retransmitting extends Sighting {
   readonly sinceMs: number;
 }
 
@@ -85,8 +90,9 @@ type WithHandle = Socket & QueueHandle & { _parent?: QueueHandle | null };
  * Linux the sweeps also read /proc/self/net/tcp and tcp6 (asynchronously,
  * once per sweep, while connections are open) for connections whose
  * retransmission timer runs: one seen retransmitting at every sweep for the
- * bound, its count never falling back (it does at the peer's first
- * acknowledgement), is closed the same way. Where /proc cannot be read,
+ * bound with no acknowledgement between two sweeps (its count falling back,
+ * or fewer bytes unacknowledged than before plus those written since) is
+ * closed the same way. Where /proc cannot be read,
  * such a stream is still ended by the kernel's retransmission timeout.
  *
  * Not covered: the kernel reports room in its send buffer in steps (when
@@ -142,29 +148,30 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
     socket.destroy();
   };
 
-  /** Bytes the kernel holds unacknowledged: a connection seen retransmitting them at every sweep for the bound. */
-  const sweepUnacked = (socket: Socket, kernel: ReadonlyMap<string, UnackedState>, now: number): void => {
-    const { localAddress, localPort, remoteAddress, remotePort } = socket;
-    const seen =
-      localAddress && localPort && remoteAddress && remotePort
-        ? kernel.get(connectionKey(localAddress, localPort, remoteAddress, remotePort))
-        : undefined;
+  /**
+   * A connection seen retransmitting at every sweep for the bound with no acknowledgement in between is closed.
+   * Its count falls back at an acknowledgement but climbs again at the next loss, so sweeps seconds apart can see
+   * it at 1 each time on a lossy link: an acknowledgement also shows as fewer bytes unacknowledged than before
+   * plus those handed over since (exact on TCP; over TLS the handed count is plaintext, less than went out).
+   */
+  const sweepUnacked = (socket: Socket, seen: Sighting | undefined, now: number): void => {
     const last = unacked.get(socket);
     if (!seen) return void (last && unacked.delete(socket));
-    if (!last || seen.retransmits < last.retransmits) {
-      unacked.set(socket, { retransmits: seen.retransmits, sinceMs: now });
-      return;
-    }
-    if (now - last.sinceMs >= stallTimeoutMs) close(socket, 'unacknowledged');
+    const acknowledged =
+      !last ||
+      seen.retransmits < last.retransmits ||
+      seen.unackedBytes < last.unackedBytes + (seen.handedBytes - last.handedBytes);
+    unacked.set(socket, { ...seen, sinceMs: acknowledged ? now : last.sinceMs });
+    if (!acknowledged && now - last.sinceMs >= stallTimeoutMs) close(socket, 'unacknowledged');
   };
 
-  const sweep = (kernel: ReadonlyMap<string, UnackedState> | undefined): void => {
+  const sweep = (kernel: ReadonlyMap<Socket, Sighting> | undefined): void => {
     const now = clock.monotonicNow();
     for (const [socket, last] of open) {
       if (socket.destroyed) continue;
       if (socket.writableLength === 0) {
         if (last) open.set(socket, undefined);
-        if (kernel) sweepUnacked(socket, kernel, now);
+        if (kernel) sweepUnacked(socket, kernel.get(socket), now);
         continue;
       }
       unacked.delete(socket);
@@ -176,8 +183,23 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
       if (now - last.sinceMs >= stallTimeoutMs) close(socket, 'waiting');
     }
   };
+  /**
+   * The bytes each connection had handed the kernel by the time its answer came, at most a little after it was
+   * written: a write in between reads as an acknowledgement, which restarts the bound rather than cuts early.
+   */
+  const sighted = (found: ReadonlyMap<string, UnackedState>): Map<Socket, Sighting> => {
+    const sightings = new Map<Socket, Sighting>();
+    if (found.size === 0) return sightings;
+    for (const socket of open.keys()) {
+      const { localAddress, localPort, remoteAddress, remotePort } = socket;
+      if (!(localAddress && localPort && remoteAddress && remotePort)) continue;
+      const state = found.get(connectionKey(localAddress, localPort, remoteAddress, remotePort));
+      if (state) sightings.set(socket, { ...state, handedBytes: socket.bytesWritten - socket.writableLength });
+    }
+    return sightings;
+  };
   /** The kernel's latest answer, read between sweeps so a sweep never waits; each is used once. */
-  let kernel: ReadonlyMap<string, UnackedState> | undefined;
+  let kernel: ReadonlyMap<Socket, Sighting> | undefined;
   let reading = false;
   let stopped = false;
   const read = (): void => {
@@ -186,7 +208,7 @@ export function closeStalledWrites(server: Server, options: WriteStallOptions): 
     retransmittingNow().then(
       (found) => {
         reading = false;
-        if (!stopped) kernel = found;
+        if (!stopped && found) kernel = sighted(found);
       },
       () => void (reading = false),
     );

@@ -236,6 +236,25 @@ describe('closeStalledWrites on connections the kernel retransmits to', () => {
     client.destroy();
   });
 
+  // The count falls back at an acknowledgement and climbs again at the next loss: sweeps seconds apart may see it
+  // at 1 every time on a lossy link while every keep-alive before the last was acknowledged.
+  for (const acknowledged of [true, false]) {
+    it(`${acknowledged ? 'keeps' : 'closes'} one retransmitted to at every sweep whose peer ${acknowledged ? 'acknowledged' : 'took nothing'} in between`, async () => {
+      const { client, socket } = await openStream();
+      const keepAlive = ': keepalive\n\n';
+      let unackedBytes = 0;
+      for (let i = 0; i < 8; i++) {
+        socket.write(keepAlive);
+        unackedBytes = (acknowledged ? 0 : unackedBytes) + keepAlive.length;
+        kernel.set(client.localPort!, { unackedBytes, retransmits: 1 });
+        await sweeps(1);
+      }
+      assert.equal(socket.destroyed, !acknowledged);
+      kernel.delete(client.localPort!);
+      client.destroy();
+    });
+  }
+
   it('keeps one whose peer acknowledged in between (its retransmissions counted from 0 again)', async () => {
     const { client, socket } = await openStream();
     kernel.set(client.localPort!, { unackedBytes: 13, retransmits: 4 });
