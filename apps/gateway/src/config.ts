@@ -356,7 +356,7 @@ export const gatewayConfigSchema = z.object({
     .min(1)
     .default(D.principalConcurrencyMax)
     .describe(
-      "Most concurrent requests per principal (per client address in auth mode none). An event stream (a GET, a subscriptions/listen) counts until it is open, not while it stays open. Past it, a POST that asks nothing (a client's answers to sampling or elicitation, its notifications/cancelled: the calls holding the slots wait for them) is still carried, within as many again.",
+      "Most concurrent requests per principal (per client address in auth mode none). An event stream (a GET, a subscriptions/listen) counts until it is open, not while it stays open. Past it, a POST that asks nothing (a client's answers to sampling or elicitation, its notifications/cancelled: the calls holding the slots wait for them) is still carried, within as many again, and so is a DELETE ending a session.",
     ),
   trustedProxies: checkedList(trustedProxyProblem).describe(
     'Proxies in front of the gateway (IP addresses, CIDR blocks such as 10.0.0.0/8) whose X-Forwarded-For names the client: the address principalConcurrencyMax counts by in auth mode none. Empty: the peer is the client.',

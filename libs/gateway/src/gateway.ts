@@ -345,7 +345,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const principal = credential?.principal;
     const slot = principal ?? `ip:${addressBlock(o.trustedProxies.clientOf(req), o.clientIpv6PrefixLength)}`;
-    const taken = takeSlot(slot, req.method === 'POST');
+    const taken = takeSlot(slot, req.method !== 'GET');
     // The client left while authentication ran: give the slot back, send nothing.
     if (held.gone) return limiter.release(taken);
     held.slot = taken;
@@ -392,17 +392,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /**
-   * Takes one of `principal`'s slots, or throws 429. A POST past the limit
-   * takes one of as many kept for its answers (`answersOf`) instead, and
-   * keeps it only if its body asks nothing (handle checks `info.asks`): a
-   * client's answer to a sampling or elicitation request, or its
-   * `notifications/cancelled`, concerns calls that may hold every one of
+   * Takes one of `principal`'s slots, or throws 429. A POST or DELETE past
+   * the limit takes one of as many kept for its answers (`answersOf`)
+   * instead; a POST keeps it only if its body asks nothing (handle checks
+   * `info.asks`): a client's answer to a sampling or elicitation request, or
+   * its `notifications/cancelled`, concerns calls that may hold every one of
    * the principal's slots, which would otherwise wait for it until they
-   * time out, uncancellable.
+   * time out, uncancellable. A DELETE has no body and ends a session, which
+   * frees what the session holds. A GET opens a stream: refused.
    */
-  function takeSlot(principal: string, post: boolean): string {
+  function takeSlot(principal: string, answers: boolean): string {
     if (limiter.acquire(principal)) return principal;
-    if (post && limiter.acquire(answersOf(principal))) return answersOf(principal);
+    if (answers && limiter.acquire(answersOf(principal))) return answersOf(principal);
     throw tooManyRequests();
   }
 

@@ -269,7 +269,7 @@ export interface GatewayOptions {
    * In-flight requests per principal; an event stream (GET, `subscriptions/listen`)
    * counts until it is open. Past it, a POST of answers and notifications only
    * (which the calls in flight may be waiting for) is still carried, within as
-   * many again. Default 256.
+   * many again, and so is a DELETE ending a session. Default 256.
    */
   readonly principalConcurrencyMax?: number;
   /**

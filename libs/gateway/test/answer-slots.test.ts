@@ -2,6 +2,8 @@
 // and notifications through (a sampling answer, a notifications/cancelled:
 // the calls wait for them), each counted in an allowance of their own, as
 // large; a body that asks anything is refused 429 past the limit as before.
+// A DELETE (a client ending its session, which frees what the session holds)
+// takes the same allowance; a GET does not.
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,14 +27,19 @@ describe('answers of a principal at its concurrency limit', () => {
   let url: string;
   /** Bodies the runtime holds unanswered, in arrival order; `release` answers them all. */
   const held: string[] = [];
+  /** The method of each request the runtime got, in arrival order. */
+  const methods: string[] = [];
   const answers: Array<() => void> = [];
   const release = (): void => answers.splice(0).forEach((answer) => answer());
 
   before(async () => {
     runtime = createServer((req, res) => {
+      // The gateway's health probes are answered at once, and not counted.
+      if (req.url !== '/mcp') return void res.end();
       let body = '';
       req.on('data', (chunk: Buffer) => (body += chunk.toString()));
       req.on('end', () => {
+        methods.push(req.method!);
         held.push(body);
         answers.push(() => {
           res.writeHead(202);
@@ -89,6 +96,25 @@ describe('answers of a principal at its concurrency limit', () => {
 
     release();
     for (const reply of await Promise.all([...calls, ...replies])) assert.equal(reply.status, 202);
+    await until(() => gateway.stats().inFlight === 0, 'every slot given back');
+  });
+
+  it('carries a DELETE that ends a session in the same allowance, and still refuses a GET past the limit', async () => {
+    const before = held.length;
+    const session = { 'mcp-session-id': 'session-a' };
+    const calls = [send(call(5)), send(call(6))];
+    await until(() => held.length === before + LIMIT, 'the calls at the runtime');
+    const ended = fetch(url, { method: 'DELETE', headers: session });
+    await until(() => held.length === before + LIMIT + 1, 'the DELETE at the runtime');
+    assert.equal(methods.at(-1), 'DELETE');
+
+    const stream = await fetch(url, { headers: { ...session, accept: 'text/event-stream' } });
+    assert.equal(stream.status, 429);
+    await stream.body?.cancel();
+    assert.equal(held.length, before + LIMIT + 1, 'the GET did not reach the runtime');
+
+    release();
+    for (const reply of await Promise.all([...calls, ended])) assert.equal(reply.status, 202);
     await until(() => gateway.stats().inFlight === 0, 'every slot given back');
   });
 });
