@@ -1,6 +1,7 @@
 import { Client, SdkError, SdkErrorCode, type CacheMode, type Transport } from '@modelcontextprotocol/client';
 import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
 import { DeathFlag, type ExitCause, type SandboxInstance } from './engine.ts';
+import { rootsOf, sessionToAsk, type Call } from './roots.ts';
 
 /**
  * Upper bound on one forwarded upstream request, tool calls included, which
@@ -26,14 +27,17 @@ const ABSENT_TOOL = 'switchyard-warm-up-absent-tool';
 
 /**
  * The SDK client every proxying engine talks to its upstream with. It
- * offers sampling and elicitation, which it passes on to the downstream
- * client (see ProxyInstance); one that lacks them gets the upstream's
- * request refused.
+ * offers sampling, elicitation and roots (announcing their changes), which
+ * it passes on to the downstream client (see ProxyInstance); one that lacks
+ * them gets the upstream's request refused.
  */
 export function upstreamClient(): Client {
   return new Client(
     { name: 'switchyard-runtime', version: '0.1.0' },
-    { defaultCacheTtlMs: LIST_CACHE_TTL_MS, capabilities: { sampling: {}, elicitation: {} } },
+    {
+      defaultCacheTtlMs: LIST_CACHE_TTL_MS,
+      capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } },
+    },
   );
 }
 
@@ -71,7 +75,9 @@ type ProgressParams = { progress: number; total?: number; message?: string };
  * stays subscribed while any is), the same changes to 2026-07-28 listen
  * streams (which name the resources they watch), and relays progress —
  * awaiting the relays before returning a result, since the modern era drops
- * notifications sent after the result.
+ * notifications sent after the result. The upstream's own requests
+ * (sampling, elicitation, roots) go to a downstream client, and a client's
+ * change of roots to the upstream.
  */
 export class ProxyInstance implements SandboxInstance {
   readonly capabilities: ServerCapabilities;
@@ -85,7 +91,7 @@ export class ProxyInstance implements SandboxInstance {
   readonly #onCancelled: ((tool: string) => void) | undefined;
   #destroyed = false;
   /** Tool calls in flight, oldest first: who the upstream's own requests are sent to. */
-  readonly #calls: ServerContext[] = [];
+  readonly #calls: Call[] = [];
   /** Progress relays of calls in flight, by the upstream token we chose. */
   readonly #relays = new Map<string, (p: ProgressParams) => void>();
   #progressSeq = 0;
@@ -145,11 +151,12 @@ export class ProxyInstance implements SandboxInstance {
       for (const s of this.#servers) if (s.isConnected()) send(s);
     };
     client.setRequestHandler('sampling/createMessage', (req) =>
-      this.#onBehalf((ctx) => ctx.mcpReq.requestSampling(req.params, this.#asked(ctx))),
+      this.#onBehalf(({ ctx }) => ctx.mcpReq.requestSampling(req.params, this.#asked(ctx))),
     );
     client.setRequestHandler('elicitation/create', (req) =>
-      this.#onBehalf((ctx) => ctx.mcpReq.elicitInput(req.params, this.#asked(ctx))),
+      this.#onBehalf(({ ctx }) => ctx.mcpReq.elicitInput(req.params, this.#asked(ctx))),
     );
+    client.setRequestHandler('roots/list', async (_req, upstream) => this.#listRoots(upstream.mcpReq.signal));
     client.setNotificationHandler('notifications/tools/list_changed', () => {
       each((s) => s.sendToolListChanged());
       this.#toListeners({ kind: 'tools_list_changed' });
@@ -223,16 +230,31 @@ export class ProxyInstance implements SandboxInstance {
   }
 
   /**
-   * Sends an upstream request (sampling, elicitation) to the downstream
+   * Sends an upstream request (sampling, elicitation, roots) to the downstream
    * client. The request names no client request, so it goes on the most
    * recent tool call still running in this sandbox — the one that asked,
    * unless several run at once — over that call's own response stream.
    * With no call running there is no stream to carry it: refused.
    */
-  #onBehalf<T>(send: (ctx: ServerContext) => Promise<T>): Promise<T> {
-    const ctx = this.#calls.at(-1);
-    if (!ctx) return Promise.reject(new Error('no client request in flight to carry this request'));
-    return send(ctx);
+  #onBehalf<T>(send: (call: Call) => Promise<T>): Promise<T> {
+    const call = this.#calls.at(-1);
+    if (!call) return Promise.reject(new Error('no client request in flight to carry this request'));
+    return send(call);
+  }
+
+  /**
+   * Asks a downstream client for its roots, on the call in flight as
+   * `#onBehalf` does. With none, a server that asks at start or on a change
+   * of roots still reaches the client of a sandbox that one session holds,
+   * over its GET stream (lost if it has none open: the upstream waits its
+   * own timeout, as it would connected to the client directly); `signal`,
+   * the upstream's, cancels the ask when the upstream gives up.
+   */
+  async #listRoots(signal: AbortSignal) {
+    const call = this.#calls.at(-1);
+    if (!call) return rootsOf(sessionToAsk(this.#servers), { signal, timeout: UPSTREAM_TIMEOUT_MS });
+    const asked = this.#asked(call.ctx);
+    return rootsOf(call.server, { ...asked, signal: AbortSignal.any([asked.signal, signal]) });
   }
 
   #asked(ctx: ServerContext) {
@@ -277,7 +299,7 @@ export class ProxyInstance implements SandboxInstance {
     const { tools, resources, prompts } = this.#lists;
     if (this.capabilities.tools) {
       s.setRequestHandler('tools/list', (req, ctx) => c.listTools(req.params as Params, list(ctx, tools)));
-      s.setRequestHandler('tools/call', (req, ctx) => this.#callTool(req.params, ctx));
+      s.setRequestHandler('tools/call', (req, ctx) => this.#callTool(req.params, { ctx, server }));
     }
     if (this.capabilities.resources) {
       s.setRequestHandler('resources/list', (req, ctx) => c.listResources(req.params as Params, list(ctx, resources)));
@@ -306,6 +328,9 @@ export class ProxyInstance implements SandboxInstance {
         return {};
       });
     }
+    s.setNotificationHandler('notifications/roots/list_changed', () => {
+      void c.sendRootsListChanged().catch(() => undefined);
+    });
     this.#servers.add(server);
     return () => {
       this.#servers.delete(server);
@@ -329,8 +354,9 @@ export class ProxyInstance implements SandboxInstance {
     return true;
   }
 
-  async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
-    this.#calls.push(ctx);
+  async #callTool(params: Parameters<Client['callTool']>[0], call: Call) {
+    const { ctx } = call;
+    this.#calls.push(call);
     try {
       // No tasks are offered (the SDK has no runtime for them), so a call
       // augmented with one is served as a plain call, as the spec asks of a
@@ -343,7 +369,7 @@ export class ProxyInstance implements SandboxInstance {
       if (ctx.mcpReq.signal.aborted) this.#onCancelled?.(params.name);
       throw error;
     } finally {
-      this.#calls.splice(this.#calls.indexOf(ctx), 1);
+      this.#calls.splice(this.#calls.indexOf(call), 1);
     }
   }
 

@@ -1,0 +1,40 @@
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
+import type { McpServer, RequestOptions, ServerContext } from '@modelcontextprotocol/server';
+
+/** A tool call in flight, with the server of the session or request that made it. */
+export interface Call {
+  readonly ctx: ServerContext;
+  readonly server: McpServer;
+}
+
+/**
+ * Asks the client behind `server` for its roots. A client that declared no
+ * `roots` is not asked (the spec forbids it): refused with the error a
+ * client without them answers, method not found. On a 2026-07-28 request
+ * the SDK refuses at once, as that revision has no server-to-client
+ * requests.
+ */
+export async function rootsOf(server: McpServer, options: RequestOptions) {
+  if (!server.server.getClientCapabilities()?.roots) {
+    throw new ProtocolError(ProtocolErrorCode.MethodNotFound, 'Method not found');
+  }
+  return server.server.listRoots(undefined, options);
+}
+
+/**
+ * Whom an upstream's `roots/list` goes to when no call of the sandbox is in
+ * flight to carry it: the sandbox's one legacy session, over its GET stream,
+ * as a server connected to that client directly would ask. Several sessions
+ * share a named process's sandbox, each client with its own roots, and
+ * nothing tells whose the upstream wants: refused, as with none.
+ */
+export function sessionToAsk(servers: Iterable<McpServer>): McpServer {
+  const sessions = [...servers].filter((s) => s.isConnected() && s.server.transport?.sessionId !== undefined);
+  if (sessions.length === 1) return sessions[0]!;
+  throw new ProtocolError(
+    ProtocolErrorCode.InternalError,
+    sessions.length === 0
+      ? 'no client to ask: no call in flight and no session on this sandbox'
+      : `no call in flight, and ${sessions.length} sessions share this sandbox: whose roots is not known`,
+  );
+}
