@@ -1,7 +1,8 @@
 // Acceptance at the process level: what MCP clients use beyond tools/call,
 // walked through the gateway by real SDK clients against the reference
 // server (class `everything`) and the builtin demo tools: server→client
-// requests answered by the client, progress, resumption of a dropped stream
+// requests answered by the client, its roots and their changes, progress,
+// resumption of a dropped stream
 // with Last-Event-ID, and a client's answers and cancellations while its
 // principal's concurrency limit is full of the calls they concern.
 import { after, before, describe, it } from 'node:test';
@@ -9,7 +10,11 @@ import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { cuttableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
@@ -45,6 +50,26 @@ async function answeringClient(generation: 'v1' | 'v2', url: string, who: string
   client.setRequestHandler('elicitation/create', () => ({ action: 'accept', content: { name: who } }));
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: EVERYTHING } }));
   return client as unknown as AnyClient;
+}
+
+/** A legacy client whose roots are the URIs `roots.uris` holds when asked, and a way to announce their change. */
+type RootsClient = { client: AnyClient; announce: () => Promise<void> };
+
+/** A legacy SDK client (v1 or v2) at `url` declaring roots, answering roots/list with `roots.uris`. */
+async function rootsClient(generation: 'v1' | 'v2', url: string, roots: { uris: string[] }): Promise<RootsClient> {
+  const capabilities = { roots: { listChanged: true } };
+  const listed = () => ({ roots: roots.uris.map((uri) => ({ uri })) });
+  const transport = { requestInit: { headers: EVERYTHING } };
+  if (generation === 'v1') {
+    const client = new ClientV1({ name: 'roots-v1', version: '1.0.0' }, { capabilities });
+    client.setRequestHandler(ListRootsRequestSchema, listed);
+    await client.connect(new TransportV1(new URL(url), transport));
+    return { client: client as unknown as AnyClient, announce: () => client.sendRootsListChanged() };
+  }
+  const client = new Client({ name: 'roots-v2', version: '1.0.0' }, { capabilities });
+  client.setRequestHandler('roots/list', listed);
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), transport));
+  return { client: client as unknown as AnyClient, announce: () => client.sendRootsListChanged() };
 }
 
 /** Ends a legacy session with DELETE, then closes the client. */
@@ -108,6 +133,37 @@ describe('MCP client features through the gateway', () => {
       }
     });
   }
+
+  for (const generation of ['v1', 'v2'] as const) {
+    it(`hands the everything server the roots of an SDK ${generation} client, and their change once it announces one`, async () => {
+      const roots = { uris: ['file:///work/first'] };
+      const { client, announce } = await rootsClient(generation, cluster.gatewayUrl(), roots);
+      try {
+        const listed = async () => textOf(await client.callTool({ name: 'get-roots-list', arguments: {} }));
+        assert.match(await listed(), /Current MCP Roots \(1 total\)[\s\S]*URI: file:\/\/\/work\/first/);
+        roots.uris = ['file:///work/second', 'file:///work/third'];
+        await announce();
+        // The server asks again when told, and keeps what it got; a call made meanwhile sees the old roots.
+        const changed = await until('the server to have the changed roots', async () => {
+          const text = await listed();
+          return /URI: file:\/\/\/work\/third/.test(text) && text;
+        });
+        assert.match(changed, /Current MCP Roots \(2 total\)[\s\S]*URI: file:\/\/\/work\/second/);
+      } finally {
+        await closeSession(client);
+      }
+    });
+  }
+
+  it('answers at once the roots tool of an SDK client that declared no roots, which is not asked for them', async () => {
+    const client = await connect('v2', cluster.gatewayUrl(), EVERYTHING);
+    try {
+      const result = await callWith('v2', client, { name: 'get-roots-list', arguments: {} }, { timeout: 10_000 });
+      assert.match(textOf(result), /no roots are currently configured/);
+    } finally {
+      await closeSession(client);
+    }
+  });
 
   const progressions = [
     { generation: 'v1', headers: EVERYTHING },
