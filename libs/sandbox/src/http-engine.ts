@@ -73,7 +73,7 @@ export function httpEngine(
         await transport.close().catch(() => undefined);
         await endSession(url, requestInit, transport, bounded);
       };
-      return new ProxyInstance(client, transport, cleanup, { onCancelled: ctx.onCancelled });
+      return new ProxyInstance(client, transport, cleanup, { onCancelled: ctx.onCancelled, clock });
     },
   };
 }

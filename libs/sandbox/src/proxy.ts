@@ -1,5 +1,13 @@
 import { Client, SdkError, SdkErrorCode, type CacheMode, type Transport } from '@modelcontextprotocol/client';
-import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
+import type {
+  ListRootsResult,
+  McpServer,
+  ServerCapabilities,
+  ServerContext,
+  ServerEvent,
+} from '@modelcontextprotocol/server';
+import { systemClock, type Clock } from '@switchyard/clock';
+import { CallRounds, takesInputInRounds, type Asker } from './call-rounds.ts';
 import { DeathFlag, type ExitCause, type SandboxInstance } from './engine.ts';
 import { rootsOf, sessionToAsk, type Call } from './roots.ts';
 
@@ -90,8 +98,10 @@ export class ProxyInstance implements SandboxInstance {
   readonly #exitCause: (() => ExitCause | undefined) | undefined;
   readonly #onCancelled: ((tool: string) => void) | undefined;
   #destroyed = false;
-  /** Tool calls in flight, oldest first: who the upstream's own requests are sent to. */
+  /** Tool calls in flight upstream, oldest first: who the upstream's own requests are sent to. */
   readonly #calls: Call[] = [];
+  /** The calls of 2026-07-28 clients, which take the upstream's requests in rounds. */
+  readonly #rounds: CallRounds;
   /** Progress relays of calls in flight, by the upstream token we chose. */
   readonly #relays = new Map<string, (p: ProgressParams) => void>();
   #progressSeq = 0;
@@ -107,6 +117,7 @@ export class ProxyInstance implements SandboxInstance {
    * `exitCause`: how the upstream's process ended, for the log of its death.
    * `onCancelled`: told of each tool call its client cancelled (the
    * engine context's, so the runtime counts proxied calls as builtin ones).
+   * `clock`: times the wait of a 2026-07-28 call between rounds (see CallRounds).
    */
   constructor(
     client: Client,
@@ -116,9 +127,11 @@ export class ProxyInstance implements SandboxInstance {
       cacheLists?: boolean;
       exitCause?: () => ExitCause | undefined;
       onCancelled?: (tool: string) => void;
+      clock?: Clock;
     } = {},
   ) {
     this.#client = client;
+    this.#rounds = new CallRounds(opts.clock ?? systemClock, UPSTREAM_TIMEOUT_MS);
     this.#interceptProgress(transport);
     this.#cleanup = cleanup;
     this.#exitCause = opts.exitCause;
@@ -151,10 +164,10 @@ export class ProxyInstance implements SandboxInstance {
       for (const s of this.#servers) if (s.isConnected()) send(s);
     };
     client.setRequestHandler('sampling/createMessage', (req) =>
-      this.#onBehalf(({ ctx }) => ctx.mcpReq.requestSampling(req.params, this.#asked(ctx))),
+      this.#onBehalf(({ asker }) => asker.mcpReq.requestSampling(req.params, this.#asked(asker))),
     );
     client.setRequestHandler('elicitation/create', (req) =>
-      this.#onBehalf(({ ctx }) => ctx.mcpReq.elicitInput(req.params, this.#asked(ctx))),
+      this.#onBehalf(({ asker }) => asker.mcpReq.elicitInput(req.params, this.#asked(asker))),
     );
     client.setRequestHandler('roots/list', async (_req, upstream) => this.#listRoots(upstream.mcpReq.signal));
     client.setNotificationHandler('notifications/tools/list_changed', () => {
@@ -232,9 +245,10 @@ export class ProxyInstance implements SandboxInstance {
   /**
    * Sends an upstream request (sampling, elicitation, roots) to the downstream
    * client. The request names no client request, so it goes on the most
-   * recent tool call still running in this sandbox — the one that asked,
-   * unless several run at once — over that call's own response stream.
-   * With no call running there is no stream to carry it: refused.
+   * recent tool call still running upstream in this sandbox — the one that
+   * asked, unless several run at once — over that call's own response
+   * stream, or, for a 2026-07-28 client, in the call's next round (see
+   * CallRounds). With no call running there is no stream to carry it: refused.
    */
   #onBehalf<T>(send: (call: Call) => Promise<T>): Promise<T> {
     const call = this.#calls.at(-1);
@@ -244,20 +258,23 @@ export class ProxyInstance implements SandboxInstance {
 
   /**
    * Asks a downstream client for its roots, on the call in flight as
-   * `#onBehalf` does. With none, a server that asks at start or on a change
-   * of roots still reaches the client of a sandbox that one session holds,
-   * over its GET stream (lost if it has none open: the upstream waits its
-   * own timeout, as it would connected to the client directly); `signal`,
-   * the upstream's, cancels the ask when the upstream gives up.
+   * `#onBehalf` does (a call in rounds embeds the request in its next
+   * round). With none, a server that asks at start or on a change of roots
+   * still reaches the client of a sandbox that one session holds, over its
+   * GET stream (lost if it has none open: the upstream waits its own
+   * timeout, as it would connected to the client directly); `signal`, the
+   * upstream's, cancels the ask when the upstream gives up.
    */
   async #listRoots(signal: AbortSignal) {
     const call = this.#calls.at(-1);
     if (!call) return rootsOf(sessionToAsk(this.#servers), { signal, timeout: UPSTREAM_TIMEOUT_MS });
-    const asked = this.#asked(call.ctx);
-    return rootsOf(call.server, { ...asked, signal: AbortSignal.any([asked.signal, signal]) });
+    const asked = this.#asked(call.asker);
+    const options = { ...asked, signal: AbortSignal.any([asked.signal, signal]) };
+    if (call.server) return rootsOf(call.server, options);
+    return call.asker.mcpReq.send({ method: 'roots/list' }, options) as Promise<ListRootsResult>;
   }
 
-  #asked(ctx: ServerContext) {
+  #asked(ctx: Asker) {
     return { relatedRequestId: ctx.mcpReq.id, signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS };
   }
 
@@ -299,7 +316,9 @@ export class ProxyInstance implements SandboxInstance {
     const { tools, resources, prompts } = this.#lists;
     if (this.capabilities.tools) {
       s.setRequestHandler('tools/list', (req, ctx) => c.listTools(req.params as Params, list(ctx, tools)));
-      s.setRequestHandler('tools/call', (req, ctx) => this.#callTool(req.params, { ctx, server }));
+      s.setRequestHandler('tools/call', (req, ctx) =>
+        this.#callTool(req.params, ctx, server, takesInputInRounds(s.getNegotiatedProtocolVersion())),
+      );
     }
     if (this.capabilities.resources) {
       s.setRequestHandler('resources/list', (req, ctx) => c.listResources(req.params as Params, list(ctx, resources)));
@@ -354,35 +373,59 @@ export class ProxyInstance implements SandboxInstance {
     return true;
   }
 
-  async #callTool(params: Parameters<Client['callTool']>[0], call: Call) {
-    const { ctx } = call;
-    this.#calls.push(call);
+  async #callTool(params: Parameters<Client['callTool']>[0], ctx: ServerContext, server: McpServer, inRounds: boolean) {
+    // No tasks are offered (the SDK has no runtime for them), so a call
+    // augmented with one is served as a plain call, as the spec asks of a
+    // receiver without task support; passed on, it would start a task
+    // upstream whose answer is no tools/call result.
+    const { task: _task, ...plain } = params as typeof params & { task?: unknown };
     try {
-      // No tasks are offered (the SDK has no runtime for them), so a call
-      // augmented with one is served as a plain call, as the spec asks of a
-      // receiver without task support; passed on, it would start a task
-      // upstream whose answer is no tools/call result.
-      const { task: _task, ...plain } = params as typeof params & { task?: unknown };
-      return await this.#forwardCall(plain, ctx);
+      if (!inRounds) {
+        return await this.#tracked({ asker: ctx, server }, () =>
+          this.#forwardCall(plain, ctx.mcpReq.signal, () => ctx),
+        );
+      }
+      return await this.#rounds.serve(plain, ctx, (call) =>
+        this.#tracked({ asker: call.asker }, () => this.#forwardCall(plain, call.signal, () => call.round)),
+      );
     } catch (error) {
       // The signal also fires once a call is over; only a call it cut short was cancelled.
       if (ctx.mcpReq.signal.aborted) this.#onCancelled?.(params.name);
       throw error;
+    }
+  }
+
+  /** Runs an upstream call with `call` among the calls the upstream's requests may go to (see #onBehalf). */
+  async #tracked<T>(call: Call, run: () => Promise<T>): Promise<T> {
+    this.#calls.push(call);
+    try {
+      return await run();
     } finally {
       this.#calls.splice(this.#calls.indexOf(call), 1);
     }
   }
 
-  async #forwardCall(params: Parameters<Client['callTool']>[0], ctx: ServerContext) {
-    const downstream = ctx.mcpReq._meta?.progressToken;
-    if (downstream === undefined) {
-      return this.#client.callTool(params, { signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS });
+  /**
+   * Calls the tool upstream, relaying its progress to the client request
+   * `round` names at the time (each round of a call in rounds is a request
+   * of its own; between rounds, none), when the first asked for progress.
+   */
+  async #forwardCall(
+    params: Parameters<Client['callTool']>[0],
+    signal: AbortSignal,
+    round: () => ServerContext | undefined,
+  ) {
+    if (round()?.mcpReq._meta?.progressToken === undefined) {
+      return this.#client.callTool(params, { signal, timeout: UPSTREAM_TIMEOUT_MS });
     }
     // Our own upstream token, relayed from the transport in arrival order; one
     // tail promise keeps relays ordered without an unbounded list.
     const token = `switchyard-${++this.#progressSeq}`;
     let relayed: Promise<void> = Promise.resolve();
     this.#relays.set(token, (p) => {
+      const ctx = round();
+      const downstream = ctx?.mcpReq._meta?.progressToken;
+      if (!ctx || downstream === undefined) return;
       relayed = relayed.then(() =>
         ctx.mcpReq
           .notify({ method: 'notifications/progress', params: { ...p, progressToken: downstream } })
@@ -392,7 +435,7 @@ export class ProxyInstance implements SandboxInstance {
     try {
       const result = await this.#client.callTool(
         { ...params, _meta: { ...params._meta, progressToken: token } },
-        { signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS },
+        { signal, timeout: UPSTREAM_TIMEOUT_MS },
       );
       await relayed;
       return result;
@@ -404,6 +447,7 @@ export class ProxyInstance implements SandboxInstance {
   async destroy(): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
+    this.#rounds.close();
     this.#servers.clear();
     this.#subscribers.clear();
     await this.#client.close().catch(() => undefined);

@@ -1,10 +1,16 @@
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
-import type { McpServer, RequestOptions, ServerContext } from '@modelcontextprotocol/server';
+import type { McpServer, RequestOptions } from '@modelcontextprotocol/server';
+import type { Asker } from './call-rounds.ts';
 
-/** A tool call in flight, with the server of the session or request that made it. */
+/**
+ * A tool call in flight upstream: whom the upstream's requests go through,
+ * and for a legacy call the server of the session or request that made it,
+ * which asks its client for roots (a call in rounds embeds the request in
+ * its next round instead).
+ */
 export interface Call {
-  readonly ctx: ServerContext;
-  readonly server: McpServer;
+  readonly asker: Asker;
+  readonly server?: McpServer;
 }
 
 /**

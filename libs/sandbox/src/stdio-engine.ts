@@ -83,6 +83,7 @@ export function stdioEngine(
         cacheLists: true,
         exitCause,
         onCancelled: ctx.onCancelled,
+        clock,
       });
     },
   };

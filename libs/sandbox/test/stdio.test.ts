@@ -104,13 +104,18 @@ describe('stdio engine with server-everything', () => {
     }
   });
 
-  it('v2-modern: refuses them with a clear error (2026-07-28 has no server-to-client requests) and keeps serving', async () => {
+  it("v2-modern: asks the client for the upstream's sampling and elicitation in input_required rounds, and passes the answers back", async () => {
     const asked: string[] = [];
     const client = await askedClient('v2-modern', asked);
     try {
       const sampled = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'a haiku' } });
-      assert.match(JSON.stringify(sampled.content), /not available on protocol revision 2026-07-28/);
-      assert.deepEqual(asked, []);
+      assert.match(JSON.stringify(sampled.content), /sampled by the client/);
+      const elicited = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+      assert.match(JSON.stringify(elicited.content), /Name: Ada/);
+      assert.deepEqual(asked, [
+        'sampling: Resource trigger-sampling-request context: a haiku',
+        'elicitation: Please provide inputs for the following fields:',
+      ]);
       const echoed = await client.callTool({ name: 'echo', arguments: { message: 'still here' } });
       assert.match(JSON.stringify(echoed.content), /still here/);
     } finally {

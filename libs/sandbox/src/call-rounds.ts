@@ -1,0 +1,325 @@
+import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  inputRequired,
+  type CallToolResult,
+  type ClientCapabilities,
+  type InputRequests,
+  type InputRequiredResult,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import type { Clock, Timer } from '@switchyard/clock';
+
+/** The first protocol revision whose requests take their client's input in rounds (`input_required`). */
+const FIRST_ROUNDS_VERSION = '2026-07-28';
+
+/** Calls of one sandbox that may wait between rounds for their clients at once; past it, their asks are refused. */
+export const CALLS_BETWEEN_ROUNDS_PER_SANDBOX_MAX = 32;
+/** Requests for input one call may have unanswered at once; past it, the upstream's next one is refused. */
+const ASKS_PER_CALL_MAX = 16;
+
+/** True when a server serves a protocol revision without server→client requests (2026-07-28 on). */
+export function takesInputInRounds(version: string | undefined): boolean {
+  return version !== undefined && version >= FIRST_ROUNDS_VERSION;
+}
+
+/**
+ * Whom an upstream's request for input (sampling, elicitation, roots) is
+ * sent through: a legacy call's own context, which asks its client over the
+ * session, or a call served in rounds, which turns it into the input
+ * requests of its next `input_required` round.
+ */
+export interface Asker {
+  readonly mcpReq: Pick<ServerContext['mcpReq'], 'id' | 'signal' | 'requestSampling' | 'elicitInput' | 'send'>;
+}
+
+type Params = Record<string, unknown> | undefined;
+type CallParams = { readonly name: string; readonly arguments?: unknown };
+type Outcome = { readonly result: CallToolResult } | { readonly error: unknown };
+interface Pending {
+  readonly request: { readonly method: string; readonly params?: Record<string, unknown> };
+  readonly resolve: (response: unknown) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/**
+ * The upstream tool calls of 2026-07-28 clients in one sandbox. Such a
+ * client takes no server→client request, so what the upstream asks during
+ * a call ends the call's round with `input_required`: the upstream's
+ * requests, embedded, and a `requestState` issued here (128 random bits,
+ * new each round, known to this sandbox only). The upstream call stays
+ * open meanwhile; the client's retry of the call with that state and its
+ * `inputResponses` answers the upstream's requests and is the next round,
+ * which waits for the upstream's result or its next request.
+ *
+ * Bounds: a call waits `waitMs` between rounds for its client's retry,
+ * then the upstream's requests are answered with an error and the call is
+ * cancelled upstream (its state is then unknown: -32602); at most
+ * {@link CALLS_BETWEEN_ROUNDS_PER_SANDBOX_MAX} calls wait between rounds,
+ * past which an upstream's request is refused as one of a legacy client
+ * without the capability is. Not guaranteed: a call outlives its sandbox
+ * (the class's `expireSeconds` after its last request) or the bound on
+ * the upstream call as a whole.
+ */
+export class CallRounds {
+  readonly #clock: Clock;
+  readonly #waitMs: number;
+  readonly #paused = new Map<string, RoundCall>();
+  #closed = false;
+
+  constructor(clock: Clock, waitMs: number) {
+    this.#clock = clock;
+    this.#waitMs = waitMs;
+  }
+
+  /**
+   * Serves one round of a call: a first round (no `requestState`) starts
+   * the upstream call with `start`; a retry resumes the call its state names.
+   * Answers the call's result, or `input_required`. A round its client
+   * cancels cancels the call.
+   */
+  async serve(
+    params: CallParams,
+    ctx: ServerContext,
+    start: (call: RoundCall) => Promise<CallToolResult>,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    const call = this.#callOf(params, ctx, start);
+    call.begin(ctx);
+    try {
+      for (;;) {
+        try {
+          await call.next(ctx.mcpReq.signal);
+        } catch (cancelled) {
+          call.abandon(new Error('its client cancelled the call'));
+          throw cancelled;
+        }
+        const { outcome } = call;
+        if (outcome) {
+          if ('error' in outcome) throw outcome.error;
+          return outcome.result;
+        }
+        // Closed, the upstream is going too: its call fails of that soon.
+        if (this.#closed) call.refuse('its sandbox was destroyed');
+        else if (this.#paused.size < CALLS_BETWEEN_ROUNDS_PER_SANDBOX_MAX) return this.#pause(call);
+        else
+          call.refuse(
+            `${CALLS_BETWEEN_ROUNDS_PER_SANDBOX_MAX} calls of this sandbox already wait for their clients' input`,
+          );
+      }
+    } finally {
+      call.end();
+    }
+  }
+
+  /** Abandons every call between rounds (the sandbox goes); calls in a round end with their upstream. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    for (const call of this.#paused.values()) {
+      call.timer?.cancel();
+      call.abandon(new Error('its sandbox was destroyed'));
+    }
+    this.#paused.clear();
+  }
+
+  #callOf(params: CallParams, ctx: ServerContext, start: (call: RoundCall) => Promise<CallToolResult>): RoundCall {
+    const state = ctx.mcpReq.requestState();
+    if (state === undefined) return new RoundCall(params, ctx, start);
+    const call = typeof state === 'string' ? this.#paused.get(state) : undefined;
+    if (!call) {
+      throw invalidState(
+        `no call of this sandbox waits on it (none was paused with it here, or its client took longer than ${this.#waitMs / 1000} s to retry)`,
+      );
+    }
+    // Left waiting: a mistaken retry does not cost the call its client.
+    if (!call.isFor(params)) throw invalidState('it was issued for a call of another tool or other arguments');
+    this.#paused.delete(state as string);
+    call.timer?.cancel();
+    call.answer(ctx.mcpReq.inputResponses);
+    return call;
+  }
+
+  #pause(call: RoundCall): InputRequiredResult {
+    const requestState = randomBytes(16).toString('base64url');
+    this.#paused.set(requestState, call);
+    call.timer = this.#clock.setTimeout(() => {
+      if (this.#paused.get(requestState) !== call) return;
+      this.#paused.delete(requestState);
+      call.abandon(new Error(`its client did not retry within ${this.#waitMs / 1000} s`));
+    }, this.#waitMs);
+    return inputRequired({ inputRequests: call.inputRequests(), requestState });
+  }
+}
+
+/** The SDK's own refusal of a state it cannot use (-32602), with why. */
+function invalidState(why: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid or expired requestState: ${why}`, {
+    reason: 'invalid_request_state',
+  });
+}
+
+/** One upstream tool call of a 2026-07-28 client, over as many rounds as its upstream asks for input. */
+export class RoundCall {
+  readonly asker: Asker;
+  readonly #params: CallParams;
+  readonly #abort = new AbortController();
+  readonly #pending = new Map<string, Pending>();
+  #asked = 0;
+  #outcome: Outcome | undefined;
+  #wake: (() => void) | undefined;
+  #round: ServerContext | undefined;
+  #capabilities: ClientCapabilities | undefined;
+  timer: Timer | undefined;
+
+  constructor(params: CallParams, first: ServerContext, start: (call: RoundCall) => Promise<CallToolResult>) {
+    this.#params = params;
+    const ask = (method: string, params?: unknown): Promise<never> => this.#ask(method, params as Params);
+    this.asker = {
+      mcpReq: {
+        id: first.mcpReq.id,
+        signal: this.#abort.signal,
+        requestSampling: (params) => ask('sampling/createMessage', params),
+        elicitInput: (params) => ask('elicitation/create', params),
+        send: ((request: { method: string; params?: unknown }) => ask(request.method, request.params)) as never,
+      },
+    };
+    // The first round is in progress as the call starts upstream (its progress is relayed there).
+    this.begin(first);
+    start(this).then(
+      (result) => this.#settle({ result }),
+      (error: unknown) => this.#settle({ error }),
+    );
+  }
+
+  /** Cancels the upstream call: given to it as its signal. */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  /** The round in progress, where progress is relayed; none between rounds. */
+  get round(): ServerContext | undefined {
+    return this.#round;
+  }
+
+  get outcome(): Outcome | undefined {
+    return this.#outcome;
+  }
+
+  begin(round: ServerContext): void {
+    this.#round = round;
+    const envelope = round.mcpReq.envelope as Record<string, unknown> | undefined;
+    this.#capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+  }
+
+  end(): void {
+    this.#round = undefined;
+  }
+
+  /** The retry of this call repeats its tool and arguments. */
+  isFor(params: CallParams): boolean {
+    return params.name === this.#params.name && isDeepStrictEqual(params.arguments, this.#params.arguments);
+  }
+
+  /** Until the upstream call settles or has a request unanswered; rejects with `signal`'s reason if it aborts first. */
+  next(signal: AbortSignal): Promise<void> {
+    if (this.#outcome || this.#pending.size > 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#wake = undefined;
+        reject(signal.reason);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#wake = () => {
+        this.#wake = undefined;
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+    });
+  }
+
+  /** The unanswered requests, as the 2026-07-28 round embeds them. */
+  inputRequests(): InputRequests {
+    return Object.fromEntries([...this.#pending].map(([key, p]) => [key, p.request])) as InputRequests;
+  }
+
+  /** Answers the upstream's requests the client's retry has responses for; the others are asked again. */
+  answer(responses: Record<string, unknown> | undefined): void {
+    for (const [key, pending] of this.#pending) {
+      if (responses?.[key] === undefined) continue;
+      this.#pending.delete(key);
+      pending.resolve(responses[key]);
+    }
+  }
+
+  /** Answers every unanswered request of the upstream with an error (`why`), as an MCP client refusing it would. */
+  refuse(why: string): void {
+    for (const pending of this.#pending.values()) pending.reject(new Error(why));
+    this.#pending.clear();
+  }
+
+  /** The client is gone: its upstream is refused what it asked, then the call is cancelled. */
+  abandon(reason: Error): void {
+    this.refuse(`the call was abandoned: ${reason.message}`);
+    this.#abort.abort(reason);
+  }
+
+  #settle(outcome: Outcome): void {
+    this.#outcome = outcome;
+    this.refuse('the call is over');
+    this.#wake?.();
+  }
+
+  #ask(method: string, params: Params): Promise<never> {
+    if (this.#outcome || this.#abort.signal.aborted) return Promise.reject(new Error('the call is over'));
+    const lacking = undeclared(method, params, this.#capabilities);
+    if (lacking) return Promise.reject(new Error(`Client does not support ${lacking} (required for ${method})`));
+    if (this.#pending.size >= ASKS_PER_CALL_MAX) {
+      return Promise.reject(new Error(`${ASKS_PER_CALL_MAX} requests of this call already wait for their answers`));
+    }
+    const request = { method, ...(params === undefined ? {} : { params: forRounds(method, params) }) };
+    return new Promise<never>((resolve, reject) => {
+      this.#pending.set(`input-${++this.#asked}`, { request, resolve: resolve as (r: unknown) => void, reject });
+      this.#wake?.();
+    });
+  }
+}
+
+/**
+ * A legacy request's params as a round embeds them: a URL elicitation's
+ * `elicitationId` is 2025-11-25's (a 2026-07-28 round has none: the round
+ * itself ties the answer to the request).
+ */
+function forRounds(method: string, params: Record<string, unknown>): Record<string, unknown> {
+  if (method !== 'elicitation/create' || params.elicitationId === undefined) return params;
+  const { elicitationId: _id, ...rest } = params;
+  return rest;
+}
+
+/**
+ * The capability a request needs that the client did not declare on the
+ * round's request (the SDK refuses a round that embeds it, -32021, which
+ * would leave the upstream's call waiting), or none. The SDK's own rules:
+ * a bare `elicitation: {}` declares the form mode.
+ */
+function undeclared(method: string, params: Params, caps: ClientCapabilities | undefined): string | undefined {
+  switch (method) {
+    case 'sampling/createMessage': {
+      if (!caps?.sampling) return 'sampling';
+      const tools = params?.tools !== undefined || params?.toolChoice !== undefined;
+      return tools && !caps.sampling.tools ? 'sampling with tools' : undefined;
+    }
+    case 'elicitation/create': {
+      const e = caps?.elicitation;
+      if (!e) return 'elicitation';
+      if (params?.mode === 'url') return e.url ? undefined : 'URL elicitation';
+      return e.form || !e.url ? undefined : 'form elicitation';
+    }
+    case 'roots/list':
+      return caps?.roots ? undefined : 'roots';
+    default:
+      return method;
+  }
+}
