@@ -249,11 +249,16 @@ export class ProxyInstance implements SandboxInstance {
    * asked, unless several run at once — over that call's own response
    * stream, or, for a 2026-07-28 client, in the call's next round (see
    * CallRounds). With no call running there is no stream to carry it: refused.
+   * A call that had its answer becomes the most recent: it is the likeliest
+   * to ask next (a call between rounds, resumed while a later call runs).
    */
   #onBehalf<T>(send: (call: Call) => Promise<T>): Promise<T> {
     const call = this.#calls.at(-1);
     if (!call) return Promise.reject(new Error('no client request in flight to carry this request'));
-    return send(call);
+    return send(call).finally(() => {
+      const at = this.#calls.indexOf(call);
+      if (at >= 0) this.#calls.push(...this.#calls.splice(at, 1));
+    });
   }
 
   /**
@@ -266,12 +271,15 @@ export class ProxyInstance implements SandboxInstance {
    * upstream's, cancels the ask when the upstream gives up.
    */
   async #listRoots(signal: AbortSignal) {
-    const call = this.#calls.at(-1);
-    if (!call) return rootsOf(sessionToAsk(this.#servers), { signal, timeout: UPSTREAM_TIMEOUT_MS });
-    const asked = this.#asked(call.asker);
-    const options = { ...asked, signal: AbortSignal.any([asked.signal, signal]) };
-    if (call.server) return rootsOf(call.server, options);
-    return call.asker.mcpReq.send({ method: 'roots/list' }, options) as Promise<ListRootsResult>;
+    if (this.#calls.length === 0) {
+      return rootsOf(sessionToAsk(this.#servers), { signal, timeout: UPSTREAM_TIMEOUT_MS });
+    }
+    return this.#onBehalf(({ asker, server }) => {
+      const asked = this.#asked(asker);
+      const options = { ...asked, signal: AbortSignal.any([asked.signal, signal]) };
+      if (server) return rootsOf(server, options);
+      return asker.mcpReq.send({ method: 'roots/list' }, options) as Promise<ListRootsResult>;
+    });
   }
 
   #asked(ctx: Asker) {

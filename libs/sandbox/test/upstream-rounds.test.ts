@@ -73,10 +73,11 @@ describe('a proxied server asking a 2026-07-28 client for input', () => {
     return client;
   }
 
-  /** One round of `confirm {what}`, as a client that does not answer for itself sends it. */
-  function confirmRound(client: Client, what: string, retry: Record<string, unknown> = {}) {
+  /** One round of `confirm {what, times}`, as a client that does not answer for itself sends it. */
+  function confirmRound(client: Client, what: string, retry: Record<string, unknown> = {}, times?: number) {
+    const args = { what, ...(times === undefined ? {} : { times }) };
     return client.request(
-      { method: 'tools/call', params: { name: 'confirm', arguments: { what }, ...retry } },
+      { method: 'tools/call', params: { name: 'confirm', arguments: args, ...retry } },
       // A round that goes unanswered fails well before the SDK's 60 s.
       { allowInputRequired: true, timeout: 10_000 },
     ) as Promise<Paused & Answered>;
@@ -175,6 +176,32 @@ describe('a proxied server asking a 2026-07-28 client for input', () => {
       inputResponses: { [key]: { action: 'accept', content: { go: false } } },
     });
     assert.equal(textOf(done), 'c0: accept');
+  });
+
+  it("a call that had its input is the one a server's next request goes to, not a later call still running", async () => {
+    const client = await modernClient('interleaved', true);
+    const first = await confirmRound(client, 'twice', {}, 2);
+    const held = client.callTool({ name: 'hold', arguments: {} });
+    await outcomes(client, 1);
+    const accept = (p: Paused) => ({
+      [Object.keys(p.inputRequests!)[0]!]: { action: 'accept', content: { go: true } },
+    });
+    const second = await confirmRound(
+      client,
+      'twice',
+      { requestState: first.requestState, inputResponses: accept(first) },
+      2,
+    );
+    assert.equal(second.resultType, 'input_required');
+    const done = await confirmRound(
+      client,
+      'twice',
+      { requestState: second.requestState, inputResponses: accept(second) },
+      2,
+    );
+    assert.equal(textOf(done), 'twice: accept go, accept go');
+    assert.equal(textOf(await client.callTool({ name: 'release', arguments: {} })), 'released');
+    assert.equal(textOf(await held), 'held');
   });
 
   it('a retry naming a state this sandbox never issued is refused with invalid params', async () => {
