@@ -18,7 +18,7 @@ import {
 import { cuttableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { LEGACY, callWith, connect, initializeBody, metric, post, textOf, type AnyClient } from './support.ts';
+import { LEGACY, MODERN, callWith, connect, initializeBody, metric, post, textOf, type AnyClient } from './support.ts';
 
 const EVERYTHING = { 'x-switchyard-class': 'everything' };
 
@@ -26,10 +26,12 @@ const EVERYTHING = { 'x-switchyard-class': 'everything' };
 const sampled = (who: string, asked: string): string => `${who} read: ${asked}`;
 
 /**
- * A legacy SDK client (v1 or v2) at `url` that answers sampling with
- * `sampled(who, …)` and elicitation by accepting `{ name: who }`.
+ * An SDK client at `url` that answers sampling with `sampled(who, …)` and
+ * elicitation by accepting `{ name: who }`: a legacy one (v1 or v2), or a
+ * 2026-07-28 one (v2-modern) of process `who`, which takes them as the
+ * input_required rounds of its call, its retries reaching the same sandbox.
  */
-async function answeringClient(generation: 'v1' | 'v2', url: string, who: string): Promise<AnyClient> {
+async function answeringClient(generation: 'v1' | 'v2' | 'v2-modern', url: string, who: string): Promise<AnyClient> {
   const capabilities = { sampling: {}, elicitation: {} };
   const asked = (params: { messages: Array<{ content: unknown }> }): string =>
     (params.messages[0]!.content as { text: string }).text;
@@ -45,10 +47,15 @@ async function answeringClient(generation: 'v1' | 'v2', url: string, who: string
     await client.connect(new TransportV1(new URL(url), { requestInit: { headers: EVERYTHING } }));
     return client as unknown as AnyClient;
   }
-  const client = new Client({ name: who, version: '1.0.0' }, { capabilities });
+  const modern = generation === 'v2-modern';
+  const client = new Client(
+    { name: who, version: '1.0.0' },
+    { capabilities, ...(modern ? { versionNegotiation: { mode: { pin: MODERN } } } : {}) },
+  );
   client.setRequestHandler('sampling/createMessage', (req) => answer(sampled(who, asked(req.params))));
   client.setRequestHandler('elicitation/create', () => ({ action: 'accept', content: { name: who } }));
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: EVERYTHING } }));
+  const headers = modern ? { ...EVERYTHING, 'x-switchyard-process': who } : EVERYTHING;
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   return client as unknown as AnyClient;
 }
 
@@ -108,7 +115,7 @@ describe('MCP client features through the gateway', () => {
   });
   after(() => cluster?.stop());
 
-  for (const generation of ['v1', 'v2'] as const) {
+  for (const generation of ['v1', 'v2', 'v2-modern'] as const) {
     it(`carries the everything server's sampling and elicitation requests to each SDK ${generation} client that asked, and its answers back`, async () => {
       const clients: AnyClient[] = [];
       try {
