@@ -16,9 +16,8 @@ export interface Call {
 /**
  * Asks the client behind `server` for its roots. A client that declared no
  * `roots` is not asked (the spec forbids it): refused with the error a
- * client without them answers, method not found. On a 2026-07-28 request
- * the SDK refuses at once, as that revision has no server-to-client
- * requests.
+ * client without them answers, method not found. Legacy sessions only: a
+ * 2026-07-28 call takes the request in its next round (see CallRounds).
  */
 export async function rootsOf(server: McpServer, options: RequestOptions) {
   if (!server.server.getClientCapabilities()?.roots) {
