@@ -15,6 +15,7 @@ sessionIdleMs: 1800000
 version: 0.0.0
 metering:
   sink: ''
+  queueLengthMax: 10000
 directListener:
   enabled: false
   port: 7080
@@ -52,6 +53,10 @@ prometheusRule:
       severity: warning
       threshold: 0.8
     connectionsRefused:
+      enabled: true
+      for: 1m
+      severity: warning
+    meteringDropped:
       enabled: true
       for: 1m
       severity: warning
