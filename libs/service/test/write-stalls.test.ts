@@ -165,6 +165,15 @@ for (const secure of [false, true]) {
   );
 }
 
+/** An HTTP server answering every request with an event stream that stays open, telling `onSocket` its socket. */
+function keepAliveStreams(onSocket: (socket: Socket) => void): http.Server {
+  return http.createServer((req, res) => {
+    onSocket(res.socket!);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(': keepalive\n\n');
+  });
+}
+
 // A stream whose few bytes fit in the kernel's send buffer (keep-alive comments) never waits in the process:
 // its vanished peer shows only in the kernel, as a connection it retransmits to. What the kernel says is
 // given here, for the served end of a real connection.
@@ -179,11 +188,7 @@ describe('closeStalledWrites on connections the kernel retransmits to', () => {
   let port: number;
 
   before(async () => {
-    server = http.createServer((req, res) => {
-      served.push(res.socket!);
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(': keepalive\n\n');
-    });
+    server = keepAliveStreams((socket) => served.push(socket));
     closeStalledWrites(server, {
       stallTimeoutMs: STALL_TIMEOUT_MS,
       metrics,
@@ -289,11 +294,7 @@ describe(
     let client: net.Socket;
 
     before(async () => {
-      server = http.createServer((req, res) => {
-        served.push(res.socket!);
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(': keepalive\n\n');
-      });
+      server = keepAliveStreams((socket) => served.push(socket));
       closeStalledWrites(server, {
         stallTimeoutMs: STALL_TIMEOUT_MS,
         metrics: createMetrics('gateway'),
@@ -340,11 +341,7 @@ describe('closeStalledWrites with listeners on one port at two local addresses',
 
   before(async () => {
     for (const address of ['127.0.0.1', '127.0.0.2']) {
-      const server = http.createServer((req, res) => {
-        served.set(address, res.socket!);
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(': keepalive\n\n');
-      });
+      const server = keepAliveStreams((socket) => served.set(address, socket));
       closeStalledWrites(server, {
         stallTimeoutMs: STALL_TIMEOUT_MS,
         metrics: createMetrics('gateway'),
