@@ -389,3 +389,36 @@ describe('closeStalledWrites with listeners on one port at two local addresses',
     assert.equal(served.get('127.0.0.1')!.destroyed, false, 'the live one at the other address');
   });
 });
+
+// A read of /proc formats every socket of the network namespace: it is made every quarter of the bound, which
+// tells a vanished peer within the bound as well, not at every sweep (every 5 s at most).
+describe('closeStalledWrites reading what the kernel retransmits', () => {
+  it('reads every quarter of the bound, not at every sweep', async () => {
+    const clock = new ManualClock();
+    let reads = 0;
+    const server = keepAliveStreams(() => {});
+    closeStalledWrites(server, {
+      stallTimeoutMs: 60_000,
+      metrics: createMetrics('gateway'),
+      clock,
+      logger: { warn: () => {} },
+      retransmitting: async () => {
+        reads++;
+        return new Map();
+      },
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    try {
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      await once(client, 'data');
+      for (let elapsed = 0; elapsed < 60_000; elapsed += 5_000) await clock.advance(5_000);
+      assert.equal(reads, 4, 'one read each 15 s of a 60 s bound, its sweeps every 5 s');
+    } finally {
+      client.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
