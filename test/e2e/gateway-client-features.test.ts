@@ -18,7 +18,18 @@ import {
 import { cuttableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { LEGACY, MODERN, callWith, connect, initializeBody, metric, post, textOf, type AnyClient } from './support.ts';
+import {
+  LEGACY,
+  MODERN,
+  callWith,
+  connect,
+  initializeBody,
+  metric,
+  post,
+  rawLegacySession,
+  textOf,
+  type AnyClient,
+} from './support.ts';
 
 const EVERYTHING = { 'x-switchyard-class': 'everything' };
 
@@ -201,10 +212,7 @@ describe('MCP client features through the gateway', () => {
 
   it('resumes a tool call whose POST stream was dropped, from Last-Event-ID, with the events it missed and its result', async () => {
     const url = cluster.gatewayUrl();
-    const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
-    assert.equal(init.status, 200, init.text);
-    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
-    assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).status, 202);
+    const session = await rawLegacySession(url);
     try {
       const dropped = new AbortController();
       const call = await fetch(url, {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { freezableRelay } from '@switchyard/service/testing';
 import { startCluster, type TestCluster } from '../support/cluster.ts';
 import { until } from '../support/processes.ts';
-import { LEGACY, initializeBody, post } from './support.ts';
+import { post, rawLegacySession } from './support.ts';
 
 /** As the suites' tunnel pings: shorter ones see stalls of a loaded 2-core machine as silence. */
 const PING_INTERVAL_MS = 1000;
@@ -31,10 +31,7 @@ describe('gateway event streams to a scheduler that goes silent', () => {
 
   /** Opens a legacy session by raw HTTP; resolves with the headers its later requests carry. */
   async function openSession(url: string): Promise<Record<string, string>> {
-    const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
-    assert.equal(init.status, 200, init.text);
-    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
-    assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status, 202);
+    const headers = await rawLegacySession(url);
     return headers;
   }
 

@@ -179,6 +179,18 @@ export function initializeBody(id: number | string = 1, version = LEGACY): unkno
   };
 }
 
+/**
+ * A legacy session opened over raw HTTP at `url` (initialize, then
+ * notifications/initialized): the headers each request of it carries.
+ */
+export async function rawLegacySession(url: string): Promise<Record<string, string>> {
+  const init = await post(url, initializeBody(), { 'mcp-protocol-version': LEGACY });
+  assert.equal(init.status, 200, init.text);
+  const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LEGACY };
+  assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).status, 202);
+  return session;
+}
+
 export function toolCallBody(id: number, name: string, args: Record<string, unknown> = {}, modern = false): unknown {
   const meta = modern ? { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN } } : {};
   return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...meta } };
