@@ -101,6 +101,8 @@ export class CallRounds {
           if ('error' in outcome) throw outcome.error;
           return outcome.result;
         }
+        // Every request withdrawn by the upstream as soon as asked: nothing to ask the client for.
+        if (!call.asks) continue;
         // Closed, the upstream is going too: its call fails of that soon.
         if (this.#closed) call.refuse('its sandbox was destroyed');
         else if (this.#paused.size < CALLS_BETWEEN_ROUNDS_PER_SANDBOX_MAX) return this.#pause(call);
@@ -175,14 +177,16 @@ export class RoundCall {
 
   constructor(params: CallParams, first: ServerContext, start: (call: RoundCall) => Promise<CallToolResult>) {
     this.#params = params;
-    const ask = (method: string, params?: unknown): Promise<never> => this.#ask(method, params as Params);
+    const ask = (method: string, params: unknown, options?: { signal?: AbortSignal }): Promise<never> =>
+      this.#ask(method, params as Params, options?.signal);
     this.asker = {
       mcpReq: {
         id: first.mcpReq.id,
         signal: this.#abort.signal,
-        requestSampling: (params) => ask('sampling/createMessage', params),
-        elicitInput: (params) => ask('elicitation/create', params),
-        send: ((request: { method: string; params?: unknown }) => ask(request.method, request.params)) as never,
+        requestSampling: (params, options) => ask('sampling/createMessage', params, options),
+        elicitInput: (params, options) => ask('elicitation/create', params, options),
+        send: ((request: { method: string; params?: unknown }, options?: { signal?: AbortSignal }) =>
+          ask(request.method, request.params, options)) as never,
       },
     };
     // The first round is in progress as the call starts upstream (its progress is relayed there).
@@ -240,6 +244,11 @@ export class RoundCall {
     });
   }
 
+  /** True while the upstream has a request unanswered. */
+  get asks(): boolean {
+    return this.#pending.size > 0;
+  }
+
   /** The unanswered requests, as the 2026-07-28 round embeds them. */
   inputRequests(): InputRequests {
     return Object.fromEntries([...this.#pending].map(([key, p]) => [key, p.request])) as InputRequests;
@@ -272,16 +281,29 @@ export class RoundCall {
     this.#wake?.();
   }
 
-  #ask(method: string, params: Params): Promise<never> {
+  /** Adds a request to the next round; `withdrawn` (its asker's signal) takes it out of the rounds to come. */
+  #ask(method: string, params: Params, withdrawn: AbortSignal | undefined): Promise<never> {
     if (this.#outcome || this.#abort.signal.aborted) return Promise.reject(new Error('the call is over'));
+    if (withdrawn?.aborted) return Promise.reject(withdrawn.reason as Error);
     const lacking = undeclared(method, params, this.#capabilities);
     if (lacking) return Promise.reject(new Error(`Client does not support ${lacking} (required for ${method})`));
     if (this.#pending.size >= ASKS_PER_CALL_MAX) {
       return Promise.reject(new Error(`${ASKS_PER_CALL_MAX} requests of this call already wait for their answers`));
     }
     const request = { method, ...(params === undefined ? {} : { params: forRounds(method, params) }) };
+    const key = `input-${++this.#asked}`;
     return new Promise<never>((resolve, reject) => {
-      this.#pending.set(`input-${++this.#asked}`, { request, resolve: resolve as (r: unknown) => void, reject });
+      const withdraw = (): void => {
+        // An answer already given stands: the upstream ignores it, as it would a client's late one.
+        if (this.#pending.delete(key)) reject(withdrawn!.reason as Error);
+      };
+      withdrawn?.addEventListener('abort', withdraw, { once: true });
+      const settled = (): void => withdrawn?.removeEventListener('abort', withdraw);
+      this.#pending.set(key, {
+        request,
+        resolve: (response) => (settled(), resolve(response as never)),
+        reject: (error) => (settled(), reject(error)),
+      });
       this.#wake?.();
     });
   }

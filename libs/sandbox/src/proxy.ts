@@ -1,15 +1,9 @@
 import { Client, SdkError, SdkErrorCode, type CacheMode, type Transport } from '@modelcontextprotocol/client';
-import type {
-  ListRootsResult,
-  McpServer,
-  ServerCapabilities,
-  ServerContext,
-  ServerEvent,
-} from '@modelcontextprotocol/server';
+import type { McpServer, ServerCapabilities, ServerContext, ServerEvent } from '@modelcontextprotocol/server';
 import { systemClock, type Clock } from '@switchyard/clock';
-import { CallRounds, takesInputInRounds, type Asker } from './call-rounds.ts';
+import { CallRounds, takesInputInRounds } from './call-rounds.ts';
 import { DeathFlag, type ExitCause, type SandboxInstance } from './engine.ts';
-import { rootsOf, sessionToAsk, type Call } from './roots.ts';
+import { UpstreamAsks } from './upstream-asks.ts';
 
 /**
  * Upper bound on one forwarded upstream request, tool calls included, which
@@ -98,8 +92,8 @@ export class ProxyInstance implements SandboxInstance {
   readonly #exitCause: (() => ExitCause | undefined) | undefined;
   readonly #onCancelled: ((tool: string) => void) | undefined;
   #destroyed = false;
-  /** Tool calls in flight upstream, oldest first: who the upstream's own requests are sent to. */
-  readonly #calls: Call[] = [];
+  /** Tool calls in flight upstream, who the upstream's own requests are sent to. */
+  readonly #asks: UpstreamAsks;
   /** The calls of 2026-07-28 clients, which take the upstream's requests in rounds. */
   readonly #rounds: CallRounds;
   /** Progress relays of calls in flight, by the upstream token we chose. */
@@ -163,13 +157,7 @@ export class ProxyInstance implements SandboxInstance {
     const each = (send: (s: McpServer) => void): void => {
       for (const s of this.#servers) if (s.isConnected()) send(s);
     };
-    client.setRequestHandler('sampling/createMessage', (req) =>
-      this.#onBehalf(({ asker }) => asker.mcpReq.requestSampling(req.params, this.#asked(asker))),
-    );
-    client.setRequestHandler('elicitation/create', (req) =>
-      this.#onBehalf(({ asker }) => asker.mcpReq.elicitInput(req.params, this.#asked(asker))),
-    );
-    client.setRequestHandler('roots/list', async (_req, upstream) => this.#listRoots(upstream.mcpReq.signal));
+    this.#asks = new UpstreamAsks(client, this.#servers, UPSTREAM_TIMEOUT_MS);
     client.setNotificationHandler('notifications/tools/list_changed', () => {
       each((s) => s.sendToolListChanged());
       this.#toListeners({ kind: 'tools_list_changed' });
@@ -240,50 +228,6 @@ export class ProxyInstance implements SandboxInstance {
       }
       inner?.(message, extra);
     };
-  }
-
-  /**
-   * Sends an upstream request (sampling, elicitation, roots) to the downstream
-   * client. The request names no client request, so it goes on the most
-   * recent tool call still running upstream in this sandbox — the one that
-   * asked, unless several run at once — over that call's own response
-   * stream, or, for a 2026-07-28 client, in the call's next round (see
-   * CallRounds). With no call running there is no stream to carry it: refused.
-   * A call that had its answer becomes the most recent: it is the likeliest
-   * to ask next (a call between rounds, resumed while a later call runs).
-   */
-  #onBehalf<T>(send: (call: Call) => Promise<T>): Promise<T> {
-    const call = this.#calls.at(-1);
-    if (!call) return Promise.reject(new Error('no client request in flight to carry this request'));
-    return send(call).finally(() => {
-      const at = this.#calls.indexOf(call);
-      if (at >= 0) this.#calls.push(...this.#calls.splice(at, 1));
-    });
-  }
-
-  /**
-   * Asks a downstream client for its roots, on the call in flight as
-   * `#onBehalf` does (a call in rounds embeds the request in its next
-   * round). With none, a server that asks at start or on a change of roots
-   * still reaches the client of a sandbox that one session holds, over its
-   * GET stream (lost if it has none open: the upstream waits its own
-   * timeout, as it would connected to the client directly); `signal`, the
-   * upstream's, cancels the ask when the upstream gives up.
-   */
-  async #listRoots(signal: AbortSignal) {
-    if (this.#calls.length === 0) {
-      return rootsOf(sessionToAsk(this.#servers), { signal, timeout: UPSTREAM_TIMEOUT_MS });
-    }
-    return this.#onBehalf(({ asker, server }) => {
-      const asked = this.#asked(asker);
-      const options = { ...asked, signal: AbortSignal.any([asked.signal, signal]) };
-      if (server) return rootsOf(server, options);
-      return asker.mcpReq.send({ method: 'roots/list' }, options) as Promise<ListRootsResult>;
-    });
-  }
-
-  #asked(ctx: Asker) {
-    return { relatedRequestId: ctx.mcpReq.id, signal: ctx.mcpReq.signal, timeout: UPSTREAM_TIMEOUT_MS };
   }
 
   get dead(): boolean {
@@ -389,27 +333,17 @@ export class ProxyInstance implements SandboxInstance {
     const { task: _task, ...plain } = params as typeof params & { task?: unknown };
     try {
       if (!inRounds) {
-        return await this.#tracked({ asker: ctx, server }, () =>
+        return await this.#asks.tracked({ asker: ctx, server }, () =>
           this.#forwardCall(plain, ctx.mcpReq.signal, () => ctx),
         );
       }
       return await this.#rounds.serve(plain, ctx, (call) =>
-        this.#tracked({ asker: call.asker }, () => this.#forwardCall(plain, call.signal, () => call.round)),
+        this.#asks.tracked({ asker: call.asker }, () => this.#forwardCall(plain, call.signal, () => call.round)),
       );
     } catch (error) {
       // The signal also fires once a call is over; only a call it cut short was cancelled.
       if (ctx.mcpReq.signal.aborted) this.#onCancelled?.(params.name);
       throw error;
-    }
-  }
-
-  /** Runs an upstream call with `call` among the calls the upstream's requests may go to (see #onBehalf). */
-  async #tracked<T>(call: Call, run: () => Promise<T>): Promise<T> {
-    this.#calls.push(call);
-    try {
-      return await run();
-    } finally {
-      this.#calls.splice(this.#calls.indexOf(call), 1);
     }
   }
 

@@ -1,17 +1,5 @@
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import type { McpServer, RequestOptions } from '@modelcontextprotocol/server';
-import type { Asker } from './call-rounds.ts';
-
-/**
- * A tool call in flight upstream: whom the upstream's requests go through,
- * and for a legacy call the server of the session or request that made it,
- * which asks its client for roots (a call in rounds embeds the request in
- * its next round instead).
- */
-export interface Call {
-  readonly asker: Asker;
-  readonly server?: McpServer;
-}
 
 /**
  * Asks the client behind `server` for its roots. A client that declared no
