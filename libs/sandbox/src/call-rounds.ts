@@ -12,6 +12,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Clock, Timer } from '@switchyard/clock';
+import { IDENTITY_HEADERS } from '@switchyard/protocol';
 
 /** The first protocol revision whose requests take their client's input in rounds (`input_required`). */
 const FIRST_ROUNDS_VERSION = '2026-07-28';
@@ -50,7 +51,8 @@ interface Pending {
  * client takes no server→client request, so what the upstream asks during
  * a call ends the call's round with `input_required`: the upstream's
  * requests, embedded, and a `requestState` issued here (128 random bits,
- * new each round, known to this sandbox only). The upstream call stays
+ * new each round, known to this sandbox only, good for the principal that
+ * made the call only: a sandbox may serve several). The upstream call stays
  * open meanwhile; the client's retry of the call with that state and its
  * `inputResponses` answers the upstream's requests and is the next round,
  * which waits for the upstream's result or its next request.
@@ -130,7 +132,8 @@ export class CallRounds {
     const state = ctx.mcpReq.requestState();
     if (state === undefined) return new RoundCall(params, ctx, start);
     const call = typeof state === 'string' ? this.#paused.get(state) : undefined;
-    if (!call) {
+    // Another principal's call is answered as one that does not exist (as a session is), and left waiting for its own.
+    if (!call || call.principal !== principalOf(ctx)) {
       throw invalidState(
         `no call of this sandbox waits on it (none was paused with it here, or its client took longer than ${this.#waitMs / 1000} s to retry)`,
       );
@@ -155,6 +158,11 @@ export class CallRounds {
   }
 }
 
+/** Who made a request: the `X-Switchyard-Principal` a gateway sets, undefined without authentication. */
+function principalOf(ctx: ServerContext): string | undefined {
+  return ctx.http?.req?.headers.get(IDENTITY_HEADERS.principal) ?? undefined;
+}
+
 /** The SDK's own refusal of a state it cannot use (-32602), with why. */
 function invalidState(why: string): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid or expired requestState: ${why}`, {
@@ -165,6 +173,8 @@ function invalidState(why: string): ProtocolError {
 /** One upstream tool call of a 2026-07-28 client, over as many rounds as its upstream asks for input. */
 export class RoundCall {
   readonly asker: Asker;
+  /** Who made the call (see principalOf): only they may resume it, as only they reach their session. */
+  readonly principal: string | undefined;
   readonly #params: CallParams;
   readonly #abort = new AbortController();
   readonly #pending = new Map<string, Pending>();
@@ -177,6 +187,7 @@ export class RoundCall {
 
   constructor(params: CallParams, first: ServerContext, start: (call: RoundCall) => Promise<CallToolResult>) {
     this.#params = params;
+    this.principal = principalOf(first);
     const ask = (method: string, params: unknown, options?: { signal?: AbortSignal }): Promise<never> =>
       this.#ask(method, params as Params, options?.signal);
     this.asker = {
