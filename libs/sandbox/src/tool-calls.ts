@@ -1,5 +1,7 @@
 import {
   McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
   isInputRequiredResult,
   type ServerCapabilities,
   type ServerContext,
@@ -91,10 +93,16 @@ function countToolCalls(server: McpServer, className: string, counting: ToolCall
 function counted(handler: Handler, className: string, { clock, sink, rounds }: ToolCallCounting): Handler {
   return async (request, ctx) => {
     // The state as its client echoed it (the SDK takes it out of the request's params).
-    const startMs = rounds.resume(className, ctx.mcpReq.requestState()) ?? clock.monotonicNow();
+    const state = ctx.mcpReq.requestState();
+    const startMs = rounds.resume(className, state) ?? clock.monotonicNow();
     let outcome: ToolCallOutcome | undefined = 'error';
     try {
-      const result = await handler(request, ctx);
+      const result = await Promise.resolve(handler(request, ctx)).catch((error: unknown) => {
+        // A retry refused for its state (another tool, arguments or principal) may leave the call it names
+        // waiting: the call keeps its start for the retry that resumes it.
+        if (typeof state === 'string' && refusedState(error)) rounds.pause(className, state, startMs);
+        throw error;
+      });
       if (isInputRequiredResult(result)) {
         // Not settled: the client retries the call with the input asked for, as a request of its own.
         outcome = undefined;
@@ -109,4 +117,13 @@ function counted(handler: Handler, className: string, { clock, sink, rounds }: T
       }
     }
   };
+}
+
+/** The SDK's refusal of a round's `requestState` (-32602, `invalid_request_state`), which a handler may throw too. */
+function refusedState(error: unknown): boolean {
+  return (
+    error instanceof ProtocolError &&
+    error.code === ProtocolErrorCode.InvalidParams &&
+    (error.data as { reason?: unknown } | undefined)?.reason === 'invalid_request_state'
+  );
 }
