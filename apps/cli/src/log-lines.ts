@@ -18,6 +18,10 @@ export interface LogEntry {
   readonly url?: string;
   /** A line a sandbox's server wrote to its stderr (`stderr`): the entry says nothing without it. */
   readonly line?: string;
+  /** The sandbox class an entry is about: a runtime serving several, the reader cannot tell which otherwise. */
+  readonly class?: unknown;
+  /** A server's last stderr lines, logged when it exited (`start failed`, `sandbox died`): most often, why. */
+  readonly stderrTail?: unknown;
 }
 
 /** C0 and C1 controls, DEL and the JSON line separators: what could end a terminal line or steer the terminal. */
@@ -34,10 +38,20 @@ export function printable(text: string): string {
   return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** A log entry as one short line: the message, and the one detail that explains it. */
+/** A log entry as one short line: the message, its class if it names one, and what explains it. */
 export function lineOf(entry: LogEntry): string {
   const detail = refusal(entry) ?? entry.status ?? entry.reason ?? entry.err ?? entry.line;
-  return printable(`${entry.msg ?? ''}${detail !== undefined ? ` (${detailText(detail)})` : ''}`);
+  const explained = [detail !== undefined ? detailText(detail) : undefined, stderrText(entry.stderrTail)]
+    .filter((part) => part !== undefined)
+    .join('; ');
+  const subject = typeof entry.class === 'string' ? `, class ${entry.class}` : '';
+  return printable(`${entry.msg ?? ''}${subject}${explained ? ` (${explained})` : ''}`);
+}
+
+/** A server's last stderr lines, as the part of a line that tells why it exited; none, if it wrote none. */
+function stderrText(tail: unknown): string | undefined {
+  if (!Array.isArray(tail) || tail.length === 0) return undefined;
+  return `its last stderr: ${tail.map(String).join(' | ')}`;
 }
 
 /** A refusal's status with what its answer said was wrong (a status alone says little), if the entry has both. */

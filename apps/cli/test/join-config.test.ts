@@ -95,6 +95,44 @@ describe('switchyard runtime join --config, with a scheduler', () => {
     assert.deepEqual(await until('the runtime listed', () => classesOf(replica, 'rt-beside')), ['demo', 'files']);
     await stopped(running);
   });
+
+  it("says which class's server failed to start, and what it wrote to stderr before it exited", async () => {
+    const failing = {
+      engine: 'stdio',
+      command: process.execPath,
+      args: ['-e', 'console.error("MY_API_KEY is not set"); process.exit(3)'],
+    };
+    const running = await joined('rt-failing', [
+      '--config',
+      configFile('failing.json', { classes: { files: FILES_CLASS, failing } }),
+    ]);
+    await until('the runtime listed', () => classesOf(replica, 'rt-failing'));
+    const answer = await fetch(`${replica.url}/api/proxy/rt-failing/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'x-switchyard-class': 'failing',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+    assert.equal(answer.status, 502);
+    const line = await until('the start failed line', () =>
+      running
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes('start failed')),
+    );
+    assert.match(line, /class failing/);
+    assert.match(line, /exited with code 3/);
+    assert.match(line, /MY_API_KEY is not set/);
+    await stopped(running);
+  });
 });
 
 describe('switchyard runtime join --config, a file it cannot serve', () => {

@@ -34,9 +34,28 @@ describe('lineOf', () => {
     assert.equal(lineOf(parseEntry(JSON.stringify(failed))), 'lease attempt failed (connect ECONNREFUSED)');
   });
 
-  it("shows the line a sandbox's server wrote to stderr, which is all such an entry is about", () => {
+  it("shows the line a sandbox's server wrote to stderr, which is all such an entry is about, and its class", () => {
     const logged = { level: 30, msg: 'stderr', event: 'sandbox.stderr', class: 'everything', line: 'Server started' };
-    assert.equal(lineOf(parseEntry(JSON.stringify(logged))), 'stderr (Server started)');
+    assert.equal(lineOf(parseEntry(JSON.stringify(logged))), 'stderr, class everything (Server started)');
+  });
+
+  it("shows the last stderr lines of a server that exited, which most often say why, and whose class's it was", () => {
+    const died = {
+      level: 40,
+      msg: 'sandbox died: its server exited with code 1',
+      event: 'sandbox.died',
+      class: 'my-tools',
+      sandbox: 'p1',
+      exitCode: 1,
+      signal: null,
+      stderrTail: ['Traceback (most recent call last):', 'KeyError: MY_API_KEY'],
+    };
+    assert.equal(
+      lineOf(parseEntry(JSON.stringify(died))),
+      'sandbox died: its server exited with code 1, class my-tools ' +
+        '(its last stderr: Traceback (most recent call last): | KeyError: MY_API_KEY)',
+    );
+    assert.equal(lineOf({ ...died, stderrTail: [] }), 'sandbox died: its server exited with code 1, class my-tools');
   });
 
   it("gives a refusal's status with its reason: a scheduler refusing a runtime logs both", () => {
