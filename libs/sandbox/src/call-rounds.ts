@@ -94,6 +94,9 @@ export class CallRounds {
       for (;;) {
         try {
           await call.next(ctx.mcpReq.signal);
+          // An input_required answer, as a result does, waits for the progress relayed before it: the modern era drops what follows.
+          await call.relayed;
+          ctx.mcpReq.signal.throwIfAborted();
         } catch (cancelled) {
           call.abandon(new Error('its client cancelled the call'));
           throw cancelled;
@@ -183,6 +186,7 @@ export class RoundCall {
   #wake: (() => void) | undefined;
   #round: ServerContext | undefined;
   #capabilities: ClientCapabilities | undefined;
+  #relayed: Promise<void> = Promise.resolve();
   timer: Timer | undefined;
 
   constructor(params: CallParams, first: ServerContext, start: (call: RoundCall) => Promise<CallToolResult>) {
@@ -216,6 +220,16 @@ export class RoundCall {
   /** The round in progress, where progress is relayed; none between rounds. */
   get round(): ServerContext | undefined {
     return this.#round;
+  }
+
+  /** Settles once the progress relayed to the rounds so far is sent (see `relaying`). */
+  get relayed(): Promise<void> {
+    return this.#relayed;
+  }
+
+  /** Told of the relays of the call's progress still pending, in order: `relays` settles after all of them. */
+  relaying(relays: Promise<void>): void {
+    this.#relayed = relays;
   }
 
   get outcome(): Outcome | undefined {

@@ -67,6 +67,8 @@ type Watch = { readonly publish: (event: ServerEvent) => void };
 type Subscriber = McpServer | Watch;
 const isWatch = (s: Subscriber): s is Watch => 'publish' in s;
 type ProgressParams = { progress: number; total?: number; message?: string };
+/** Where a call's progress goes: the client request in progress, if any, told of the relays pending (see CallRounds). */
+type RelayTarget = { readonly round: ServerContext | undefined; relaying?(relays: Promise<void>): void };
 
 /**
  * A sandbox that is an upstream MCP server reached through an SDK client:
@@ -334,11 +336,11 @@ export class ProxyInstance implements SandboxInstance {
     try {
       if (!inRounds) {
         return await this.#asks.tracked({ asker: ctx, server }, () =>
-          this.#forwardCall(plain, ctx.mcpReq.signal, () => ctx),
+          this.#forwardCall(plain, ctx.mcpReq.signal, { round: ctx }),
         );
       }
       return await this.#rounds.serve(plain, ctx, (call) =>
-        this.#asks.tracked({ asker: call.asker }, () => this.#forwardCall(plain, call.signal, () => call.round)),
+        this.#asks.tracked({ asker: call.asker }, () => this.#forwardCall(plain, call.signal, call)),
       );
     } catch (error) {
       // The signal also fires once a call is over; only a call it cut short was cancelled.
@@ -349,15 +351,13 @@ export class ProxyInstance implements SandboxInstance {
 
   /**
    * Calls the tool upstream, relaying its progress to the client request
-   * `round` names at the time (each round of a call in rounds is a request
+   * `to.round` names at the time (each round of a call in rounds is a request
    * of its own; between rounds, none), when the first asked for progress.
+   * `to.relaying` is told of the relays still pending, which a round's
+   * `input_required` answer waits for as the result does here.
    */
-  async #forwardCall(
-    params: Parameters<Client['callTool']>[0],
-    signal: AbortSignal,
-    round: () => ServerContext | undefined,
-  ) {
-    if (round()?.mcpReq._meta?.progressToken === undefined) {
+  async #forwardCall(params: Parameters<Client['callTool']>[0], signal: AbortSignal, to: RelayTarget) {
+    if (to.round?.mcpReq._meta?.progressToken === undefined) {
       return this.#client.callTool(params, { signal, timeout: UPSTREAM_TIMEOUT_MS });
     }
     // Our own upstream token, relayed from the transport in arrival order; one
@@ -365,7 +365,7 @@ export class ProxyInstance implements SandboxInstance {
     const token = `switchyard-${++this.#progressSeq}`;
     let relayed: Promise<void> = Promise.resolve();
     this.#relays.set(token, (p) => {
-      const ctx = round();
+      const ctx = to.round;
       const downstream = ctx?.mcpReq._meta?.progressToken;
       if (!ctx || downstream === undefined) return;
       relayed = relayed.then(() =>
@@ -373,6 +373,7 @@ export class ProxyInstance implements SandboxInstance {
           .notify({ method: 'notifications/progress', params: { ...p, progressToken: downstream } })
           .catch(() => undefined),
       );
+      to.relaying?.(relayed);
     });
     try {
       const result = await this.#client.callTool(

@@ -1,4 +1,5 @@
-// The edges of a 2026-07-28 call served in rounds: progress relayed to each round's own request, a later
+// The edges of a 2026-07-28 call served in rounds: progress relayed to each round's own request (all of it
+// before the round's input_required answer), a later
 // round's cancellation reaching the upstream call, a state used by another principal of the same
 // sandbox, and what a sandbox destroyed between rounds leaves. Real SDK clients, a real stdio child (an SDK
 // server that asks mid-call); time between rounds on a ManualClock.
@@ -120,6 +121,27 @@ describe('the edges of a 2026-07-28 call in rounds', () => {
       second.map((p) => p.message),
       ['p 2'],
     );
+  });
+
+  it('progress sent just before the upstream asks reaches the round that ends input_required', async () => {
+    const client = await manualClient('burst');
+    const seen: number[] = [];
+    const paused = await round(
+      client,
+      'burst',
+      { what: 'b', count: 200 },
+      {},
+      { onprogress: (p) => seen.push(p.progress) },
+    );
+    assert.equal(paused.resultType, 'input_required');
+    assert.equal(seen.length, 200, 'every progress the upstream sent before it asked');
+    const done = await round(
+      client,
+      'burst',
+      { what: 'b', count: 200 },
+      { requestState: paused.requestState, inputResponses: { [onlyKey(paused)]: { action: 'decline' } } },
+    );
+    assert.equal(textOf(done), 'b: decline');
   });
 
   it('a later round its client cancels cancels the upstream call', async () => {
