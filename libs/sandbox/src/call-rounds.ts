@@ -236,10 +236,23 @@ export class RoundCall {
     return this.#outcome;
   }
 
+  /**
+   * Makes `round` the round in progress. Its client's capabilities are the
+   * ones later requests are checked against, and an unanswered request it
+   * no longer declares one for is refused now: asked again, the SDK would
+   * refuse the round (-32021) after the call was paused under a state its
+   * client never gets.
+   */
   begin(round: ServerContext): void {
     this.#round = round;
     const envelope = round.mcpReq.envelope as Record<string, unknown> | undefined;
     this.#capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+    for (const [key, { request, reject }] of this.#pending) {
+      const lacking = undeclared(request.method, request.params, this.#capabilities);
+      if (!lacking) continue;
+      this.#pending.delete(key);
+      reject(notSupported(lacking, request.method));
+    }
   }
 
   end(): void {
@@ -311,7 +324,7 @@ export class RoundCall {
     if (this.#outcome || this.#abort.signal.aborted) return Promise.reject(new Error('the call is over'));
     if (withdrawn?.aborted) return Promise.reject(withdrawn.reason as Error);
     const lacking = undeclared(method, params, this.#capabilities);
-    if (lacking) return Promise.reject(new Error(`Client does not support ${lacking} (required for ${method})`));
+    if (lacking) return Promise.reject(notSupported(lacking, method));
     if (this.#pending.size >= ASKS_PER_CALL_MAX) {
       return Promise.reject(new Error(`${ASKS_PER_CALL_MAX} requests of this call already wait for their answers`));
     }
@@ -343,6 +356,11 @@ function forRounds(method: string, params: Record<string, unknown>): Record<stri
   if (method !== 'elicitation/create' || params.elicitationId === undefined) return params;
   const { elicitationId: _id, ...rest } = params;
   return rest;
+}
+
+/** The refusal of a client that lacks a capability, as the SDK words it. */
+function notSupported(lacking: string, method: string): Error {
+  return new Error(`Client does not support ${lacking} (required for ${method})`);
 }
 
 /**

@@ -1,11 +1,11 @@
 // The edges of a 2026-07-28 call served in rounds: progress relayed to each round's own request (all of it
-// before the round's input_required answer), a later
-// round's cancellation reaching the upstream call, a state used by another principal of the same
-// sandbox, and what a sandbox destroyed between rounds leaves. Real SDK clients, a real stdio child (an SDK
+// before the round's input_required answer), a later round's cancellation reaching the upstream call, a
+// state used by another principal of the same sandbox, a retry that declares fewer capabilities than the
+// first round, and what a sandbox destroyed between rounds leaves. Real SDK clients, a real stdio child (an SDK
 // server that asks mid-call); time between rounds on a ManualClock.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, type ClientCapabilities, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { ManualClock } from '@switchyard/clock/testing';
 import type { SandboxHost } from '@switchyard/sandbox';
 import { childPids } from './fixtures/children.ts';
@@ -58,11 +58,15 @@ describe('the edges of a 2026-07-28 call in rounds', () => {
   });
 
   /** A 2026-07-28 client of sandbox `process` that answers no input itself, as `principal` if named. */
-  async function manualClient(process: string, principal?: string): Promise<Client> {
+  async function manualClient(
+    process: string,
+    principal?: string,
+    capabilities: ClientCapabilities = { sampling: {}, elicitation: { form: {} } },
+  ): Promise<Client> {
     const client = new Client(
       { name: `edges-${process}`, version: '1.0.0' },
       {
-        capabilities: { sampling: {}, elicitation: { form: {} } },
+        capabilities,
         versionNegotiation: { mode: { pin: '2026-07-28' } },
         inputRequired: { autoFulfill: false },
       },
@@ -162,6 +166,18 @@ describe('the edges of a 2026-07-28 call in rounds', () => {
     abort.abort(new Error('the user gave up'));
     await assert.rejects(resumed);
     assert.deepEqual(await outcomes(client, 2), ['c: accept', 'c: cancelled']);
+  });
+
+  it('a retry that no longer declares what an unanswered request needs has it refused, and the call goes on', async () => {
+    const client = await manualClient('fewer-caps');
+    const paused = await round(client, 'confirm', { what: 'drop-caps' });
+    assert.equal(paused.resultType, 'input_required');
+    // The same sandbox, another client: its retry declares sampling only, and answers nothing.
+    const lesser = await manualClient('fewer-caps', undefined, { sampling: {} });
+    const done = await round(lesser, 'confirm', { what: 'drop-caps' }, { requestState: paused.requestState });
+    assert.equal(textOf(done), 'drop-caps: refused');
+    const seen = await outcomes(client, 1);
+    assert.match(seen[0]!, /^drop-caps: refused: .*Client does not support elicitation/);
   });
 
   it("another principal of the same sandbox cannot resume a principal's call with its state", async () => {
