@@ -29,16 +29,17 @@ const ABSENT_TOOL = 'switchyard-warm-up-absent-tool';
 
 /**
  * The SDK client every proxying engine talks to its upstream with. It
- * offers sampling, elicitation and roots (announcing their changes), which
- * it passes on to the downstream client (see ProxyInstance); one that lacks
- * them gets the upstream's request refused.
+ * offers sampling, elicitation (both modes: an SDK server sends no URL one
+ * to a client that declares the form mode only) and roots (announcing
+ * their changes), which it passes on to the downstream client (see
+ * ProxyInstance); one that lacks them gets the upstream's request refused.
  */
 export function upstreamClient(): Client {
   return new Client(
     { name: 'switchyard-runtime', version: '0.1.0' },
     {
       defaultCacheTtlMs: LIST_CACHE_TTL_MS,
-      capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } },
+      capabilities: { sampling: {}, elicitation: { form: {}, url: {} }, roots: { listChanged: true } },
     },
   );
 }

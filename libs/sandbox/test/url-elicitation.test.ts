@@ -1,0 +1,67 @@
+// A proxied server's URL-mode elicitation (2025-11-25) reaches a legacy client that declared URL
+// elicitation, and the server's later notifications/elicitation/complete reaches that client, and only it
+// (the spec has the server send it to the client that was asked). Real SDK clients, a real stdio child (an
+// SDK server that asks its client to visit a URL, then says the visit is over).
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { Client, type ClientCapabilities, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { SandboxHost } from '@switchyard/sandbox';
+import { childPids } from './fixtures/children.ts';
+import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+
+const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
+
+const textOf = (result: unknown): string =>
+  (result as { content: Array<{ text?: string }> }).content.map((c) => c.text ?? '').join('');
+
+describe('a proxied server asking a legacy client to visit a URL', () => {
+  const open: Client[] = [];
+  let host: SandboxHost;
+  let served: Served;
+
+  before(async () => {
+    host = testHost({
+      runtimeId: 'rt-url-elicitation',
+      classes: { asking: { engine: 'stdio', command: process.execPath, args: [asking] } },
+    });
+    served = await serveHttp1(host);
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
+  });
+  after(async () => {
+    await served.close();
+    await host.close();
+    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  });
+
+  /** A legacy client of sandbox `process` that accepts every URL it is asked to visit and notes what it hears. */
+  async function legacyClient(process: string, capabilities: ClientCapabilities) {
+    const client = new Client({ name: `url-${process}`, version: '1.0.0' }, { capabilities });
+    const heard: { visited: string[]; completed: string[] } = { visited: [], completed: [] };
+    client.setRequestHandler('elicitation/create', (req) => {
+      heard.visited.push(req.params.mode === 'url' ? `${req.params.elicitationId} ${req.params.url}` : 'form');
+      return { action: 'accept' };
+    });
+    client.setNotificationHandler('notifications/elicitation/complete', (n) => {
+      heard.completed.push(n.params.elicitationId);
+    });
+    const headers = { 'x-switchyard-class': 'asking', 'x-switchyard-process': process };
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }));
+    open.push(client);
+    return { client, heard };
+  }
+
+  it('a client that declared URL elicitation is asked to visit the URL', async () => {
+    const { client, heard } = await legacyClient('visit', { elicitation: { form: {}, url: {} } });
+    assert.equal(textOf(await client.callTool({ name: 'link', arguments: { id: 'e-1' } })), 'e-1: accept');
+    assert.deepEqual(heard.visited, ['e-1 https://example.com/sign-in/e-1']);
+  });
+
+  it('a client that declared the form mode only has the URL refused, as it would refuse it', async () => {
+    const { client, heard } = await legacyClient('form-only', { elicitation: { form: {} } });
+    const text = textOf(await client.callTool({ name: 'link', arguments: { id: 'e-2' } }));
+    assert.match(text, /^e-2: refused: .*url elicitation/i);
+    assert.deepEqual(heard.visited, []);
+  });
+});
