@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import type { ListRootsResult, McpServer } from '@modelcontextprotocol/server';
 import type { Asker } from './call-rounds.ts';
 import { rootsOf, sessionToAsk } from './roots.ts';
+import { UrlElicitations } from './url-elicitations.ts';
 
 /**
  * A tool call in flight upstream: whom the upstream's requests go through,
@@ -32,18 +33,26 @@ export class UpstreamAsks {
   readonly #calls: Call[] = [];
   readonly #servers: Iterable<McpServer>;
   readonly #timeoutMs: number;
+  readonly #urls: UrlElicitations;
 
   /** `servers`: the sandbox's servers, live; one session among them may be asked for roots outside a call. */
   constructor(client: Client, servers: Iterable<McpServer>, timeoutMs: number) {
     this.#servers = servers;
     this.#timeoutMs = timeoutMs;
+    this.#urls = new UrlElicitations(servers);
     client.setRequestHandler('sampling/createMessage', (req, upstream) =>
       this.#onBehalf(({ asker }) =>
         asker.mcpReq.requestSampling(req.params, this.#asked(asker, upstream.mcpReq.signal)),
       ),
     );
     client.setRequestHandler('elicitation/create', (req, upstream) =>
-      this.#onBehalf(({ asker }) => asker.mcpReq.elicitInput(req.params, this.#asked(asker, upstream.mcpReq.signal))),
+      this.#onBehalf((call) => {
+        this.#urls.asked(req.params, call);
+        return call.asker.mcpReq.elicitInput(req.params, this.#asked(call.asker, upstream.mcpReq.signal));
+      }),
+    );
+    client.setNotificationHandler('notifications/elicitation/complete', (n) =>
+      this.#urls.complete(n.params, (call) => this.#calls.includes(call)),
     );
     client.setRequestHandler('roots/list', (_req, upstream) => this.#listRoots(upstream.mcpReq.signal));
   }
@@ -52,7 +61,10 @@ export class UpstreamAsks {
   async tracked<T>(call: Call, run: () => Promise<T>): Promise<T> {
     this.#calls.push(call);
     try {
-      return await run();
+      const result = await run();
+      // The call's stream ends with its result: what is on its way there goes first.
+      await this.#urls.sent(call);
+      return result;
     } finally {
       this.#calls.splice(this.#calls.indexOf(call), 1);
     }

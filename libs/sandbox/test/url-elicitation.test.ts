@@ -58,6 +58,16 @@ describe('a proxied server asking a legacy client to visit a URL', () => {
     assert.deepEqual(heard.visited, ['e-1 https://example.com/sign-in/e-1']);
   });
 
+  it("the server's word that the visit is over reaches the client it asked, not another session of the sandbox", async () => {
+    const asked = await legacyClient('complete', { elicitation: { form: {}, url: {} } });
+    const other = await legacyClient('complete', { elicitation: { form: {}, url: {} } });
+    assert.equal(textOf(await asked.client.callTool({ name: 'link', arguments: { id: 'e-3' } })), 'e-3: accept');
+    assert.deepEqual(asked.heard.completed, ['e-3']);
+    // Sent before the call's result, it came on the call's stream: nothing is still on its way to the other.
+    assert.equal(textOf(await other.client.callTool({ name: 'outcomes', arguments: {} })), '[]');
+    assert.deepEqual(other.heard.completed, []);
+  });
+
   it('a client that declared the form mode only has the URL refused, as it would refuse it', async () => {
     const { client, heard } = await legacyClient('form-only', { elicitation: { form: {} } });
     const text = textOf(await client.callTool({ name: 'link', arguments: { id: 'e-2' } }));
