@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import {
   McpServer,
-  WebStandardStreamableHTTPServerTransport,
   createMcpHandler,
   isInitializeRequest,
   isJsonContentType,
@@ -18,6 +17,7 @@ import {
 } from '@switchyard/protocol';
 import { SessionEventStore } from './event-store.ts';
 import { SandboxEventBus } from './listen-bus.ts';
+import { SessionTransport } from './session-transport.ts';
 import type { InFlight } from './in-flight.ts';
 import type { Sandbox, SandboxRegistry } from './registry.ts';
 import type { Session, SessionTable } from './sessions.ts';
@@ -238,7 +238,13 @@ export class McpEndpoint {
     // place, the older ends, rather than a 409 until TCP gives up. (A resume, with Last-Event-ID, takes over
     // the stream it names inside the SDK: see SessionEventStore.)
     if (opensEventStream(request)) session.transport.closeStandaloneSSEStream();
-    const end = this.#deps.sessions.begin(session);
+    const begun = this.#deps.sessions.begin(session);
+    // Open for as long as its answer: an upstream's request with no call to carry it needs one (see roots.ts).
+    const closeStream = request.method === 'GET' ? session.transport.openEventStream() : undefined;
+    const end = (): void => {
+      closeStream?.();
+      begun();
+    };
     let response: Response;
     try {
       response = await session.transport.handleRequest(request, parsed(parsedBody));
@@ -316,7 +322,7 @@ export class McpEndpoint {
   async #connect(sandbox: Sandbox, sessionId: string, principal: string | undefined): Promise<Session> {
     const { server, detach } = serverFor(sandbox, this.#deps.toolCalls);
     try {
-      const transport = new WebStandardStreamableHTTPServerTransport({
+      const transport = new SessionTransport({
         sessionIdGenerator: () => sessionId,
         eventStore: new SessionEventStore(SESSION_EVENTS_MAX, SESSION_EVENT_BYTES_MAX),
         retryInterval: SSE_RETRY_MS,

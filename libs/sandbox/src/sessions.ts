@@ -1,4 +1,5 @@
-import type { McpServer, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
+import type { McpServer } from '@modelcontextprotocol/server';
+import type { SessionTransport } from './session-transport.ts';
 import type { Clock, Timer } from '@switchyard/clock';
 import type { Sandbox } from './registry.ts';
 
@@ -7,7 +8,7 @@ export interface Session {
   readonly id: string;
   readonly sandbox: Sandbox;
   readonly server: McpServer;
-  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly transport: SessionTransport;
   readonly detach: () => void;
   /**
    * The principal that opened it (`X-Switchyard-Principal`, set by gateways

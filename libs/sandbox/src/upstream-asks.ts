@@ -83,8 +83,7 @@ export class UpstreamAsks {
    * Asks a downstream client for its roots, on the call in flight as
    * `#onBehalf` does. With none, a server that asks at start or on a change
    * of roots still reaches the client of a sandbox that one session holds,
-   * over its GET stream (lost if it has none open: the upstream waits its
-   * own timeout, as it would connected to the client directly).
+   * over its GET stream (refused when it has none open, see `sessionToAsk`).
    */
   async #listRoots(withdrawn: AbortSignal): Promise<ListRootsResult> {
     if (this.#calls.length === 0) {

@@ -1,7 +1,7 @@
 // A client's roots reach the server a stdio sandbox runs: the upstream's
 // roots/list goes to the client of the call that asked (over that call's
 // stream), or, with no call in flight, to the sandbox's only session (over
-// its GET stream); a client without roots has it refused as method not
+// its GET stream, refused at once when none is open); a client without roots has it refused as method not
 // found, a 2026-07-28 request has it refused at once (no server-to-client
 // requests there), and the client's notifications/roots/list_changed
 // reaches the upstream.
@@ -167,6 +167,41 @@ describe('a client’s roots through a stdio sandbox', () => {
       }
     });
   }
+
+  it('a session with no GET stream open has an ask with no call in flight refused at once, not lost', async () => {
+    const json = { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
+    const accept = 'application/json, text/event-stream';
+    const post = (headers: Record<string, string>, body: unknown) =>
+      fetch(new URL('/mcp', served.url), {
+        method: 'POST',
+        headers: { ...json, accept, ...headers },
+        body: JSON.stringify(body),
+      });
+    const init = await post(
+      { 'x-switchyard-class': 'roots', 'x-switchyard-process': 'no-get-stream' },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: { roots: { listChanged: true } },
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      },
+    );
+    await init.text();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    try {
+      assert.equal((await post(session, { jsonrpc: '2.0', method: 'notifications/initialized' })).status, 202);
+      const since = logger.lines.length;
+      const changed = await post(session, { jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+      assert.equal(changed.status, 202);
+      assert.match(await askedAfterChange(logger, since), /^error -32603: .*no GET stream open/);
+    } finally {
+      await fetch(new URL('/mcp', served.url), { method: 'DELETE', headers: { ...json, ...session } });
+    }
+  });
 
   it('with several sessions on one sandbox: a call gets its own client’s roots; an ask with no call in flight is refused', async () => {
     const ada = await rootsClient('v2-legacy', 'shared-roots', ['file:///home/ada']);
