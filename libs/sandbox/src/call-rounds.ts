@@ -166,6 +166,14 @@ function principalOf(ctx: ServerContext): string | undefined {
   return ctx.http?.req?.headers.get(IDENTITY_HEADERS.principal) ?? undefined;
 }
 
+/**
+ * A request that names no process (no `X-Switchyard-Process`) is served by a
+ * sandbox of its own, ended with the request: a retry could reach no call.
+ */
+function namesProcess(ctx: ServerContext): boolean {
+  return ctx.http?.req?.headers.has(IDENTITY_HEADERS.process) ?? true;
+}
+
 /** The SDK's own refusal of a state it cannot use (-32602), with why. */
 function invalidState(why: string): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid or expired requestState: ${why}`, {
@@ -187,11 +195,14 @@ export class RoundCall {
   #round: ServerContext | undefined;
   #capabilities: ClientCapabilities | undefined;
   #relayed: Promise<void> = Promise.resolve();
+  /** The call's sandbox is its first request's own (see namesProcess): it cannot outlive the round. */
+  readonly #unnamed: boolean;
   timer: Timer | undefined;
 
   constructor(params: CallParams, first: ServerContext, start: (call: RoundCall) => Promise<CallToolResult>) {
     this.#params = params;
     this.principal = principalOf(first);
+    this.#unnamed = !namesProcess(first);
     const ask = (method: string, params: unknown, options?: { signal?: AbortSignal }): Promise<never> =>
       this.#ask(method, params as Params, options?.signal);
     this.asker = {
@@ -323,6 +334,14 @@ export class RoundCall {
   #ask(method: string, params: Params, withdrawn: AbortSignal | undefined): Promise<never> {
     if (this.#outcome || this.#abort.signal.aborted) return Promise.reject(new Error('the call is over'));
     if (withdrawn?.aborted) return Promise.reject(withdrawn.reason as Error);
+    // Refused at once, not paused: the sandbox ends with this request, and with it the call a retry would resume.
+    if (this.#unnamed) {
+      return Promise.reject(
+        new Error(
+          `${method} cannot reach a 2026-07-28 client whose call names no process: its sandbox ends with the request; name one (X-Switchyard-Process) to take input in rounds`,
+        ),
+      );
+    }
     const lacking = undeclared(method, params, this.#capabilities);
     if (lacking) return Promise.reject(notSupported(lacking, method));
     if (this.#pending.size >= ASKS_PER_CALL_MAX) {

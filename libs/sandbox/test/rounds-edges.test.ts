@@ -98,6 +98,23 @@ describe('the edges of a 2026-07-28 call in rounds', () => {
     });
   }
 
+  it("has an upstream's request refused at once in a call that names no process, whose sandbox ends with it", async () => {
+    const client = new Client(
+      { name: 'edges-unnamed', version: '1.0.0' },
+      {
+        capabilities: { elicitation: { form: {} } },
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+        inputRequired: { autoFulfill: false },
+      },
+    );
+    const requestInit = { headers: { 'x-switchyard-class': 'asking' } };
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit }));
+    open.push(client);
+    const answered = await round(client, 'confirm', { what: 'unnamed' });
+    assert.equal(answered.resultType, undefined, 'no input_required: no retry could reach the call');
+    assert.equal(textOf(answered), 'unnamed: refused');
+  });
+
   it('progress goes to the request of the round it happens in', async () => {
     const client = await manualClient('progress');
     const first: Progress[] = [];
