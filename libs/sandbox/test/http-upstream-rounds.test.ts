@@ -4,10 +4,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { SandboxHost } from '@switchyard/sandbox';
+import { askingClass } from './fixtures/asking.ts';
 import { childPids } from './fixtures/children.ts';
 import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
-
-const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
 
 describe('an http upstream asking a 2026-07-28 client for input', () => {
   let upstream: SandboxHost;
@@ -18,7 +17,7 @@ describe('an http upstream asking a 2026-07-28 client for input', () => {
   before(async () => {
     upstream = testHost({
       runtimeId: 'rt-http-upstream',
-      classes: { asking: { engine: 'stdio', command: process.execPath, args: [asking] } },
+      classes: { asking: askingClass() },
     });
     upstreamServed = await serveHttp1(upstream);
     host = testHost({

@@ -6,14 +6,15 @@
 // requests there), and the client's notifications/roots/list_changed
 // reaches the upstream.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger, SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
-import { captureLogger, type LogLine, serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+import type { Logger } from '@switchyard/sandbox';
+import { captureLogger, type LogLine } from './fixtures/harness.ts';
+import { hostSuite } from './fixtures/suite.ts';
+import { waitFor } from './fixtures/wait.ts';
 
 const rootsServer = new URL('./fixtures/roots-stdio-server.ts', import.meta.url).pathname;
 
@@ -27,14 +28,6 @@ interface RootsClient {
 }
 
 const asRoots = (uris: string[]) => ({ roots: uris.map((uri) => ({ uri, name: uri.split('/').at(-1) })) });
-
-async function waitFor(what: string, check: () => boolean): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /**
  * Waits for the upstream's stderr line (logged by the host) past the first
@@ -53,68 +46,50 @@ async function askedAfterChange(logger: Logger & { lines: LogLine[] }, since: nu
 }
 
 describe('a client’s roots through a stdio sandbox', () => {
-  let host: SandboxHost;
-  let served: Served;
-  let logger: ReturnType<typeof captureLogger>;
-
-  before(async () => {
-    logger = captureLogger();
-    host = testHost({
-      logger,
-      runtimeId: 'rt-roots',
-      classes: { roots: { engine: 'stdio', command: process.execPath, args: [rootsServer] } },
-    });
-    served = await serveHttp1(host);
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  const logger = captureLogger();
+  const suite = hostSuite({
+    logger,
+    runtimeId: 'rt-roots',
+    classes: { roots: { engine: 'stdio', command: process.execPath, args: [rootsServer] } },
   });
 
   /** A client of `flavour` on sandbox `process`, answering roots/list with `uris` unless it declares no roots. */
   async function rootsClient(flavour: Flavour, process: string, uris: string[] | undefined): Promise<RootsClient> {
     let roots = uris ?? [];
     const capabilities = uris ? { roots: { listChanged: true } } : {};
-    const url = new URL('/mcp', served.url);
+    const url = new URL('/mcp', suite.served.url);
     const requestInit = { headers: { 'x-switchyard-class': 'roots', 'x-switchyard-process': process } };
     const textOf = (result: unknown) => {
       const r = result as { content: Array<{ text?: string }>; isError?: boolean };
       return { text: r.content[0]?.text ?? '', isError: r.isError === true };
     };
+    const handle = (client: Client | V1Client, close: () => Promise<void>): RootsClient => ({
+      call: async (name) => textOf(await client.callTool({ name, arguments: {} })),
+      changeRoots: async (next) => {
+        roots = next;
+        await client.sendRootsListChanged();
+      },
+      close,
+    });
     if (flavour === 'v1') {
       const client = new V1Client({ name: 'roots-v1', version: '1.0.0' }, { capabilities });
       if (uris) client.setRequestHandler(ListRootsRequestSchema, () => asRoots(roots));
       const transport = new V1Transport(url, { requestInit });
       await client.connect(transport);
-      return {
-        call: async (name) => textOf(await client.callTool({ name, arguments: {} })),
-        changeRoots: async (next) => {
-          roots = next;
-          await client.sendRootsListChanged();
-        },
-        close: async () => {
-          await transport.terminateSession().catch(() => undefined);
-          await client.close();
-        },
-      };
+      return handle(client, async () => {
+        await transport.terminateSession().catch(() => undefined);
+        await client.close();
+      });
     }
     const modern = flavour === 'v2-modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' as const } } } : {};
     const client = new Client({ name: `roots-${flavour}`, version: '1.0.0' }, { capabilities, ...modern });
     if (uris) client.setRequestHandler('roots/list', () => asRoots(roots));
     const transport = new StreamableHTTPClientTransport(url, { requestInit });
     await client.connect(transport);
-    return {
-      call: async (name) => textOf(await client.callTool({ name, arguments: {} })),
-      changeRoots: async (next) => {
-        roots = next;
-        await client.sendRootsListChanged();
-      },
-      close: async () => {
-        if (flavour === 'v2-legacy') await transport.terminateSession().catch(() => undefined);
-        await client.close();
-      },
-    };
+    return handle(client, async () => {
+      if (flavour === 'v2-legacy') await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    });
   }
 
   for (const flavour of ['v1', 'v2-legacy'] as const) {
@@ -158,7 +133,7 @@ describe('a client’s roots through a stdio sandbox', () => {
       const client = await rootsClient(flavour, `changes-${flavour}`, ['file:///work/old']);
       try {
         // Its GET stream open (the SDK opens it after connect resolves): an ask sent on none is lost.
-        await waitFor('the session’s GET stream', () => host.stats().eventStreams === 1);
+        await waitFor('the session’s GET stream', () => suite.host.stats().eventStreams === 1);
         const since = logger.lines.length;
         await client.changeRoots(['file:///work/new']);
         assert.equal(await askedAfterChange(logger, since), JSON.stringify(['file:///work/new']));
@@ -172,7 +147,7 @@ describe('a client’s roots through a stdio sandbox', () => {
     const json = { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
     const accept = 'application/json, text/event-stream';
     const post = (headers: Record<string, string>, body: unknown) =>
-      fetch(new URL('/mcp', served.url), {
+      fetch(new URL('/mcp', suite.served.url), {
         method: 'POST',
         headers: { ...json, accept, ...headers },
         body: JSON.stringify(body),
@@ -199,7 +174,7 @@ describe('a client’s roots through a stdio sandbox', () => {
       assert.equal(changed.status, 202);
       assert.match(await askedAfterChange(logger, since), /^error -32603: .*no GET stream open/);
     } finally {
-      await fetch(new URL('/mcp', served.url), { method: 'DELETE', headers: { ...json, ...session } });
+      await fetch(new URL('/mcp', suite.served.url), { method: 'DELETE', headers: { ...json, ...session } });
     }
   });
 

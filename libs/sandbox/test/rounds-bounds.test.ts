@@ -3,93 +3,40 @@
 // not cost the call the start it is timed from. Real SDK clients, a real stdio child (an SDK server that
 // asks mid-call); time on a ManualClock.
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/client';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
-import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+import { askingClass, callRound, outcomes, type Round, roundByRound, textOf } from './fixtures/asking.ts';
+import { hostSuite } from './fixtures/suite.ts';
+import { waitFor } from './fixtures/wait.ts';
 
-const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
 /** The runtime's wait for a client's retry between rounds. */
 const ROUND_WAIT_MS = 10 * 60_000;
 
-type Round = {
-  resultType?: string;
-  inputRequests?: Record<string, { method: string }>;
-  requestState?: string;
-  content?: Array<{ type: string; text?: string }>;
-};
-
-const textOf = (result: unknown): string => ((result as Round).content ?? []).map((c) => c.text ?? '').join('');
 const accept = (round: Round) => ({
   [Object.keys(round.inputRequests ?? {})[0]!]: { action: 'accept', content: { go: true } },
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('what a 2026-07-28 call in rounds holds', () => {
   const clock = new ManualClock();
   const calls: string[] = [];
-  const open: Client[] = [];
-  let host: SandboxHost;
-  let served: Served;
-
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-round-bounds',
-      clock,
-      classes: {
-        asking: { engine: 'stdio', command: process.execPath, args: [asking], expireSeconds: 3600 },
-        brief: { engine: 'stdio', command: process.execPath, args: [asking], expireSeconds: 5 },
-      },
-      onToolCall: (cls, outcome, seconds) => calls.push(`${cls} ${outcome} ${seconds}`),
-    });
-    served = await serveHttp1(host);
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  const suite = hostSuite({
+    runtimeId: 'rt-round-bounds',
+    clock,
+    classes: { asking: askingClass({ expireSeconds: 3600 }), brief: askingClass({ expireSeconds: 5 }) },
+    onToolCall: (cls, outcome, seconds) => calls.push(`${cls} ${outcome} ${seconds}`),
   });
 
   async function manualClient(className: string, process: string): Promise<Client> {
     const client = new Client(
       { name: `bounds-${process}`, version: '1.0.0' },
-      {
-        capabilities: { elicitation: { form: {} } },
-        versionNegotiation: { mode: { pin: '2026-07-28' } },
-        inputRequired: { autoFulfill: false },
-      },
+      roundByRound({ elicitation: { form: {} } }),
     );
-    const headers = { 'x-switchyard-class': className, 'x-switchyard-process': process };
-    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }));
-    open.push(client);
-    return client;
+    return suite.connect(client, { 'x-switchyard-class': className, 'x-switchyard-process': process });
   }
 
   const confirm = (client: Client, what: string, retry: Record<string, unknown> = {}) =>
-    client.request(
-      { method: 'tools/call', params: { name: 'confirm', arguments: { what }, ...retry } },
-      { allowInputRequired: true, timeout: 10_000 },
-    ) as Promise<Round>;
-
-  const outcomes = (client: Client, count: number) =>
-    waitFor(`${count} outcomes`, async () => {
-      const seen = JSON.parse(textOf(await client.callTool({ name: 'outcomes', arguments: {} }))) as string[];
-      return seen.length >= count ? seen : undefined;
-    });
+    callRound(client, 'confirm', { what }, retry);
 
   it('a retry refused for other arguments leaves the call timed from its first round', async () => {
     const client = await manualClient('asking', 'timed');
@@ -125,7 +72,7 @@ describe('what a 2026-07-28 call in rounds holds', () => {
     const paused = await confirm(client, 'doomed');
     assert.equal(paused.resultType, 'input_required');
     await clock.advance(5000);
-    await waitFor('the sandbox destroyed', async () => (host.stats().sandboxesByClass.brief === 0 ? true : undefined));
+    await waitFor('the sandbox destroyed', () => suite.host.stats().sandboxesByClass.brief === 0);
     assert.ok(clock.pendingTimers <= timersBefore, 'neither the wait between rounds nor the expiry is left');
     await assert.rejects(
       confirm(client, 'doomed', { requestState: paused.requestState, inputResponses: accept(paused) }),

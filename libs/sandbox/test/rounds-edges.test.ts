@@ -4,57 +4,22 @@
 // first round, and what a sandbox destroyed between rounds leaves. Real SDK clients, a real stdio child (an SDK
 // server that asks mid-call); time between rounds on a ManualClock.
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import { Client, type ClientCapabilities, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { describe, it } from 'node:test';
+import { Client, type ClientCapabilities } from '@modelcontextprotocol/client';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
-import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+import { askingClass, callRound as round, outcomes, type Round, roundByRound, textOf } from './fixtures/asking.ts';
+import { hostSuite } from './fixtures/suite.ts';
 
-const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
-
-type Round = {
-  resultType?: string;
-  inputRequests?: Record<string, { method: string; params?: { message?: string } }>;
-  requestState?: string;
-  content?: Array<{ type: string; text?: string }>;
-};
 type Progress = { progress: number; message?: string };
 
-const textOf = (result: unknown): string => ((result as Round).content ?? []).map((c) => c.text ?? '').join('');
 const onlyKey = (round: Round): string => Object.keys(round.inputRequests ?? {})[0]!;
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('the edges of a 2026-07-28 call in rounds', () => {
   const clock = new ManualClock();
-  const open: Client[] = [];
-  let host: SandboxHost;
-  let served: Served;
-
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-round-edges',
-      clock,
-      classes: { asking: { engine: 'stdio', command: process.execPath, args: [asking], expireSeconds: 3600 } },
-    });
-    served = await serveHttp1(host);
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  const suite = hostSuite({
+    runtimeId: 'rt-round-edges',
+    clock,
+    classes: { asking: askingClass({ expireSeconds: 3600 }) },
   });
 
   /** A 2026-07-28 client of sandbox `process` that answers no input itself, as `principal` if named. */
@@ -63,53 +28,17 @@ describe('the edges of a 2026-07-28 call in rounds', () => {
     principal?: string,
     capabilities: ClientCapabilities = { sampling: {}, elicitation: { form: {} } },
   ): Promise<Client> {
-    const client = new Client(
-      { name: `edges-${process}`, version: '1.0.0' },
-      {
-        capabilities,
-        versionNegotiation: { mode: { pin: '2026-07-28' } },
-        inputRequired: { autoFulfill: false },
-      },
-    );
+    const client = new Client({ name: `edges-${process}`, version: '1.0.0' }, roundByRound(capabilities));
     const headers: Record<string, string> = { 'x-switchyard-class': 'asking', 'x-switchyard-process': process };
     if (principal) headers['x-switchyard-principal'] = principal;
-    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }));
-    open.push(client);
-    return client;
-  }
-
-  function round(
-    client: Client,
-    name: string,
-    args: Record<string, unknown>,
-    retry: Record<string, unknown> = {},
-    opts: { onprogress?: (p: Progress) => void; signal?: AbortSignal } = {},
-  ): Promise<Round> {
-    return client.request(
-      { method: 'tools/call', params: { name, arguments: args, ...retry } },
-      { allowInputRequired: true, timeout: 10_000, ...opts },
-    ) as Promise<Round>;
-  }
-
-  async function outcomes(client: Client, count: number): Promise<string[]> {
-    return waitFor(`${count} outcomes`, async () => {
-      const seen = JSON.parse(textOf(await client.callTool({ name: 'outcomes', arguments: {} }))) as string[];
-      return seen.length >= count ? seen : undefined;
-    });
+    return suite.connect(client, headers);
   }
 
   it("has an upstream's request refused at once in a call that names no process, whose sandbox ends with it", async () => {
-    const client = new Client(
-      { name: 'edges-unnamed', version: '1.0.0' },
-      {
-        capabilities: { elicitation: { form: {} } },
-        versionNegotiation: { mode: { pin: '2026-07-28' } },
-        inputRequired: { autoFulfill: false },
-      },
+    const client = await suite.connect(
+      new Client({ name: 'edges-unnamed', version: '1.0.0' }, roundByRound({ elicitation: { form: {} } })),
+      { 'x-switchyard-class': 'asking' },
     );
-    const requestInit = { headers: { 'x-switchyard-class': 'asking' } };
-    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit }));
-    open.push(client);
     const answered = await round(client, 'confirm', { what: 'unnamed' });
     assert.equal(answered.resultType, undefined, 'no input_required: no retry could reach the call');
     assert.equal(textOf(answered), 'unnamed: refused');

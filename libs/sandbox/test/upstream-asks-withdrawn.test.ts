@@ -3,63 +3,26 @@
 // call's next round no longer names it. Real SDK clients, a real stdio child (an SDK server that asks to
 // start, asks again and withdraws that ask, then asks to finish).
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
-import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+import { describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/client';
+import { askingClass, callRound, type Round, roundByRound, textOf } from './fixtures/asking.ts';
+import { hostSuite } from './fixtures/suite.ts';
+import { waitFor } from './fixtures/wait.ts';
 
-const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
 /** Rounds a client retries, answering nothing, until the upstream's next request shows. */
 const ROUNDS_MAX = 100;
 
-type Round = {
-  resultType?: string;
-  inputRequests?: Record<string, { method: string; params?: { message?: string } }>;
-  requestState?: string;
-  content?: Array<{ type: string; text?: string }>;
-};
-
-const textOf = (result: unknown): string => ((result as Round).content ?? []).map((c) => c.text ?? '').join('');
 const messages = (round: Round): string[] =>
   Object.values(round.inputRequests ?? {}).map((r) => r.params?.message ?? '?');
 
-async function waitFor(what: string, check: () => boolean): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('a proxied server withdrawing its request for input', () => {
-  const open: Client[] = [];
-  let host: SandboxHost;
-  let served: Served;
+  const suite = hostSuite({ runtimeId: 'rt-withdrawn', classes: { asking: askingClass() } });
 
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-withdrawn',
-      classes: { asking: { engine: 'stdio', command: process.execPath, args: [asking] } },
+  const client = (process: string, opts: ConstructorParameters<typeof Client>[1]): Promise<Client> =>
+    suite.connect(new Client({ name: `withdrawn-${process}`, version: '1.0.0' }, opts), {
+      'x-switchyard-class': 'asking',
+      'x-switchyard-process': process,
     });
-    served = await serveHttp1(host);
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
-  });
-
-  async function client(process: string, opts: ConstructorParameters<typeof Client>[1]): Promise<Client> {
-    const c = new Client({ name: `withdrawn-${process}`, version: '1.0.0' }, opts);
-    const headers = { 'x-switchyard-class': 'asking', 'x-switchyard-process': process };
-    await c.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }));
-    open.push(c);
-    return c;
-  }
 
   it('a legacy client has the withdrawn request cancelled', async () => {
     const legacy = await client('legacy', { capabilities: { elicitation: { form: {} } } });
@@ -79,16 +42,8 @@ describe('a proxied server withdrawing its request for input', () => {
   });
 
   it('a 2026-07-28 call no longer names the withdrawn request in its next round', async () => {
-    const modern = await client('modern', {
-      capabilities: { elicitation: { form: {} } },
-      versionNegotiation: { mode: { pin: '2026-07-28' } },
-      inputRequired: { autoFulfill: false },
-    });
-    const call = (retry: Record<string, unknown> = {}) =>
-      modern.request(
-        { method: 'tools/call', params: { name: 'withdraw', arguments: { what: 'm' }, ...retry } },
-        { allowInputRequired: true, timeout: 10_000 },
-      ) as Promise<Round>;
+    const modern = await client('modern', roundByRound({ elicitation: { form: {} } }));
+    const call = (retry: Record<string, unknown> = {}) => callRound(modern, 'withdraw', { what: 'm' }, retry);
     const accept = (round: Round) =>
       Object.fromEntries(
         Object.keys(round.inputRequests ?? {}).map((k) => [k, { action: 'accept', content: { go: true } }]),

@@ -3,92 +3,41 @@
 // issued, and the client's retry answers the server. Real SDK clients, a real stdio child (an SDK server
 // that asks mid-call); time between rounds on a ManualClock.
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import { Client, ProtocolErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { describe, it } from 'node:test';
+import { Client, ProtocolErrorCode } from '@modelcontextprotocol/client';
 import { ManualClock } from '@switchyard/clock/testing';
-import type { SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
-import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
+import { askingClass, callRound, outcomes, type Round, roundByRound, textOf } from './fixtures/asking.ts';
+import { hostSuite } from './fixtures/suite.ts';
 
-const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
 /** The runtime's wait for a client's retry between rounds (the bound on a forwarded request). */
 const ROUND_WAIT_MS = 10 * 60_000;
 /** Calls of one sandbox that may wait between rounds at once. */
 const PAUSED_MAX = 32;
 
-type Answered = { content: Array<{ type: string; text?: string }>; isError?: boolean };
-type Paused = { resultType?: string; inputRequests?: Record<string, { method: string }>; requestState?: string };
-
-const textOf = (result: unknown): string => (result as Answered).content.map((c) => c.text ?? '').join('');
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('a proxied server asking a 2026-07-28 client for input', () => {
   const clock = new ManualClock();
   const calls: string[] = [];
-  const open: Client[] = [];
-  let host: SandboxHost;
-  let served: Served;
-
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-rounds',
-      clock,
-      // Longer than the wait between rounds: the sandbox outlives every call it abandons.
-      classes: { asking: { engine: 'stdio', command: process.execPath, args: [asking], expireSeconds: 3600 } },
-      onToolCall: (cls, outcome, seconds) => calls.push(`${cls} ${outcome} ${seconds}`),
-    });
-    served = await serveHttp1(host);
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
+  const suite = hostSuite({
+    runtimeId: 'rt-rounds',
+    clock,
+    // Longer than the wait between rounds: the sandbox outlives every call it abandons.
+    classes: { asking: askingClass({ expireSeconds: 3600 }) },
+    onToolCall: (cls, outcome, seconds) => calls.push(`${cls} ${outcome} ${seconds}`),
   });
 
   /** A 2026-07-28 client of sandbox `process`: it answers input requests itself unless `manual`. */
   async function modernClient(process: string, manual = false): Promise<Client> {
-    const client = new Client(
-      { name: `rounds-${process}`, version: '1.0.0' },
-      {
-        capabilities: { sampling: {}, elicitation: { form: {} } },
-        versionNegotiation: { mode: { pin: '2026-07-28' } },
-        ...(manual ? { inputRequired: { autoFulfill: false } } : {}),
-      },
-    );
-    const headers = { 'x-switchyard-class': 'asking', 'x-switchyard-process': process };
-    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }));
-    open.push(client);
-    return client;
+    const capabilities = { sampling: {}, elicitation: { form: {} } };
+    const options = manual
+      ? roundByRound(capabilities)
+      : { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' as const } } };
+    const client = new Client({ name: `rounds-${process}`, version: '1.0.0' }, options);
+    return suite.connect(client, { 'x-switchyard-class': 'asking', 'x-switchyard-process': process });
   }
 
   /** One round of `confirm {what, times}`, as a client that does not answer for itself sends it. */
   function confirmRound(client: Client, what: string, retry: Record<string, unknown> = {}, times?: number) {
-    const args = { what, ...(times === undefined ? {} : { times }) };
-    return client.request(
-      { method: 'tools/call', params: { name: 'confirm', arguments: args, ...retry } },
-      // A round that goes unanswered fails well before the SDK's 60 s.
-      { allowInputRequired: true, timeout: 10_000 },
-    ) as Promise<Paused & Answered>;
-  }
-
-  /** How the upstream's asks ended so far, once `count` have. */
-  async function outcomes(client: Client, count: number): Promise<string[]> {
-    return waitFor(`${count} outcomes`, async () => {
-      const seen = JSON.parse(textOf(await client.callTool({ name: 'outcomes', arguments: {} }))) as string[];
-      return seen.length >= count ? seen : undefined;
-    });
+    return callRound(client, 'confirm', { what, ...(times === undefined ? {} : { times }) }, retry);
   }
 
   it('a client with handlers gets the answer its input made, the call counted once from its first round', async () => {
@@ -161,7 +110,7 @@ describe('a proxied server asking a 2026-07-28 client for input', () => {
   it(`a sandbox keeps at most ${PAUSED_MAX} calls between rounds: the next one's server is refused its input`, async () => {
     const client = await modernClient('crowded', true);
     // One after the other: an upstream's request names no call, so it goes to the latest (see docs/protocol.md).
-    const paused: Paused[] = [];
+    const paused: Round[] = [];
     for (let i = 0; i < PAUSED_MAX; i++) paused.push(await confirmRound(client, `c${i}`));
     assert.ok(paused.every((p) => p.resultType === 'input_required'));
     const refused = await confirmRound(client, 'one-too-many');
@@ -183,7 +132,7 @@ describe('a proxied server asking a 2026-07-28 client for input', () => {
     const first = await confirmRound(client, 'twice', {}, 2);
     const held = client.callTool({ name: 'hold', arguments: {} });
     await outcomes(client, 1);
-    const accept = (p: Paused) => ({
+    const accept = (p: Round) => ({
       [Object.keys(p.inputRequests!)[0]!]: { action: 'accept', content: { go: true } },
     });
     const second = await confirmRound(

@@ -3,37 +3,13 @@
 // (the spec has the server send it to the client that was asked). Real SDK clients, a real stdio child (an
 // SDK server that asks its client to visit a URL, then says the visit is over).
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import { Client, type ClientCapabilities, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { SandboxHost } from '@switchyard/sandbox';
-import { childPids } from './fixtures/children.ts';
-import { serveHttp1, type Served, testHost } from './fixtures/harness.ts';
-
-const asking = new URL('./fixtures/asking-stdio-server.ts', import.meta.url).pathname;
-
-const textOf = (result: unknown): string =>
-  (result as { content: Array<{ text?: string }> }).content.map((c) => c.text ?? '').join('');
+import { describe, it } from 'node:test';
+import { Client, type ClientCapabilities } from '@modelcontextprotocol/client';
+import { askingClass, textOf } from './fixtures/asking.ts';
+import { hostSuite } from './fixtures/suite.ts';
 
 describe('a proxied server asking a legacy client to visit a URL', () => {
-  const open: Client[] = [];
-  let host: SandboxHost;
-  let served: Served;
-
-  before(async () => {
-    host = testHost({
-      runtimeId: 'rt-url-elicitation',
-      classes: { asking: { engine: 'stdio', command: process.execPath, args: [asking] } },
-    });
-    served = await serveHttp1(host);
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
-  });
-  after(async () => {
-    await served.close();
-    await host.close();
-    assert.deepEqual(childPids(), [], 'close() leaves no child behind');
-  });
+  const suite = hostSuite({ runtimeId: 'rt-url-elicitation', classes: { asking: askingClass() } });
 
   /** A legacy client of sandbox `process` that accepts every URL it is asked to visit and notes what it hears. */
   async function legacyClient(process: string, capabilities: ClientCapabilities) {
@@ -46,9 +22,7 @@ describe('a proxied server asking a legacy client to visit a URL', () => {
     client.setNotificationHandler('notifications/elicitation/complete', (n) => {
       heard.completed.push(n.params.elicitationId);
     });
-    const headers = { 'x-switchyard-class': 'asking', 'x-switchyard-process': process };
-    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', served.url), { requestInit: { headers } }));
-    open.push(client);
+    await suite.connect(client, { 'x-switchyard-class': 'asking', 'x-switchyard-process': process });
     return { client, heard };
   }
 
