@@ -98,31 +98,37 @@ export interface FreezableRelay {
   close(): void;
 }
 
-/** A TCP relay on 127.0.0.1 to `port`, whose connections `freeze` stops carrying without closing them. */
-export async function freezableRelay(port: number): Promise<FreezableRelay> {
-  const sockets: net.Socket[] = [];
+/** A TCP relay on 127.0.0.1 to `port`: its listener, and the sockets of its connections open now, both ends. */
+async function relayTo(port: number): Promise<{ server: net.Server; open: Set<net.Socket>; port: number }> {
+  const open = new Set<net.Socket>();
   const server = net.createServer((inbound) => {
     const outbound = net.connect(port, '127.0.0.1');
     for (const socket of [inbound, outbound]) {
-      sockets.push(socket);
+      open.add(socket);
       socket.on('error', () => {});
+      socket.on('close', () => open.delete(socket));
     }
     inbound.pipe(outbound).pipe(inbound);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const bound = (server.address() as net.AddressInfo).port;
+  return { server, open, port: (server.address() as net.AddressInfo).port };
+}
+
+/** A TCP relay on 127.0.0.1 to `port`, whose connections `freeze` stops carrying without closing them. */
+export async function freezableRelay(port: number): Promise<FreezableRelay> {
+  const relay = await relayTo(port);
   return {
-    url: `http://127.0.0.1:${bound}`,
-    port: bound,
+    url: `http://127.0.0.1:${relay.port}`,
+    port: relay.port,
     freeze: () => {
-      for (const socket of sockets) {
+      for (const socket of relay.open) {
         socket.unpipe();
         socket.pause();
       }
     },
     close: () => {
-      for (const socket of sockets) socket.destroy();
-      server.close();
+      for (const socket of relay.open) socket.destroy();
+      relay.server.close();
     },
   };
 }
@@ -142,31 +148,21 @@ export interface CuttableRelay {
 
 /** A TCP relay on 127.0.0.1 to `port`, whose open connections `cut` drops while it keeps listening. */
 export async function cuttableRelay(port: number): Promise<CuttableRelay> {
-  const open = new Set<net.Socket>();
+  const relay = await relayTo(port);
   let cuts = 0;
-  const server = net.createServer((inbound) => {
-    const outbound = net.connect(port, '127.0.0.1');
-    for (const socket of [inbound, outbound]) {
-      open.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => open.delete(socket));
-    }
-    inbound.pipe(outbound).pipe(inbound);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const cut = (): void => {
-    cuts += open.size;
-    for (const socket of open) socket.destroy();
+    cuts += relay.open.size;
+    for (const socket of relay.open) socket.destroy();
   };
   return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    url: `http://127.0.0.1:${relay.port}`,
     get cuts() {
       return cuts;
     },
     cut,
     close: () => {
       cut();
-      server.close();
+      relay.server.close();
     },
   };
 }
