@@ -1,6 +1,6 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { ListRootsResult, McpServer } from '@modelcontextprotocol/server';
-import type { Asker } from './call-rounds.ts';
+import type { Asker } from './round-call.ts';
 import { rootsOf, sessionToAsk } from './roots.ts';
 import { UrlElicitations } from './url-elicitations.ts';
 
